@@ -1,0 +1,42 @@
+# Every target installs what it needs: a fresh machine with only Python is enough.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck imports unit bench deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+deps: $(STAMP)
+
+## make run: the health-metric demo on the embedded default (no cluster, no Prometheus).
+run: $(STAMP)
+	$(BIN)/tas run
+
+## make test: lint, types, layers and every test. This is what CI runs.
+test: lint typecheck imports unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## make bench: speed and scale figures, each printed next to a floor measured in the same run.
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The descheduler: safe evictions that close the loop, and load-aware rebalancing."""

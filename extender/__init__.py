@@ -1,0 +1,1 @@
+"""The kube-scheduler extender: filter and prioritize nodes by TASPolicy rules."""

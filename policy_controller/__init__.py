@@ -1,0 +1,1 @@
+"""The policy controller: node and pod labels and policy status from node telemetry."""

@@ -1,0 +1,1 @@
+"""The cluster: one interface, a Kubernetes adapter and an in-memory implementation."""

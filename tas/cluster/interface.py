@@ -1,0 +1,98 @@
+"""The cluster interface the policy controller and the descheduler are written against.
+
+Two implementations: `tas.cluster.kubernetes` (the official client, list+watch caches) and
+`tas.cluster.memory` (the embedded cluster for `make run`, the simulator and tests). Reads come
+from a local cache kept current by watches, so a reconcile never LISTs per policy; writes go
+to the API and touch only the keys this project owns.
+
+Errors:
+    ClusterError                 anything the cluster refused or failed to do
+      NotFoundError              the object does not exist (any more)
+      ConflictError              optimistic concurrency lost; retry with fresh data
+      TransientClusterError      the API could not be reached or answered 5xx; retry later
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tas.cluster.model import Node, ObjectReference, Pod, PodDisruptionBudget, Taint
+from tas.types import Namespace, NodeName, PolicyKey
+
+
+class ClusterError(Exception):
+    """Anything the cluster refused or failed to do."""
+
+
+class NotFoundError(ClusterError):
+    """The object does not exist (any more)."""
+
+
+class ConflictError(ClusterError):
+    """Optimistic concurrency lost: read again and retry."""
+
+
+class TransientClusterError(ClusterError):
+    """The API could not be reached or answered 5xx: retry later."""
+
+
+class EvictionOutcome(enum.StrEnum):
+    EVICTED = "evicted"
+    #: HTTP 429: a PodDisruptionBudget refused it. A normal answer, not an error.
+    REFUSED = "refused"
+    NOT_FOUND = "not_found"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionResult:
+    outcome: EvictionOutcome
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDocument:
+    """A TASPolicy object as stored in the cluster (validated later by `tas.policy`)."""
+
+    key: PolicyKey
+    body: Mapping[str, Any]
+
+
+class Cluster(Protocol):
+    # Reads: from a cache kept current by watches; cheap, never a LIST per call.
+    def list_nodes(self) -> Sequence[Node]: ...
+
+    def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]: ...
+
+    def list_policy_documents(self) -> Sequence[PolicyDocument]: ...
+
+    def list_pdbs(self) -> Sequence[PodDisruptionBudget]: ...
+
+    # Writes: each touches only the keys given.
+    def patch_node_labels(
+        self, node: NodeName, *, set_labels: Mapping[str, str], remove: Iterable[str] = ()
+    ) -> None: ...
+
+    def patch_pod_labels(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        set_labels: Mapping[str, str],
+        remove: Iterable[str] = (),
+    ) -> None: ...
+
+    def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
+        """Replace the node's taints (with its resourceVersion: `ConflictError` if it moved)."""
+        ...
+
+    def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None: ...
+
+    def emit_event(
+        self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
+    ) -> None: ...
+
+    def evict_pod(self, namespace: Namespace, name: str, *, reason: str) -> EvictionResult: ...

@@ -1,0 +1,207 @@
+"""The parts of Kubernetes objects this project reads, as small immutable values.
+
+Adapters translate API objects into these (and only these fields), so the controller, the
+descheduler and the embedded cluster share one vocabulary and never touch raw API dicts.
+Resource quantities are floats in base units (CPU in cores, memory in bytes).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tas.types import Namespace, NodeName
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
+#: The extended resource TAS-managed pods request; kube-scheduler ignores it for fit.
+TELEMETRY_RESOURCE = "telemetry/scheduling"
+
+
+class TaintEffect(enum.StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    effect: TaintEffect
+    value: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A node selector requirement or label selector expression."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator in ("Gt", "Lt") and present and len(self.values) == 1:
+            try:
+                have, want = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if self.operator == "Gt" else have < want
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements ANDed together; `match_fields` supports `metadata.name` only."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+    def matches(self, node: Node) -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False  # an empty term matches nothing, as in Kubernetes
+        fields = {"metadata.name": node.name}
+        return all(r.matches(node.labels) for r in self.match_expressions) and all(
+            r.matches(fields) for r in self.match_fields
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector
+    topology_key: str
+    namespaces: tuple[str, ...] = ()  # empty: the pod's own namespace
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+class QoSClass(enum.StrEnum):
+    BEST_EFFORT = "BestEffort"
+    BURSTABLE = "Burstable"
+    GUARANTEED = "Guaranteed"
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    name: str
+    kind: str  # emptyDir | hostPath | persistentVolumeClaim | configMap | secret | ...
+    claim_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: NodeName
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable: Mapping[str, float] = field(default_factory=dict)
+    unschedulable: bool = False
+    ready: bool = True
+    resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: Namespace
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_name: NodeName | None = None
+    phase: str = "Running"  # Pending | Running | Succeeded | Failed | Unknown
+    owners: tuple[OwnerReference, ...] = ()
+    priority: int = 0
+    priority_class_name: str = ""
+    qos_class: QoSClass = QoSClass.BEST_EFFORT
+    #: Summed container requests (max'd with init containers), base units.
+    requests: Mapping[str, float] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    #: requiredDuringSchedulingIgnoredDuringExecution node affinity (terms ORed); empty: none.
+    required_node_affinity: tuple[NodeSelectorTerm, ...] = ()
+    required_pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    container_restarts: int = 0
+    init_container_restarts: int = 0
+    creation_timestamp: datetime | None = None
+    start_time: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    resource_version: str = ""
+
+    @property
+    def controller(self) -> OwnerReference | None:
+        for owner in self.owners:
+            if owner.controller:
+                return owner
+        return self.owners[0] if self.owners else None
+
+    @property
+    def is_mirror(self) -> bool:
+        return MIRROR_ANNOTATION in self.annotations
+
+    @property
+    def is_static(self) -> bool:
+        source = self.annotations.get(CONFIG_SOURCE_ANNOTATION)
+        return source is not None and source != "api"
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    namespace: Namespace
+    name: str
+    selector: LabelSelector
+    disruptions_allowed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReference:
+    """What an Event is about."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    api_version: str = "v1"

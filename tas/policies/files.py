@@ -1,0 +1,85 @@
+"""Policies from files: one file or a directory of `*.yaml`, `*.yml` and `*.json` files.
+
+`PolicyFileWatcher.poll()` reloads when any file is added, removed or changed, so editing a
+policy file takes effect without a restart; invalid documents are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from tas.policies.store import PolicyStore
+from tas.policy import LoadResult, PolicyProblem, TASPolicy, load_policies_text
+
+log = logging.getLogger(__name__)
+
+POLICY_SUFFIXES = (".yaml", ".yml", ".json")
+
+_Signature = tuple[tuple[str, int, int], ...]
+
+
+def policy_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(
+            p for p in path.iterdir() if p.suffix in POLICY_SUFFIXES and not p.name.startswith(".")
+        )
+    return [path]
+
+
+def load_policy_path(path: Path) -> LoadResult:
+    """Every policy under `path`, and every problem; an unreadable file is a problem too."""
+    policies: list[TASPolicy] = []
+    problems: list[PolicyProblem] = []
+    if not path.exists():
+        return LoadResult((), (PolicyProblem(str(path), "", "no such file or directory"),))
+    for file in policy_files(path):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            problems.append(PolicyProblem(str(file), "", f"cannot read: {error}"))
+            continue
+        result = load_policies_text(text, source=str(file))
+        policies.extend(result.policies)
+        problems.extend(result.problems)
+    return LoadResult(tuple(policies), tuple(problems))
+
+
+def _signature(path: Path) -> _Signature:
+    entries: list[tuple[str, int, int]] = []
+    try:
+        for file in policy_files(path):
+            stat = file.stat()
+            entries.append((str(file), stat.st_mtime_ns, stat.st_size))
+    except OSError:
+        pass
+    return tuple(entries)
+
+
+class PolicyFileWatcher:
+    """Keeps a `PolicyStore` equal to what the files say."""
+
+    def __init__(self, path: Path, store: PolicyStore) -> None:
+        self._path = path
+        self._store = store
+        self._signature: _Signature | None = None
+
+    def poll(self) -> bool:
+        """Reload if anything changed since the last poll; True when a reload happened."""
+        signature = _signature(self._path)
+        if signature == self._signature:
+            return False
+        self._signature = signature
+        result = load_policy_path(self._path)
+        self._store.replace(result.policies, result.problems)
+        return True
+
+    def run(self, stop: threading.Event, interval: float = 1.0) -> None:
+        """Poll until `stop` is set; meant for a daemon thread."""
+        while not stop.is_set():
+            try:
+                self.poll()
+            except Exception:  # a watcher thread must survive anything a file can do
+                log.exception("Reloading policies from %s failed", self._path)
+            stop.wait(interval)

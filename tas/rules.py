@@ -1,0 +1,283 @@
+"""The rule engine: what a policy says about nodes, given metric values. Pure, no I/O.
+
+Every function takes a validated policy or strategy, a metric view (`MetricColumns`: metric
+name -> node -> value, holding only fresh values) and node names, and returns a decision as
+data. A node without a value for a rule's metric never makes that rule true: missing and stale
+metrics fail open for scheduling and never cause a violation.
+
+Evaluation works column by column: one pass over a metric's values per rule, so the cost is
+linear in nodes x rules, with no per-node policy lookups.
+"""
+
+from __future__ import annotations
+
+import math
+import operator as op
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from tas.policy import (
+    LABELING_PREFIX,
+    LogicalOperator,
+    Operator,
+    Rule,
+    Strategy,
+    StrategyName,
+    TASPolicy,
+    format_number,
+)
+from tas.types import MetricColumn, MetricColumns, NodeName, PolicyName
+
+_COMPARE: dict[Operator, Callable[[float, float], bool]] = {
+    Operator.EQUALS: op.eq,
+    Operator.LESS_THAN: op.lt,
+    Operator.GREATER_THAN: op.gt,
+    Operator.GREATER_OR_EQUAL: op.ge,
+    Operator.LESS_OR_EQUAL: op.le,
+    Operator.NOT_EQUALS: op.ne,
+}
+
+#: The value of the node label a violating node carries under the bare policy name.
+VIOLATING = "violating"
+#: Pods linking a policy and running on a node that violates it carry `violate=<policy>`.
+POD_VIOLATION_LABEL = "violate"
+#: Pods opt into a policy with this label; the policy is looked up in the pod's namespace.
+POLICY_LABEL = "telemetry-policy"
+
+
+class ScoreMode(StrEnum):
+    """How scheduleonmetric turns metric values into 0..10 scores."""
+
+    PROPORTIONAL = "proportional"
+    RANK = "rank"
+
+
+MAX_SCORE = 10
+
+
+def rule_is_true(rule: Rule, value: float) -> bool:
+    return _COMPARE[rule.operator](value, rule.target)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleHit:
+    """A rule that is true on a node, with the value that made it true."""
+
+    rule: Rule
+    value: float
+
+    def describe(self) -> str:
+        return f"{self.rule.describe()} (value {format_number(self.value)})"
+
+
+def _column(metrics: MetricColumns, rule: Rule) -> MetricColumn:
+    return metrics.get(rule.metricname, {})
+
+
+def _true_nodes(
+    rule: Rule, column: MetricColumn, nodes: Collection[NodeName] | None
+) -> dict[NodeName, float]:
+    """Nodes (among `nodes`, or all nodes with values) on which the rule is true."""
+    compare = _COMPARE[rule.operator]
+    target = rule.target
+    if nodes is None or len(nodes) >= len(column):
+        hits = {n: v for n, v in column.items() if compare(v, target) and math.isfinite(v)}
+        if nodes is not None:
+            wanted = nodes if isinstance(nodes, set | frozenset) else set(nodes)
+            hits = {n: v for n, v in hits.items() if n in wanted}
+        return hits
+    get = column.get
+    found: dict[NodeName, float] = {}
+    for node in nodes:
+        value = get(node)
+        if value is not None and compare(value, target) and math.isfinite(value):
+            found[node] = value
+    return found
+
+
+def violations(
+    strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
+) -> dict[NodeName, tuple[RuleHit, ...]]:
+    """Nodes that violate a dontschedule or deschedule strategy, with the rules that are true.
+
+    anyOf: at least one rule true. allOf: every rule true (a missing metric makes its rule
+    false, so allOf cannot be met then). `nodes=None` evaluates every node with values.
+    """
+    per_rule = [(rule, _true_nodes(rule, _column(metrics, rule), nodes)) for rule in strategy.rules]
+    if strategy.logical_operator is LogicalOperator.ALL_OF:
+        common = set(per_rule[0][1]).intersection(*(hits for _, hits in per_rule[1:]))
+        return {
+            node: tuple(RuleHit(rule, hits[node]) for rule, hits in per_rule) for node in common
+        }
+    found: dict[NodeName, list[RuleHit]] = {}
+    for rule, hits in per_rule:
+        for node, value in hits.items():
+            found.setdefault(node, []).append(RuleHit(rule, value))
+    return {node: tuple(found_hits) for node, found_hits in found.items()}
+
+
+def violation_reason(policy_name: str, hits: Iterable[RuleHit]) -> str:
+    """The reason a node fails a policy, e.g. `demo-policy: health_metric Equals 1 (value 1)`."""
+    return f"{policy_name}: " + ", ".join(hit.describe() for hit in hits)
+
+
+@dataclass(frozen=True)
+class FilterDecision:
+    """The extender's filter answer for one pod: nodes kept, nodes removed with a reason."""
+
+    passed: tuple[NodeName, ...]
+    failed: Mapping[NodeName, str]
+    hits: Mapping[NodeName, tuple[RuleHit, ...]] = field(default_factory=dict)
+
+
+def filter_nodes(
+    policy: TASPolicy, metrics: MetricColumns, candidates: Iterable[NodeName]
+) -> FilterDecision:
+    """Remove candidates that violate the policy's dontschedule strategy; keep their order."""
+    ordered = list(candidates)
+    strategy = policy.strategy(StrategyName.DONTSCHEDULE)
+    if strategy is None:
+        return FilterDecision(passed=tuple(ordered), failed={})
+    found = violations(strategy, metrics, set(ordered))
+    if not found:
+        return FilterDecision(passed=tuple(ordered), failed={})
+    passed = tuple(node for node in ordered if node not in found)
+    failed = {node: violation_reason(policy.name, found[node]) for node in ordered if node in found}
+    return FilterDecision(passed=passed, failed=failed, hits=found)
+
+
+def _higher_is_better(operator: Operator) -> bool | None:
+    if operator in (Operator.GREATER_THAN, Operator.GREATER_OR_EQUAL):
+        return True
+    if operator in (Operator.LESS_THAN, Operator.LESS_OR_EQUAL):
+        return False
+    return None
+
+
+def _round_half_up(value: float) -> int:
+    return math.floor(value + 0.5)
+
+
+def score_values(
+    values: Mapping[NodeName, float],
+    candidates: Iterable[NodeName],
+    *,
+    higher_is_better: bool | None,
+    mode: ScoreMode = ScoreMode.PROPORTIONAL,
+) -> dict[NodeName, int]:
+    """Scores 0..10 for every candidate, in candidate order; nodes without a value score 0.
+
+    `higher_is_better=None` means no ordering preference: every node with a value scores 10.
+    proportional: 10 * (v - worst) / (best - worst), rounded half up; 10 for all when equal.
+    rank: TAS's `10 - rank` over distinct values (equal values share a rank), clamped at 0.
+    """
+    ordered = list(candidates)
+    known = {node: values[node] for node in ordered if node in values}
+    scores = dict.fromkeys(ordered, 0)
+    if not known:
+        return scores
+    if higher_is_better is None:
+        scores.update(dict.fromkeys(known, MAX_SCORE))
+        return scores
+    if mode is ScoreMode.RANK:
+        distinct = sorted(set(known.values()), reverse=higher_is_better)
+        # Competition ranking: a node's rank is the number of nodes strictly better than it,
+        # so untied nodes keep exactly the score TAS gives them.
+        better_than: dict[float, int] = {}
+        count = 0
+        tally: dict[float, int] = {}
+        for value in known.values():
+            tally[value] = tally.get(value, 0) + 1
+        for value in distinct:
+            better_than[value] = count
+            count += tally[value]
+        for node, value in known.items():
+            scores[node] = max(0, MAX_SCORE - better_than[value])
+        return scores
+    best = max(known.values()) if higher_is_better else min(known.values())
+    worst = min(known.values()) if higher_is_better else max(known.values())
+    if best == worst:
+        scores.update(dict.fromkeys(known, MAX_SCORE))
+        return scores
+    span = best - worst
+    for node, value in known.items():
+        scores[node] = min(MAX_SCORE, max(0, _round_half_up(MAX_SCORE * (value - worst) / span)))
+    return scores
+
+
+def score_nodes(
+    policy: TASPolicy,
+    metrics: MetricColumns,
+    candidates: Iterable[NodeName],
+    *,
+    mode: ScoreMode = ScoreMode.PROPORTIONAL,
+) -> dict[NodeName, int]:
+    """scheduleonmetric: one score per candidate. Only the first rule counts, target ignored.
+
+    A policy without the strategy scores every candidate equally (0).
+    """
+    ordered = list(candidates)
+    strategy = policy.strategy(StrategyName.SCHEDULEONMETRIC)
+    if strategy is None:
+        return dict.fromkeys(ordered, 0)
+    rule = strategy.rules[0]
+    column = _column(metrics, rule)
+    values = {n: column[n] for n in ordered if n in column and math.isfinite(column[n])}
+    return score_values(
+        values, ordered, higher_is_better=_higher_is_better(rule.operator), mode=mode
+    )
+
+
+def deschedule_violations(
+    policy: TASPolicy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
+) -> dict[NodeName, tuple[RuleHit, ...]]:
+    """Nodes violating the policy's deschedule strategy (none when it has no such strategy)."""
+    strategy = policy.strategy(StrategyName.DESCHEDULE)
+    if strategy is None:
+        return {}
+    return violations(strategy, metrics, nodes)
+
+
+def labeling_key(policy_name: PolicyName | str, key: str) -> str:
+    """The node label key a labeling rule writes: `telemetry.aware.scheduling.<policy>/<key>`."""
+    return f"{LABELING_PREFIX}{policy_name}/{key}"
+
+
+def labeling_prefix(policy_name: PolicyName | str) -> str:
+    return f"{LABELING_PREFIX}{policy_name}/"
+
+
+def labeling_labels(
+    policy: TASPolicy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
+) -> dict[NodeName, dict[str, str]]:
+    """The labels the labeling strategy wants on each node (nodes wanting none are absent).
+
+    When true rules write one key: GreaterThan (and GreaterOrEqual) keep the largest value,
+    LessThan (and LessOrEqual) the smallest, Equals and ties the earliest rule.
+    """
+    strategy = policy.strategy(StrategyName.LABELING)
+    if strategy is None:
+        return {}
+    per_rule = [(rule, _true_nodes(rule, _column(metrics, rule), nodes)) for rule in strategy.rules]
+    if strategy.logical_operator is LogicalOperator.ALL_OF:
+        common = set(per_rule[0][1]).intersection(*(hits for _, hits in per_rule[1:]))
+        per_rule = [
+            (rule, {n: v for n, v in hits.items() if n in common}) for rule, hits in per_rule
+        ]
+    chosen: dict[NodeName, dict[str, tuple[str, float, Operator]]] = {}
+    for rule, hits in per_rule:
+        preference = _higher_is_better(rule.operator)
+        for node, value in hits.items():
+            node_labels = chosen.setdefault(node, {})
+            for label in rule.labels:
+                current = node_labels.get(label.key)
+                if current is None or (
+                    preference is not None
+                    and (value > current[1] if preference else value < current[1])
+                ):
+                    node_labels[label.key] = (label.value, value, rule.operator)
+    return {
+        node: {labeling_key(policy.name, key): item[0] for key, item in node_labels.items()}
+        for node, node_labels in chosen.items()
+    }

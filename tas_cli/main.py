@@ -1,0 +1,30 @@
+"""The `tas` command line: one subcommand per job, each a thin wiring of library parts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tas_cli import validate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tas",
+        description="Telemetry-aware scheduling: extender, policy controller and descheduler.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    validate.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
