@@ -25,7 +25,6 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
-    model_validator,
 )
 from pydantic_core import ErrorDetails
 
@@ -231,30 +230,26 @@ class _Spec(BaseModel):
 
     strategies: dict[str, Strategy]
 
-    @model_validator(mode="after")
-    def _labeling_checks(self) -> _Spec:
-        labeling = self.strategies.get(StrategyName.LABELING)
-        if labeling is not None:
-            _check_label_operators(labeling)
-        return self
 
-
-def _check_label_operators(strategy: Strategy) -> None:
+def _labeling_problems(strategy: Strategy) -> list[tuple[str, str]]:
+    """Checks across labeling rules; (path below the strategy, message) pairs."""
     seen: dict[str, tuple[int, Operator]] = {}
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     for index, rule in enumerate(strategy.rules):
         if not rule.labels:
-            problems.append(f"rules[{index}]: a labeling rule needs at least one label")
+            problems.append((f"rules[{index}].labels", "a labeling rule needs at least one label"))
         for label in rule.labels:
             first = seen.setdefault(label.key, (index, rule.operator))
             if first[1] is not rule.operator:
                 problems.append(
-                    f"rules[{index}]: label key {label.key!r} is also written by rules[{first[0]}]"
-                    f" with operator {first[1].value}; rules sharing a label key must use one "
-                    "operator"
+                    (
+                        f"rules[{index}].operator",
+                        f"label key {label.key!r} is also written by rules[{first[0]}] with "
+                        f"operator {first[1].value}; rules sharing a label key must use one "
+                        "operator",
+                    )
                 )
-    if problems:
-        raise ValueError("labeling: " + "; ".join(problems))
+    return problems
 
 
 def format_number(value: float) -> str:
@@ -341,6 +336,9 @@ def parse_policy(document: Mapping[str, Any], *, source: str = "") -> TASPolicy:
                 problem(_location(("spec", *item["loc"])), _message(item))
         else:
             strategies = {StrategyName(k): v for k, v in parsed.strategies.items() if k in known}
+            labeling = strategies.get(StrategyName.LABELING)
+            for path, message in _labeling_problems(labeling) if labeling else []:
+                problem(f"spec.strategies.labeling.{path}", message)
         deschedule = raw.get(StrategyName.DESCHEDULE)
         if deschedule is not None and name and not is_valid_label_name(name):
             problem(

@@ -1,0 +1,228 @@
+"""Reading and validating TASPolicy documents.
+
+Covered:
+- TAS policies load unchanged (YAML, JSON, multi-document, List kinds);
+- targets: integers, floats, quantity strings; default 0; empty logicalOperator means anyOf;
+- every problem is listed at once with its path (policy, strategy, rule index, field):
+  unknown strategy, unknown operator, empty rules, malformed labels, mixed operators on one
+  label key, bad metric names, a name unusable as a label key for deschedule;
+- a bad document does not stop the good ones in the same text;
+- `tas validate` prints each problem on its own line and exits 1, 0 for good files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tas.policy import (
+    LogicalOperator,
+    Operator,
+    PolicyValidationError,
+    StrategyName,
+    load_policies_text,
+    parse_policy,
+)
+from tests.builders import policy_document, rule
+
+HEALTH_POLICY = Path(__file__).resolve().parents[1] / "deploy" / "policies" / "health-policy.yaml"
+
+
+def problems_of(document: dict[str, object]) -> list[str]:
+    with pytest.raises(PolicyValidationError) as raised:
+        parse_policy(document, source="f.yaml")
+    return [f"{p.path}: {p.message}" for p in raised.value.problems]
+
+
+def test_the_tas_demo_policy_loads_unchanged() -> None:
+    (policy,) = load_policies_text(HEALTH_POLICY.read_text()).policies
+    assert policy.name == "demo-policy"
+    assert policy.namespace == "health-metric-demo"
+    assert set(policy.strategies) == {
+        StrategyName.DESCHEDULE,
+        StrategyName.DONTSCHEDULE,
+        StrategyName.SCHEDULEONMETRIC,
+    }
+    dontschedule = policy.strategies[StrategyName.DONTSCHEDULE]
+    assert dontschedule.logical_operator is LogicalOperator.ANY_OF
+    assert [(r.operator, r.target) for r in dontschedule.rules] == [
+        (Operator.EQUALS, 1.0),
+        (Operator.EQUALS, 2.0),
+    ]
+    assert policy.strategies[StrategyName.SCHEDULEONMETRIC].rules[0].target == 0
+
+
+def test_json_multi_document_and_list_kinds_are_read() -> None:
+    first = policy_document("one", dontschedule=[rule("m", "Equals", 1)])
+    second = policy_document("two", dontschedule=[rule("m", "Equals", 1)])
+    as_list = {"apiVersion": "v1", "kind": "List", "items": [second]}
+    text = json.dumps(first) + "\n---\n" + json.dumps(as_list)
+    result = load_policies_text(text)
+    assert result.problems == ()
+    assert [p.name for p in result.policies] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        pytest.param(3, 3.0, id="integer"),
+        pytest.param(0.25, 0.25, id="float"),
+        pytest.param("750m", 0.75, id="milli-quantity"),
+        pytest.param("2Ki", 2048.0, id="binary-quantity"),
+        pytest.param(None, 0.0, id="absent-means-zero"),
+    ],
+)
+def test_targets_accept_integers_floats_and_quantities(target: object, expected: float) -> None:
+    body = rule("m", "GreaterThan", target)
+    if target is None:
+        del body["target"]
+    policy = parse_policy(policy_document(dontschedule=[body]))
+    assert policy.strategies[StrategyName.DONTSCHEDULE].rules[0].target == expected
+
+
+def test_unknown_operator_and_malformed_label_are_reported_together() -> None:
+    document = policy_document(
+        "bad",
+        dontschedule=[rule("m", "Bigger", 1)],
+        labeling=[rule("t", "GreaterThan", 80, ["no-equals-sign"])],
+    )
+    problems = problems_of(document)
+    assert len(problems) == 2
+    assert problems[0].startswith("spec.strategies.dontschedule.rules[0].operator: ")
+    assert "unknown operator 'Bigger'" in problems[0]
+    assert problems[1].startswith("spec.strategies.labeling.rules[0].labels: ")
+    assert "exactly one 'key=value'" in problems[1]
+
+
+@pytest.mark.parametrize(
+    ("strategies", "path", "fragment"),
+    [
+        pytest.param(
+            {"dontscheduel": [rule("m", "Equals")]},
+            "spec.strategies.dontscheduel",
+            "unknown strategy",
+            id="unknown-strategy",
+        ),
+        pytest.param(
+            {"dontschedule": []},
+            "spec.strategies.dontschedule.rules",
+            "at least one rule",
+            id="empty-rules",
+        ),
+        pytest.param(
+            {"dontschedule": [rule("bad metric!", "Equals")]},
+            "spec.strategies.dontschedule.rules[0].metricname",
+            "must match",
+            id="bad-metric-name",
+        ),
+        pytest.param(
+            {"dontschedule": [rule("m", "Equals", "lots")]},
+            "spec.strategies.dontschedule.rules[0].target",
+            "not a quantity",
+            id="bad-target",
+        ),
+        pytest.param(
+            {"labeling": [rule("m", "Equals", 1, ["-bad-=x"])]},
+            "spec.strategies.labeling.rules[0].labels",
+            "key '-bad-'",
+            id="bad-label-key",
+        ),
+        pytest.param(
+            {"labeling": [rule("m", "Equals", 1, ["k=a b"])]},
+            "spec.strategies.labeling.rules[0].labels",
+            "value 'a b'",
+            id="bad-label-value",
+        ),
+        pytest.param(
+            {"labeling": [rule("a", "GreaterThan", 1, ["k=x"]), rule("b", "LessThan", 1, ["k=y"])]},
+            "spec.strategies.labeling.rules[1].operator",
+            "must use one operator",
+            id="mixed-operators-on-one-key",
+        ),
+        pytest.param(
+            {"labeling": [rule("a", "GreaterThan", 1)]},
+            "spec.strategies.labeling.rules[0].labels",
+            "needs at least one label",
+            id="labeling-rule-without-labels",
+        ),
+        pytest.param(
+            {"dontschedule": ("oneOf", [rule("m", "Equals")])},
+            "spec.strategies.dontschedule.logicalOperator",
+            "unknown logicalOperator 'oneOf'",
+            id="unknown-logical-operator",
+        ),
+    ],
+)
+def test_each_problem_names_its_path(
+    strategies: dict[str, object], path: str, fragment: str
+) -> None:
+    problems = problems_of(policy_document("p", **strategies))  # type: ignore[arg-type]
+    assert any(p.startswith(path + ":") and fragment in p for p in problems), problems
+
+
+def test_problems_name_the_policy() -> None:
+    (problem,) = problems_of(policy_document("named", dontschedule=[rule("m", "Bigger")]))
+    assert "policy 'named'" in problem
+
+
+def test_a_policy_with_deschedule_needs_a_name_usable_as_a_label_key() -> None:
+    problems = problems_of(policy_document("x" * 64, deschedule=[rule("m", "Equals", 2)]))
+    assert any(p.startswith("metadata.name:") and "63" in p for p in problems)
+
+
+def test_missing_name_and_strategies_are_both_reported() -> None:
+    problems = problems_of({"apiVersion": "telemetry.intel.com/v1alpha1", "kind": "TASPolicy"})
+    assert [p.split(":")[0] for p in problems] == ["metadata", "metadata.name", "spec.strategies"]
+
+
+def test_a_bad_document_does_not_stop_the_good_ones() -> None:
+    good = policy_document("good", dontschedule=[rule("m", "Equals", 1)])
+    bad = policy_document("bad", dontschedule=[rule("m", "Bigger", 1)])
+    result = load_policies_text(json.dumps(bad) + "\n---\n" + json.dumps(good), source="x.yaml")
+    assert [p.name for p in result.policies] == ["good"]
+    assert len(result.problems) == 1
+    assert result.problems[0].source == "x.yaml[document 0]"
+
+
+def test_invalid_yaml_is_one_clear_problem() -> None:
+    result = load_policies_text("spec: [unclosed", source="broken.yaml")
+    assert result.policies == ()
+    (problem,) = result.problems
+    assert "not valid YAML" in problem.message
+
+
+def run_validate(*files: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tas_cli", "validate", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_tas_validate_prints_both_problems_and_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    document = policy_document(
+        "bad",
+        dontschedule=[rule("m", "Bigger", 1)],
+        labeling=[rule("t", "GreaterThan", 80, ["oops"])],
+    )
+    bad.write_text(json.dumps(document))
+    completed = run_validate(HEALTH_POLICY, bad)
+    assert completed.returncode == 1
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith(f"{bad}: spec.strategies.") for line in lines)
+    assert "operator" in lines[0]
+    assert "labels" in lines[1]
+    assert f"{HEALTH_POLICY}: ok" in completed.stdout
+
+
+def test_tas_validate_exits_0_for_valid_files() -> None:
+    completed = run_validate(HEALTH_POLICY)
+    assert completed.returncode == 0, completed.stderr
+    assert "health-metric-demo/demo-policy" in completed.stdout

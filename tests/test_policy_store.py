@@ -1,0 +1,100 @@
+"""The policy store and policies read from files.
+
+Covered:
+- a replacement fully replaces: a removed strategy is gone (TAS kept it registered);
+- the metric names of current policies are known (what the metric view must refresh);
+- a directory of files: invalid files are reported and skipped, valid ones apply;
+- the watcher reloads when a file is edited, added or removed, and not otherwise;
+- duplicates keep the first definition and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tas.policies.files import PolicyFileWatcher
+from tas.policies.store import PolicyStore
+from tas.policy import StrategyName
+from tas.types import Namespace, PolicyKey, PolicyName
+from tests.builders import make_policy, policy_document, rule
+
+KEY = PolicyKey(Namespace("default"), PolicyName("p"))
+
+
+def test_an_update_fully_replaces_the_policy() -> None:
+    store = PolicyStore()
+    store.replace(
+        [
+            make_policy(
+                "p", deschedule=[rule("a", "Equals", 2)], dontschedule=[rule("b", "Equals", 1)]
+            )
+        ]
+    )
+    store.replace([make_policy("p", dontschedule=[rule("b", "Equals", 1)])])
+    policy = store.snapshot().get(KEY)
+    assert policy is not None
+    assert set(policy.strategies) == {StrategyName.DONTSCHEDULE}
+    assert store.snapshot().metric_names == {"b"}
+    assert store.snapshot().generation == 2
+
+
+def test_listeners_see_every_new_snapshot() -> None:
+    store = PolicyStore()
+    seen: list[int] = []
+    store.subscribe(lambda snapshot: seen.append(len(snapshot.policies)))
+    store.replace([make_policy("p", dontschedule=[rule("a", "Equals", 1)])])
+    store.replace([])
+    assert seen == [1, 0]
+
+
+def test_a_duplicate_policy_keeps_the_first_and_is_reported() -> None:
+    store = PolicyStore()
+    first = make_policy("p", dontschedule=[rule("a", "Equals", 1)])
+    second = make_policy("p", dontschedule=[rule("b", "Equals", 1)])
+    snapshot = store.replace([first, second])
+    assert snapshot.get(KEY) == first
+    assert "defined more than once" in snapshot.problems[0].message
+
+
+def write(path: Path, document: object) -> None:
+    path.write_text(json.dumps(document))
+
+
+def test_invalid_files_are_skipped_while_valid_ones_apply(tmp_path: Path) -> None:
+    write(tmp_path / "good.yaml", policy_document("p", dontschedule=[rule("a", "Equals", 1)]))
+    write(tmp_path / "bad.json", policy_document("q", dontschedule=[rule("a", "Bigger", 1)]))
+    (tmp_path / "notes.txt").write_text("not a policy")
+    store = PolicyStore()
+    PolicyFileWatcher(tmp_path, store).poll()
+    snapshot = store.snapshot()
+    assert list(snapshot.policies) == [KEY]
+    assert [p.source for p in snapshot.problems] == [str(tmp_path / "bad.json")]
+    assert store.loaded
+
+
+def test_the_watcher_reloads_on_edit_add_and_remove_only(tmp_path: Path) -> None:
+    store = PolicyStore()
+    watcher = PolicyFileWatcher(tmp_path, store)
+    assert watcher.poll() is True
+    assert watcher.poll() is False
+    good = tmp_path / "p.yaml"
+    write(good, policy_document("p", dontschedule=[rule("a", "Equals", 1)]))
+    assert watcher.poll() is True
+    assert KEY in store.snapshot().policies
+    write(good, policy_document("p", dontschedule=[rule("a", "Equals", 3)]))
+    os.utime(good, ns=(1, 1))  # a different mtime even on coarse clocks
+    assert watcher.poll() is True
+    policy = store.snapshot().get(KEY)
+    assert policy is not None
+    assert policy.strategies[StrategyName.DONTSCHEDULE].rules[0].target == 3
+    good.unlink()
+    assert watcher.poll() is True
+    assert store.snapshot().policies == {}
+
+
+def test_a_missing_path_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    store = PolicyStore()
+    PolicyFileWatcher(tmp_path / "absent.yaml", store).poll()
+    assert "no such file" in store.snapshot().problems[0].message
