@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck imports unit bench deps clean
+.PHONY: run test lint typecheck imports unit bench deps debs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,11 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+## make debs: the real prometheus and node-exporter the metrics integration tests start.
+debs:
+	sh scripts/ensure-debs.sh
+
+unit: $(STAMP) debs
 	$(BIN)/python -m pytest -q
 
 ## make bench: speed and scale figures, each printed next to a floor measured in the same run.

@@ -1,0 +1,241 @@
+"""The metric view every component reads: a cache refreshed in the background from one source.
+
+Reading happens on every scheduling request, so it must never wait on I/O and must stay cheap:
+`columns()` hands out a prebuilt mapping and only rebuilds a metric's column when one of its
+values has just passed `max_age` (checked against the sample time, at read time). Fetching
+happens in one daemon thread every sync period, and whenever the wanted names change.
+
+Failure handling follows the spec: a failed fetch keeps the last good values until they go
+stale, each failing target is logged once when it starts failing and once when it recovers,
+and both are exported (`tas_metric_fetch_errors_total`, `tas_metric_age_seconds`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from tas.metrics.source import Fetched, MetricSource, SampleColumn
+from tas.types import MetricColumn, MetricColumns, MetricName
+
+log = logging.getLogger(__name__)
+
+
+def default_max_age(sync_period: float) -> float:
+    """Five sync periods, at least 30 s: a few missed fetches are not yet an outage."""
+    return max(5.0 * sync_period, 30.0)
+
+
+@dataclass(frozen=True)
+class _Column:
+    samples: SampleColumn
+    #: The fresh values as readers see them (built once, shared by every read).
+    fresh: MetricColumn
+    #: Read time after which some value in `fresh` is stale: rebuild then.
+    expires_at: float
+    oldest: float
+
+
+@dataclass(frozen=True)
+class _State:
+    columns: Mapping[MetricName, _Column]
+    published: MetricColumns
+    expires_at: float
+
+
+_EMPTY = _State(columns={}, published={}, expires_at=math.inf)
+
+
+class RefreshingMetricView:
+    """A `MetricView` over a `MetricSource`, refreshed every `sync_period` seconds."""
+
+    def __init__(
+        self,
+        source: MetricSource,
+        *,
+        sync_period: float = 2.0,
+        max_age: float | None = None,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not sync_period > 0:
+            raise ValueError(f"sync period must be positive, not {sync_period!r}")
+        self.source = source
+        self.sync_period = sync_period
+        self.max_age = default_max_age(sync_period) if max_age is None else max_age
+        if not self.max_age > 0:
+            raise ValueError(f"max age must be positive, not {max_age!r}")
+        self._clock = clock
+        self._state = _EMPTY
+        self._wanted: frozenset[MetricName] = frozenset()
+        self._ready = False
+        self._failing: dict[str, str] = {}
+        self._lock = threading.Lock()  # guards replacing _state
+        self._refreshing = threading.Lock()  # one refresh at a time
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._errors = Counter(
+            "tas_metric_fetch_errors",
+            "Failed metric fetches, by source kind and target (a metric, a node or a file).",
+            ["source", "target"],
+            registry=registry,
+        )
+        if registry is not None:
+            registry.register(_AgeCollector(self))
+
+    # -- the MetricView protocol ------------------------------------------------------------
+
+    def columns(self) -> MetricColumns:
+        state = self._state
+        now = self._clock()
+        if now <= state.expires_at:
+            return state.published
+        return self._republish(state, now)
+
+    def set_wanted(self, names: Iterable[MetricName]) -> None:
+        wanted = frozenset(names)
+        if wanted != self._wanted:
+            self._wanted = wanted
+            self._wake.set()  # fetch new names now rather than at the next period
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    @property
+    def wanted(self) -> frozenset[MetricName]:
+        return self._wanted
+
+    # -- refreshing -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Refresh now and then every sync period, in a daemon thread, until `stop()`."""
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="tas-metrics", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Stop refreshing and release the source's connections."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.source.close()
+
+    def refresh_once(self) -> None:
+        """Fetch every wanted metric once and publish what came back (blocking)."""
+        with self._refreshing:
+            wanted = self._wanted
+            try:
+                fetched = self.source.fetch(wanted)
+            except Exception as error:  # a bug in a source must not end refreshing
+                log.exception("metrics: %s source failed", self.source.kind)
+                fetched = Fetched(errors={"source": f"{type(error).__name__}: {error}"})
+            with self._lock:
+                self._state = self._merge(self._state, wanted, fetched, self._clock())
+            self._note_errors(fetched)
+            self._ready = True
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self.refresh_once()
+            self._wake.wait(self.sync_period)
+            self._wake.clear()
+
+    def _merge(
+        self, state: _State, wanted: frozenset[MetricName], fetched: Fetched, now: float
+    ) -> _State:
+        columns: dict[MetricName, _Column] = {}
+        for name in wanted:
+            answer = fetched.columns.get(name)
+            if answer is not None:
+                finite = {n: s for n, s in answer.items() if math.isfinite(s.value)}
+                columns[name] = self._column(finite, now)
+            elif name in state.columns:  # not answered: keep the last good values
+                columns[name] = self._column(state.columns[name].samples, now)
+        return self._state_of(columns)
+
+    def _republish(self, seen: _State, now: float) -> MetricColumns:
+        with self._lock:
+            state = self._state
+            if state is seen:  # nobody else rebuilt it meanwhile
+                columns = {
+                    name: column if now <= column.expires_at else self._column(column.samples, now)
+                    for name, column in state.columns.items()
+                }
+                state = self._state = self._state_of(columns)
+            return state.published
+
+    def _column(self, samples: SampleColumn, now: float) -> _Column:
+        limit = now - self.max_age
+        fresh = {node: s.value for node, s in samples.items() if s.timestamp >= limit}
+        fresh_times = [s.timestamp for s in samples.values() if s.timestamp >= limit]
+        expires = min(fresh_times) + self.max_age if fresh_times else math.inf
+        oldest = min((s.timestamp for s in samples.values()), default=math.inf)
+        return _Column(samples=samples, fresh=fresh, expires_at=expires, oldest=oldest)
+
+    @staticmethod
+    def _state_of(columns: Mapping[MetricName, _Column]) -> _State:
+        return _State(
+            columns=columns,
+            published={name: column.fresh for name, column in columns.items()},
+            expires_at=min((c.expires_at for c in columns.values()), default=math.inf),
+        )
+
+    def _note_errors(self, fetched: Fetched) -> None:
+        kind = self.source.kind
+        for target, message in fetched.errors.items():
+            self._errors.labels(source=kind, target=target).inc()
+            if target not in self._failing:
+                log.warning("metrics: %s fetch of %s failed: %s", kind, target, message)
+            self._failing[target] = message
+        for target in fetched.ok & self._failing.keys():
+            log.info("metrics: %s fetch of %s works again", kind, target)
+            del self._failing[target]
+
+    @property
+    def failing(self) -> Mapping[str, str]:
+        """Targets whose last fetch failed -> error message."""
+        return dict(self._failing)
+
+    def ages(self) -> dict[MetricName, float]:
+        """Seconds since the oldest value held for each metric was measured."""
+        now = self._clock()
+        return {
+            name: now - column.oldest
+            for name, column in self._state.columns.items()
+            if math.isfinite(column.oldest)
+        }
+
+
+class _AgeCollector(Collector):
+    """Computes `tas_metric_age_seconds` when scraped, so the age is never out of date."""
+
+    def __init__(self, view: RefreshingMetricView) -> None:
+        self._view = view
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "tas_metric_age_seconds",
+            "Age of the oldest value held for a metric; past --metric-max-age it counts as "
+            "missing.",
+            labels=["metric"],
+        )
+        for name, age in sorted(self._view.ages().items()):
+            family.add_metric([name], age)
+        yield family
+
+    def describe(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("tas_metric_age_seconds", "", labels=["metric"])

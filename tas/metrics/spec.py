@@ -1,0 +1,160 @@
+"""`--metrics <kind>:<where>`: from a flag to a running metric view.
+
+The single place that knows every source kind, so the components only say `open_metric_view`.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client import CollectorRegistry
+
+from tas.metrics.config import MetricsConfig, load_metrics_config
+from tas.metrics.custom_metrics import CustomMetricsSource
+from tas.metrics.errors import MetricSourceError
+from tas.metrics.node_exporter import NodeExporterSource
+from tas.metrics.prometheus import PrometheusSource
+from tas.metrics.refreshing import RefreshingMetricView
+from tas.metrics.source import MetricSource
+from tas.metrics.textfile import TextfileSource
+from tas.types import NodeName
+
+FORMS = (
+    "textfile:<dir>",
+    "node-exporter:<node>=<url>,...",
+    "prometheus:<url>",
+    "custom-metrics",
+)
+
+
+def open_metric_view(
+    spec: str,
+    *,
+    sync_period: float = 2.0,
+    max_age: float | None = None,
+    config_file: Path | None = None,
+    registry: CollectorRegistry | None = None,
+    clock: Callable[[], float] = time.time,
+    transport: httpx.BaseTransport | None = None,
+    kube_api_client: Any = None,
+) -> RefreshingMetricView:
+    """A view over the source `spec` names; call `start()` to refresh in the background.
+
+    `transport` replaces the HTTP transport of the HTTP sources; `kube_api_client` (a
+    `kubernetes.client.ApiClient`) the cluster connection of `custom-metrics`.
+    """
+    config = load_metrics_config(config_file)
+    source = open_source(
+        spec, config=config, clock=clock, transport=transport, kube_api_client=kube_api_client
+    )
+    try:
+        return RefreshingMetricView(
+            source, sync_period=sync_period, max_age=max_age, registry=registry, clock=clock
+        )
+    except ValueError as error:
+        source.close()
+        raise MetricSourceError(str(error)) from error
+
+
+def open_source(
+    spec: str,
+    *,
+    config: MetricsConfig,
+    clock: Callable[[], float] = time.time,
+    transport: httpx.BaseTransport | None = None,
+    kube_api_client: Any = None,
+) -> MetricSource:
+    kind, _, where = spec.strip().partition(":")
+    if kind == "textfile" and where:
+        return TextfileSource(Path(where))
+    if kind == "prometheus" and where:
+        url = _http_url(where, spec)
+        return PrometheusSource(
+            url,
+            client=_http_client(config, transport),
+            promql=config.promql,
+            node_label=config.node_label,
+            rate_window=config.rate_window,
+        )
+    if kind == "node-exporter" and where:
+        targets = _node_targets(where, spec)
+        return NodeExporterSource(targets, client=_http_client(config, transport), clock=clock)
+    if kind == "custom-metrics" and not where:
+        api = kube_api_client if kube_api_client is not None else _kube_api_client()
+        return CustomMetricsSource(api, timeout=config.timeout_seconds)
+    raise _bad(spec, "unknown form")
+
+
+def _bad(spec: str, why: str) -> MetricSourceError:
+    return MetricSourceError(f"--metrics {spec!r}: {why}; expected one of: {', '.join(FORMS)}")
+
+
+def _http_url(text: str, spec: str) -> str:
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL as error:
+        raise _bad(spec, f"bad URL {text!r} ({error})") from error
+    if url.scheme not in ("http", "https") or not url.host:
+        raise _bad(spec, f"{text!r} is not an http(s) URL")
+    return text
+
+
+def _node_targets(text: str, spec: str) -> dict[NodeName, str]:
+    targets: dict[NodeName, str] = {}
+    for item in text.split(","):
+        node, equals, url = item.strip().partition("=")
+        if not equals or not node.strip():
+            raise _bad(spec, f"{item!r} is not <node>=<url>")
+        if NodeName(node.strip()) in targets:
+            raise _bad(spec, f"node {node.strip()!r} appears twice")
+        targets[NodeName(node.strip())] = _http_url(url.strip(), spec)
+    return targets
+
+
+def _http_client(config: MetricsConfig, transport: httpx.BaseTransport | None) -> httpx.Client:
+    verify: ssl.SSLContext | bool = True
+    if config.ca_file is not None:
+        try:
+            verify = ssl.create_default_context(cafile=str(config.ca_file))
+        except (OSError, ssl.SSLError) as error:
+            raise MetricSourceError(f"ca_file {config.ca_file}: {error}") from error
+    auth = None
+    if config.bearer_token_file is not None:
+        if not os.access(config.bearer_token_file, os.R_OK):
+            raise MetricSourceError(f"bearer_token_file {config.bearer_token_file}: unreadable")
+        auth = BearerTokenFile(config.bearer_token_file)
+    return httpx.Client(
+        transport=transport, verify=verify, auth=auth, timeout=config.timeout_seconds
+    )
+
+
+class BearerTokenFile(httpx.Auth):
+    """Reads the token on every request: service-account tokens are rotated on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self.path.read_text(encoding="utf-8").strip()
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+def _kube_api_client() -> Any:
+    """In a pod: the service account; elsewhere: the kubeconfig (`KUBECONFIG`, ~/.kube/config)."""
+    from kubernetes import client, config
+
+    try:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return client.ApiClient(configuration)
+        return config.new_client_from_config()  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError) as error:
+        raise MetricSourceError(f"custom-metrics: no Kubernetes configuration: {error}") from error

@@ -1,0 +1,120 @@
+"""The `textfile:<dir>` source: one `<node>.prom` file per node, in Prometheus text format.
+
+This is the metric source with no moving parts: the embedded mode, `tas set-health` and tests
+write files, the view reads them. It is also the format of node-exporter's textfile collector,
+so the same files can feed a real node-exporter. A sample without a timestamp was measured when
+its file was last written (the file's mtime).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from tas.metrics.errors import TextFormatError
+from tas.metrics.scrape import NodeCounters, read_values, wanted_series
+from tas.metrics.source import Fetched, Sample
+from tas.metrics.textformat import is_series_name, parse_text, series_name_of
+from tas.types import MetricName, NodeName
+
+SUFFIX = ".prom"
+
+
+class TextfileSource:
+    """Reads `<directory>/<node>.prom` for every node; a removed file removes its node."""
+
+    kind = "textfile"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._counters: dict[NodeName, NodeCounters] = {}
+        #: node -> (file identity, wanted names, values): skip re-reading unchanged files.
+        self._read: dict[NodeName, tuple[tuple[int, int], frozenset[MetricName], _Values]] = {}
+
+    def fetch(self, names: frozenset[MetricName]) -> Fetched:
+        try:
+            with os.scandir(self.directory) as entries:
+                files = sorted(
+                    (e.name, e.path)
+                    for e in entries
+                    if e.name.endswith(SUFFIX) and not e.name.startswith(".")
+                )
+        except OSError as error:
+            return Fetched(errors={str(self.directory): f"cannot list: {error}"})
+        errors: dict[str, str] = {}
+        ok: set[str] = {str(self.directory)}
+        nodes: dict[NodeName, _Values] = {}
+        for file_name, file_path in files:
+            node = NodeName(file_name[: -len(SUFFIX)])
+            try:
+                nodes[node] = self._read_node(node, Path(file_path), names)
+                ok.add(f"node {node}")
+            except (OSError, UnicodeDecodeError, TextFormatError) as error:
+                errors[f"node {node}"] = f"{file_path}: {error}"
+                # Keep the last good values; they go stale by their own timestamps.
+                if node in self._read:
+                    nodes[node] = self._read[node][2]
+        for gone in self._read.keys() - nodes.keys():
+            del self._read[gone]
+            self._counters.pop(gone, None)
+        columns = {
+            name: {node: values[name] for node, values in nodes.items() if name in values}
+            for name in names
+        }
+        return Fetched(columns=columns, errors=errors, ok=frozenset(ok))
+
+    def _read_node(self, node: NodeName, path: Path, names: frozenset[MetricName]) -> _Values:
+        stat = path.stat()
+        identity = (stat.st_mtime_ns, stat.st_size)
+        cached = self._read.get(node)
+        if cached is not None and cached[0] == identity and cached[1] == names:
+            return cached[2]
+        samples = parse_text(path.read_text(encoding="utf-8"), names=wanted_series(names))
+        counters = self._counters.setdefault(node, NodeCounters())
+        values = read_values(samples, names=names, fetched_at=stat.st_mtime, counters=counters)
+        self._read[node] = (identity, names, values)
+        return values
+
+    def close(self) -> None:
+        pass
+
+
+_Values = dict[MetricName, Sample]
+
+
+def write_node_metric(directory: Path, node: str, metric: str, value: float) -> None:
+    """Set one series in `<directory>/<node>.prom`, keeping the node's other series.
+
+    The file is replaced atomically (temp file + rename), so a reader sees the old file or the
+    new one, never half of one. Two writers of the same node at once: the last one wins.
+    """
+    if not node or node.startswith(".") or "/" in node or "\0" in node:
+        raise ValueError(f"node name {node!r} cannot be a file name")
+    if not is_series_name(metric):
+        raise ValueError(f"metric name {metric!r} is not a Prometheus series name")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"value {value!r} is not a finite number")
+    value = float(value)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{node}{SUFFIX}"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    kept = [line for line in lines if series_name_of(line) != metric]
+    kept.append(f"{metric} {_format(value)}")
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{node}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write("\n".join(kept) + "\n")
+        os.chmod(temp, 0o644)  # mkstemp makes 0600; a node-exporter may run as another user
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _format(value: float) -> str:
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)

@@ -1,0 +1,128 @@
+"""Real `prometheus-node-exporter` and `prometheus` processes on 127.0.0.1 for integration tests.
+
+Each process gets a free port, its own files under a test tmp dir, and is stopped by the test
+that started it. Missing binaries fail the test with what to install: `make test` installs them
+(scripts/ensure-debs.sh), so a skip here would only hide that the real path went untested.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+NODE_EXPORTER = "prometheus-node-exporter"
+PROMETHEUS = "prometheus"
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
+    if path is None:
+        pytest.fail(
+            f"{name} is not installed: run scripts/ensure-debs.sh as root "
+            f"(or apt-get install prometheus prometheus-node-exporter)"
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Process:
+    """One started server: its command line, URL and log file; `start()` waits until it serves."""
+
+    args: list[str]
+    url: str
+    ready_path: str
+    log: Path
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self, timeout: float = 20.0) -> None:
+        with self.log.open("ab") as log:
+            self.popen = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None:
+                pytest.fail(f"{self.args[0]} exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + self.ready_path, timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        pytest.fail(
+            f"{self.args[0]} did not get ready in {timeout}s: {self.log.read_text()[-2000:]}"
+        )
+
+    def stop(self) -> None:
+        if self.popen is None:
+            return
+        self.popen.terminate()
+        try:
+            self.popen.wait(10)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(5)
+        self.popen = None
+
+
+def node_exporter(textfile_dir: Path, log: Path) -> Process:
+    """A node-exporter with only what the derived metrics need, plus the textfile collector."""
+    port = free_port()
+    args = [
+        binary(NODE_EXPORTER),
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--collector.disable-defaults",
+        "--collector.textfile",
+        f"--collector.textfile.directory={textfile_dir}",
+        "--collector.pressure",
+        "--collector.cpu",
+        "--collector.meminfo",
+    ]
+    return Process(args, f"http://127.0.0.1:{port}", "/metrics", log)
+
+
+def prometheus(targets: dict[str, str], workdir: Path) -> Process:
+    """A Prometheus scraping `targets` (node -> host:port) every second, `instance` = node."""
+    static = "\n".join(
+        f"      - targets: ['{address}']\n        labels: {{tas_node: '{node}'}}"
+        for node, address in targets.items()
+    )
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        f"""\
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: node
+    static_configs:
+{static}
+    relabel_configs:
+      - source_labels: [tas_node]
+        target_label: instance
+      - regex: tas_node
+        action: labeldrop
+"""
+    )
+    port = free_port()
+    args = [
+        binary(PROMETHEUS),
+        f"--config.file={config}",
+        f"--storage.tsdb.path={workdir / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--log.level=warn",
+    ]
+    return Process(args, f"http://127.0.0.1:{port}", "/-/ready", workdir / "prometheus.log")

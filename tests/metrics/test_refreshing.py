@@ -1,0 +1,192 @@
+"""The refreshing metric view, over real `.prom` files and an injected clock.
+
+Covers: fresh finite values keyed by the policy's metric name; staleness judged at read time
+against the sample time (no refresh needed); a failed fetch keeping values until they go stale;
+a node vanishing from a successful answer; wanted names registered and released; reads that
+reuse one prebuilt mapping while nothing expires; failures logged once per state change and
+exported as `tas_metric_fetch_errors_total` / `tas_metric_age_seconds`; the background thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tas.metrics import RefreshingMetricView, open_metric_view
+from tas.metrics.textfile import TextfileSource
+from tas.types import MetricName
+
+HEALTH = MetricName("health_metric")
+LOAD = MetricName("load")
+
+
+class Clock:
+    def __init__(self, now: float = 10_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def put(directory: Path, node: str, text: str, mtime: float) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{node}.prom"
+    path.write_text(text)
+    os.utime(path, (mtime, mtime))
+
+
+def make_view(
+    directory: Path, clock: Clock, registry: CollectorRegistry | None = None
+) -> RefreshingMetricView:
+    view = RefreshingMetricView(
+        TextfileSource(directory), sync_period=1.0, max_age=30.0, clock=clock, registry=registry
+    )
+    view.set_wanted([HEALTH])
+    return view
+
+
+def test_fresh_values_are_served_under_the_policys_metric_name(tmp_path: Path) -> None:
+    clock = Clock()
+    put(tmp_path, "a", "node_health_metric 0\nnode_load 3\n", mtime=clock.now)
+    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.now)
+    view = make_view(tmp_path, clock)
+    assert not view.ready
+    assert view.columns() == {}
+    view.refresh_once()
+    assert view.ready
+    assert view.columns() == {HEALTH: {"a": 0.0, "b": 2.0}}
+
+
+def test_non_finite_values_are_missing(tmp_path: Path) -> None:
+    clock = Clock()
+    put(tmp_path, "a", "node_health_metric NaN\n", mtime=clock.now)
+    put(tmp_path, "b", "node_health_metric +Inf\n", mtime=clock.now)
+    put(tmp_path, "c", "node_health_metric 1\n", mtime=clock.now)
+    view = make_view(tmp_path, clock)
+    view.refresh_once()
+    assert view.columns() == {HEALTH: {"c": 1.0}}
+
+
+def test_a_value_older_than_max_age_reads_as_missing_without_a_refresh(tmp_path: Path) -> None:
+    clock = Clock()
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now - 20)
+    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.now)
+    view = make_view(tmp_path, clock)
+    view.refresh_once()
+    clock.now += 10  # a is exactly 30 s old: still fresh
+    assert view.columns() == {HEALTH: {"a": 0.0, "b": 2.0}}
+    clock.now += 0.5
+    assert view.columns() == {HEALTH: {"b": 2.0}}
+    clock.now += 20
+    assert view.columns() == {HEALTH: {}}
+
+
+def test_reads_share_one_mapping_until_a_value_expires(tmp_path: Path) -> None:
+    clock = Clock()
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now)
+    view = make_view(tmp_path, clock)
+    view.refresh_once()
+    first = view.columns()
+    clock.now += 29
+    assert view.columns() is first
+    clock.now += 2
+    assert view.columns() is not first
+
+
+def test_a_failed_fetch_keeps_the_last_values_until_they_go_stale(tmp_path: Path) -> None:
+    clock = Clock()
+    directory = tmp_path / "metrics"
+    put(directory, "a", "node_health_metric 1\n", mtime=clock.now)
+    view = make_view(directory, clock)
+    view.refresh_once()
+    shutil.rmtree(directory)
+    clock.now += 20
+    view.refresh_once()
+    assert view.columns() == {HEALTH: {"a": 1.0}}
+    assert str(directory) in view.failing
+    clock.now += 11
+    view.refresh_once()
+    assert view.columns() == {HEALTH: {}}
+
+
+def test_a_node_missing_from_a_successful_answer_leaves_the_view(tmp_path: Path) -> None:
+    clock = Clock()
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now)
+    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.now)
+    view = make_view(tmp_path, clock)
+    view.refresh_once()
+    (tmp_path / "b.prom").unlink()
+    view.refresh_once()
+    assert view.columns() == {HEALTH: {"a": 0.0}}
+
+
+def test_wanted_names_are_fetched_and_released_as_policies_change(tmp_path: Path) -> None:
+    clock = Clock()
+    put(tmp_path, "a", "node_health_metric 0\nnode_load 3\n", mtime=clock.now)
+    view = make_view(tmp_path, clock)
+    view.set_wanted([HEALTH, LOAD])
+    view.refresh_once()
+    assert view.columns() == {HEALTH: {"a": 0.0}, LOAD: {"a": 3.0}}
+    view.set_wanted([LOAD])
+    view.refresh_once()
+    assert view.columns() == {LOAD: {"a": 3.0}}
+
+
+def test_a_failure_is_logged_once_when_it_starts_and_once_when_it_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    registry = CollectorRegistry()
+    put(tmp_path, "a", "node_health_metric 1\n", mtime=clock.now)
+    view = make_view(tmp_path, clock, registry)
+    view.refresh_once()
+    put(tmp_path, "a", "node_health_metric {\n", mtime=clock.now + 1)
+    with caplog.at_level(logging.INFO, logger="tas.metrics"):
+        for _ in range(3):
+            view.refresh_once()
+        put(tmp_path, "a", "node_health_metric 2\n", mtime=clock.now + 2)
+        view.refresh_once()
+        view.refresh_once()
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert "textfile fetch of node a failed" in messages[0]
+    assert "textfile fetch of node a works again" in messages[1]
+    errors = registry.get_sample_value(
+        "tas_metric_fetch_errors_total", {"source": "textfile", "target": "node a"}
+    )
+    assert errors == 3.0
+
+
+def test_the_age_of_each_metrics_oldest_value_is_exported(tmp_path: Path) -> None:
+    clock = Clock()
+    registry = CollectorRegistry()
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now - 7)
+    put(tmp_path, "b", "node_health_metric 0\n", mtime=clock.now - 2)
+    view = make_view(tmp_path, clock, registry)
+    view.refresh_once()
+    clock.now += 100  # stale values are still counted: the age tells how stale
+    age = registry.get_sample_value("tas_metric_age_seconds", {"metric": "health_metric"})
+    assert age == 107.0
+
+
+def test_the_background_thread_picks_up_a_new_value_within_a_sync_period(tmp_path: Path) -> None:
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=time.time())
+    view = open_metric_view(f"textfile:{tmp_path}", sync_period=0.05)
+    view.set_wanted([HEALTH])
+    view.start()
+    try:
+        deadline = time.monotonic() + 5
+        while view.columns() != {HEALTH: {"a": 0.0}} and time.monotonic() < deadline:
+            time.sleep(0.02)
+        put(tmp_path, "a", "node_health_metric 2\n", mtime=time.time())
+        while view.columns() != {HEALTH: {"a": 2.0}} and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert view.columns() == {HEALTH: {"a": 2.0}}
+    finally:
+        view.stop()
