@@ -15,7 +15,7 @@ Errors:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,8 +73,15 @@ class Cluster(Protocol):
 
     # Writes: each touches only the keys given.
     def patch_node_labels(
-        self, node: NodeName, *, set_labels: Mapping[str, str], remove: Iterable[str] = ()
-    ) -> None: ...
+        self,
+        node: NodeName,
+        *,
+        set_labels: Mapping[str, str],
+        remove: Iterable[str] = (),
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        """Set and remove labels; `annotations` (value None removes) go in the same patch."""
+        ...
 
     def patch_pod_labels(
         self,
@@ -96,3 +103,37 @@ class Cluster(Protocol):
     ) -> None: ...
 
     def evict_pod(self, namespace: Namespace, name: str, *, reason: str) -> EvictionResult: ...
+
+
+class ResourceKind(enum.StrEnum):
+    NODE = "node"
+    POD = "pod"
+    POLICY = "policy"
+    PDB = "pdb"
+
+
+class ChangeType(enum.StrEnum):
+    ADDED = "added"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterChange:
+    """One object changed in the cluster's cache (watch-like; carries no object, read it)."""
+
+    kind: ResourceKind
+    type: ChangeType
+    name: str
+    namespace: str = ""
+
+
+ChangeListener = Callable[[ClusterChange], None]
+
+
+class ObservableCluster(Cluster, Protocol):
+    """A cluster that tells listeners about changes (both implementations are observable)."""
+
+    def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call `listener` after every change (from the changing thread); returns unsubscribe."""
+        ...

@@ -1,0 +1,276 @@
+"""Kubernetes API objects (plain JSON dicts) to the model of `tas.cluster.model`, and back.
+
+The adapter reads raw JSON (not the client's generated classes) so one path serves built-in
+and custom resources alike, and a field the model does not need is never parsed. Parsing is
+lenient: a malformed quantity or timestamp is skipped rather than losing the whole object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from tas.cluster.model import (
+    LabelSelector,
+    Node,
+    NodeSelectorTerm,
+    OwnerReference,
+    Pod,
+    PodAffinityTerm,
+    PodDisruptionBudget,
+    QoSClass,
+    Requirement,
+    Taint,
+    TaintEffect,
+    Toleration,
+    Volume,
+)
+from tas.quantity import QuantityError, parse_quantity
+from tas.types import Namespace, NodeName
+
+log = logging.getLogger(__name__)
+
+Json = Mapping[str, Any]
+
+
+def _map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> Json:
+    return value if isinstance(value, Mapping) else {}
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def quantities(values: Any) -> dict[str, float]:
+    result: dict[str, float] = {}
+    for name, text in _dict(values).items():
+        try:
+            result[str(name)] = parse_quantity(text)
+        except QuantityError:
+            log.warning("Ignoring unparsable quantity %s=%r", name, text)
+    return result
+
+
+def taint_from_api(raw: Json) -> Taint | None:
+    try:
+        effect = TaintEffect(raw.get("effect", ""))
+    except ValueError:
+        return None
+    return Taint(key=str(raw.get("key", "")), effect=effect, value=str(raw.get("value") or ""))
+
+
+def taint_to_api(taint: Taint) -> dict[str, str]:
+    body = {"key": taint.key, "effect": str(taint.effect)}
+    if taint.value:
+        body["value"] = taint.value
+    return body
+
+
+def node_from_api(raw: Json) -> Node:
+    metadata, spec, status = (
+        _dict(raw.get("metadata")),
+        _dict(raw.get("spec")),
+        _dict(raw.get("status")),
+    )
+    ready = any(
+        _dict(c).get("type") == "Ready" and _dict(c).get("status") == "True"
+        for c in _list(status.get("conditions"))
+    )
+    taints = (taint_from_api(_dict(t)) for t in _list(spec.get("taints")))
+    return Node(
+        name=NodeName(str(metadata.get("name", ""))),
+        labels=_map(metadata.get("labels")),
+        annotations=_map(metadata.get("annotations")),
+        taints=tuple(t for t in taints if t is not None),
+        allocatable=quantities(status.get("allocatable")),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        ready=ready,
+        resource_version=str(metadata.get("resourceVersion", "")),
+    )
+
+
+def _requirements(raw: Any) -> tuple[Requirement, ...]:
+    return tuple(
+        Requirement(
+            key=str(_dict(r).get("key", "")),
+            operator=str(_dict(r).get("operator", "")),
+            values=tuple(str(v) for v in _list(_dict(r).get("values"))),
+        )
+        for r in _list(raw)
+    )
+
+
+def label_selector_from_api(raw: Any) -> LabelSelector:
+    raw = _dict(raw)
+    return LabelSelector(
+        match_labels=_map(raw.get("matchLabels")),
+        match_expressions=_requirements(raw.get("matchExpressions")),
+    )
+
+
+def _container_requests(containers: Iterable[Any]) -> list[dict[str, float]]:
+    return [quantities(_dict(_dict(c).get("resources")).get("requests")) for c in containers]
+
+
+def pod_requests(spec: Json) -> dict[str, float]:
+    """Effective requests as the scheduler counts them: sum of containers, max'd with each
+    init container, plus the pod overhead."""
+    total: dict[str, float] = {}
+    for requests in _container_requests(_list(spec.get("containers"))):
+        for name, value in requests.items():
+            total[name] = total.get(name, 0.0) + value
+    for requests in _container_requests(_list(spec.get("initContainers"))):
+        for name, value in requests.items():
+            total[name] = max(total.get(name, 0.0), value)
+    for name, value in quantities(spec.get("overhead")).items():
+        total[name] = total.get(name, 0.0) + value
+    return total
+
+
+def qos_class(spec: Json) -> QoSClass:
+    """The QoS class the kubelet would assign, for pods whose status does not say."""
+    containers = [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]
+    resources = [_dict(_dict(c).get("resources")) for c in containers]
+    requests = [quantities(r.get("requests")) for r in resources]
+    limits = [quantities(r.get("limits")) for r in resources]
+    compute = ("cpu", "memory")
+    if not any(
+        any(k in compute for k in {**req, **lim}) for req, lim in zip(requests, limits, strict=True)
+    ):
+        return QoSClass.BEST_EFFORT
+    guaranteed = all(
+        all(name in lim and req.get(name, lim[name]) == lim[name] for name in compute)
+        for req, lim in zip(requests, limits, strict=True)
+    )
+    return QoSClass.GUARANTEED if guaranteed else QoSClass.BURSTABLE
+
+
+def _node_affinity(spec: Json) -> tuple[NodeSelectorTerm, ...]:
+    affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+    required = _dict(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    return tuple(
+        NodeSelectorTerm(
+            match_expressions=_requirements(_dict(term).get("matchExpressions")),
+            match_fields=_requirements(_dict(term).get("matchFields")),
+        )
+        for term in _list(required.get("nodeSelectorTerms"))
+    )
+
+
+def _anti_affinity(spec: Json) -> tuple[PodAffinityTerm, ...]:
+    anti = _dict(_dict(spec.get("affinity")).get("podAntiAffinity"))
+    return tuple(
+        PodAffinityTerm(
+            label_selector=label_selector_from_api(_dict(term).get("labelSelector")),
+            topology_key=str(_dict(term).get("topologyKey", "")),
+            namespaces=tuple(str(n) for n in _list(_dict(term).get("namespaces"))),
+        )
+        for term in _list(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    )
+
+
+_VOLUME_KINDS = (
+    "emptyDir",
+    "hostPath",
+    "persistentVolumeClaim",
+    "configMap",
+    "secret",
+    "projected",
+    "downwardAPI",
+    "ephemeral",
+)
+
+
+def _volume(raw: Json) -> Volume:
+    kind = next((k for k in _VOLUME_KINDS if k in raw), "other")
+    claim = _dict(raw.get("persistentVolumeClaim")).get("claimName", "")
+    return Volume(name=str(raw.get("name", "")), kind=kind, claim_name=str(claim))
+
+
+def _restarts(statuses: Any) -> int:
+    return sum(int(_dict(s).get("restartCount") or 0) for s in _list(statuses))
+
+
+def pod_from_api(raw: Json) -> Pod:
+    metadata, spec, status = (
+        _dict(raw.get("metadata")),
+        _dict(raw.get("spec")),
+        _dict(raw.get("status")),
+    )
+    owners = tuple(
+        OwnerReference(
+            kind=str(_dict(o).get("kind", "")),
+            name=str(_dict(o).get("name", "")),
+            uid=str(_dict(o).get("uid", "")),
+            controller=bool(_dict(o).get("controller", False)),
+        )
+        for o in _list(metadata.get("ownerReferences"))
+    )
+    tolerations = tuple(
+        Toleration(
+            key=str(_dict(t).get("key") or ""),
+            operator=str(_dict(t).get("operator") or "Equal"),
+            value=str(_dict(t).get("value") or ""),
+            effect=str(_dict(t).get("effect") or ""),
+        )
+        for t in _list(spec.get("tolerations"))
+    )
+    try:
+        qos = QoSClass(status["qosClass"])
+    except (KeyError, ValueError):
+        qos = qos_class(spec)
+    node_name = spec.get("nodeName")
+    return Pod(
+        namespace=Namespace(str(metadata.get("namespace", "default"))),
+        name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid", "")),
+        labels=_map(metadata.get("labels")),
+        annotations=_map(metadata.get("annotations")),
+        node_name=NodeName(str(node_name)) if node_name else None,
+        phase=str(status.get("phase") or "Pending"),
+        owners=owners,
+        priority=int(spec.get("priority") or 0),
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        qos_class=qos,
+        requests=pod_requests(spec),
+        node_selector=_map(spec.get("nodeSelector")),
+        required_node_affinity=_node_affinity(spec),
+        required_pod_anti_affinity=_anti_affinity(spec),
+        tolerations=tolerations,
+        volumes=tuple(_volume(_dict(v)) for v in _list(spec.get("volumes"))),
+        container_restarts=_restarts(status.get("containerStatuses")),
+        init_container_restarts=_restarts(status.get("initContainerStatuses")),
+        creation_timestamp=parse_time(metadata.get("creationTimestamp")),
+        start_time=parse_time(status.get("startTime")),
+        deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
+        resource_version=str(metadata.get("resourceVersion", "")),
+    )
+
+
+def pdb_from_api(raw: Json) -> PodDisruptionBudget:
+    metadata, spec, status = (
+        _dict(raw.get("metadata")),
+        _dict(raw.get("spec")),
+        _dict(raw.get("status")),
+    )
+    return PodDisruptionBudget(
+        namespace=Namespace(str(metadata.get("namespace", "default"))),
+        name=str(metadata.get("name", "")),
+        selector=label_selector_from_api(spec.get("selector")),
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+    )

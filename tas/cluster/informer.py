@@ -1,0 +1,252 @@
+"""A list+watch cache of one resource, kept current by a daemon thread.
+
+The loop is the informer of client-go, reduced to what this project needs: LIST once, then
+WATCH from the list's resourceVersion (with bookmarks, so a quiet resource still advances it);
+when the stream ends, watch again from the last resourceVersion seen; when the API says that
+version is gone (410, as an ERROR event or as the HTTP status), LIST again and report the
+difference as changes; on any other failure, retry with exponential backoff.
+
+Writes made by the adapter are folded in at once (`apply`), so a reader never acts on a state
+older than its own last write; a watch event that is not newer than the cached object is
+ignored, so each change is reported once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from kubernetes.client.exceptions import ApiException
+
+from tas.cluster.interface import ChangeType
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Raw = Mapping[str, Any]
+#: A generated list function of the client, with its positional arguments bound.
+ListCall = Callable[..., Any]
+Sleep = Callable[[float], None]
+
+
+class _GoneError(Exception):
+    """The resourceVersion we would resume from is no longer in the API's history."""
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with jitter: initial, x factor per failure, capped; reset on success."""
+
+    initial: float = 0.5
+    factor: float = 2.0
+    maximum: float = 30.0
+    jitter: float = 0.1
+    _next: float = 0.0
+
+    def next_delay(self) -> float:
+        delay = self._next or self.initial
+        self._next = min(delay * self.factor, self.maximum)
+        return delay * (1 + random.uniform(-self.jitter, self.jitter))
+
+    def reset(self) -> None:
+        self._next = 0.0
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    """The non-empty lines of a streamed watch response, as they arrive."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        yield from (line for line in lines if line.strip())
+    if buffer.strip():
+        yield buffer
+
+
+def _version(raw: Raw) -> str:
+    metadata = raw.get("metadata")
+    return str(metadata.get("resourceVersion", "")) if isinstance(metadata, Mapping) else ""
+
+
+def _newer(candidate: str, current: str) -> bool:
+    """resourceVersions are opaque, but etcd's are integers; compare them when we can."""
+    try:
+        return int(candidate) > int(current)
+    except ValueError:
+        return candidate != current
+
+
+def object_key(raw: Raw) -> str:
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return ""
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
+
+
+class Informer(Generic[T]):
+    def __init__(
+        self,
+        *,
+        name: str,
+        list_call: ListCall,
+        convert: Callable[[Raw], T],
+        on_change: Callable[[ChangeType, Raw], None],
+        watch_timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        backoff: Backoff | None = None,
+        sleep: Sleep | None = None,
+        selectors: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self._list_call = list_call
+        self._convert = convert
+        self._on_change = on_change
+        self._watch_timeout = watch_timeout
+        self._connect_timeout = connect_timeout
+        self._backoff = backoff or Backoff()
+        self._sleep = sleep
+        self._selectors = dict(selectors or {})
+        self._lock = threading.Lock()
+        self._raw: dict[str, Raw] = {}
+        self._items: dict[str, T] = {}
+        self._resource_version: str | None = None
+        self._response: Any = None
+        self.synced = threading.Event()
+        self.lists = 0  # how many LISTs so far (a test and metric hook)
+
+    # ------------------------------------------------------------ reads
+
+    def items(self) -> list[T]:
+        with self._lock:
+            return [self._items[key] for key in sorted(self._items)]
+
+    def get(self, key: str) -> T | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def raw(self, key: str) -> Raw | None:
+        with self._lock:
+            return self._raw.get(key)
+
+    def raw_items(self) -> list[Raw]:
+        with self._lock:
+            return [self._raw[key] for key in sorted(self._raw)]
+
+    # ------------------------------------------------------------ updates
+
+    def apply(self, type_: ChangeType, raw: Raw) -> bool:
+        """Fold one object in (from a watch event or our own write); True if it changed."""
+        key = object_key(raw)
+        with self._lock:
+            current = self._raw.get(key)
+            if type_ is ChangeType.DELETED:
+                if current is None:
+                    return False
+                del self._raw[key]
+                del self._items[key]
+            else:
+                if current is not None and not _newer(_version(raw), _version(current)):
+                    return False
+                type_ = ChangeType.MODIFIED if current is not None else ChangeType.ADDED
+                self._items[key] = self._convert(raw)
+                self._raw[key] = raw
+        self._on_change(type_, raw)
+        return True
+
+    def _replace_all(self, items: list[Raw]) -> None:
+        fresh = {object_key(item): item for item in items}
+        with self._lock:
+            gone = [raw for key, raw in self._raw.items() if key not in fresh]
+        for raw in gone:
+            self.apply(ChangeType.DELETED, raw)
+        for item in fresh.values():
+            self.apply(ChangeType.ADDED, item)
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self, stop: threading.Event) -> None:
+        """List and watch until `stop` is set; meant for a daemon thread."""
+        while not stop.is_set():
+            try:
+                if self._resource_version is None:
+                    self._list()
+                self._watch(stop)
+                self._backoff.reset()
+            except _GoneError:
+                log.info("%s: resourceVersion expired, listing again", self.name)
+                self._resource_version = None
+            except Exception as error:  # any failure: the loop must survive and retry
+                if stop.is_set():
+                    break
+                delay = self._backoff.next_delay()
+                log.warning(
+                    "%s: list/watch failed (%s); retrying in %.1fs", self.name, error, delay
+                )
+                if self._sleep is not None:
+                    self._sleep(delay)
+                else:
+                    stop.wait(delay)
+
+    def close(self) -> None:
+        """Interrupt a watch in progress (the loop then sees its stop event)."""
+        response = self._response
+        if response is not None:
+            try:
+                response.close()
+            except Exception:  # closing a socket another thread reads may fail; that is fine
+                log.debug("%s: closing the watch stream failed", self.name, exc_info=True)
+
+    def _list(self) -> None:
+        response = self._list_call(
+            _preload_content=False,
+            _request_timeout=(self._connect_timeout, self._watch_timeout),
+            **self._selectors,
+        )
+        body = json.loads(response.data)
+        self.lists += 1
+        self._replace_all(list(body.get("items") or []))
+        self._resource_version = str(body.get("metadata", {}).get("resourceVersion", ""))
+        self.synced.set()
+
+    def _watch(self, stop: threading.Event) -> None:
+        try:
+            response = self._list_call(
+                watch=True,
+                resource_version=self._resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=max(1, int(self._watch_timeout)),
+                _preload_content=False,
+                _request_timeout=(self._connect_timeout, self._watch_timeout + 5),
+                **self._selectors,
+            )
+        except ApiException as error:
+            if error.status == 410:
+                raise _GoneError from error
+            raise
+        self._response = response
+        try:
+            for line in _lines(response):
+                if stop.is_set():
+                    return
+                self._event(json.loads(line))
+        finally:
+            self._response = None
+            response.release_conn()
+
+    def _event(self, event: Mapping[str, Any]) -> None:
+        kind, raw = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if raw.get("code") == 410:
+                raise _GoneError(raw.get("message", ""))
+            raise ApiException(status=raw.get("code", 0), reason=raw.get("message", ""))
+        version = _version(raw)
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self.apply(ChangeType[str(kind)], raw)
+        if version:
+            self._resource_version = version

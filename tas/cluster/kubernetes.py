@@ -1,0 +1,423 @@
+"""The `Cluster` interface on a real Kubernetes API, through the official client.
+
+Reads come from four list+watch caches (nodes, pods, TASPolicies, PodDisruptionBudgets), each
+kept current by a daemon thread (`tas.cluster.informer`), so a reconcile never LISTs. Writes go
+to the API, touch only the keys given, and are folded into the cache at once:
+
+- labels: a JSON merge patch of only our keys (`null` removes one), so labels other writers
+  own are never overwritten;
+- taints: a JSON patch that first `test`s the cached resourceVersion, so a concurrent change
+  to the node's taints is never silently lost (the API answers 422: `ConflictError`);
+- policy status: the `status` subresource of the CRD;
+- events: core/v1 Events;
+- evictions: the policy/v1 Eviction subresource, so PodDisruptionBudgets hold (429: REFUSED).
+
+API errors become the interface's error types: 404 NotFoundError, 409 ConflictError,
+429/5xx and connection failures TransientClusterError, anything else ClusterError.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from tas.cluster.convert import node_from_api, pdb_from_api, pod_from_api, taint_to_api
+from tas.cluster.informer import Backoff, Informer, Raw, Sleep
+from tas.cluster.interface import (
+    ChangeListener,
+    ChangeType,
+    ClusterChange,
+    ClusterError,
+    ConflictError,
+    EvictionOutcome,
+    EvictionResult,
+    NotFoundError,
+    PolicyDocument,
+    ResourceKind,
+    TransientClusterError,
+)
+from tas.cluster.model import Node, ObjectReference, Pod, PodDisruptionBudget, Taint
+from tas.policy import GROUP, PLURAL, VERSION
+from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+Clock = Callable[[], datetime]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _describe(error: ApiException) -> str:
+    return f"{error.status} {error.reason}: {(error.body or '')[:300]}"
+
+
+def _api_call(what: str, call: Callable[[], R]) -> R:
+    """Run one API call, mapping its failures to the interface's error types."""
+    try:
+        return call()
+    except ApiException as error:
+        message = f"{what}: {_describe(error)}"
+        if error.status == 404:
+            raise NotFoundError(message) from error
+        if error.status == 409:
+            raise ConflictError(message) from error
+        if error.status in (0, 429) or error.status >= 500:
+            raise TransientClusterError(message) from error
+        raise ClusterError(message) from error
+    except (urllib3.exceptions.HTTPError, OSError) as error:
+        raise TransientClusterError(f"{what}: {error}") from error
+
+
+def _policy_document(raw: Raw) -> PolicyDocument:
+    metadata = raw.get("metadata") or {}
+    key = PolicyKey(
+        Namespace(str(metadata.get("namespace") or "default")),
+        PolicyName(str(metadata.get("name", ""))),
+    )
+    return PolicyDocument(key, raw)
+
+
+class KubernetesCluster:
+    """See the module docstring. `start()` the caches, then `wait_synced()` before reading."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        policy_namespace: str | None = None,
+        component: str = "telemetry-aware-scheduling",
+        clock: Clock = _utc_now,
+        sleep: Sleep | None = None,
+        backoff: Callable[[], Backoff] = Backoff,
+        watch_timeout: float = 60.0,
+        pod_field_selector: str = "",
+    ) -> None:
+        self._api_client = api_client
+        self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+        self._policy_api = client.PolicyV1Api(api_client)
+        self._component = component
+        self._clock = clock
+        self._listeners: list[ChangeListener] = []
+        self._listeners_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        if policy_namespace:
+            list_policies = functools.partial(
+                self._custom.list_namespaced_custom_object, GROUP, VERSION, policy_namespace, PLURAL
+            )
+        else:
+            list_policies = functools.partial(
+                self._custom.list_cluster_custom_object, GROUP, VERSION, PLURAL
+            )
+        common: dict[str, Any] = {"watch_timeout": watch_timeout, "sleep": sleep}
+        self._nodes: Informer[Node] = Informer(
+            name="nodes",
+            list_call=self._core.list_node,
+            convert=node_from_api,
+            on_change=self._notifier(ResourceKind.NODE),
+            backoff=backoff(),
+            **common,
+        )
+        self._pods: Informer[Pod] = Informer(
+            name="pods",
+            list_call=self._core.list_pod_for_all_namespaces,
+            convert=pod_from_api,
+            on_change=self._notifier(ResourceKind.POD),
+            backoff=backoff(),
+            selectors={"field_selector": pod_field_selector} if pod_field_selector else None,
+            **common,
+        )
+        self._policies: Informer[PolicyDocument] = Informer(
+            name="taspolicies",
+            list_call=list_policies,
+            convert=_policy_document,
+            on_change=self._notifier(ResourceKind.POLICY),
+            backoff=backoff(),
+            **common,
+        )
+        self._pdbs: Informer[PodDisruptionBudget] = Informer(
+            name="poddisruptionbudgets",
+            list_call=self._policy_api.list_pod_disruption_budget_for_all_namespaces,
+            convert=pdb_from_api,
+            on_change=self._notifier(ResourceKind.PDB),
+            backoff=backoff(),
+            **common,
+        )
+
+    @property
+    def informers(self) -> tuple[Informer[Any], ...]:
+        return (self._nodes, self._pods, self._policies, self._pdbs)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start one list+watch daemon thread per cache."""
+        if self._threads:
+            return
+        for informer in self.informers:
+            thread = threading.Thread(
+                target=informer.run, args=(self._stop,), name=f"watch-{informer.name}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def wait_synced(self, timeout: float) -> bool:
+        """True once every cache has listed once; False if `timeout` seconds pass first."""
+        deadline = time.monotonic() + timeout
+        for informer in self.informers:
+            remaining = max(0.0, deadline - time.monotonic())
+            if not informer.synced.wait(remaining):
+                return False
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        for informer in self.informers:
+            informer.close()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+
+    def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _notifier(self, kind: ResourceKind) -> Callable[[ChangeType, Raw], None]:
+        def notify(type_: ChangeType, raw: Raw) -> None:
+            metadata = raw.get("metadata") or {}
+            change = ClusterChange(
+                kind, type_, str(metadata.get("name", "")), str(metadata.get("namespace") or "")
+            )
+            with self._listeners_lock:
+                listeners = tuple(self._listeners)
+            for listener in listeners:
+                try:
+                    listener(change)
+                except Exception:  # a listener's bug must not kill the watch thread
+                    log.exception("Change listener failed on %s", change)
+
+        return notify
+
+    # ------------------------------------------------------------ reads (from the caches)
+
+    def list_nodes(self) -> Sequence[Node]:
+        return self._nodes.items()
+
+    def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
+        pods = self._pods.items()
+        return pods if node is None else [p for p in pods if p.node_name == node]
+
+    def list_policy_documents(self) -> Sequence[PolicyDocument]:
+        return self._policies.items()
+
+    def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
+        return self._pdbs.items()
+
+    # ------------------------------------------------------------ writes
+
+    def patch_node_labels(
+        self,
+        node: NodeName,
+        *,
+        set_labels: Mapping[str, str],
+        remove: Iterable[str] = (),
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        labels = _label_patch(set_labels, remove)
+        metadata: dict[str, Any] = {"labels": labels} if labels else {}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        if not metadata:
+            return
+        raw = _api_call(
+            f"patch labels of node {node}",
+            lambda: self._core.patch_node(
+                node,
+                {"metadata": metadata},
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            ),
+        )
+        self._nodes.apply(ChangeType.MODIFIED, _json(raw))
+
+    def patch_pod_labels(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        set_labels: Mapping[str, str],
+        remove: Iterable[str] = (),
+    ) -> None:
+        labels = _label_patch(set_labels, remove)
+        if not labels:
+            return
+        raw = _api_call(
+            f"patch labels of pod {namespace}/{name}",
+            lambda: self._core.patch_namespaced_pod(
+                name,
+                namespace,
+                {"metadata": {"labels": labels}},
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            ),
+        )
+        self._pods.apply(ChangeType.MODIFIED, _json(raw))
+
+    def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
+        cached = self._nodes.get(node)
+        if cached is None:
+            raise NotFoundError(f"node {node} is not in the cache")
+        patch: Any = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": cached.resource_version},
+            {"op": "add", "path": "/spec/taints", "value": [taint_to_api(t) for t in taints]},
+        ]
+        try:
+            raw = _api_call(
+                f"set taints of node {node}",
+                lambda: self._core.patch_node(
+                    node, patch, _content_type=JSON_PATCH, _preload_content=False
+                ),
+            )
+        except ClusterError as error:
+            # A failed `test` is a 422: the node moved since we read it.
+            cause = error.__cause__
+            if isinstance(cause, ApiException) and cause.status == 422:
+                raise ConflictError(
+                    f"node {node} changed since resourceVersion {cached.resource_version}"
+                ) from cause
+            raise
+        self._nodes.apply(ChangeType.MODIFIED, _json(raw))
+
+    def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None:
+        # `add` on /status replaces it whole, so keys dropped from the status really go away.
+        patch = [{"op": "add", "path": "/status", "value": dict(status)}]
+        raw = _api_call(
+            f"update status of taspolicy {key}",
+            lambda: self._custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                key.namespace,
+                PLURAL,
+                key.name,
+                patch,
+                _content_type=JSON_PATCH,
+                _preload_content=False,
+            ),
+        )
+        self._policies.apply(ChangeType.MODIFIED, _json(raw))
+
+    def emit_event(
+        self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
+    ) -> None:
+        now = self._clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        namespace = involved.namespace or "default"
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{involved.name}.", "namespace": namespace},
+            "involvedObject": {
+                "kind": involved.kind,
+                "name": involved.name,
+                "namespace": involved.namespace or None,
+                "uid": involved.uid or None,
+                "apiVersion": involved.api_version,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        _api_call(
+            f"emit event {reason} for {involved.kind} {involved.name}",
+            lambda: self._core.create_namespaced_event(namespace, body, _preload_content=False),
+        )
+
+    def evict_pod(self, namespace: Namespace, name: str, *, reason: str) -> EvictionResult:
+        body: Any = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        log.info("Evicting pod %s/%s: %s", namespace, name, reason)
+        try:
+            self._core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
+        except ApiException as error:
+            if error.status == 429:
+                return EvictionResult(EvictionOutcome.REFUSED, _status_message(error))
+            if error.status == 404:
+                return EvictionResult(EvictionOutcome.NOT_FOUND, _status_message(error))
+            return EvictionResult(EvictionOutcome.FAILED, _describe(error))
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            return EvictionResult(EvictionOutcome.FAILED, str(error))
+        return EvictionResult(EvictionOutcome.EVICTED)
+
+
+def _label_patch(set_labels: Mapping[str, str], remove: Iterable[str]) -> dict[str, str | None]:
+    patch: dict[str, str | None] = dict.fromkeys(remove)
+    patch.update(set_labels)
+    return patch
+
+
+def _json(response: Any) -> Raw:
+    loaded: Raw = json.loads(response.data)
+    return loaded
+
+
+def _status_message(error: ApiException) -> str:
+    try:
+        return str(json.loads(error.body or "{}").get("message") or error.reason)
+    except ValueError:
+        return str(error.reason)
+
+
+def kubernetes_cluster(
+    kubeconfig: Path | None = None, *, context: str | None = None, **options: Any
+) -> KubernetesCluster:
+    """A cluster from a kubeconfig file, or in-cluster config, or the default kubeconfig.
+
+    `options` go to `KubernetesCluster`. The caches are not started: call `start()`.
+    """
+    configuration = client.Configuration()
+    if kubeconfig is not None:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig), context=context, client_configuration=configuration
+        )
+    else:
+        try:
+            config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+        except config.ConfigException:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                context=context, client_configuration=configuration
+            )
+    return KubernetesCluster(client.ApiClient(configuration), **options)

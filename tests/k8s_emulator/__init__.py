@@ -1,0 +1,51 @@
+"""A Kubernetes API server emulator for tests: real HTTP on 127.0.0.1, the real REST protocol.
+
+The official `kubernetes` client talks to it unchanged (no monkeypatching): point a
+`kubernetes.client.Configuration(host=emulator.url)` at it, or take `emulator.api_client()`.
+
+Served resources (a table in `resources.py`): core/v1 nodes, pods (+ `eviction`, `status`),
+events, namespaces; policy/v1 poddisruptionbudgets; coordination.k8s.io/v1 leases;
+telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the cluster-wide list).
+
+Protocol: list with `metadata.resourceVersion`, `labelSelector`, `fieldSelector`; watch
+(`?watch=true&resourceVersion=N`, chunked newline-delimited ADDED / MODIFIED / DELETED /
+BOOKMARK events, an ERROR event with a 410 Status when N is older than the kept history);
+create (POST, 409 AlreadyExists), replace (PUT, 409 on a stale resourceVersion), merge and
+strategic-merge patch, JSON patch with `test` (422 when it fails), delete; the `status`
+subresource; evictions that honour PodDisruptionBudgets (`status.disruptionsAllowed`, 429
+when none is left, decremented on success). Errors are `Status` objects.
+
+Test API::
+
+    with KubeEmulator() as api:                      # or api = KubeEmulator().start(); api.stop()
+        api.create("nodes", {"metadata": {"name": "n1"}})
+        api.create("pods", pod_dict, namespace="default")
+        client = api.api_client()                    # kubernetes.client.ApiClient
+        ...
+        api.get("nodes", "n1")                       # the stored dict, or None
+        api.objects("pods", namespace="default")     # stored dicts, sorted
+        api.merge("nodes", "n1", {"metadata": {"labels": {"a": "b"}}})  # as another client
+        api.merge("taspolicies", "p", {"status": {...}}, namespace="ns", status=True)
+        api.delete("pods", "p1", namespace="default")
+        api.requests / api.writes() / api.clear_requests()   # RecordedRequest log
+        api.set_history_window(2); api.compact()     # make resume points expire (410)
+        api.fail_next(r"/nodes", status=503, times=2)  # inject errors
+        api.break_watches()                          # end every open watch stream
+        api.bookmark_interval = 0.2                  # seconds between BOOKMARKs (if asked)
+
+Resource names in the test API are the plurals of the table ("nodes", "pods", "events",
+"poddisruptionbudgets", "leases", "taspolicies", "namespaces").
+"""
+
+from tests.k8s_emulator.resources import RESOURCES, ResourceType
+from tests.k8s_emulator.server import KubeEmulator, RecordedRequest
+from tests.k8s_emulator.store import ApiError, ObjectStore
+
+__all__ = [
+    "RESOURCES",
+    "ApiError",
+    "KubeEmulator",
+    "ObjectStore",
+    "RecordedRequest",
+    "ResourceType",
+]

@@ -1,0 +1,78 @@
+"""The table of resources the emulator serves, and the parsing of their REST paths.
+
+One row per resource; everything else (list, get, create, replace, patch, delete, watch, the
+`status` subresource) is generic over the table. Adding a resource is adding a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    prefix: str  # "/api/v1" or "/apis/<group>/<version>"
+    plural: str
+    kind: str
+    namespaced: bool
+    has_status: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return self.prefix.removeprefix("/api/").removeprefix("/apis/")
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+
+RESOURCES: tuple[ResourceType, ...] = (
+    ResourceType("/api/v1", "nodes", "Node", namespaced=False, has_status=True),
+    ResourceType("/api/v1", "pods", "Pod", namespaced=True, has_status=True),
+    ResourceType("/api/v1", "events", "Event", namespaced=True),
+    ResourceType("/api/v1", "namespaces", "Namespace", namespaced=False, has_status=True),
+    ResourceType(
+        "/apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", True, has_status=True
+    ),
+    ResourceType("/apis/coordination.k8s.io/v1", "leases", "Lease", namespaced=True),
+    ResourceType(
+        "/apis/telemetry.intel.com/v1alpha1", "taspolicies", "TASPolicy", True, has_status=True
+    ),
+)
+
+BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a request path names: a resource, maybe a namespace, a name and a subresource."""
+
+    resource: ResourceType
+    namespace: str | None  # None: across all namespaces (or a cluster-scoped resource)
+    name: str | None
+    subresource: str | None
+
+
+def parse_path(path: str) -> Target | None:
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        prefix, rest = "/api/v1", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        prefix, rest = f"/apis/{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    resource = BY_PLURAL.get(rest[0])
+    if resource is None or resource.prefix != prefix:
+        return None
+    if namespace is not None and not resource.namespaced:
+        return None
+    name = rest[1] if len(rest) > 1 else None
+    subresource = rest[2] if len(rest) > 2 else None
+    if resource.namespaced and name is not None and namespace is None:
+        return None
+    return Target(resource, namespace, name, subresource)

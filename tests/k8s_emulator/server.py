@@ -1,0 +1,442 @@
+"""The emulator's HTTP side: a threaded server on 127.0.0.1 speaking the Kubernetes REST protocol.
+
+Requests are routed by the resource table (`resources.py`) to the store (`store.py`); watches
+stream newline-delimited JSON events over a chunked response. Everything a test needs to set
+up, observe or break lives on `KubeEmulator` (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import kubernetes.client
+
+from tests.k8s_emulator.patches import PatchError, field_selector, label_selector
+from tests.k8s_emulator.resources import BY_PLURAL, ResourceType, Target, parse_path
+from tests.k8s_emulator.store import ApiError, Object, ObjectStore, StoredEvent
+
+#: The longest a watch stays open when the client asks for no timeout.
+MAX_WATCH_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    method: str
+    path: str
+    query: Mapping[str, str]
+    content_type: str
+    body: Any  # parsed JSON, or None
+    status: int
+
+    @property
+    def is_watch(self) -> bool:
+        return self.query.get("watch") in ("true", "1")
+
+
+@dataclass
+class _Failure:
+    method: str | None
+    path: re.Pattern[str]
+    status: int
+    remaining: int
+
+
+class KubeEmulator:
+    """A Kubernetes API server emulator for tests; see the package docstring for the API."""
+
+    def __init__(self, *, history_window: int = 1000, bookmark_interval: float = 1.0) -> None:
+        self.store = ObjectStore(history_window=history_window)
+        self.bookmark_interval = bookmark_interval
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._failures: list[_Failure] = []
+        self._watch_epoch = 0
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> KubeEmulator:
+        emulator = self
+
+        class Handler(_Handler):
+            owner = emulator
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self.store.condition:
+            self.store.condition.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> KubeEmulator:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() the emulator first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def configuration(self) -> kubernetes.client.Configuration:
+        return kubernetes.client.Configuration(host=self.url)
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        return kubernetes.client.ApiClient(self.configuration())
+
+    # ------------------------------------------------------------ objects (test side)
+
+    def _resource(self, plural: str) -> ResourceType:
+        return BY_PLURAL[plural]
+
+    def create(
+        self, plural: str, obj: Mapping[str, Any], *, namespace: str | None = None
+    ) -> Object:
+        return self.store.create(self._resource(plural), namespace, obj)
+
+    def get(self, plural: str, name: str, *, namespace: str | None = None) -> Object | None:
+        try:
+            return self.store.get(self._resource(plural), namespace, name)
+        except ApiError:
+            return None
+
+    def objects(self, plural: str, *, namespace: str | None = None) -> list[Object]:
+        return self.store.list(self._resource(plural), namespace)[0]
+
+    def merge(
+        self,
+        plural: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        status: bool = False,
+    ) -> Object:
+        """Merge-patch an object as another client would (watchers see the change)."""
+        return self.store.patch(
+            self._resource(plural),
+            namespace,
+            name,
+            "application/merge-patch+json",
+            patch,
+            subresource="status" if status else None,
+        )
+
+    def delete(self, plural: str, name: str, *, namespace: str | None = None) -> None:
+        self.store.delete(self._resource(plural), namespace, name)
+
+    @property
+    def resource_version(self) -> int:
+        return self.store.resource_version
+
+    # ------------------------------------------------------------ observing and breaking
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def writes(self) -> list[RecordedRequest]:
+        """Every request that could change something (not GET, not a watch)."""
+        return [r for r in self.requests if r.method not in ("GET", "HEAD")]
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def set_history_window(self, size: int) -> None:
+        """Keep only the last `size` events; older resourceVersions get 410 Gone on watch."""
+        self.store.set_history_window(size)
+
+    def compact(self) -> None:
+        """Forget all history now, like etcd compaction: every open resume point expires."""
+        self.store.compact()
+
+    def fail_next(
+        self, path_pattern: str, *, status: int = 500, method: str | None = None, times: int = 1
+    ) -> None:
+        """Answer the next `times` requests whose path matches with an error `status`."""
+        with self._lock:
+            self._failures.append(_Failure(method, re.compile(path_pattern), status, times))
+
+    def break_watches(self) -> None:
+        """End every open watch stream now (as a restarting API server or proxy would)."""
+        with self._lock:
+            self._watch_epoch += 1
+        with self.store.condition:
+            self.store.condition.notify_all()
+
+    # ------------------------------------------------------------ internals
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _injected_failure(self, method: str, path: str) -> int | None:
+        with self._lock:
+            for failure in self._failures:
+                wanted = failure.method in (None, method) and failure.path.search(path)
+                if failure.remaining > 0 and wanted:
+                    failure.remaining -= 1
+                    return failure.status
+            return None
+
+    def _epoch(self) -> int:
+        with self._lock:
+            return self._watch_epoch
+
+
+_REASONS = {
+    400: "BadRequest",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Gone",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: KubeEmulator
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the request log is `KubeEmulator.requests`
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    # ------------------------------------------------------------ dispatch
+
+    def _handle(self, method: str) -> None:
+        split = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
+        content_type = self.headers.get("Content-Type", "")
+        body: Any = None
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        status = 200
+        try:
+            if raw:
+                try:
+                    body = json.loads(raw)
+                except json.JSONDecodeError as error:
+                    raise ApiError(400, "BadRequest", f"invalid JSON body: {error}") from error
+            injected = self.owner._injected_failure(method, split.path)
+            if injected is not None:
+                reason = _REASONS.get(injected, "InternalError")
+                raise ApiError(injected, reason, f"injected failure {injected}")
+            target = parse_path(split.path)
+            if target is None:
+                raise ApiError(404, "NotFound", f"the server could not find {split.path}")
+            if method == "GET" and query.get("watch") in ("true", "1"):
+                self.owner._record(
+                    RecordedRequest(method, split.path, query, content_type, body, 200)
+                )
+                self._watch(target, query)
+                return
+            status, answer = self._route(method, target, query, content_type, body)
+        except ApiError as error:
+            status, answer = error.code, error.status()
+        except Exception as error:  # an emulator bug must show up as a 500, not a hang
+            status, answer = 500, ApiError(500, "InternalError", repr(error)).status()
+        self.owner._record(RecordedRequest(method, split.path, query, content_type, body, status))
+        self._send_json(status, answer)
+
+    def _route(
+        self, method: str, target: Target, query: Mapping[str, str], content_type: str, body: Any
+    ) -> tuple[int, Object]:
+        store, resource = self.owner.store, target.resource
+        if method == "GET" and target.name is None:
+            return 200, self._list(target, query)
+        if target.name is None:
+            if method == "POST":
+                if not isinstance(body, dict):
+                    raise ApiError(400, "BadRequest", "a JSON object body is required")
+                # The API drops status on create (nodes keep theirs: kubelets register so).
+                keep = resource.plural == "nodes"
+                return 201, store.create(resource, target.namespace, body, keep_status=keep)
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a collection")
+        if target.subresource == "eviction":
+            if method != "POST" or resource.plural != "pods" or target.namespace is None:
+                raise ApiError(405, "MethodNotAllowed", "evictions are POSTed to pods/eviction")
+            store.evict(resource, BY_PLURAL["poddisruptionbudgets"], target.namespace, target.name)
+            return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+        if method == "GET":
+            return 200, store.get(resource, target.namespace, target.name)
+        if method == "PUT":
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "a JSON object body is required")
+            return 200, store.replace(
+                resource, target.namespace, target.name, body, subresource=target.subresource
+            )
+        if method == "PATCH":
+            return 200, store.patch(
+                resource,
+                target.namespace,
+                target.name,
+                content_type,
+                body,
+                subresource=target.subresource,
+            )
+        if method == "DELETE":
+            store.delete(resource, target.namespace, target.name)
+            return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+
+    # ------------------------------------------------------------ list and watch
+
+    def _predicate(self, query: Mapping[str, str]) -> Any:
+        try:
+            labels = label_selector(query.get("labelSelector", ""))
+            fields = field_selector(query.get("fieldSelector", ""))
+        except PatchError as error:
+            raise ApiError(400, "BadRequest", str(error)) from error
+        return lambda obj: labels((obj.get("metadata") or {}).get("labels") or {}) and fields(obj)
+
+    def _list(self, target: Target, query: Mapping[str, str]) -> Object:
+        items, resource_version = self.owner.store.list(
+            target.resource, target.namespace, self._predicate(query)
+        )
+        return {
+            "apiVersion": target.resource.api_version,
+            "kind": target.resource.list_kind,
+            "metadata": {"resourceVersion": str(resource_version)},
+            "items": items,
+        }
+
+    def _watch(self, target: Target, query: Mapping[str, str]) -> None:
+        predicate = self._predicate(query)
+        store = self.owner.store
+        timeout = float(query.get("timeoutSeconds") or MAX_WATCH_SECONDS)
+        deadline = time.monotonic() + min(timeout, MAX_WATCH_SECONDS)
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        epoch = self.owner._epoch()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            requested = query.get("resourceVersion", "")
+            if requested in ("", "0"):
+                items, last = store.list(target.resource, target.namespace, predicate)
+                for item in items:
+                    self._chunk({"type": "ADDED", "object": item})
+            else:
+                try:
+                    last = int(requested)
+                except ValueError:
+                    last = -1
+            last_sent = time.monotonic()
+            while not self.owner._stopping.is_set() and self.owner._epoch() == epoch:
+                try:
+                    events, current = store.events_since(last)
+                except ApiError as error:
+                    self._chunk({"type": "ERROR", "object": error.status()})
+                    break
+                for event in events:
+                    out = self._event_for(event, target, predicate)
+                    if out is not None:
+                        self._chunk(out)
+                        last_sent = time.monotonic()
+                last = current
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                if bookmarks and now - last_sent >= self.owner.bookmark_interval:
+                    self._chunk(
+                        {
+                            "type": "BOOKMARK",
+                            "object": {
+                                "kind": target.resource.kind,
+                                "apiVersion": target.resource.api_version,
+                                "metadata": {"resourceVersion": str(last)},
+                            },
+                        }
+                    )
+                    last_sent = now
+                with store.condition:
+                    if store.resource_version == last:
+                        store.condition.wait(timeout=min(0.2, max(deadline - now, 0.01)))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+        self.close_connection = True
+
+    @staticmethod
+    def _event_for(event: StoredEvent, target: Target, predicate: Any) -> Object | None:
+        if event.resource.plural != target.resource.plural:
+            return None
+        namespace = (event.object.get("metadata") or {}).get("namespace")
+        if target.namespace is not None and namespace != target.namespace:
+            return None
+        matches = predicate(event.object)
+        matched = event.previous is not None and predicate(event.previous)
+        if event.type == "MODIFIED":
+            # An object moving out of (into) a selector is DELETED (ADDED) for this watcher.
+            if matches and not matched:
+                return {"type": "ADDED", "object": event.object}
+            if matched and not matches:
+                return {"type": "DELETED", "object": event.object}
+        return {"type": event.type, "object": event.object} if matches else None
+
+    # ------------------------------------------------------------ output
+
+    def _chunk(self, event: Object) -> None:
+        data = json.dumps(event).encode() + b"\n"
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _send_json(self, status: int, answer: Object) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
