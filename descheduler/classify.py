@@ -1,0 +1,143 @@
+"""Load-aware node classification, as data: `classify(usages, spec) -> Classification`.
+
+Pure and I/O-free, like the upstream descheduler's `classifier.Classify`, so the formulas are
+tested exactly:
+
+- static thresholds: a node is underutilized when every signal <= its threshold, overutilized
+  when any signal > its target threshold (underutilized wins when both hold);
+- deviation thresholds: with `avg` the mean usage over the classified nodes,
+  low = clamp(avg - thresholds, 0, 100) and high = clamp(avg + targetThresholds, 0, 100);
+- nothing is to be done unless there are underutilized and overutilized nodes, not every node
+  is underutilized, and more than `numberOfNodes` nodes are underutilized;
+- capacity to move = the sum over underutilized nodes of (high - usage), per signal.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tas.types import NodeName
+
+#: One node's usage: signal name -> 0..100.
+Usage = Mapping[str, float]
+
+
+class Category(enum.StrEnum):
+    UNDERUTILIZED = "underutilized"
+    APPROPRIATE = "appropriately utilized"
+    OVERUTILIZED = "overutilized"
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdSpec:
+    thresholds: Mapping[str, float]
+    target_thresholds: Mapping[str, float]
+    use_deviation_thresholds: bool = False
+    number_of_nodes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The bounds in force for this classification (the same for every node)."""
+
+    low: Mapping[str, float]
+    high: Mapping[str, float]
+    average: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Classification:
+    thresholds: Thresholds
+    usages: Mapping[NodeName, Usage]
+    categories: Mapping[NodeName, Category]
+    #: Least used first.
+    underutilized: tuple[NodeName, ...]
+    #: Most used first: the order evictions are tried in.
+    overutilized: tuple[NodeName, ...]
+    capacity_to_move: Mapping[str, float] = field(default_factory=dict)
+    #: Why nothing is to be done, in the upstream descheduler's words; None when there is work.
+    nothing_to_do: str | None = None
+    #: Nodes without a fresh value for every signal: never classified, never acted on.
+    unknown: tuple[NodeName, ...] = ()
+
+
+def _clamp(value: float) -> float:
+    return min(100.0, max(0.0, value))
+
+
+def thresholds_for(usages: Mapping[NodeName, Usage], spec: ThresholdSpec) -> Thresholds:
+    if not spec.use_deviation_thresholds:
+        return Thresholds(low=dict(spec.thresholds), high=dict(spec.target_thresholds))
+    count = len(usages)
+    average = {
+        signal: (sum(u[signal] for u in usages.values()) / count if count else 0.0)
+        for signal in spec.thresholds
+    }
+    return Thresholds(
+        low={s: _clamp(average[s] - spec.thresholds[s]) for s in spec.thresholds},
+        high={s: _clamp(average[s] + spec.target_thresholds[s]) for s in spec.target_thresholds},
+        average=average,
+    )
+
+
+def total(usage: Usage) -> float:
+    return sum(usage.values())
+
+
+def classify(usages: Mapping[NodeName, Usage], spec: ThresholdSpec) -> Classification:
+    """Classify every node that has a usage value for every signal of the spec."""
+    signals = list(spec.thresholds)
+    known = {n: u for n, u in usages.items() if all(s in u for s in signals)}
+    unknown = tuple(sorted(n for n in usages if n not in known))
+    bounds = thresholds_for(known, spec)
+    categories: dict[NodeName, Category] = {}
+    for node, usage in known.items():
+        if all(usage[s] <= bounds.low[s] for s in signals):
+            categories[node] = Category.UNDERUTILIZED
+        elif any(usage[s] > bounds.high[s] for s in signals):
+            categories[node] = Category.OVERUTILIZED
+        else:
+            categories[node] = Category.APPROPRIATE
+    under = tuple(
+        sorted(
+            (n for n, c in categories.items() if c is Category.UNDERUTILIZED),
+            key=lambda n: (total(known[n]), n),
+        )
+    )
+    over = tuple(
+        sorted(
+            (n for n, c in categories.items() if c is Category.OVERUTILIZED),
+            key=lambda n: (-total(known[n]), n),
+        )
+    )
+    capacity = {s: sum(max(0.0, bounds.high[s] - known[n][s]) for n in under) for s in signals}
+    return Classification(
+        thresholds=bounds,
+        usages=known,
+        categories=categories,
+        underutilized=under,
+        overutilized=over,
+        capacity_to_move=capacity,
+        nothing_to_do=_nothing_to_do(len(known), len(under), len(over), spec.number_of_nodes),
+        unknown=unknown,
+    )
+
+
+def _nothing_to_do(nodes: int, under: int, over: int, number_of_nodes: int) -> str | None:
+    if under == 0:
+        return "No node is underutilized, nothing to do here"
+    if under <= number_of_nodes:
+        return (
+            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here"
+        )
+    if under == nodes:
+        return "All nodes are underutilized, nothing to do here"
+    if over == 0:
+        return "All nodes are under target utilization, nothing to do here"
+    return None
+
+
+def still_over(usage: Usage, high: Mapping[str, float], signals: Sequence[str]) -> bool:
+    return any(usage[s] > high[s] for s in signals)

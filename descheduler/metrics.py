@@ -1,0 +1,93 @@
+"""The descheduler's Prometheus metrics, registered on an injected registry.
+
+Enough to draw the seed dashboards' panels: evictions by strategy, node, namespace and result;
+per-node usage per signal; per-node classification over time; the low/high thresholds in force;
+whether the circuit breaker holds evictions back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from descheduler.classify import Category, Classification
+from tas.types import NodeName
+
+#: Classification as a number, so a status-history panel can colour it.
+CATEGORY_VALUE: Mapping[Category, float] = {
+    Category.UNDERUTILIZED: -1.0,
+    Category.APPROPRIATE: 0.0,
+    Category.OVERUTILIZED: 1.0,
+}
+
+
+class Result:
+    EVICTED = "evicted"
+    DRY_RUN = "dry-run"
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
+class DeschedulerMetrics:
+    def __init__(self, *, registry: CollectorRegistry) -> None:
+        self.evictions = Counter(
+            "tas_descheduler_evictions",
+            "Evictions asked for (or, in Predictive mode, that would be), by result.",
+            ["strategy", "node", "namespace", "result"],
+            registry=registry,
+        )
+        self.node_usage = Gauge(
+            "tas_descheduler_node_usage",
+            "A node's usage per load-aware signal, 0..100.",
+            ["node", "resource"],
+            registry=registry,
+        )
+        self.node_classification = Gauge(
+            "tas_descheduler_node_classification",
+            "A node's load-aware class: -1 underutilized, 0 appropriately utilized, "
+            "1 overutilized.",
+            ["node"],
+            registry=registry,
+        )
+        self.threshold = Gauge(
+            "tas_descheduler_threshold",
+            "The low (underutilized) and high (overutilized) thresholds in force, 0..100.",
+            ["resource", "bound"],
+            registry=registry,
+        )
+        self.circuit_breaker_open = Gauge(
+            "tas_descheduler_circuit_breaker_open",
+            "1 while too many nodes violate at once and every eviction is held back.",
+            registry=registry,
+        )
+        self.cycles = Counter(
+            "tas_descheduler_cycles",
+            "Descheduling cycles, by outcome (run, skipped).",
+            ["outcome"],
+            registry=registry,
+        )
+        self._classified: set[NodeName] = set()
+
+    def count_eviction(self, *, strategy: str, node: str, namespace: str, result: str) -> None:
+        self.evictions.labels(strategy, node, namespace, result).inc()
+
+    def record_classification(self, classification: Classification) -> None:
+        bounds = classification.thresholds
+        for resource, value in bounds.low.items():
+            self.threshold.labels(resource, "low").set(value)
+        for resource, value in bounds.high.items():
+            self.threshold.labels(resource, "high").set(value)
+        current = set(classification.categories)
+        for node in self._classified - current:
+            # A node that left (or lost its metrics) must not keep showing an old class.
+            self.node_classification.remove(node)
+            for resource in bounds.low:
+                with contextlib.suppress(KeyError):
+                    self.node_usage.remove(node, resource)
+        for node, category in classification.categories.items():
+            self.node_classification.labels(node).set(CATEGORY_VALUE[category])
+            for resource, value in classification.usages[node].items():
+                self.node_usage.labels(node, resource).set(value)
+        self._classified = current

@@ -1,0 +1,68 @@
+"""One cycle's view of the world: read once at the start, then only forgotten pods change.
+
+Every strategy of a cycle decides on the same snapshot, so two strategies never disagree about
+what they saw; a pod evicted by one strategy is taken out so no later one evicts it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tas.cluster.model import Node, Pod, PodDisruptionBudget
+from tas.policy import TASPolicy
+from tas.rules import POLICY_LABEL
+from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
+
+PodKey = tuple[Namespace, str]
+
+
+def pod_key(pod: Pod) -> PodKey:
+    return (pod.namespace, pod.name)
+
+
+@dataclass
+class CycleState:
+    #: In-scope nodes (matching the node selector), by name, Ready or not.
+    nodes: Mapping[NodeName, Node]
+    pods: Sequence[Pod]
+    pdbs: Sequence[PodDisruptionBudget]
+    policies: Mapping[PolicyKey, TASPolicy]
+    metrics: MetricColumns
+    now: datetime
+    evicted: set[PodKey] = field(default_factory=set)
+    _by_node: tuple[int, dict[NodeName, list[Pod]]] | None = field(default=None, repr=False)
+
+    @property
+    def ready_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.ready]
+
+    def _present(self, pod: Pod) -> bool:
+        # A Succeeded pod holds nothing and is going nowhere: no strategy looks at it.
+        return pod.phase != "Succeeded" and pod_key(pod) not in self.evicted
+
+    def pods_on(self, node: NodeName) -> list[Pod]:
+        """Pods bound to the node and not evicted in this cycle."""
+        return list(self.pods_by_node().get(node, ()))
+
+    def pods_by_node(self) -> Mapping[NodeName, Sequence[Pod]]:
+        """Pods per node, not evicted in this cycle (rebuilt only after an eviction)."""
+        if self._by_node is None or self._by_node[0] != len(self.evicted):
+            found: dict[NodeName, list[Pod]] = {}
+            for pod in self.pods:
+                if pod.node_name is not None and self._present(pod):
+                    found.setdefault(pod.node_name, []).append(pod)
+            self._by_node = (len(self.evicted), found)
+        return self._by_node[1]
+
+    def running_in_scope(self) -> list[Pod]:
+        """Pods on in-scope nodes, not yet evicted, in a stable order."""
+        return [p for p in self.pods if p.node_name in self.nodes and self._present(p)]
+
+    def policy_of(self, pod: Pod) -> TASPolicy | None:
+        """The TASPolicy the pod links (label telemetry-policy, in the pod's own namespace)."""
+        name = pod.labels.get(POLICY_LABEL)
+        if not name:
+            return None
+        return self.policies.get(PolicyKey(pod.namespace, PolicyName(name)))

@@ -1,0 +1,133 @@
+"""The command line: `tas descheduler` / `python -m descheduler`.
+
+Covered: a bad policy file or cron expression exits 2 printing every problem; the subcommand
+registers with the `tas` parser; a run-once in Automatic mode wired end to end (policy file,
+TASPolicy files, textfile metrics, an in-memory cluster) evicts the demo pod from the violating
+node, and in Predictive mode evicts nothing; `python -m descheduler --help` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from descheduler.cli import build_parser, run
+from tas.cluster.memory import InMemoryCluster
+from tas.rules import POLICY_LABEL
+from tas_cli import descheduler as tas_descheduler
+from tests.descheduler.builders import cluster_with, make_node, make_pod
+
+ROOT = Path(__file__).parents[2]
+EXAMPLE = ROOT / "deploy" / "descheduler" / "tas-violations.yaml"
+POLICY = """
+apiVersion: telemetry.intel.com/v1alpha1
+kind: TASPolicy
+metadata: {name: demo-policy, namespace: health-metric-demo}
+spec:
+  strategies:
+    deschedule:
+      rules: [{metricname: health_metric, operator: Equals, target: 2}]
+    dontschedule:
+      rules:
+        - {metricname: health_metric, operator: Equals, target: 1}
+        - {metricname: health_metric, operator: Equals, target: 2}
+"""
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+def test_a_bad_policy_file_exits_2_and_prints_every_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n"
+        "profiles: [{name: p, plugins: {deschedule: {enabled: [Nope, PodLifeTime]}}}]\n"
+    )
+    assert run(parse("--policy-config-file", str(bad))) == 2
+    err = capsys.readouterr().err
+    assert "unknown plugin 'Nope'" in err
+    assert "maxPodLifeTimeSeconds: is required" in err
+
+
+def test_a_bad_cron_expression_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse(
+        "--policy-config-file", str(EXAMPLE), "--descheduling-interval-cron-expression", "* *"
+    )
+    assert run(args) == 2
+    assert "needs 5 fields" in capsys.readouterr().err
+
+
+def test_the_subcommand_registers_with_the_tas_parser() -> None:
+    parser = argparse.ArgumentParser(prog="tas")
+    tas_descheduler.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["descheduler", "--policy-config-file", "f.yaml", "--mode", "Automatic"]
+    )
+    assert args.mode == "Automatic"
+    assert args.handler is tas_descheduler.run
+
+
+def demo(tmp_path: Path) -> tuple[InMemoryCluster, list[str]]:
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    for node, value in {"node-a": 0, "node-b": 0, "node-c": 2}.items():
+        (metrics / f"{node}.prom").write_text(f"node_health_metric {value}\n")
+    policies = tmp_path / "policy.yaml"
+    policies.write_text(POLICY)
+    cluster = cluster_with(
+        make_node("node-a"),
+        make_node("node-b"),
+        make_node("node-c"),
+        pods=(
+            make_pod(
+                "demo-app-1",
+                node="node-c",
+                namespace="health-metric-demo",
+                owner="demo-app",
+                labels={POLICY_LABEL: "demo-policy"},
+            ),
+        ),
+    )
+    argv = [
+        "--policy-config-file",
+        str(EXAMPLE),
+        "--metrics",
+        f"textfile:{metrics}",
+        "--policies",
+        str(policies),
+    ]
+    return cluster, argv
+
+
+def test_run_once_in_automatic_mode_evicts_the_demo_pod(tmp_path: Path) -> None:
+    cluster, argv = demo(tmp_path)
+    assert run(parse(*argv, "--mode", "Automatic"), cluster=cluster) == 0
+    assert [(r.name, r.node, r.outcome) for r in cluster.evictions] == [
+        ("demo-app-1", "node-c", "evicted")
+    ]
+
+
+def test_run_once_in_predictive_mode_evicts_nothing(tmp_path: Path) -> None:
+    cluster, argv = demo(tmp_path)
+    assert run(parse(*argv), cluster=cluster) == 0
+    assert cluster.evictions == ()
+
+
+def test_python_dash_m_descheduler_shows_help() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "descheduler", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert "--descheduling-interval-cron-expression" in done.stdout

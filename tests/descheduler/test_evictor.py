@@ -1,0 +1,446 @@
+"""The evictor's safety rails, each as a table or a short story.
+
+Covered: every DefaultEvictor rule (mirror, static, terminating, system-critical priority, the
+priority threshold by value and by name, DaemonSet, bare pods and the Failed exception, local
+storage, PVCs, pods without a PDB, namespace include/exclude) and the evict annotation that
+overrides them; candidate ordering; the per-node, per-namespace and total limits; the per-owner
+cooldown on an injected clock; the circuit breaker; PDB refusals (429) counted and logged;
+Predictive mode reporting without evicting; failures counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from descheduler.config import EvictorArgs, Limits, NamespaceFilter, PriorityThreshold
+from descheduler.cycle import Mode
+from descheduler.evictor import (
+    CircuitBreaker,
+    Cooldown,
+    CycleRails,
+    EvictionBudget,
+    Evictor,
+    ProtectionRules,
+    sort_candidates,
+)
+from descheduler.metrics import DeschedulerMetrics
+from descheduler.state import CycleState
+from tas.cluster.interface import TransientClusterError
+from tas.cluster.memory import InMemoryCluster, WriteKind
+from tas.cluster.model import (
+    CONFIG_SOURCE_ANNOTATION,
+    EVICT_ANNOTATION,
+    MIRROR_ANNOTATION,
+    LabelSelector,
+    OwnerReference,
+    Pod,
+    PodDisruptionBudget,
+    QoSClass,
+    Volume,
+)
+from tas.types import Namespace, NodeName
+from tests.descheduler.builders import (
+    START,
+    FakeClock,
+    cluster_with,
+    make_node,
+    make_pod,
+    replace,
+)
+
+DS = (OwnerReference("DaemonSet", "ds", controller=True),)
+EVICT = {EVICT_ANNOTATION: "true"}
+
+
+@pytest.mark.parametrize(
+    ("pod", "args", "protected"),
+    [
+        pytest.param(make_pod("p"), EvictorArgs(), None, id="an owned plain pod may go"),
+        pytest.param(
+            make_pod("p", apply=replace(annotations={MIRROR_ANNOTATION: "x"})),
+            EvictorArgs(),
+            "mirror pod",
+            id="mirror pods never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(annotations={CONFIG_SOURCE_ANNOTATION: "file"})),
+            EvictorArgs(),
+            "static pod",
+            id="static pods never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(deletion_timestamp=START)),
+            EvictorArgs(),
+            "pod is already being deleted",
+            id="terminating pods never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(priority=2_000_000_000)),
+            EvictorArgs(),
+            "system-critical priority 2000000000",
+            id="priority 2e9 never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(priority_class_name="system-node-critical")),
+            EvictorArgs(),
+            "system-critical priority 0",
+            id="system-node-critical class never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(priority=2_000_000_000)),
+            EvictorArgs(evict_system_critical_pods=True),
+            None,
+            id="critical pods when evictSystemCriticalPods",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(priority=1000)),
+            EvictorArgs(priority_threshold=PriorityThreshold(value=1000)),
+            "priority 1000 is at or above the threshold 1000",
+            id="priority at the threshold value never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(priority=999)),
+            EvictorArgs(priority_threshold=PriorityThreshold(value=1000)),
+            None,
+            id="priority below the threshold value may go",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(priority=1_000_000)),
+            EvictorArgs(priority_threshold=PriorityThreshold(name="system-cluster-critical")),
+            None,
+            id="threshold by built-in class name",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(owners=DS)),
+            EvictorArgs(),
+            "DaemonSet pod",
+            id="DaemonSet pods never",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(owners=DS)),
+            EvictorArgs(evict_daemonset_pods=True),
+            None,
+            id="DaemonSet pods when evictDaemonSetPods",
+        ),
+        pytest.param(
+            make_pod("p", owner=None),
+            EvictorArgs(),
+            "pod has no owner to recreate it",
+            id="bare pods never",
+        ),
+        pytest.param(
+            make_pod("p", owner=None, apply=replace(phase="Failed")),
+            EvictorArgs(),
+            "pod has no owner to recreate it",
+            id="failed bare pods not by default",
+        ),
+        pytest.param(
+            make_pod("p", owner=None, apply=replace(phase="Failed")),
+            EvictorArgs(evict_failed_bare_pods=True),
+            None,
+            id="failed bare pods when evictFailedBarePods",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(volumes=(Volume("scratch", "emptyDir"),))),
+            EvictorArgs(),
+            "pod uses local storage (emptyDir or hostPath)",
+            id="emptyDir never by default",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(volumes=(Volume("host", "hostPath"),))),
+            EvictorArgs(evict_local_storage_pods=True),
+            None,
+            id="hostPath when evictLocalStoragePods",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(volumes=(Volume("d", "persistentVolumeClaim", "c"),))),
+            EvictorArgs(),
+            None,
+            id="PVC pods by default",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(volumes=(Volume("d", "persistentVolumeClaim", "c"),))),
+            EvictorArgs(ignore_pvc_pods=True),
+            "pod uses a PersistentVolumeClaim",
+            id="PVC pods not when ignorePvcPods",
+        ),
+        pytest.param(
+            make_pod("p"),
+            EvictorArgs(ignore_pods_without_pdb=True),
+            "pod has no PodDisruptionBudget",
+            id="pods without a PDB not when ignorePodsWithoutPDB",
+        ),
+        pytest.param(
+            make_pod("p", namespace="kube-system"),
+            EvictorArgs(namespaces=NamespaceFilter(exclude=frozenset({"kube-system"}))),
+            "namespace kube-system is not in scope",
+            id="excluded namespace never",
+        ),
+        pytest.param(
+            make_pod("p", namespace="other"),
+            EvictorArgs(namespaces=NamespaceFilter(include=frozenset({"apps"}))),
+            "namespace other is not in scope",
+            id="namespace outside the include list never",
+        ),
+        pytest.param(
+            make_pod("p", owner=None, apply=replace(annotations=EVICT, priority=2_000_000_000)),
+            EvictorArgs(),
+            None,
+            id="the evict annotation overrides bare and critical",
+        ),
+        pytest.param(
+            make_pod(
+                "p",
+                apply=replace(annotations=EVICT, owners=DS, volumes=(Volume("s", "emptyDir"),)),
+            ),
+            EvictorArgs(),
+            None,
+            id="the evict annotation overrides DaemonSet and local storage",
+        ),
+        pytest.param(
+            make_pod("p", namespace="kube-system", apply=replace(annotations=EVICT)),
+            EvictorArgs(namespaces=NamespaceFilter(exclude=frozenset({"kube-system"}))),
+            "namespace kube-system is not in scope",
+            id="the evict annotation does not override namespace filters",
+        ),
+    ],
+)
+def test_default_evictor_rules(pod: Pod, args: EvictorArgs, protected: str | None) -> None:
+    assert ProtectionRules.resolve(args, [pod]).protection(pod) == protected
+
+
+def test_a_priority_threshold_by_name_resolves_from_the_pods_that_use_the_class() -> None:
+    high = make_pod("high", apply=replace(priority=5000, priority_class_name="gold"))
+    low = make_pod("low", apply=replace(priority=10))
+    rules = ProtectionRules.resolve(
+        EvictorArgs(priority_threshold=PriorityThreshold(name="gold")), [high, low]
+    )
+    assert rules.threshold == 5000
+    assert rules.protection(high) is not None
+    assert rules.protection(low) is None
+
+
+def test_an_unknown_priority_class_protects_every_pod_rather_than_guess() -> None:
+    pod = make_pod("p")
+    rules = ProtectionRules.resolve(
+        EvictorArgs(priority_threshold=PriorityThreshold(name="nobody-uses-me")), [pod]
+    )
+    assert rules.protection(pod) == "priority threshold class 'nobody-uses-me' is unknown"
+
+
+def test_a_pdb_covering_the_pod_satisfies_ignore_pods_without_pdb() -> None:
+    pod = make_pod("p", labels={"app": "web"})
+    pdb = PodDisruptionBudget(Namespace("default"), "web", LabelSelector({"app": "web"}), 1)
+    rules = ProtectionRules.resolve(EvictorArgs(ignore_pods_without_pdb=True), [pod])
+    assert rules.protection(pod, pdbs=[pdb]) is None
+
+
+def test_candidates_go_lower_priority_first_then_best_effort_burstable_guaranteed() -> None:
+    def pod(name: str, priority: int, qos: QoSClass) -> Pod:
+        return make_pod(name, apply=replace(priority=priority, qos_class=qos))
+
+    pods = [
+        pod("g0", 0, QoSClass.GUARANTEED),
+        pod("b100", 100, QoSClass.BEST_EFFORT),
+        pod("bu0", 0, QoSClass.BURSTABLE),
+        pod("be0", 0, QoSClass.BEST_EFFORT),
+        pod("neg", -5, QoSClass.GUARANTEED),
+    ]
+    assert [p.name for p in sort_candidates(pods)] == ["neg", "be0", "bu0", "g0", "b100"]
+
+
+@pytest.mark.parametrize(
+    ("limits", "evictions", "blocked"),
+    [
+        pytest.param(Limits(), [("a", "x")] * 5, None, id="no limits"),
+        pytest.param(
+            Limits(total=2),
+            [("a", "x"), ("b", "y")],
+            "maxNoOfPodsToEvictTotal 2 reached",
+            id="total",
+        ),
+        pytest.param(
+            Limits(per_node=1),
+            [("a", "y")],
+            "maxNoOfPodsToEvictPerNode 1 reached on a",
+            id="per node",
+        ),
+        pytest.param(
+            Limits(per_namespace=1),
+            [("b", "x")],
+            "maxNoOfPodsToEvictPerNamespace 1 reached in x",
+            id="per namespace",
+        ),
+        pytest.param(Limits(per_node=1), [("b", "x")], None, id="another node's count"),
+    ],
+)
+def test_eviction_budget_limits(
+    limits: Limits, evictions: list[tuple[str, str]], blocked: str | None
+) -> None:
+    budget = EvictionBudget(limits)
+    for node, namespace in evictions:
+        budget.record(node=NodeName(node), namespace=Namespace(namespace))
+    assert budget.exhausted(node=NodeName("a"), namespace=Namespace("x")) == blocked
+
+
+def test_an_owner_cools_down_for_the_configured_time_and_then_may_be_evicted_again() -> None:
+    cooldown = Cooldown(300)
+    key = ("default", "ReplicaSet", "rs")
+    cooldown.record(key, START)
+    assert cooldown.blocked(key, START + timedelta(seconds=299))
+    assert not cooldown.blocked(key, START + timedelta(seconds=300))
+    assert not cooldown.blocked(("default", "ReplicaSet", "other"), START)
+
+
+def test_a_cooldown_of_zero_remembers_nothing() -> None:
+    cooldown = Cooldown(0)
+    cooldown.record(("default", "ReplicaSet", "rs"), START)
+    assert not cooldown.blocked(("default", "ReplicaSet", "rs"), START)
+
+
+def test_the_circuit_breaker_opens_above_the_share_and_closes_when_it_clears(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    breaker = CircuitBreaker(0.5)
+    two = {NodeName("a"): "x", NodeName("b"): "x"}
+    assert not breaker.update(two, in_scope=4)  # exactly half: not more than half
+    with caplog.at_level(logging.ERROR):
+        assert breaker.update({**two, NodeName("c"): "x"}, in_scope=4)
+    assert "3 of 4 nodes (75%) violate at once" in caplog.text
+    assert breaker.reason is not None
+    assert "broken metric pipeline" in breaker.reason
+    with caplog.at_level(logging.WARNING):
+        assert not breaker.update({}, in_scope=4)
+    assert "Circuit breaker closed" in caplog.text
+
+
+# ------------------------------------------------------------------ through a real cluster
+
+
+def evictor_on(
+    cluster: InMemoryCluster,
+    *,
+    mode: Mode = Mode.AUTOMATIC,
+    limits: Limits | None = None,
+    cooldown: Cooldown | None = None,
+    registry: CollectorRegistry | None = None,
+    breaker: CircuitBreaker | None = None,
+) -> Evictor:
+    state = CycleState(
+        nodes={n.name: n for n in cluster.list_nodes()},
+        pods=tuple(cluster.list_pods()),
+        pdbs=tuple(cluster.list_pdbs()),
+        policies={},
+        metrics={},
+        now=START,
+    )
+    rails = CycleRails(
+        budget=EvictionBudget(limits or Limits()),
+        cooldown=cooldown or Cooldown(0),
+        breaker=breaker or CircuitBreaker(0.5),
+        dry_run=mode is Mode.PREDICTIVE,
+    )
+    return Evictor(
+        cluster=cluster,
+        state=state,
+        rules=ProtectionRules(),
+        rails=rails,
+        metrics=DeschedulerMetrics(registry=registry or CollectorRegistry()),
+    )
+
+
+def two_nodes(*pods: Pod) -> InMemoryCluster:
+    return cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+
+
+def test_a_pdb_refusal_is_counted_and_logged_and_the_pod_stays(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = two_nodes(make_pod("web-1", labels={"app": "web"}))
+    cluster.add_pdb(
+        PodDisruptionBudget(Namespace("default"), "web", LabelSelector({"app": "web"}), 0)
+    )
+    registry = CollectorRegistry()
+    evictor = evictor_on(cluster, registry=registry)
+    with caplog.at_level(logging.INFO):
+        done = evictor.evict(cluster.list_pods()[0], strategy="Test", reason="because")
+    assert not done
+    assert [p.name for p in cluster.list_pods()] == ["web-1"]
+    assert "refused (PodDisruptionBudget)" in caplog.text
+    assert [d.result for d in evictor.rails.decisions] == ["refused"]
+    labels = {"strategy": "Test", "node": "node-a", "namespace": "default", "result": "refused"}
+    assert registry.get_sample_value("tas_descheduler_evictions_total", labels) == 1
+    assert evictor.rails.budget.total == 0  # a refusal does not use up the budget
+
+
+def test_predictive_mode_reports_and_counts_but_evicts_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = two_nodes(make_pod("web-1"))
+    registry = CollectorRegistry()
+    evictor = evictor_on(cluster, mode=Mode.PREDICTIVE, limits=Limits(total=1), registry=registry)
+    with caplog.at_level(logging.INFO):
+        assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot")
+    assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
+    assert 'Evicted pod in dry run mode pod="default/web-1"' in caplog.text
+    assert 'reason="node is hot"' in caplog.text
+    labels = {"strategy": "Test", "node": "node-a", "namespace": "default", "result": "dry-run"}
+    assert registry.get_sample_value("tas_descheduler_evictions_total", labels) == 1
+    assert evictor.rails.budget.total_exhausted  # dry runs count against the limits too
+
+
+def test_an_eviction_goes_through_the_eviction_api_with_its_reason() -> None:
+    cluster = two_nodes(make_pod("web-1"))
+    evictor = evictor_on(cluster)
+    assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot")
+    (record,) = cluster.evictions
+    assert record.reason == "Test: node is hot"
+    assert record.replacement is not None  # the ReplicaSet made a new pending pod
+
+
+def test_a_failed_eviction_is_counted_as_failed() -> None:
+    cluster = two_nodes(make_pod("web-1"))
+    cluster.inject_failure(WriteKind.EVICTIONS, TransientClusterError("boom"))
+    evictor = evictor_on(cluster)
+    assert not evictor.evict(cluster.list_pods()[0], strategy="Test", reason="r")
+    assert [d.result for d in evictor.rails.decisions] == ["failed"]
+
+
+def test_the_cooldown_spares_an_owner_evicted_from_a_moment_ago() -> None:
+    clock = FakeClock()
+    cooldown = Cooldown(600)
+    cluster = two_nodes(make_pod("web-1", owner="rs"), make_pod("web-2", owner="rs"))
+    first = evictor_on(cluster, cooldown=cooldown)
+    assert first.evict(cluster.get_pod(Namespace("default"), "web-1"), strategy="T", reason="r")
+    # Even within the same cycle, one pod per owner.
+    assert not first.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+    clock.advance(60)
+    later = evictor_on(cluster, cooldown=cooldown)
+    later.state.now = clock.now()
+    assert not later.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+    clock.advance(600)
+    after = evictor_on(cluster, cooldown=cooldown)
+    after.state.now = clock.now()
+    assert after.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+
+
+def test_an_open_circuit_breaker_blocks_every_eviction() -> None:
+    cluster = two_nodes(make_pod("web-1"))
+    breaker = CircuitBreaker(0.5)
+    breaker.update({NodeName("node-a"): "x", NodeName("node-b"): "x"}, in_scope=2)
+    evictor = evictor_on(cluster, breaker=breaker)
+    assert evictor.stopped == "the circuit breaker is open"
+    assert not evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
+
+
+def test_node_fit_keeps_a_pod_that_no_other_node_would_take() -> None:
+    pinned = make_pod("pinned", apply=replace(node_selector={"kubernetes.io/hostname": "node-a"}))
+    cluster = two_nodes(pinned)
+    evictor = evictor_on(cluster)
+    assert not evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    assert cluster.write_counts()[WriteKind.EVICTIONS] == 0

@@ -1,0 +1,335 @@
+"""Each strategy, run as a whole cycle on the in-memory cluster.
+
+Covered: TASViolations from metrics, from node labels and from both agreeing, never on stale
+(missing) metrics, and the circuit breaker (a metric that makes 80% of nodes violate evicts
+nothing and says why, and evictions resume when it clears); RemovePodsViolatingNodeAffinity on a
+TAS label; RemovePodsViolatingNodeTaints; RemovePodsViolatingInterPodAntiAffinity (one of a
+pair); RemovePodsHavingTooManyRestarts with and without init containers; PodLifeTime;
+RemoveDuplicates with ExcludeOwnerKinds; namespace filters; cycles skipped with fewer than two
+Ready nodes; the total limit across strategies.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from descheduler.cycle import Mode
+from tas.cluster.model import (
+    LabelSelector,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    Requirement,
+    Taint,
+    TaintEffect,
+    Toleration,
+)
+from tas.metrics.static import StaticMetricView
+from tas.rules import POLICY_LABEL
+from tas.types import MetricName
+from tests.builders import make_policy, rule
+from tests.descheduler.builders import (
+    START,
+    cluster_with,
+    make_descheduler,
+    make_node,
+    make_pod,
+    policy_config,
+    replace,
+)
+
+HEALTH_POLICY = make_policy(
+    "demo-policy",
+    namespace="default",
+    deschedule=[rule("health_metric", "Equals", 2)],
+    dontschedule=[rule("health_metric", "Equals", 1), rule("health_metric", "Equals", 2)],
+)
+POLICIES = {HEALTH_POLICY.key: HEALTH_POLICY}
+
+
+def demo_pod(name: str, node: str, **kw: Any) -> Any:
+    return make_pod(name, node=node, owner=name, labels={POLICY_LABEL: "demo-policy"}, **kw)
+
+
+def five_nodes(**labels: dict[str, str]) -> list[Any]:
+    return [make_node(f"node-{c}", labels=labels.get(c)) for c in "abcde"]
+
+
+def evicted(report: Any) -> list[str]:
+    return sorted(d.name for d in report.decisions if d.result in ("evicted", "dry-run"))
+
+
+def test_tas_violations_evicts_linked_pods_from_violating_nodes_only() -> None:
+    pods = (
+        demo_pod("on-bad", "node-a"),
+        demo_pod("on-good", "node-b"),
+        make_pod("unlinked", node="node-a", owner="other"),
+    )
+    cluster = cluster_with(*five_nodes(), pods=pods)
+    health = {"health_metric": {"node-a": 2, "node-b": 0, "node-c": 0, "node-d": 0, "node-e": 0}}
+    report = make_descheduler(
+        cluster, policy_config("TASViolations"), metrics=health, policies=POLICIES
+    ).run_cycle()
+    assert evicted(report) == ["on-bad"]
+    (decision,) = report.decisions
+    assert decision.reason == (
+        "TASViolations: node node-a violates policy demo-policy: health_metric Equals 2 (value 2)"
+    )
+
+
+def test_a_node_without_a_fresh_value_never_violates() -> None:
+    cluster = cluster_with(*five_nodes(), pods=(demo_pod("p", "node-a"),))
+    # node-a has no (fresh) value: the view leaves it out.
+    health = {"health_metric": {"node-b": 0, "node-c": 0}}
+    report = make_descheduler(
+        cluster, policy_config("TASViolations"), metrics=health, policies=POLICIES
+    ).run_cycle()
+    assert report.decisions == []
+
+
+@pytest.mark.parametrize(
+    ("source", "metric_a", "label_a", "expected"),
+    [
+        pytest.param("Labels", 0, "violating", ["p"], id="labels: the controller's label"),
+        pytest.param("Labels", 2, None, [], id="labels: metrics alone do not count"),
+        pytest.param("Both", 2, "violating", ["p"], id="both agree"),
+        pytest.param("Both", 0, "violating", [], id="both: label not confirmed by metrics"),
+        pytest.param("Metrics", 0, "violating", [], id="metrics: a label alone does not count"),
+    ],
+)
+def test_violation_sources(
+    source: str, metric_a: float, label_a: str | None, expected: list[str]
+) -> None:
+    labels = {"a": {"demo-policy": label_a}} if label_a else {}
+    cluster = cluster_with(*five_nodes(**labels), pods=(demo_pod("p", "node-a"),))
+    health = {"health_metric": {"node-a": metric_a, "node-b": 0, "node-c": 0, "node-d": 0}}
+    config = policy_config("TASViolations", args={"TASViolations": {"violationSource": source}})
+    report = make_descheduler(cluster, config, metrics=health, policies=POLICIES).run_cycle()
+    assert evicted(report) == expected
+
+
+def test_a_metric_that_makes_80_percent_of_nodes_violate_evicts_nothing_and_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pods = tuple(demo_pod(f"p-{c}", f"node-{c}") for c in "abcde")
+    cluster = cluster_with(*five_nodes(), pods=pods)
+    broken = {"health_metric": {"node-a": 2, "node-b": 2, "node-c": 2, "node-d": 2, "node-e": 0}}
+    view = StaticMetricView(broken)
+    descheduler = make_descheduler(
+        cluster, policy_config("TASViolations"), metrics=view, policies=POLICIES
+    )
+    with caplog.at_level(logging.ERROR):
+        report = descheduler.run_cycle()
+    assert report.decisions == []
+    assert len(cluster.evictions) == 0
+    assert report.circuit_breaker is not None
+    assert "4 of 5 nodes (80%) violate at once" in report.circuit_breaker
+    assert "Circuit breaker open" in caplog.text
+    assert "node-a: default/demo-policy: health_metric Equals 2 (value 2)" in caplog.text
+    # The pipeline recovers: one node violates, the breaker closes, that node's pod goes.
+    fixed = {"node-a": 2, "node-b": 0, "node-c": 0, "node-d": 0, "node-e": 0}
+    view.set_column(MetricName("health_metric"), fixed)
+    report = descheduler.run_cycle()
+    assert report.circuit_breaker is None
+    assert evicted(report) == ["p-a"]
+
+
+def test_node_affinity_evicts_pods_whose_node_got_the_violating_label() -> None:
+    affinity = (NodeSelectorTerm((Requirement("demo-policy", "NotIn", ("violating",)),)),)
+    pods = (
+        make_pod("a-pod", node="node-a", apply=replace(required_node_affinity=affinity)),
+        make_pod("b-pod", node="node-b", owner="b", apply=replace(required_node_affinity=affinity)),
+        make_pod("plain", node="node-a", owner="plain"),
+    )
+    nodes = five_nodes(a={"demo-policy": "violating"})
+    cluster = cluster_with(*nodes, pods=pods)
+    report = make_descheduler(cluster, policy_config("RemovePodsViolatingNodeAffinity")).run_cycle()
+    assert evicted(report) == ["a-pod"]
+    assert "no longer matches the pod's required node affinity" in report.decisions[0].reason
+
+
+def test_node_taints_evicts_pods_that_do_not_tolerate_a_noschedule_taint() -> None:
+    tainted = make_node(
+        "node-a",
+        apply=replace(
+            taints=(
+                Taint("maintenance", TaintEffect.NO_SCHEDULE, "true"),
+                Taint("soft", TaintEffect.PREFER_NO_SCHEDULE),
+            )
+        ),
+    )
+    pods = (
+        make_pod("intolerant", node="node-a", owner="x"),
+        make_pod(
+            "tolerant",
+            node="node-a",
+            owner="y",
+            apply=replace(tolerations=(Toleration("maintenance", "Exists"),)),
+        ),
+    )
+    cluster = cluster_with(tainted, make_node("node-b"), pods=pods)
+    report = make_descheduler(cluster, policy_config("RemovePodsViolatingNodeTaints")).run_cycle()
+    assert evicted(report) == ["intolerant"]
+    excluded = policy_config(
+        "RemovePodsViolatingNodeTaints",
+        args={"RemovePodsViolatingNodeTaints": {"excludedTaints": ["maintenance=true"]}},
+    )
+    cluster = cluster_with(tainted, make_node("node-b"), pods=pods)
+    assert make_descheduler(cluster, excluded).run_cycle().decisions == []
+
+
+def test_anti_affinity_evicts_one_pod_of_a_clashing_pair() -> None:
+    term = PodAffinityTerm(LabelSelector({"app": "db"}), "kubernetes.io/hostname")
+    pods = (
+        make_pod(
+            "db-1",
+            node="node-a",
+            owner="db1",
+            labels={"app": "db"},
+            apply=replace(required_pod_anti_affinity=(term,)),
+        ),
+        make_pod(
+            "db-2",
+            node="node-a",
+            owner="db2",
+            labels={"app": "db"},
+            apply=replace(required_pod_anti_affinity=(term,)),
+        ),
+        make_pod(
+            "db-3",
+            node="node-b",
+            owner="db3",
+            labels={"app": "db"},
+            apply=replace(required_pod_anti_affinity=(term,)),
+        ),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    report = make_descheduler(
+        cluster, policy_config("RemovePodsViolatingInterPodAntiAffinity")
+    ).run_cycle()
+    assert len(evicted(report)) == 1
+    assert evicted(report)[0] in ("db-1", "db-2")
+
+
+@pytest.mark.parametrize(
+    ("including_init", "expected"),
+    [
+        pytest.param(False, ["crashy"], id="containers only"),
+        pytest.param(True, ["crashy", "init-crashy"], id="init containers included"),
+    ],
+)
+def test_too_many_restarts(including_init: bool, expected: list[str]) -> None:
+    pods = (
+        make_pod("crashy", owner="a", apply=replace(container_restarts=10)),
+        make_pod(
+            "init-crashy", owner="b", apply=replace(container_restarts=5, init_container_restarts=5)
+        ),
+        make_pod("fine", owner="c", apply=replace(container_restarts=9)),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    config = policy_config(
+        "RemovePodsHavingTooManyRestarts",
+        args={
+            "RemovePodsHavingTooManyRestarts": {
+                "podRestartThreshold": 10,
+                "includingInitContainers": including_init,
+            }
+        },
+    )
+    assert evicted(make_descheduler(cluster, config).run_cycle()) == expected
+
+
+def test_pod_life_time_evicts_pods_older_than_the_limit() -> None:
+    pods = (
+        make_pod("old", owner="a", apply=replace(creation_timestamp=START - timedelta(days=2))),
+        make_pod("young", owner="b", apply=replace(creation_timestamp=START - timedelta(hours=2))),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    config = policy_config("PodLifeTime", args={"PodLifeTime": {"maxPodLifeTimeSeconds": 86400}})
+    report = make_descheduler(cluster, config).run_cycle()
+    assert evicted(report) == ["old"]
+    assert "exceeds maxPodLifeTimeSeconds 86400" in report.decisions[0].reason
+
+
+def test_remove_duplicates_spreads_an_owner_and_respects_exclude_owner_kinds() -> None:
+    pods = tuple(make_pod(f"web-{i}", node="node-a", owner="web") for i in range(3)) + tuple(
+        make_pod(f"job-{i}", node="node-a", owner="job", owner_kind="Job") for i in range(3)
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    config = policy_config(
+        "RemoveDuplicates", args={"RemoveDuplicates": {"excludeOwnerKinds": ["Job"]}}
+    )
+    report = make_descheduler(cluster, config).run_cycle()
+    # Even share is ceil(3 / 3) = 1; the cooldown-free config lets both excess web pods go.
+    names = evicted(report)
+    assert len(names) == 2
+    assert all(n.startswith("web-") for n in names)
+
+
+def test_namespace_filters_apply_to_every_strategy() -> None:
+    pods = (
+        make_pod("sys", namespace="kube-system", owner="a", apply=replace(container_restarts=50)),
+        make_pod("app", namespace="apps", owner="b", apply=replace(container_restarts=50)),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    config = policy_config(
+        "RemovePodsHavingTooManyRestarts",
+        args={"RemovePodsHavingTooManyRestarts": {"podRestartThreshold": 1}},
+        evictor={"namespaces": {"exclude": ["kube-system"]}},
+    )
+    assert evicted(make_descheduler(cluster, config).run_cycle()) == ["app"]
+
+
+def test_a_cycle_is_skipped_with_fewer_than_two_ready_nodes() -> None:
+    cluster = cluster_with(
+        make_node("node-a"),
+        make_node("node-b", apply=replace(ready=False)),
+        pods=(make_pod("p", apply=replace(container_restarts=50)),),
+    )
+    config = policy_config(
+        "RemovePodsHavingTooManyRestarts",
+        args={"RemovePodsHavingTooManyRestarts": {"podRestartThreshold": 1}},
+    )
+    report = make_descheduler(cluster, config).run_cycle()
+    assert report.skipped == "fewer than two Ready nodes in scope (1)"
+    assert cluster.evictions == ()
+
+
+def test_nodes_outside_the_node_selector_are_out_of_scope() -> None:
+    cluster = cluster_with(
+        make_node("node-a", labels={"pool": "workers"}),
+        make_node("node-b"),
+        make_node("node-c"),
+        pods=(make_pod("p", apply=replace(container_restarts=50)),),
+    )
+    config = policy_config(
+        "RemovePodsHavingTooManyRestarts",
+        args={"RemovePodsHavingTooManyRestarts": {"podRestartThreshold": 1}},
+        nodeSelector="pool=workers",
+    )
+    assert make_descheduler(cluster, config).run_cycle().skipped is not None
+
+
+def test_the_total_limit_holds_across_strategies_in_predictive_mode_too() -> None:
+    pods = (
+        *tuple(
+            make_pod(f"p{i}", owner=f"o{i}", apply=replace(container_restarts=50)) for i in range(4)
+        ),
+        make_pod("old", owner="x", apply=replace(creation_timestamp=START - timedelta(days=9))),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    config = policy_config(
+        "RemovePodsHavingTooManyRestarts",
+        "PodLifeTime",
+        args={
+            "RemovePodsHavingTooManyRestarts": {"podRestartThreshold": 1},
+            "PodLifeTime": {"maxPodLifeTimeSeconds": 60},
+        },
+        maxNoOfPodsToEvictTotal=3,
+    )
+    report = make_descheduler(cluster, config, mode=Mode.PREDICTIVE).run_cycle()
+    assert len(report.by_result("dry-run")) == 3
+    assert cluster.evictions == ()
