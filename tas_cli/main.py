@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tas_cli import descheduler, set_health, validate
+from tas_cli import controller, descheduler, set_health, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     validate.add_parser(commands)
     set_health.add_parser(commands)
+    controller.add_parser(commands)
     descheduler.add_parser(commands)
     return parser
 

@@ -1,0 +1,231 @@
+"""Patches from what the cluster carries to what the policies want: only the differences.
+
+Pure. A node or pod that already carries what is wanted gets no patch, so a steady state
+writes nothing, and an update never removes a label only to add it back (TAS's flapping).
+
+Which labels are ours (the controller must never remove someone else's label):
+
+- Keys under `telemetry.aware.scheduling.<policy>/` are this project's namespace: any such key
+  that no current policy produces is removed (labels of deleted policies, removed labeling
+  strategies and rules), even after a restart.
+- A bare key `<name>=violating` could be anyone's label. The controller records the bare keys it
+  placed on a node in the node annotation `telemetry.aware.scheduling/owned-labels` (a sorted
+  JSON list), written in the same patch as the labels. A recorded key that is no longer wanted
+  is removed, so a policy deleted while the controller was down loses its labels exactly.
+- A bare key `<name>` with the value `violating`, where `<name>` is a current policy with a
+  deschedule strategy, is also treated as ours (labels left by TAS, or a lost annotation).
+  A key with that name but another value, or `violating` under a name no current policy had
+  and the annotation does not list, is left alone.
+
+Pods: `violate=<policy>` is wanted on a pod that links the policy (`telemetry-policy=<policy>`,
+policy in the pod's namespace) while its node violates the policy's deschedule strategy. The
+controller removes `violate` only when its value is the policy the pod links, or a current
+deschedule policy of the pod's namespace. Pods that finished or are being deleted are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tas.cluster.model import Node, Pod
+from tas.policy import LABELING_PREFIX
+from tas.rules import POD_VIOLATION_LABEL, POLICY_LABEL, VIOLATING
+from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+
+#: Node annotation listing the bare label keys (`<policy>=violating`) this controller placed.
+OWNED_ANNOTATION = "telemetry.aware.scheduling/owned-labels"
+
+_FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodePatch:
+    node: NodeName
+    set_labels: Mapping[str, str] = field(default_factory=dict)
+    remove: tuple[str, ...] = ()
+    #: Annotations to set (or remove, value None) in the same patch; empty when unchanged.
+    annotations: Mapping[str, str | None] = field(default_factory=dict)
+
+    def started_violating(self, current: Mapping[str, str]) -> list[str]:
+        """Bare keys this patch turns to `violating` (the node starts violating them)."""
+        return sorted(
+            k
+            for k, v in self.set_labels.items()
+            if v == VIOLATING and "/" not in k and current.get(k) != VIOLATING
+        )
+
+    def stopped_violating(self, current: Mapping[str, str]) -> list[str]:
+        """Bare keys this patch removes that said `violating`."""
+        return sorted(k for k in self.remove if "/" not in k and current.get(k) == VIOLATING)
+
+
+@dataclass(frozen=True, slots=True)
+class PodPatch:
+    namespace: Namespace
+    name: str
+    set_labels: Mapping[str, str] = field(default_factory=dict)
+    remove: tuple[str, ...] = ()
+
+
+def read_owned_annotation(annotations: Mapping[str, str]) -> frozenset[str]:
+    """The bare keys recorded as ours; a damaged annotation counts as empty (it is rewritten)."""
+    raw = annotations.get(OWNED_ANNOTATION)
+    if raw is None:
+        return frozenset()
+    try:
+        loaded = json.loads(raw)
+    except ValueError:
+        return frozenset()
+    if not isinstance(loaded, list):
+        return frozenset()
+    return frozenset(item for item in loaded if isinstance(item, str))
+
+
+def format_owned_annotation(keys: Iterable[str]) -> str | None:
+    """The annotation value for these bare keys; None (no annotation) when there are none."""
+    ordered = sorted(keys)
+    # Bare keys are policy names (DNS labels: no quote, no backslash), so this is valid JSON;
+    # json.dumps would cost more than the rest of a node's diff.
+    return '["' + '","'.join(ordered) + '"]' if ordered else None
+
+
+def is_labeling_key(key: str) -> bool:
+    return key.startswith(LABELING_PREFIX) and "/" in key
+
+
+def owned_labels(node: Node, deschedule_keys: Collection[str]) -> set[str]:
+    """The label keys on `node` that this controller may change or remove (module docstring)."""
+    recorded = read_owned_annotation(node.annotations)
+    return {
+        key
+        for key, value in node.labels.items()
+        if key in recorded
+        or is_labeling_key(key)
+        or (value == VIOLATING and key in deschedule_keys)
+    }
+
+
+def _may_own_any(labels: Mapping[str, str], deschedule_keys: Collection[str]) -> bool:
+    for key, value in labels.items():
+        if (value == VIOLATING and key in deschedule_keys) or key.startswith(LABELING_PREFIX):
+            return True
+    return False
+
+
+def diff_node(
+    node: Node, wanted: Mapping[str, str], deschedule_keys: Collection[str]
+) -> NodePatch | None:
+    """The patch that makes the node's owned labels equal `wanted`; None when they are."""
+    labels = node.labels
+    current_note = node.annotations.get(OWNED_ANNOTATION)
+    if not wanted and current_note is None and not _may_own_any(labels, deschedule_keys):
+        return None  # the common case in a large cluster: nothing of ours here, nothing wanted
+    note = format_owned_annotation([k for k in wanted if "/" not in k])
+    # When the record already equals what is wanted, every recorded key is wanted: skip parsing.
+    recorded = frozenset() if current_note == note else read_owned_annotation(node.annotations)
+    set_labels = {k: v for k, v in wanted.items() if labels.get(k) != v}
+    remove = tuple(
+        sorted(
+            key
+            for key, value in labels.items()
+            if key not in wanted
+            and (
+                (value == VIOLATING and key in deschedule_keys)
+                or (key.startswith(LABELING_PREFIX) and "/" in key)
+                or key in recorded
+            )
+        )
+    )
+    if not set_labels and not remove and current_note == note:
+        return None
+    annotations = {OWNED_ANNOTATION: note} if current_note != note else {}
+    return NodePatch(node.name, set_labels, remove, annotations)
+
+
+def diff_nodes(
+    nodes: Iterable[Node],
+    wanted: Mapping[NodeName, Mapping[str, str]],
+    deschedule_keys: Collection[str],
+) -> list[NodePatch]:
+    empty: Mapping[str, str] = {}
+    patches = []
+    for node in nodes:
+        patch = diff_node(node, wanted.get(node.name, empty), deschedule_keys)
+        if patch is not None:
+            patches.append(patch)
+    return patches
+
+
+class NodeDiffer:
+    """`diff_nodes` that skips nodes already found right, for a cheap steady state.
+
+    A node is skipped when its resourceVersion, its wanted labels and the deschedule keys are
+    what they were when it last needed no patch: `diff_node` is a function of exactly these, so
+    the answer (no patch) cannot have changed.
+    """
+
+    def __init__(self) -> None:
+        self._settled: dict[NodeName, tuple[str, Mapping[str, str]]] = {}
+        self._keys: frozenset[str] = frozenset()
+
+    def diff(
+        self,
+        nodes: Iterable[Node],
+        wanted: Mapping[NodeName, Mapping[str, str]],
+        deschedule_keys: frozenset[str],
+    ) -> list[NodePatch]:
+        previous = self._settled if deschedule_keys == self._keys else {}
+        settled: dict[NodeName, tuple[str, Mapping[str, str]]] = {}
+        empty: Mapping[str, str] = {}
+        patches = []
+        for node in nodes:
+            want = wanted.get(node.name, empty)
+            version = node.resource_version
+            last = previous.get(node.name)
+            if last is not None and last[0] == version and last[1] == want:
+                settled[node.name] = last
+                continue
+            patch = diff_node(node, want, deschedule_keys)
+            if patch is not None:
+                patches.append(patch)
+            elif version:
+                settled[node.name] = (version, want)
+        self._settled = settled
+        self._keys = deschedule_keys
+        return patches
+
+
+def wanted_violation(pod: Pod, violating: Mapping[PolicyKey, Collection[NodeName]]) -> str | None:
+    """The `violate` value the pod should carry, or None."""
+    linked = pod.labels.get(POLICY_LABEL)
+    if not linked or pod.node_name is None:
+        return None
+    nodes = violating.get(PolicyKey(pod.namespace, PolicyName(linked)))
+    return linked if nodes is not None and pod.node_name in nodes else None
+
+
+def diff_pods(
+    pods: Iterable[Pod], violating: Mapping[PolicyKey, Collection[NodeName]]
+) -> list[PodPatch]:
+    """Pod label patches; `violating` maps every current deschedule policy to its nodes."""
+    patches = []
+    for pod in pods:
+        labels = pod.labels
+        current = labels.get(POD_VIOLATION_LABEL)
+        if current is None and POLICY_LABEL not in labels:
+            continue
+        if pod.phase in _FINISHED_PHASES or pod.deletion_timestamp is not None:
+            continue
+        want = wanted_violation(pod, violating)
+        if want == current:
+            continue
+        if want is not None:
+            patches.append(PodPatch(pod.namespace, pod.name, {POD_VIOLATION_LABEL: want}))
+        elif current is not None and (
+            current == labels.get(POLICY_LABEL)
+            or PolicyKey(pod.namespace, PolicyName(current)) in violating
+        ):
+            patches.append(PodPatch(pod.namespace, pod.name, remove=(POD_VIOLATION_LABEL,)))
+    return patches

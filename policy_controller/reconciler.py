@@ -1,0 +1,283 @@
+"""One reconcile cycle against a cluster: read once, compute, write only the differences.
+
+Each cycle takes one policy snapshot, one metric view (fresh values only) and one node and pod
+view from the cluster's cache, computes the desired state (`desired`), the patches (`diff`) and
+the statuses (`status`), then writes them. A write that fails is counted and logged and is
+retried by the next cycle, which computes it again from fresh data; one bad object never stops
+the others.
+
+A cycle does nothing until the policy store has loaded, the metric view has refreshed once and
+the cluster's caches are filled: an empty start would look like "no policy, no violation" and
+strip every label.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from policy_controller.desired import DesiredState, compute_desired
+from policy_controller.diff import NodeDiffer, NodePatch, PodPatch, diff_pods
+from policy_controller.metrics import ControllerMetrics
+from policy_controller.status import StatusTracker, policy_status, stamped
+from tas.cluster.interface import Cluster, ClusterError, NotFoundError
+from tas.cluster.model import Node, ObjectReference
+from tas.metrics.view import MetricView
+from tas.policies.store import PolicyStore
+from tas.policy import StrategyName
+from tas.rules import VIOLATING, violation_reason
+from tas.types import NodeName, PolicyKey
+
+log = logging.getLogger(__name__)
+
+REASON_VIOLATING = "TASPolicyViolated"
+REASON_COMPLIANT = "TASPolicyCompliant"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleReport:
+    """What one cycle did; `ran` is False when it waited for policies or metrics."""
+
+    ran: bool
+    node_writes: int = 0
+    pod_writes: int = 0
+    status_writes: int = 0
+    events: int = 0
+    errors: int = 0
+    #: Seconds spent computing the desired state and the patches (no I/O).
+    evaluation_seconds: float = 0.0
+
+    @property
+    def writes(self) -> int:
+        return self.node_writes + self.pod_writes + self.status_writes
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        policies: PolicyStore,
+        metric_view: MetricView,
+        metrics: ControllerMetrics,
+        status_refresh_cycles: int = 30,
+        wall_clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], float] = time.perf_counter,
+        may_write: Callable[[], bool] = lambda: True,
+        cluster_ready: Callable[[], bool] = lambda: True,
+        max_events_per_cycle: int = 100,
+    ) -> None:
+        self._cluster = cluster
+        self._policies = policies
+        self._view = metric_view
+        self._metrics = metrics
+        self._statuses = StatusTracker(refresh_cycles=status_refresh_cycles)
+        self._wall_clock = wall_clock
+        self._clock = clock
+        self._may_write = may_write
+        self._cluster_ready = cluster_ready
+        # A mass change (a metric source coming back) must not become thousands of API calls.
+        self._max_events = max_events_per_cycle
+        self._wanted_generation = -1
+        self._cycle = 0
+        self._differ = NodeDiffer()
+
+    @property
+    def ready(self) -> bool:
+        # The view only fetches what is wanted, so it cannot become ready before it is told.
+        self._update_wanted()
+        return self._policies.loaded and self._view.ready and self._cluster_ready()
+
+    def _update_wanted(self) -> None:
+        snapshot = self._policies.snapshot()
+        if snapshot.generation != self._wanted_generation:
+            self._view.set_wanted(snapshot.metric_names)
+            self._wanted_generation = snapshot.generation
+
+    def reconcile(self) -> CycleReport:
+        """Run one cycle (see the module docstring)."""
+        if not self.ready:
+            self._metrics.cycles.labels("not_ready").inc()
+            return CycleReport(ran=False)
+        started = self._clock()
+        self._cycle += 1
+        snapshot = self._policies.snapshot()
+        columns = self._view.columns()
+        nodes = self._cluster.list_nodes()
+        pods = self._cluster.list_pods()
+        evaluated_at = self._wall_clock()
+
+        computing = self._clock()
+        desired = compute_desired(snapshot.policies, columns, frozenset(n.name for n in nodes))
+        node_patches = self._differ.diff(nodes, desired.node_labels, desired.deschedule_keys)
+        violating: dict[PolicyKey, Collection[NodeName]] = {
+            key: evaluation.deschedule.keys()
+            for key, evaluation in desired.evaluations.items()
+            if evaluation.has_deschedule
+        }
+        pod_patches = diff_pods(pods, violating)
+        evaluation_seconds = self._clock() - computing
+
+        by_name = {node.name: node for node in nodes}
+        node_writes, events, errors = self._write_nodes(node_patches, by_name, desired)
+        pod_writes, pod_errors = self._write_pods(pod_patches)
+        status_writes, status_errors = self._write_statuses(desired, evaluated_at)
+        self._report_violations(desired)
+        self._metrics.cycles.labels("done").inc()
+        self._metrics.reconcile_seconds.observe(self._clock() - started)
+        return CycleReport(
+            ran=True,
+            node_writes=node_writes,
+            pod_writes=pod_writes,
+            status_writes=status_writes,
+            events=events,
+            errors=errors + pod_errors + status_errors,
+            evaluation_seconds=evaluation_seconds,
+        )
+
+    # ------------------------------------------------------------------ writes
+
+    def _write_nodes(
+        self, patches: Sequence[NodePatch], nodes: Mapping[NodeName, Node], desired: DesiredState
+    ) -> tuple[int, int, int]:
+        writes = events = errors = 0
+        transitions: list[tuple[NodeName, str, bool]] = []
+        for patch in patches:
+            if not self._may_write():
+                break
+            current = nodes[patch.node].labels
+            try:
+                self._cluster.patch_node_labels(
+                    patch.node,
+                    set_labels=patch.set_labels,
+                    remove=patch.remove,
+                    annotations=patch.annotations or None,
+                )
+            except NotFoundError:
+                continue  # the node left; the next cycle no longer sees it
+            except ClusterError as error:
+                errors += 1
+                self._metrics.write_errors.labels("node").inc()
+                log.warning("Patching labels of node %s failed: %s", patch.node, error)
+                continue
+            writes += 1
+            self._metrics.label_writes.labels("node").inc()
+            log.info(
+                "Node %s labels: set %s, removed %s",
+                patch.node,
+                dict(patch.set_labels),
+                list(patch.remove),
+            )
+            transitions.extend((patch.node, key, True) for key in patch.started_violating(current))
+            transitions.extend((patch.node, key, False) for key in patch.stopped_violating(current))
+        for node, key, started in transitions[: self._max_events]:
+            if started:
+                message = _violating_message(node, key, desired)
+                events += self._emit(node, REASON_VIOLATING, message, True)
+            else:
+                events += self._emit(
+                    node, REASON_COMPLIANT, _recovered_message(node, key, desired), False
+                )
+        if len(transitions) > self._max_events:
+            log.warning(
+                "%d violation changes (node, policy) this cycle; Events sent for the first %d only",
+                len(transitions),
+                self._max_events,
+            )
+        return writes, events, errors
+
+    def _emit(self, node: NodeName, reason: str, message: str, warning: bool) -> int:
+        try:
+            self._cluster.emit_event(
+                ObjectReference(kind="Node", name=node),
+                reason=reason,
+                message=message,
+                warning=warning,
+            )
+        except ClusterError as error:
+            self._metrics.write_errors.labels("event").inc()
+            log.warning("Emitting event %s for node %s failed: %s", reason, node, error)
+            return 0
+        self._metrics.events.labels(reason).inc()
+        return 1
+
+    def _write_pods(self, patches: Sequence[PodPatch]) -> tuple[int, int]:
+        writes = errors = 0
+        for patch in patches:
+            if not self._may_write():
+                break
+            try:
+                self._cluster.patch_pod_labels(
+                    patch.namespace, patch.name, set_labels=patch.set_labels, remove=patch.remove
+                )
+            except NotFoundError:
+                continue
+            except ClusterError as error:
+                errors += 1
+                self._metrics.write_errors.labels("pod").inc()
+                log.warning(
+                    "Patching labels of pod %s/%s failed: %s", patch.namespace, patch.name, error
+                )
+                continue
+            writes += 1
+            self._metrics.label_writes.labels("pod").inc()
+        return writes, errors
+
+    def _write_statuses(self, desired: DesiredState, evaluated_at: datetime) -> tuple[int, int]:
+        writes = errors = 0
+        self._statuses.forget_except(desired.evaluations)
+        for key, evaluation in desired.evaluations.items():
+            status = policy_status(evaluation)
+            if not self._statuses.due(key, status, self._cycle) or not self._may_write():
+                continue
+            try:
+                self._cluster.update_policy_status(key, stamped(status, evaluated_at))
+            except NotFoundError:
+                # A policy read from files has no object to carry a status; try again later.
+                log.debug("Policy %s has no cluster object; status not written", key)
+            except ClusterError as error:
+                errors += 1
+                self._metrics.write_errors.labels("status").inc()
+                log.warning("Writing status of policy %s failed: %s", key, error)
+                continue
+            else:
+                writes += 1
+                self._metrics.status_writes.inc()
+            self._statuses.written(key, status, self._cycle)
+        return writes, errors
+
+    def _report_violations(self, desired: DesiredState) -> None:
+        counts = []
+        for key, evaluation in desired.evaluations.items():
+            strategies = evaluation.policy.strategies
+            if StrategyName.DESCHEDULE in strategies:
+                counts.append((key, StrategyName.DESCHEDULE.value, len(evaluation.deschedule)))
+            if StrategyName.DONTSCHEDULE in strategies:
+                counts.append((key, StrategyName.DONTSCHEDULE.value, len(evaluation.dontschedule)))
+        self._metrics.set_violating(counts)
+
+
+def _violating_message(node: NodeName, key: str, desired: DesiredState) -> str:
+    reasons = [
+        violation_reason(str(policy_key), evaluation.deschedule[node])
+        for policy_key, evaluation in desired.evaluations.items()
+        if evaluation.policy.name == key and node in evaluation.deschedule
+    ]
+    detail = "; ".join(reasons) if reasons else key
+    return f"Node {node} violates a deschedule strategy, labelled {key}={VIOLATING}: {detail}"
+
+
+def _recovered_message(node: NodeName, key: str, desired: DesiredState) -> str:
+    if key in desired.deschedule_keys:
+        return f"Node {node} no longer violates {key}; label {key}={VIOLATING} removed"
+    return (
+        f"Label {key}={VIOLATING} removed from node {node}: the policy was deleted or "
+        "lost its deschedule strategy"
+    )

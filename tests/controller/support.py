@@ -1,0 +1,153 @@
+"""Builders for the controller tests: nodes, pods, a metric view whose values age, a harness."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prometheus_client import CollectorRegistry
+
+from policy_controller.metrics import ControllerMetrics
+from policy_controller.reconciler import CycleReport, Reconciler
+from tas.cluster.memory import InMemoryCluster
+from tas.cluster.model import Node, Pod
+from tas.policies.cluster import ClusterPolicyLoader
+from tas.policies.store import PolicyStore
+from tas.types import MetricColumns, MetricName, Namespace, NodeName
+
+ROOT = Path(__file__).resolve().parents[2]
+HEALTH_POLICY = ROOT / "deploy" / "policies" / "health-policy.yaml"
+DEMO_NAMESPACE = Namespace("health-metric-demo")
+
+
+def health_policy_document() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(HEALTH_POLICY.read_text(encoding="utf-8"))
+    return document
+
+
+def make_node(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    apply: Callable[[Node], Node] | None = None,
+) -> Node:
+    node = Node(NodeName(name), labels=dict(labels or {}), annotations=dict(annotations or {}))
+    return apply(node) if apply is not None else node
+
+
+def make_pod(
+    name: str,
+    *,
+    node: str | None,
+    namespace: str = DEMO_NAMESPACE,
+    policy: str | None = "demo-policy",
+    labels: Mapping[str, str] | None = None,
+    apply: Callable[[Pod], Pod] | None = None,
+) -> Pod:
+    all_labels = dict(labels or {})
+    if policy is not None:
+        all_labels["telemetry-policy"] = policy
+    pod = Pod(
+        Namespace(namespace),
+        name,
+        labels=all_labels,
+        node_name=NodeName(node) if node is not None else None,
+        phase="Running" if node is not None else "Pending",
+    )
+    return apply(pod) if apply is not None else pod
+
+
+class AgingMetricView:
+    """A `MetricView` that keeps each value's sample time and serves only fresh ones.
+
+    It implements the view contract (stale values are absent) the way the refreshing view does,
+    with a clock the test moves.
+    """
+
+    def __init__(self, *, max_age: float, now: float = 1000.0) -> None:
+        self.max_age = max_age
+        self.now = now
+        self.wanted: frozenset[MetricName] = frozenset()
+        self.ready = True
+        self._samples: dict[MetricName, dict[NodeName, tuple[float, float]]] = {}
+
+    def set(self, metric: str, values: Mapping[str, float], *, at: float | None = None) -> None:
+        when = self.now if at is None else at
+        column = self._samples.setdefault(MetricName(metric), {})
+        for node, value in values.items():
+            column[NodeName(node)] = (float(value), when)
+
+    def columns(self) -> MetricColumns:
+        oldest = self.now - self.max_age
+        return {
+            metric: {
+                node: value
+                for node, (value, when) in column.items()
+                if when >= oldest and math.isfinite(value)
+            }
+            for metric, column in self._samples.items()
+        }
+
+    def set_wanted(self, names: Iterable[MetricName]) -> None:
+        self.wanted = frozenset(names)
+
+
+@dataclass
+class Harness:
+    """A controller (reconciler) over an in-memory cluster, with cluster-sourced policies."""
+
+    cluster: InMemoryCluster
+    view: AgingMetricView
+    store: PolicyStore = field(default_factory=PolicyStore)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    reconciler: Reconciler | None = None
+    loader: ClusterPolicyLoader | None = None
+    status_refresh_cycles: int = 0
+
+    def __post_init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        """A brand-new controller (no memory) on the same cluster and metrics."""
+        self.store = PolicyStore()
+        self.loader = ClusterPolicyLoader(self.cluster, self.store)
+        self.registry = CollectorRegistry()
+        self.reconciler = Reconciler(
+            cluster=self.cluster,
+            policies=self.store,
+            metric_view=self.view,
+            metrics=ControllerMetrics(self.registry),
+            status_refresh_cycles=self.status_refresh_cycles,
+            wall_clock=lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        )
+
+    def reconcile(self) -> CycleReport:
+        assert self.reconciler is not None
+        assert self.loader is not None
+        self.loader.sync()
+        return self.reconciler.reconcile()
+
+    def node_labels(self, name: str) -> Mapping[str, str]:
+        return self.cluster.get_node(NodeName(name)).labels
+
+    def pod_labels(self, name: str, namespace: str = DEMO_NAMESPACE) -> Mapping[str, str]:
+        return self.cluster.get_pod(Namespace(namespace), name).labels
+
+
+def owned_state(cluster: InMemoryCluster) -> dict[str, dict[str, str]]:
+    """Every node's labels and annotations, to compare two runs."""
+    return {
+        node.name: {**node.labels, **{f"@{k}": v for k, v in node.annotations.items()}}
+        for node in cluster.list_nodes()
+    }
+
+
+def replace_labels(node: Node, labels: Mapping[str, str]) -> Node:
+    return dataclasses.replace(node, labels=dict(labels))

@@ -1,0 +1,171 @@
+"""`python -m policy_controller` (the same command as `tas controller`), as a user runs it.
+
+Covered:
+- durations (`2s`, `500ms`, `1m`, bare seconds) and `HOST:PORT` are parsed; bad ones are clear
+  argument errors;
+- `tas controller` registers the same arguments;
+- a bad `--metrics` source exits 2 with the reason;
+- end to end in a subprocess against the API emulator, policies from the cluster and metrics
+  from a textfile directory: node C at 2 gets `demo-policy=violating`, `/readyz` and `/metrics`
+  answer, and SIGTERM stops the process cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from policy_controller.cli import build_parser, parse_duration, parse_listen
+from tas_cli import controller
+from tests.controller.support import ROOT, health_policy_document
+from tests.k8s_emulator import KubeEmulator
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        pytest.param("2s", 2.0, id="seconds"),
+        pytest.param("500ms", 0.5, id="milliseconds"),
+        pytest.param("1m", 60.0, id="minutes"),
+        pytest.param("1.5", 1.5, id="bare-number"),
+    ],
+)
+def test_durations_are_parsed(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2 weeks", "-1s", "0s", "s"])
+def test_a_bad_duration_is_an_argument_error(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_duration(text)
+
+
+def test_listen_addresses_are_parsed_and_bad_ones_refused() -> None:
+    assert parse_listen("127.0.0.1:8081") == ("127.0.0.1", 8081)
+    assert parse_listen("[::1]:9000") == ("::1", 9000)
+    for bad in ("8081", "host:", "host:99999"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_listen(bad)
+
+
+def test_defaults_match_the_documented_command_line() -> None:
+    args = build_parser().parse_args(["--metrics", "textfile:/tmp/x"])
+    assert (args.sync_period, args.listen, args.leader_elect, args.policies) == (
+        2.0,
+        ("127.0.0.1", 8081),
+        False,
+        None,
+    )
+
+
+def test_tas_controller_takes_the_same_arguments() -> None:
+    parser = argparse.ArgumentParser(prog="tas")
+    commands = parser.add_subparsers(dest="command", required=True)
+    controller.add_parser(commands)
+    args = parser.parse_args(["controller", "--metrics", "textfile:/x", "--sync-period", "5s"])
+    assert (args.command, args.sync_period, args.handler) == ("controller", 5.0, controller.run)
+
+
+def kubeconfig(path: Path, server: str) -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+        "users": [{"name": "test", "user": {"token": "unused"}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "test"}}],
+        "current-context": "emulator",
+    }
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def controller_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "policy_controller", *args]
+
+
+def test_a_bad_metric_source_exits_2_with_the_reason(
+    tmp_path: Path, kube_emulator: KubeEmulator
+) -> None:
+    config = kubeconfig(tmp_path / "kubeconfig", kube_emulator.url)
+    done = subprocess.run(
+        controller_command("--kubeconfig", str(config), "--metrics", "carrier-pigeon:x"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "carrier-pigeon" in done.stderr
+
+
+def test_the_controller_labels_a_violating_node_and_stops_on_sigterm(
+    tmp_path: Path, kube_emulator: KubeEmulator
+) -> None:
+    api = kube_emulator
+    for name in ("A", "C"):
+        api.create("nodes", {"metadata": {"name": name}})
+    api.create("taspolicies", health_policy_document())
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    (metrics / "A.prom").write_text("node_health_metric 0\n", encoding="utf-8")
+    (metrics / "C.prom").write_text("node_health_metric 2\n", encoding="utf-8")
+    port = free_port()
+    command = controller_command(
+        "--kubeconfig",
+        str(kubeconfig(tmp_path / "kubeconfig", api.url)),
+        "--metrics",
+        f"textfile:{metrics}",
+        "--sync-period",
+        "200ms",
+        "--listen",
+        f"127.0.0.1:{port}",
+    )
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            node = api.get("nodes", "C")
+            assert node is not None
+            if (node["metadata"].get("labels") or {}).get("demo-policy") == "violating":
+                break
+            assert process.poll() is None, "the controller exited early"
+            assert time.monotonic() < deadline, "node C was never labelled"
+            time.sleep(0.1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            assert client.get("/readyz").status_code == 200
+            assert "tas_controller_label_writes_total" in client.get("/metrics").text
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        assert process.stdout is not None
+        output = process.stdout.read()
+        process.stdout.close()
+    assert "Traceback" not in output, output
