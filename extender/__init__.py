@@ -1,1 +1,8 @@
-"""The kube-scheduler extender: filter and prioritize nodes by TASPolicy rules."""
+"""The scheduler extender: kube-scheduler's filter and prioritize verbs over HTTP.
+
+Modules: `jsonscan` and `wire` decode ExtenderArgs and encode results in the exact Go wire
+format; `decide` turns a pod, its policy and metric values into a decision; `decisions` keeps
+the recent ones for `/debug/decisions`; `app` builds the FastAPI application; `tls` and
+`server` serve it with uvicorn; `cli` is the command line shared by `tas extender` and
+`python -m extender`.
+"""

@@ -107,8 +107,9 @@ def _true_nodes(
         hits = _scan(rule.operator, rule.target, column.items())
         return {n: v for n, v in hits.items() if n in wanted}
     get = column.get
-    present = ((n, get(n)) for n in nodes)
-    return _scan(rule.operator, rule.target, ((n, v) for n, v in present if v is not None))
+    # A list comprehension, not chained generators: this runs per extender request.
+    present = [(n, v) for n in nodes if (v := get(n)) is not None]
+    return _scan(rule.operator, rule.target, present)
 
 
 def violations(
@@ -170,10 +171,6 @@ def _higher_is_better(operator: Operator) -> bool | None:
     return None
 
 
-def _round_half_up(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
 def score_values(
     values: Mapping[NodeName, float],
     candidates: Iterable[NodeName],
@@ -188,7 +185,8 @@ def score_values(
     rank: TAS's `10 - rank` over distinct values (equal values share a rank), clamped at 0.
     """
     ordered = list(candidates)
-    known = {node: values[node] for node in ordered if node in values}
+    get = values.get
+    known = {node: value for node in ordered if (value := get(node)) is not None}
     scores = dict.fromkeys(ordered, 0)
     if not known:
         return scores
@@ -216,8 +214,20 @@ def score_values(
         scores.update(dict.fromkeys(known, MAX_SCORE))
         return scores
     span = best - worst
-    for node, value in known.items():
-        scores[node] = min(MAX_SCORE, max(0, _round_half_up(MAX_SCORE * (value - worst) / span)))
+    floor = math.floor
+    if not math.isfinite(MAX_SCORE * span):
+        # Finite values so far apart that the arithmetic overflows (e.g. -1e308 and 1e308):
+        # compare halves, which cannot overflow.
+        half_span = best / 2 - worst / 2
+        for node, value in known.items():
+            ratio = (value / 2 - worst / 2) / half_span
+            scores[node] = min(MAX_SCORE, max(0, floor(MAX_SCORE * ratio + 0.5)))
+        return scores
+    # (value - worst) / span lies in [0, 1], so the rounded score is already within 0..10.
+    # Inline rather than per-node calls: this runs over every candidate of every request.
+    scores.update(
+        {node: floor(MAX_SCORE * (value - worst) / span + 0.5) for node, value in known.items()}
+    )
     return scores
 
 
@@ -238,7 +248,9 @@ def score_nodes(
         return dict.fromkeys(ordered, 0)
     rule = strategy.rules[0]
     column = _column(metrics, rule)
-    values = {n: column[n] for n in ordered if n in column and math.isfinite(column[n])}
+    get = column.get
+    isfinite = math.isfinite
+    values = {n: v for n in ordered if (v := get(n)) is not None and isfinite(v)}
     return score_values(
         values, ordered, higher_is_better=_higher_is_better(rule.operator), mode=mode
     )

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tas_cli import controller, descheduler, set_health, validate
+from tas_cli import controller, descheduler, extender, run, set_health, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,8 +15,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Telemetry-aware scheduling: extender, policy controller and descheduler.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run.add_parser(commands)
     validate.add_parser(commands)
     set_health.add_parser(commands)
+    extender.add_parser(commands)
     controller.add_parser(commands)
     descheduler.add_parser(commands)
     return parser

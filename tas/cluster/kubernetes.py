@@ -23,7 +23,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -108,7 +108,10 @@ class KubernetesCluster:
         backoff: Callable[[], Backoff] = Backoff,
         watch_timeout: float = 60.0,
         pod_field_selector: str = "",
+        watched: Collection[ResourceKind] | None = None,
     ) -> None:
+        """`watched` limits the caches kept (default: all): the extender, say, needs only
+        policies, and its RBAC allows nothing else."""
         self._api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
@@ -162,9 +165,20 @@ class KubernetesCluster:
             **common,
         )
 
+        kinds: dict[ResourceKind, Informer[Any]] = {
+            ResourceKind.NODE: self._nodes,
+            ResourceKind.POD: self._pods,
+            ResourceKind.POLICY: self._policies,
+            ResourceKind.PDB: self._pdbs,
+        }
+        self._watched: tuple[Informer[Any], ...] = tuple(
+            informer for kind, informer in kinds.items() if watched is None or kind in watched
+        )
+
     @property
     def informers(self) -> tuple[Informer[Any], ...]:
-        return (self._nodes, self._pods, self._policies, self._pdbs)
+        """The caches this cluster keeps (and starts, and waits for)."""
+        return self._watched
 
     # ------------------------------------------------------------ lifecycle
 

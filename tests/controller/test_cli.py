@@ -23,7 +23,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from policy_controller.cli import build_parser, parse_duration, parse_listen
 from tas_cli import controller
@@ -76,19 +75,6 @@ def test_tas_controller_takes_the_same_arguments() -> None:
     assert (args.command, args.sync_period, args.handler) == ("controller", 5.0, controller.run)
 
 
-def kubeconfig(path: Path, server: str) -> Path:
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
-        "users": [{"name": "test", "user": {"token": "unused"}}],
-        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "test"}}],
-        "current-context": "emulator",
-    }
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -103,7 +89,7 @@ def controller_command(*args: str) -> list[str]:
 def test_a_bad_metric_source_exits_2_with_the_reason(
     tmp_path: Path, kube_emulator: KubeEmulator
 ) -> None:
-    config = kubeconfig(tmp_path / "kubeconfig", kube_emulator.url)
+    config = kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")
     done = subprocess.run(
         controller_command("--kubeconfig", str(config), "--metrics", "carrier-pigeon:x"),
         capture_output=True,
@@ -130,7 +116,7 @@ def test_the_controller_labels_a_violating_node_and_stops_on_sigterm(
     port = free_port()
     command = controller_command(
         "--kubeconfig",
-        str(kubeconfig(tmp_path / "kubeconfig", api.url)),
+        str(api.write_kubeconfig(tmp_path / "kubeconfig")),
         "--metrics",
         f"textfile:{metrics}",
         "--sync-period",

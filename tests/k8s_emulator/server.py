@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -113,6 +114,19 @@ class KubeEmulator:
 
     def api_client(self) -> kubernetes.client.ApiClient:
         return kubernetes.client.ApiClient(self.configuration())
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """A kubeconfig file pointing at this emulator, for components run as processes."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+            "users": [{"name": "test", "user": {"token": "unused"}}],
+            "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "test"}}],
+            "current-context": "emulator",
+        }
+        path.write_text(json.dumps(config), encoding="utf-8")
+        return path
 
     # ------------------------------------------------------------ objects (test side)
 

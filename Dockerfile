@@ -1,0 +1,25 @@
+# One image for every component: `tas extender`, `tas controller`, `tas descheduler`.
+#   docker build -t telemetry-aware-scheduling:0.1.0 .
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY tas ./tas
+COPY tas_cli ./tas_cli
+COPY extender ./extender
+COPY policy_controller ./policy_controller
+COPY descheduler ./descheduler
+COPY benchmarks ./benchmarks
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+# Numeric IDs, so Kubernetes can check runAsNonRoot without resolving a user name.
+RUN groupadd --gid 10001 tas \
+    && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin tas
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 10001:10001
+ENTRYPOINT ["tas"]
+CMD ["--help"]

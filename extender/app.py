@@ -1,0 +1,224 @@
+"""The extender's HTTP application: routes, body limits, error answers, logs and metrics.
+
+The two verbs are plain Starlette endpoints on the FastAPI application: they read raw bytes and
+answer raw bytes through the `wire` codec, because request validation by models would copy whole
+Node objects. Every client mistake is answered with a 4xx and a JSON `Error` reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+import orjson
+from fastapi import FastAPI
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from extender.decide import decide_filter, decide_prioritize
+from extender.decisions import Decision, DecisionLog, Outcome, Verb
+from extender.settings import ExtenderSettings
+from extender.telemetry import ExtenderMetrics
+from extender.wire import (
+    ExtenderArgs,
+    WireError,
+    decode_args,
+    encode_error,
+    encode_filter_result,
+    encode_priorities,
+)
+from tas.metrics.view import MetricView
+from tas.policies.store import PolicyStore
+
+log = logging.getLogger(__name__)
+
+_JSON = "application/json"
+_DEFAULT_DECISIONS_SHOWN = 20
+Clock = Callable[[], float]
+
+
+class _RejectedError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _error_response(
+    status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(encode_error(message), status_code=status, media_type=_JSON, headers=headers)
+
+
+def _is_json(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == _JSON or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    if not _is_json(request.headers.get("content-type")):
+        raise _RejectedError(415, "Content-Type must be application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _RejectedError(413, f"the body is larger than the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _RejectedError(413, f"the body is larger than the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(
+    *,
+    store: PolicyStore,
+    metrics: MetricView,
+    settings: ExtenderSettings,
+    registry: CollectorRegistry,
+    decisions: DecisionLog | None = None,
+    clock: Clock = time.time,
+) -> FastAPI:
+    """Build the extender application around its collaborators (nothing global)."""
+    app = FastAPI(
+        title="Telemetry-aware scheduling extender",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    telemetry = ExtenderMetrics(registry)
+    log_book = decisions if decisions is not None else DecisionLog(settings.decision_log_size)
+    unresolvable = not settings.tas_compat_failed_nodes
+
+    def remember(decision: Decision) -> None:
+        log_book.record(decision)
+        telemetry.decisions.labels(decision.verb.value, decision.policy, decision.outcome).inc()
+        if decision.failed:
+            telemetry.filtered_nodes.labels(decision.policy).inc(len(decision.failed))
+        _log_decision(decision)
+
+    def verb_endpoint(
+        verb: Verb, answer: Callable[[ExtenderArgs], bytes]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        histogram = telemetry.request_seconds.labels(verb.value)
+
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                body = await _read_body(request, settings.max_body_bytes)
+                args = decode_args(body)
+            except _RejectedError as rejected:
+                telemetry.rejected_requests.labels(verb.value, str(rejected.status)).inc()
+                return _error_response(rejected.status, rejected.message)
+            except WireError as error:
+                telemetry.rejected_requests.labels(verb.value, "400").inc()
+                return _error_response(400, str(error))
+            except ClientDisconnect:
+                # Nobody is left to read an answer; this only keeps a traceback out of the log.
+                telemetry.rejected_requests.labels(verb.value, "disconnected").inc()
+                return _error_response(400, "the client disconnected while sending the body")
+            content = answer(args)
+            histogram.observe(time.perf_counter() - started)
+            return Response(content, media_type=_JSON)
+
+        return endpoint
+
+    def answer_filter(args: ExtenderArgs) -> bytes:
+        decision = decide_filter(
+            pod=args.pod,
+            candidates=args.candidates,
+            snapshot=store.snapshot(),
+            metrics=metrics.columns(),
+            now=clock(),
+        )
+        remember(decision)
+        return encode_filter_result(args=args, failed=decision.failed, unresolvable=unresolvable)
+
+    def answer_prioritize(args: ExtenderArgs) -> bytes:
+        decision = decide_prioritize(
+            pod=args.pod,
+            candidates=args.candidates,
+            snapshot=store.snapshot(),
+            metrics=metrics.columns(),
+            mode=settings.score_mode,
+            now=clock(),
+        )
+        remember(decision)
+        return encode_priorities(decision.scores)
+
+    app.add_route("/scheduler/filter", verb_endpoint(Verb.FILTER, answer_filter), methods=["POST"])
+    app.add_route(
+        "/scheduler/prioritize",
+        verb_endpoint(Verb.PRIORITIZE, answer_prioritize),
+        methods=["POST"],
+    )
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> Response:
+        waiting = []
+        if not store.loaded:
+            waiting.append("policies not loaded yet")
+        if not metrics.ready:
+            waiting.append("no metric refresh completed yet")
+        if waiting:
+            return JSONResponse({"ready": False, "waiting": waiting}, status_code=503)
+        return JSONResponse({"ready": True})
+
+    async def prometheus(request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def recent_decisions(request: Request) -> Response:
+        raw_limit = request.query_params.get("limit", "")
+        if raw_limit and not raw_limit.isdigit():
+            return _error_response(400, "limit must be a non-negative integer")
+        # A decision over 500 nodes renders to ~50 kB: a modest default keeps this cheap.
+        limit = int(raw_limit) if raw_limit else _DEFAULT_DECISIONS_SHOWN
+        content = orjson.dumps([d.to_json() for d in log_book.recent(limit)])
+        return Response(content, media_type=_JSON)
+
+    app.add_route("/healthz", healthz, methods=["GET"])
+    app.add_route("/readyz", readyz, methods=["GET"])
+    app.add_route("/metrics", prometheus, methods=["GET"])
+    app.add_route("/debug/decisions", recent_decisions, methods=["GET"])
+
+    async def http_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, StarletteHTTPException)
+        return _error_response(error.status_code, str(error.detail), headers=error.headers)
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    return app
+
+
+def _log_decision(decision: Decision) -> None:
+    if not log.isEnabledFor(logging.INFO):
+        return
+    if decision.outcome is not Outcome.APPLIED:
+        log.info(
+            "%s %s: every node %s (%s)",
+            decision.verb.value,
+            decision.pod,
+            "passes" if decision.verb is Verb.FILTER else "scores the same",
+            decision.reason,
+        )
+        return
+    if decision.verb is Verb.FILTER:
+        passed = [n for n in decision.candidates if n not in decision.failed]
+        log.info("Filtered nodes available for %s: %s", decision.policy, " ".join(passed))
+        for node, reason in decision.failed.items():
+            log.info("%s violating %s", node, reason)
+    else:
+        ranked = sorted(decision.scores.items(), key=lambda item: -item[1])
+        log.info(
+            "Scores for %s (%s): %s",
+            decision.pod,
+            decision.policy,
+            " ".join(f"{node}={score}" for node, score in ranked),
+        )

@@ -1,0 +1,224 @@
+"""The extender's command line, shared by `tas extender` and `python -m extender`.
+
+`add_arguments` fills a parser and `run` wires the parts: the policy store fed by a file
+watcher, the metric view refreshed in the background, the application and its server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from extender.app import create_app
+from extender.server import ExtenderServer, parse_listen, tune_allocator
+from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
+from extender.tls import TLSConfigError, server_ssl_context, tls_files
+from tas.metrics import MetricSourceError, open_metric_view
+from tas.policies.files import PolicyFileWatcher
+from tas.policies.store import PolicyStore
+from tas.rules import ScoreMode
+
+log = logging.getLogger(__name__)
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """`2s`, `500ms`, `1m`, `1h` or a bare number of seconds; must be positive."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 2s, 500ms or 1m")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
+    return seconds
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policies",
+        type=Path,
+        metavar="PATH",
+        help="a TASPolicy file or a directory of *.yaml/*.yml/*.json files (reloaded on "
+        "change); default: the TASPolicy objects in the cluster",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="kubeconfig for reading TASPolicy objects (default: in-cluster config)",
+    )
+    parser.add_argument(
+        "--metrics",
+        required=True,
+        metavar="SOURCE",
+        help="metric source: prometheus:URL, custom-metrics, node-exporter:NODE=URL,..., "
+        "textfile:DIR",
+    )
+    parser.add_argument("--metrics-config", type=Path, metavar="FILE", help="metric source config")
+    parser.add_argument("--listen", default="0.0.0.0:9001", metavar="HOST:PORT")
+    parser.add_argument(
+        "--insecure-http", action="store_true", help="serve plain HTTP (development only)"
+    )
+    parser.add_argument("--cert", type=Path, metavar="FILE", help="server certificate (PEM)")
+    parser.add_argument("--key", type=Path, metavar="FILE", help="server private key (PEM)")
+    parser.add_argument(
+        "--cacert",
+        type=Path,
+        metavar="FILE",
+        help="CA bundle (PEM): require client certificates signed by it (mTLS)",
+    )
+    parser.add_argument("--sync-period", type=parse_duration, default=2.0, metavar="DURATION")
+    parser.add_argument(
+        "--metric-max-age",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="values older than this count as missing (default: 5 sync periods, at least 30s)",
+    )
+    parser.add_argument(
+        "--score-mode",
+        type=ScoreMode,
+        choices=list(ScoreMode),
+        default=ScoreMode.PROPORTIONAL,
+        help="scheduleonmetric scores: proportional to the value, or TAS's rank (10, 9, ...)",
+    )
+    parser.add_argument(
+        "--tas-compat-failed-nodes",
+        action="store_true",
+        help="report violating nodes in FailedNodes, as TAS does, instead of "
+        "FailedAndUnresolvableNodes",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=_positive_int, default=DEFAULT_MAX_BODY_BYTES, metavar="N"
+    )
+    parser.add_argument("--decision-log-size", type=_positive_int, default=200, metavar="N")
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        host, port = parse_listen(args.listen)
+        files = tls_files(
+            cert=args.cert, key=args.key, cacert=args.cacert, insecure_http=args.insecure_http
+        )
+        ssl_context = server_ssl_context(files) if files is not None else None
+    except (ValueError, TLSConfigError) as error:
+        print(f"tas extender: {error}", file=sys.stderr)
+        return 2
+    if ssl_context is None:
+        log.warning("Serving plain HTTP (--insecure-http): for development only")
+
+    registry = CollectorRegistry()
+    try:
+        view = open_metric_view(
+            args.metrics,
+            sync_period=args.sync_period,
+            max_age=args.metric_max_age,
+            config_file=args.metrics_config,
+            registry=registry,
+            clock=time.time,
+        )
+    except MetricSourceError as error:
+        print(f"tas extender: --metrics {args.metrics!r}: {error}", file=sys.stderr)
+        return 2
+
+    store = PolicyStore()
+    store.subscribe(lambda snapshot: view.set_wanted(snapshot.metric_names))
+    stop = threading.Event()
+    cleanups: list[Callable[[], object]] = [stop.set, view.stop]
+    if args.policies is not None:
+        watcher = PolicyFileWatcher(args.policies, store)
+        watcher.poll()
+        threading.Thread(
+            target=watcher.run, args=(stop, 1.0), name="policy-files", daemon=True
+        ).start()
+        source = str(args.policies)
+    else:
+        try:
+            cleanups.append(_follow_cluster_policies(args.kubeconfig, store, stop))
+        except Exception as error:  # config problems: one clear line, not a traceback
+            print(f"tas extender: cannot read policies from the cluster: {error}", file=sys.stderr)
+            return 2
+        source = "the cluster's TASPolicy objects"
+    settings = ExtenderSettings(
+        score_mode=args.score_mode,
+        tas_compat_failed_nodes=args.tas_compat_failed_nodes,
+        max_body_bytes=args.max_body_bytes,
+        decision_log_size=args.decision_log_size,
+    )
+    app = create_app(store=store, metrics=view, settings=settings, registry=registry)
+    tune_allocator(largest_body=args.max_body_bytes)
+    try:
+        server = ExtenderServer(
+            app, host=host, port=port, ssl_context=ssl_context, log_level=args.log_level
+        )
+    except OSError as error:
+        print(f"tas extender: cannot listen on {args.listen}: {error}", file=sys.stderr)
+        return 2
+    view.start()
+    log.info("Extender serving on %s (policies from %s)", server.url, source)
+    try:
+        server.run()
+    finally:
+        for cleanup in reversed(cleanups):
+            cleanup()
+    return 0
+
+
+def _follow_cluster_policies(
+    kubeconfig: Path | None, store: PolicyStore, stop: threading.Event
+) -> Callable[[], None]:
+    """Keep `store` equal to the cluster's TASPolicy objects; returns the cleanup.
+
+    Only the policy cache is kept: the extender needs nothing else (and its RBAC allows
+    nothing else). /readyz stays false until the first complete list has loaded.
+    """
+    from tas.cluster.interface import ResourceKind
+    from tas.cluster.kubernetes import kubernetes_cluster
+    from tas.policies.cluster import ClusterPolicyLoader
+
+    cluster = kubernetes_cluster(kubeconfig, watched=[ResourceKind.POLICY])
+    cluster.start()
+
+    def follow() -> None:
+        while not stop.is_set() and not cluster.wait_synced(1.0):
+            pass
+        if stop.is_set():
+            return
+        loader = ClusterPolicyLoader(cluster, store)
+        loader.attach(cluster)
+        loader.run(stop, 10.0)  # polling as a safety net for a missed notification
+
+    threading.Thread(target=follow, name="policy-cluster", daemon=True).start()
+    return cluster.stop
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m extender",
+        description="The telemetry-aware scheduler extender (kube-scheduler filter/prioritize).",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

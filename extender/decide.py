@@ -1,0 +1,142 @@
+"""From a pod, the current policies and metric values to a filter or prioritize decision.
+
+Pure: no I/O and no clock of its own. Pods that do not use a policy, policies missing from the
+pod's namespace and policies without the verb's strategy are not errors: every node passes
+(filter) or every node gets the same score (prioritize), and the decision says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.decisions import Decision, Outcome, Verb
+from extender.wire import PodInfo
+from tas.policies.store import PolicySnapshot
+from tas.policy import StrategyName, TASPolicy
+from tas.rules import POLICY_LABEL, ScoreMode, filter_nodes, score_nodes
+from tas.types import MetricColumn, MetricColumns, MetricName, NodeName, PolicyKey, PolicyName
+
+_STRATEGY = {Verb.FILTER: StrategyName.DONTSCHEDULE, Verb.PRIORITIZE: StrategyName.SCHEDULEONMETRIC}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The policy a pod uses for one verb, or why there is none."""
+
+    policy: TASPolicy | None
+    name: str
+    outcome: Outcome
+    reason: str
+
+
+def resolve_policy(pod: PodInfo, snapshot: PolicySnapshot, verb: Verb) -> Resolution:
+    name = pod.labels.get(POLICY_LABEL)
+    if name is None:
+        return Resolution(None, "", Outcome.NO_POLICY_LABEL, f"pod has no {POLICY_LABEL} label")
+    policy = snapshot.get(PolicyKey(pod.namespace, PolicyName(name)))
+    if policy is None:
+        return Resolution(
+            None,
+            name,
+            Outcome.POLICY_NOT_FOUND,
+            f"policy {name!r} not found in namespace {pod.namespace!r}",
+        )
+    strategy = _STRATEGY[verb]
+    if policy.strategy(strategy) is None:
+        return Resolution(
+            None, name, Outcome.NO_STRATEGY, f"policy {name!r} has no {strategy.value} strategy"
+        )
+    return Resolution(policy, name, Outcome.APPLIED, "")
+
+
+def _read_columns(
+    policy: TASPolicy, verb: Verb, metrics: MetricColumns
+) -> dict[MetricName, MetricColumn]:
+    strategy = policy.strategy(_STRATEGY[verb])
+    assert strategy is not None
+    return {rule.metricname: metrics.get(rule.metricname, {}) for rule in strategy.rules}
+
+
+def _decision(
+    verb: Verb,
+    pod: PodInfo,
+    candidates: Sequence[NodeName],
+    resolution: Resolution,
+    now: float,
+    *,
+    reason: str,
+    failed: Mapping[NodeName, str] | None = None,
+    scores: Mapping[NodeName, int] | None = None,
+    metrics: Mapping[MetricName, MetricColumn] | None = None,
+) -> Decision:
+    return Decision(
+        time=now,
+        verb=verb,
+        pod=str(pod),
+        pod_uid=pod.uid,
+        policy=resolution.name,
+        outcome=resolution.outcome,
+        reason=reason,
+        candidates=tuple(candidates),
+        failed=failed or {},
+        scores=scores or {},
+        metrics=metrics or {},
+    )
+
+
+def decide_filter(
+    *,
+    pod: PodInfo,
+    candidates: Sequence[NodeName],
+    snapshot: PolicySnapshot,
+    metrics: MetricColumns,
+    now: float,
+) -> Decision:
+    resolution = resolve_policy(pod, snapshot, Verb.FILTER)
+    if resolution.policy is None:
+        return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)
+    result = filter_nodes(resolution.policy, metrics, candidates)
+    kept = len(candidates) - len(result.failed)
+    return _decision(
+        Verb.FILTER,
+        pod,
+        candidates,
+        resolution,
+        now,
+        reason=f"{len(result.failed)} of {len(candidates)} nodes violate dontschedule, {kept} kept",
+        failed=result.failed,
+        metrics=_read_columns(resolution.policy, Verb.FILTER, metrics),
+    )
+
+
+def decide_prioritize(
+    *,
+    pod: PodInfo,
+    candidates: Sequence[NodeName],
+    snapshot: PolicySnapshot,
+    metrics: MetricColumns,
+    mode: ScoreMode,
+    now: float,
+) -> Decision:
+    resolution = resolve_policy(pod, snapshot, Verb.PRIORITIZE)
+    if resolution.policy is None:
+        return _decision(
+            Verb.PRIORITIZE,
+            pod,
+            candidates,
+            resolution,
+            now,
+            reason=resolution.reason,
+            scores=dict.fromkeys(candidates, 0),
+        )
+    return _decision(
+        Verb.PRIORITIZE,
+        pod,
+        candidates,
+        resolution,
+        now,
+        reason=f"scheduleonmetric, {mode.value} scores",
+        scores=score_nodes(resolution.policy, metrics, candidates, mode=mode),
+        metrics=_read_columns(resolution.policy, Verb.PRIORITIZE, metrics),
+    )

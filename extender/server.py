@@ -1,0 +1,129 @@
+"""Serving the extender application with uvicorn, in the foreground or in a thread.
+
+The listening socket is bound before uvicorn starts, so port 0 works (tests and benchmarks ask
+for a free port and read back the one they got) and the URL is known before the first request.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+#: glibc `mallopt` parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def tune_allocator(*, largest_body: int = 64 * 1024 * 1024) -> bool:
+    """Keep freed request-sized buffers in the heap instead of returning them to the system.
+
+    glibc serves allocations above its mmap threshold (at most 32 MiB) with fresh mappings and
+    trims freed heap above 2x that threshold, so every 20 MB request body and answer page-faults
+    its memory in again: more than the decoding itself costs. Raising both thresholds keeps
+    those pages mapped for the next request. Returns False where glibc is not the allocator.
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    limit = min(largest_body, 2**30)
+    return bool(mallopt(_M_MMAP_THRESHOLD, limit) and mallopt(_M_TRIM_THRESHOLD, 4 * limit))
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT` or `:PORT` (all interfaces)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(f"--listen {text!r}: expected HOST:PORT")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port_text)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class ExtenderServer:
+    """One uvicorn server on one pre-bound socket."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        log_level: str = "info",
+    ) -> None:
+        self._ssl_context = ssl_context
+        self.socket = bind_socket(host, port)
+        bound_host, bound_port = self.socket.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        self.url = f"{'https' if ssl_context else 'http'}://{shown}:{bound_port}"
+        factory: Callable[[uvicorn.Config, Callable[[], ssl.SSLContext]], ssl.SSLContext] | None
+        factory = (lambda config, default: ssl_context) if ssl_context is not None else None
+        self.config = uvicorn.Config(
+            app,
+            lifespan="off",
+            access_log=False,
+            server_header=False,
+            log_level=log_level,
+            log_config=None,
+            # uvicorn's own context has no minimum TLS version; the factory hands it ours.
+            ssl_context_factory=factory,
+        )
+        self.server = uvicorn.Server(self.config)
+        self._thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Serve until the process is told to stop (SIGINT/SIGTERM)."""
+        try:
+            self.server.run(sockets=[self.socket])
+        finally:
+            self.socket.close()
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Serve in a daemon thread; return once the server accepts connections."""
+        self._thread = threading.Thread(target=self.run, name="extender-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the extender server did not start")
+            time.sleep(0.01)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> ExtenderServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

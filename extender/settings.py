@@ -1,0 +1,19 @@
+"""How one extender instance behaves; built once in `cli.run` (never at import)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tas.rules import ScoreMode
+
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderSettings:
+    score_mode: ScoreMode = ScoreMode.PROPORTIONAL
+    #: TAS puts violating nodes in `FailedNodes` (preemption may be tried); by default they go
+    #: to `FailedAndUnresolvableNodes`, since evicting pods does not change a node's telemetry.
+    tas_compat_failed_nodes: bool = False
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    decision_log_size: int = 200

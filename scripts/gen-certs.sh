@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Make the certificates for the extender's mTLS with openssl:
+#   ca.crt, ca.key          a private CA (keep ca.key offline once you are done)
+#   extender.crt/.key       the extender's server certificate, for the Service's DNS names
+#                           (and localhost, for the pod's own health probe)
+#   client.crt/.key         kube-scheduler's client certificate
+#
+# Usage: scripts/gen-certs.sh [--namespace NS] [--service NAME] [--days N] OUT_DIR
+#
+# OUT_DIR is created if missing. The script refuses to run when OUT_DIR already holds a CA, so
+# that a second run never silently replaces the CA that clusters trust.
+set -euo pipefail
+
+namespace=telemetry-aware-scheduling
+service=tas-extender
+days=365
+
+usage() {
+    sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
+    exit 2
+}
+
+fail() {
+    printf 'gen-certs: %s\n' "$1" >&2
+    exit 2
+}
+
+# A DNS-1123 label: what Kubernetes allows for namespace and Service names.
+dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
+
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --namespace)
+        [ "$#" -ge 2 ] || usage
+        namespace=$2
+        shift 2
+        ;;
+    --service)
+        [ "$#" -ge 2 ] || usage
+        service=$2
+        shift 2
+        ;;
+    --days)
+        [ "$#" -ge 2 ] || usage
+        days=$2
+        shift 2
+        ;;
+    -h | --help) usage ;;
+    --)
+        shift
+        break
+        ;;
+    -*) fail "unknown option: $1" ;;
+    *) break ;;
+    esac
+done
+[ "$#" -eq 1 ] || usage
+out=$1
+
+[[ $namespace =~ $dns_label ]] || fail "namespace must be a DNS label, got: $namespace"
+[[ $service =~ $dns_label ]] || fail "service must be a DNS label, got: $service"
+[[ $days =~ ^[1-9][0-9]{0,4}$ ]] || fail "days must be a whole number from 1 to 99999, got: $days"
+command -v openssl >/dev/null 2>&1 || fail "openssl is required"
+
+mkdir -p -- "$out"
+[ ! -e "$out/ca.key" ] || fail "$out/ca.key exists: refusing to replace a CA; use a new directory"
+
+umask 077
+work=$(mktemp -d)
+trap 'rm -rf -- "$work"' EXIT
+
+new_key() {
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
+}
+
+# --- CA ----------------------------------------------------------------------------------------
+new_key "$out/ca.key"
+openssl req -x509 -new -sha256 -days "$days" -key "$out/ca.key" -out "$out/ca.crt" \
+    -subj "/CN=telemetry-aware-scheduling-ca" \
+    -addext "basicConstraints=critical,CA:TRUE,pathlen:0" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -addext "subjectKeyIdentifier=hash"
+
+# Sign "$work/$1.csr" with the CA, with the extensions in "$work/$1.ext".
+sign() {
+    openssl x509 -req -sha256 -days "$days" -in "$work/$1.csr" \
+        -CA "$out/ca.crt" -CAkey "$out/ca.key" -CAcreateserial -CAserial "$work/ca.srl" \
+        -extfile "$work/$1.ext" -out "$out/$1.crt" 2>/dev/null
+}
+
+# --- extender (server; clientAuth too, so its health probe can present it) ----------------------
+fqdn="$service.$namespace.svc"
+new_key "$out/extender.key"
+openssl req -new -sha256 -key "$out/extender.key" -out "$work/extender.csr" -subj "/CN=$fqdn"
+{
+    printf 'basicConstraints=critical,CA:FALSE\n'
+    printf 'keyUsage=critical,digitalSignature,keyEncipherment\n'
+    printf 'extendedKeyUsage=serverAuth,clientAuth\n'
+    printf 'subjectAltName=DNS:%s,DNS:%s,DNS:%s,DNS:%s,DNS:localhost,IP:127.0.0.1\n' \
+        "$service" "$service.$namespace" "$fqdn" "$fqdn.cluster.local"
+} >"$work/extender.ext"
+sign extender
+
+# --- kube-scheduler (client) ---------------------------------------------------------------------
+new_key "$out/client.key"
+openssl req -new -sha256 -key "$out/client.key" -out "$work/client.csr" \
+    -subj "/CN=tas-kube-scheduler"
+{
+    printf 'basicConstraints=critical,CA:FALSE\n'
+    printf 'keyUsage=critical,digitalSignature,keyEncipherment\n'
+    printf 'extendedKeyUsage=clientAuth\n'
+} >"$work/client.ext"
+sign client
+
+chmod 0644 "$out/ca.crt" "$out/extender.crt" "$out/client.crt"
+printf 'gen-certs: wrote ca, extender (%s) and client certificates to %s\n' "$fqdn" "$out" >&2

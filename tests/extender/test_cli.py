@@ -1,0 +1,238 @@
+"""The extender's command line: flags, refusals, and a real `python -m extender` process.
+
+Covered: durations (`2s`, `500ms`, `1m`) and listen addresses; refusing to start without TLS
+files or --insecure-http, with a clear message; `tas extender` registers the same options; a
+real process serving the health demo from policy files and textfile metrics, ready only after
+policies and a first refresh, reloading an edited policy file, and reporting and skipping an
+invalid file while the valid policies keep working.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from extender import cli
+from extender.server import parse_listen
+from tas.metrics.textfile import write_node_metric
+from tas_cli import extender as tas_extender
+from tests.extender.support import HEALTH_POLICY, ROOT, args_body
+from tests.k8s_emulator import KubeEmulator
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        pytest.param("2s", 2.0, id="seconds"),
+        pytest.param("500ms", 0.5, id="milliseconds"),
+        pytest.param("1m", 60.0, id="minutes"),
+        pytest.param("1.5s", 1.5, id="fraction"),
+        pytest.param("3", 3.0, id="bare-number"),
+    ],
+)
+def test_durations_accept_go_like_forms(text: str, seconds: float) -> None:
+    assert cli.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2x", "-1s", "0s", "s", "1s2"])
+def test_bad_durations_are_rejected(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        cli.parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        pytest.param("127.0.0.1:9001", ("127.0.0.1", 9001), id="ipv4"),
+        pytest.param(":9001", ("0.0.0.0", 9001), id="all-interfaces"),
+        pytest.param("[::1]:9001", ("::1", 9001), id="ipv6"),
+    ],
+)
+def test_listen_addresses(text: str, address: tuple[str, int]) -> None:
+    assert parse_listen(text) == address
+
+
+@pytest.mark.parametrize("text", ["9001", "host:", "host:port", "h:70000"])
+def test_bad_listen_addresses_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        parse_listen(text)
+
+
+def test_starting_without_tls_or_insecure_http_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"])
+    assert code == 2
+    assert "refusing to serve without TLS" in capsys.readouterr().err
+
+
+def test_a_bad_metrics_source_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--policies", str(HEALTH_POLICY), "--metrics", "bogus:x", "--insecure-http"]
+    assert cli.main(argv) == 2
+    assert "--metrics 'bogus:x'" in capsys.readouterr().err
+
+
+def test_tas_extender_offers_the_same_options() -> None:
+    parser = argparse.ArgumentParser(prog="tas")
+    tas_extender.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["extender", "--policies", "p", "--metrics", "textfile:d", "--insecure-http",
+         "--sync-period", "500ms", "--score-mode", "rank", "--tas-compat-failed-nodes"]
+    )  # fmt: skip
+    assert args.handler is tas_extender.run
+    assert args.sync_period == 0.5
+    assert args.score_mode == "rank"
+    assert args.tas_compat_failed_nodes is True
+    assert args.max_body_bytes == 64 * 1024 * 1024
+
+
+# -- a real process ---------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_ready(client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the extender exited"
+        try:
+            if client.get("/readyz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the extender did not become ready")
+
+
+def _eventually(check: object, timeout: float = 10.0) -> None:
+    assert callable(check)
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def policy_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "policies"
+    directory.mkdir()
+    (directory / "health.yaml").write_text(HEALTH_POLICY.read_text())
+    return directory
+
+
+@pytest.fixture
+def served(tmp_path: Path, policy_dir: Path) -> Iterator[tuple[httpx.Client, Path]]:
+    metrics_dir = tmp_path / "metrics"
+    for node, value in {"A": 0, "B": 1, "C": 0}.items():
+        write_node_metric(metrics_dir, node, "node_health_metric", value)
+    port = _free_port()
+    log = (tmp_path / "extender.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extender", "--policies", str(policy_dir),
+         "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
+         "--insecure-http", "--sync-period", "200ms"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            _wait_ready(client, process)
+            yield client, tmp_path / "extender.log"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _filter(client: httpx.Client) -> dict[str, object]:
+    response = client.post("/scheduler/filter", json=args_body(names=["A", "B", "C"]))
+    assert response.status_code == 200
+    result: dict[str, object] = response.json()
+    return result
+
+
+def test_the_process_serves_the_health_demo_and_logs_like_tas(
+    served: tuple[httpx.Client, Path],
+) -> None:
+    client, log = served
+    assert _filter(client)["NodeNames"] == ["A", "C"]
+    text = log.read_text()
+    assert "Serving plain HTTP (--insecure-http): for development only" in text
+    _eventually(lambda: "Filtered nodes available for demo-policy: A C" in log.read_text())
+    assert "B violating demo-policy: health_metric Equals 1 (value 1)" in log.read_text()
+
+
+def test_an_edited_policy_file_is_reloaded_and_an_invalid_one_is_skipped(
+    served: tuple[httpx.Client, Path], policy_dir: Path
+) -> None:
+    client, log = served
+    edited = HEALTH_POLICY.read_text().replace("target: 1", "target: 0")
+    (policy_dir / "health.yaml").write_text(edited)
+    # Now A and C (value 0) violate, and B (value 1) no longer does.
+    _eventually(lambda: _filter(client)["NodeNames"] == ["B"])
+    (policy_dir / "broken.yaml").write_text("kind: TASPolicy\nmetadata: {name: broken}\n")
+    _eventually(lambda: "Invalid policy skipped" in log.read_text())
+    assert "broken.yaml" in log.read_text()
+    assert _filter(client)["NodeNames"] == ["B"]
+
+
+def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
+    tmp_path: Path, kube_emulator: KubeEmulator
+) -> None:
+    document = yaml.safe_load(HEALTH_POLICY.read_text())
+    namespace = document["metadata"]["namespace"]
+    kube_emulator.create("taspolicies", document, namespace=namespace)
+    metrics_dir = tmp_path / "metrics"
+    for node, value in {"A": 0, "B": 1, "C": 0}.items():
+        write_node_metric(metrics_dir, node, "node_health_metric", value)
+    port = _free_port()
+    log = (tmp_path / "extender.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extender",
+         "--kubeconfig", str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
+         "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
+         "--insecure-http", "--sync-period", "200ms"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            _wait_ready(client, process)
+            assert _filter(client)["NodeNames"] == ["A", "C"]
+            # An update in the cluster takes effect: now value 0 violates, value 1 does not.
+            rules = document["spec"]["strategies"]["dontschedule"]["rules"]
+            rules[0]["target"] = 0
+            kube_emulator.merge(
+                "taspolicies",
+                "demo-policy",
+                {"spec": {"strategies": {"dontschedule": {"rules": rules}}}},
+                namespace=namespace,
+            )
+            _eventually(lambda: _filter(client)["NodeNames"] == ["B"])
+            # Only policies are read: the extender's RBAC allows nothing else.
+            paths = {r.path for r in kube_emulator.requests}
+            assert paths <= {"/apis/telemetry.intel.com/v1alpha1/taspolicies"}, paths
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
+        log.close()
