@@ -137,8 +137,11 @@ def test_a_health_value_written_to_node_bs_textfile_reaches_the_prometheus_sourc
     cluster: Cluster, prometheus_view: RefreshingMetricView
 ) -> None:
     prometheus_view.set_wanted([HEALTH])
-    columns = wait_for(prometheus_view, lambda c: c.get(HEALTH, {}).get("b") == 2.0)  # type: ignore[call-overload]
-    assert columns[HEALTH] == {"a": 0.0, "b": 2.0, "c": 0.0}
+    # Prometheus scrapes the three exporters independently: wait until every node's latest
+    # sample is in, then check the whole column.
+    expected = {"a": 0.0, "b": 2.0, "c": 0.0}
+    columns = wait_for(prometheus_view, lambda c: dict(c.get(HEALTH, {})) == expected)
+    assert columns[HEALTH] == expected
 
 
 def test_this_machines_pressure_appears_as_cpu_pressure_for_every_node_through_prometheus(
