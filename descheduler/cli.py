@@ -24,6 +24,7 @@ from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode, PolicySource
 from descheduler.metrics import DeschedulerMetrics
 from descheduler.schedule import CronSchedule, ScheduleError, parse_duration, run_schedule
+from tas.cli_args import add_metric_source_arguments
 from tas.cluster.interface import Cluster
 from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
@@ -43,13 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="DeschedulerPolicy (descheduler/v1alpha2) file; see deploy/descheduler/",
     )
-    parser.add_argument(
-        "--metrics",
-        metavar="SOURCE",
-        help="metric source: textfile:<dir>, node-exporter:<node>=<url>,..., prometheus:<url>, "
-        "custom-metrics (without it only label-based violations can be seen)",
+    add_metric_source_arguments(
+        parser, required=False, absent_means="without it only label-based violations are seen"
     )
-    parser.add_argument("--metrics-config", type=Path, metavar="FILE", help="metric source config")
     parser.add_argument(
         "--policies",
         type=Path,

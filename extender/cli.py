@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 import threading
 import time
@@ -21,26 +20,13 @@ from extender.app import create_app
 from extender.server import ExtenderServer, parse_listen, tune_allocator
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, server_ssl_context, tls_files
+from tas.cli_args import add_metric_source_arguments, parse_duration
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
 
 log = logging.getLogger(__name__)
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def parse_duration(text: str) -> float:
-    """`2s`, `500ms`, `1m`, `1h` or a bare number of seconds; must be positive."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 2s, 500ms or 1m")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
-    return seconds
 
 
 def _positive_int(text: str) -> int:
@@ -63,14 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="kubeconfig for reading TASPolicy objects (default: in-cluster config)",
     )
-    parser.add_argument(
-        "--metrics",
-        required=True,
-        metavar="SOURCE",
-        help="metric source: prometheus:URL, custom-metrics, node-exporter:NODE=URL,..., "
-        "textfile:DIR",
-    )
-    parser.add_argument("--metrics-config", type=Path, metavar="FILE", help="metric source config")
+    add_metric_source_arguments(parser, required=True)
     parser.add_argument("--listen", default="0.0.0.0:9001", metavar="HOST:PORT")
     parser.add_argument(
         "--insecure-http", action="store_true", help="serve plain HTTP (development only)"

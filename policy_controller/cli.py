@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import signal
 import socket
 import sys
@@ -28,6 +27,7 @@ from policy_controller.http import ProbeServer
 from policy_controller.loop import ControllerLoop
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from tas.cli_args import add_metric_source_arguments, parse_duration
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
 
@@ -36,20 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 CACHE_SYNC_WARN_SECONDS = 60
-
-
-def parse_duration(text: str) -> float:
-    """`2s`, `500ms`, `1m`, `1h` or a bare number of seconds; must be positive."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 2s, 500ms or 1m")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
-    return seconds
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -66,14 +53,7 @@ def _count(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--metrics",
-        required=True,
-        metavar="SOURCE",
-        help="metric source: prometheus:URL, custom-metrics, node-exporter:NODE=URL,..., "
-        "textfile:DIR",
-    )
-    parser.add_argument("--metrics-config", type=Path, metavar="FILE", help="metric source config")
+    add_metric_source_arguments(parser, required=True)
     parser.add_argument(
         "--policies",
         type=Path,
