@@ -23,14 +23,15 @@ from descheduler.clock import SystemClock
 from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.metrics import DeschedulerMetrics
+from embedded.cluster import InMemoryCluster
+from embedded.demo import HEALTH_SERIES, NODES, build_demo_cluster, write_start_metrics
+from embedded.extender_client import HttpExtender
+from embedded.scheduler import EmbeddedScheduler
 from extender.app import create_app
 from extender.server import ExtenderServer, parse_listen
 from extender.settings import ExtenderSettings
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
-from tas.cluster.memory import InMemoryCluster
-from tas.embedded.demo import HEALTH_SERIES, NODES, build_demo_cluster, write_start_metrics
-from tas.embedded.scheduler import EmbeddedScheduler, ExtenderConfig
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.metrics.textformat import parse_text
 from tas.policies.files import PolicyFileWatcher
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         metric_view=view,
         metrics=ControllerMetrics(CollectorRegistry()),
     )
-    scheduler = EmbeddedScheduler(cluster, extender=ExtenderConfig(url=server.url))
+    scheduler = EmbeddedScheduler(cluster, extender=HttpExtender(server.url))
     print_banner(server.url, metrics_dir)
     stop = threading.Event()
     started = time.monotonic()

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from embedded.cluster import InMemoryCluster
 from tas.cluster.kubernetes import KubernetesCluster
-from tas.cluster.memory import InMemoryCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import Namespace, PolicyKey, PolicyName

@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry
 
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import CycleReport, Reconciler
-from tas.cluster.memory import InMemoryCluster
 from tas.cluster.model import Node, Pod
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import MetricColumns, MetricName, Namespace, NodeName
+from tests.instrumented_cluster import InstrumentedCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH_POLICY = ROOT / "deploy" / "policies" / "health-policy.yaml"
@@ -103,7 +103,7 @@ class AgingMetricView:
 class Harness:
     """A controller (reconciler) over an in-memory cluster, with cluster-sourced policies."""
 
-    cluster: InMemoryCluster
+    cluster: InstrumentedCluster
     view: AgingMetricView
     store: PolicyStore = field(default_factory=PolicyStore)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -141,7 +141,7 @@ class Harness:
         return self.cluster.get_pod(Namespace(namespace), name).labels
 
 
-def owned_state(cluster: InMemoryCluster) -> dict[str, dict[str, str]]:
+def owned_state(cluster: InstrumentedCluster) -> dict[str, dict[str, str]]:
     """Every node's labels and annotations, to compare two runs."""
     return {
         node.name: {**node.labels, **{f"@{k}": v for k, v in node.annotations.items()}}

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from embedded.cluster import WriteKind
 from policy_controller.http import ProbeServer
 from policy_controller.loop import ControllerLoop
 from policy_controller.metrics import ControllerMetrics
@@ -29,16 +30,16 @@ from tas.cluster.informer import Backoff
 from tas.cluster.interface import TransientClusterError
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.cluster.leader import LeaderElector
-from tas.cluster.memory import InMemoryCluster, WriteKind
 from tas.cluster.model import Node
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import NodeName
 from tests.controller.support import AgingMetricView, health_policy_document, make_node
+from tests.instrumented_cluster import InstrumentedCluster
 from tests.k8s_emulator import KubeEmulator
 
 
-class BrokenNodesCluster(InMemoryCluster):
+class BrokenNodesCluster(InstrumentedCluster):
     """An in-memory cluster whose node reads fail while `broken` is set."""
 
     def __init__(self) -> None:
@@ -55,8 +56,8 @@ def gate(elector: LeaderElector) -> Callable[[], bool]:
     return lambda: elector.is_leader
 
 
-def demo_cluster(cluster: InMemoryCluster | None = None) -> InMemoryCluster:
-    cluster = cluster if cluster is not None else InMemoryCluster()
+def demo_cluster(cluster: InstrumentedCluster | None = None) -> InstrumentedCluster:
+    cluster = cluster if cluster is not None else InstrumentedCluster()
     for name in ("A", "C"):
         cluster.add_node(make_node(name))
     cluster.apply_policy(health_policy_document())
@@ -64,7 +65,7 @@ def demo_cluster(cluster: InMemoryCluster | None = None) -> InMemoryCluster:
 
 
 def build(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
     *,
     leading: list[bool] | None = None,
     registry: CollectorRegistry | None = None,

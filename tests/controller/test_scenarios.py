@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from embedded.cluster import WriteKind
 from policy_controller.diff import OWNED_ANNOTATION
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
 from tas.cluster.interface import TransientClusterError
-from tas.cluster.memory import InMemoryCluster, WriteKind
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import NodeName, PolicyKey, PolicyName
@@ -44,13 +44,14 @@ from tests.controller.support import (
     make_pod,
     owned_state,
 )
+from tests.instrumented_cluster import InstrumentedCluster
 
 DEMO = PolicyKey(DEMO_NAMESPACE, PolicyName("demo-policy"))
 
 
 @pytest.fixture
 def demo() -> Harness:
-    cluster = InMemoryCluster()
+    cluster = InstrumentedCluster()
     for name in ("A", "B", "C"):
         cluster.add_node(make_node(name, labels={"kubernetes.io/hostname": name}))
     cluster.add_pod(make_pod("demo-1", node="C"))
@@ -171,7 +172,7 @@ def test_a_rule_change_writes_only_the_nodes_whose_labels_change(demo: Harness) 
 
 
 def test_status_is_rewritten_every_n_cycles_only_when_asked() -> None:
-    cluster = InMemoryCluster()
+    cluster = InstrumentedCluster()
     cluster.add_node(make_node("A"))
     cluster.apply_policy(health_policy_document())
     view = AgingMetricView(max_age=30)
@@ -244,7 +245,7 @@ def test_a_foreign_violating_label_survives_every_cycle(demo: Harness) -> None:
 
 
 def test_a_cold_start_waits_for_policies_and_metrics() -> None:
-    cluster = InMemoryCluster()
+    cluster = InstrumentedCluster()
     cluster.add_node(make_node("C", labels={"demo-policy": "violating"}))
     cluster.apply_policy(health_policy_document())
     view = AgingMetricView(max_age=30)
@@ -289,7 +290,7 @@ def test_the_metrics_count_writes_and_violating_nodes(demo: Harness) -> None:
 
 
 def test_a_mass_change_sends_a_bounded_number_of_events() -> None:
-    cluster = InMemoryCluster()
+    cluster = InstrumentedCluster()
     for index in range(5):
         cluster.add_node(make_node(f"n{index}"))
     cluster.apply_policy(health_policy_document())

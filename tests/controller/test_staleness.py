@@ -12,9 +12,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from embedded.cluster import InMemoryCluster
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
-from tas.cluster.memory import InMemoryCluster
 from tas.metrics import open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tas.cluster.memory import InMemoryCluster
+from embedded.cluster import InMemoryCluster
 from tas.cluster.model import (
     TELEMETRY_RESOURCE,
     Node,

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from embedded.cluster import WriteKind
 from tas.cluster.interface import (
     ChangeType,
     ClusterChange,
@@ -33,7 +34,6 @@ from tas.cluster.interface import (
     ResourceKind,
     TransientClusterError,
 )
-from tas.cluster.memory import InMemoryCluster, WriteKind
 from tas.cluster.model import (
     LabelSelector,
     Node,
@@ -45,6 +45,7 @@ from tas.cluster.model import (
     TaintEffect,
 )
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tests.instrumented_cluster import InstrumentedCluster
 
 NS = Namespace("default")
 
@@ -91,8 +92,8 @@ def policy_doc(name: str = "demo", namespace: str | None = "default") -> dict[st
 
 
 @pytest.fixture
-def cluster() -> InMemoryCluster:
-    cluster = InMemoryCluster()
+def cluster() -> InstrumentedCluster:
+    cluster = InstrumentedCluster()
     cluster.add_node(make_node("n2"))
     cluster.add_node(make_node("n1"))
     cluster.add_pod(make_pod("web-b", node="n2"))
@@ -100,13 +101,13 @@ def cluster() -> InMemoryCluster:
     return cluster
 
 
-def test_it_satisfies_the_observable_cluster_protocol(cluster: InMemoryCluster) -> None:
+def test_it_satisfies_the_observable_cluster_protocol(cluster: InstrumentedCluster) -> None:
     observable: ObservableCluster = cluster
     assert observable.list_nodes()
 
 
 def test_nodes_and_pods_are_listed_sorted_and_pods_can_be_listed_per_node(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     assert [n.name for n in cluster.list_nodes()] == ["n1", "n2"]
     assert [p.name for p in cluster.list_pods()] == ["web-a", "web-b"]
@@ -114,7 +115,7 @@ def test_nodes_and_pods_are_listed_sorted_and_pods_can_be_listed_per_node(
     assert all(p.uid for p in cluster.list_pods())
 
 
-def test_label_patches_touch_only_the_given_keys(cluster: InMemoryCluster) -> None:
+def test_label_patches_touch_only_the_given_keys(cluster: InstrumentedCluster) -> None:
     cluster.patch_node_labels(NodeName("n1"), set_labels={"demo": "violating"})
     cluster.patch_node_labels(NodeName("n1"), set_labels={"x": "1"}, remove=["demo", "absent"])
     assert dict(cluster.get_node(NodeName("n1")).labels) == {
@@ -129,7 +130,7 @@ def test_label_patches_touch_only_the_given_keys(cluster: InMemoryCluster) -> No
 
 
 def test_a_patch_that_changes_nothing_keeps_the_resource_version(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     before = cluster.get_node(NodeName("n1")).resource_version
     cluster.patch_node_labels(NodeName("n1"), set_labels={"kubernetes.io/hostname": "n1"})
@@ -151,13 +152,13 @@ def test_a_patch_that_changes_nothing_keeps_the_resource_version(
     ],
 )
 def test_writes_to_unknown_objects_raise_not_found(
-    cluster: InMemoryCluster, write: Callable[[InMemoryCluster], None]
+    cluster: InstrumentedCluster, write: Callable[[InstrumentedCluster], None]
 ) -> None:
     with pytest.raises(NotFoundError):
         write(cluster)
 
 
-def test_taints_are_replaced_as_a_whole(cluster: InMemoryCluster) -> None:
+def test_taints_are_replaced_as_a_whole(cluster: InstrumentedCluster) -> None:
     hot = Taint("tas/overutilized", TaintEffect.PREFER_NO_SCHEDULE, "true")
     other = Taint("dedicated", TaintEffect.NO_SCHEDULE, "db")
     cluster.set_node_taints(NodeName("n1"), [other, hot])
@@ -166,7 +167,7 @@ def test_taints_are_replaced_as_a_whole(cluster: InMemoryCluster) -> None:
 
 
 def test_policies_default_their_namespace_and_bump_generation_only_on_spec_change(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     key = cluster.apply_policy(policy_doc(namespace=None))
     assert key == PolicyKey(NS, PolicyName("demo"))
@@ -187,7 +188,7 @@ def test_policies_default_their_namespace_and_bump_generation_only_on_spec_chang
 
 
 def test_policy_status_is_readable_back_and_deleting_a_policy_removes_it(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     key = cluster.apply_policy(policy_doc())
     assert cluster.policy_status(key) is None
@@ -199,7 +200,7 @@ def test_policy_status_is_readable_back_and_deleting_a_policy_removes_it(
         cluster.policy_status(key)
 
 
-def test_documents_handed_out_are_copies(cluster: InMemoryCluster) -> None:
+def test_documents_handed_out_are_copies(cluster: InstrumentedCluster) -> None:
     cluster.apply_policy(policy_doc())
     (document,) = cluster.list_policy_documents()
     document.body["spec"]["strategies"].clear()
@@ -207,7 +208,7 @@ def test_documents_handed_out_are_copies(cluster: InMemoryCluster) -> None:
     assert again.body["spec"]["strategies"]
 
 
-def test_events_are_recorded_with_their_type(cluster: InMemoryCluster) -> None:
+def test_events_are_recorded_with_their_type(cluster: InstrumentedCluster) -> None:
     about = ObjectReference("Pod", "web-a", "default")
     cluster.emit_event(about, reason="Evicted", message="node n1 violates demo")
     cluster.emit_event(about, reason="EvictionRefused", message="pdb", warning=True)
@@ -218,7 +219,7 @@ def test_events_are_recorded_with_their_type(cluster: InMemoryCluster) -> None:
 
 
 def test_an_evicted_replicaset_pod_is_replaced_by_a_new_pending_pod(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     before = cluster.get_pod(NS, "web-a")
     result = cluster.evict_pod(NS, "web-a", reason="demo violated on n1")
@@ -236,7 +237,7 @@ def test_an_evicted_replicaset_pod_is_replaced_by_a_new_pending_pod(
     assert (record.name, record.node, record.replacement) == ("web-a", "n1", replacement.name)
 
 
-def test_an_evicted_statefulset_pod_comes_back_with_its_name(cluster: InMemoryCluster) -> None:
+def test_an_evicted_statefulset_pod_comes_back_with_its_name(cluster: InstrumentedCluster) -> None:
     cluster.add_pod(make_pod("db-0", owner="db", owner_kind="StatefulSet"))
     uid = cluster.get_pod(NS, "db-0").uid
     cluster.evict_pod(NS, "db-0", reason="test")
@@ -245,7 +246,7 @@ def test_an_evicted_statefulset_pod_comes_back_with_its_name(cluster: InMemoryCl
     assert again.node_name is None
 
 
-def test_an_evicted_pod_without_owner_is_gone(cluster: InMemoryCluster) -> None:
+def test_an_evicted_pod_without_owner_is_gone(cluster: InstrumentedCluster) -> None:
     cluster.add_pod(make_pod("lonely", owner=None))
     assert cluster.evict_pod(NS, "lonely", reason="test").outcome is EvictionOutcome.EVICTED
     with pytest.raises(NotFoundError):
@@ -253,13 +254,13 @@ def test_an_evicted_pod_without_owner_is_gone(cluster: InMemoryCluster) -> None:
     assert len(cluster.list_pods()) == 2
 
 
-def test_evicting_an_unknown_pod_is_not_found(cluster: InMemoryCluster) -> None:
+def test_evicting_an_unknown_pod_is_not_found(cluster: InstrumentedCluster) -> None:
     result = cluster.evict_pod(NS, "ghost", reason="test")
     assert result.outcome is EvictionOutcome.NOT_FOUND
     assert cluster.evictions[-1].outcome is EvictionOutcome.NOT_FOUND
 
 
-def test_a_pdb_allows_its_disruptions_then_refuses(cluster: InMemoryCluster) -> None:
+def test_a_pdb_allows_its_disruptions_then_refuses(cluster: InstrumentedCluster) -> None:
     cluster.add_pdb(
         PodDisruptionBudget(NS, "web-pdb", LabelSelector({"app": "web"}), disruptions_allowed=1)
     )
@@ -272,20 +273,22 @@ def test_a_pdb_allows_its_disruptions_then_refuses(cluster: InMemoryCluster) -> 
     assert cluster.get_pod(NS, "web-b").node_name == "n2"
 
 
-def test_a_pdb_does_not_guard_pending_pods(cluster: InMemoryCluster) -> None:
+def test_a_pdb_does_not_guard_pending_pods(cluster: InstrumentedCluster) -> None:
     cluster.add_pdb(PodDisruptionBudget(NS, "web-pdb", LabelSelector({"app": "web"})))
     cluster.add_pod(make_pod("web-pending", node=None))
     assert cluster.evict_pod(NS, "web-pending", reason="t").outcome is EvictionOutcome.EVICTED
 
 
-def test_two_pdbs_for_one_pod_fail_the_eviction(cluster: InMemoryCluster) -> None:
+def test_two_pdbs_for_one_pod_fail_the_eviction(cluster: InstrumentedCluster) -> None:
     for name in ("one", "two"):
         cluster.add_pdb(PodDisruptionBudget(NS, name, LabelSelector({"app": "web"}), 5))
     assert cluster.evict_pod(NS, "web-a", reason="t").outcome is EvictionOutcome.FAILED
     assert cluster.get_pod(NS, "web-a")
 
 
-def test_injected_failures_raise_for_writes_and_fail_evictions(cluster: InMemoryCluster) -> None:
+def test_injected_failures_raise_for_writes_and_fail_evictions(
+    cluster: InstrumentedCluster,
+) -> None:
     cluster.inject_failure(WriteKind.NODE_LABELS, TransientClusterError("api down"))
     cluster.inject_failure(WriteKind.EVICTIONS, TransientClusterError("api down"))
     with pytest.raises(TransientClusterError):
@@ -296,7 +299,7 @@ def test_injected_failures_raise_for_writes_and_fail_evictions(cluster: InMemory
     assert cluster.evict_pod(NS, "web-a", reason="t").outcome is EvictionOutcome.EVICTED
 
 
-def test_writes_are_counted_per_kind_and_can_be_reset(cluster: InMemoryCluster) -> None:
+def test_writes_are_counted_per_kind_and_can_be_reset(cluster: InstrumentedCluster) -> None:
     key = cluster.apply_policy(policy_doc())
     cluster.patch_node_labels(NodeName("n1"), set_labels={"a": "b"})
     cluster.patch_pod_labels(NS, "web-a", set_labels={"a": "b"})
@@ -311,7 +314,7 @@ def test_writes_are_counted_per_kind_and_can_be_reset(cluster: InMemoryCluster) 
 
 
 def test_setup_helpers_are_not_counted_as_writes() -> None:
-    cluster = InMemoryCluster()
+    cluster = InstrumentedCluster()
     cluster.add_node(make_node("n1"))
     cluster.add_pod(make_pod("p", node=None))
     cluster.bind_pod(NS, "p", NodeName("n1"))
@@ -319,7 +322,7 @@ def test_setup_helpers_are_not_counted_as_writes() -> None:
     assert cluster.total_writes() == 0
 
 
-def test_listeners_hear_changes_until_they_unsubscribe(cluster: InMemoryCluster) -> None:
+def test_listeners_hear_changes_until_they_unsubscribe(cluster: InstrumentedCluster) -> None:
     heard: list[ClusterChange] = []
     unsubscribe = cluster.subscribe(heard.append)
     cluster.patch_node_labels(NodeName("n1"), set_labels={"a": "b"})
@@ -339,7 +342,7 @@ def test_listeners_hear_changes_until_they_unsubscribe(cluster: InMemoryCluster)
 
 
 def test_bind_pod_places_a_pending_pod_and_refuses_a_bound_one(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     cluster.add_pod(make_pod("p", node=None))
     bound = cluster.bind_pod(NS, "p", NodeName("n2"))
@@ -348,7 +351,7 @@ def test_bind_pod_places_a_pending_pod_and_refuses_a_bound_one(
         cluster.bind_pod(NS, "p", NodeName("n1"))
 
 
-def test_concurrent_label_writers_lose_no_update(cluster: InMemoryCluster) -> None:
+def test_concurrent_label_writers_lose_no_update(cluster: InstrumentedCluster) -> None:
     def writer(index: int) -> None:
         for round_ in range(50):
             cluster.patch_node_labels(NodeName("n1"), set_labels={f"w{index}": str(round_)})
@@ -363,7 +366,7 @@ def test_concurrent_label_writers_lose_no_update(cluster: InMemoryCluster) -> No
     assert cluster.write_counts()[WriteKind.NODE_LABELS] == 200
 
 
-def test_update_node_replaces_it_and_keeps_other_nodes(cluster: InMemoryCluster) -> None:
+def test_update_node_replaces_it_and_keeps_other_nodes(cluster: InstrumentedCluster) -> None:
     cluster.update_node(replace(cluster.get_node(NodeName("n1")), ready=False))
     assert not cluster.get_node(NodeName("n1")).ready
     assert cluster.get_node(NodeName("n2")).ready
@@ -372,7 +375,7 @@ def test_update_node_replaces_it_and_keeps_other_nodes(cluster: InMemoryCluster)
 
 
 def test_a_label_patch_can_carry_annotations_where_none_removes_one(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
 ) -> None:
     cluster.patch_node_labels(NodeName("n1"), set_labels={}, annotations={"note": "a", "gone": "x"})
     cluster.patch_node_labels(NodeName("n1"), set_labels={"l": "1"}, annotations={"gone": None})

@@ -1,0 +1,14 @@
+"""The embedded world: a cluster, a scheduler and a demo that need no Kubernetes and no Prometheus.
+
+`make run` and the simulator run the real extender, policy controller and descheduler against
+this package; the components cannot tell it from a real cluster. It sits beside the shared
+library (`tas`), not in it: the components never import it, and it imports none of them.
+
+- `cluster`: the in-memory `Cluster` (store, watch-like notifications, the Eviction call);
+- `disruption`: the PodDisruptionBudget verdict of the Eviction API (shared with the API
+  emulator of the tests);
+- `owners`: what a ReplicaSet, StatefulSet or DaemonSet does when its pod is evicted;
+- `scheduler`: the kube-scheduler model (filters, scores, the extender protocol);
+- `extender_client`: that protocol over HTTP, with kube-scheduler's exact wire format;
+- `demo`: the TAS health-metric demo's nodes, pods and metrics.
+"""
