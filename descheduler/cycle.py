@@ -1,36 +1,25 @@
 """One descheduling cycle: read the world once, check the circuit breaker, run every enabled
-strategy of every profile through one set of rails, keep the soft taints in step.
+plugin of every profile through one set of rails, keep the soft taints in step.
 
 As upstream, every profile's deschedule plugins run before any profile's balance plugins. The
 eviction budget and the per-owner cooldown are shared by all profiles, so limits hold for the
-whole cycle, whatever the configuration.
+whole cycle, whatever the configuration. Plugins run through their contract
+(`descheduler.framework.Plugin`), never by name; two are named here for what they feed beyond
+their own run: TASViolations' violation source is what the circuit breaker watches, and the
+SoftTainter's taints follow the classification after every plugin has run.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from descheduler.classify import Classification
 from descheduler.clock import Clock
-from descheduler.config import (
-    DEFAULT_TAINT_PREFIX,
-    DeschedulerConfig,
-    InterPodAntiAffinityArgs,
-    LoadAwareArgs,
-    NodeAffinityArgs,
-    NodeTaintsArgs,
-    Plugin,
-    PodLifeTimeArgs,
-    Profile,
-    RemoveDuplicatesArgs,
-    SoftTainterArgs,
-    TASViolationsArgs,
-    TooManyRestartsArgs,
-    ViolationSource,
-)
+from descheduler.config import DeschedulerConfig
 from descheduler.evictor import (
     CircuitBreaker,
     Cooldown,
@@ -40,21 +29,13 @@ from descheduler.evictor import (
     Evictor,
     ProtectionRules,
 )
+from descheduler.framework import RUN_POINTS, AnyPlugin, PluginContext, PodUsageSource
 from descheduler.metrics import DeschedulerMetrics, Result
-from descheduler.signals import metric_names
+from descheduler.plugins import soft_tainter, tas_violations
+from descheduler.profiles import Profile
 from descheduler.state import CycleState
-from descheduler.strategies import (
-    anti_affinity,
-    duplicates,
-    lifetime,
-    load_aware,
-    node_affinity,
-    node_taints,
-    restarts,
-    tas_violations,
-)
-from descheduler.strategies.load_aware import PodUsageSource
 from descheduler.tainter import TaintChanges, sync_soft_taints
+from descheduler.violations import ViolationSource, all_violations
 from tas.cluster.interface import Cluster
 from tas.cluster.model import Node
 from tas.metrics.view import MetricView
@@ -113,8 +94,9 @@ class Descheduler:
         """Metric names this configuration reads (policies' names are added by the caller)."""
         names: set[MetricName] = set()
         for profile in self.config.profiles:
-            if profile.enables(Plugin.LOAD_AWARE):
-                names |= metric_names(profile.args_of(Plugin.LOAD_AWARE, LoadAwareArgs).signals)
+            for plugin in (*profile.deschedule, *profile.balance):
+                if plugin.metric_names is not None:
+                    names |= plugin.metric_names(profile.args_of(plugin))
         return names
 
     def _in_scope(self, node: Node) -> bool:
@@ -122,8 +104,8 @@ class Descheduler:
 
     def _violation_source(self) -> ViolationSource:
         for profile in self.config.profiles:
-            if profile.enables(Plugin.TAS_VIOLATIONS):
-                return profile.args_of(Plugin.TAS_VIOLATIONS, TASViolationsArgs).source
+            if profile.enables(tas_violations.PLUGIN):
+                return profile.args_of(tas_violations.PLUGIN).source
         return ViolationSource.METRICS
 
     def run_cycle(self) -> CycleReport:
@@ -144,9 +126,7 @@ class Descheduler:
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
         )
-        violating = tas_violations.all_violations(
-            policies.values(), state, self._violation_source()
-        )
+        violating = all_violations(policies.values(), state, self._violation_source())
         ready_names = {n.name for n in ready}
         violating = {n: r for n, r in violating.items() if n in ready_names}
         self.breaker.update(violating, in_scope=len(ready))
@@ -160,23 +140,25 @@ class Descheduler:
             dry_run=self.mode is Mode.PREDICTIVE,
             decisions=report.decisions,
         )
-        evictors = {
-            profile.name: Evictor(
-                cluster=self.cluster,
-                state=state,
-                rules=ProtectionRules.resolve(profile.evictor, state.pods),
-                rails=rails,
-                metrics=self.metrics,
-                profile=profile.name,
+        contexts = {
+            profile.name: PluginContext(
+                evictor=Evictor(
+                    cluster=self.cluster,
+                    state=state,
+                    rules=ProtectionRules.resolve(profile.evictor, state.pods),
+                    rails=rails,
+                    metrics=self.metrics,
+                    profile=profile.name,
+                ),
+                classified=functools.partial(self._classified, report, profile.name),
+                pod_usage_source=self.pod_usage,
             )
             for profile in self.config.profiles
         }
-        for profile in self.config.profiles:
-            for plugin in profile.deschedule:
-                self._run_plugin(profile, plugin, evictors[profile.name], report)
-        for profile in self.config.profiles:
-            for plugin in profile.balance:
-                self._run_plugin(profile, plugin, evictors[profile.name], report)
+        for point in RUN_POINTS:
+            for profile in self.config.profiles:
+                for plugin in profile.enabled_at(point):
+                    self._run_plugin(profile, plugin, contexts[profile.name])
         self._sync_taints(state, report)
         done = len(report.by_result(Result.EVICTED)) + len(report.by_result(Result.DRY_RUN))
         log.info(
@@ -193,50 +175,34 @@ class Descheduler:
         if self.metrics is not None:
             self.metrics.cycles.labels(outcome).inc()
 
-    def _run_plugin(
-        self, profile: Profile, plugin: Plugin, evictor: Evictor, report: CycleReport
+    def _run_plugin(self, profile: Profile, plugin: AnyPlugin, context: PluginContext) -> None:
+        if plugin.run is None:
+            return  # configures only, or acts after every plugin (the SoftTainter)
+        if not plugin.runs_while_breaker_open and context.evictor.stopped and self.breaker.open:
+            log.error("%s skipped: %s", plugin.name, self.breaker.reason)
+            return
+        plugin.run(profile.args_of(plugin), context)
+
+    def _classified(
+        self, report: CycleReport, profile: str, classification: Classification
     ) -> None:
-        if plugin is Plugin.SOFT_TAINTER:
-            return  # runs after every strategy, on LoadAware's classification
-        if plugin is Plugin.LOAD_AWARE:
-            args = profile.args_of(plugin, LoadAwareArgs)
-            usage = self.pod_usage(evictor.state) if self.pod_usage is not None else None
-            classification = load_aware.run(args, evictor, pod_usage=usage)
-            report.classifications[profile.name] = classification
-            if self.metrics is not None:
-                self.metrics.record_classification(classification)
-            return
-        if evictor.stopped and self.breaker.open:
-            log.error("%s skipped: %s", plugin, self.breaker.reason)
-            return
-        if plugin is Plugin.TAS_VIOLATIONS:
-            tas_violations.run(profile.args_of(plugin, TASViolationsArgs), evictor)
-        elif plugin is Plugin.NODE_AFFINITY:
-            node_affinity.run(profile.args_of(plugin, NodeAffinityArgs), evictor)
-        elif plugin is Plugin.NODE_TAINTS:
-            node_taints.run(profile.args_of(plugin, NodeTaintsArgs), evictor)
-        elif plugin is Plugin.INTER_POD_ANTI_AFFINITY:
-            anti_affinity.run(profile.args_of(plugin, InterPodAntiAffinityArgs), evictor)
-        elif plugin is Plugin.TOO_MANY_RESTARTS:
-            restarts.run(profile.args_of(plugin, TooManyRestartsArgs), evictor)
-        elif plugin is Plugin.POD_LIFE_TIME:
-            lifetime.run(profile.args_of(plugin, PodLifeTimeArgs), evictor)
-        elif plugin is Plugin.REMOVE_DUPLICATES:
-            duplicates.run(profile.args_of(plugin, RemoveDuplicatesArgs), evictor)
+        report.classifications[profile] = classification
+        if self.metrics is not None:
+            self.metrics.record_classification(classification)
 
     def _sync_taints(self, state: CycleState, report: CycleReport) -> None:
         dry_run = self.mode is Mode.PREDICTIVE
-        tainting = [p for p in self.config.profiles if p.enables(Plugin.SOFT_TAINTER)]
+        tainting = [p for p in self.config.profiles if p.enables(soft_tainter.PLUGIN)]
         nodes = list(state.nodes.values())
         if not tainting:
             # Switched off: no node keeps a soft taint from an earlier run.
-            key = SoftTainterArgs(taint_key_prefix=DEFAULT_TAINT_PREFIX).taint_key
+            key = soft_tainter.SoftTainterArgs().taint_key
             report.taints = sync_soft_taints(
                 self.cluster, nodes, key=key, overutilized=(), dry_run=dry_run
             )
             return
         for profile in tainting:
-            key = profile.args_of(Plugin.SOFT_TAINTER, SoftTainterArgs).taint_key
+            key = profile.args_of(soft_tainter.PLUGIN).taint_key
             classification = report.classifications.get(profile.name)
             over = classification.overutilized if classification is not None else ()
             changes = sync_soft_taints(

@@ -22,9 +22,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from descheduler.config import EvictorArgs, Limits, NamespaceFilter
+from descheduler.args import NamespaceFilter
 from descheduler.metrics import DeschedulerMetrics, Result
 from descheduler.nodefit import fitting_nodes
+from descheduler.plugins.default_evictor import EvictorArgs
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
 from tas.cluster.model import EVICT_ANNOTATION, Pod, PodDisruptionBudget, QoSClass
@@ -115,6 +116,15 @@ def sort_candidates(pods: Iterable[Pod]) -> list[Pod]:
 
 
 # ------------------------------------------------------------------------- rails per cycle
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The policy's `maxNoOfPodsToEvictPerNode`, `...PerNamespace` and `...Total`."""
+
+    per_node: int | None = None
+    per_namespace: int | None = None
+    total: int | None = None
 
 
 class EvictionBudget:

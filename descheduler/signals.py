@@ -12,10 +12,23 @@ A node without a fresh value has no usage and is never classified (never act on 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Collection, Iterable
 
-from descheduler.config import Signal
 from tas.types import MetricColumns, MetricName, NodeName
+
+
+class Signal(enum.StrEnum):
+    """A node's load as the load-aware strategy reads it: a built-in 0..1 metric, as 0..100."""
+
+    CPU_UTILIZATION = "cpu_utilization"
+    CPU_PRESSURE = "cpu_pressure"
+    MEMORY_PRESSURE = "memory_pressure"
+    MEMORY_UTILIZATION = "memory_utilization"
+    IO_PRESSURE = "io_pressure"
+    #: Utilization while the fleet is not busy, pressure (only where busy) when it is.
+    CPU_COMBINED = "cpu_combined"
+
 
 #: Average worker CPU utilization from which the combined signal reads pressure.
 COMBINED_SWITCH = 0.8

@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import Descheduler, Mode
+from descheduler.framework import PodUsageSource
 from descheduler.metrics import DeschedulerMetrics
-from descheduler.strategies.load_aware import PodUsageSource
 from tas.cluster.memory import InMemoryCluster
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
 from tas.metrics.static import StaticMetricView

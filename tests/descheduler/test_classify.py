@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from descheduler.classify import Category, ThresholdSpec, classify, thresholds_for
-from descheduler.config import PRESETS, DeviationPreset, Signal
-from descheduler.signals import combined_cpu, metric_names, node_usages
+from descheduler.plugins.load_aware import PRESETS, DeviationPreset
+from descheduler.signals import Signal, combined_cpu, metric_names, node_usages
 from tas.types import MetricName, NodeName
 
 N = NodeName

@@ -12,17 +12,15 @@ import pytest
 from descheduler.config import (
     ConfigError,
     DeschedulerConfig,
-    LoadAwareArgs,
-    Plugin,
-    PodLifeTimeArgs,
-    Signal,
-    SoftTainterArgs,
-    TASViolationsArgs,
-    ViolationSource,
     load_config_file,
     load_config_text,
     parse_config,
 )
+from descheduler.framework import RUN_POINTS
+from descheduler.plugins import load_aware, pod_life_time, soft_tainter, tas_violations
+from descheduler.plugins.registry import default_registry
+from descheduler.signals import Signal
+from descheduler.violations import ViolationSource
 
 EXAMPLES = Path(__file__).parents[2] / "deploy" / "descheduler"
 
@@ -50,12 +48,13 @@ def test_every_example_loads(path: Path) -> None:
 
 def test_there_is_an_example_for_every_strategy() -> None:
     enabled = {
-        plugin
+        plugin.name
         for path in EXAMPLES.glob("*.yaml")
         for profile in load_config_file(path).profiles
         for plugin in (*profile.deschedule, *profile.balance)
     }
-    assert enabled == set(Plugin) - {Plugin.DEFAULT_EVICTOR}
+    runnable = {p.name for p in default_registry() if p.points & set(RUN_POINTS)}
+    assert enabled == runnable
 
 
 def test_a_full_file_reads_into_values() -> None:
@@ -95,18 +94,18 @@ profiles:
     assert config.cooldown_seconds == 60
     assert config.max_violating_node_share == 0.3
     (profile,) = config.profiles
-    assert profile.deschedule == (Plugin.TAS_VIOLATIONS, Plugin.POD_LIFE_TIME)
-    assert profile.balance == (Plugin.LOAD_AWARE, Plugin.SOFT_TAINTER)
+    assert profile.deschedule == (tas_violations.PLUGIN, pod_life_time.PLUGIN)
+    assert profile.balance == (load_aware.PLUGIN, soft_tainter.PLUGIN)
     assert profile.evictor.evict_local_storage_pods
     assert profile.evictor.priority_threshold is not None
     assert profile.evictor.priority_threshold.value == 100
-    assert profile.args_of(Plugin.TAS_VIOLATIONS, TASViolationsArgs).source is ViolationSource.BOTH
-    load = profile.args_of(Plugin.LOAD_AWARE, LoadAwareArgs)
+    assert profile.args_of(tas_violations.PLUGIN).source is ViolationSource.BOTH
+    load = profile.args_of(load_aware.PLUGIN)
     assert load.thresholds == {Signal.CPU_PRESSURE: 10}
     assert load.target_thresholds == {Signal.CPU_PRESSURE: 30}
     assert load.number_of_nodes == 1
-    assert profile.args_of(Plugin.POD_LIFE_TIME, PodLifeTimeArgs).max_pod_life_time_seconds == 3600
-    assert profile.args_of(Plugin.SOFT_TAINTER, SoftTainterArgs).taint_key == (
+    assert profile.args_of(pod_life_time.PLUGIN).max_pod_life_time_seconds == 3600
+    assert profile.args_of(soft_tainter.PLUGIN).taint_key == (
         "telemetry.aware.scheduling/overutilized"
     )
 
@@ -136,7 +135,7 @@ def test_a_deviation_preset_sets_both_spans_for_the_named_signals() -> None:
             plugins={"balance": {"enabled": ["LoadAware"]}},
         )
     )
-    args = config.profiles[0].args_of(Plugin.LOAD_AWARE, LoadAwareArgs)
+    args = config.profiles[0].args_of(load_aware.PLUGIN)
     assert args.use_deviation_thresholds
     assert args.thresholds == {Signal.CPU_PRESSURE: 0, Signal.MEMORY_PRESSURE: 0}
     assert args.target_thresholds == {Signal.CPU_PRESSURE: 20, Signal.MEMORY_PRESSURE: 20}

@@ -16,7 +16,7 @@ from datetime import timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from descheduler.config import EvictorArgs, Limits, NamespaceFilter, PriorityThreshold
+from descheduler.args import NamespaceFilter
 from descheduler.cycle import Mode
 from descheduler.evictor import (
     CircuitBreaker,
@@ -24,10 +24,12 @@ from descheduler.evictor import (
     CycleRails,
     EvictionBudget,
     Evictor,
+    Limits,
     ProtectionRules,
     sort_candidates,
 )
 from descheduler.metrics import DeschedulerMetrics
+from descheduler.plugins.default_evictor import EvictorArgs, PriorityThreshold
 from descheduler.state import CycleState
 from tas.cluster.interface import TransientClusterError
 from tas.cluster.memory import InMemoryCluster, WriteKind

@@ -5,17 +5,32 @@ are left alone."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
-from descheduler.config import RemoveDuplicatesArgs
-from descheduler.evictor import Evictor, owner_key, sort_candidates
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.evictor import owner_key, sort_candidates
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from descheduler.nodefit import matches_node_selection, untolerated_taint
 from tas.cluster.model import Pod
 from tas.types import NodeName
 
-STRATEGY = "RemoveDuplicates"
+NAME = PluginName("RemoveDuplicates")
 
 
-def run(args: RemoveDuplicatesArgs, evictor: Evictor) -> None:
+@dataclass(frozen=True, slots=True)
+class RemoveDuplicatesArgs:
+    exclude_owner_kinds: tuple[str, ...] = ()
+    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+
+def parse_args(r: FieldReader) -> RemoveDuplicatesArgs:
+    return RemoveDuplicatesArgs(
+        exclude_owner_kinds=r.strings("excludeOwnerKinds"), namespaces=r.namespaces()
+    )
+
+
+def run(args: RemoveDuplicatesArgs, context: PluginContext) -> None:
+    evictor = context.evictor
     state = evictor.state
     groups: dict[tuple[str, str, str], list[Pod]] = {}
     for pod in state.running_in_scope():
@@ -47,8 +62,17 @@ def run(args: RemoveDuplicatesArgs, evictor: Evictor) -> None:
             for pod in sort_candidates(removable)[: len(here) - share]:
                 evictor.evict(
                     pod,
-                    strategy=STRATEGY,
+                    strategy=NAME,
                     reason=f"{len(here)} pods of {key[1]}/{key[2]} on {node}, even share {share}",
                 )
                 if evictor.stopped:
                     return
+
+
+PLUGIN = Plugin(
+    name=NAME,
+    points=frozenset({ExtensionPoint.BALANCE}),
+    args_type=RemoveDuplicatesArgs,
+    parse_args=parse_args,
+    run=run,
+)

@@ -4,11 +4,31 @@ tolerate (PreferNoSchedule too when `includePreferNoSchedule`); `excludedTaints`
 
 from __future__ import annotations
 
-from descheduler.config import NodeTaintsArgs
-from descheduler.evictor import Evictor, sort_candidates
+from dataclasses import dataclass, field
+
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.evictor import sort_candidates
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Taint, TaintEffect
 
-STRATEGY = "RemovePodsViolatingNodeTaints"
+NAME = PluginName("RemovePodsViolatingNodeTaints")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTaintsArgs:
+    include_prefer_no_schedule: bool = False
+    excluded_taints: tuple[str, ...] = ()
+    included_taints: tuple[str, ...] = ()
+    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+
+def parse_args(r: FieldReader) -> NodeTaintsArgs:
+    return NodeTaintsArgs(
+        include_prefer_no_schedule=r.boolean("includePreferNoSchedule", False),
+        excluded_taints=r.strings("excludedTaints"),
+        included_taints=r.strings("includedTaints"),
+        namespaces=r.namespaces(),
+    )
 
 
 def _named(taint: Taint, names: tuple[str, ...]) -> bool:
@@ -25,7 +45,8 @@ def relevant(taint: Taint, args: NodeTaintsArgs) -> bool:
     return not args.included_taints or _named(taint, args.included_taints)
 
 
-def run(args: NodeTaintsArgs, evictor: Evictor) -> None:
+def run(args: NodeTaintsArgs, context: PluginContext) -> None:
+    evictor = context.evictor
     state = evictor.state
     for pod in sort_candidates(state.running_in_scope()):
         if pod.node_name is None or not evictor.evictable(pod, namespaces=args.namespaces):
@@ -35,10 +56,19 @@ def run(args: NodeTaintsArgs, evictor: Evictor) -> None:
             if relevant(taint, args) and not any(t.tolerates(taint) for t in pod.tolerations):
                 evictor.evict(
                     pod,
-                    strategy=STRATEGY,
+                    strategy=NAME,
                     reason=f"taint {taint.key}={taint.value}:{taint.effect} on {node.name} "
                     "is not tolerated",
                 )
                 break
         if evictor.stopped:
             return
+
+
+PLUGIN = Plugin(
+    name=NAME,
+    points=frozenset({ExtensionPoint.DESCHEDULE}),
+    args_type=NodeTaintsArgs,
+    parse_args=parse_args,
+    run=run,
+)

@@ -6,28 +6,145 @@ the high threshold or the capacity of the underutilized nodes is spent. Where pe
 known (container PSI or CPU), the pod that relieves the node most goes first; where it is not,
 at most one pod per node per cycle goes, since nobody can say what moving it will change.
 The log lines use the upstream descheduler's words, so its users can read them.
+
+It runs even while the circuit breaker is open: its classification feeds the metrics and the
+soft taints (the evictor still stops its evictions). Upstream's name, `LowNodeUtilization`,
+is accepted as an alias.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import Category, Classification, ThresholdSpec, classify, still_over
-from descheduler.config import LoadAwareArgs
 from descheduler.evictor import Evictor, sort_candidates
-from descheduler.signals import node_usages
-from descheduler.state import CycleState, PodKey, pod_key
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, PodUsage
+from descheduler.signals import Signal, metric_names, node_usages
+from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod
+from tas.types import MetricName
 
 log = logging.getLogger(__name__)
 
-STRATEGY = "LoadAware"
+NAME = PluginName("LoadAware")
 
-#: Per-pod usage, as a share of its node (signal -> 0..100), where it is measured.
-PodUsage = Mapping[PodKey, Mapping[str, float]]
-PodUsageSource = Callable[[CycleState], PodUsage]
+
+class DeviationPreset(enum.StrEnum):
+    LOW = "Low"
+    MEDIUM = "Medium"
+    HIGH = "High"
+    ASYMMETRIC_LOW = "AsymmetricLow"
+    ASYMMETRIC_MEDIUM = "AsymmetricMedium"
+    ASYMMETRIC_HIGH = "AsymmetricHigh"
+
+
+#: Preset -> (thresholds, targetThresholds), as the OpenShift descheduler names them.
+PRESETS: Mapping[DeviationPreset, tuple[float, float]] = {
+    DeviationPreset.LOW: (10, 10),
+    DeviationPreset.MEDIUM: (20, 20),
+    DeviationPreset.HIGH: (30, 30),
+    DeviationPreset.ASYMMETRIC_LOW: (0, 10),
+    DeviationPreset.ASYMMETRIC_MEDIUM: (0, 20),
+    DeviationPreset.ASYMMETRIC_HIGH: (0, 30),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAwareArgs:
+    thresholds: Mapping[Signal, float] = field(default_factory=dict)
+    target_thresholds: Mapping[Signal, float] = field(default_factory=dict)
+    use_deviation_thresholds: bool = False
+    number_of_nodes: int = 0
+    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+    @property
+    def signals(self) -> tuple[Signal, ...]:
+        return tuple(self.thresholds)
+
+
+# ---------------------------------------------------------------------------------- parsing
+
+
+def _parse_signal_map(r: FieldReader, key: str) -> dict[Signal, float]:
+    raw = r.get(key)
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        r.problem(r.at(key), f"must be a mapping of signal to percent, got {raw!r}")
+        return {}
+    known = ", ".join(s.value for s in Signal)
+    result: dict[Signal, float] = {}
+    for name, value in raw.items():
+        where = f"{r.at(key)}.{name}"
+        if name not in {s.value for s in Signal}:
+            r.problem(where, f"unknown signal {name!r}; known: {known}")
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+            r.problem(where, f"must be a percentage 0..100, got {value!r}")
+            continue
+        result[Signal(name)] = float(value)
+    return result
+
+
+def parse_args(r: FieldReader) -> LoadAwareArgs:
+    thresholds = _parse_signal_map(r, "thresholds")
+    targets = _parse_signal_map(r, "targetThresholds")
+    deviation = r.boolean("useDeviationThresholds", False)
+    preset_raw = r.get("deviationThresholds")
+    resources = r.strings("resources")
+    number_of_nodes = r.integer("numberOfNodes", 0) or 0
+    namespaces = r.namespaces("evictableNamespaces") if "evictableNamespaces" in r.raw else None
+    if namespaces is None:
+        namespaces = r.namespaces()
+    if preset_raw is not None:
+        if preset_raw not in {p.value for p in DeviationPreset}:
+            known = ", ".join(p.value for p in DeviationPreset)
+            r.problem(r.at("deviationThresholds"), f"unknown preset {preset_raw!r}; known: {known}")
+        elif thresholds or targets:
+            r.problem(r.at("deviationThresholds"), "give a preset or thresholds, not both")
+        else:
+            low, high = PRESETS[DeviationPreset(preset_raw)]
+            signals: list[Signal] = []
+            for index, name in enumerate(resources or [Signal.CPU_COMBINED.value]):
+                if name in {s.value for s in Signal}:
+                    signals.append(Signal(name))
+                else:
+                    r.problem(f"{r.at('resources')}[{index}]", f"unknown signal {name!r}")
+            thresholds = dict.fromkeys(signals, low)
+            targets = dict.fromkeys(signals, high)
+            deviation = True
+    elif resources:
+        r.problem(r.at("resources"), "only used with deviationThresholds")
+    if preset_raw is None and not thresholds and not targets:
+        r.problem(r.path, "thresholds and targetThresholds (or deviationThresholds) are required")
+    elif set(thresholds) != set(targets):
+        r.problem(r.path, "thresholds and targetThresholds must name the same signals")
+    elif not deviation:
+        for signal, low in thresholds.items():
+            if low > targets[signal]:
+                r.problem(
+                    f"{r.at('thresholds')}.{signal}",
+                    f"{low:g} is above targetThresholds.{signal} {targets[signal]:g}",
+                )
+    return LoadAwareArgs(
+        thresholds=thresholds,
+        target_thresholds=targets,
+        use_deviation_thresholds=deviation,
+        number_of_nodes=number_of_nodes,
+        namespaces=namespaces,
+    )
+
+
+def wanted_metric_names(args: LoadAwareArgs) -> set[MetricName]:
+    return metric_names(args.signals)
+
+
+# ------------------------------------------------------------------------- classification
 
 
 def _fmt(value: float) -> str:
@@ -78,7 +195,14 @@ def log_classification(c: Classification) -> None:
     log.info('"Number of overutilized nodes" totalNumber=%d', len(c.overutilized))
 
 
-def run(
+# ------------------------------------------------------------------------------ evicting
+
+
+def run(args: LoadAwareArgs, context: PluginContext) -> None:
+    context.classified(rebalance(args, context.evictor, pod_usage=context.pod_usage()))
+
+
+def rebalance(
     args: LoadAwareArgs, evictor: Evictor, *, pod_usage: PodUsage | None = None
 ) -> Classification:
     state = evictor.state
@@ -130,7 +254,7 @@ def run(
                 else {s: usage[s] / max(1, len(pods)) for s in signals}
             )
             reason = _reason(node, usage, c, signals)
-            if evictor.evict(pod, strategy=STRATEGY, reason=reason, among=c.underutilized):
+            if evictor.evict(pod, strategy=NAME, reason=reason, among=c.underutilized):
                 evicted_here += 1
                 for s in signals:
                     moved = relief.get(s, 0.0)
@@ -162,3 +286,15 @@ def _reason(node: str, usage: Mapping[str, float], c: Classification, signals: l
         if usage[s] > c.thresholds.high[s]
     ]
     return f"node {node} is overutilized: " + ", ".join(parts)
+
+
+PLUGIN = Plugin(
+    name=NAME,
+    points=frozenset({ExtensionPoint.BALANCE}),
+    args_type=LoadAwareArgs,
+    parse_args=parse_args,
+    run=run,
+    aliases=("LowNodeUtilization",),
+    metric_names=wanted_metric_names,
+    runs_while_breaker_open=True,
+)

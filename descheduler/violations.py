@@ -1,24 +1,28 @@
-"""TASViolations: evict pods whose node violates their TASPolicy's `deschedule` rules.
+"""Which nodes violate which TASPolicy's `deschedule` rules: what the TASViolations plugin acts
+on and what the circuit breaker watches.
 
-This is TAS's own loop, closed here: the policy controller labels violating nodes; this
-strategy evicts the pods that link the policy (label `telemetry-policy=<name>`, the policy in
-the pod's namespace) from those nodes. Violations come from fresh metrics evaluated with
-`tas.rules` (a missing or stale value never violates), from the node label
-`<policy>=violating`, or from both agreeing.
+Violations come from fresh metrics evaluated with `tas.rules` (a missing or stale value never
+violates), from the node label `<policy>=violating` the policy controller writes, or from both
+agreeing.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 
-from descheduler.config import TASViolationsArgs, ViolationSource
-from descheduler.evictor import Evictor, sort_candidates
 from descheduler.state import CycleState
 from tas.policy import StrategyName, TASPolicy
 from tas.rules import VIOLATING, deschedule_violations, violation_reason
-from tas.types import NodeName, PolicyKey
+from tas.types import NodeName
 
-STRATEGY = "TASViolations"
+
+class ViolationSource(enum.StrEnum):
+    """Where TASViolations learns that a node violates a policy's deschedule rules."""
+
+    METRICS = "Metrics"  # the rules, evaluated here on fresh metric values
+    LABELS = "Labels"  # the node label `<policy>=violating` the policy controller writes
+    BOTH = "Both"  # both must agree: the label, confirmed by fresh metrics
 
 
 def violating_nodes(
@@ -50,24 +54,3 @@ def all_violations(
         for node, reason in violating_nodes(policy, state, source).items():
             found.setdefault(node, []).append(f"{policy.namespace}/{reason}")
     return {node: "; ".join(reasons) for node, reasons in found.items()}
-
-
-def run(args: TASViolationsArgs, evictor: Evictor) -> None:
-    state = evictor.state
-    cache: dict[PolicyKey, dict[NodeName, str]] = {}
-    for pod in sort_candidates(state.running_in_scope()):
-        policy = state.policy_of(pod)
-        if policy is None or pod.node_name is None:
-            continue
-        if not args.namespaces.allows(pod.namespace):
-            continue
-        if policy.key not in cache:
-            cache[policy.key] = violating_nodes(policy, state, args.source)
-        reason = cache[policy.key].get(pod.node_name)
-        if reason is None:
-            continue
-        evictor.evict(
-            pod, strategy=STRATEGY, reason=f"node {pod.node_name} violates policy {reason}"
-        )
-        if evictor.stopped:
-            return

@@ -4,12 +4,24 @@ other no longer clashes, so only one of them goes."""
 
 from __future__ import annotations
 
-from descheduler.config import InterPodAntiAffinityArgs
-from descheduler.evictor import Evictor, sort_candidates
+from dataclasses import dataclass, field
+
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.evictor import sort_candidates
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod
 
-STRATEGY = "RemovePodsViolatingInterPodAntiAffinity"
+NAME = PluginName("RemovePodsViolatingInterPodAntiAffinity")
+
+
+@dataclass(frozen=True, slots=True)
+class InterPodAntiAffinityArgs:
+    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+
+def parse_args(r: FieldReader) -> InterPodAntiAffinityArgs:
+    return InterPodAntiAffinityArgs(namespaces=r.namespaces())
 
 
 def clash(pod: Pod, state: CycleState) -> Pod | None:
@@ -33,7 +45,8 @@ def clash(pod: Pod, state: CycleState) -> Pod | None:
     return None
 
 
-def run(args: InterPodAntiAffinityArgs, evictor: Evictor) -> None:
+def run(args: InterPodAntiAffinityArgs, context: PluginContext) -> None:
+    evictor = context.evictor
     state = evictor.state
     for pod in sort_candidates(state.running_in_scope()):
         if not pod.required_pod_anti_affinity:
@@ -45,8 +58,17 @@ def run(args: InterPodAntiAffinityArgs, evictor: Evictor) -> None:
             continue
         evictor.evict(
             pod,
-            strategy=STRATEGY,
+            strategy=NAME,
             reason=f"anti-affinity broken by {other.namespace}/{other.name} on {other.node_name}",
         )
         if evictor.stopped:
             return
+
+
+PLUGIN = Plugin(
+    name=NAME,
+    points=frozenset({ExtensionPoint.DESCHEDULE}),
+    args_type=InterPodAntiAffinityArgs,
+    parse_args=parse_args,
+    run=run,
+)

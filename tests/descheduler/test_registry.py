@@ -1,0 +1,214 @@
+"""The plugin registry: a plugin is one value, registered once, and nothing else names it.
+
+Covered: a throwaway plugin registered through the registry alone has its arguments parsed from
+a DeschedulerPolicy (defaults, and bad arguments reported with their path), is accepted only at
+the extension point it serves, and runs in a real cycle on the in-memory cluster with its
+evictions held by the evictor's rails (the total and per-node limits, the DefaultEvictor's
+protections, Predictive mode); registering into one registry leaves the built-in set alone; a
+name or alias is taken once; every plugin module in the package is listed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import descheduler.plugins
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.config import ConfigError, parse_config
+from descheduler.cycle import Mode
+from descheduler.evictor import sort_candidates
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.plugins import load_aware
+from descheduler.plugins.registry import PLUGINS, Registry, RegistryError, default_registry
+from tas.cluster.model import OwnerReference
+from tests.descheduler.builders import cluster_with, make_descheduler, make_node, make_pod, replace
+
+# ------------------------------------------------------------------- a throwaway plugin
+
+LABEL = "example.com/evict-me"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictLabelledArgs:
+    value: str = "yes"
+    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+
+def parse_evict_labelled(r: FieldReader) -> EvictLabelledArgs:
+    value = r.get("value")
+    if value is None:
+        return EvictLabelledArgs(namespaces=r.namespaces())
+    if not isinstance(value, str) or not value:
+        r.problem(r.at("value"), f"must be a label value, got {value!r}")
+        value = "yes"
+    return EvictLabelledArgs(value=value, namespaces=r.namespaces())
+
+
+def run_evict_labelled(args: EvictLabelledArgs, context: PluginContext) -> None:
+    evictor = context.evictor
+    for pod in sort_candidates(evictor.state.running_in_scope()):
+        if pod.labels.get(LABEL) != args.value:
+            continue
+        if not evictor.evictable(pod, namespaces=args.namespaces):
+            continue
+        evictor.evict(pod, strategy="EvictLabelled", reason=f"{LABEL}={args.value}")
+        if evictor.stopped:
+            return
+
+
+EVICT_LABELLED = Plugin(
+    name=PluginName("EvictLabelled"),
+    points=frozenset({ExtensionPoint.DESCHEDULE}),
+    args_type=EvictLabelledArgs,
+    parse_args=parse_evict_labelled,
+    run=run_evict_labelled,
+)
+
+
+def with_evict_labelled() -> Registry:
+    registry = default_registry()
+    registry.register(EVICT_LABELLED)
+    return registry
+
+
+def policy(args: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    plugin_config = [{"name": "EvictLabelled", "args": args}] if args is not None else []
+    return {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "evictionCooldownSeconds": 0,
+        **top,
+        "profiles": [
+            {
+                "name": "custom",
+                "pluginConfig": plugin_config,
+                "plugins": {"deschedule": {"enabled": ["EvictLabelled"]}},
+            }
+        ],
+    }
+
+
+def labelled(name: str, node: str, value: str = "yes", **kw: Any) -> Any:
+    return make_pod(name, node=node, owner=name, labels={LABEL: value}, **kw)
+
+
+# ------------------------------------------------------------------------------ parsing
+
+
+def test_a_registered_plugin_gets_its_arguments_from_the_policy() -> None:
+    config = parse_config(
+        policy({"value": "please", "namespaces": {"exclude": ["kube-system"]}}),
+        registry=with_evict_labelled(),
+    )
+    (profile,) = config.profiles
+    assert profile.deschedule == (EVICT_LABELLED,)
+    assert profile.args_of(EVICT_LABELLED) == EvictLabelledArgs(
+        value="please", namespaces=NamespaceFilter(exclude=frozenset({"kube-system"}))
+    )
+
+
+def test_a_registered_plugin_enabled_without_arguments_gets_its_defaults() -> None:
+    config = parse_config(policy(), registry=with_evict_labelled())
+    assert config.profiles[0].args_of(EVICT_LABELLED) == EvictLabelledArgs()
+
+
+def test_a_registered_plugins_bad_arguments_are_reported_with_their_path() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(policy({"value": 3, "typo": True}), registry=with_evict_labelled())
+    assert caught.value.problems == (
+        "profiles[0].pluginConfig[0].args.value: must be a label value, got 3",
+        "profiles[0].pluginConfig[0].args.typo: unknown field",
+    )
+
+
+def test_a_registered_plugin_is_accepted_only_at_the_points_it_serves() -> None:
+    document = policy()
+    document["profiles"][0]["plugins"] = {"balance": {"enabled": ["EvictLabelled"]}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document, registry=with_evict_labelled())
+    assert caught.value.problems == (
+        "profiles[0].plugins.balance.enabled[0]: EvictLabelled is not a balance plugin; "
+        "balance takes RemoveDuplicates, LoadAware, SoftTainter",
+    )
+
+
+def test_registering_into_one_registry_leaves_the_built_in_set_alone() -> None:
+    with_evict_labelled()
+    with pytest.raises(ConfigError) as caught:
+        parse_config(policy())
+    (problem,) = caught.value.problems
+    assert problem.startswith("profiles[0].plugins.deschedule.enabled[0]: unknown plugin")
+    assert problem.endswith("SoftTainter, LowNodeUtilization")
+
+
+@pytest.mark.parametrize(
+    "taken",
+    [
+        pytest.param("LoadAware", id="a name"),
+        pytest.param("LowNodeUtilization", id="an alias"),
+    ],
+)
+def test_a_name_or_alias_is_taken_once(taken: str) -> None:
+    registry = default_registry()
+    clash = Plugin(
+        name=PluginName(taken),
+        points=frozenset({ExtensionPoint.BALANCE}),
+        args_type=EvictLabelledArgs,
+        parse_args=parse_evict_labelled,
+    )
+    with pytest.raises(RegistryError, match=f"{taken!r} is registered already"):
+        registry.register(clash)
+    assert registry.get(taken) is load_aware.PLUGIN
+
+
+def test_every_plugin_module_is_listed_in_the_registry() -> None:
+    modules = [
+        importlib.import_module(f"descheduler.plugins.{info.name}")
+        for info in pkgutil.iter_modules(descheduler.plugins.__path__)
+        if info.name != "registry"
+    ]
+    assert {module.PLUGIN for module in modules} == set(PLUGINS)
+    assert all(module.PLUGIN.name == module.NAME for module in modules)
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def test_a_registered_plugin_runs_in_a_cycle_within_the_total_limit() -> None:
+    pods = (
+        labelled("a-1", "node-a"),
+        labelled("a-2", "node-a"),
+        labelled("b-1", "node-b"),
+        labelled("c-1", "node-c"),
+        labelled("not-me", "node-c", value="no"),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    config = parse_config(policy({}, maxNoOfPodsToEvictTotal=3), registry=with_evict_labelled())
+    report = make_descheduler(cluster, config).run_cycle()
+    evicted = sorted(d.name for d in report.by_result("evicted"))
+    assert len(evicted) == 3
+    assert "not-me" not in evicted
+    assert {r.name for r in cluster.evictions} == set(evicted)
+    assert all(d.reason == f"EvictLabelled: {LABEL}=yes" for d in report.decisions)
+
+
+def test_a_registered_plugins_evictions_pass_the_per_node_limit_and_the_protections() -> None:
+    daemon = (OwnerReference("DaemonSet", "ds", controller=True),)
+    pods = (
+        labelled("a-1", "node-a"),
+        labelled("a-2", "node-a"),
+        labelled("b-daemon", "node-b", apply=replace(owners=daemon)),
+        labelled("b-1", "node-b"),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    config = parse_config(policy({}, maxNoOfPodsToEvictPerNode=1), registry=with_evict_labelled())
+    report = make_descheduler(cluster, config, mode=Mode.PREDICTIVE).run_cycle()
+    done = report.by_result("dry-run")
+    assert sorted(d.node or "" for d in done) == ["node-a", "node-b"]
+    assert "b-daemon" not in {d.name for d in done}
+    assert cluster.evictions == ()
