@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.evictor import sort_candidates
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from descheduler.nodefit import matches_node_selection
+from tas.fit import matches_node_selection
 
 NAME = PluginName("RemovePodsViolatingNodeAffinity")
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.evictor import owner_key, sort_candidates
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from descheduler.nodefit import matches_node_selection, untolerated_taint
 from tas.cluster.model import Pod
+from tas.fit import matches_node_selection, untolerated_taint
 from tas.types import NodeName
 
 NAME = PluginName("RemoveDuplicates")

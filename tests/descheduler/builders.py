@@ -15,11 +15,11 @@ from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import PodUsageSource
 from descheduler.metrics import DeschedulerMetrics
-from tas.cluster.memory import InMemoryCluster
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
 from tas.metrics.static import StaticMetricView
 from tas.policy import TASPolicy
 from tas.types import Namespace, NodeName, PolicyKey
+from tests.instrumented_cluster import InstrumentedCluster
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -120,7 +120,7 @@ def policy_config(
 
 
 def make_descheduler(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
     config: DeschedulerConfig,
     *,
     metrics: Mapping[str, Mapping[str, float]] | StaticMetricView | None = None,
@@ -144,8 +144,8 @@ def make_descheduler(
     )
 
 
-def cluster_with(*nodes: Node, pods: tuple[Pod, ...] = ()) -> InMemoryCluster:
-    cluster = InMemoryCluster(clock=lambda: START)
+def cluster_with(*nodes: Node, pods: tuple[Pod, ...] = ()) -> InstrumentedCluster:
+    cluster = InstrumentedCluster(clock=lambda: START)
     for node in nodes:
         cluster.add_node(node)
     for pod in pods:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from descheduler.cli import build_parser, run
-from tas.cluster.memory import InMemoryCluster
+from embedded.cluster import InMemoryCluster
 from tas.rules import POLICY_LABEL
 from tas_cli import descheduler as tas_descheduler
 from tests.descheduler.builders import cluster_with, make_node, make_pod

@@ -31,8 +31,8 @@ from descheduler.evictor import (
 from descheduler.metrics import DeschedulerMetrics
 from descheduler.plugins.default_evictor import EvictorArgs, PriorityThreshold
 from descheduler.state import CycleState
+from embedded.cluster import WriteKind
 from tas.cluster.interface import TransientClusterError
-from tas.cluster.memory import InMemoryCluster, WriteKind
 from tas.cluster.model import (
     CONFIG_SOURCE_ANNOTATION,
     EVICT_ANNOTATION,
@@ -53,6 +53,7 @@ from tests.descheduler.builders import (
     make_pod,
     replace,
 )
+from tests.instrumented_cluster import InstrumentedCluster
 
 DS = (OwnerReference("DaemonSet", "ds", controller=True),)
 EVICT = {EVICT_ANNOTATION: "true"}
@@ -324,7 +325,7 @@ def test_the_circuit_breaker_opens_above_the_share_and_closes_when_it_clears(
 
 
 def evictor_on(
-    cluster: InMemoryCluster,
+    cluster: InstrumentedCluster,
     *,
     mode: Mode = Mode.AUTOMATIC,
     limits: Limits | None = None,
@@ -355,7 +356,7 @@ def evictor_on(
     )
 
 
-def two_nodes(*pods: Pod) -> InMemoryCluster:
+def two_nodes(*pods: Pod) -> InstrumentedCluster:
     return cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from descheduler.nodefit import fitting_nodes, rejection
+from descheduler.nodefit import fitting_nodes
 from tas.cluster.model import (
     TELEMETRY_RESOURCE,
     Node,
@@ -21,6 +21,7 @@ from tas.cluster.model import (
     TaintEffect,
     Toleration,
 )
+from tas.fit import rejection
 from tas.metrics.static import StaticMetricView
 from tas.rules import POLICY_LABEL
 from tas.types import MetricName

@@ -21,10 +21,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Mode
-from descheduler.nodefit import rejection
 from descheduler.state import CycleState
-from tas.cluster.memory import InMemoryCluster, WriteKind
+from embedded.cluster import WriteKind
 from tas.cluster.model import TELEMETRY_RESOURCE, Taint, TaintEffect
+from tas.fit import rejection
 from tas.metrics.static import StaticMetricView
 from tas.rules import POLICY_LABEL
 from tas.types import MetricName, NodeName
@@ -37,6 +37,7 @@ from tests.descheduler.builders import (
     policy_config,
     replace,
 )
+from tests.instrumented_cluster import InstrumentedCluster
 
 SOFT_TAINT = Taint(
     "telemetry.aware.scheduling/overutilized", TaintEffect.PREFER_NO_SCHEDULE, "true"
@@ -55,7 +56,7 @@ DEMO_POLICY = make_policy(
 )
 
 
-def demo_cluster() -> InMemoryCluster:
+def demo_cluster() -> InstrumentedCluster:
     def demo(name: str) -> Any:
         return make_pod(
             name,
@@ -125,7 +126,7 @@ PRESSURE_PER_POD = 0.08
 WORKERS = [f"worker-{i}" for i in range(1, 5)]
 
 
-def pressure(cluster: InMemoryCluster) -> dict[str, float]:
+def pressure(cluster: InstrumentedCluster) -> dict[str, float]:
     """The test's model of the world: a node's CPU pressure grows with the pods it runs."""
     count = dict.fromkeys(WORKERS, 0)
     for pod in cluster.list_pods():
@@ -134,7 +135,7 @@ def pressure(cluster: InMemoryCluster) -> dict[str, float]:
     return {n: PRESSURE_PER_POD * c for n, c in count.items()}
 
 
-def schedule_pending(cluster: InMemoryCluster) -> None:
+def schedule_pending(cluster: InstrumentedCluster) -> None:
     """A tiny scheduler: each pending pod goes to the least-pressured node that fits it."""
     for pod in cluster.list_pods():
         if pod.node_name is not None:
@@ -149,7 +150,7 @@ def schedule_pending(cluster: InMemoryCluster) -> None:
         cluster.bind_pod(pod.namespace, pod.name, target.name)
 
 
-def psi_cluster() -> InMemoryCluster:
+def psi_cluster() -> InstrumentedCluster:
     placement = ["worker-1"] * 6 + ["worker-2"] * 2 + ["worker-3"] * 2 + ["worker-4"] * 2
     pods = tuple(
         make_pod(f"app-{i}", node=node, owner="app", cpu=0.5) for i, node in enumerate(placement)
@@ -268,7 +269,7 @@ TAINTER = {
 }
 
 
-def taints(cluster: InMemoryCluster) -> dict[str, tuple[Taint, ...]]:
+def taints(cluster: InstrumentedCluster) -> dict[str, tuple[Taint, ...]]:
     return {n.name: n.taints for n in cluster.list_nodes()}
 
 
