@@ -68,11 +68,6 @@ class DesiredState:
     #: Bare label keys (policy names) of current policies that have a deschedule strategy.
     deschedule_keys: frozenset[str]
 
-    def violating_nodes(self, key: PolicyKey) -> Collection[NodeName]:
-        """Nodes violating a policy's deschedule strategy (empty for unknown policies)."""
-        evaluation = self.evaluations.get(key)
-        return evaluation.deschedule.keys() if evaluation is not None else ()
-
 
 def compute_desired(
     policies: Mapping[PolicyKey, TASPolicy],

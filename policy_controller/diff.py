@@ -95,18 +95,6 @@ def is_labeling_key(key: str) -> bool:
     return key.startswith(LABELING_PREFIX) and "/" in key
 
 
-def owned_labels(node: Node, deschedule_keys: Collection[str]) -> set[str]:
-    """The label keys on `node` that this controller may change or remove (module docstring)."""
-    recorded = read_owned_annotation(node.annotations)
-    return {
-        key
-        for key, value in node.labels.items()
-        if key in recorded
-        or is_labeling_key(key)
-        or (value == VIOLATING and key in deschedule_keys)
-    }
-
-
 def _may_own_any(labels: Mapping[str, str], deschedule_keys: Collection[str]) -> bool:
     for key, value in labels.items():
         if (value == VIOLATING and key in deschedule_keys) or key.startswith(LABELING_PREFIX):

@@ -271,10 +271,6 @@ def labeling_key(policy_name: PolicyName | str, key: str) -> str:
     return f"{LABELING_PREFIX}{policy_name}/{key}"
 
 
-def labeling_prefix(policy_name: PolicyName | str) -> str:
-    return f"{LABELING_PREFIX}{policy_name}/"
-
-
 def labeling_labels(
     policy: TASPolicy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
 ) -> dict[NodeName, dict[str, str]]:
