@@ -1,25 +1,5 @@
-"""Time, injected: every loop and every cooldown reads a `Clock`, so tests control time."""
+"""Moved to `tas.clock` (temporary re-export while the command line moves)."""
 
-from __future__ import annotations
+from tas.clock import Clock, SystemClock
 
-import threading
-from datetime import UTC, datetime
-from typing import Protocol
-
-
-class Clock(Protocol):
-    def now(self) -> datetime:
-        """The current time, timezone-aware (UTC)."""
-        ...
-
-    def sleep(self, seconds: float, stop: threading.Event) -> bool:
-        """Wait up to `seconds`; True if `stop` was set meanwhile."""
-        ...
-
-
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    def sleep(self, seconds: float, stop: threading.Event) -> bool:
-        return stop.wait(max(0.0, seconds))
+__all__ = ["Clock", "SystemClock"]

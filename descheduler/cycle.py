@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from descheduler.classify import Classification
-from descheduler.clock import Clock
+from tas.clock import Clock
 from descheduler.config import DeschedulerConfig
 from descheduler.evictor import (
     CircuitBreaker,

@@ -28,12 +28,13 @@ import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
 from embedded.disruption import Budget, Verdict, judge_eviction
 from embedded.owners import replacement_for
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import (
     ChangeListener,
     ChangeType,
@@ -48,8 +49,6 @@ from tas.cluster.interface import (
 )
 from tas.cluster.model import Node, ObjectReference, Pod, PodDisruptionBudget, Taint
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
-
-Clock = Callable[[], datetime]
 
 
 class WriteKind(enum.StrEnum):
@@ -84,10 +83,6 @@ class EvictionRecord:
     replacement: str | None = None
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def policy_key_of(document: Mapping[str, Any]) -> PolicyKey:
     """The key of a TASPolicy document (namespace defaults to `default`, as the API does)."""
     metadata = document.get("metadata")
@@ -103,7 +98,7 @@ class InMemoryCluster:
     def __init__(
         self,
         *,
-        clock: Clock = _utc_now,
+        clock: Clock = SYSTEM_CLOCK,
         recreate_evicted: bool = True,
         before_write: Callable[[WriteKind], None] | None = None,
     ) -> None:
@@ -232,7 +227,7 @@ class InMemoryCluster:
             self._write(WriteKind.EVENTS)
             self._events.append(
                 RecordedEvent(
-                    involved, reason, message, "Warning" if warning else "Normal", self._clock()
+                    involved, reason, message, "Warning" if warning else "Normal", self._clock.now()
                 )
             )
 
@@ -303,7 +298,7 @@ class InMemoryCluster:
             pod = dataclasses.replace(
                 pod,
                 uid=pod.uid or self._new_uid(),
-                creation_timestamp=pod.creation_timestamp or self._clock(),
+                creation_timestamp=pod.creation_timestamp or self._clock.now(),
             )
             changed = self._put_pod(pod)
             stored = self._pods[(pod.namespace, pod.name)]
@@ -326,7 +321,7 @@ class InMemoryCluster:
             if pod.node_name is not None:
                 raise ConflictError(f"pod {namespace}/{name} is already bound to {pod.node_name}")
             bound = dataclasses.replace(
-                pod, node_name=node, phase="Running", start_time=self._clock()
+                pod, node_name=node, phase="Running", start_time=self._clock.now()
             )
             changed = self._put_pod(bound)
             stored = self._pods[(namespace, name)]
@@ -500,7 +495,7 @@ class InMemoryCluster:
                 new_suffix=lambda: f"{next(self._ids):05d}",
                 name_taken=lambda name: (pod.namespace, name) in self._pods,
                 new_uid=self._new_uid,
-                now=self._clock(),
+                now=self._clock.now(),
             )
         if replacement is not None:
             changes.extend(self._put_pod(replacement))
@@ -530,7 +525,7 @@ class InMemoryCluster:
                 reason,
                 outcome,
                 pod.node_name if pod else None,
-                self._clock(),
+                self._clock.now(),
                 replacement,
             )
         )

@@ -19,7 +19,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from descheduler.clock import SystemClock
+from tas.clock import SystemClock
 from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.metrics import DeschedulerMetrics

@@ -145,7 +145,7 @@ def make_descheduler(
 
 
 def cluster_with(*nodes: Node, pods: tuple[Pod, ...] = ()) -> InstrumentedCluster:
-    cluster = InstrumentedCluster(clock=lambda: START)
+    cluster = InstrumentedCluster(clock=FakeClock(START))
     for node in nodes:
         cluster.add_node(node)
     for pod in pods:
