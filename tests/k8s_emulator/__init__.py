@@ -4,8 +4,14 @@ The official `kubernetes` client talks to it unchanged (no monkeypatching): poin
 `kubernetes.client.Configuration(host=emulator.url)` at it, or take `emulator.api_client()`.
 
 Served resources (a table in `resources.py`): core/v1 nodes, pods (+ `eviction`, `status`),
-events, namespaces; policy/v1 poddisruptionbudgets; coordination.k8s.io/v1 leases;
-telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the cluster-wide list).
+events, namespaces, serviceaccounts; policy/v1 poddisruptionbudgets; coordination.k8s.io/v1
+leases; telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the cluster-wide list);
+rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings, clusterrolebindings.
+
+Authentication and RBAC (`rbac.py`): a request with a ServiceAccount's token is authorized
+against the stored roles and bindings as the API server does, and refused with its 403 Status
+and message; a request without a token or with `admin_token` (the default of `api_client()`,
+`configuration()` and `write_kubeconfig()`) is the test's own and is never refused.
 
 Protocol: list with `metadata.resourceVersion`, `labelSelector`, `fieldSelector`; watch
 (`?watch=true&resourceVersion=N`, chunked newline-delimited ADDED / MODIFIED / DELETED /
@@ -33,17 +39,28 @@ Test API::
         api.break_watches()                          # end every open watch stream
         api.bookmark_interval = 0.2                  # seconds between BOOKMARKs (if asked)
 
+        api.apply(yaml.safe_load_all(manifest))      # Namespaces, ServiceAccounts, RBAC, ...
+        token = api.token_for("ns", "sa")            # a ServiceAccount's bearer token
+        api.api_client(token=token); api.write_kubeconfig(path, token=token)
+        api.denials                                  # every refused request (Denial)
+        api.accesses("ns", "sa")                     # {Access(verb, group, resource)} allowed
+        api.grants("ns", "sa")                       # {Access(...)} its roles grant
+
 Resource names in the test API are the plurals of the table ("nodes", "pods", "events",
-"poddisruptionbudgets", "leases", "taspolicies", "namespaces").
+"poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",
+"clusterroles", "rolebindings", "clusterrolebindings").
 """
 
+from tests.k8s_emulator.rbac import Access
 from tests.k8s_emulator.resources import RESOURCES, ResourceType
-from tests.k8s_emulator.server import KubeEmulator, RecordedRequest
+from tests.k8s_emulator.server import Denial, KubeEmulator, RecordedRequest
 from tests.k8s_emulator.store import ApiError, ObjectStore
 
 __all__ = [
     "RESOURCES",
+    "Access",
     "ApiError",
+    "Denial",
     "KubeEmulator",
     "ObjectStore",
     "RecordedRequest",

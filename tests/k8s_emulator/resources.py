@@ -38,9 +38,18 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "/apis/telemetry.intel.com/v1alpha1", "taspolicies", "TASPolicy", True, has_status=True
     ),
+    # Identities and RBAC: what the authorizer (`rbac.py`) reads on every request.
+    ResourceType("/api/v1", "serviceaccounts", "ServiceAccount", namespaced=True),
+    ResourceType("/apis/rbac.authorization.k8s.io/v1", "roles", "Role", namespaced=True),
+    ResourceType("/apis/rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", False),
+    ResourceType("/apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", True),
+    ResourceType(
+        "/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False
+    ),
 )
 
 BY_PLURAL = {r.plural: r for r in RESOURCES}
+BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,19 @@
 """The emulator's HTTP side: a threaded server on 127.0.0.1 speaking the Kubernetes REST protocol.
 
-Requests are routed by the resource table (`resources.py`) to the store (`store.py`); watches
-stream newline-delimited JSON events over a chunked response. Everything a test needs to set
-up, observe or break lives on `KubeEmulator` (see the package docstring).
+Each request is authenticated and authorized first (`rbac.py`), then routed by the resource
+table (`resources.py`) to the store (`store.py`); watches stream newline-delimited JSON events
+over a chunked response. Everything a test needs to set up, observe or break lives on
+`KubeEmulator` (see the package docstring).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,7 +24,19 @@ from urllib.parse import parse_qs, urlsplit
 import kubernetes.client
 
 from tests.k8s_emulator.patches import PatchError, field_selector, label_selector
-from tests.k8s_emulator.resources import BY_PLURAL, ResourceType, Target, parse_path
+from tests.k8s_emulator.rbac import (
+    Access,
+    BoundRole,
+    RequestAttributes,
+    User,
+    authorize,
+    bound_roles,
+    forbidden,
+    granted,
+    request_attributes,
+    unauthorized,
+)
+from tests.k8s_emulator.resources import BY_KIND, BY_PLURAL, ResourceType, Target, parse_path
 from tests.k8s_emulator.store import ApiError, Object, ObjectStore, StoredEvent
 
 #: The longest a watch stays open when the client asks for no timeout.
@@ -37,10 +51,24 @@ class RecordedRequest:
     content_type: str
     body: Any  # parsed JSON, or None
     status: int
+    user: str = ""  # the authenticated user; "" for the test's own (admin) requests
 
     @property
     def is_watch(self) -> bool:
         return self.query.get("watch") in ("true", "1")
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """A request RBAC refused: who, and the API server's message (which names the rest)."""
+
+    user: str
+    method: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}: {self.message}"
 
 
 @dataclass
@@ -61,6 +89,11 @@ class KubeEmulator:
         self._requests: list[RecordedRequest] = []
         self._failures: list[_Failure] = []
         self._watch_epoch = 0
+        #: The token of the test itself: full access, as without a token.
+        self.admin_token = secrets.token_hex(16)
+        self._tokens: dict[str, tuple[str, str]] = {}
+        self._accesses: dict[tuple[str, str], set[Access]] = {}
+        self._denials: list[Denial] = []
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -109,29 +142,108 @@ class KubeEmulator:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def configuration(self) -> kubernetes.client.Configuration:
-        return kubernetes.client.Configuration(host=self.url)
+    def configuration(self, *, token: str | None = None) -> kubernetes.client.Configuration:
+        """A client configuration; with `token` (see `token_for`) requests are that user's."""
+        configuration = kubernetes.client.Configuration(host=self.url)
+        configuration.api_key = {"authorization": f"Bearer {token or self.admin_token}"}
+        return configuration
 
-    def api_client(self) -> kubernetes.client.ApiClient:
-        return kubernetes.client.ApiClient(self.configuration())
+    def api_client(self, *, token: str | None = None) -> kubernetes.client.ApiClient:
+        return kubernetes.client.ApiClient(self.configuration(token=token))
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        """A kubeconfig file pointing at this emulator, for components run as processes."""
+    def write_kubeconfig(self, path: Path, *, token: str | None = None) -> Path:
+        """A kubeconfig file pointing at this emulator, for components run as processes;
+        with `token` (see `token_for`) the process acts as that ServiceAccount."""
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
-            "users": [{"name": "test", "user": {"token": "unused"}}],
+            "users": [{"name": "test", "user": {"token": token or self.admin_token}}],
             "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "test"}}],
             "current-context": "emulator",
         }
         path.write_text(json.dumps(config), encoding="utf-8")
         return path
 
+    # ------------------------------------------------------------ identities and RBAC
+
+    def token_for(self, namespace: str, name: str) -> str:
+        """The bearer token of a ServiceAccount (the same one every time). Requests with it
+        are RBAC-checked, and refused (401) unless the ServiceAccount object exists."""
+        with self._lock:
+            for token, account in self._tokens.items():
+                if account == (namespace, name):
+                    return token
+            token = f"sa-{secrets.token_hex(16)}"
+            self._tokens[token] = (namespace, name)
+            return token
+
+    def accesses(self, namespace: str, name: str) -> set[Access]:
+        """Every (verb, group, resource) the ServiceAccount was allowed to call so far."""
+        with self._lock:
+            return set(self._accesses.get((namespace, name), set()))
+
+    def grants(self, namespace: str, name: str) -> set[Access]:
+        """Every (verb, group, resource) the stored roles grant the ServiceAccount, anywhere."""
+        return granted(self._roles_of(User.service_account(namespace, name)))
+
+    @property
+    def denials(self) -> list[Denial]:
+        """Every request RBAC refused, in order."""
+        with self._lock:
+            return list(self._denials)
+
+    def _authenticate(self, header: str) -> User | None:
+        """The user of a request; None for the test itself (no token, or the admin token)."""
+        scheme, _, token = header.partition(" ")
+        if not header or (scheme.lower() == "bearer" and token.strip() == self.admin_token):
+            return None
+        with self._lock:
+            account = self._tokens.get(token.strip()) if scheme.lower() == "bearer" else None
+        if account is None or self.get("serviceaccounts", account[1], namespace=account[0]) is None:
+            raise unauthorized()
+        return User.service_account(*account)
+
+    def _roles_of(self, user: User) -> list[BoundRole | str]:
+        def role(plural: str, namespace: str | None, name: str) -> Object | None:
+            return self.get(plural, name, namespace=namespace)
+
+        return list(
+            bound_roles(
+                user,
+                cluster_bindings=self.objects("clusterrolebindings"),
+                namespace_bindings=self.objects("rolebindings"),
+                role=role,
+            )
+        )
+
+    def _authorize(self, user: User, attributes: RequestAttributes, method: str) -> None:
+        allowed, reason = authorize(user, attributes, self._roles_of(user))
+        account = user.account
+        if not allowed:
+            error = forbidden(user, attributes, reason)
+            with self._lock:
+                self._denials.append(Denial(user.name, method, attributes.path, error.message))
+            raise error
+        if account is not None and attributes.resource_request:
+            with self._lock:
+                self._accesses.setdefault(account, set()).add(attributes.access)
+
     # ------------------------------------------------------------ objects (test side)
 
     def _resource(self, plural: str) -> ResourceType:
         return BY_PLURAL[plural]
+
+    def apply(self, documents: Iterable[Mapping[str, Any]]) -> list[Object]:
+        """Create every object of a kind this emulator serves (Namespaces, ServiceAccounts,
+        RBAC, ...) from manifest documents; other kinds (Deployments, ConfigMaps) are skipped."""
+        created = []
+        for document in documents:
+            resource = BY_KIND.get((str(document.get("apiVersion")), str(document.get("kind"))))
+            if resource is not None:
+                namespace = (document.get("metadata") or {}).get("namespace")
+                created.append(self.store.create(resource, namespace, document))
+        return created
 
     def create(
         self, plural: str, obj: Mapping[str, Any], *, namespace: str | None = None
@@ -232,6 +344,8 @@ class KubeEmulator:
 
 _REASONS = {
     400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
     409: "Conflict",
@@ -275,7 +389,12 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         status = 200
+        user: User | None = None
         try:
+            user = self.owner._authenticate(self.headers.get("Authorization", ""))
+            if user is not None:
+                attributes = request_attributes(method, split.path, query)
+                self.owner._authorize(user, attributes, method)
             if raw:
                 try:
                     body = json.loads(raw)
@@ -289,8 +408,9 @@ class _Handler(BaseHTTPRequestHandler):
             if target is None:
                 raise ApiError(404, "NotFound", f"the server could not find {split.path}")
             if method == "GET" and query.get("watch") in ("true", "1"):
+                who = user.name if user is not None else ""
                 self.owner._record(
-                    RecordedRequest(method, split.path, query, content_type, body, 200)
+                    RecordedRequest(method, split.path, query, content_type, body, 200, who)
                 )
                 self._watch(target, query)
                 return
@@ -299,7 +419,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, answer = error.code, error.status()
         except Exception as error:  # an emulator bug must show up as a 500, not a hang
             status, answer = 500, ApiError(500, "InternalError", repr(error)).status()
-        self.owner._record(RecordedRequest(method, split.path, query, content_type, body, status))
+        who = user.name if user is not None else ""
+        self.owner._record(
+            RecordedRequest(method, split.path, query, content_type, body, status, who)
+        )
         self._send_json(status, answer)
 
     def _route(

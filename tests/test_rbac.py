@@ -1,0 +1,435 @@
+"""Least privilege, checked against what the code calls: the shipped roles, the real components.
+
+The API emulator loads the shipped manifests (deploy/cluster: Namespaces, ServiceAccounts,
+ClusterRoles, Roles and their bindings) and enforces RBAC on every request as the API server
+does. Each component runs as a process (`python -m tas_cli`, the image's entry point) with the
+command line and environment of its shipped Deployment (only the metric source, the listen
+address and what a test cannot mount are changed), as its own ServiceAccount, through the
+health-metric demo: node-a at 0, node-b at 1, node-c at 2, the demo pod on node-c.
+
+Covered, per component:
+- the policy controller (with leader election, as deployed) labels node-c `demo-policy=
+  violating` and the demo pod `violate=demo-policy`, writes the policy status, emits an Event
+  and holds its Lease; SIGTERM stops it cleanly;
+- the descheduler (Automatic mode) evicts the demo pod from node-c and clears a soft taint an
+  earlier run left on node-a;
+- the extender (policies from the cluster, no --policies) filters the demo request with the
+  cluster's TASPolicy: node-b and node-c fail, node-a passes;
+and for each: no request was refused (a refusal fails the test with the API server's message),
+and every (verb, resource) its roles grant was used, so the roles hold nothing the code does
+not need. What a role must keep although the test cannot exercise it is listed in
+`NOT_EXERCISED`, with the reason.
+
+And the defect this guards against: the controller watching PodDisruptionBudgets (every cache,
+as before) with its shipped role is refused with the Forbidden Status and never syncs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import kubernetes.client as k8s
+import pytest
+import yaml
+
+from tas.cluster.informer import Backoff
+from tas.cluster.kubernetes import KubernetesCluster
+from tas.metrics.textfile import write_node_metric
+from tests.k8s_emulator import Access, KubeEmulator
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_MANIFESTS = ROOT / "deploy" / "cluster"
+DEMO = ROOT / "deploy" / "health-metric-demo"
+NAMESPACE = "telemetry-aware-scheduling"
+DEMO_NAMESPACE = "health-metric-demo"
+HEALTH = {"node-a": 0, "node-b": 1, "node-c": 2}
+#: The descheduler's soft taint (SoftTainter's default prefix), left by an earlier run.
+SOFT_TAINT = {"key": "telemetry.aware.scheduling/overutilized", "value": "true"}
+TIMEOUT = 20.0
+
+#: Grants a role keeps although these tests cannot exercise them, per ServiceAccount, each with
+#: the reason. Empty: every grant is used on the demo paths below.
+NOT_EXERCISED: dict[str, set[Access]] = {
+    "tas-policy-controller": set(),
+    "tas-descheduler": set(),
+    "tas-extender": set(),
+}
+
+Document = dict[str, Any]
+
+
+# --- the shipped manifests ------------------------------------------------------------------
+
+
+def manifests(directory: Path) -> list[Document]:
+    return [
+        document
+        for path in sorted(directory.glob("*.yaml"))
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        if isinstance(document, dict)
+    ]
+
+
+def shipped(kind: str, name: str) -> Document:
+    (found,) = [
+        d
+        for d in manifests(CLUSTER_MANIFESTS)
+        if d.get("kind") == kind and d["metadata"]["name"] == name
+    ]
+    return found
+
+
+def container(deployment: str) -> Document:
+    (only,) = shipped("Deployment", deployment)["spec"]["template"]["spec"]["containers"]
+    return copy.deepcopy(dict(only))
+
+
+def command_line(
+    deployment: str, *, replace: Mapping[str, str | None], add: Sequence[str] = ()
+) -> list[str]:
+    """The Deployment's `tas` arguments with flags replaced (None: dropped) and added."""
+    args = list(container(deployment)["args"])
+    for flag, value in replace.items():
+        index = args.index(flag)
+        takes_value = index + 1 < len(args) and not args[index + 1].startswith("--")
+        del args[index : index + (2 if takes_value else 1)]
+        if value is not None:
+            args[index:index] = [flag, value]
+    return [*args, *add]
+
+
+def environment(deployment: str, pod_name: str) -> dict[str, str]:
+    """The Deployment's container environment, with the downward API filled in."""
+    fields = {"metadata.name": pod_name, "metadata.namespace": NAMESPACE}
+    env = {}
+    for variable in container(deployment).get("env", []):
+        if "value" in variable:
+            env[variable["name"]] = str(variable["value"])
+        else:
+            env[variable["name"]] = fields[variable["valueFrom"]["fieldRef"]["fieldPath"]]
+    return env
+
+
+# --- the demo cluster -----------------------------------------------------------------------
+
+
+def node(name: str, *, taints: Sequence[Mapping[str, str]] = ()) -> Document:
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"taints": [{**t, "effect": "PreferNoSchedule"} for t in taints]},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        },
+    }
+
+
+def demo_pod(name: str, node_name: str) -> Document:
+    """A pod of the demo Deployment (deploy/health-metric-demo), as its ReplicaSet makes it."""
+    (deployment,) = yaml.safe_load_all((DEMO / "demo-app.yaml").read_text(encoding="utf-8"))
+    template = deployment["spec"]["template"]
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": DEMO_NAMESPACE,
+            "labels": template["metadata"]["labels"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "demo-app-6558d5ffbf",
+                    "uid": "0b7e7d3c-0000-4000-8000-000000000001",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {**template["spec"], "nodeName": node_name},
+        "status": {"phase": "Running"},
+    }
+
+
+@dataclass
+class Demo:
+    api: KubeEmulator
+    tmp: Path
+    metrics: Path
+
+    def kubeconfig(self, account: str) -> Path:
+        token = self.api.token_for(NAMESPACE, account)
+        return self.api.write_kubeconfig(self.tmp / f"{account}.kubeconfig", token=token)
+
+    def labels(self, plural: str, name: str, namespace: str | None = None) -> dict[str, str]:
+        found = self.api.get(plural, name, namespace=namespace)
+        return dict(((found or {}).get("metadata") or {}).get("labels") or {})
+
+    def unused(self, account: str) -> set[Access]:
+        granted = self.api.grants(NAMESPACE, account)
+        return granted - self.api.accesses(NAMESPACE, account) - NOT_EXERCISED[account]
+
+    def problems(self, account: str) -> str:
+        denied = "\n".join(f"  {d}" for d in self.api.denials) or "  none"
+        unused = ", ".join(map(str, sorted(self.unused(account)))) or "none"
+        return f"refused requests:\n{denied}\ngranted to {account} but never used: {unused}"
+
+    def check_least_privilege(self, account: str) -> None:
+        assert not self.api.denials, self.problems(account)
+        assert not self.unused(account), self.problems(account)
+
+
+@pytest.fixture
+def demo(kube_emulator: KubeEmulator, tmp_path: Path) -> Demo:
+    api = kube_emulator
+    api.apply(manifests(CLUSTER_MANIFESTS))
+    api.apply(manifests(DEMO))  # the demo Namespace and TASPolicy (the app is a Deployment)
+    api.create("nodes", node("node-a", taints=[SOFT_TAINT]))
+    api.create("nodes", node("node-b"))
+    api.create("nodes", node("node-c"))
+    api.create("pods", demo_pod("demo-app-6558d5ffbf-5lw2t", "node-c"))
+    metrics = tmp_path / "metrics"
+    for name, value in HEALTH.items():
+        write_node_metric(metrics, name, "node_health_metric", value)
+    return Demo(api, tmp_path, metrics)
+
+
+# --- running a component --------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Process:
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def terminate(self) -> int:
+        """SIGTERM, as kubelet stops a container; the exit code."""
+        self.popen.send_signal(signal.SIGTERM)
+        return self.popen.wait(timeout=TIMEOUT)
+
+
+@contextlib.contextmanager
+def component(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Process]:
+    with log.open("wb") as output:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "tas_cli", *args],
+            cwd=ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        )
+    process = Process(popen, log)
+    try:
+        yield process
+    finally:
+        if popen.poll() is None:
+            popen.kill()
+            popen.wait(timeout=10)
+
+
+def eventually(
+    check: Callable[[], bool], *, demo: Demo, account: str, process: Process, what: str
+) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not check():
+        if process.popen.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(
+                f"{what}: not seen (exit code {process.popen.poll()})\n"
+                f"{demo.problems(account)}\n--- output:\n{process.output()[-4000:]}"
+            )
+        time.sleep(0.1)
+
+
+# --- the components -------------------------------------------------------------------------
+
+
+def test_the_policy_controller_labels_the_violating_node_with_only_its_shipped_role(
+    demo: Demo,
+) -> None:
+    account, pod_name = "tas-policy-controller", "tas-policy-controller-7d9c-x1"
+    port = free_port()
+    args = command_line(
+        account,
+        replace={
+            "--metrics": f"textfile:{demo.metrics}",
+            "--listen": f"127.0.0.1:{port}",
+            "--sync-period": "200ms",
+        },
+        add=["--kubeconfig", str(demo.kubeconfig(account))],
+    )
+    assert args[0] == "controller"
+    assert "--leader-elect" in args
+    api = demo.api
+
+    def done() -> bool:
+        status = (api.get("taspolicies", "demo-policy", namespace=DEMO_NAMESPACE) or {}).get(
+            "status"
+        ) or {}
+        lease = api.get("leases", "tas-policy-controller", namespace=NAMESPACE) or {}
+        events = [e for e in api.objects("events") if e.get("reason") == "TASPolicyViolated"]
+        pod_labels = demo.labels("pods", "demo-app-6558d5ffbf-5lw2t", DEMO_NAMESPACE)
+        return (
+            demo.labels("nodes", "node-c").get("demo-policy") == "violating"
+            and "demo-policy" not in demo.labels("nodes", "node-a")
+            and pod_labels.get("violate") == "demo-policy"
+            and status.get("compliance") == "Violating"
+            and bool(events)
+            and (lease.get("spec") or {}).get("holderIdentity") == pod_name
+            # The Lease is renewed (read, then replaced) every 2 s: wait for one renewal.
+            and not demo.unused(account)
+        )
+
+    with component(args, demo.tmp / "controller.log", environment(account, pod_name)) as process:
+        eventually(done, demo=demo, account=account, process=process, what="labels and lease")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            assert client.get("/readyz").status_code == 200
+        assert process.terminate() == 0, process.output()
+    assert "Traceback" not in process.output(), process.output()
+    demo.check_least_privilege(account)
+
+
+def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: Demo) -> None:
+    account = "tas-descheduler"
+    policy = demo.tmp / "descheduler-policy.yaml"  # the ConfigMap the Deployment mounts
+    policy.write_text(shipped("ConfigMap", "tas-descheduler-policy")["data"]["policy.yaml"])
+    args = command_line(
+        account,
+        replace={
+            "--policy-config-file": str(policy),
+            "--metrics": f"textfile:{demo.metrics}",
+            "--mode": "Automatic",
+        },
+        add=["--kubeconfig", str(demo.kubeconfig(account))],
+    )
+    assert args[0] == "descheduler"
+    api = demo.api
+
+    def done() -> bool:
+        node_a = api.get("nodes", "node-a") or {}
+        return (
+            api.get("pods", "demo-app-6558d5ffbf-5lw2t", namespace=DEMO_NAMESPACE) is None
+            and not (node_a.get("spec") or {}).get("taints")
+            and not demo.unused(account)
+        )
+
+    with component(args, demo.tmp / "descheduler.log", environment(account, "d-1")) as process:
+        eventually(done, demo=demo, account=account, process=process, what="the eviction")
+        assert process.terminate() == 0, process.output()
+    evictions = [
+        r.path for r in api.requests if r.method == "POST" and r.path.endswith("/eviction")
+    ]
+    assert evictions == [
+        f"/api/v1/namespaces/{DEMO_NAMESPACE}/pods/demo-app-6558d5ffbf-5lw2t/eviction"
+    ]
+    assert api.get("pods", "demo-app-6558d5ffbf-5lw2t", namespace=DEMO_NAMESPACE) is None
+    demo.check_least_privilege(account)
+
+
+def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_role(
+    demo: Demo,
+) -> None:
+    account = "tas-extender"
+    port = free_port()
+    # No certificates here: plain HTTP instead of the mounted TLS Secret.
+    args = command_line(
+        account,
+        replace={
+            "--metrics": f"textfile:{demo.metrics}",
+            "--listen": f"127.0.0.1:{port}",
+            "--cert": None,
+            "--key": None,
+            "--cacert": None,
+        },
+        add=["--insecure-http", "--kubeconfig", str(demo.kubeconfig(account))],
+    )
+    assert args[0] == "extender"
+    assert "--policies" not in args
+    request = json.loads((DEMO / "filter-request.json").read_text(encoding="utf-8"))
+
+    with (
+        component(args, demo.tmp / "extender.log", environment(account, "e-1")) as process,
+        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client,
+    ):
+
+        def ready() -> bool:
+            with contextlib.suppress(httpx.TransportError):
+                return client.get("/readyz").status_code == 200
+            return False
+
+        eventually(ready, demo=demo, account=account, process=process, what="/readyz")
+        answer = client.post("/scheduler/filter", json=request)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["NodeNames"] == ["node-a"]
+        assert set(answer.json()["FailedAndUnresolvableNodes"]) == {"node-b", "node-c"}
+        eventually(
+            lambda: not demo.unused(account),
+            demo=demo,
+            account=account,
+            process=process,
+            what="every grant used",
+        )
+        assert process.terminate() == 0, process.output()
+    demo.check_least_privilege(account)
+
+
+# --- the defect -----------------------------------------------------------------------------
+
+
+def test_a_controller_watching_pdbs_is_refused_by_its_shipped_role_and_never_syncs(
+    demo: Demo,
+) -> None:
+    token = demo.api.token_for(NAMESPACE, "tas-policy-controller")
+    # Every cache, as the controller built its cluster before it named what it watches.
+    cluster = KubernetesCluster(
+        demo.api.api_client(token=token),
+        watch_timeout=2.0,
+        backoff=lambda: Backoff(initial=0.05, maximum=0.2, jitter=0),
+    )
+    cluster.start()
+    try:
+        assert not cluster.wait_synced(2.0)
+        unsynced = [i.name for i in cluster.informers if not i.synced.is_set()]
+    finally:
+        cluster.stop()
+    assert unsynced == ["poddisruptionbudgets"]
+    message = (
+        "poddisruptionbudgets.policy is forbidden: User "
+        f'"system:serviceaccount:{NAMESPACE}:tas-policy-controller" cannot list resource '
+        '"poddisruptionbudgets" in API group "policy" at the cluster scope'
+    )
+    assert {d.message for d in demo.api.denials} == {message}
+
+    budgets = k8s.PolicyV1Api(demo.api.api_client(token=token))
+    with pytest.raises(k8s.ApiException) as refused:
+        budgets.list_pod_disruption_budget_for_all_namespaces()
+    assert refused.value.status == 403
+    assert json.loads(refused.value.body or "{}") == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "Forbidden",
+        "details": {"group": "policy", "kind": "poddisruptionbudgets"},
+        "code": 403,
+    }
