@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from descheduler.cycle import Descheduler, Mode, PolicySource
 from descheduler.metrics import DeschedulerMetrics
 from descheduler.schedule import CronSchedule, ScheduleError, parse_duration, run_schedule
 from tas.cli_args import add_metric_source_arguments
-from tas.cluster.interface import Cluster
+from tas.cluster.interface import Cluster, ResourceKind
 from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
 from tas.policies.files import PolicyFileWatcher
@@ -85,18 +86,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: How long startup waits for the cluster caches to fill before giving up.
 SYNC_TIMEOUT = 60.0
+#: How long a cycle under way may go on after SIGTERM. With the rest of the shutdown (aborting
+#: the watch streams) it stays well inside 2 s: a rollout or a CronJob should not wait on us,
+#: and Kubernetes kills a pod 30 s after SIGTERM anyway.
+CYCLE_GRACE_SECONDS = 0.5
 
 
-def _open_cluster(kubeconfig: Path | None, cleanups: list[Callable[[], Any]]) -> Cluster:
+def _open_cluster(
+    kubeconfig: Path | None, cleanups: list[Callable[[], Any]], stop: threading.Event
+) -> Cluster:
     # The official client is heavy: import it only when a real cluster is wanted.
     from tas.cluster.kubernetes import kubernetes_cluster
 
-    cluster = kubernetes_cluster(kubeconfig)
+    # Every cache the descheduler reads, named: a new cache must come with its RBAC grant.
+    cluster = kubernetes_cluster(
+        kubeconfig,
+        watched=[ResourceKind.NODE, ResourceKind.POD, ResourceKind.PDB, ResourceKind.POLICY],
+    )
     cluster.start()
-    cleanups.append(cluster.stop)
-    if not cluster.wait_synced(SYNC_TIMEOUT):
-        raise RuntimeError(f"the cluster caches did not fill within {SYNC_TIMEOUT:.0f}s")
+    # Aborting the watches takes milliseconds; the bound is for a dead API server, and keeps
+    # it with `CYCLE_GRACE_SECONDS` under 2 s.
+    cleanups.append(functools.partial(cluster.stop, timeout=0.5))
+    deadline = time.monotonic() + SYNC_TIMEOUT
+    while not cluster.wait_synced(0.2):  # in short waits, so that a stop is seen at once
+        if stop.is_set():
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the cluster caches did not fill within {SYNC_TIMEOUT:.0f}s")
     return cluster
+
+
+def _run_until_stopped(schedule: Callable[[], object], stop: threading.Event) -> None:
+    """Run `schedule` in a worker thread until it returns or `stop` is set.
+
+    The calling thread only waits, so that a SIGTERM is answered at once even in the middle
+    of a cycle: the cycle gets `CYCLE_GRACE_SECONDS` to finish and is then left to the
+    process exit, which is no worse than the SIGKILL that would follow (each eviction is one
+    API call: none is left half done).
+    """
+    failures: list[Exception] = []
+
+    def work() -> None:
+        try:
+            schedule()
+        except Exception as error:  # reported by the caller, as if raised there
+            failures.append(error)
+        finally:
+            stop.set()  # a run-once schedule is done: shut down now
+
+    worker = threading.Thread(target=work, name="descheduler", daemon=True)
+    worker.start()
+    stop.wait()
+    worker.join(CYCLE_GRACE_SECONDS)
+    if worker.is_alive():
+        log.warning("Stopped in the middle of a descheduling cycle")
+    if failures:
+        raise failures[0]
 
 
 def _cluster_policies(cluster: Cluster) -> PolicySource:
@@ -158,8 +203,15 @@ def run(args: argparse.Namespace, *, cluster: Cluster | None = None) -> int:
     stop = threading.Event()
     cleanups: list[Callable[[], Any]] = []
     try:
+        # First of all, so that a SIGTERM while the caches fill is a clean stop too.
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                previous = signal.signal(signum, lambda *_: stop.set())
+                cleanups.append(functools.partial(signal.signal, signum, previous))
         if cluster is None:
-            cluster = _open_cluster(args.kubeconfig, cleanups)
+            cluster = _open_cluster(args.kubeconfig, cleanups, stop)
+            if stop.is_set():
+                return 0
         policies: PolicySource
         assert cluster is not None
         if args.policies is not None:
@@ -210,12 +262,13 @@ def run(args: argparse.Namespace, *, cluster: Cluster | None = None) -> int:
             refresh()
             descheduler.run_cycle()
 
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                previous = signal.signal(signum, lambda *_: stop.set())
-                cleanups.append(functools.partial(signal.signal, signum, previous))
         log.info("Descheduler starting in %s mode", args.mode)
-        run_schedule(cycle, interval=interval, cron=cron, clock=SystemClock(), stop=stop)
+        _run_until_stopped(
+            lambda: run_schedule(
+                cycle, interval=interval, cron=cron, clock=SystemClock(), stop=stop
+            ),
+            stop,
+        )
         return 0
     except Exception as error:  # startup problems: one clear line, not a traceback
         log.error("Descheduler stopped: %s", error)

@@ -165,6 +165,7 @@ def run_schedule(
     """
     if interval <= 0 and cron is None:
         _guarded(run_cycle)
+        log.info("Cycle done; ran once, so exiting")
         return 1
     cycles = 0
     if interval > 0 and cron is not None:
@@ -175,13 +176,15 @@ def run_schedule(
             cycles += 1
             if max_cycles is not None and cycles >= max_cycles:
                 break
+            log.info("Cycle done; the next in %gs", interval)
             if clock.sleep(interval, stop):
                 break
         else:
             assert cron is not None
             now = clock.now()
-            wait = (cron.next_after(now) - now).total_seconds()
-            if clock.sleep(wait, stop):
+            upcoming = cron.next_after(now)
+            log.info("Next cycle at %s (cron %r)", upcoming.isoformat(), cron.expression)
+            if clock.sleep((upcoming - now).total_seconds(), stop):
                 break
             _guarded(run_cycle)
             cycles += 1

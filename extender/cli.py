@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 
 from prometheus_client import CollectorRegistry
 
@@ -27,6 +29,11 @@ from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
 
 log = logging.getLogger(__name__)
+
+#: How long the cleanups after the server has stopped may take in all (the server's own
+#: graceful stop is bounded by `ExtenderServer`): together well under 2 s from SIGTERM to exit.
+CLEANUP_SECONDS = 0.5
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _positive_int(text: str) -> int:
@@ -126,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     store = PolicyStore()
     store.subscribe(lambda snapshot: view.set_wanted(snapshot.metric_names))
     stop = threading.Event()
-    cleanups: list[Callable[[], object]] = [stop.set, view.stop]
+    # Each takes the seconds it may use.
+    cleanups: list[Callable[[float], object]] = [view.stop]
     if args.policies is not None:
         watcher = PolicyFileWatcher(args.policies, store)
         watcher.poll()
@@ -156,19 +164,37 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"tas extender: cannot listen on {args.listen}: {error}", file=sys.stderr)
         return 2
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        server.request_stop()  # also when uvicorn has not yet taken the signals over
+
+    # uvicorn takes SIGINT and SIGTERM while it serves, then gives them back to these handlers
+    # and raises the signal again: without them, that second delivery would kill the process
+    # (SIGTERM) or raise KeyboardInterrupt (SIGINT) before the cleanups, and exit non-zero.
+    previous = (
+        {signum: signal.signal(signum, request_stop) for signum in _STOP_SIGNALS}
+        if threading.current_thread() is threading.main_thread()
+        else {}
+    )
     view.start()
     log.info("Extender serving on %s (policies from %s)", server.url, source)
     try:
         server.run()
     finally:
+        stop.set()
+        deadline = time.monotonic() + CLEANUP_SECONDS
         for cleanup in reversed(cleanups):
-            cleanup()
+            cleanup(max(0.0, deadline - time.monotonic()))
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    log.info("Extender stopped")
     return 0
 
 
 def _follow_cluster_policies(
     kubeconfig: Path | None, store: PolicyStore, stop: threading.Event
-) -> Callable[[], None]:
+) -> Callable[[float], None]:
     """Keep `store` equal to the cluster's TASPolicy objects; returns the cleanup.
 
     Only the policy cache is kept: the extender needs nothing else (and its RBAC allows
@@ -182,7 +208,7 @@ def _follow_cluster_policies(
     cluster.start()
 
     def follow() -> None:
-        while not stop.is_set() and not cluster.wait_synced(1.0):
+        while not stop.is_set() and not cluster.wait_synced(0.2):
             pass
         if stop.is_set():
             return
@@ -191,7 +217,7 @@ def _follow_cluster_policies(
         loader.run(stop, 10.0)  # polling as a safety net for a missed notification
 
     threading.Thread(target=follow, name="policy-cluster", daemon=True).start()
-    return cluster.stop
+    return cluster.stop  # aborts the watch stream
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,10 @@
 
 The listening socket is bound before uvicorn starts, so port 0 works (tests and benchmarks ask
 for a free port and read back the one they got) and the URL is known before the first request.
+
+Stopping is bounded: idle keep-alive connections (kube-scheduler keeps some) are closed at
+once, and requests still running get `shutdown_timeout` seconds before they are cancelled,
+so a rollout never waits on the extender for long.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class ExtenderServer:
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
         log_level: str = "info",
+        shutdown_timeout: int = 1,
     ) -> None:
         self._ssl_context = ssl_context
         self.socket = bind_socket(host, port)
@@ -90,12 +95,18 @@ class ExtenderServer:
             log_config=None,
             # uvicorn's own context has no minimum TLS version; the factory hands it ours.
             ssl_context_factory=factory,
+            timeout_graceful_shutdown=shutdown_timeout,
         )
         self.server = uvicorn.Server(self.config)
         self._thread: threading.Thread | None = None
 
     def run(self) -> None:
-        """Serve until the process is told to stop (SIGINT/SIGTERM)."""
+        """Serve until the process is told to stop (SIGINT/SIGTERM) or `request_stop()`.
+
+        In the main thread uvicorn handles SIGINT and SIGTERM itself while serving, then
+        restores the handlers it found and raises the signal again: install a handler first
+        (one that calls `request_stop()`), or the default action kills the process after all.
+        """
         try:
             self.server.run(sockets=[self.socket])
         finally:
@@ -111,8 +122,12 @@ class ExtenderServer:
                 raise RuntimeError("the extender server did not start")
             time.sleep(0.01)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def request_stop(self) -> None:
+        """Begin a graceful stop; safe from a signal handler, and before `run()` too."""
         self.server.should_exit = True
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout)
 

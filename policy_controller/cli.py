@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
@@ -28,15 +29,21 @@ from policy_controller.loop import ControllerLoop
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
 from tas.cli_args import add_metric_source_arguments, parse_duration
+from tas.cluster.interface import ResourceKind
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
 
 if TYPE_CHECKING:
     from tas.cluster.kubernetes import KubernetesCluster
+    from tas.metrics.refreshing import RefreshingMetricView
 
 log = logging.getLogger(__name__)
 
 CACHE_SYNC_WARN_SECONDS = 60
+#: How long shutdown may take in all, from SIGTERM to exit. Kubernetes kills a pod 30 s after
+#: SIGTERM and a rollout waits for every old pod, so the less the better; the work left at
+#: that point (abort the watches, release the Lease) takes milliseconds against a live API.
+SHUTDOWN_SECONDS = 1.2
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -129,10 +136,11 @@ def _load_cluster_policies(
     # Load policies only from a synced cache: an empty first read would look like "every
     # policy was deleted" and strip their labels. The loop keeps ticking (and /healthz green)
     # meanwhile; it does not reconcile before the store has loaded.
-    waited = 0
-    while not stop.is_set() and not cluster.wait_synced(1.0):
-        waited += 1
-        if waited % CACHE_SYNC_WARN_SECONDS == 0:
+    started, warnings = time.monotonic(), 0
+    while not stop.is_set() and not cluster.wait_synced(0.2):  # short waits: stop is prompt
+        waited = time.monotonic() - started
+        if waited >= (warnings + 1) * CACHE_SYNC_WARN_SECONDS:
+            warnings += 1
             log.warning("Cluster caches not synced after %d s; still waiting", waited)
     if stop.is_set():
         return
@@ -169,7 +177,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"controller: {error}", file=sys.stderr)
         return 2
 
-    cluster = KubernetesCluster(api_client)
+    # Only the caches the controller reads, which is what its ClusterRole grants: never
+    # PodDisruptionBudgets, and no TASPolicies when they come from files (no CRD needed then).
+    caches = [ResourceKind.NODE, ResourceKind.POD]
+    if args.policies is None:
+        caches.append(ResourceKind.POLICY)
+    cluster = KubernetesCluster(api_client, watched=caches)
     background: list[threading.Thread] = []
 
     def in_background(target: Callable[..., None], *args: object, name: str) -> None:
@@ -185,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
         elector = LeaderElector(
             api_client, name=args.lease_name, namespace=args.lease_namespace, identity=identity
         )
-        # Joined on exit: the elector releases the Lease when it stops, for a quick hand-over.
+        # Joined first on exit: the elector releases the Lease when it stops, so a standby
+        # takes over at its next try instead of waiting the lease duration out.
         in_background(elector.run, stop, name="leader")
         is_leader = lambda: elector.is_leader  # noqa: E731
 
@@ -197,7 +211,8 @@ def run(args: argparse.Namespace) -> int:
         metric_view=view,
         metrics=metrics,
         status_refresh_cycles=args.status_refresh_cycles,
-        may_write=is_leader,
+        # A stopping controller starts no new write: its last cycle ends at once.
+        may_write=lambda: not stop.is_set() and is_leader(),
         # Half-filled caches would look like missing nodes, pods or policies.
         cluster_ready=lambda: cluster.wait_synced(0),
     )
@@ -223,15 +238,42 @@ def run(args: argparse.Namespace) -> int:
             in_background(
                 _load_cluster_policies, cluster, store, stop, args.sync_period, name="policies"
             )
-        loop.run(stop)
+        # The loop runs beside the main thread, which only waits for the stop: so shutdown
+        # keeps to its budget even when a cycle is blocked on a slow API server.
+        in_background(loop.run, stop, name="loop")
+        stop.wait()
     finally:
         stop.set()
-        for thread in background:
-            thread.join(timeout=10)
-        server.stop()
-        view.stop()
-        cluster.stop()
+        _shut_down(cluster, server, view, background)
     return 0
+
+
+def _shut_down(
+    cluster: KubernetesCluster,
+    server: ProbeServer,
+    view: RefreshingMetricView,
+    threads: Sequence[threading.Thread],
+) -> None:
+    """Stop everything within `SHUTDOWN_SECONDS`; `stop` is already set.
+
+    Every thread is a daemon, so one still blocked on the network when the budget runs out
+    is simply left behind: an in-flight write is then lost as it would be to SIGKILL.
+    """
+    deadline = time.monotonic() + SHUTDOWN_SECONDS
+
+    def remaining() -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    # The leader first: it has been releasing the Lease since the stop, and that must be
+    # done before exit. Then the rest, in whatever time is left.
+    for thread in threads:
+        thread.join(remaining())
+        if thread.is_alive():
+            log.warning("Shutdown: thread %s did not finish in time", thread.name)
+    cluster.stop(timeout=remaining())  # aborts the watch streams
+    server.stop(timeout=remaining())
+    view.stop(timeout=min(0.2, remaining()))  # a fetch still running has nothing to keep
+    log.info("Policy controller stopped")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,16 +37,21 @@ class ProbeServer:
         return str(host), int(port)
 
     def start(self) -> None:
+        # shutdown() waits for the serving loop to look at its flag, once per poll interval.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="controller-http", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="controller-http",
+            daemon=True,
         )
         self._thread.start()
 
-    def stop(self) -> None:
-        self._server.shutdown()
+    def stop(self, timeout: float = 1.0) -> None:
+        if self._thread is not None:
+            self._server.shutdown()  # only a running serve_forever() ever answers it
         self._server.server_close()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout)
 
 
 def _handler(

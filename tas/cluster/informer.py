@@ -9,6 +9,9 @@ difference as changes; on any other failure, retry with exponential backoff.
 Writes made by the adapter are folded in at once (`apply`), so a reader never acts on a state
 older than its own last write; a watch event that is not newer than the cached object is
 ignored, so each change is reported once.
+
+Stopping is prompt: `close()` aborts the request in progress (see `_abort`), so a quiet watch
+does not hold its thread, and the process, for the rest of its server-side timeout (60 s).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -68,6 +72,31 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield buffer
 
 
+def _abort(response: Any) -> None:
+    """Make a read blocked on `response`, in any thread, return at once.
+
+    Closing the response from another thread is not enough: CPython closes the descriptor
+    only when its last user lets go, so the thread blocked in recv() keeps waiting until the
+    server ends the watch (60 s). Shutting the socket down acts on the connection itself:
+    the blocked recv() returns end-of-stream now, on plain and TLS sockets alike, and the
+    server sees the connection end. (The alternative, a short read timeout polled against
+    the stop event, would wake every watch every period for nothing, cannot tell a quiet
+    watch from a dead one, and urllib3 cannot resume a chunked read after a timeout.)
+    """
+    try:
+        shutdown = getattr(response, "shutdown", None)  # urllib3 >= 2.3
+        if shutdown is not None:
+            shutdown()
+            return
+        connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, ValueError, RuntimeError):
+        # Already closed, or already handed back to the pool: nothing is blocked on it.
+        log.debug("aborting a finished request failed", exc_info=True)
+
+
 def _version(raw: Raw) -> str:
     metadata = raw.get("metadata")
     return str(metadata.get("resourceVersion", "")) if isinstance(metadata, Mapping) else ""
@@ -117,6 +146,9 @@ class Informer(Generic[T]):
         self._items: dict[str, T] = {}
         self._resource_version: str | None = None
         self._response: Any = None
+        # Guards `_response`: once the loop has let a response go, its connection may serve
+        # another request from the pool, which `close()` must then not shut down.
+        self._response_lock = threading.Lock()
         self.synced = threading.Event()
         self.lists = 0  # how many LISTs so far (a test and metric hook)
 
@@ -175,7 +207,7 @@ class Informer(Generic[T]):
         while not stop.is_set():
             try:
                 if self._resource_version is None:
-                    self._list()
+                    self._list(stop)
                 self._watch(stop)
                 self._backoff.reset()
             except _GoneError:
@@ -194,21 +226,43 @@ class Informer(Generic[T]):
                     stop.wait(delay)
 
     def close(self) -> None:
-        """Interrupt a watch in progress (the loop then sees its stop event)."""
-        response = self._response
-        if response is not None:
-            try:
-                response.close()
-            except Exception:  # closing a socket another thread reads may fail; that is fine
-                log.debug("%s: closing the watch stream failed", self.name, exc_info=True)
+        """Abort the list or watch in progress; set the loop's stop event first.
 
-    def _list(self) -> None:
-        response = self._list_call(
-            _preload_content=False,
-            _request_timeout=(self._connect_timeout, self._watch_timeout),
-            **self._selectors,
-        )
-        body = json.loads(response.data)
+        A request still being opened has no response to abort yet: the loop aborts it itself
+        as soon as it returns (`_open`).
+        """
+        with self._response_lock:
+            if self._response is not None:
+                _abort(self._response)
+
+    def _open(self, stop: threading.Event, **arguments: Any) -> Any:
+        """Start one list or watch request, where `close()` can find it to abort it."""
+        response = self._list_call(_preload_content=False, **arguments, **self._selectors)
+        with self._response_lock:
+            self._response = response
+        # `close()` sets no flag of its own: it runs after `stop` is set, and `_response` is
+        # set before `stop` is read here, so either `close()` sees this response or this
+        # thread sees the stop. A stop during the opening thus costs one round trip, not a
+        # whole watch timeout.
+        if stop.is_set():
+            _abort(response)
+        return response
+
+    def _finish(self, response: Any, *, complete: bool) -> None:
+        with self._response_lock:
+            self._response = None
+        if not complete:
+            response.close()  # a stream left unread or aborted cannot go back to the pool
+        response.release_conn()
+
+    def _list(self, stop: threading.Event) -> None:
+        response = self._open(stop, _request_timeout=(self._connect_timeout, self._watch_timeout))
+        complete = False
+        try:
+            body = json.loads(response.data)
+            complete = True
+        finally:
+            self._finish(response, complete=complete)
         self.lists += 1
         self._replace_all(list(body.get("items") or []))
         self._resource_version = str(body.get("metadata", {}).get("resourceVersion", ""))
@@ -216,28 +270,27 @@ class Informer(Generic[T]):
 
     def _watch(self, stop: threading.Event) -> None:
         try:
-            response = self._list_call(
+            response = self._open(
+                stop,
                 watch=True,
                 resource_version=self._resource_version,
                 allow_watch_bookmarks=True,
                 timeout_seconds=max(1, int(self._watch_timeout)),
-                _preload_content=False,
                 _request_timeout=(self._connect_timeout, self._watch_timeout + 5),
-                **self._selectors,
             )
         except ApiException as error:
             if error.status == 410:
                 raise _GoneError from error
             raise
-        self._response = response
+        complete = False
         try:
             for line in _lines(response):
                 if stop.is_set():
                     return
                 self._event(json.loads(line))
+            complete = not stop.is_set()  # an aborted stream also ends, but not cleanly
         finally:
-            self._response = None
-            response.release_conn()
+            self._finish(response, complete=complete)
 
     def _event(self, event: Mapping[str, Any]) -> None:
         kind, raw = event.get("type"), event.get("object") or {}

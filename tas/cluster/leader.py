@@ -8,6 +8,11 @@ gets 409 and stays a follower. The leader renews every `retry_period`; when it h
 renewed for `renew_deadline` (shorter than `lease_duration`) it stops leading *before* anyone
 else may take over. On `stop` the leader releases the Lease so a successor need not wait.
 
+Every request is bounded in time: a step's by `retry_period` (a renewal that takes longer is
+a failed one; the renew deadline decides what that means); the release, as a whole, by its
+own short budget, because it runs while the process is shutting down and Kubernetes kills a
+pod that has not exited 30 s after SIGTERM.
+
 `is_leader` is what writers check; `try_acquire_or_renew()` is one step of the loop, which
 tests drive with an injected clock.
 """
@@ -31,6 +36,8 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 _MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+#: How long `release()` may take by default: a small part of a pod's 30 s grace period.
+RELEASE_TIMEOUT = 1.0
 
 
 def _utc_now() -> datetime:
@@ -64,6 +71,8 @@ class LeaderElector:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
         self._api = client.CoordinationV1Api(api_client)
+        # Seconds for each request of a step (to connect, and then for each read).
+        self._request_timeout = retry_period
         self.name = name
         self.namespace = namespace
         self.identity = identity
@@ -152,7 +161,10 @@ class LeaderElector:
         }
         try:
             response = self._api.create_namespaced_lease(
-                self.namespace, body, _preload_content=False
+                self.namespace,
+                body,
+                _preload_content=False,
+                _request_timeout=self._request_timeout,
             )
         except ApiException as error:
             if error.status == 409:
@@ -183,16 +195,23 @@ class LeaderElector:
             if self._on_stopped:
                 self._on_stopped()
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self, timeout: float | None = None) -> dict[str, Any]:
         response = self._api.read_namespaced_lease(
-            self.name, self.namespace, _preload_content=False
+            self.name,
+            self.namespace,
+            _preload_content=False,
+            _request_timeout=self._request_timeout if timeout is None else timeout,
         )
         return _body(response)
 
-    def _replace(self, lease: dict[str, Any]) -> dict[str, Any]:
+    def _replace(self, lease: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         body: Any = lease
         response = self._api.replace_namespaced_lease(
-            self.name, self.namespace, body, _preload_content=False
+            self.name,
+            self.namespace,
+            body,
+            _preload_content=False,
+            _request_timeout=self._request_timeout if timeout is None else timeout,
         )
         return _body(response)
 
@@ -205,20 +224,42 @@ class LeaderElector:
             stop.wait(self.retry_period)
         self.release()
 
-    def release(self) -> None:
-        """Give the Lease up now (holder cleared) so a successor need not wait it out."""
+    def release(self, timeout: float = RELEASE_TIMEOUT) -> None:
+        """Give the Lease up now (holder cleared) so a successor need not wait it out.
+
+        Writers see `is_leader` false before the request goes out. Returns within `timeout`
+        seconds: a release that has not succeeded by then leaves the Lease to expire after
+        `lease_duration`, as if the process had been killed.
+        """
         with self._lock:
             was = self._leading
             self._leading = False
         if not was:
             return
+        # The requests run in a thread of their own because no request timeout bounds the
+        # whole: urllib3 retries a request whose read timed out, each try with a fresh timeout.
+        worker = threading.Thread(
+            target=self._clear_holder, args=(timeout,), name="lease-release", daemon=True
+        )
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            log.warning(
+                "Lease %s/%s: no answer to the release within %gs; it will expire instead",
+                self.namespace,
+                self.name,
+                timeout,
+            )
+        if self._on_stopped:
+            self._on_stopped()
+
+    def _clear_holder(self, timeout: float) -> None:
         try:
-            lease = self._read()
+            lease = self._read(timeout)
             spec = lease.setdefault("spec", {})
             if spec.get("holderIdentity") == self.identity:
                 spec.update(holderIdentity="", leaseDurationSeconds=1)
-                self._replace(lease)
+                self._replace(lease, timeout)
+                log.info("Lease %s/%s: released by %s", self.namespace, self.name, self.identity)
         except (ApiException, OSError, urllib3.exceptions.HTTPError) as error:
             log.warning("Lease %s/%s: release failed: %s", self.namespace, self.name, error)
-        if self._on_stopped:
-            self._on_stopped()

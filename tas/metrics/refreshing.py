@@ -126,12 +126,19 @@ class RefreshingMetricView:
         self._thread.start()
 
     def stop(self, timeout: float | None = 10.0) -> None:
-        """Stop refreshing and release the source's connections."""
+        """Stop refreshing and release the source's connections.
+
+        A fetch still running after `timeout` is left to finish in its daemon thread, with
+        the source open: closing it under the fetch would only turn the answer into an error.
+        """
         self._stopping.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                log.info("metrics: a %s fetch is still running; not waiting", self.source.kind)
+                return
         self.source.close()
 
     def refresh_once(self) -> None:
