@@ -98,9 +98,7 @@ def create_app(
 
     def remember(decision: Decision) -> None:
         log_book.record(decision)
-        telemetry.decisions.labels(decision.verb.value, decision.policy, decision.outcome).inc()
-        if decision.failed:
-            telemetry.filtered_nodes.labels(decision.policy).inc(len(decision.failed))
+        telemetry.count_decision(decision)
         _log_decision(decision)
 
     def verb_endpoint(

@@ -1,10 +1,19 @@
-"""The extender's own Prometheus metrics, registered on an injected registry."""
+"""The extender's own Prometheus metrics, registered on an injected registry.
+
+Every label value comes from a fixed set or from a policy the extender has: never from a
+request, which could otherwise add a new series (kept until the process ends) per request.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from extender.decisions import Decision, Outcome
+
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+#: The `policy` label of a decision for a pod whose `telemetry-policy` names no existing policy.
+UNKNOWN_POLICY = "unknown"
 
 
 class ExtenderMetrics:
@@ -18,7 +27,9 @@ class ExtenderMetrics:
         )
         self.decisions = Counter(
             "tas_extender_decisions_total",
-            "Filter and prioritize decisions, by verb, policy and outcome.",
+            "Filter and prioritize decisions, by verb, policy and outcome. The policy is the "
+            f'TASPolicy found, "{UNKNOWN_POLICY}" when the pod names one that does not exist '
+            '(outcome policy-not-found), and "" when the pod has no telemetry-policy label.',
             ["verb", "policy", "outcome"],
             registry=registry,
         )
@@ -34,3 +45,10 @@ class ExtenderMetrics:
             ["verb", "status"],
             registry=registry,
         )
+
+    def count_decision(self, decision: Decision) -> None:
+        # A missing policy's name is whatever the pod's label says: one fixed value for all.
+        policy = UNKNOWN_POLICY if decision.outcome is Outcome.POLICY_NOT_FOUND else decision.policy
+        self.decisions.labels(decision.verb.value, policy, decision.outcome.value).inc()
+        if decision.failed:
+            self.filtered_nodes.labels(policy).inc(len(decision.failed))

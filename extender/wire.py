@@ -6,6 +6,10 @@ always writes the exact names. Only the pod's identity and labels and the candid
 are read; a `Nodes` list is kept as the original bytes of each item and answered by slicing, so
 a 20 MB NodeList is never turned into Python objects (see `jsonscan`).
 
+Whatever the path, a body is accepted only if all of it is valid JSON nested at most
+`MAX_DEPTH` levels: bytes copied into an answer were validated first, so every answer is
+valid JSON that names only nodes of the request.
+
 Errors:
     WireError       the body is not a usable ExtenderArgs; the message says why (HTTP 400)
 """
@@ -20,11 +24,15 @@ from typing import Any, cast
 
 import orjson
 
-from extender.jsonscan import Cursor, ScanError
+from extender.jsonscan import MAX_DEPTH, Cursor, ScanError, check_depth, check_json
 from tas.types import Namespace, NodeName
 
 #: Bodies at least this large are scanned instead of parsed in full.
 SCAN_THRESHOLD = 256 * 1024
+# Nesting levels in ExtenderArgs: the body, its members, members of Nodes, and each Node.
+_MEMBER_LEVEL = 2
+_NODE_LIST_MEMBER_LEVEL = 3
+_NODE_LEVEL = 4
 
 
 class WireError(ValueError):
@@ -110,11 +118,17 @@ def decode_args(body: bytes, *, scan_threshold: int = SCAN_THRESHOLD) -> Extende
         try:
             return _scan_args(body)
         except ScanError:
-            pass  # an unusual body: the strict parser decides, and explains any problem
+            pass  # an unusual or broken body: the strict parser decides, and explains
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
+        if "depth limit" in str(error):
+            raise WireError(f"the body nests deeper than {MAX_DEPTH} levels") from error
         raise WireError(f"the body is not valid JSON: {error}") from error
+    try:
+        check_depth(body)
+    except ScanError as error:
+        raise WireError(f"the body {error}") from error
     return _args_from_document(document)
 
 
@@ -233,6 +247,8 @@ def _scan_args(body: bytes) -> ExtenderArgs:
             start, end = cursor.skip_value()
             document = _loads(body[start:end])
             names = None if document is None else _node_names(document)
+        else:
+            _skip_checked(cursor, level=_MEMBER_LEVEL)  # unused, but it must be JSON too
     if not cursor.at_end():
         raise ScanError("trailing data after the object")
     if not pod_seen or pod is None:
@@ -241,10 +257,18 @@ def _scan_args(body: bytes) -> ExtenderArgs:
 
 
 def _loads(raw: bytes) -> Any:
+    """A member of ExtenderArgs, parsed in full (the pod or the node names: small)."""
     try:
-        return orjson.loads(raw)
+        document = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
         raise ScanError(str(error)) from error
+    check_depth(raw, level=_MEMBER_LEVEL)
+    return document
+
+
+def _skip_checked(cursor: Cursor, *, level: int) -> None:
+    start, end = cursor.skip_value()
+    check_json(memoryview(cursor.data)[start:end], level=level)
 
 
 def _scan_node_list(cursor: Cursor) -> RawNodeList:
@@ -256,6 +280,8 @@ def _scan_node_list(cursor: Cursor) -> RawNodeList:
     items_open = items_close = -1
     for key in cursor.members():
         if _folded(key) != "items":
+            # Copied into the answer with the list's head or tail: checked like a Node.
+            _skip_checked(cursor, level=_NODE_LIST_MEMBER_LEVEL)
             continue
         if cursor.peek() != 0x5B:  # not a list: let the strict parser explain
             raise ScanError("Nodes.items is not a list")
@@ -276,9 +302,10 @@ def _scan_node_list(cursor: Cursor) -> RawNodeList:
 
 # Go's encoder writes every Node as `{"metadata":{"name":"...",...},"spec":...}` with no
 # whitespace, so the next Node starts at the next `},{"metadata":{"name":"`. That text cannot
-# occur inside a JSON string (its quotes would be escaped), and a candidate end is accepted only
-# if the braces between it and the Node's start balance; otherwise, and for the last
-# Node or any Node of another shape, the exact skipping expression finds the end.
+# occur inside a JSON string (its quotes would be escaped), but it can deeper inside a Node, so a
+# candidate end is accepted only if the bytes up to it are one valid JSON value: the validation
+# every Node needs anyway. Otherwise, and for the last Node or any Node of another shape, the
+# exact skipping expression finds the end, and the Node found is validated in the same way.
 _FAST_HEAD = re.compile(rb'\{"metadata":\{"name":("[^"\\]*+(?:\\.[^"\\]*+)*+")')
 _NEXT_NODE = b'},{"metadata":{"name":"'
 _AFTER_ITEM = re.compile(rb"[ \t\n\r]*+([,\]])[ \t\n\r]*+")
@@ -294,20 +321,20 @@ def _scan_items(cursor: Cursor) -> tuple[list[NodeName], list[tuple[int, int]]]:
         cursor.pos += 1
         return names, spans
     start = cursor.pos
-    count = data.count
+    view = memoryview(data)
     while True:
         end = -1
         head = _FAST_HEAD.match(data, start)
         if head is not None:
             boundary = data.find(_NEXT_NODE, head.end())
-            # At any deeper `},{"metadata"...` this Node's own `{` would still be open.
-            if boundary >= 0 and count(b"{", start, boundary) == count(b"}", start, boundary + 1):
+            if boundary >= 0 and _is_node(view[start : boundary + 1]):
                 end = boundary + 1
                 names.append(NodeName(_decode_string(head.group(1))))
         if end < 0:
             cursor.pos = start
             names.append(_scan_node_name(cursor))
             end = cursor.pos
+            check_json(view[start:end], level=_NODE_LEVEL)
         spans.append((start, end))
         separator = _AFTER_ITEM.match(data, end)
         if separator is None:
@@ -316,6 +343,15 @@ def _scan_items(cursor: Cursor) -> tuple[list[NodeName], list[tuple[int, int]]]:
             cursor.pos = separator.end(1)
             return names, spans
         start = separator.end()
+
+
+def _is_node(raw: memoryview) -> bool:
+    # At a deeper `},{"metadata"...` this Node's own `{` would still be open: not one value.
+    try:
+        check_json(raw, level=_NODE_LEVEL)
+    except ScanError:
+        return False
+    return True
 
 
 def _decode_string(quoted: bytes) -> str:

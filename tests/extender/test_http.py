@@ -5,7 +5,9 @@ Node objects and answers in the same form, case-insensitive keys with exact name
 FailedAndUnresolvableNodes versus the TAS-compatible FailedNodes, rank scores, pods without a
 policy label, missing policies and policies without the strategy (HTTP 200, recorded), every
 bad-input status (400, 413, 415, 405) with a JSON `Error`, large bodies through the scanner,
-and the side endpoints: /healthz, /readyz, /metrics, /debug/decisions.
+deep nesting and a syntax error hidden in one node of a large body (400, not 500 or a broken
+answer), metric series bounded by the policies whatever pods say, and the side endpoints:
+/healthz, /readyz, /metrics, /debug/decisions.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from typing import Any
 
 import pytest
 
+from extender.jsonscan import MAX_DEPTH
 from extender.settings import ExtenderSettings
+from extender.telemetry import UNKNOWN_POLICY
+from extender.wire import SCAN_THRESHOLD
 from tas.metrics.static import StaticMetricView
 from tas.policy import parse_policy
 from tas.rules import ScoreMode
@@ -41,6 +46,14 @@ RESULT_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes"
 
 @pytest.fixture
 def demo() -> Iterator[RunningExtender]:
+    view = health_view({**DEMO, **EXAMPLE_DEMO})
+    with running_extender(policies=health_policies(), view=view) as extender:
+        yield extender
+
+
+@pytest.fixture(scope="module")
+def shared_demo() -> Iterator[RunningExtender]:
+    """The demo for tests that only look at their own answers."""
     view = health_view({**DEMO, **EXAMPLE_DEMO})
     with running_extender(policies=health_policies(), view=view) as extender:
         yield extender
@@ -271,6 +284,79 @@ def test_bad_requests_get_a_client_error_with_a_json_reason(
     response = demo.post(verb, body, headers=headers)
     assert response.status_code == status
     assert message in response.json()["Error"]
+
+
+def _compact(document: Any) -> bytes:
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _request(form: str, size: str) -> dict[str, Any]:
+    """ExtenderArgs in either form, under or over the size the scanner takes over at."""
+    count = {"small": 3, "large": 80}[size]
+    if form == "nodes":
+        return args_body(nodes=[example_node(f"node-{i}", template=i % 3) for i in range(count)])
+    return args_body(names=[f"node-{i:04d}-{'x' * 40}" for i in range(count * 80)])
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("form", ["nodes", "nodenames"])
+@pytest.mark.parametrize("depth", [MAX_DEPTH, 300, 2000])
+def test_deep_nesting_gets_400_with_a_reason(
+    shared_demo: RunningExtender, verb: str, size: str, form: str, depth: int
+) -> None:
+    document = _request(form, size)
+    if form == "nodes":  # where it used to crash the answer: inside a Node that is kept
+        document["Nodes"]["items"][0]["status"]["deep"] = "DEEP"
+    else:
+        document["Pod"]["spec"]["deep"] = "DEEP"
+    body = _compact(document).replace(b'"DEEP"', b'{"d":' * depth + b"1" + b"}" * depth)
+    assert (len(body) >= SCAN_THRESHOLD) == (size == "large")
+    response = shared_demo.post(verb, body)
+    assert response.status_code == 400
+    assert response.json()["Error"] == f"the body nests deeper than {MAX_DEPTH} levels"
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+def test_a_syntax_error_inside_one_node_of_a_large_body_gets_400(
+    shared_demo: RunningExtender, verb: str
+) -> None:
+    body = _compact(_request("nodes", "large"))
+    assert 280_000 < len(body) < 400_000
+    arch = b'"kubernetes.io/arch":"amd64"'
+    at = body.index(arch, len(body) // 2)  # a Node in the middle, kept by filter
+    damaged = body[:at] + b'"a"::"b",' + body[at:]
+    response = shared_demo.post(verb, damaged)
+    assert response.status_code == 400
+    assert response.json()["Error"].startswith("the body is not valid JSON: ")
+    assert shared_demo.post(verb, body).status_code == 200
+
+
+def test_pods_naming_missing_policies_add_no_metric_series(demo: RunningExtender) -> None:
+    for index in range(2000):
+        body = args_body(
+            names=["A", "B"],
+            apply=lambda d, i=index: d["Pod"]["metadata"]["labels"].update(
+                {"telemetry-policy": f"no-such-policy-{i}"}
+            ),
+        )
+        assert demo.post("filter" if index % 2 else "prioritize", body).status_code == 200
+    demo.post("filter", args_body(names=["A", "B", "C"]))  # the demo policy, which exists
+    series = {
+        (sample.labels["verb"], sample.labels["policy"], sample.labels["outcome"]): sample.value
+        for metric in demo.registry.collect()
+        if metric.name == "tas_extender_decisions"
+        for sample in metric.samples
+        if sample.name == "tas_extender_decisions_total"
+    }
+    assert series == {
+        ("filter", UNKNOWN_POLICY, "policy-not-found"): 1000,
+        ("prioritize", UNKNOWN_POLICY, "policy-not-found"): 1000,
+        ("filter", "demo-policy", "applied"): 1,
+    }
+    assert demo.client.get("/debug/decisions", params={"limit": 2}).json()[1]["policy"] == (
+        "no-such-policy-1999"  # the decision log still says which policy the pod named
+    )
 
 
 def test_a_body_over_the_limit_gets_413() -> None:

@@ -2,8 +2,11 @@
 
 Covered: the scanner and the strict parser agree (names, pod, re-emitted nodes) on the example
 bodies, on compact and indented JSON, on keys in any letter case, on names with escapes, on
-strings holding brackets and on nesting deeper than the scanner follows; any bytes either decode
-or raise `WireError` (never another exception); results use the exact Go field names.
+strings holding brackets and on nesting deeper than the scanner follows; both reject every JSON
+syntax error wherever it sits (inside a Node, the pod, a member nobody reads), nesting one level
+past `MAX_DEPTH` and nothing shallower, while strings that merely spell NaN or Infinity pass;
+any bytes either decode or raise `WireError` (never another exception); results use the exact Go
+field names.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender.jsonscan import MAX_SKIP_DEPTH
+from extender.jsonscan import MAX_DEPTH, MAX_SKIP_DEPTH
 from extender.wire import (
     ExtenderArgs,
     WireError,
@@ -92,6 +95,116 @@ def test_nesting_deeper_than_the_scanner_follows_falls_back_to_the_parser() -> N
     scanned, parsed = both(body)
     assert scanned.candidates == parsed.candidates == ("a", "b")
     assert kept_items(scanned, {"a"}) == [items[0]]
+
+
+def compact(document: Any) -> bytes:
+    """As kube-scheduler's Go encoder writes it: the shape the scanner's fast path expects."""
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def three_nodes() -> dict[str, Any]:
+    return args_body(nodes=[example_node(f"n{i}", template=i) for i in range(3)])
+
+
+# Each replaces the first `"kubernetes.io/arch":"amd64"`, which is inside the first Node.
+BROKEN_NODE = [
+    pytest.param(b'"kubernetes.io/arch"::"amd64"', id="double-colon"),
+    pytest.param(b'"kubernetes.io/arch":"amd64",', id="trailing-comma"),
+    pytest.param(b'"kubernetes.io/arch":amd64', id="bare-word"),
+    pytest.param(b'"kubernetes.io/arch":NaN', id="nan"),
+    pytest.param(b'"kubernetes.io/arch":-Infinity', id="infinity"),
+    pytest.param(b'"kubernetes.io/arch":01', id="leading-zero"),
+    pytest.param(b'"kubernetes.io/arch":1.', id="bad-fraction"),
+    pytest.param(b'"kubernetes.io/arch":"amd\\x64"', id="bad-escape"),
+    pytest.param(b'"kubernetes.io/arch":"amd\\ud800"', id="lone-surrogate"),
+    pytest.param(b'"kubernetes.io/arch":"amd\t64"', id="raw-control-character"),
+    pytest.param(b'"kubernetes.io/arch":"amd\xff64"', id="invalid-utf8"),
+    pytest.param(b'"kubernetes.io/arch" "amd64"', id="missing-colon"),
+    pytest.param(b'"kubernetes.io/arch":"amd64"}', id="extra-brace"),
+    pytest.param(b'"kubernetes.io/arch":["amd64"}', id="mismatched-bracket"),
+    pytest.param(b'kubernetes.io/arch:"amd64"', id="unquoted-key"),
+]
+
+
+@pytest.mark.parametrize("broken", BROKEN_NODE)
+@pytest.mark.parametrize("threshold", [SCAN, STRICT], ids=["scanned", "parsed"])
+def test_a_syntax_error_inside_one_node_is_rejected(broken: bytes, threshold: int) -> None:
+    body = compact(three_nodes())
+    damaged = body.replace(b'"kubernetes.io/arch":"amd64"', broken, 1)
+    assert damaged != body
+    with pytest.raises(WireError, match="not valid JSON"):
+        decode_args(damaged, scan_threshold=threshold)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda b: b.replace(b'"Pod":{', b'"Pod":{"x"::1,', 1), id="in-the-pod"),
+        pytest.param(lambda b: b.replace(b'"Nodes":{', b'"Nodes":{"x":[1,],', 1), id="nodelist"),
+        pytest.param(lambda b: b[:-1] + b',"unread":{"a":tru}}', id="unread-member"),
+        pytest.param(lambda b: b[:-1] + b',"unread":1.2.3}', id="unread-number"),
+        pytest.param(lambda b: b[:-1] + b',"un\x01read":1}', id="control-in-a-key"),
+        pytest.param(lambda b: b + b" x", id="trailing-garbage"),
+    ],
+)
+@pytest.mark.parametrize("threshold", [SCAN, STRICT], ids=["scanned", "parsed"])
+def test_a_syntax_error_outside_the_nodes_is_rejected(damage: Any, threshold: int) -> None:
+    damaged = damage(compact(three_nodes()))
+    with pytest.raises(WireError, match="not valid JSON"):
+        decode_args(damaged, scan_threshold=threshold)
+
+
+def test_strings_that_spell_nan_or_infinity_are_ordinary_text() -> None:
+    items = [example_node("NaN"), example_node("Infinity")]
+    items[0]["metadata"]["annotations"]["NaN"] = "-Infinity, NaN, [NaN]"
+    body = compact(args_body(nodes=items))
+    scanned, parsed = both(body)
+    assert scanned.candidates == parsed.candidates == ("NaN", "Infinity")
+    assert kept_items(scanned, {"NaN"}) == [items[0]]
+
+
+def nested(depth: int, *, array: bool) -> Any:
+    """A value whose own nesting is `depth` levels."""
+    value: Any = [] if array else {}
+    for _ in range(depth - 1):
+        value = [value] if array else {"d": value}
+    return value
+
+
+# Where a deep value goes, and the nesting level of that place in the body: the body is level
+# 1, so a Node (in Nodes.items) is level 4 and a Node's member level 5.
+DEEP_PLACES = [
+    pytest.param(lambda doc, v: doc["Nodes"]["items"][0].update(deep=v), 5, id="first-node"),
+    pytest.param(lambda doc, v: doc["Nodes"]["items"][2].update(deep=v), 5, id="last-node"),
+    pytest.param(lambda doc, v: doc["Pod"].update(deep=v), 3, id="pod"),
+    pytest.param(lambda doc, v: doc["Nodes"].update(deep=v), 3, id="nodelist"),
+    pytest.param(lambda doc, v: doc.update(unread=v), 2, id="unread-member"),
+]
+
+
+@pytest.mark.parametrize("array", [False, True], ids=["objects", "arrays"])
+@pytest.mark.parametrize(("place", "level"), DEEP_PLACES)
+@pytest.mark.parametrize("threshold", [SCAN, STRICT], ids=["scanned", "parsed"])
+def test_nesting_is_accepted_up_to_the_limit_and_rejected_one_level_deeper(
+    place: Any, level: int, array: bool, threshold: int
+) -> None:
+    deepest = three_nodes()
+    place(deepest, nested(MAX_DEPTH - level + 1, array=array))
+    assert decode_args(compact(deepest), scan_threshold=threshold).candidates == ("n0", "n1", "n2")
+    too_deep = three_nodes()
+    place(too_deep, nested(MAX_DEPTH - level + 2, array=array))
+    with pytest.raises(WireError, match=f"nests deeper than {MAX_DEPTH} levels"):
+        decode_args(compact(too_deep), scan_threshold=threshold)
+
+
+@pytest.mark.parametrize("depth", [255, 1025, 100_000])
+@pytest.mark.parametrize("threshold", [SCAN, STRICT], ids=["scanned", "parsed"])
+def test_nesting_beyond_what_any_parser_follows_is_a_wire_error(depth: int, threshold: int) -> None:
+    head, tail = b'{"d":' * depth, b"}" * depth
+    document = compact(args_body(nodes=[example_node("n0"), example_node("n1")]))
+    body = document.replace(b'"spec":{', b'"spec":{"deep":' + head + b"1" + tail + b",", 1)
+    with pytest.raises(WireError, match=f"nests deeper than {MAX_DEPTH} levels"):
+        decode_args(body, scan_threshold=threshold)
 
 
 def test_go_matches_keys_ignoring_case_and_the_last_duplicate_wins() -> None:
