@@ -1,7 +1,7 @@
-"""`python -m descheduler ...`, the same as `tas descheduler ...`."""
+"""`python -m descheduler`: the same command as `tas descheduler` (`tas_cli.descheduler`)."""
 
 import sys
 
-from descheduler.cli import main
+from tas_cli.descheduler import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
-"""`python -m extender`: the same command line as `tas extender`."""
+"""`python -m extender`: the same command as `tas extender` (wired in `tas_cli.extender`)."""
 
 import sys
 
-from extender.cli import main
+from tas_cli.extender import main
 
 sys.exit(main())

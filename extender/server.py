@@ -44,15 +44,6 @@ def tune_allocator(*, largest_body: int = 64 * 1024 * 1024) -> bool:
     return bool(mallopt(_M_MMAP_THRESHOLD, limit) and mallopt(_M_TRIM_THRESHOLD, 4 * limit))
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `[IPv6]:PORT` or `:PORT` (all interfaces)."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
-        raise ValueError(f"--listen {text!r}: expected HOST:PORT")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port_text)
-
-
 def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -1,10 +1,7 @@
-"""`python -m policy_controller`: the same command as `tas controller`."""
-
-from __future__ import annotations
+"""`python -m policy_controller`: the same command as `tas controller` (`tas_cli.controller`)."""
 
 import sys
 
-from policy_controller.cli import main
+from tas_cli.controller import main
 
-if __name__ == "__main__":
-    sys.exit(main())
+sys.exit(main())

@@ -85,21 +85,14 @@ class Reconciler:
         self._cluster_ready = cluster_ready
         # A mass change (a metric source coming back) must not become thousands of API calls.
         self._max_events = max_events_per_cycle
-        self._wanted_generation = -1
         self._cycle = 0
         self._differ = NodeDiffer()
 
     @property
     def ready(self) -> bool:
-        # The view only fetches what is wanted, so it cannot become ready before it is told.
-        self._update_wanted()
+        # The view fetches what the policies name once told so (`want_policy_metrics`, wired
+        # with the store): until its first refresh it is not ready, and neither are we.
         return self._policies.loaded and self._view.ready and self._cluster_ready()
-
-    def _update_wanted(self) -> None:
-        snapshot = self._policies.snapshot()
-        if snapshot.generation != self._wanted_generation:
-            self._view.set_wanted(snapshot.metric_names)
-            self._wanted_generation = snapshot.generation
 
     def reconcile(self) -> CycleReport:
         """Run one cycle (see the module docstring)."""

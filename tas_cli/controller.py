@@ -1,11 +1,70 @@
-"""`tas controller`: the policy controller (node and pod labels, policy status)."""
+"""`tas controller` (and `python -m policy_controller`): the policy controller's process.
+
+Wires one Kubernetes API client shared by the caches (nodes and pods, plus TASPolicies unless
+`--policies` names files: exactly what its ClusterRole grants), the Lease elector and the
+custom-metrics source; the policy store; the metric view; the reconcile loop; and the probe
+server. The loop runs beside the main thread, which only waits for the stop, so shutdown keeps
+to its budget even when a cycle is blocked on a slow API server.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from policy_controller import cli
+from prometheus_client import CollectorRegistry
+
+from policy_controller.http import ProbeServer
+from policy_controller.loop import ControllerLoop
+from policy_controller.metrics import ControllerMetrics
+from policy_controller.reconciler import Reconciler
+from tas.cluster.interface import ResourceKind
+from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
+from tas_cli import common
+
+log = logging.getLogger("policy_controller")
+
+#: How long shutdown may take in all, from SIGTERM to exit. Kubernetes kills a pod 30 s after
+#: SIGTERM and a rollout waits for every old pod, so the less the better; the work left at
+#: that point (abort the watches, release the Lease) takes milliseconds against a live API.
+SHUTDOWN_SECONDS = 1.2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    common.add_metric_arguments(parser, required=True)
+    common.add_policy_arguments(parser)
+    common.add_kubernetes_arguments(parser)
+    common.add_sync_period_argument(parser)
+    parser.add_argument(
+        "--status-refresh-cycles",
+        type=common.count,
+        default=30,
+        metavar="N",
+        help="rewrite an unchanged policy status every N cycles (0: only on change)",
+    )
+    parser.add_argument(
+        "--leader-elect", action="store_true", help="run only while holding a Lease"
+    )
+    parser.add_argument("--lease-name", default="tas-policy-controller", metavar="NAME")
+    parser.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        metavar="NAMESPACE",
+    )
+    parser.add_argument(
+        "--listen",
+        type=common.listen_address,
+        default=("127.0.0.1", 8081),
+        metavar="HOST:PORT",
+        help="/healthz, /readyz and /metrics (default 127.0.0.1:8081)",
+    )
+    common.add_log_level_argument(parser)
 
 
 def add_parser(commands: Any) -> None:
@@ -15,9 +74,91 @@ def add_parser(commands: Any) -> None:
         description="Every sync period, evaluate every policy's deschedule and labeling "
         "strategies, patch only the labels that differ, and keep each policy's status current.",
     )
-    cli.add_arguments(parser)
+    add_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    return cli.run(args)
+    common.configure_logging(args.log_level)
+    try:
+        return _control(args)
+    except common.SetupError as error:
+        print(f"tas controller: {error}", file=sys.stderr)
+        return 2
+
+
+def _control(args: argparse.Namespace) -> int:
+    registry = CollectorRegistry()
+    api_client = common.kube_api_client(args)
+    view = common.open_view(args, registry=registry, api_client=api_client)
+    # Only the caches the controller reads, which is what its ClusterRole grants: never
+    # PodDisruptionBudgets, and no TASPolicies when they come from files (no CRD needed then).
+    caches = [ResourceKind.NODE, ResourceKind.POD]
+    if args.policies is None:
+        caches.append(ResourceKind.POLICY)
+    cluster = common.open_cluster(api_client, watched=caches)
+    store = PolicyStore()
+    want_policy_metrics(store, view)
+
+    with common.Lifetime("Policy controller", shutdown_seconds=SHUTDOWN_SECONDS) as life:
+        life.catch_signals()
+        is_leader: Callable[[], bool] = lambda: True  # noqa: E731
+        if args.leader_elect:
+            from tas.cluster.leader import LeaderElector
+
+            identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+            elector = LeaderElector(
+                api_client, name=args.lease_name, namespace=args.lease_namespace, identity=identity
+            )
+            # Started (so joined) first: the elector releases the Lease as it stops, so a
+            # standby takes over at its next try instead of waiting the lease duration out.
+            life.in_background(elector.run, life.stop, name="leader")
+            is_leader = lambda: elector.is_leader  # noqa: E731
+
+        metrics = ControllerMetrics(registry)
+        reconciler = Reconciler(
+            cluster=cluster,
+            policies=store,
+            metric_view=view,
+            metrics=metrics,
+            status_refresh_cycles=args.status_refresh_cycles,
+            # A stopping controller starts no new write: its last cycle ends at once.
+            may_write=lambda: not life.stop.is_set() and is_leader(),
+            # Half-filled caches would look like missing nodes, pods or policies.
+            cluster_ready=lambda: cluster.wait_synced(0),
+        )
+        loop = ControllerLoop(
+            reconciler, metrics, sync_period=args.sync_period, is_leader=is_leader
+        )
+        host, port = args.listen
+        server = ProbeServer(
+            host=host, port=port, registry=registry, healthy=loop.healthy, ready=loop.ready
+        )
+        # Closed last registered first: the probe server, the watches, then the view (a
+        # fetch still running has nothing to keep).
+        life.on_close(lambda seconds: view.stop(timeout=min(0.2, seconds)))
+        life.on_close(cluster.stop)
+        life.on_close(server.stop)
+        cluster.start()
+        view.start()
+        server.start()
+        log.info("Policy controller starting; probes on http://%s:%d", *server.address)
+        common.follow_policies(
+            args, store, life, cluster=cluster, poll_seconds=args.sync_period * 5
+        )
+        life.in_background(loop.run, life.stop, name="loop")
+        life.stop.wait()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tas controller",
+        description="Label nodes and pods and report policy status from node telemetry.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))

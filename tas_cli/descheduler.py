@@ -1,9 +1,89 @@
-"""`tas descheduler`: registers the descheduler's command line (it lives in descheduler.cli)."""
+"""`tas descheduler` (and `python -m descheduler`): the descheduler's process.
+
+Wires a cluster (caches of nodes, pods, PodDisruptionBudgets and TASPolicies: what its
+ClusterRole grants), the policy store, the metric view and the DeschedulerPolicy file into a
+`Descheduler`, and runs it on its schedule. The schedule runs in a worker thread and the main
+thread only waits, so a SIGTERM is answered at once even in the middle of a cycle.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from descheduler.config import ConfigError, load_config_file
+from descheduler.cycle import Descheduler, Mode
+from descheduler.metrics import DeschedulerMetrics
+from descheduler.schedule import run_schedule
+from tas.clock import SYSTEM_CLOCK
+from tas.cluster.interface import ObservableCluster, ResourceKind
+from tas.metrics.static import StaticMetricView
+from tas.metrics.view import MetricView
+from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
+from tas_cli import common
+
+log = logging.getLogger("descheduler")
+
+#: How long startup waits for the cluster caches to fill before giving up.
+SYNC_TIMEOUT = 60.0
+#: How long a cycle under way may go on after SIGTERM. With the rest of the shutdown (aborting
+#: the watch streams) it stays well inside 2 s: a rollout or a CronJob should not wait on us,
+#: and Kubernetes kills a pod 30 s after SIGTERM anyway. Each eviction is one API call, so an
+#: abandoned cycle leaves nothing half done.
+CYCLE_GRACE_SECONDS = 0.5
+SHUTDOWN_SECONDS = 0.6
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy-config-file",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="DeschedulerPolicy (descheduler/v1alpha2) file; see deploy/descheduler/",
+    )
+    common.add_metric_arguments(
+        parser, required=False, absent_means="without it only label-based violations are seen"
+    )
+    common.add_policy_arguments(parser)
+    common.add_kubernetes_arguments(parser)
+    parser.add_argument(
+        "--mode",
+        choices=[m.value for m in Mode],
+        default=Mode.PREDICTIVE.value,
+        help="Predictive (default): report what would be evicted; Automatic: evict",
+    )
+    parser.add_argument(
+        "--descheduling-interval",
+        type=common.duration_or_zero,
+        default=0.0,
+        metavar="DURATION",
+        help="run every DURATION (e.g. 60s, 10m, 1h30m); 0 with no cron: run once and exit",
+    )
+    parser.add_argument(
+        "--descheduling-interval-cron-expression",
+        type=common.cron_schedule,
+        default=None,
+        metavar="CRON",
+        help="run on a 5-field cron schedule, e.g. '*/10 * * * *' (the interval wins if both)",
+    )
+    common.add_sync_period_argument(parser)
+    parser.add_argument(
+        "--listen-metrics",
+        type=common.listen_address,
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics here (e.g. 127.0.0.1:9103); off by default",
+    )
+    common.add_log_level_argument(parser)
 
 
 def add_parser(commands: Any) -> None:
@@ -13,13 +93,129 @@ def add_parser(commands: Any) -> None:
         description="Evict pods whose node violates their TASPolicy, rebalance load on real "
         "telemetry, and run the classic descheduler strategies, all through the Eviction API.",
     )
-    from descheduler.cli import add_arguments
-
     add_arguments(parser)
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from descheduler.cli import run as run_descheduler
+def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -> int:
+    """Run as the arguments say; `cluster` replaces the Kubernetes one (embedded mode, tests)."""
+    common.configure_logging(args.log_level)
+    try:
+        config = load_config_file(args.policy_config_file)
+    except ConfigError as error:
+        for problem in error.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    try:
+        with common.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
+            # First of all, so that a SIGTERM while the caches fill is a clean stop too.
+            life.catch_signals()
+            return _deschedule(args, config, cluster, life)
+    except common.SetupError as error:
+        print(f"tas descheduler: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a broken cluster or source at startup: one clear line
+        log.error("Descheduler stopped: %s", error)
+        return 1
 
-    return run_descheduler(args)
+
+def _deschedule(
+    args: argparse.Namespace, config: Any, cluster: ObservableCluster | None, life: common.Lifetime
+) -> int:
+    registry = CollectorRegistry()
+    if cluster is None:
+        kubernetes = common.open_cluster(
+            common.kube_api_client(args),
+            # Every cache the descheduler reads, named: a new cache needs its RBAC grant.
+            watched=[ResourceKind.NODE, ResourceKind.POD, ResourceKind.PDB, ResourceKind.POLICY],
+        )
+        kubernetes.start()
+        life.on_close(kubernetes.stop)  # aborts the watch streams
+        if not common.wait_synced(kubernetes, life.stop, limit=SYNC_TIMEOUT):
+            return 0
+        cluster = kubernetes
+    store = PolicyStore()
+    view: MetricView
+    refresh: Callable[[], None] = lambda: None  # noqa: E731
+    if args.metrics:
+        refreshing = common.open_view(args, registry=registry)
+        life.on_close(refreshing.stop)
+        view, refresh = refreshing, refreshing.refresh_once
+    else:
+        log.warning("No --metrics source: only label-based TAS violations can be seen")
+        view = StaticMetricView()
+    descheduler = Descheduler(
+        config=config,
+        cluster=cluster,
+        metric_view=view,
+        policies=lambda: store.snapshot().policies,
+        mode=Mode(args.mode),
+        clock=SYSTEM_CLOCK,
+        metrics=DeschedulerMetrics(registry=registry),
+    )
+    want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
+    common.follow_policies(
+        args, store, life, cluster=cluster, poll_seconds=max(args.sync_period * 5, 10.0)
+    )
+    if args.listen_metrics:
+        common.serve_metrics(args.listen_metrics, registry)
+
+    def cycle() -> None:
+        # A blocking refresh before each cycle: decisions use values fetched for them.
+        refresh()
+        descheduler.run_cycle()
+
+    # Decide only once the policies are known: a first cycle without them would see no
+    # TAS rules at all (and a run-once descheduler would have nothing else).
+    while not store.loaded and not life.stop.is_set():
+        life.stop.wait(0.05)
+    log.info("Descheduler starting in %s mode", args.mode)
+    _run_until_stopped(
+        lambda: run_schedule(
+            cycle,
+            interval=args.descheduling_interval,
+            cron=args.descheduling_interval_cron_expression,
+            clock=SYSTEM_CLOCK,
+            stop=life.stop,
+        ),
+        life.stop,
+    )
+    return 0
+
+
+def _run_until_stopped(schedule: Callable[[], object], stop: threading.Event) -> None:
+    """Run `schedule` in a worker thread until it returns or `stop` is set.
+
+    A cycle under way when the stop comes gets `CYCLE_GRACE_SECONDS` to finish and is then
+    left to the process exit, no worse than the SIGKILL that would follow.
+    """
+    failures: list[Exception] = []
+
+    def work() -> None:
+        try:
+            schedule()
+        except Exception as error:  # reported by the caller, as if raised there
+            failures.append(error)
+        finally:
+            stop.set()  # a run-once schedule is done: shut down now
+
+    worker = threading.Thread(target=work, name="descheduler", daemon=True)
+    worker.start()
+    stop.wait()
+    worker.join(CYCLE_GRACE_SECONDS)
+    if worker.is_alive():
+        log.warning("Stopped in the middle of a descheduling cycle")
+    if failures:
+        raise failures[0]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tas descheduler", description="Evict pods that telemetry says should move."
+    )
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))

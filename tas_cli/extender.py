@@ -1,11 +1,79 @@
-"""`tas extender`: run the scheduler extender (the options live in `extender.cli`)."""
+"""`tas extender` (and `python -m extender`): the scheduler extender's process.
+
+Wires the policy store (files or the cluster's TASPolicy objects, which is all the extender's
+RBAC lets it watch), the metric view, the FastAPI application and its uvicorn server with TLS.
+uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
+installed here make that second delivery a clean stop (exit 0) instead of a kill.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from extender import cli
+from prometheus_client import CollectorRegistry
+
+from extender.app import create_app
+from extender.server import ExtenderServer, tune_allocator
+from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
+from extender.tls import TLSConfigError, server_ssl_context, tls_files
+from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
+from tas.rules import ScoreMode
+from tas_cli import common
+
+log = logging.getLogger("extender")
+
+#: The cleanups after the server has stopped (its own graceful stop is bounded by
+#: `ExtenderServer`): together well under 2 s from SIGTERM to exit.
+CLEANUP_SECONDS = 0.5
+POLICY_POLL_SECONDS = 10.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    common.add_policy_arguments(parser)
+    common.add_kubernetes_arguments(parser)
+    common.add_metric_arguments(parser, required=True)
+    common.add_sync_period_argument(parser)
+    parser.add_argument(
+        "--listen", type=common.listen_address, default=("0.0.0.0", 9001), metavar="HOST:PORT"
+    )
+    parser.add_argument(
+        "--insecure-http", action="store_true", help="serve plain HTTP (development only)"
+    )
+    parser.add_argument("--cert", type=Path, metavar="FILE", help="server certificate (PEM)")
+    parser.add_argument("--key", type=Path, metavar="FILE", help="server private key (PEM)")
+    parser.add_argument(
+        "--cacert",
+        type=Path,
+        metavar="FILE",
+        help="CA bundle (PEM): require client certificates signed by it (mTLS)",
+    )
+    parser.add_argument(
+        "--score-mode",
+        type=ScoreMode,
+        choices=list(ScoreMode),
+        default=ScoreMode.PROPORTIONAL,
+        help="scheduleonmetric scores: proportional to the value, or TAS's rank (10, 9, ...)",
+    )
+    parser.add_argument(
+        "--tas-compat-failed-nodes",
+        action="store_true",
+        help="report violating nodes in FailedNodes, as TAS does, instead of "
+        "FailedAndUnresolvableNodes",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=common.positive_int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="N",
+    )
+    parser.add_argument("--decision-log-size", type=common.positive_int, default=200, metavar="N")
+    common.add_log_level_argument(parser)
 
 
 def add_parser(commands: Any) -> None:
@@ -15,9 +83,81 @@ def add_parser(commands: Any) -> None:
         description="Serve POST /scheduler/filter and /scheduler/prioritize for kube-scheduler, "
         "with /healthz, /readyz, /metrics and /debug/decisions.",
     )
-    cli.add_arguments(parser)
+    add_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    return cli.run(args)
+    common.configure_logging(args.log_level)
+    try:
+        return _serve(args)
+    except common.SetupError as error:
+        print(f"tas extender: {error}", file=sys.stderr)
+        return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        files = tls_files(
+            cert=args.cert, key=args.key, cacert=args.cacert, insecure_http=args.insecure_http
+        )
+        ssl_context = server_ssl_context(files) if files is not None else None
+    except TLSConfigError as error:
+        raise common.SetupError(str(error)) from error
+    if ssl_context is None:
+        log.warning("Serving plain HTTP (--insecure-http): for development only")
+
+    registry = CollectorRegistry()
+    view = common.open_view(args, registry=registry)
+    store = PolicyStore()
+    want_policy_metrics(store, view)
+    with common.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
+        life.on_close(view.stop)
+        cluster = None
+        if args.policies is None:
+            from tas.cluster.interface import ResourceKind
+
+            # Only the policy cache: the extender needs nothing else, and its RBAC allows
+            # nothing else. /readyz stays false until the first complete list has loaded.
+            cluster = common.open_cluster(
+                common.kube_api_client(args), watched=[ResourceKind.POLICY]
+            )
+            cluster.start()
+            life.on_close(cluster.stop)  # aborts the watch stream
+        source = common.follow_policies(
+            args, store, life, cluster=cluster, poll_seconds=POLICY_POLL_SECONDS
+        )
+        settings = ExtenderSettings(
+            score_mode=args.score_mode,
+            tas_compat_failed_nodes=args.tas_compat_failed_nodes,
+            max_body_bytes=args.max_body_bytes,
+            decision_log_size=args.decision_log_size,
+        )
+        app = create_app(store=store, metrics=view, settings=settings, registry=registry)
+        tune_allocator(largest_body=args.max_body_bytes)
+        host, port = args.listen
+        try:
+            server = ExtenderServer(
+                app, host=host, port=port, ssl_context=ssl_context, log_level=args.log_level
+            )
+        except OSError as error:
+            raise common.SetupError(f"cannot listen on {host}:{port}: {error}") from error
+        # Also when uvicorn has not taken the signals over yet (see the module docstring).
+        life.catch_signals(also=server.request_stop)
+        view.start()
+        log.info("Extender serving on %s (policies from %s)", server.url, source)
+        server.run()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tas extender",
+        description="The telemetry-aware scheduler extender (kube-scheduler filter/prioritize).",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))

@@ -19,7 +19,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from tas.clock import SystemClock
 from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.metrics import DeschedulerMetrics
@@ -28,15 +27,18 @@ from embedded.demo import HEALTH_SERIES, NODES, build_demo_cluster, write_start_
 from embedded.extender_client import HttpExtender
 from embedded.scheduler import EmbeddedScheduler
 from extender.app import create_app
-from extender.server import ExtenderServer, parse_listen
+from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from tas.clock import SystemClock
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.metrics.textformat import parse_text
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
 from tas.rules import POD_VIOLATION_LABEL
+from tas_cli import common
 
 log = logging.getLogger("tas.run")
 
@@ -52,34 +54,45 @@ def add_parser(commands: Any) -> None:
         "scheduler against an in-memory cluster whose node metrics are textfiles.",
     )
     parser.add_argument("--dir", type=Path, default=Path("run"), help="state directory (run/)")
-    parser.add_argument("--listen", default="127.0.0.1:9001", metavar="HOST:PORT")
+    parser.add_argument(
+        "--listen", type=common.listen_address, default=("127.0.0.1", 9001), metavar="HOST:PORT"
+    )
     parser.add_argument("--policies", type=Path, default=DEMO / "health-policy.yaml")
     parser.add_argument(
         "--descheduler-config", type=Path, default=DEMO / "descheduler-demo.yaml", metavar="FILE"
     )
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.AUTOMATIC.value)
-    parser.add_argument("--sync-period", type=float, default=1.0, metavar="SECONDS")
-    parser.add_argument("--descheduling-interval", type=float, default=5.0, metavar="SECONDS")
     parser.add_argument(
-        "--duration", type=float, default=0.0, help="stop after this many seconds (0: never)"
+        "--sync-period", type=common.duration, default=1.0, metavar="DURATION", help="default 1s"
+    )
+    parser.add_argument(
+        "--descheduling-interval",
+        type=common.duration,
+        default=5.0,
+        metavar="DURATION",
+        help="default 5s",
+    )
+    parser.add_argument(
+        "--duration",
+        type=common.duration_or_zero,
+        default=0.0,
+        metavar="DURATION",
+        help="stop after this long (default 0: never)",
     )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    common.configure_logging("info")
     for noisy in ("httpx", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     metrics_dir: Path = args.dir / "metrics"
     if not args.policies.exists():
         print(f"tas run: no policy at {args.policies} (give --policies FILE)", file=sys.stderr)
         return 2
+    host, port = args.listen
     try:
-        host, port = parse_listen(args.listen)
         deschedule_config = load_config_file(args.descheduler_config)
-    except ValueError as error:
-        print(f"tas run: {error}", file=sys.stderr)
-        return 2
     except ConfigError as error:
         print(f"tas run: {args.descheduler_config}: {error}", file=sys.stderr)
         return 2
@@ -105,9 +118,7 @@ def run(args: argparse.Namespace) -> int:
         clock=SystemClock(),
         metrics=DeschedulerMetrics(registry=CollectorRegistry()),
     )
-    store.subscribe(
-        lambda snapshot: view.set_wanted(snapshot.metric_names | descheduler.wanted_metrics())
-    )
+    want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
     watcher.poll()
     view.refresh_once()
     view.start()
@@ -115,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = ExtenderServer(app, host=host, port=port, log_level="warning")
     except OSError as error:
-        print(f"tas run: cannot listen on {args.listen}: {error}", file=sys.stderr)
+        print(f"tas run: cannot listen on {host}:{port}: {error}", file=sys.stderr)
         return 2
     server.start()
     reconciler = Reconciler(

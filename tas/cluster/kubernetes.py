@@ -25,11 +25,10 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import urllib3
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tas.cluster.convert import node_from_api, pdb_from_api, pod_from_api, taint_to_api
@@ -417,27 +416,3 @@ def _status_message(error: ApiException) -> str:
         return str(json.loads(error.body or "{}").get("message") or error.reason)
     except ValueError:
         return str(error.reason)
-
-
-def kubernetes_cluster(
-    kubeconfig: Path | None = None, *, context: str | None = None, **options: Any
-) -> KubernetesCluster:
-    """A cluster from a kubeconfig file, or in-cluster config, or the default kubeconfig.
-
-    `options` go to `KubernetesCluster`. The caches are not started: call `start()`.
-    """
-    configuration = client.Configuration()
-    if kubeconfig is not None:
-        config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(kubeconfig), context=context, client_configuration=configuration
-        )
-    else:
-        try:
-            config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-        except config.ConfigException:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                context=context, client_configuration=configuration
-            )
-    return KubernetesCluster(client.ApiClient(configuration), **options)

@@ -147,14 +147,10 @@ class BearerTokenFile(httpx.Auth):
 
 
 def _kube_api_client() -> Any:
-    """In a pod: the service account; elsewhere: the kubeconfig (`KUBECONFIG`, ~/.kube/config)."""
-    from kubernetes import client, config
+    """The process's Kubernetes connection when none was given (`tas.cluster.kubeconfig`)."""
+    from tas.cluster.kubeconfig import KubeConfigError, load_api_client
 
     try:
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            configuration = client.Configuration()
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return client.ApiClient(configuration)
-        return config.new_client_from_config()  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError) as error:
-        raise MetricSourceError(f"custom-metrics: no Kubernetes configuration: {error}") from error
+        return load_api_client()
+    except KubeConfigError as error:
+        raise MetricSourceError(f"custom-metrics: {error}") from error

@@ -1,8 +1,7 @@
 """`python -m policy_controller` (the same command as `tas controller`), as a user runs it.
 
-Covered:
-- durations (`2s`, `500ms`, `1m`, bare seconds) and `HOST:PORT` are parsed; bad ones are clear
-  argument errors;
+Covered (the shared argument types are in test_common.py):
+- the documented defaults;
 - `tas controller` registers the same arguments;
 - a bad `--metrics` source exits 2 with the reason;
 - end to end in a subprocess against the API emulator, policies from the cluster and metrics
@@ -22,39 +21,11 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
-from policy_controller.cli import build_parser, parse_duration, parse_listen
 from tas_cli import controller
+from tas_cli.controller import build_parser
 from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        pytest.param("2s", 2.0, id="seconds"),
-        pytest.param("500ms", 0.5, id="milliseconds"),
-        pytest.param("1m", 60.0, id="minutes"),
-        pytest.param("1.5", 1.5, id="bare-number"),
-    ],
-)
-def test_durations_are_parsed(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "2 weeks", "-1s", "0s", "s"])
-def test_a_bad_duration_is_an_argument_error(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        parse_duration(text)
-
-
-def test_listen_addresses_are_parsed_and_bad_ones_refused() -> None:
-    assert parse_listen("127.0.0.1:8081") == ("127.0.0.1", 8081)
-    assert parse_listen("[::1]:9000") == ("::1", 9000)
-    for bad in ("8081", "host:", "host:99999"):
-        with pytest.raises(argparse.ArgumentTypeError):
-            parse_listen(bad)
 
 
 def test_defaults_match_the_documented_command_line() -> None:

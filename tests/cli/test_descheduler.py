@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from descheduler.cli import build_parser, run
 from embedded.cluster import InMemoryCluster
 from tas.rules import POLICY_LABEL
 from tas_cli import descheduler as tas_descheduler
+from tas_cli.descheduler import build_parser, run
 from tests.descheduler.builders import cluster_with, make_node, make_pod
 
 ROOT = Path(__file__).parents[2]
@@ -57,10 +57,11 @@ def test_a_bad_policy_file_exits_2_and_prints_every_problem(
 
 
 def test_a_bad_cron_expression_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    args = parse(
-        "--policy-config-file", str(EXAMPLE), "--descheduling-interval-cron-expression", "* *"
-    )
-    assert run(args) == 2
+    with pytest.raises(SystemExit) as exited:
+        parse(
+            "--policy-config-file", str(EXAMPLE), "--descheduling-interval-cron-expression", "* *"
+        )
+    assert exited.value.code == 2
     assert "needs 5 fields" in capsys.readouterr().err
 
 

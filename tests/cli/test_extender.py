@@ -1,6 +1,6 @@
 """The extender's command line: flags, refusals, and a real `python -m extender` process.
 
-Covered: durations (`2s`, `500ms`, `1m`) and listen addresses; refusing to start without TLS
+Covered (the shared argument types are in test_common.py): refusing to start without TLS
 files or --insecure-http, with a clear message; `tas extender` registers the same options; a
 real process serving the health demo from policy files and textfile metrics, ready only after
 policies and a first refresh, reloading an edited policy file, and reporting and skipping an
@@ -23,50 +23,10 @@ import httpx
 import pytest
 import yaml
 
-from extender import cli
-from extender.server import parse_listen
 from tas.metrics.textfile import write_node_metric
-from tas_cli import extender as tas_extender
+from tas_cli import extender as cli
 from tests.extender.support import HEALTH_POLICY, ROOT, args_body
 from tests.k8s_emulator import KubeEmulator
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        pytest.param("2s", 2.0, id="seconds"),
-        pytest.param("500ms", 0.5, id="milliseconds"),
-        pytest.param("1m", 60.0, id="minutes"),
-        pytest.param("1.5s", 1.5, id="fraction"),
-        pytest.param("3", 3.0, id="bare-number"),
-    ],
-)
-def test_durations_accept_go_like_forms(text: str, seconds: float) -> None:
-    assert cli.parse_duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "2x", "-1s", "0s", "s", "1s2"])
-def test_bad_durations_are_rejected(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        cli.parse_duration(text)
-
-
-@pytest.mark.parametrize(
-    ("text", "address"),
-    [
-        pytest.param("127.0.0.1:9001", ("127.0.0.1", 9001), id="ipv4"),
-        pytest.param(":9001", ("0.0.0.0", 9001), id="all-interfaces"),
-        pytest.param("[::1]:9001", ("::1", 9001), id="ipv6"),
-    ],
-)
-def test_listen_addresses(text: str, address: tuple[str, int]) -> None:
-    assert parse_listen(text) == address
-
-
-@pytest.mark.parametrize("text", ["9001", "host:", "host:port", "h:70000"])
-def test_bad_listen_addresses_are_rejected(text: str) -> None:
-    with pytest.raises(ValueError, match="HOST:PORT"):
-        parse_listen(text)
 
 
 def test_starting_without_tls_or_insecure_http_is_refused(
@@ -85,12 +45,12 @@ def test_a_bad_metrics_source_is_refused(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_tas_extender_offers_the_same_options() -> None:
     parser = argparse.ArgumentParser(prog="tas")
-    tas_extender.add_parser(parser.add_subparsers(dest="command"))
+    cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(
         ["extender", "--policies", "p", "--metrics", "textfile:d", "--insecure-http",
          "--sync-period", "500ms", "--score-mode", "rank", "--tas-compat-failed-nodes"]
     )  # fmt: skip
-    assert args.handler is tas_extender.run
+    assert args.handler is cli.run
     assert args.sync_period == 0.5
     assert args.score_mode == "rank"
     assert args.tas_compat_failed_nodes is True

@@ -18,6 +18,7 @@ from policy_controller.reconciler import CycleReport, Reconciler
 from tas.cluster.model import Node, Pod
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, Namespace, NodeName
 from tests.instrumented_cluster import InstrumentedCluster
 
@@ -117,6 +118,7 @@ class Harness:
     def restart(self) -> None:
         """A brand-new controller (no memory) on the same cluster and metrics."""
         self.store = PolicyStore()
+        want_policy_metrics(self.store, self.view)  # as every command wires it
         self.loader = ClusterPolicyLoader(self.cluster, self.store)
         self.registry = CollectorRegistry()
         self.reconciler = Reconciler(

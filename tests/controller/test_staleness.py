@@ -18,6 +18,7 @@ from policy_controller.reconciler import Reconciler
 from tas.metrics import open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
 from tas.types import NodeName
 from tests.controller.support import (
     DEMO_NAMESPACE,
@@ -45,6 +46,7 @@ def test_a_value_that_goes_stale_stops_the_violation(tmp_path: Path) -> None:
     write_sample(tmp_path, "C", 2, START)
     view = open_metric_view(f"textfile:{tmp_path}", sync_period=2, max_age=30, clock=lambda: now[0])
     store = PolicyStore()
+    want_policy_metrics(store, view)
     loader = ClusterPolicyLoader(cluster, store)
     reconciler = Reconciler(
         cluster=cluster,
@@ -78,6 +80,7 @@ def test_a_sample_already_stale_when_read_never_labels_a_node(tmp_path: Path) ->
     write_sample(tmp_path, "C", 2, START - 60)
     view = open_metric_view(f"textfile:{tmp_path}", sync_period=2, max_age=30, clock=lambda: START)
     store = PolicyStore()
+    want_policy_metrics(store, view)
     ClusterPolicyLoader(cluster, store).sync()
     reconciler = Reconciler(
         cluster=cluster,

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from tas.cluster.kubernetes import KubernetesCluster, kubernetes_cluster
+from tas.cluster.kubeconfig import load_api_client
+from tas.cluster.kubernetes import KubernetesCluster
 from tas.types import Namespace, PolicyKey, PolicyName
 
 pytestmark = [
@@ -43,7 +44,7 @@ def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[KubernetesCluster]:
     kubeconfig = Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
-    cluster = kubernetes_cluster(kubeconfig, watch_timeout=30)
+    cluster = KubernetesCluster(load_api_client(kubeconfig), watch_timeout=30)
     cluster.start()
     assert cluster.wait_synced(30)
     yield cluster

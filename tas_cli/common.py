@@ -1,0 +1,375 @@
+"""The wiring every command shares, written once.
+
+The extender, the policy controller and the descheduler are different loops around the same
+parts, so their command lines agree by construction:
+
+- **options**: `--kubeconfig/--context`, `--metrics/--metrics-config/--metric-max-age`,
+  `--policies`, `--sync-period`, `--log-level` mean the same everywhere, with one duration
+  grammar (`tas.durations`: Go's, plus bare seconds) and case-insensitive log levels;
+- **Kubernetes**: one `ApiClient` per process, loaded in one order (`tas.cluster.kubeconfig`),
+  and caches of only the resources the component reads (its RBAC grants nothing more);
+- **policies**: always a `PolicyStore`, fed by a file watcher (`--policies`) or by the
+  cluster's TASPolicy objects once the caches have synced (an empty first read would look like
+  "every policy was deleted");
+- **metrics**: the view fetches what the policies (and the descheduler's own configuration)
+  name, told one way (`tas.policies.wanted`);
+- **the process** (`Lifetime`): SIGTERM/SIGINT set one stop event; background threads and
+  cleanups are stopped within one shutdown budget, so a pod exits long before Kubernetes'
+  30 s SIGKILL and a leader's Lease is released on the way out.
+
+Startup problems are `SetupError`s: the command prints one line and exits 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from prometheus_client import CollectorRegistry
+
+from tas.cron import CronError, CronSchedule
+from tas.durations import DurationError, parse_duration
+from tas.policies.files import PolicyFileWatcher
+from tas.policies.store import PolicyStore
+
+if TYPE_CHECKING:
+    from tas.cluster.interface import ObservableCluster, ResourceKind
+    from tas.cluster.kubernetes import KubernetesCluster
+    from tas.metrics.refreshing import RefreshingMetricView
+
+log = logging.getLogger("tas")
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+METRICS_HELP = (
+    "metric source: prometheus:URL, custom-metrics, node-exporter:NODE=URL,..., textfile:DIR"
+)
+#: How long startup waits between checks of the stop event while caches fill.
+_POLL_SECONDS = 0.2
+CACHE_SYNC_WARN_SECONDS = 60
+FILE_POLL_SECONDS = 1.0
+
+
+class SetupError(Exception):
+    """A startup problem the user can fix: printed as one line, exit code 2."""
+
+
+# ------------------------------------------------------------------ argument types
+
+
+def duration(text: str) -> float:
+    """A positive duration (`2s`, `500ms`, `1m30s`, or bare seconds)."""
+    try:
+        seconds = parse_duration(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
+    return seconds
+
+
+def duration_or_zero(text: str) -> float:
+    """A duration where 0 means "not at all" (e.g. run once)."""
+    try:
+        return parse_duration(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def cron_schedule(text: str) -> CronSchedule | None:
+    """A five-field cron expression; empty means none."""
+    if not text.strip():
+        return None
+    try:
+        return CronSchedule.parse(text.strip())
+    except CronError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT`, or `:PORT` for every interface."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT, e.g. 127.0.0.1:8081")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def log_level(text: str) -> str:
+    lowered = text.lower()
+    if lowered not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(LOG_LEVELS)}")
+    return lowered
+
+
+# ------------------------------------------------------------------ shared options
+
+
+def add_kubernetes_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="FILE",
+        help="kubeconfig file (default: in-cluster configuration, else ~/.kube/config)",
+    )
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context")
+
+
+def add_metric_arguments(
+    parser: argparse.ArgumentParser, *, required: bool, absent_means: str = ""
+) -> None:
+    help_text = f"{METRICS_HELP} ({absent_means})" if absent_means else METRICS_HELP
+    parser.add_argument("--metrics", required=required, metavar="SOURCE", help=help_text)
+    parser.add_argument(
+        "--metrics-config",
+        type=Path,
+        metavar="FILE",
+        help="metric source config: PromQL overrides, node label, token and CA files",
+    )
+    parser.add_argument(
+        "--metric-max-age",
+        type=duration,
+        metavar="DURATION",
+        help="older metric values count as missing (default 5 sync periods, at least 30s)",
+    )
+
+
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policies",
+        type=Path,
+        metavar="PATH",
+        help="a TASPolicy file or a directory of *.yaml/*.yml/*.json files (reloaded on "
+        "change); default: the TASPolicy objects in the cluster",
+    )
+
+
+def add_sync_period_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sync-period",
+        type=duration,
+        default=2.0,
+        metavar="DURATION",
+        help="how often metrics are refreshed (and the controller reconciles); default 2s",
+    )
+
+
+def add_log_level_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        type=log_level,
+        default="info",
+        metavar="LEVEL",
+        help=f"{', '.join(LOG_LEVELS)} (default info)",
+    )
+
+
+# ------------------------------------------------------------------ setup
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+
+
+def kube_api_client(args: argparse.Namespace) -> Any:
+    """The process's one Kubernetes connection (`--kubeconfig`, `--context`)."""
+    from tas.cluster.kubeconfig import KubeConfigError, load_api_client
+
+    try:
+        return load_api_client(args.kubeconfig, context=getattr(args, "context", None))
+    except KubeConfigError as error:
+        raise SetupError(str(error)) from error
+
+
+def open_cluster(api_client: Any, *, watched: Iterable[ResourceKind]) -> KubernetesCluster:
+    """Caches of `watched` only: a new cache must come with its RBAC grant."""
+    from tas.cluster.kubernetes import KubernetesCluster
+
+    return KubernetesCluster(api_client, watched=list(watched))
+
+
+def open_view(
+    args: argparse.Namespace, *, registry: CollectorRegistry, api_client: Any = None
+) -> RefreshingMetricView:
+    """The metric view `--metrics` names (not started)."""
+    from tas.metrics import MetricSourceError, open_metric_view
+
+    try:
+        return open_metric_view(
+            args.metrics,
+            sync_period=args.sync_period,
+            max_age=args.metric_max_age,
+            config_file=args.metrics_config,
+            registry=registry,
+            kube_api_client=api_client,
+        )
+    except MetricSourceError as error:
+        raise SetupError(f"--metrics {args.metrics!r}: {error}") from error
+
+
+@runtime_checkable
+class Syncing(Protocol):
+    """A cluster whose caches fill after start (the Kubernetes one; the in-memory one is full)."""
+
+    def wait_synced(self, timeout: float) -> bool: ...
+
+
+def wait_synced(cluster: Syncing, stop: threading.Event, *, limit: float = 0) -> bool:
+    """Wait until every cache has listed once; False when `stop` came first.
+
+    In short waits, so a SIGTERM while the caches fill is a prompt, clean stop. With a
+    `limit` (seconds), giving up is a `SetupError`; without, it warns every minute.
+    """
+    started, warnings = time.monotonic(), 0
+    while not cluster.wait_synced(_POLL_SECONDS):
+        if stop.is_set():
+            return False
+        waited = time.monotonic() - started
+        if limit and waited > limit:
+            raise SetupError(f"the cluster caches did not fill within {limit:.0f}s")
+        if waited >= (warnings + 1) * CACHE_SYNC_WARN_SECONDS:
+            warnings += 1
+            log.warning("Cluster caches not synced after %d s; still waiting", waited)
+    return not stop.is_set()
+
+
+def follow_policies(
+    args: argparse.Namespace,
+    store: PolicyStore,
+    life: Lifetime,
+    *,
+    cluster: ObservableCluster | None,
+    poll_seconds: float,
+) -> str:
+    """Keep `store` equal to `--policies` or to the cluster's TASPolicy objects.
+
+    Files are read once now, then checked every second (a stat, cheap); the cluster's
+    objects are loaded once its caches have synced, then followed through change
+    notifications, with polling every `poll_seconds` as a safety net for a missed one.
+    Returns where the policies come from, for the startup log line.
+    """
+    if args.policies is not None:
+        watcher = PolicyFileWatcher(args.policies, store)
+        watcher.poll()
+        life.in_background(watcher.run, life.stop, FILE_POLL_SECONDS, name="policy-files")
+        return str(args.policies)
+    if cluster is None:
+        raise SetupError("no --policies and no cluster to read TASPolicy objects from")
+    from tas.policies.cluster import ClusterPolicyLoader
+
+    def follow() -> None:
+        if isinstance(cluster, Syncing) and not wait_synced(cluster, life.stop):
+            return
+        loader = ClusterPolicyLoader(cluster, store)
+        loader.attach(cluster)
+        loader.run(life.stop, poll_seconds)
+
+    life.in_background(follow, name="policy-cluster")
+    return "the cluster's TASPolicy objects"
+
+
+def serve_metrics(address: tuple[str, int], registry: CollectorRegistry) -> None:
+    """Prometheus self-metrics on their own HTTP port (components without a web server)."""
+    from prometheus_client import start_http_server
+
+    host, port = address
+    start_http_server(port, addr=host, registry=registry)
+
+
+# ------------------------------------------------------------------ the process
+
+
+Cleanup = Callable[[float], object]
+
+
+class Lifetime:
+    """One process's life: a stop event, the signals that set it, and an orderly end.
+
+    Background threads are joined first, in the order they were started (the leader
+    elector's thread first: it releases the Lease as it ends), then cleanups run, last
+    registered first, each given what is left of `shutdown_seconds`. Threads are daemons, so
+    one still blocked on the network when the budget runs out is left to the process exit,
+    no worse than the SIGKILL that would follow.
+    """
+
+    def __init__(self, name: str, *, shutdown_seconds: float) -> None:
+        self.name = name
+        self.stop = threading.Event()
+        self._shutdown_seconds = shutdown_seconds
+        self._threads: list[threading.Thread] = []
+        self._cleanups: list[Cleanup] = []
+        self._previous_handlers: dict[int, Any] = {}
+
+    def catch_signals(self, *, also: Callable[[], None] | None = None) -> None:
+        """SIGTERM and SIGINT set the stop event (and call `also`); restored on close."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # embedded in a test or another program: the caller owns the signals
+
+        def request_stop(signum: int, frame: FrameType | None) -> None:
+            self.stop.set()
+            if also is not None:
+                also()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous_handlers[signum] = signal.signal(signum, request_stop)
+
+    def in_background(
+        self, target: Callable[..., object], *args: object, name: str
+    ) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return thread
+
+    def on_close(self, cleanup: Cleanup) -> None:
+        """Run `cleanup(seconds_left)` at the end."""
+        self._cleanups.append(cleanup)
+
+    def close(self) -> None:
+        self.stop.set()
+        deadline = time.monotonic() + self._shutdown_seconds
+
+        def remaining() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        for thread in self._threads:
+            thread.join(remaining())
+            if thread.is_alive():
+                log.warning("%s: thread %s did not finish in time", self.name, thread.name)
+        for cleanup in reversed(self._cleanups):
+            try:
+                cleanup(remaining())
+            except Exception:  # one failing cleanup must not skip the others
+                log.exception("%s: a cleanup failed during shutdown", self.name)
+        for signum, handler in self._previous_handlers.items():
+            signal.signal(signum, handler)
+        log.info("%s stopped", self.name)
+
+    def __enter__(self) -> Lifetime:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,189 @@
+"""The wiring every command shares (`tas_cli.common`): one meaning for every shared flag, and
+one orderly way for a process to end.
+
+Covered:
+- durations: positive where a period is meant, zero allowed where it means "not at all", Go's
+  compound forms, clear argument errors otherwise;
+- `HOST:PORT`, `[IPv6]:PORT` and `:PORT`; log levels in either case; cron expressions;
+- every component command accepts the shared flags with the same meaning;
+- `Lifetime`: threads joined in start order, cleanups last-registered first, each given what
+  is left of one budget; a failing cleanup does not skip the others; signals restored;
+- `want_policy_metrics`: the view fetches what the policies name, plus a component's extras,
+  and hears about every policy change;
+- a Kubernetes configuration that cannot be loaded is one clear line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from tas.metrics.static import StaticMetricView
+from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
+from tas.types import MetricName
+from tas_cli import common, controller, descheduler, extender
+from tests.builders import make_policy, rule
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        pytest.param("2s", 2.0, id="seconds"),
+        pytest.param("500ms", 0.5, id="milliseconds"),
+        pytest.param("1m30s", 90.0, id="Go compound"),
+        pytest.param("1.5", 1.5, id="bare seconds"),
+    ],
+)
+def test_durations_are_parsed_with_one_grammar(text: str, seconds: float) -> None:
+    assert common.duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2 weeks", "-1s", "0s", "0", "s", "1h30"])
+def test_a_period_that_is_not_a_positive_duration_is_an_argument_error(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        common.duration(text)
+
+
+def test_zero_is_allowed_where_it_means_not_at_all() -> None:
+    assert common.duration_or_zero("0") == 0.0
+    with pytest.raises(argparse.ArgumentTypeError, match="negative"):
+        common.duration_or_zero("-1m")
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        pytest.param("127.0.0.1:8081", ("127.0.0.1", 8081), id="ipv4"),
+        pytest.param("[::1]:9000", ("::1", 9000), id="ipv6"),
+        pytest.param(":9001", ("0.0.0.0", 9001), id="every interface"),
+    ],
+)
+def test_listen_addresses_are_parsed(text: str, address: tuple[str, int]) -> None:
+    assert common.listen_address(text) == address
+
+
+@pytest.mark.parametrize("text", ["8081", "host:", "host:port", "host:99999"])
+def test_a_bad_listen_address_is_an_argument_error(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="HOST:PORT"):
+        common.listen_address(text)
+
+
+def test_log_levels_are_accepted_in_either_case_and_others_refused() -> None:
+    assert common.log_level("INFO") == common.log_level("info") == "info"
+    with pytest.raises(argparse.ArgumentTypeError, match="debug, info, warning, error"):
+        common.log_level("verbose")
+
+
+def test_cron_expressions_are_parsed_and_bad_ones_refused() -> None:
+    assert common.cron_schedule("") is None
+    schedule = common.cron_schedule("*/10 * * * *")
+    assert schedule is not None
+    assert schedule.expression == "*/10 * * * *"
+    with pytest.raises(argparse.ArgumentTypeError, match="needs 5 fields"):
+        common.cron_schedule("* *")
+
+
+@pytest.mark.parametrize(
+    ("module", "required"),
+    [
+        pytest.param(extender, ["--metrics", "textfile:/m", "--insecure-http"], id="extender"),
+        pytest.param(controller, ["--metrics", "textfile:/m"], id="controller"),
+        pytest.param(descheduler, ["--policy-config-file", "p.yaml"], id="descheduler"),
+    ],
+)
+def test_every_component_reads_the_shared_flags_the_same_way(
+    module: object, required: list[str]
+) -> None:
+    parser = module.build_parser()  # type: ignore[attr-defined]
+    shared = [
+        "--kubeconfig", "/k", "--context", "c", "--policies", "/p", "--sync-period", "1m30s",
+        "--metric-max-age", "45s", "--log-level", "DEBUG", "--metrics-config", "/c",
+    ]  # fmt: skip
+    args = parser.parse_args([*required, *shared])
+    assert (args.kubeconfig, args.context, args.policies) == (Path("/k"), "c", Path("/p"))
+    assert (args.sync_period, args.metric_max_age) == (90.0, 45.0)
+    assert (args.log_level, args.metrics_config) == ("debug", Path("/c"))
+
+
+def test_a_lifetime_joins_threads_in_order_then_runs_cleanups_last_first() -> None:
+    order: list[str] = []
+    budgets: list[float] = []
+    with common.Lifetime("test", shutdown_seconds=1.0) as life:
+
+        def worker(name: str) -> None:
+            life.stop.wait()
+            order.append(name)
+            time.sleep(0.05)
+
+        life.in_background(worker, "first", name="first")
+        life.on_close(
+            lambda seconds: (order.append("cleanup registered first"), budgets.append(seconds))
+        )
+        life.on_close(lambda seconds: order.append("cleanup registered last"))
+        life.in_background(worker, "second", name="second")
+    assert order[-2:] == ["cleanup registered last", "cleanup registered first"]
+    assert set(order[:2]) == {"first", "second"}
+    assert 0 < budgets[0] < 1.0  # what was left after the joins
+
+
+def test_a_lifetime_keeps_to_its_budget_and_survives_a_failing_cleanup() -> None:
+    ran: list[str] = []
+
+    def failing(seconds: float) -> None:
+        raise RuntimeError("boom")
+
+    started = time.monotonic()
+    life = common.Lifetime("test", shutdown_seconds=0.3)
+    life.in_background(time.sleep, 5.0, name="stuck")  # never finishes in time
+    life.on_close(lambda seconds: ran.append(f"{seconds:.1f}"))
+    life.on_close(failing)
+    life.close()
+    assert time.monotonic() - started < 1.0
+    assert ran == ["0.0"]
+
+
+def test_a_lifetime_restores_the_signal_handlers_it_replaced() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with common.Lifetime("test", shutdown_seconds=0.1) as life:
+        life.catch_signals()
+        assert signal.getsignal(signal.SIGTERM) is not before
+        signal.raise_signal(signal.SIGTERM)
+        assert life.stop.is_set()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+class RecordingView(StaticMetricView):
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: list[frozenset[MetricName]] = []
+
+    def set_wanted(self, names: Iterable[MetricName]) -> None:
+        self.told.append(frozenset(names))
+
+
+def test_the_view_fetches_what_the_policies_name_and_hears_every_change() -> None:
+    store = PolicyStore()
+    view = RecordingView()
+    want_policy_metrics(store, view, extra=[MetricName("node_cpu_pressure")])
+    assert view.told == [{"node_cpu_pressure"}]
+    store.replace([make_policy("p", dontschedule=[rule("health_metric", "GreaterThan", 1)])])
+    assert view.told[-1] == {"health_metric", "node_cpu_pressure"}
+    store.replace([])
+    assert view.told[-1] == {"node_cpu_pressure"}
+
+
+def test_an_unloadable_kubeconfig_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.yaml"
+    code = controller.main(["--metrics", f"textfile:{tmp_path}", "--kubeconfig", str(missing)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tas controller: cannot load Kubernetes configuration")
+    assert "Traceback" not in err
