@@ -20,8 +20,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from extender.decide import decide_filter, decide_prioritize
 from extender.decisions import Decision, DecisionLog, Outcome, Verb
+from extender.self_metrics import ExtenderMetrics
 from extender.settings import ExtenderSettings
-from extender.telemetry import ExtenderMetrics
 from extender.wire import (
     ExtenderArgs,
     WireError,

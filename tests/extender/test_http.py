@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from extender.jsonscan import MAX_DEPTH
+from extender.self_metrics import UNKNOWN_POLICY
 from extender.settings import ExtenderSettings
-from extender.telemetry import UNKNOWN_POLICY
 from extender.wire import SCAN_THRESHOLD
 from tas.metrics.static import StaticMetricView
 from tas.policy import parse_policy
