@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from descheduler.classify import Classification
-from tas.clock import Clock
 from descheduler.config import DeschedulerConfig
 from descheduler.evictor import (
     CircuitBreaker,
@@ -36,6 +35,7 @@ from descheduler.profiles import Profile
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
 from descheduler.violations import ViolationSource, all_violations
+from tas.clock import Clock
 from tas.cluster.interface import Cluster
 from tas.cluster.model import Node
 from tas.metrics.view import MetricView
