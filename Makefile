@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck imports unit bench deps debs clean
+.PHONY: run test lint typecheck imports unit bench deps debs clean e2e-kind
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ unit: $(STAMP) debs
 ## make bench: speed and scale figures, each printed next to a floor measured in the same run.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## make e2e-kind: the kind walkthrough (docs/deploy.md): a cluster with the extender wired in,
+## the image, the metrics pipeline and the health demo. Opt-in; skips where docker or kind is missing.
+e2e-kind:
+	bash scripts/e2e-kind.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

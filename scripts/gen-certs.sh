@@ -4,6 +4,8 @@
 #   extender.crt/.key       the extender's server certificate, for the Service's DNS names
 #                           (and localhost, for the pod's own health probe)
 #   client.crt/.key         kube-scheduler's client certificate
+#   scraper.crt/.key        Prometheus's client certificate, to scrape the extender's /metrics
+#                           (which sits behind the same mTLS port)
 #
 # Usage: scripts/gen-certs.sh [--namespace NS] [--service NAME] [--days N] OUT_DIR
 #
@@ -16,7 +18,7 @@ service=tas-extender
 days=365
 
 usage() {
-    sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
@@ -112,5 +114,13 @@ openssl req -new -sha256 -key "$out/client.key" -out "$work/client.csr" \
 } >"$work/client.ext"
 sign client
 
-chmod 0644 "$out/ca.crt" "$out/extender.crt" "$out/client.crt"
-printf 'gen-certs: wrote ca, extender (%s) and client certificates to %s\n' "$fqdn" "$out" >&2
+# --- Prometheus (client, for the extender's /metrics) ----------------------------------------------
+new_key "$out/scraper.key"
+openssl req -new -sha256 -key "$out/scraper.key" -out "$work/scraper.csr" \
+    -subj "/CN=tas-metrics-scraper"
+cp "$work/client.ext" "$work/scraper.ext"
+sign scraper
+
+chmod 0644 "$out/ca.crt" "$out/extender.crt" "$out/client.crt" "$out/scraper.crt"
+printf 'gen-certs: wrote ca, extender (%s), client and scraper certificates to %s\n' \
+    "$fqdn" "$out" >&2

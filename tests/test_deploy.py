@@ -17,10 +17,13 @@ There is no cluster and no Docker engine here, so what a user relies on is check
   subcommands and flags, and parse with the components' own argument parsers where they exist;
 - both kube-scheduler wirings point at the extender Service over HTTPS with the documented
   settings and the same weight;
-- scripts/gen-certs.sh makes a CA, a server and a client certificate that complete a real mTLS
-  handshake with Python's `ssl`, and refuses to replace an existing CA or take unsafe names;
-- the demo's set-health script writes the metric locally and over ssh (a stand-in ssh that runs
-  the command through `sh -c`, as sshd does) and never runs anything built from bad input;
+- scripts/gen-certs.sh makes a CA, a server and two client certificates (kube-scheduler's, and
+  Prometheus's for the extender's /metrics) that complete a real mTLS handshake with Python's
+  `ssl`, and refuses to replace an existing CA or take unsafe names;
+- the demo's set-health script writes the metric locally, over ssh (a stand-in ssh that runs
+  the command through `sh -c`, as sshd does) and through `docker exec` for kind (a stand-in
+  docker), and never runs anything built from bad input;
+- a port that only serves Prometheus metrics (the descheduler's) needs no health probes;
 - docker-compose.yml: it is a valid Compose file (the `compose-spec` parser; `docker compose
   config` too where the plugin exists), local files exist, ports bind 127.0.0.1, images are
   pinned, and (when real binaries are present) node-exporter and Prometheus serve the demo
@@ -101,6 +104,7 @@ TAS_FLAGS: dict[str, dict[str, bool]] = {
         "--metrics": True,
         "--mode": True,
         "--descheduling-interval": True,
+        "--listen-metrics": True,
     },
 }
 
@@ -117,6 +121,7 @@ EXPECTED_RBAC: dict[str, set[tuple[str, str, str]]] = {
 BUILT_IN_ROLES = {
     ("ClusterRole", "system:kube-scheduler"),
     ("ClusterRole", "system:volume-scheduler"),
+    ("ClusterRole", "system:auth-delegator"),  # prometheus-adapter, an aggregated API server
     ("Role", "extension-apiserver-authentication-reader"),
 }
 
@@ -273,7 +278,8 @@ def _probe_path(probe: Document) -> str:
 @pytest.mark.parametrize("deployment", deployments(), ids=lambda d: d["metadata"]["name"])
 def test_every_serving_container_is_probed_on_healthz_and_readyz(deployment: Document) -> None:
     for container in containers(deployment):
-        if not container.get("ports"):
+        # A port that only serves Prometheus metrics (the descheduler's) has no health to probe.
+        if {p["name"] for p in container.get("ports", [])} <= {"metrics"}:
             continue
         assert "/healthz" in _probe_path(container["livenessProbe"]), container["name"]
         assert "/readyz" in _probe_path(container["readinessProbe"]), container["name"]
@@ -571,16 +577,21 @@ def test_the_docs_explain_the_recommended_weight_with_its_arithmetic() -> None:
     assert "10 × weight × 10" in docs
 
 
-def test_every_repository_path_the_docs_name_exists() -> None:
-    docs = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"(?<![\w/.])((?:deploy|crds|scripts|docs)/[\w./-]*[\w])", docs))
+@pytest.mark.parametrize("doc", ["deploy.md", "upgrade-from-tas.md", "troubleshooting.md"])
+def test_every_repository_path_the_docs_name_exists(doc: str) -> None:
+    docs = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    named = set(re.findall(r"(?<![\w/.])((?:deploy|crds|scripts|docs)/[\w./+-]*[\w])", docs))
     assert named
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert missing == []
 
 
 def test_every_kustomization_lists_only_existing_resources() -> None:
-    for path in [*DEPLOY.rglob("kustomization.yaml"), ROOT / "crds" / "kustomization.yaml"]:
+    # kustomize reads any of three names; crds/ uses `Kustomization` (tests/deploy says why).
+    names = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+    paths = [p for name in names for root in (DEPLOY, ROOT / "crds") for p in root.rglob(name)]
+    assert ROOT / "crds" / "Kustomization" in paths
+    for path in paths:
         (document,) = load_documents(path)
         for resource in document["resources"]:
             assert (path.parent / resource).exists(), (rel(path), resource)
@@ -648,8 +659,56 @@ def test_set_health_over_ssh_writes_the_textfile_on_the_node(
     args = [str(SET_HEALTH), "--ssh-user", "demo", "--dir", str(target), "worker-1.lab", "-1.5"]
     result = _run(args, env=env)
     assert result.returncode == 0, result.stderr
-    assert (target / "health.prom").read_text() == "node_health_metric -1.5\n"
+    assert (target / "text.prom").read_text() == "node_health_metric -1.5\n"
     assert "-l demo -- worker-1.lab" in log.read_text()
+
+
+@pytest.fixture
+def stand_in_docker(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A `docker` on PATH whose `exec CONTAINER CMD...` logs and runs CMD here, argv as given."""
+    bin_dir = tmp_path / "docker-bin"
+    bin_dir.mkdir()
+    log = tmp_path / "docker.log"
+    docker = bin_dir / "docker"
+    docker.write_text(
+        "#!/bin/sh\n"
+        f"printf '%s\\n' \"$1 $2\" >> '{log}'\n"
+        '[ "$1" = exec ] || exit 64\n'
+        'shift 2\nexec "$@"\n'
+    )
+    docker.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return env, log
+
+
+def test_set_health_through_docker_exec_writes_the_textfile_in_the_kind_node(
+    tmp_path: Path, stand_in_docker: tuple[dict[str, str], Path]
+) -> None:
+    env, log = stand_in_docker
+    target = tmp_path / "node-metrics"
+    args = [str(SET_HEALTH), "--docker", "--dir", str(target), "tas-e2e-worker2", "2"]
+    result = _run(args, env=env)
+    assert result.returncode == 0, result.stderr
+    assert (target / "text.prom").read_text() == "node_health_metric 2\n"
+    assert log.read_text() == "exec tas-e2e-worker2\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--docker", "node-c", "$(touch INJECTED)"], id="docker: substitution"),
+        pytest.param(["--docker", "-it", "1"], id="docker: option as node"),
+        pytest.param(["--docker", "--ssh-user", "u", "node-c", "1"], id="docker and ssh user"),
+    ],
+)
+def test_set_health_through_docker_refuses_bad_input_before_running_anything(
+    args: list[str], tmp_path: Path, stand_in_docker: tuple[dict[str, str], Path]
+) -> None:
+    env, log = stand_in_docker
+    result = _run([str(SET_HEALTH), *args], env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert not log.exists(), "docker was called"
+    assert not (tmp_path / "INJECTED").exists()
 
 
 @pytest.mark.parametrize(
@@ -706,7 +765,8 @@ def test_gen_certs_signs_the_server_and_client_certificates_with_its_ca(
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
     server = _certificate(certificates / "extender.crt")
     client = _certificate(certificates / "client.crt")
-    for leaf in (server, client):
+    scraper = _certificate(certificates / "scraper.crt")  # Prometheus, for the extender's /metrics
+    for leaf in (server, client, scraper):
         leaf.verify_directly_issued_by(ca)
         assert leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
     names = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -720,12 +780,13 @@ def test_gen_certs_signs_the_server_and_client_certificates_with_its_ca(
     usage = server.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert ExtendedKeyUsageOID.SERVER_AUTH in usage
     assert ExtendedKeyUsageOID.CLIENT_AUTH in usage  # the pod's own health probe
-    client_usage = client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-    assert list(client_usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    for leaf in (client, scraper):
+        client_usage = leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        assert list(client_usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
 
 
 def test_gen_certs_keeps_private_keys_private(certificates: Path) -> None:
-    for key in ("ca.key", "extender.key", "client.key"):
+    for key in ("ca.key", "extender.key", "client.key", "scraper.key"):
         assert (certificates / key).stat().st_mode & 0o077 == 0, key
 
 

@@ -2,8 +2,10 @@
 # Set a node's `health_metric` for the health-metric demo.
 #
 #   set-health.sh [--ssh-user USER] [--dir DIR] NODE VALUE
-#       over ssh: writes DIR/health.prom (default /tmp/node-metrics) on NODE, for that node's
+#       over ssh: writes DIR/text.prom (default /tmp/node-metrics) on NODE, for that node's
 #       node-exporter textfile collector: `node_health_metric VALUE`
+#   set-health.sh --docker [--dir DIR] NODE VALUE
+#       the same through `docker exec`, for kind, whose nodes are containers named as the nodes
 #   set-health.sh --local DIR NODE VALUE
 #       here: writes DIR/NODE.prom with `node_health_metric{node="NODE"} VALUE`, for
 #       docker-compose (deploy/compose/metrics) and the textfile metric source
@@ -14,7 +16,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,13s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
     exit 2
 }
 
@@ -32,6 +34,7 @@ quote() {
 ssh_user=""
 remote_dir=/tmp/node-metrics
 local_dir=""
+via=ssh
 
 while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -49,6 +52,10 @@ while [ "$#" -gt 0 ]; do
         [ "$#" -ge 2 ] || usage
         local_dir=$2
         shift 2
+        ;;
+    --docker)
+        via=docker
+        shift
         ;;
     -h | --help) usage ;;
     --)
@@ -87,10 +94,20 @@ fi
 
 # Fixed remote script; the directory and the value arrive as $1 and $2.
 # shellcheck disable=SC2016
-script='set -eu; umask 022; mkdir -p "$1"; tmp="$1/.health.prom.$$"; printf "node_health_metric %s\n" "$2" >"$tmp"; mv -f "$tmp" "$1/health.prom"'
+script='set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; printf "node_health_metric %s\n" "$2" >"$tmp"; mv -f "$tmp" "$1/text.prom"'
+
+if [ "$via" = docker ]; then
+    [ -z "$ssh_user" ] || fail "--ssh-user does not apply to --docker"
+    # docker exec hands each argument over as it is: no shell on this side, nothing to quote.
+    docker exec "$node" sh -c "$script" set-health "$remote_dir" "$value"
+    printf 'set-health: %s health_metric=%s (%s/text.prom, docker exec)\n' \
+        "$node" "$value" "$remote_dir" >&2
+    exit 0
+fi
+
 remote="sh -c $(quote "$script") set-health $(quote "$remote_dir") $(quote "$value")"
 
 ssh_args=(-o BatchMode=yes -o ConnectTimeout=10)
 [ -z "$ssh_user" ] || ssh_args+=(-l "$ssh_user")
 ssh "${ssh_args[@]}" -- "$node" "$remote"
-printf 'set-health: %s health_metric=%s (%s/health.prom)\n' "$node" "$value" "$remote_dir" >&2
+printf 'set-health: %s health_metric=%s (%s/text.prom)\n' "$node" "$value" "$remote_dir" >&2
