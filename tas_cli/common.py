@@ -27,7 +27,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -38,6 +38,7 @@ from tas.cron import CronError, CronSchedule
 from tas.durations import DurationError, parse_duration
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
+from tas_cli.tas_compat import Component, TasFlagError, translate_tas_flags
 
 if TYPE_CHECKING:
     from tas.cluster.interface import ObservableCluster, ResourceKind
@@ -180,6 +181,32 @@ def add_log_level_argument(parser: argparse.ArgumentParser) -> None:
         metavar="LEVEL",
         help=f"{', '.join(LOG_LEVELS)} (default info)",
     )
+
+
+def parse_with_tas_flags(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str],
+    *,
+    component: Component,
+    prefix: Sequence[str] = (),
+) -> argparse.Namespace:
+    """Parse `argv`, first translating Intel TAS's flags (`tas_cli.tas_compat`).
+
+    An old TAS manifest starts unchanged; each TAS flag used is logged as a deprecation
+    warning naming its new spelling once logging is configured (`warn_tas_flags`).
+    """
+    try:
+        translated, notices = translate_tas_flags(argv, component=component)
+    except TasFlagError as error:
+        parser.error(f"{component}: {error}")  # exits 2 with the usage, as any bad flag
+    args = parser.parse_args([*prefix, *translated])
+    args.tas_flag_notices = notices
+    return args
+
+
+def warn_tas_flags(args: argparse.Namespace) -> None:
+    for notice in getattr(args, "tas_flag_notices", ()):
+        log.warning("%s", notice)
 
 
 # ------------------------------------------------------------------ setup

@@ -80,6 +80,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     common.configure_logging(args.log_level)
+    common.warn_tas_flags(args)
     try:
         return _control(args)
     except common.SetupError as error:
@@ -161,4 +162,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    return run(common.parse_with_tas_flags(build_parser(), arguments, component="controller"))

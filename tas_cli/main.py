@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tas_cli import controller, descheduler, extender, run, set_health, validate
+from tas_cli import common, controller, descheduler, extender, run, set_health, validate
+from tas_cli.tas_compat import Component
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,9 +25,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that accept Intel TAS's own flags (translated, with a deprecation warning).
+TAS_COMPONENTS: tuple[Component, ...] = ("extender", "controller")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    component = next((c for c in TAS_COMPONENTS if arguments[:1] == [c]), None)
+    if component is None:
+        args = parser.parse_args(arguments)
+    else:
+        args = common.parse_with_tas_flags(
+            parser, arguments[1:], component=component, prefix=[component]
+        )
     code: int = args.handler(args)
     return code
 

@@ -318,6 +318,7 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
             "--policy-config-file": str(policy),
             "--metrics": f"textfile:{demo.metrics}",
             "--mode": "Automatic",
+            "--listen-metrics": "127.0.0.1:0",  # loopback, any free port
         },
         add=["--kubeconfig", str(demo.kubeconfig(account))],
     )

@@ -196,3 +196,55 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
         process.send_signal(signal.SIGTERM)
         process.wait(10)
         log.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["tas", "extender"], id="tas extender"),
+        pytest.param([sys.executable, "-m", "extender"], id="python -m extender"),
+    ],
+)
+def test_an_intel_tas_command_line_starts_with_a_deprecation_notice_per_flag(
+    tmp_path: Path, policy_dir: Path, command: list[str]
+) -> None:
+    metrics_dir = tmp_path / "metrics"
+    for node, value in {"A": 0, "B": 1, "C": 0}.items():
+        write_node_metric(metrics_dir, node, "node_health_metric", value)
+    port = _free_port()
+    log_path = tmp_path / "tas.log"
+    executable = [str(Path(sys.executable).parent / "tas"), *command[1:]]
+    tas_flags = ["--unsafe", f"--port={port}", "--syncPeriod=2s", "--v=2"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [*(executable if command[0] == "tas" else command), *tas_flags,
+             "--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                _wait_ready(client, process)
+                assert _filter(client)["NodeNames"] == ["A", "C"]
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(10) == 0
+    text = log_path.read_text()
+    for old, new in [
+        ("--unsafe", "--insecure-http"),
+        (f"--port={port}", f"--listen 0.0.0.0:{port}"),
+        ("--syncPeriod=2s", "--sync-period 2s"),
+        ("--v=2", "--log-level info"),
+    ]:
+        notices = [line for line in text.splitlines() if "WARNING" in line and old in line]
+        assert len(notices) == 1, f"one notice for {old}: {text}"
+        assert new in notices[0]
+
+
+def test_a_tas_flag_with_a_bad_value_is_an_argument_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--port=http", "--metrics", "textfile:/m"])
+    assert exited.value.code == 2
+    assert "--port" in capsys.readouterr().err
