@@ -35,6 +35,8 @@ from tas.policies.store import PolicyStore
 
 log = logging.getLogger(__name__)
 
+BREAKER_LOG_SECONDS = 60.0
+
 _JSON = "application/json"
 _DEFAULT_DECISIONS_SHOWN = 20
 Clock = Callable[[], float]
@@ -96,9 +98,20 @@ def create_app(
     log_book = decisions if decisions is not None else DecisionLog(settings.decision_log_size)
     unresolvable = not settings.tas_compat_failed_nodes
 
+    breaker_warned: dict[str, float] = {}  # policy -> when its open breaker was last logged
+
     def remember(decision: Decision) -> None:
         log_book.record(decision)
         telemetry.count_decision(decision)
+        if decision.outcome is Outcome.BREAKER_OPEN:
+            # Loud on purpose (scheduling goes on without telemetry until the metric is
+            # fixed), but once a minute per policy, not once per pending pod.
+            if decision.time - breaker_warned.get(decision.policy, -BREAKER_LOG_SECONDS) >= (
+                BREAKER_LOG_SECONDS
+            ):
+                breaker_warned[decision.policy] = decision.time
+                log.warning("Circuit breaker open for %s: %s", decision.policy, decision.reason)
+            return
         _log_decision(decision)
 
     def verb_endpoint(
@@ -134,6 +147,7 @@ def create_app(
             snapshot=store.snapshot(),
             metrics=metrics.columns(),
             now=clock(),
+            max_violating_share=settings.max_violating_node_share,
         )
         remember(decision)
         return encode_filter_result(args=args, failed=decision.failed, unresolvable=unresolvable)

@@ -2,7 +2,9 @@
 
 Pure: no I/O and no clock of its own. Pods that do not use a policy, policies missing from the
 pod's namespace and policies without the verb's strategy are not errors: every node passes
-(filter) or every node gets the same score (prioritize), and the decision says why.
+(filter) or every node gets the same score (prioritize), and the decision says why. When
+dontschedule would remove every candidate while most of the fleet violates, the metric is taken
+for broken and every candidate is kept (`tas.breaker`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from extender.decisions import Decision, Outcome, Verb
 from extender.wire import PodInfo
+from tas.breaker import DEFAULT_MAX_SHARE, judge_strategy
 from tas.policies.store import PolicySnapshot
 from tas.policy import StrategyName, TASPolicy
 from tas.rules import POLICY_LABEL, ScoreMode, filter_nodes, score_nodes
@@ -92,11 +95,28 @@ def decide_filter(
     snapshot: PolicySnapshot,
     metrics: MetricColumns,
     now: float,
+    max_violating_share: float = DEFAULT_MAX_SHARE,
 ) -> Decision:
     resolution = resolve_policy(pod, snapshot, Verb.FILTER)
     if resolution.policy is None:
         return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)
     result = filter_nodes(resolution.policy, metrics, candidates)
+    if candidates and not result.passed:
+        # Only now is the fleet looked at (a rare case, so the common one stays cheap).
+        strategy = resolution.policy.strategy(StrategyName.DONTSCHEDULE)
+        assert strategy is not None
+        verdict = judge_strategy(strategy, metrics, max_share=max_violating_share)
+        if verdict.open:
+            return _decision(
+                Verb.FILTER,
+                pod,
+                candidates,
+                Resolution(resolution.policy, resolution.name, Outcome.BREAKER_OPEN, ""),
+                now,
+                reason=f"dontschedule would remove every node, and {verdict.describe()}: "
+                f"all {len(candidates)} kept (fail open)",
+                metrics=_read_columns(resolution.policy, Verb.FILTER, metrics),
+            )
     kept = len(candidates) - len(result.failed)
     return _decision(
         Verb.FILTER,

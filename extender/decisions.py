@@ -28,6 +28,8 @@ class Outcome(enum.StrEnum):
     NO_POLICY_LABEL = "no-policy-label"
     POLICY_NOT_FOUND = "policy-not-found"
     NO_STRATEGY = "no-strategy"
+    #: dontschedule would remove every node while most of the fleet violates: fail open.
+    BREAKER_OPEN = "breaker-open"
 
 
 @dataclass(frozen=True, slots=True)

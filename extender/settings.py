@@ -1,9 +1,10 @@
-"""How one extender instance behaves; built once in `cli.run` (never at import)."""
+"""How one extender instance behaves; built once by `tas extender` (never at import)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas.rules import ScoreMode
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -17,3 +18,6 @@ class ExtenderSettings:
     tas_compat_failed_nodes: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     decision_log_size: int = 200
+    #: Fail open when dontschedule would remove every candidate and more than this share of
+    #: the nodes with values violate (`tas.breaker`); 1.0 never fails open.
+    max_violating_node_share: float = DEFAULT_MAX_SHARE

@@ -10,6 +10,10 @@ Node labels the controller places:
   name, exactly as TAS does);
 - `telemetry.aware.scheduling.<policy>/<key>=<value>` from the labeling strategy.
 
+When more than half the nodes with values violate a deschedule strategy at once, the metric is
+taken for broken (`tas.breaker`): no node newly becomes violating, nodes already labelled stay
+so while they still violate, and the evaluation says it is held.
+
 Two policies with the same name in different namespaces write the same keys (TAS keys them by
 name alone): a node violating either carries `<policy>=violating`, and for a labeling key both
 want, the policy whose key sorts first wins, so the outcome never depends on dict order.
@@ -20,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from tas.policy import StrategyName, TASPolicy
+from tas.breaker import DEFAULT_MAX_SHARE, BreakerVerdict
+from tas.policy import Strategy, StrategyName, TASPolicy
 from tas.rules import VIOLATING, RuleHit, labeling_labels, violations
 from tas.types import MetricColumns, NodeName, PolicyKey
 
@@ -38,6 +43,9 @@ class PolicyEvaluation:
     dontschedule: NodeHits
     #: Labels the labeling strategy wants per node (nodes wanting none are absent).
     labels: Mapping[NodeName, Mapping[str, str]]
+    #: Why the deschedule verdict is held (`tas.breaker`): too many nodes violate at once, so
+    #: only nodes already labelled stay violating. None when the breaker is closed.
+    held: str | None = None
 
     @property
     def has_deschedule(self) -> bool:
@@ -45,17 +53,43 @@ class PolicyEvaluation:
 
 
 def evaluate_policy(
-    policy: TASPolicy, metrics: MetricColumns, nodes: Collection[NodeName]
+    policy: TASPolicy,
+    metrics: MetricColumns,
+    nodes: Collection[NodeName],
+    *,
+    labelled: Collection[NodeName] = (),
+    max_violating_share: float = DEFAULT_MAX_SHARE,
 ) -> PolicyEvaluation:
-    """Evaluate the strategies the controller enforces or reports, over `nodes` only."""
+    """Evaluate the strategies the controller enforces or reports, over `nodes` only.
+
+    `labelled` are the nodes carrying `<policy>=violating` now: when the breaker is open they
+    are the only ones that may stay violating.
+    """
     deschedule = policy.strategy(StrategyName.DESCHEDULE)
     dontschedule = policy.strategy(StrategyName.DONTSCHEDULE)
+    found = violations(deschedule, metrics, nodes) if deschedule else {}
+    held = None
+    if deschedule is not None and found:
+        verdict = BreakerVerdict(
+            frozenset(found), _with_values(deschedule, metrics, nodes), max_violating_share
+        )
+        if verdict.open:
+            held = verdict.describe()
+            found = {node: hits for node, hits in found.items() if node in labelled}
     return PolicyEvaluation(
         policy=policy,
-        deschedule=violations(deschedule, metrics, nodes) if deschedule else {},
+        deschedule=found,
         dontschedule=violations(dontschedule, metrics, nodes) if dontschedule else {},
         labels=labeling_labels(policy, metrics, nodes),
+        held=held,
     )
+
+
+def _with_values(strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName]) -> int:
+    seen: set[NodeName] = set()
+    for rule in strategy.rules:
+        seen.update(metrics.get(rule.metricname, {}))
+    return len(seen & set(nodes))
 
 
 @dataclass(frozen=True)
@@ -73,11 +107,25 @@ def compute_desired(
     policies: Mapping[PolicyKey, TASPolicy],
     metrics: MetricColumns,
     nodes: Collection[NodeName],
+    *,
+    labelled: Mapping[str, Collection[NodeName]] | None = None,
+    max_violating_share: float = DEFAULT_MAX_SHARE,
 ) -> DesiredState:
-    """Evaluate every policy over `nodes` and merge the labels they want per node."""
+    """Evaluate every policy over `nodes` and merge the labels they want per node.
+
+    `labelled` maps a bare label key (policy name) to the nodes labelled violating now.
+    """
     node_set = nodes if isinstance(nodes, frozenset | set) else frozenset(nodes)
+    now_labelled = labelled or {}
     evaluations = {
-        key: evaluate_policy(policies[key], metrics, node_set) for key in sorted(policies)
+        key: evaluate_policy(
+            policies[key],
+            metrics,
+            node_set,
+            labelled=now_labelled.get(policies[key].name, ()),
+            max_violating_share=max_violating_share,
+        )
+        for key in sorted(policies)
     }
     node_labels: dict[NodeName, dict[str, str]] = {}
     for evaluation in evaluations.values():

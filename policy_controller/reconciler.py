@@ -23,6 +23,7 @@ from policy_controller.desired import DesiredState, compute_desired
 from policy_controller.diff import NodeDiffer, NodePatch, PodPatch, diff_pods
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.status import StatusTracker, policy_status, stamped
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.interface import Cluster, ClusterError, NotFoundError
 from tas.cluster.model import Node, ObjectReference
 from tas.metrics.view import MetricView
@@ -73,6 +74,7 @@ class Reconciler:
         may_write: Callable[[], bool] = lambda: True,
         cluster_ready: Callable[[], bool] = lambda: True,
         max_events_per_cycle: int = 100,
+        max_violating_share: float = DEFAULT_MAX_SHARE,
     ) -> None:
         self._cluster = cluster
         self._policies = policies
@@ -87,6 +89,8 @@ class Reconciler:
         self._max_events = max_events_per_cycle
         self._cycle = 0
         self._differ = NodeDiffer()
+        self._max_violating_share = max_violating_share
+        self._held: set[PolicyKey] = set()  # policies whose breaker was open last cycle
 
     @property
     def ready(self) -> bool:
@@ -108,7 +112,14 @@ class Reconciler:
         evaluated_at = self._wall_clock()
 
         computing = self._clock()
-        desired = compute_desired(snapshot.policies, columns, frozenset(n.name for n in nodes))
+        desired = compute_desired(
+            snapshot.policies,
+            columns,
+            frozenset(n.name for n in nodes),
+            labelled=_labelled_violating(nodes),
+            max_violating_share=self._max_violating_share,
+        )
+        self._report_breakers(desired)
         node_patches = self._differ.diff(nodes, desired.node_labels, desired.deschedule_keys)
         violating: dict[PolicyKey, Collection[NodeName]] = {
             key: evaluation.deschedule.keys()
@@ -246,6 +257,20 @@ class Reconciler:
             self._statuses.written(key, status, self._cycle)
         return writes, errors
 
+    def _report_breakers(self, desired: DesiredState) -> None:
+        """Log when a policy's breaker opens (an error: the metric is broken) and closes."""
+        held = {key for key, e in desired.evaluations.items() if e.held is not None}
+        for key in sorted(held - self._held):
+            log.error(
+                "Circuit breaker open for policy %s: %s; no node newly labelled violating "
+                "until it clears",
+                key,
+                desired.evaluations[key].held,
+            )
+        for key in sorted(self._held - held):
+            log.warning("Circuit breaker closed for policy %s: labelling resumes", key)
+        self._held = held
+
     def _report_violations(self, desired: DesiredState) -> None:
         counts = []
         for key, evaluation in desired.evaluations.items():
@@ -255,6 +280,16 @@ class Reconciler:
             if StrategyName.DONTSCHEDULE in strategies:
                 counts.append((key, StrategyName.DONTSCHEDULE.value, len(evaluation.dontschedule)))
         self._metrics.set_violating(counts)
+
+
+def _labelled_violating(nodes: Sequence[Node]) -> dict[str, set[NodeName]]:
+    """Bare label key (policy name) -> the nodes labelled `<key>=violating` now."""
+    labelled: dict[str, set[NodeName]] = {}
+    for node in nodes:
+        for key, value in node.labels.items():
+            if value == VIOLATING:
+                labelled.setdefault(key, set()).add(node.name)
+    return labelled
 
 
 def _violating_message(node: NodeName, key: str, desired: DesiredState) -> str:

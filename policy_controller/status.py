@@ -53,6 +53,8 @@ def policy_status(evaluation: PolicyEvaluation) -> dict[str, Any]:
         message = "No node violates " + " or ".join(s.value for s in present) + " rules"
     else:
         message = "No deschedule or dontschedule strategy to violate"
+    if evaluation.held is not None:
+        message = f"Circuit breaker open, deschedule held: {evaluation.held}. {message}"
     return {
         "compliance": VIOLATING if violating else COMPLIANT,
         "message": message,

@@ -114,6 +114,17 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def share(text: str) -> float:
+    """A fraction in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 (excluded) and 1")
+    return value
+
+
 def log_level(text: str) -> str:
     lowered = text.lower()
     if lowered not in LOG_LEVELS:

@@ -21,6 +21,7 @@ from extender.app import create_app
 from extender.server import ExtenderServer, tune_allocator
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, server_ssl_context, tls_files
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.rules import ScoreMode
@@ -73,6 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
     )
     parser.add_argument("--decision-log-size", type=common.positive_int, default=200, metavar="N")
+    parser.add_argument(
+        "--max-violating-node-share",
+        type=common.share,
+        default=DEFAULT_MAX_SHARE,
+        metavar="SHARE",
+        help="fail open (keep every node) when dontschedule would remove them all and more "
+        "than this share of nodes violate: a broken metric, not broken nodes (default 0.5; "
+        "1 never fails open)",
+    )
     common.add_log_level_argument(parser)
 
 

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import CycleReport, Reconciler
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.model import Node, Pod
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
@@ -111,6 +112,8 @@ class Harness:
     reconciler: Reconciler | None = None
     loader: ClusterPolicyLoader | None = None
     status_refresh_cycles: int = 0
+    #: The controller's circuit breaker (`tas.breaker`); 1.0 turns it off.
+    max_violating_share: float = DEFAULT_MAX_SHARE
 
     def __post_init__(self) -> None:
         self.restart()
@@ -127,6 +130,7 @@ class Harness:
             metric_view=self.view,
             metrics=ControllerMetrics(self.registry),
             status_refresh_cycles=self.status_refresh_cycles,
+            max_violating_share=self.max_violating_share,
             wall_clock=lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
         )
 

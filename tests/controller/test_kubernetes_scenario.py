@@ -143,9 +143,9 @@ def test_dropping_deschedule_and_deleting_the_policy_remove_its_labels(
     controller: Controller,
 ) -> None:
     api = controller.api
-    controller.view.set("health_metric", {"A": 2, "C": 2})
+    controller.view.set("health_metric", {"A": 0, "C": 2})
     controller.reconcile()
-    assert controller.node_labels("A")["demo-policy"] == "violating"
+    assert controller.node_labels("C")["demo-policy"] == "violating"
 
     api.merge(
         "taspolicies",

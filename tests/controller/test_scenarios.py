@@ -15,7 +15,9 @@ Covered:
   or orphan label, including a policy deleted while the controller was down;
 - a cycle waits for the policies and the metric view, so a cold start never strips labels;
 - a write that fails is counted and retried by the next cycle;
-- a mass change sends a bounded number of Events per cycle.
+- a mass change sends a bounded number of Events per cycle;
+- the circuit breaker: when most nodes violate at once no node is newly labelled (labels
+  already there stay, the status says so) until it clears; a 2-node cluster is never held.
 """
 
 from __future__ import annotations
@@ -152,6 +154,10 @@ def test_repeated_cycles_with_unchanged_inputs_write_nothing(demo: Harness) -> N
 
 
 def test_a_rule_change_writes_only_the_nodes_whose_labels_change(demo: Harness) -> None:
+    # Every node ends up violating, which the circuit breaker would hold (see the breaker
+    # tests); this test is about which nodes are written, so the breaker is off.
+    demo.max_violating_share = 1.0
+    demo.restart()
     demo.view.set("health_metric", {"A": 1, "B": 1, "C": 2})
     demo.reconcile()
     document = health_policy_document()
@@ -304,7 +310,51 @@ def test_a_mass_change_sends_a_bounded_number_of_events() -> None:
         metric_view=view,
         metrics=ControllerMetrics(CollectorRegistry()),
         max_events_per_cycle=2,
+        max_violating_share=1.0,  # every node violating: the breaker (tested apart) is off
     )
     report = reconciler.reconcile()
     assert (report.node_writes, report.events) == (5, 2)
     assert len(cluster.events) == 2
+
+
+def test_a_metric_that_makes_most_nodes_violate_at_once_labels_no_new_node() -> None:
+    """The breaker: labels held while most nodes violate; normal labelling when it clears."""
+    cluster = InstrumentedCluster()
+    for name in ("A", "B", "C", "D"):
+        cluster.add_node(make_node(name))
+    cluster.add_pod(make_pod("demo-a", node="A"))
+    cluster.add_pod(make_pod("demo-c", node="C"))
+    cluster.apply_policy(health_policy_document())
+    view = AgingMetricView(max_age=30)
+    harness = Harness(cluster, view)
+    view.set("health_metric", {"A": 0, "B": 0, "C": 2, "D": 0})
+    harness.reconcile()
+    assert harness.node_labels("C") == {"demo-policy": "violating"}
+
+    view.set("health_metric", dict.fromkeys("ABCD", 2))  # an exporter bug: every node 2
+    harness.reconcile()
+    labelled = {n.name for n in cluster.list_nodes() if n.labels.get("demo-policy")}
+    assert labelled == {"C"}  # C stays (it was violating); nobody new
+    assert "violate" not in harness.pod_labels("demo-a")
+    assert harness.pod_labels("demo-c")["violate"] == "demo-policy"
+    message = status(harness)["message"]
+    assert message.startswith("Circuit breaker open, deschedule held: 4 of 4 nodes")
+
+    view.set("health_metric", {"A": 2, "B": 0, "C": 0, "D": 0})  # fixed; A really broke
+    harness.reconcile()
+    labelled = {n.name for n in cluster.list_nodes() if n.labels.get("demo-policy")}
+    assert labelled == {"A"}
+    assert harness.pod_labels("demo-a")["violate"] == "demo-policy"
+    assert not status(harness)["message"].startswith("Circuit breaker")
+
+
+def test_a_small_cluster_whose_nodes_all_violate_is_labelled() -> None:
+    cluster = InstrumentedCluster()
+    for name in ("A", "B"):
+        cluster.add_node(make_node(name))
+    cluster.apply_policy(health_policy_document())
+    view = AgingMetricView(max_age=30)
+    view.set("health_metric", {"A": 2, "B": 2})
+    harness = Harness(cluster, view)
+    harness.reconcile()
+    assert {n.name for n in cluster.list_nodes() if n.labels.get("demo-policy")} == {"A", "B"}

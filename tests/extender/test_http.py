@@ -490,3 +490,39 @@ def test_a_client_that_hangs_up_mid_body_leaves_no_error_behind(
         time.sleep(0.02)
     assert demo.post("filter", args_body(names=["A"])).status_code == 200
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+
+
+@pytest.mark.parametrize(
+    ("share", "kept"),
+    [
+        pytest.param(None, ["A", "B", "C"], id="default share: fail open, every node kept"),
+        pytest.param(1.0, [], id="share 1: never fails open, every node removed"),
+    ],
+)
+def test_a_metric_that_makes_every_node_violate_fails_open(
+    share: float | None, kept: list[str]
+) -> None:
+    view = health_view({"A": 2, "B": 2, "C": 2, "D": 1})
+    settings = (
+        ExtenderSettings() if share is None else ExtenderSettings(max_violating_node_share=share)
+    )
+    with running_extender(policies=health_policies(), view=view, settings=settings) as extender:
+        result = extender.post("filter", args_body(names=["A", "B", "C"])).json()
+        assert result["NodeNames"] == kept
+        decision = extender.client.get("/debug/decisions").json()[0]
+        text = extender.client.get("/metrics").text
+    if kept:
+        assert result["FailedAndUnresolvableNodes"] == {}
+        assert "4 of 4 nodes with values (100%) violate at once" in decision["reason"]
+        assert "fail open" in decision["reason"]
+        assert 'outcome="breaker-open",policy="demo-policy",verb="filter"} 1.0' in text
+    else:
+        assert set(result["FailedAndUnresolvableNodes"]) == {"A", "B", "C"}
+
+
+def test_one_unhealthy_node_is_still_filtered_when_it_is_the_only_candidate() -> None:
+    view = health_view({"A": 0, "B": 0, "C": 0, "D": 2})
+    with running_extender(policies=health_policies(), view=view) as extender:
+        result = extender.post("filter", args_body(names=["D"])).json()
+    assert result["NodeNames"] == []
+    assert set(result["FailedAndUnresolvableNodes"]) == {"D"}
