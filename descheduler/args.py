@@ -1,28 +1,61 @@
 """What every part of the policy file is read with: a reader that notes problems instead of
-raising, and the namespace filter every plugin takes.
+raising, the namespace filter and the label selectors every plugin takes.
 
 The config reader, the profile parser and each plugin's `parse_args` read their mapping with a
 `FieldReader`, so every problem in the file is collected with its path
 (`profiles[0].pluginConfig[1].args.thresholds.cpu`) and reported at once, and a field nobody
 read is reported as unknown.
+
+Label selectors come in the two shapes Kubernetes users write: the structured
+`{matchLabels, matchExpressions}` of a `labelSelector`, and the string form of a
+`nodeSelector` (`zone=a,tier!=db,env in (prod,stage),!legacy`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from tas.cluster.model import LabelSelector, Requirement
+from tas.durations import DurationError, parse_duration
+
+#: The operators of a label selector's `matchExpressions`.
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 @dataclass(frozen=True, slots=True)
 class NamespaceFilter:
+    """Upstream's `namespaces: {include, exclude}`. A name ending in `*` is a prefix (an
+    extension: the OpenShift profiles exclude every `openshift-*` namespace)."""
+
     include: frozenset[str] = frozenset()
     exclude: frozenset[str] = frozenset()
 
     def allows(self, namespace: str) -> bool:
-        if self.include and namespace not in self.include:
+        if self.include and not _listed(namespace, self.include):
             return False
-        return namespace not in self.exclude
+        return not _listed(namespace, self.exclude)
+
+
+def _listed(namespace: str, names: frozenset[str]) -> bool:
+    if namespace in names:
+        return True
+    return any(n.endswith("*") and namespace.startswith(n[:-1]) for n in names)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSelection:
+    """The namespaces and label selector a plugin's pods must match (upstream's pod filter)."""
+
+    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    labels: LabelSelector | None = None
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        if not self.namespaces.allows(namespace):
+            return False
+        return self.labels is None or self.labels.matches(labels)
 
 
 class FieldReader:
@@ -49,6 +82,12 @@ class FieldReader:
         self.seen.add(key)
         return self.raw.get(key)
 
+    def has(self, key: str) -> bool:
+        return self.raw.get(key) is not None
+
+    def child(self, key: str) -> FieldReader:
+        return FieldReader(self.get(key), self.at(key), self.problems)
+
     def boolean(self, key: str, default: bool) -> bool:
         value = self.get(key)
         if value is None:
@@ -58,7 +97,9 @@ class FieldReader:
             return default
         return value
 
-    def integer(self, key: str, default: int | None, *, minimum: int = 0) -> int | None:
+    def integer(
+        self, key: str, default: int | None, *, minimum: int = 0, maximum: int | None = None
+    ) -> int | None:
         value = self.get(key)
         if value is None:
             return default
@@ -67,6 +108,9 @@ class FieldReader:
             return default
         if value < minimum:
             self.problem(self.at(key), f"must be at least {minimum}, got {value}")
+            return default
+        if maximum is not None and value > maximum:
+            self.problem(self.at(key), f"must be at most {maximum}, got {value}")
             return default
         return value
 
@@ -82,6 +126,22 @@ class FieldReader:
             return default
         return float(value)
 
+    def string(self, key: str, default: str = "") -> str:
+        value = self.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            self.problem(self.at(key), f"must be a string, got {value!r}")
+            return default
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str = "") -> str:
+        value = self.string(key, default)
+        if value and value not in choices:
+            self.problem(self.at(key), f"unknown value {value!r}; known: {', '.join(choices)}")
+            return default
+        return value
+
     def strings(self, key: str) -> tuple[str, ...]:
         value = self.get(key)
         if value is None:
@@ -93,6 +153,31 @@ class FieldReader:
             return ()
         return tuple(value)
 
+    def integers(self, key: str) -> tuple[int, ...]:
+        value = self.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            self.problem(self.at(key), f"must be a list of integers, got {value!r}")
+            return ()
+        return tuple(value)
+
+    def duration(self, key: str) -> float | None:
+        """A Go duration (`5m`, `1h30m`) or a number of seconds; None when absent."""
+        value = self.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            self.problem(self.at(key), f"must be a duration like 5m or 1h30m, got {value!r}")
+            return None
+        try:
+            return parse_duration(str(value))
+        except DurationError as error:
+            self.problem(self.at(key), str(error))
+            return None
+
     def namespaces(self, key: str = "namespaces") -> NamespaceFilter:
         inner = FieldReader(self.get(key), self.at(key), self.problems)
         result = NamespaceFilter(
@@ -103,7 +188,105 @@ class FieldReader:
             self.problem(self.at(key), "give include or exclude, not both")
         return result
 
+    def label_selector(self, key: str = "labelSelector") -> LabelSelector | None:
+        """A `{matchLabels, matchExpressions}` selector; None when absent."""
+        raw = self.get(key)
+        if raw is None:
+            return None
+        return parse_label_selector(raw, self.at(key), self.problems)
+
+    def pod_selection(self) -> PodSelection:
+        """`namespaces` and `labelSelector`, the pod filter most upstream plugins take."""
+        return PodSelection(namespaces=self.namespaces(), labels=self.label_selector())
+
     def finish(self) -> None:
         for key in self.raw:
             if key not in self.seen:
                 self.problem(self.at(str(key)), "unknown field")
+
+
+def parse_label_selector(raw: object, path: str, problems: list[str]) -> LabelSelector:
+    r = FieldReader(raw, path, problems)
+    labels = r.get("matchLabels") or {}
+    match_labels: dict[str, str] = {}
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        r.problem(r.at("matchLabels"), f"must map label names to values, got {labels!r}")
+    else:
+        match_labels = dict(labels)
+    expressions: list[Requirement] = []
+    raw_expressions = r.get("matchExpressions") or []
+    if not isinstance(raw_expressions, list):
+        r.problem(r.at("matchExpressions"), "must be a list")
+        raw_expressions = []
+    for index, item in enumerate(raw_expressions):
+        e = FieldReader(item, f"{r.at('matchExpressions')}[{index}]", problems)
+        key = e.string("key")
+        operator = e.string("operator")
+        values = e.strings("values")
+        e.finish()
+        if not key:
+            e.problem(e.at("key"), "is required")
+        if operator not in SELECTOR_OPERATORS:
+            e.problem(
+                e.at("operator"),
+                f"unknown operator {operator!r}; known: {', '.join(SELECTOR_OPERATORS)}",
+            )
+            continue
+        if operator in ("In", "NotIn") and not values:
+            e.problem(e.at("values"), f"{operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            e.problem(e.at("values"), f"{operator} takes no values")
+        expressions.append(Requirement(key=key, operator=operator, values=values))
+    r.finish()
+    return LabelSelector(match_labels=match_labels, match_expressions=tuple(expressions))
+
+
+_SET_TERM = re.compile(r"^\s*([^\s!=(),]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
+
+
+class SelectorSyntaxError(ValueError):
+    """A label selector string that does not parse."""
+
+
+def parse_selector_string(text: str) -> LabelSelector:
+    """A label selector in its string form (`kubectl -l`, upstream's `nodeSelector`)."""
+    requirements: list[Requirement] = []
+    for term in _split_terms(text):
+        set_term = _SET_TERM.match(term)
+        if set_term:
+            key, op, values = set_term.groups()
+            parts = tuple(v.strip() for v in values.split(",") if v.strip())
+            requirements.append(Requirement(key, "In" if op == "in" else "NotIn", parts))
+            continue
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            requirements.append(Requirement(key.strip(), "NotIn", (value.strip(),)))
+        elif "=" in term:
+            key, _, value = term.partition("==" if "==" in term else "=")
+            requirements.append(Requirement(key.strip(), "In", (value.strip(),)))
+        elif term.startswith("!"):
+            requirements.append(Requirement(term[1:].strip(), "DoesNotExist"))
+        else:
+            requirements.append(Requirement(term, "Exists"))
+        if not requirements[-1].key or " " in requirements[-1].key:
+            raise SelectorSyntaxError(f"{term!r} is not a label selector term")
+    return LabelSelector(match_expressions=tuple(requirements))
+
+
+def _split_terms(text: str) -> list[str]:
+    """Commas separate terms, except inside the parentheses of `in (a,b)`."""
+    terms, depth, current = [], 0, ""
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            terms.append(current.strip())
+            current = ""
+        else:
+            current += char
+    terms.append(current.strip())
+    return [t for t in terms if t]

@@ -6,6 +6,14 @@ names (`TASViolations`, `LoadAware`, `SoftTainter`). The file is validated once,
 values, so a cycle cannot fail on configuration. Every problem is reported at once, each with
 its path (`profiles[0].pluginConfig[1].args.thresholds.cpu`).
 
+Every upstream top-level field is read: `nodeSelector` (a label selector string), the
+`maxNoOfPodsToEvict*` limits, `evictionFailureEventNotification`, `gracePeriodSeconds`, and the
+metrics providers (`metricsCollector.enabled`, `metricsProviders` with `KubernetesMetrics` or
+`Prometheus` and its `url`). A Prometheus provider authenticates with the descheduler's own
+ServiceAccount token, as upstream does without `authToken`; `authToken.secretReference` is not
+supported (it would need read access to Secrets). Beyond upstream: `evictionCooldownSeconds`
+and `circuitBreaker.maxViolatingNodeShare`.
+
 This module reads the document and its top-level fields; `descheduler.profiles` reads each
 profile, and each plugin (`descheduler.plugins`) reads its own arguments.
 
@@ -21,11 +29,13 @@ from pathlib import Path
 
 import yaml
 
-from descheduler.args import FieldReader
+from descheduler.args import FieldReader, SelectorSyntaxError, parse_selector_string
 from descheduler.evictor import Limits
 from descheduler.framework import AnyPlugin
+from descheduler.plugins import low_node_utilization
 from descheduler.plugins.registry import Registry, default_registry
 from descheduler.profiles import Profile, parse_profile
+from tas.cluster.model import LabelSelector
 
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
@@ -46,8 +56,16 @@ class ConfigError(Exception):
 class DeschedulerConfig:
     profiles: tuple[Profile, ...]
     limits: Limits = field(default_factory=Limits)
-    #: Nodes in scope: those whose labels match (upstream's `nodeSelector: "k=v,k2=v2"`).
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    #: Nodes in scope: those whose labels match (upstream's `nodeSelector: "k=v,k2 in (a,b)"`).
+    node_selector: LabelSelector | None = None
+    #: Warning Events for evictions refused, failed or stopped by a limit.
+    eviction_failure_events: bool = False
+    #: Passed with every eviction (None: the pod's own grace period).
+    grace_period_seconds: int | None = None
+    #: The metrics server is a usage source (metricsCollector or metricsProviders).
+    metrics_server: bool = False
+    #: The Prometheus of `metricsProviders`, for `metricsUtilization` queries.
+    prometheus_url: str | None = None
     #: An owner evicted from is left alone this long (0 disables the cooldown).
     cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS
     #: More than this share of in-scope nodes violating at once stops every eviction.
@@ -56,24 +74,86 @@ class DeschedulerConfig:
     def enables(self, plugin: AnyPlugin) -> bool:
         return any(profile.enables(plugin) for profile in self.profiles)
 
+    def prometheus_queries(self) -> set[str]:
+        """The PromQL of every LowNodeUtilization that reads Prometheus."""
+        return {
+            args.prometheus_query
+            for profile in self.profiles
+            if profile.enables(low_node_utilization.PLUGIN)
+            for args in [profile.args_of(low_node_utilization.PLUGIN)]
+            if args.metrics_source is low_node_utilization.MetricsSource.PROMETHEUS
+        }
 
-def _parse_node_selector(raw: object, problems: list[str]) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if isinstance(raw, Mapping):
-        pairs = [(str(k), str(v)) for k, v in raw.items()]
-    elif isinstance(raw, str):
-        pairs = []
-        for part in filter(None, (p.strip() for p in raw.split(","))):
-            key, sep, value = part.partition("=")
-            if not sep or not key:
-                problems.append(f"nodeSelector: {part!r} must be key=value")
-                continue
-            pairs.append((key, value))
-    else:
-        problems.append(f"nodeSelector: must be 'k=v,k2=v2' or a mapping, got {raw!r}")
-        return {}
-    return dict(pairs)
+
+def _parse_node_selector(r: FieldReader) -> LabelSelector | None:
+    raw = r.get("nodeSelector")
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, Mapping):  # accepted for convenience: {k: v} means k=v,...
+        return LabelSelector(match_labels={str(k): str(v) for k, v in raw.items()})
+    if not isinstance(raw, str):
+        r.problem("nodeSelector", f"must be a label selector like 'k=v,k2!=v2', got {raw!r}")
+        return None
+    try:
+        return parse_selector_string(raw)
+    except SelectorSyntaxError as error:
+        r.problem("nodeSelector", str(error))
+        return None
+
+
+def _parse_metrics_providers(r: FieldReader) -> tuple[bool, str | None]:
+    collector = r.child("metricsCollector")
+    metrics_server = collector.boolean("enabled", False)
+    collector.finish()
+    prometheus: str | None = None
+    raw = r.get("metricsProviders") or []
+    if not isinstance(raw, list):
+        r.problem("metricsProviders", "must be a list")
+        raw = []
+    for index, item in enumerate(raw):
+        p = FieldReader(item, f"metricsProviders[{index}]", r.problems)
+        source = p.choice("source", ("KubernetesMetrics", "Prometheus"))
+        settings = p.child("prometheus")
+        url = settings.string("url")
+        token = settings.child("authToken")
+        if token.raw:
+            token.problem(
+                token.path,
+                "not supported: the descheduler's ServiceAccount token is used "
+                "(/var/run/secrets/kubernetes.io/serviceaccount/token)",
+            )
+        token.get("secretReference")
+        token.finish()
+        settings.finish()
+        p.finish()
+        if not source:
+            p.problem(p.at("source"), "is required: KubernetesMetrics or Prometheus")
+        elif source == "KubernetesMetrics":
+            if metrics_server:
+                p.problem(p.path, "KubernetesMetrics is configured twice")
+            metrics_server = True
+        else:
+            if not url:
+                p.problem(settings.at("url"), "is required with source Prometheus")
+            elif prometheus is not None:
+                p.problem(p.path, "only one Prometheus provider is supported")
+            prometheus = url or None
+    return metrics_server, prometheus
+
+
+def _check_usage_sources(
+    profiles: Sequence[Profile], prometheus: str | None, r: FieldReader
+) -> None:
+    for index, profile in enumerate(profiles):
+        if not profile.enables(low_node_utilization.PLUGIN):
+            continue
+        args = profile.args_of(low_node_utilization.PLUGIN)
+        if args.metrics_source is low_node_utilization.MetricsSource.PROMETHEUS and not prometheus:
+            r.problem(
+                f"profiles[{index}]",
+                "LowNodeUtilization reads Prometheus: add metricsProviders: "
+                "[{source: Prometheus, prometheus: {url: ...}}]",
+            )
 
 
 def parse_config(document: object, *, registry: Registry | None = None) -> DeschedulerConfig:
@@ -105,7 +185,11 @@ def parse_config(document: object, *, registry: Registry | None = None) -> Desch
         per_namespace=r.integer("maxNoOfPodsToEvictPerNamespace", None),
         total=r.integer("maxNoOfPodsToEvictTotal", None),
     )
-    node_selector = _parse_node_selector(r.get("nodeSelector"), problems)
+    node_selector = _parse_node_selector(r)
+    failure_events = r.boolean("evictionFailureEventNotification", False)
+    grace = r.integer("gracePeriodSeconds", None)
+    metrics_server, prometheus = _parse_metrics_providers(r)
+    _check_usage_sources(profiles, prometheus, r)
     cooldown = r.number("evictionCooldownSeconds", DEFAULT_COOLDOWN_SECONDS, low=0, high=86400 * 7)
     breaker = FieldReader(r.get("circuitBreaker"), "circuitBreaker", problems)
     share = breaker.number("maxViolatingNodeShare", DEFAULT_MAX_VIOLATING_SHARE, low=0, high=1)
@@ -117,6 +201,10 @@ def parse_config(document: object, *, registry: Registry | None = None) -> Desch
         profiles=tuple(profiles),
         limits=limits,
         node_selector=node_selector,
+        eviction_failure_events=failure_events,
+        grace_period_seconds=grace,
+        metrics_server=metrics_server,
+        prometheus_url=prometheus,
         cooldown_seconds=cooldown,
         max_violating_node_share=share,
     )

@@ -1,21 +1,28 @@
 """One descheduling cycle: read the world once, check the circuit breaker, run every enabled
 plugin of every profile through one set of rails, keep the soft taints in step.
 
-As upstream, every profile's deschedule plugins run before any profile's balance plugins. The
-eviction budget and the per-owner cooldown are shared by all profiles, so limits hold for the
-whole cycle, whatever the configuration. Plugins run through their contract
-(`descheduler.framework.Plugin`), never by name; two are named here for what they feed beyond
-their own run: TASViolations' violation source is what the circuit breaker watches, and the
-SoftTainter's taints follow the classification after every plugin has run.
+As upstream, every profile's deschedule plugins run before any profile's balance plugins, and
+only Ready nodes (matching `nodeSelector`) are worked on. The eviction budget and the per-owner
+cooldown are shared by all profiles, so limits hold for the whole cycle, whatever the
+configuration; the cooldown guards the plugins each profile says it guards. Plugins run through
+their contract (`descheduler.framework.Plugin`), never by name; two are named here for what they
+feed beyond their own run: TASViolations' violation source is what the circuit breaker watches,
+and the SoftTainter's taints follow the classification after every plugin has run.
+
+When the circuit breaker trips, every node that violates at that moment gets a Warning Event
+(`DeschedulingHalted`), so `kubectl describe node` shows why nothing moves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from descheduler.classify import Classification
 from descheduler.config import DeschedulerConfig
@@ -34,13 +41,14 @@ from descheduler.plugins import soft_tainter, tas_violations
 from descheduler.profiles import Profile
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
+from descheduler.usage import SERVICE_ACCOUNT_TOKEN, ClusterUsage, PrometheusQueries
 from descheduler.violations import ViolationSource, all_violations
 from tas.clock import Clock
-from tas.cluster.interface import Cluster
-from tas.cluster.model import Node
+from tas.cluster.interface import Cluster, ClusterError
+from tas.cluster.model import Node, ObjectReference
 from tas.metrics.view import MetricView
 from tas.policy import TASPolicy
-from tas.types import MetricName, PolicyKey
+from tas.types import MetricName, NodeName, PolicyKey
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +86,12 @@ class Descheduler:
         clock: Clock,
         metrics: DeschedulerMetrics | None = None,
         pod_usage: PodUsageSource | None = None,
+        prometheus_transport: Any = None,
+        token_file: Path | None = SERVICE_ACCOUNT_TOKEN,
     ) -> None:
+        """`prometheus_transport` (an httpx transport) and `token_file` are the seams of the
+        Prometheus client a `metricsProviders` entry asks for (tests pass a transport; the
+        token is read, on every query, if the file exists)."""
         self.config = config
         self.cluster = cluster
         self.metric_view = metric_view
@@ -89,6 +102,15 @@ class Descheduler:
         self.pod_usage = pod_usage
         self.cooldown = Cooldown(config.cooldown_seconds)
         self.breaker = CircuitBreaker(config.max_violating_node_share)
+        prometheus = None
+        if config.prometheus_url:
+            prometheus = PrometheusQueries(
+                config.prometheus_url,
+                queries=config.prometheus_queries(),
+                transport=prometheus_transport,
+                token_file=token_file,
+            )
+        self.usage = ClusterUsage(cluster, prometheus=prometheus)
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""
@@ -100,7 +122,8 @@ class Descheduler:
         return names
 
     def _in_scope(self, node: Node) -> bool:
-        return all(node.labels.get(k) == v for k, v in self.config.node_selector.items())
+        selector = self.config.node_selector
+        return selector is None or selector.matches(node.labels)
 
     def _violation_source(self) -> ViolationSource:
         for profile in self.config.profiles:
@@ -129,8 +152,11 @@ class Descheduler:
         violating = all_violations(policies.values(), state, self._violation_source())
         ready_names = {n.name for n in ready}
         violating = {n: r for n, r in violating.items() if n in ready_names}
+        was_open = self.breaker.open
         self.breaker.update(violating, in_scope=len(ready))
         report.circuit_breaker = self.breaker.reason
+        if self.breaker.open and not was_open:
+            self._announce_trip(violating, len(ready))
         if self.metrics is not None:
             self.metrics.circuit_breaker_open.set(1 if self.breaker.open else 0)
         rails = CycleRails(
@@ -139,19 +165,25 @@ class Descheduler:
             breaker=self.breaker,
             dry_run=self.mode is Mode.PREDICTIVE,
             decisions=report.decisions,
+            failure_events=self.config.eviction_failure_events,
+            grace_period_seconds=self.config.grace_period_seconds,
         )
+        self.usage.new_cycle()
         contexts = {
             profile.name: PluginContext(
                 evictor=Evictor(
                     cluster=self.cluster,
                     state=state,
-                    rules=ProtectionRules.resolve(profile.evictor, state.pods),
+                    rules=ProtectionRules.resolve(
+                        profile.evictor, cluster=self.cluster, pods=state.pods
+                    ),
                     rails=rails,
                     metrics=self.metrics,
                     profile=profile.name,
                 ),
                 classified=functools.partial(self._classified, report, profile.name),
                 pod_usage_source=self.pod_usage,
+                usage=self.usage,
             )
             for profile in self.config.profiles
         }
@@ -181,7 +213,27 @@ class Descheduler:
         if not plugin.runs_while_breaker_open and context.evictor.stopped and self.breaker.open:
             log.error("%s skipped: %s", plugin.name, self.breaker.reason)
             return
-        plugin.run(profile.args_of(plugin), context)
+        evictor = context.evictor.for_plugin(
+            guard_owners=profile.guards_owners(plugin), evacuating=plugin.evacuates
+        )
+        plugin.run(profile.args_of(plugin), dataclasses.replace(context, evictor=evictor))
+
+    def _announce_trip(self, violating: Mapping[NodeName, str], in_scope: int) -> None:
+        message = (
+            f"{len(violating)} of {in_scope} nodes violate at once: the descheduler treats it "
+            "as a broken metric pipeline and evicts nothing until it clears"
+        )
+        for node in sorted(violating):
+            involved = ObjectReference(kind="Node", name=node, uid="")
+            try:
+                self.cluster.emit_event(
+                    involved,
+                    reason="DeschedulingHalted",
+                    message=f"{message}; this node: {violating[node]}",
+                    warning=True,
+                )
+            except ClusterError as error:
+                log.warning("Could not record an Event for node %s: %s", node, error)
 
     def _classified(
         self, report: CycleReport, profile: str, classification: Classification

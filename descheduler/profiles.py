@@ -4,10 +4,16 @@ arguments of each, resolved through the plugin registry into values a cycle cann
 A plugin enabled without a `pluginConfig` entry gets its defaults, or the "is required"
 problem an empty `args` mapping would give; the DefaultEvictor's arguments become the
 profile's evictor rules.
+
+One profile field is this project's own: `ownerCooldown` says which plugins the per-owner
+cooldown (and one pod per owner per cycle) guards: `TelemetryPlugins` (the default: TASViolations
+and LoadAware, whose evictions follow metrics that can flap) or `AllPlugins` (the classic
+upstream plugins too, which otherwise behave exactly as upstream's).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -24,6 +30,11 @@ FIXED_POINTS = ("sort", "evict", "preSort")
 _A = TypeVar("_A")
 
 
+class OwnerCooldown(enum.StrEnum):
+    TELEMETRY_PLUGINS = "TelemetryPlugins"
+    ALL_PLUGINS = "AllPlugins"
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -31,6 +42,11 @@ class Profile:
     deschedule: tuple[AnyPlugin, ...]
     balance: tuple[AnyPlugin, ...]
     args: Mapping[PluginName, object]
+    owner_cooldown: OwnerCooldown = OwnerCooldown.TELEMETRY_PLUGINS
+
+    def guards_owners(self, plugin: AnyPlugin) -> bool:
+        """Whether the per-owner cooldown applies to the plugin's evictions."""
+        return plugin.telemetry or self.owner_cooldown is OwnerCooldown.ALL_PLUGINS
 
     def args_of(self, plugin: Plugin[_A]) -> _A:
         found = self.args.get(plugin.name)
@@ -118,6 +134,11 @@ def parse_profile(raw: object, path: str, problems: list[str], *, registry: Regi
         r.problem(r.at("name"), "a profile name is required")
         name = ""
     args = _plugin_args(r, registry, problems)
+    cooldown = r.choice(
+        "ownerCooldown",
+        tuple(c.value for c in OwnerCooldown),
+        OwnerCooldown.TELEMETRY_PLUGINS.value,
+    )
     plugins = FieldReader(r.get("plugins"), r.at("plugins"), problems)
     enabled: dict[ExtensionPoint, tuple[AnyPlugin, ...]] = {
         point: _enabled(plugins, point, registry, problems) for point in ExtensionPoint
@@ -137,6 +158,12 @@ def parse_profile(raw: object, path: str, problems: list[str], *, registry: Regi
         for needed, why in plugin.requires.items():
             if needed not in names:
                 r.problem(r.at(f"plugins.{point}"), f"{why}: enable both")
+        if plugin.requires_one_of and not names & set(plugin.requires_one_of):
+            wanted = " or ".join(plugin.requires_one_of)
+            r.problem(
+                r.at(f"plugins.{point}"),
+                f"{plugin.name} acts on what {wanted} classifies: enable one of them too",
+            )
     evictor = args.get(default_evictor.NAME)
     return Profile(
         name=name,
@@ -144,4 +171,5 @@ def parse_profile(raw: object, path: str, problems: list[str], *, registry: Regi
         deschedule=enabled[ExtensionPoint.DESCHEDULE],
         balance=enabled[ExtensionPoint.BALANCE],
         args=args,
+        owner_cooldown=OwnerCooldown(cooldown),
     )

@@ -16,6 +16,7 @@ from tas.rules import POLICY_LABEL
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 
 PodKey = tuple[Namespace, str]
+_FINISHED = ("Succeeded", "Failed")
 
 
 def pod_key(pod: Pod) -> PodKey:
@@ -33,6 +34,7 @@ class CycleState:
     now: datetime
     evicted: set[PodKey] = field(default_factory=set)
     _by_node: tuple[int, dict[NodeName, list[Pod]]] | None = field(default=None, repr=False)
+    _all_by_node: dict[NodeName, list[Pod]] | None = field(default=None, repr=False)
 
     @property
     def ready_nodes(self) -> list[Node]:
@@ -59,6 +61,33 @@ class CycleState:
     def running_in_scope(self) -> list[Pod]:
         """Pods on in-scope nodes, not yet evicted, in a stable order."""
         return [p for p in self.pods if p.node_name in self.nodes and self._present(p)]
+
+    def pods_on_ready_node(self, node: NodeName, *, include_finished: bool = False) -> list[Pod]:
+        """Pods bound to the node, not evicted in this cycle, in a stable order.
+
+        Without `include_finished`, Succeeded and Failed pods are left out (upstream's
+        `ListPodsOnANode`: they hold no resources); with it every phase is kept (upstream's
+        `ListAllPodsOnANode`, which PodLifeTime, RemoveFailedPods and the restarts plugin use).
+        """
+        if self._all_by_node is None:
+            every: dict[NodeName, list[Pod]] = {}
+            for pod in self.pods:
+                if pod.node_name is not None:
+                    every.setdefault(pod.node_name, []).append(pod)
+            self._all_by_node = every
+        return [
+            p
+            for p in self._all_by_node.get(node, ())
+            if pod_key(p) not in self.evicted and (include_finished or p.phase not in _FINISHED)
+        ]
+
+    def ready_node_pods(self, *, include_finished: bool = False) -> list[Pod]:
+        """Pods on the Ready in-scope nodes, node by node (the upstream plugins' view)."""
+        return [
+            pod
+            for node in self.ready_nodes
+            for pod in self.pods_on_ready_node(node.name, include_finished=include_finished)
+        ]
 
     def policy_of(self, pod: Pod) -> TASPolicy | None:
         """The TASPolicy the pod links (label telemetry-policy, in the pod's own namespace)."""

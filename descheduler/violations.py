@@ -2,8 +2,9 @@
 on and what the circuit breaker watches.
 
 Violations come from fresh metrics evaluated with `tas.rules` (a missing or stale value never
-violates), from the node label `<policy>=violating` the policy controller writes, or from both
-agreeing.
+violates), from the labels the policy controller writes (the node label `<policy>=violating`,
+or the pod label `violate=<policy>` on a pod of the policy's namespace running on the node), or
+from both agreeing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 
 from descheduler.state import CycleState
 from tas.policy import StrategyName, TASPolicy
-from tas.rules import VIOLATING, deschedule_violations, violation_reason
+from tas.rules import POD_VIOLATION_LABEL, VIOLATING, deschedule_violations, violation_reason
 from tas.types import NodeName
 
 
@@ -21,7 +22,7 @@ class ViolationSource(enum.StrEnum):
     """Where TASViolations learns that a node violates a policy's deschedule rules."""
 
     METRICS = "Metrics"  # the rules, evaluated here on fresh metric values
-    LABELS = "Labels"  # the node label `<policy>=violating` the policy controller writes
+    LABELS = "Labels"  # the controller's labels: node `<policy>=violating`, pod `violate=<policy>`
     BOTH = "Both"  # both must agree: the label, confirmed by fresh metrics
 
 
@@ -40,6 +41,16 @@ def violating_nodes(
         for name, node in state.nodes.items()
         if node.labels.get(policy.name) == VIOLATING
     }
+    for pod in state.running_in_scope():
+        if (
+            pod.node_name is not None
+            and pod.node_name not in labelled
+            and pod.namespace == policy.namespace
+            and pod.labels.get(POD_VIOLATION_LABEL) == policy.name
+        ):
+            labelled[pod.node_name] = (
+                f"{policy.name}: pod {pod.name} labelled {POD_VIOLATION_LABEL}={policy.name}"
+            )
     if source is ViolationSource.LABELS:
         return labelled
     return {node: reason for node, reason in by_metrics.items() if node in labelled}

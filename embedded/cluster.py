@@ -47,7 +47,15 @@ from tas.cluster.interface import (
     PolicyDocument,
     ResourceKind,
 )
-from tas.cluster.model import Node, ObjectReference, Pod, PodDisruptionBudget, Taint
+from tas.cluster.model import (
+    NamespaceInfo,
+    Node,
+    ObjectReference,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    Taint,
+)
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 
 
@@ -115,6 +123,12 @@ class InMemoryCluster:
         self._events: list[RecordedEvent] = []
         self._evictions: list[EvictionRecord] = []
         self._listeners: list[ChangeListener] = []
+        # What only some descheduler configurations read (see `set_extras`).
+        self._priority_classes: dict[str, int] = {}
+        self._namespaces: dict[str, NamespaceInfo] = {}
+        self._pvcs: dict[tuple[Namespace, str], PersistentVolumeClaim] = {}
+        self._node_metrics: dict[NodeName, Mapping[str, float]] = {}
+        self._pod_metrics: dict[tuple[Namespace, str], Mapping[str, float]] = {}
 
     # ----------------------------------------------------------------- reads (Cluster)
 
@@ -140,6 +154,26 @@ class InMemoryCluster:
     def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
         with self._lock:
             return tuple(self._pdbs[key] for key in sorted(self._pdbs))
+
+    def get_priority_class_value(self, name: str) -> int | None:
+        with self._lock:
+            return self._priority_classes.get(name)
+
+    def list_namespaces(self) -> Sequence[NamespaceInfo]:
+        with self._lock:
+            return tuple(self._namespaces[name] for name in sorted(self._namespaces))
+
+    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
+        with self._lock:
+            return tuple(self._pvcs[key] for key in sorted(self._pvcs))
+
+    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
+        with self._lock:
+            return dict(self._node_metrics)
+
+    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+        with self._lock:
+            return dict(self._pod_metrics)
 
     def get_node(self, name: NodeName) -> Node:
         with self._lock:
@@ -231,7 +265,15 @@ class InMemoryCluster:
                 )
             )
 
-    def evict_pod(self, namespace: Namespace, name: str, *, reason: str) -> EvictionResult:
+    def evict_pod(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        reason: str,
+        grace_period_seconds: int | None = None,
+    ) -> EvictionResult:
+        """Evict at once (there is no kubelet to honour a grace period here)."""
         with self._lock:
             try:
                 self._write(WriteKind.EVICTIONS)
@@ -336,6 +378,31 @@ class InMemoryCluster:
             self._next_version()
         self._notify([ClusterChange(ResourceKind.POD, ChangeType.DELETED, name, namespace)])
 
+    def kill_pod(self, namespace: Namespace, name: str) -> Pod | None:
+        """End a pod outside the Eviction API, as the kubelet's node-pressure eviction (an OOM
+        kill) or the pod garbage collector (its node is gone) does: no PodDisruptionBudget is
+        asked, nothing is recorded as an eviction, and the pod's controller recreates it as
+        after an eviction. Returns the replacement, if any."""
+        with self._lock:
+            pod = self._pod(namespace, name)
+            del self._pods[(namespace, name)]
+            self._next_version()
+            changes = [ClusterChange(ResourceKind.POD, ChangeType.DELETED, name, namespace)]
+            replacement = None
+            if self._recreate_evicted:
+                replacement = replacement_for(
+                    pod,
+                    new_suffix=lambda: f"{next(self._ids):05d}",
+                    name_taken=lambda taken: (namespace, taken) in self._pods,
+                    new_uid=self._new_uid,
+                    now=self._clock.now(),
+                )
+            if replacement is not None:
+                changes.extend(self._put_pod(replacement))
+                replacement = self._pods[(namespace, replacement.name)]
+        self._notify(changes)
+        return replacement
+
     def add_pdb(self, pdb: PodDisruptionBudget) -> None:
         self.update_pdb(pdb, create=True)
 
@@ -358,6 +425,29 @@ class InMemoryCluster:
             del self._pdbs[(namespace, name)]
             self._next_version()
         self._notify([ClusterChange(ResourceKind.PDB, ChangeType.DELETED, name, namespace)])
+
+    def set_extras(
+        self,
+        *,
+        priority_classes: Mapping[str, int] | None = None,
+        namespaces: Iterable[NamespaceInfo] | None = None,
+        pvcs: Iterable[PersistentVolumeClaim] | None = None,
+        node_metrics: Mapping[NodeName, Mapping[str, float]] | None = None,
+        pod_metrics: Mapping[tuple[Namespace, str], Mapping[str, float]] | None = None,
+    ) -> None:
+        """Replace what is given of the objects only some descheduler configurations read:
+        PriorityClasses, Namespaces, PersistentVolumeClaims and the metrics server's usage."""
+        with self._lock:
+            if priority_classes is not None:
+                self._priority_classes = dict(priority_classes)
+            if namespaces is not None:
+                self._namespaces = {n.name: n for n in namespaces}
+            if pvcs is not None:
+                self._pvcs = {(c.namespace, c.name): c for c in pvcs}
+            if node_metrics is not None:
+                self._node_metrics = dict(node_metrics)
+            if pod_metrics is not None:
+                self._pod_metrics = dict(pod_metrics)
 
     def apply_policy(self, document: Mapping[str, Any]) -> PolicyKey:
         """Create or replace a TASPolicy document (as `kubectl apply` would); keeps status.

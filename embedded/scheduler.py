@@ -1,31 +1,88 @@
 """The kube-scheduler model: places pending pods the way kube-scheduler does for the parts that
-matter here, and asks the extender through `Extender` (HTTP in `make run`, `extender_client`).
+matter here, and asks the extender through `Extender` (HTTP in `make run`, `extender_client`;
+in-process in the simulator).
 
-What it does, in kube-scheduler's order: its own filters (`tas.fit`: Ready, schedulable, node
-selector, required node affinity, NoSchedule/NoExecute taints, resource fit with
-`telemetry/scheduling` ignored, pod count), then the extender's filter, then scores: a
-least-allocated score (0..100) plus the extender's priority x weight x 10, as kube-scheduler
-adds extender scores. An extender that fails is skipped when `ignorable` (kube-scheduler's
-behaviour), otherwise the pod stays pending. Only pods that link a policy are sent to the
-extender (`managedResources` on real clusters). The extender's answers are never trusted
-beyond the nodes it was asked about.
+What it does, in kube-scheduler's order:
+
+1. the queue: pending pods by priority (highest first), then creation time (PrioritySort);
+2. its own filters (`tas.fit`, shared with the descheduler's nodeFit: Ready, schedulable, node
+   selector, required node affinity, NoSchedule/NoExecute taints, resource fit with
+   `telemetry/scheduling` ignored, pod count), searching from where the last search stopped
+   and stopping once `percentageOfNodesToScore` of the nodes were found feasible (adaptive by
+   default: 50% minus 1% per 125 nodes, at least 5% and at least 100 nodes);
+3. the extender's filter, then scores: NodeResourcesFit least-allocated (weight 1) and
+   NodeResourcesBalancedAllocation (weight 1) on requests, TaintToleration's PreferNoSchedule
+   score (weight 3), plus the extender's priority x weight x 10 (MaxNodeScore 100 over
+   MaxExtenderPriority 10);
+4. the best total wins; ties are broken at random (reservoir sampling) when given a random
+   generator, by node name otherwise (reproducible tests).
+
+An extender that fails is skipped when `ignorable` (kube-scheduler's behaviour), otherwise the
+pod stays pending. Only pods that link a policy are sent to the extender (`managedResources` on
+real clusters). The extender's answers are never trusted beyond the nodes it was asked about.
+
+Not modelled: the default PodTopologySpread, InterPodAffinity and ImageLocality scores (equal
+for every node of the workloads modelled here, apart from topology spreading), preemption and
+the scheduling queue's backoff (a pending pod is tried again on every pass).
+
+Sources (kubernetes/kubernetes, pkg/scheduler): default plugin weights in
+`apis/config/v1/default_plugins.go`; `framework/plugins/noderesources/least_allocated.go`
+(`(capacity - requested) * 100 / capacity`, non-zero defaults of 100m CPU and 200 MiB memory for
+pods that request nothing, `resource_allocation.go`); `balanced_allocation.go` (`(1 - std) *
+100` of the requested fractions, best-effort pods skipped); `tainttoleration/taint_toleration.go`
+(intolerable PreferNoSchedule taints, reverse-normalized); `schedule_one.go`
+(`numFeasibleNodesToFind`, `nextStartNodeIndex`, extender scores x weight x 10, `selectHost`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from embedded.cluster import InMemoryCluster
 from tas.cluster.interface import ClusterError
-from tas.cluster.model import Node, Pod
-from tas.fit import rejection, requested
+from tas.cluster.model import (
+    TELEMETRY_RESOURCE,
+    Node,
+    Pod,
+    TaintEffect,
+)
+from tas.fit import (
+    PODS_RESOURCE,
+    holds_resources,
+    matches_node_selection,
+    rejection,
+    requested,
+    untolerated_taint,
+)
 from tas.rules import POLICY_LABEL
 from tas.types import NodeName
 
 log = logging.getLogger(__name__)
+
+MAX_NODE_SCORE = 100
+MAX_EXTENDER_PRIORITY = 10
+#: kube-scheduler's default score plugin weights (those modelled here).
+WEIGHT_FIT = 1
+WEIGHT_BALANCED = 1
+WEIGHT_TAINTS = 3
+#: What kube-scheduler scores a pod that requests nothing as requesting (schedutil non-zero).
+NON_ZERO_CPU_MILLI = 100
+NON_ZERO_MEMORY = 200 * 1024 * 1024
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+BASE_PERCENTAGE = 50
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class ExtenderError(Exception):
@@ -59,79 +116,296 @@ class Placement:
 
 def least_allocated(pod: Pod, node: Node, pods_on_node: Sequence[Pod]) -> float:
     """kube-scheduler's LeastAllocated score (0..100) over CPU and memory."""
-    scores = []
-    for resource in ("cpu", "memory"):
-        capacity = node.allocatable.get(resource, 0.0)
-        if capacity <= 0:
-            continue
-        wanted = requested(pods_on_node, resource) + pod.requests.get(resource, 0.0)
-        scores.append(max(0.0, (capacity - wanted) / capacity) * 100)
-    return sum(scores) / len(scores) if scores else 0.0
+    table = _NodeTable([node], pods_on_node)
+    return float(table.least_allocated(pod, np.array([0]))[0])
+
+
+def num_feasible_nodes_to_find(nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes kube-scheduler looks for before it stops searching."""
+    if nodes < MIN_FEASIBLE_NODES or percentage >= 100:
+        return nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = max(MIN_FEASIBLE_PERCENTAGE, BASE_PERCENTAGE - nodes // 125)
+    return max(MIN_FEASIBLE_NODES, nodes * adaptive // 100)
+
+
+def _milli(cores: float) -> int:
+    return round(cores * 1000)
+
+
+def _epoch(pod: Pod) -> float:
+    stamp: datetime | None = pod.creation_timestamp
+    return stamp.timestamp() if stamp is not None else 0.0
+
+
+class _NodeTable:
+    """One pass's view of the nodes: what is requested of each, kept current as pods bind."""
+
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[Pod]) -> None:
+        self.nodes = list(nodes)
+        self.names = [n.name for n in self.nodes]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        count = len(self.nodes)
+
+        def allocatable(resource: str) -> FloatArray:
+            return np.array(
+                [n.allocatable.get(resource, np.nan) for n in self.nodes], dtype=np.float64
+            )
+
+        self.alloc_cpu = allocatable("cpu")
+        self.alloc_memory = allocatable("memory")
+        self.alloc_pods = allocatable(PODS_RESOURCE)
+        self.alloc_cpu_milli = np.array(
+            [_milli(n.allocatable.get("cpu", 0.0)) for n in self.nodes], dtype=np.int64
+        )
+        self.alloc_memory_int = np.array(
+            [round(n.allocatable.get("memory", 0.0)) for n in self.nodes], dtype=np.int64
+        )
+        self.cpu = np.zeros(count)
+        self.memory = np.zeros(count)
+        self.cpu_milli = np.zeros(count, dtype=np.int64)
+        self.memory_int = np.zeros(count, dtype=np.int64)
+        self.nonzero_cpu = np.zeros(count, dtype=np.int64)
+        self.nonzero_memory = np.zeros(count, dtype=np.int64)
+        self.pods = np.zeros(count, dtype=np.int64)
+        self.pods_on: list[list[Pod]] = [[] for _ in self.nodes]
+        self._static: dict[Hashable, tuple[BoolArray, IntArray]] = {}
+        for pod in pods:
+            i = self.index.get(pod.node_name) if pod.node_name is not None else None
+            if i is not None and holds_resources(pod):
+                self.add(pod, i)
+
+    def add(self, pod: Pod, i: int) -> None:
+        cpu = pod.requests.get("cpu", 0.0)
+        memory = pod.requests.get("memory", 0.0)
+        self.cpu[i] += cpu
+        self.memory[i] += memory
+        self.cpu_milli[i] += _milli(cpu)
+        self.memory_int[i] += round(memory)
+        self.nonzero_cpu[i] += _milli(cpu) or NON_ZERO_CPU_MILLI
+        self.nonzero_memory[i] += round(memory) or NON_ZERO_MEMORY
+        self.pods[i] += 1
+        self.pods_on[i].append(pod)
+
+    def _static_part(self, pod: Pod) -> tuple[BoolArray, IntArray]:
+        """Filters that depend on the pod's placement rules only (cached per pass), and the
+        number of PreferNoSchedule taints each node has that the pod does not tolerate."""
+        key = (
+            tuple(sorted(pod.node_selector.items())),
+            pod.required_node_affinity,
+            pod.tolerations,
+        )
+        found = self._static.get(key)
+        if found is None:
+            ok = np.array(
+                [
+                    n.ready
+                    and not n.unschedulable
+                    and matches_node_selection(pod, n)
+                    and untolerated_taint(pod, n.taints) is None
+                    for n in self.nodes
+                ],
+                dtype=np.bool_,
+            )
+            soft = np.array(
+                [
+                    sum(
+                        1
+                        for t in n.taints
+                        if t.effect is TaintEffect.PREFER_NO_SCHEDULE
+                        and not any(
+                            tol.tolerates(t)
+                            for tol in pod.tolerations
+                            if not tol.effect or tol.effect == TaintEffect.PREFER_NO_SCHEDULE
+                        )
+                    )
+                    for n in self.nodes
+                ],
+                dtype=np.int64,
+            )
+            found = self._static[key] = (ok, soft)
+        return found
+
+    def feasible(self, pod: Pod) -> BoolArray:
+        """Nodes that pass kube-scheduler's filters for the pod (the same verdict as
+        `tas.fit.rejection`, computed for every node at once)."""
+        ok = self._static_part(pod)[0].copy()
+        for resource, wanted in pod.requests.items():
+            if resource == TELEMETRY_RESOURCE or wanted <= 0:
+                continue
+            if resource == "cpu":
+                with np.errstate(invalid="ignore"):
+                    ok &= self.cpu + wanted <= self.alloc_cpu
+            elif resource == "memory":
+                with np.errstate(invalid="ignore"):
+                    ok &= self.memory + wanted <= self.alloc_memory
+            else:
+                for i in np.flatnonzero(ok):
+                    available = self.nodes[i].allocatable.get(resource)
+                    if available is None or requested(self.pods_on[i], resource) + wanted > (
+                        available
+                    ):
+                        ok[i] = False
+        ok &= np.isnan(self.alloc_pods) | (self.pods + 1 <= self.alloc_pods)
+        return ok
+
+    def least_allocated(self, pod: Pod, chosen: IntArray) -> IntArray:
+        cpu = _milli(pod.requests.get("cpu", 0.0)) or NON_ZERO_CPU_MILLI
+        memory = round(pod.requests.get("memory", 0.0)) or NON_ZERO_MEMORY
+        scores = np.zeros(len(chosen), dtype=np.int64)
+        for alloc, used, want in (
+            (self.alloc_cpu_milli[chosen], self.nonzero_cpu[chosen], cpu),
+            (self.alloc_memory_int[chosen], self.nonzero_memory[chosen], memory),
+        ):
+            total = used + want
+            fits = (alloc > 0) & (total <= alloc)
+            safe = np.where(alloc > 0, alloc, 1)
+            scores += np.where(fits, (alloc - total) * MAX_NODE_SCORE // safe, 0)
+        return scores // 2
+
+    def balanced_allocation(self, pod: Pod, chosen: IntArray) -> IntArray:
+        cpu = _milli(pod.requests.get("cpu", 0.0))
+        memory = round(pod.requests.get("memory", 0.0))
+        if cpu == 0 and memory == 0:
+            return np.zeros(len(chosen), dtype=np.int64)  # best-effort pods are not scored
+        fractions = []
+        for alloc, used, want in (
+            (self.alloc_cpu_milli[chosen], self.cpu_milli[chosen], cpu),
+            (self.alloc_memory_int[chosen], self.memory_int[chosen], memory),
+        ):
+            safe = np.where(alloc > 0, alloc, 1)
+            fraction = np.minimum((used + want) / safe, 1.0)
+            fractions.append(np.where(alloc > 0, fraction, np.nan))
+        cpu_f, mem_f = fractions
+        both = ~np.isnan(cpu_f) & ~np.isnan(mem_f)
+        std = np.where(both, np.abs(np.nan_to_num(cpu_f) - np.nan_to_num(mem_f)) / 2, 0.0)
+        return np.trunc((1.0 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+    def taint_toleration(self, pod: Pod, chosen: IntArray) -> IntArray:
+        counts = self._static_part(pod)[1][chosen]
+        highest = int(counts.max()) if len(counts) else 0
+        if highest == 0:
+            return np.full(len(chosen), MAX_NODE_SCORE, dtype=np.int64)
+        return MAX_NODE_SCORE - MAX_NODE_SCORE * counts // highest
 
 
 class EmbeddedScheduler:
-    def __init__(self, cluster: InMemoryCluster, *, extender: Extender | None) -> None:
+    def __init__(
+        self,
+        cluster: InMemoryCluster,
+        *,
+        extender: Extender | None,
+        rng: random.Random | None = None,
+        percentage_of_nodes_to_score: int = 0,
+    ) -> None:
         self._cluster = cluster
         self._extender = extender
+        self._rng = rng
+        self._percentage = percentage_of_nodes_to_score
+        self._next_start = 0
 
     def schedule_pending(self) -> list[Placement]:
-        """One pass over pending pods; each is bound or stays pending with a reason."""
-        placements = []
-        for pod in self._cluster.list_pods():
-            if pod.node_name is None and pod.phase == "Pending" and pod.deletion_timestamp is None:
-                placements.append(self.schedule(pod))
-        return placements
+        """One pass over pending pods, in queue order; each is bound or stays pending."""
+        pods = self._cluster.list_pods()
+        pending = [
+            p
+            for p in pods
+            if p.node_name is None and p.phase == "Pending" and p.deletion_timestamp is None
+        ]
+        if not pending:
+            return []
+        pending.sort(key=lambda p: (-p.priority, _epoch(p)))
+        table = _NodeTable(self._cluster.list_nodes(), pods)
+        return [self._place(pod, table) for pod in pending]
 
     def schedule(self, pod: Pod) -> Placement:
-        nodes = {n.name: n for n in self._cluster.list_nodes()}
-        on_node = self._pods_per_node()
+        table = _NodeTable(self._cluster.list_nodes(), self._cluster.list_pods())
+        return self._place(pod, table)
+
+    def _candidates(self, pod: Pod, table: _NodeTable) -> IntArray:
+        """Feasible nodes, searched round-robin from where the last search stopped."""
+        feasible = table.feasible(pod)
+        count = len(table.nodes)
+        wanted = num_feasible_nodes_to_find(count, self._percentage)
+        order = np.roll(np.arange(count, dtype=np.int64), -self._next_start)
+        found = np.flatnonzero(feasible[order])
+        if len(found) >= wanted:
+            found = found[:wanted]
+            processed = int(found[-1]) + 1
+        else:
+            processed = count
+        if count:
+            self._next_start = (self._next_start + processed) % count
+        return order[found]
+
+    def _place(self, pod: Pod, table: _NodeTable) -> Placement:
+        chosen = self._candidates(pod, table)
+        names = [table.names[i] for i in chosen]
         reasons: dict[str, str] = {}
-        feasible: list[NodeName] = []
-        for name, node in nodes.items():
-            why = rejection(pod, node, pods_on_node=on_node.get(name, ()))
-            if why is None:
-                feasible.append(name)
-            else:
-                reasons[name] = why
         extender_scores: Mapping[NodeName, int] = {}
         extender = self._extender
-        if feasible and extender is not None and POLICY_LABEL in pod.labels:
+        if names and extender is not None and POLICY_LABEL in pod.labels:
             try:
-                answer = extender.filter(pod, feasible)
-                asked = set(feasible)
-                feasible = [n for n in feasible if n in set(answer.passed)]
+                answer = extender.filter(pod, names)
+                asked = set(names)
+                kept = set(answer.passed)
+                names = [n for n in names if n in kept]
                 reasons.update({n: r for n, r in answer.failed.items() if n in asked})
-                if feasible:
-                    scores = extender.prioritize(pod, feasible)
-                    extender_scores = {n: s for n, s in scores.items() if n in set(feasible)}
+                if names:
+                    scores = extender.prioritize(pod, names)
+                    allowed = set(names)
+                    extender_scores = {n: s for n, s in scores.items() if n in allowed}
             except ExtenderError as error:
                 if not extender.ignorable:
                     return self._pending(pod, f"extender failed: {error}")
                 log.warning("Extender call failed, ignored (ignorable): %s", error)
-        if not feasible:
+        if not names:
+            for i, node in enumerate(table.nodes):
+                if node.name not in reasons:
+                    why = rejection(pod, node, pods_on_node=table.pods_on[i])
+                    if why is not None:
+                        reasons[node.name] = why
             detail = "; ".join(f"{n}: {r}" for n, r in sorted(reasons.items()))
-            return self._pending(pod, f"0/{len(nodes)} nodes are available: {detail}")
-        weight = extender.weight if extender is not None else 0
-
-        def total(name: NodeName) -> tuple[float, str]:
-            node_score = least_allocated(pod, nodes[name], on_node.get(name, ()))
-            return (node_score + extender_scores.get(name, 0) * weight * 10, name)
-
-        best = max(feasible, key=total)
+            return self._pending(pod, f"0/{len(table.nodes)} nodes are available: {detail}")
+        best = self._select(pod, table, names, extender_scores)
         try:
-            self._cluster.bind_pod(pod.namespace, pod.name, best)
+            bound = self._cluster.bind_pod(pod.namespace, pod.name, best)
         except ClusterError as error:
             return self._pending(pod, f"binding failed: {error}")
+        table.add(bound, table.index[best])
         log.info("Scheduled %s/%s on %s", pod.namespace, pod.name, best)
         return Placement(f"{pod.namespace}/{pod.name}", best, "scheduled")
+
+    def _select(
+        self,
+        pod: Pod,
+        table: _NodeTable,
+        names: Sequence[NodeName],
+        extender_scores: Mapping[NodeName, int],
+    ) -> NodeName:
+        chosen = np.array([table.index[n] for n in names], dtype=np.int64)
+        total = (
+            WEIGHT_FIT * table.least_allocated(pod, chosen)
+            + WEIGHT_BALANCED * table.balanced_allocation(pod, chosen)
+            + WEIGHT_TAINTS * table.taint_toleration(pod, chosen)
+        )
+        weight = self._extender.weight if self._extender is not None else 0
+        if extender_scores and weight:
+            factor = weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+            total = total + factor * np.array(
+                [extender_scores.get(name, 0) for name in names], dtype=np.int64
+            )
+        best = int(total.max())
+        ties = [int(i) for i in np.flatnonzero(total == best)]
+        if self._rng is None:
+            return max(names[i] for i in ties)
+        if len(ties) == 1:
+            return names[ties[0]]
+        # kube-scheduler's selectHost samples the tied nodes uniformly (reservoir sampling);
+        # one draw among them is the same distribution.
+        return names[ties[self._rng.randrange(len(ties))]]
 
     def _pending(self, pod: Pod, reason: str) -> Placement:
         log.info("Pod %s/%s stays pending: %s", pod.namespace, pod.name, reason)
         return Placement(f"{pod.namespace}/{pod.name}", None, reason)
-
-    def _pods_per_node(self) -> dict[NodeName, list[Pod]]:
-        grouped: dict[NodeName, list[Pod]] = {}
-        for pod in self._cluster.list_pods():
-            if pod.node_name is not None:
-                grouped.setdefault(pod.node_name, []).append(pod)
-        return grouped

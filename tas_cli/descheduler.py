@@ -16,10 +16,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prometheus_client import CollectorRegistry
 
-from descheduler.config import ConfigError, load_config_file
+from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Descheduler, Mode
+from descheduler.kubedescheduler import KubeDeschedulerError, expand
 from descheduler.metrics import DeschedulerMetrics
 from descheduler.schedule import run_schedule
 from tas.clock import SYSTEM_CLOCK
@@ -43,12 +45,24 @@ SHUTDOWN_SECONDS = 0.6
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    policy = parser.add_mutually_exclusive_group(required=True)
+    policy.add_argument(
         "--policy-config-file",
         type=Path,
-        required=True,
         metavar="FILE",
         help="DeschedulerPolicy (descheduler/v1alpha2) file; see deploy/descheduler/",
+    )
+    policy.add_argument(
+        "--kubedescheduler",
+        type=Path,
+        metavar="FILE",
+        help="an OpenShift KubeDescheduler (operator.openshift.io/v1) file: its profiles, mode "
+        "and interval, expanded to the equivalent policy (see --print-policy)",
+    )
+    parser.add_argument(
+        "--print-policy",
+        action="store_true",
+        help="print the DeschedulerPolicy that would run (a KubeDescheduler expanded) and exit",
     )
     common.add_metric_arguments(
         parser, required=False, absent_means="without it only label-based violations are seen"
@@ -58,15 +72,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode",
         choices=[m.value for m in Mode],
-        default=Mode.PREDICTIVE.value,
-        help="Predictive (default): report what would be evicted; Automatic: evict",
+        default=None,
+        help="Predictive (default, or the KubeDescheduler's mode): report what would be "
+        "evicted; Automatic: evict",
     )
     parser.add_argument(
         "--descheduling-interval",
         type=common.duration_or_zero,
-        default=0.0,
+        default=None,
         metavar="DURATION",
-        help="run every DURATION (e.g. 60s, 10m, 1h30m); 0 with no cron: run once and exit",
+        help="run every DURATION (e.g. 60s, 10m, 1h30m); 0 with no cron: run once and exit "
+        "(default 0, or the KubeDescheduler's deschedulingIntervalSeconds)",
     )
     parser.add_argument(
         "--descheduling-interval-cron-expression",
@@ -101,11 +117,18 @@ def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -
     """Run as the arguments say; `cluster` replaces the Kubernetes one (embedded mode, tests)."""
     common.configure_logging(args.log_level)
     try:
-        config = load_config_file(args.policy_config_file)
-    except ConfigError as error:
+        document = _policy_document(args)
+        config = parse_config(document)
+    except (ConfigError, KubeDeschedulerError) as error:
+        source = args.kubedescheduler or args.policy_config_file
         for problem in error.problems:
-            print(problem, file=sys.stderr)
+            print(problem if str(source) in problem else f"{source}: {problem}", file=sys.stderr)
+        if isinstance(error, KubeDeschedulerError) and "Prometheus" in str(error):
+            print("hint: give Prometheus's URL with --metrics prometheus:URL", file=sys.stderr)
         return 2
+    if args.print_policy:
+        sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
+        return 0
     try:
         with common.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
             # First of all, so that a SIGTERM while the caches fill is a clean stop too.
@@ -117,6 +140,37 @@ def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -
     except Exception as error:  # a broken cluster or source at startup: one clear line
         log.error("Descheduler stopped: %s", error)
         return 1
+
+
+def _policy_document(args: argparse.Namespace) -> Any:
+    """The DeschedulerPolicy document to run; fills `args.mode` and the interval when unset.
+
+    A KubeDescheduler is expanded (`descheduler.kubedescheduler`): its mode and interval apply
+    unless `--mode` or `--descheduling-interval` say otherwise.
+    """
+    mode, interval = Mode.PREDICTIVE.value, 0.0
+    if args.kubedescheduler is not None:
+        raw = _read_yaml(args.kubedescheduler)
+        prometheus = args.metrics.removeprefix("prometheus:") if args.metrics else ""
+        expansion = expand(raw, prometheus_url=prometheus if args.metrics != prometheus else None)
+        document: Any = expansion.policy
+        mode, interval = expansion.mode, expansion.interval_seconds
+    else:
+        document = _read_yaml(args.policy_config_file)
+    if args.mode is None:
+        args.mode = mode
+    if args.descheduling_interval is None:
+        args.descheduling_interval = interval
+    return document
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError([f"{path}: cannot read: {error}"]) from error
+    except yaml.YAMLError as error:
+        raise ConfigError([f"{path}: not valid YAML: {error}"]) from error
 
 
 def _deschedule(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tas_cli import common, controller, descheduler, extender, run, set_health, validate
+from tas_cli import common, controller, descheduler, extender, run, set_health, simulate, validate
 from tas_cli.tas_compat import Component
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     extender.add_parser(commands)
     controller.add_parser(commands)
     descheduler.add_parser(commands)
+    simulate.add_parser(commands)
     return parser
 
 

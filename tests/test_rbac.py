@@ -11,8 +11,11 @@ Covered, per component:
 - the policy controller (with leader election, as deployed) labels node-c `demo-policy=
   violating` and the demo pod `violate=demo-policy`, writes the policy status, emits an Event
   and holds its Lease; SIGTERM stops it cleanly;
-- the descheduler (Automatic mode) evicts the demo pod from node-c and clears a soft taint an
-  earlier run left on node-a;
+- the descheduler (Automatic mode) evicts the demo pod from node-c, records the eviction as an
+  Event on the pod, resolves its priority threshold's class through the API and clears a soft
+  taint an earlier run left on node-a; then, run once with a policy that reads what only some
+  configurations read (namespace labels, claims' storage classes, the metrics server), it
+  reads them;
 - the extender (policies from the cluster, no --policies) filters the demo request with the
   cluster's TASPolicy: node-b and node-c fail, node-a passes;
 and for each: no request was refused (a refusal fails the test with the API server's message),
@@ -308,6 +311,30 @@ def test_the_policy_controller_labels_the_violating_node_with_only_its_shipped_r
     demo.check_least_privilege(account)
 
 
+#: A policy that reads everything the descheduler's role grants for some configurations only.
+DESCHEDULER_READS = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: reads
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          namespaceLabelSelector:
+            matchLabels: {kubernetes.io/metadata.name: health-metric-demo}
+          podProtections:
+            extraEnabled: [PodsWithPVC]
+            config: {PodsWithPVC: {protectedStorageClasses: [{name: standard}]}}
+      - name: LowNodeUtilization
+        args:
+          thresholds: {cpu: 20, memory: 20, pods: 20}
+          targetThresholds: {cpu: 50, memory: 50, pods: 50}
+          metricsUtilization: {source: KubernetesMetrics}
+    plugins:
+      balance: {enabled: [LowNodeUtilization]}
+"""
+
+
 def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: Demo) -> None:
     account = "tas-descheduler"
     policy = demo.tmp / "descheduler-policy.yaml"  # the ConfigMap the Deployment mounts
@@ -325,16 +352,23 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
     assert args[0] == "descheduler"
     api = demo.api
 
-    def done() -> bool:
+    def evicted_with_an_event() -> bool:
         node_a = api.get("nodes", "node-a") or {}
+        events = [
+            e
+            for e in api.objects("events", namespace=DEMO_NAMESPACE)
+            if e.get("reason") == "TASViolations"
+        ]
         return (
             api.get("pods", "demo-app-6558d5ffbf-5lw2t", namespace=DEMO_NAMESPACE) is None
             and not (node_a.get("spec") or {}).get("taints")
-            and not demo.unused(account)
+            and bool(events)
         )
 
     with component(args, demo.tmp / "descheduler.log", environment(account, "d-1")) as process:
-        eventually(done, demo=demo, account=account, process=process, what="the eviction")
+        eventually(
+            evicted_with_an_event, demo=demo, account=account, process=process, what="the eviction"
+        )
         assert process.terminate() == 0, process.output()
     evictions = [
         r.path for r in api.requests if r.method == "POST" and r.path.endswith("/eviction")
@@ -343,6 +377,45 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
         f"/api/v1/namespaces/{DEMO_NAMESPACE}/pods/demo-app-6558d5ffbf-5lw2t/eviction"
     ]
     assert api.get("pods", "demo-app-6558d5ffbf-5lw2t", namespace=DEMO_NAMESPACE) is None
+    (event,) = list(api.objects("events", namespace=DEMO_NAMESPACE))
+    assert event["involvedObject"]["name"] == "demo-app-6558d5ffbf-5lw2t"
+    assert event["message"].startswith("pod eviction from node-c node by")
+
+    # Once more, run once, with a policy that reads what the role grants for it alone: node-a
+    # is busy by the metrics server's account, and its pod could move.
+    for name, cpu in {"node-a": "3500m", "node-b": "100m", "node-c": "100m"}.items():
+        api.create(
+            "nodemetrics", {"metadata": {"name": name}, "usage": {"cpu": cpu, "memory": "1Mi"}}
+        )
+    busy = demo_pod("demo-app-6558d5ffbf-busy1", "node-a")
+    api.create("pods", busy, namespace=DEMO_NAMESPACE)
+    api.create(
+        "podmetrics",
+        {
+            "metadata": {"name": busy["metadata"]["name"], "namespace": DEMO_NAMESPACE},
+            "containers": [{"name": "app", "usage": {"cpu": "3", "memory": "1Mi"}}],
+        },
+        namespace=DEMO_NAMESPACE,
+    )
+    reads = demo.tmp / "descheduler-reads.yaml"
+    reads.write_text(DESCHEDULER_READS)
+    once = command_line(
+        account,
+        replace={
+            "--policy-config-file": str(reads),
+            "--metrics": None,
+            "--mode": "Predictive",
+            "--descheduling-interval": "0",
+            "--listen-metrics": None,
+        },
+        add=["--kubeconfig", str(demo.kubeconfig(account))],
+    )
+    with component(once, demo.tmp / "descheduler-once.log", environment(account, "d-2")) as run:
+        assert run.popen.wait(timeout=TIMEOUT) == 0, run.output()
+    assert "Traceback" not in run.output(), run.output()
+    assert 'Evicted pod in dry run mode pod="health-metric-demo/demo-app-6558d5ffbf-busy1"' in (
+        run.output()
+    )
     demo.check_least_privilege(account)
 
 

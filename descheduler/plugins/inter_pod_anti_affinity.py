@@ -1,68 +1,78 @@
 """RemovePodsViolatingInterPodAntiAffinity: evict a pod whose required anti-affinity is broken
-by another pod in the same topology domain. Once one pod of a clashing pair is evicted the
-other no longer clashes, so only one of them goes."""
+by another pod in the same topology domain (the same node always counts as one). As upstream:
+node by node, lower priority first; a pod evicted no longer clashes with the rest, and only the
+pods of the plugin's namespaces and label selector are looked at, on either side."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.args import FieldReader, PodSelection
 from descheduler.evictor import sort_candidates
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from descheduler.state import CycleState, pod_key
-from tas.cluster.model import Pod
+from tas.cluster.model import Node, Pod
+from tas.types import NodeName
 
 NAME = PluginName("RemovePodsViolatingInterPodAntiAffinity")
 
 
 @dataclass(frozen=True, slots=True)
 class InterPodAntiAffinityArgs:
-    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    pods: PodSelection = field(default_factory=PodSelection)
 
 
 def parse_args(r: FieldReader) -> InterPodAntiAffinityArgs:
-    return InterPodAntiAffinityArgs(namespaces=r.namespaces())
+    return InterPodAntiAffinityArgs(pods=r.pod_selection())
 
 
-def clash(pod: Pod, state: CycleState) -> Pod | None:
+def _same_domain(a: Node, b: Node, key: str) -> bool:
+    if a.name == b.name:
+        return True
+    value = a.labels.get(key)
+    return value is not None and b.labels.get(key) == value
+
+
+def clash(
+    pod: Pod, by_namespace: Mapping[str, Sequence[Pod]], nodes: Mapping[NodeName, Node]
+) -> Pod | None:
     """Another pod that breaks one of `pod`'s required anti-affinity terms, if any."""
-    if pod.node_name is None:
+    here = nodes.get(pod.node_name) if pod.node_name else None
+    if here is None:
         return None
-    node = state.nodes[pod.node_name]
     for term in pod.required_pod_anti_affinity:
-        domain = node.labels.get(term.topology_key)
-        if domain is None:
-            continue
         namespaces = term.namespaces or (pod.namespace,)
-        for other in state.running_in_scope():
-            if pod_key(other) == pod_key(pod) or other.namespace not in namespaces:
-                continue
-            other_node = state.nodes.get(other.node_name) if other.node_name else None
-            if other_node is None or other_node.labels.get(term.topology_key) != domain:
-                continue
-            if term.label_selector.matches(other.labels):
-                return other
+        for namespace in namespaces:
+            for other in by_namespace.get(namespace, ()):
+                if other.name == pod.name or not term.label_selector.matches(other.labels):
+                    continue
+                there = nodes.get(other.node_name) if other.node_name else None
+                if there is not None and _same_domain(here, there, term.topology_key):
+                    return other
     return None
 
 
 def run(args: InterPodAntiAffinityArgs, context: PluginContext) -> None:
     evictor = context.evictor
     state = evictor.state
-    for pod in sort_candidates(state.running_in_scope()):
-        if not pod.required_pod_anti_affinity:
-            continue
-        if not evictor.evictable(pod, namespaces=args.namespaces):
-            continue
-        other = clash(pod, state)
-        if other is None:
-            continue
-        evictor.evict(
-            pod,
-            strategy=NAME,
-            reason=f"anti-affinity broken by {other.namespace}/{other.name} on {other.node_name}",
-        )
-        if evictor.stopped:
-            return
+    nodes = {n.name: n for n in state.ready_nodes}
+    pods = [p for p in state.ready_node_pods() if evictor.selected(p, args.pods)]
+    by_namespace: dict[str, list[Pod]] = {}
+    for pod in pods:
+        by_namespace.setdefault(pod.namespace, []).append(pod)
+    for node in state.ready_nodes:
+        for pod in sort_candidates(p for p in pods if p.node_name == node.name):
+            other = clash(pod, by_namespace, nodes)
+            if other is None or not evictor.evictable(pod) or not evictor.pre_eviction_ok(pod):
+                continue
+            reason = f"anti-affinity broken by {other.namespace}/{other.name} on {other.node_name}"
+            if evictor.evict(pod, strategy=NAME, reason=reason):
+                by_namespace[pod.namespace].remove(pod)
+                continue
+            if evictor.stopped:
+                return
+            if evictor.node_exhausted(node.name):
+                break
 
 
 PLUGIN = Plugin(

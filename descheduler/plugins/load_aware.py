@@ -2,14 +2,26 @@
 
 Nodes are classified from fresh metrics (`descheduler.classify`); pods are evicted from
 overutilized nodes, most used first, if they fit an underutilized node, until the node falls to
-the high threshold or the capacity of the underutilized nodes is spent. Where per-pod usage is
-known (container PSI or CPU), the pod that relieves the node most goes first; where it is not,
-at most one pod per node per cycle goes, since nobody can say what moving it will change.
-The log lines use the upstream descheduler's words, so its users can read them.
+the high threshold or the capacity of the underutilized nodes is spent. The log lines use the
+upstream descheduler's words, so its users can read them.
+
+How many pods may leave one node in one cycle follows from what can be estimated about each
+move (the rule docs/descheduler.md states):
+
+- where per-pod usage is measured (container PSI or CPU), that is what the pod takes with it,
+  and the pod that relieves the node most goes first;
+- where it is not, the pod's requests as a share of the node's allocatable stand in for it, for
+  the signals they speak for (CPU requests for the CPU signals, memory requests for the memory
+  ones). Requests bound what the scheduler accounts for, not what a pod uses, so the estimate is
+  taken as an upper bound of the relief: eviction stops as soon as the estimates say the node is
+  back under its threshold, and the next cycle measures again (it never overshoots on a guess);
+- a pod for which neither says anything (no such requests, or the IO signal) moves alone: at
+  most one such pod per node per cycle, and none after it on that node;
+- always within the eviction limits (per node, per namespace, total) and the owner cooldown.
 
 It runs even while the circuit breaker is open: its classification feeds the metrics and the
-soft taints (the evictor still stops its evictions). Upstream's name, `LowNodeUtilization`,
-is accepted as an alias.
+soft taints (the evictor still stops its evictions). The name `LowNodeUtilization` belongs to
+the upstream plugin on requests (`descheduler.plugins.low_node_utilization`).
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ from descheduler.evictor import Evictor, sort_candidates
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, PodUsage
 from descheduler.signals import Signal, metric_names, node_usages
 from descheduler.state import CycleState, pod_key
-from tas.cluster.model import Pod
+from tas.cluster.model import Node, Pod
 from tas.types import MetricName
 
 log = logging.getLogger(__name__)
@@ -239,30 +251,55 @@ def rebalance(
         )
         per_pod = all(pod_key(p) in measured for p in removable)
         candidates = _order(removable, measured, signals) if per_pod else sort_candidates(removable)
-        evicted_here = 0
+        unknown_moved = False
         for pod in candidates:
             if not still_over(usage, c.thresholds.high, signals):
                 break
             if any(capacity[s] <= 0 for s in signals):
                 log.info('"No more capacity to move pods to underutilized nodes"')
                 return c
-            if not per_pod and evicted_here >= 1:
-                break
-            relief = (
-                measured[pod_key(pod)]
-                if per_pod
-                else {s: usage[s] / max(1, len(pods)) for s in signals}
-            )
+            if unknown_moved:
+                break  # a move nobody could estimate: see what it changed first
+            relief = measured.get(pod_key(pod)) or estimate_relief(pod, state.nodes[node], signals)
             reason = _reason(node, usage, c, signals)
-            if evictor.evict(pod, strategy=NAME, reason=reason, among=c.underutilized):
-                evicted_here += 1
-                for s in signals:
-                    moved = relief.get(s, 0.0)
-                    usage[s] -= moved
-                    capacity[s] -= moved
+            if not evictor.evict(pod, strategy=NAME, reason=reason, among=c.underutilized):
+                if evictor.stopped:
+                    return c
+                continue
+            if relief is None:
+                unknown_moved = True
+                continue
+            for s in signals:
+                moved = relief.get(s, 0.0)
+                usage[s] -= moved
+                capacity[s] -= moved
             if evictor.stopped:
                 return c
     return c
+
+
+#: The request behind each signal, for estimating a move when per-pod usage is unknown.
+_REQUEST_OF_SIGNAL: Mapping[str, str] = {
+    Signal.CPU_UTILIZATION: "cpu",
+    Signal.CPU_PRESSURE: "cpu",
+    Signal.CPU_COMBINED: "cpu",
+    Signal.MEMORY_UTILIZATION: "memory",
+    Signal.MEMORY_PRESSURE: "memory",
+}
+
+
+def estimate_relief(pod: Pod, node: Node, signals: list[str]) -> dict[str, float] | None:
+    """What moving the pod takes off the node per signal (0..100), from its requests as a share
+    of the node's allocatable; None when some signal cannot be estimated so."""
+    relief: dict[str, float] = {}
+    for signal in signals:
+        resource = _REQUEST_OF_SIGNAL.get(signal)
+        requested = pod.requests.get(resource, 0.0) if resource else 0.0
+        allocatable = node.allocatable.get(resource, 0.0) if resource else 0.0
+        if requested <= 0 or allocatable <= 0:
+            return None
+        relief[signal] = min(100.0, requested / allocatable * 100.0)
+    return relief
 
 
 def _order(pods: list[Pod], measured: PodUsage, signals: list[str]) -> list[Pod]:
@@ -294,7 +331,7 @@ PLUGIN = Plugin(
     args_type=LoadAwareArgs,
     parse_args=parse_args,
     run=run,
-    aliases=("LowNodeUtilization",),
+    telemetry=True,
     metric_names=wanted_metric_names,
     runs_while_breaker_open=True,
 )

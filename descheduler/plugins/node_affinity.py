@@ -1,5 +1,7 @@
-"""RemovePodsViolatingNodeAffinity: evict pods whose node no longer matches their required
-node affinity (requiredDuringSchedulingIgnoredDuringExecution), when another node does.
+"""RemovePodsViolatingNodeAffinity: evict pods whose node no longer matches their required node
+affinity (`requiredDuringSchedulingIgnoredDuringExecution`), or, with
+`preferredDuringSchedulingIgnoredDuringExecution`, pods for which another node scores a higher
+preferred-affinity weight than theirs; in both cases only when some node would take the pod.
 
 This is how TAS users deschedule with the upstream descheduler: the policy controller labels a
 node `<policy>=violating`, and the pods' affinity says `NotIn [violating]`.
@@ -9,53 +11,77 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.evictor import sort_candidates
+from descheduler.args import FieldReader, PodSelection
+from descheduler.evictor import Evictor
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection
 
 NAME = PluginName("RemovePodsViolatingNodeAffinity")
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 @dataclass(frozen=True, slots=True)
 class NodeAffinityArgs:
     node_affinity_type: tuple[str, ...] = (REQUIRED,)
-    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    pods: PodSelection = field(default_factory=PodSelection)
 
 
 def parse_args(r: FieldReader) -> NodeAffinityArgs:
-    kinds = r.strings("nodeAffinityType") or NodeAffinityArgs().node_affinity_type
+    kinds = r.strings("nodeAffinityType")
+    if not kinds:
+        r.problem(r.at("nodeAffinityType"), f"is required: {REQUIRED} and/or {PREFERRED}")
     for index, kind in enumerate(kinds):
-        if kind != REQUIRED:
+        if kind not in (REQUIRED, PREFERRED):
             r.problem(
                 f"{r.at('nodeAffinityType')}[{index}]",
-                f"unsupported {kind!r}; only {REQUIRED}",
+                f"unknown {kind!r}; known: {REQUIRED}, {PREFERRED}",
             )
-    return NodeAffinityArgs(node_affinity_type=kinds, namespaces=r.namespaces())
+    return NodeAffinityArgs(node_affinity_type=kinds or (REQUIRED,), pods=r.pod_selection())
+
+
+def preferred_weight(pod: Pod, node: Node) -> int:
+    """The sum of the weights of the pod's preferred terms the node matches."""
+    return sum(t.weight for t in pod.preferred_node_affinity if t.preference.matches(node))
+
+
+def _violates(kind: str, pod: Pod, node: Node, evictor: Evictor) -> str | None:
+    if kind == REQUIRED:
+        if not pod.required_node_affinity or matches_node_selection(pod, node):
+            return None
+        return f"node {node.name} no longer matches the pod's required node affinity"
+    if not pod.preferred_node_affinity:
+        return None
+    here = preferred_weight(pod, node)
+    best = max((preferred_weight(pod, n) for n in evictor.state.ready_nodes), default=0)
+    if best <= here:
+        return None
+    return f"another node scores preferred node affinity {best}, {node.name} only {here}"
 
 
 def run(args: NodeAffinityArgs, context: PluginContext) -> None:
     evictor = context.evictor
     state = evictor.state
-    for pod in sort_candidates(state.running_in_scope()):
-        if not pod.required_node_affinity or pod.node_name is None:
-            continue
-        if not evictor.evictable(pod, namespaces=args.namespaces):
-            continue
-        node = state.nodes[pod.node_name]
-        if matches_node_selection(pod, node):
-            continue
-        # Upstream checks this even with nodeFit off: the pod must have somewhere to go.
-        if not evictor.fitting_nodes(pod):
-            continue
-        evictor.evict(
-            pod,
-            strategy=NAME,
-            reason=f"node {node.name} no longer matches the pod's required node affinity",
-        )
-        if evictor.stopped:
-            return
+    for kind in args.node_affinity_type:
+        for node in state.ready_nodes:
+            for pod in state.pods_on_ready_node(node.name):
+                if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+                    continue
+                reason = _violates(kind, pod, node, evictor)
+                if reason is None:
+                    continue
+                # Upstream checks this even with nodeFit off: the pod must fit some node.
+                if not evictor.fitting_nodes(pod, include_current=True):
+                    continue
+                if not evictor.pre_eviction_ok(pod):
+                    continue
+                if evictor.evict(pod, strategy=NAME, reason=reason):
+                    continue
+                if evictor.stopped:
+                    return
+                if evictor.node_exhausted(node.name):
+                    break
 
 
 PLUGIN = Plugin(

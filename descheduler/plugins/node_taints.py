@@ -1,13 +1,13 @@
 """RemovePodsViolatingNodeTaints: evict pods from nodes with NoSchedule taints they do not
 tolerate (PreferNoSchedule too when `includePreferNoSchedule`); `excludedTaints` and
-`includedTaints` name taints as `key` or `key=value`."""
+`includedTaints` name taints as `key` or `key=value`. As upstream: node by node, NoExecute
+taints are left to the kubelet."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.evictor import sort_candidates
+from descheduler.args import FieldReader, PodSelection
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Taint, TaintEffect
 
@@ -18,51 +18,64 @@ NAME = PluginName("RemovePodsViolatingNodeTaints")
 class NodeTaintsArgs:
     include_prefer_no_schedule: bool = False
     excluded_taints: tuple[str, ...] = ()
-    included_taints: tuple[str, ...] = ()
-    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    #: None: every taint counts; a tuple: only those named.
+    included_taints: tuple[str, ...] | None = None
+    pods: PodSelection = field(default_factory=PodSelection)
 
 
 def parse_args(r: FieldReader) -> NodeTaintsArgs:
+    excluded = r.strings("excludedTaints")
+    included = r.strings("includedTaints") if r.has("includedTaints") else None
+    if excluded and included:
+        r.problem(r.path, "give includedTaints or excludedTaints, not both")
     return NodeTaintsArgs(
         include_prefer_no_schedule=r.boolean("includePreferNoSchedule", False),
-        excluded_taints=r.strings("excludedTaints"),
-        included_taints=r.strings("includedTaints"),
-        namespaces=r.namespaces(),
+        excluded_taints=excluded,
+        included_taints=included,
+        pods=r.pod_selection(),
     )
 
 
 def _named(taint: Taint, names: tuple[str, ...]) -> bool:
-    return taint.key in names or f"{taint.key}={taint.value}" in names
+    return taint.key in names or (bool(taint.value) and f"{taint.key}={taint.value}" in names)
 
 
 def relevant(taint: Taint, args: NodeTaintsArgs) -> bool:
-    if taint.effect is TaintEffect.PREFER_NO_SCHEDULE and not args.include_prefer_no_schedule:
+    effects = {TaintEffect.NO_SCHEDULE}
+    if args.include_prefer_no_schedule:
+        effects.add(TaintEffect.PREFER_NO_SCHEDULE)
+    if taint.effect not in effects or _named(taint, args.excluded_taints):
         return False
-    if taint.effect is TaintEffect.NO_EXECUTE:
-        return False  # the kubelet evicts for NoExecute taints itself
-    if _named(taint, args.excluded_taints):
-        return False
-    return not args.included_taints or _named(taint, args.included_taints)
+    return args.included_taints is None or _named(taint, args.included_taints)
 
 
 def run(args: NodeTaintsArgs, context: PluginContext) -> None:
     evictor = context.evictor
     state = evictor.state
-    for pod in sort_candidates(state.running_in_scope()):
-        if pod.node_name is None or not evictor.evictable(pod, namespaces=args.namespaces):
+    for node in state.ready_nodes:
+        taints = [t for t in node.taints if relevant(t, args)]
+        if not taints:
             continue
-        node = state.nodes[pod.node_name]
-        for taint in node.taints:
-            if relevant(taint, args) and not any(t.tolerates(taint) for t in pod.tolerations):
-                evictor.evict(
-                    pod,
-                    strategy=NAME,
-                    reason=f"taint {taint.key}={taint.value}:{taint.effect} on {node.name} "
-                    "is not tolerated",
-                )
+        for pod in state.pods_on_ready_node(node.name):
+            if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+                continue
+            if not evictor.pre_eviction_ok(pod):
+                continue
+            untolerated = next(
+                (t for t in taints if not any(x.tolerates(t) for x in pod.tolerations)), None
+            )
+            if untolerated is None:
+                continue
+            reason = (
+                f"taint {untolerated.key}={untolerated.value}:{untolerated.effect} on "
+                f"{node.name} is not tolerated"
+            )
+            if evictor.evict(pod, strategy=NAME, reason=reason):
+                continue
+            if evictor.stopped:
+                return
+            if evictor.node_exhausted(node.name):
                 break
-        if evictor.stopped:
-            return
 
 
 PLUGIN = Plugin(

@@ -16,15 +16,19 @@ from collections.abc import Iterable, Iterator
 from descheduler.framework import AnyPlugin, ExtensionPoint
 from descheduler.plugins import (
     default_evictor,
+    high_node_utilization,
     inter_pod_anti_affinity,
     load_aware,
+    low_node_utilization,
     node_affinity,
     node_taints,
     pod_life_time,
     remove_duplicates,
+    remove_failed_pods,
     soft_tainter,
     tas_violations,
     too_many_restarts,
+    topology_spread,
 )
 
 PLUGINS: tuple[AnyPlugin, ...] = (
@@ -35,7 +39,11 @@ PLUGINS: tuple[AnyPlugin, ...] = (
     inter_pod_anti_affinity.PLUGIN,
     too_many_restarts.PLUGIN,
     pod_life_time.PLUGIN,
+    remove_failed_pods.PLUGIN,
     remove_duplicates.PLUGIN,
+    topology_spread.PLUGIN,
+    low_node_utilization.PLUGIN,
+    high_node_utilization.PLUGIN,
     load_aware.PLUGIN,
     soft_tainter.PLUGIN,
 )

@@ -1,8 +1,9 @@
 """SoftTainter: `<taintKeyPrefix>/overutilized=true:PreferNoSchedule` on the nodes LoadAware
-classifies overutilized, so new pods avoid them while they are hot.
+(or LowNodeUtilization, as the OpenShift soft tainter does) classifies overutilized, so new
+pods avoid them while they are hot.
 
 Nothing runs it among the plugins: after every plugin of a cycle, the cycle keeps the taints in
-step with LoadAware's classification (`descheduler.tainter`), and removes every such taint
+step with the profile's classification (`descheduler.tainter`), and removes every such taint
 when no profile enables it.
 """
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from descheduler.args import FieldReader
 from descheduler.framework import ExtensionPoint, Plugin, PluginName
-from descheduler.plugins import load_aware
+from descheduler.plugins import load_aware, low_node_utilization
 
 NAME = PluginName("SoftTainter")
 DEFAULT_TAINT_PREFIX = "telemetry.aware.scheduling"
@@ -42,5 +43,5 @@ PLUGIN = Plugin(
     points=frozenset({ExtensionPoint.BALANCE}),
     args_type=SoftTainterArgs,
     parse_args=parse_args,
-    requires={load_aware.NAME: "SoftTainter taints what LoadAware classifies"},
+    requires_one_of=(load_aware.NAME, low_node_utilization.NAME),
 )

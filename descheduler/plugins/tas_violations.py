@@ -1,9 +1,11 @@
 """TASViolations: evict pods whose node violates their TASPolicy's `deschedule` rules.
 
-This is TAS's own loop, closed here: the policy controller labels violating nodes; this
-plugin evicts the pods that link the policy (label `telemetry-policy=<name>`, the policy in
-the pod's namespace) from those nodes. `violationSource` says where violations are read from
-(`descheduler.violations`): fresh metrics, the controller's node labels, or both agreeing.
+This is TAS's own loop, closed here: the policy controller labels violating nodes and the
+pods on them; this plugin evicts the pods that link the policy (label
+`telemetry-policy=<name>`, the policy in the pod's namespace), or that the controller labelled
+`violate=<policy>`, from those nodes. `violationSource` says where violations are read from
+(`descheduler.violations`): fresh metrics, the controller's labels (node `<policy>=violating`,
+pod `violate=<policy>`), or both agreeing. The per-owner cooldown guards it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ from dataclasses import dataclass, field
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.evictor import sort_candidates
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.state import CycleState
 from descheduler.violations import ViolationSource, violating_nodes
-from tas.types import NodeName, PolicyKey
+from tas.cluster.model import Pod
+from tas.policy import TASPolicy
+from tas.rules import POD_VIOLATION_LABEL
+from tas.types import NodeName, PolicyKey, PolicyName
 
 NAME = PluginName("TASViolations")
 
@@ -42,19 +48,34 @@ def run(args: TASViolationsArgs, context: PluginContext) -> None:
     state = evictor.state
     cache: dict[PolicyKey, dict[NodeName, str]] = {}
     for pod in sort_candidates(state.running_in_scope()):
-        policy = state.policy_of(pod)
-        if policy is None or pod.node_name is None:
+        if pod.node_name is None or not args.namespaces.allows(pod.namespace):
             continue
-        if not args.namespaces.allows(pod.namespace):
-            continue
-        if policy.key not in cache:
-            cache[policy.key] = violating_nodes(policy, state, args.source)
-        reason = cache[policy.key].get(pod.node_name)
-        if reason is None:
-            continue
-        evictor.evict(pod, strategy=NAME, reason=f"node {pod.node_name} violates policy {reason}")
+        for policy in _policies_of(pod, state):
+            if policy.key not in cache:
+                cache[policy.key] = violating_nodes(policy, state, args.source)
+            reason = cache[policy.key].get(pod.node_name)
+            if reason is None:
+                continue
+            evictor.evict(
+                pod, strategy=NAME, reason=f"node {pod.node_name} violates policy {reason}"
+            )
+            break
         if evictor.stopped:
             return
+
+
+def _policies_of(pod: Pod, state: CycleState) -> list[TASPolicy]:
+    """The policy the pod links, and the one its `violate` label names (when another)."""
+    found = []
+    linked = state.policy_of(pod)
+    if linked is not None:
+        found.append(linked)
+    named = pod.labels.get(POD_VIOLATION_LABEL)
+    if named:
+        policy = state.policies.get(PolicyKey(pod.namespace, PolicyName(named)))
+        if policy is not None and policy not in found:
+            found.append(policy)
+    return found
 
 
 PLUGIN = Plugin(
@@ -63,4 +84,6 @@ PLUGIN = Plugin(
     args_type=TASViolationsArgs,
     parse_args=parse_args,
     run=run,
+    telemetry=True,
+    evacuates=True,
 )

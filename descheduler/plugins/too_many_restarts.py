@@ -1,33 +1,44 @@
 """RemovePodsHavingTooManyRestarts: evict pods restarted at least `podRestartThreshold` times
-(init containers counted with `includingInitContainers`), as upstream does."""
+(init containers counted with `includingInitContainers`), optionally only pods in some
+`states` (`Running`, or containers waiting in `CrashLoopBackOff`), as upstream does: node by
+node, most restarted first."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.evictor import sort_candidates
+from descheduler.args import FieldReader, PodSelection
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Pod
 
 NAME = PluginName("RemovePodsHavingTooManyRestarts")
+STATES = ("CrashLoopBackOff", "Running")
 
 
 @dataclass(frozen=True, slots=True)
 class TooManyRestartsArgs:
-    pod_restart_threshold: int = 0
+    pod_restart_threshold: int = 1
     including_init_containers: bool = False
-    namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    states: frozenset[str] = frozenset()
+    pods: PodSelection = field(default_factory=PodSelection)
 
 
 def parse_args(r: FieldReader) -> TooManyRestartsArgs:
     threshold = r.integer("podRestartThreshold", None, minimum=1)
     if threshold is None and r.raw.get("podRestartThreshold") is None:
-        r.problem(r.at("podRestartThreshold"), "is required")
+        r.problem(r.at("podRestartThreshold"), "is required (at least 1)")
+    states = r.strings("states")
+    for index, state in enumerate(states):
+        if state not in STATES:
+            r.problem(
+                f"{r.at('states')}[{index}]",
+                f"unknown state {state!r}; known: " + ", ".join(STATES),
+            )
     return TooManyRestartsArgs(
         pod_restart_threshold=threshold or 1,
         including_init_containers=r.boolean("includingInitContainers", False),
-        namespaces=r.namespaces(),
+        states=frozenset(states),
+        pods=r.pod_selection(),
     )
 
 
@@ -36,21 +47,39 @@ def restarts(pod: Pod, *, including_init_containers: bool) -> int:
     return pod.container_restarts + extra
 
 
+def in_states(pod: Pod, args: TooManyRestartsArgs) -> bool:
+    if not args.states or pod.phase in args.states:
+        return True
+    statuses = pod.container_statuses
+    if args.including_init_containers:
+        statuses = (*statuses, *pod.init_container_statuses)
+    return any(s.waiting_reason in args.states for s in statuses)
+
+
 def run(args: TooManyRestartsArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    for pod in sort_candidates(evictor.state.running_in_scope()):
-        count = restarts(pod, including_init_containers=args.including_init_containers)
-        if count < args.pod_restart_threshold:
-            continue
-        if not evictor.evictable(pod, namespaces=args.namespaces):
-            continue
-        evictor.evict(
-            pod,
-            strategy=NAME,
-            reason=f"{count} restarts, threshold {args.pod_restart_threshold}",
-        )
-        if evictor.stopped:
-            return
+    state = evictor.state
+    for node in state.ready_nodes:
+        found = []
+        for pod in state.pods_on_ready_node(node.name, include_finished=True):
+            count = restarts(pod, including_init_containers=args.including_init_containers)
+            if count < args.pod_restart_threshold or not in_states(pod, args):
+                continue
+            if (
+                evictor.selected(pod, args.pods)
+                and evictor.evictable(pod)
+                and evictor.pre_eviction_ok(pod)
+            ):
+                found.append((count, pod))
+        found.sort(key=lambda item: -item[0])
+        for count, pod in found:
+            reason = f"{count} restarts, threshold {args.pod_restart_threshold}"
+            if evictor.evict(pod, strategy=NAME, reason=reason):
+                continue
+            if evictor.stopped:
+                return
+            if evictor.node_exhausted(node.name):
+                break
 
 
 PLUGIN = Plugin(

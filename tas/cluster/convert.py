@@ -13,18 +13,24 @@ from datetime import datetime
 from typing import Any
 
 from tas.cluster.model import (
+    ContainerStatus,
     LabelSelector,
+    NamespaceInfo,
     Node,
     NodeSelectorTerm,
     OwnerReference,
+    PersistentVolumeClaim,
     Pod,
     PodAffinityTerm,
+    PodCondition,
     PodDisruptionBudget,
+    PreferredSchedulingTerm,
     QoSClass,
     Requirement,
     Taint,
     TaintEffect,
     Toleration,
+    TopologySpreadConstraint,
     Volume,
 )
 from tas.quantity import QuantityError, parse_quantity
@@ -160,15 +166,103 @@ def qos_class(spec: Json) -> QoSClass:
     return QoSClass.GUARANTEED if guaranteed else QoSClass.BURSTABLE
 
 
+def _selector_term(raw: Any) -> NodeSelectorTerm:
+    return NodeSelectorTerm(
+        match_expressions=_requirements(_dict(raw).get("matchExpressions")),
+        match_fields=_requirements(_dict(raw).get("matchFields")),
+    )
+
+
 def _node_affinity(spec: Json) -> tuple[NodeSelectorTerm, ...]:
     affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
     required = _dict(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    return tuple(_selector_term(term) for term in _list(required.get("nodeSelectorTerms")))
+
+
+def _preferred_node_affinity(spec: Json) -> tuple[PreferredSchedulingTerm, ...]:
+    affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
     return tuple(
-        NodeSelectorTerm(
-            match_expressions=_requirements(_dict(term).get("matchExpressions")),
-            match_fields=_requirements(_dict(term).get("matchFields")),
+        PreferredSchedulingTerm(
+            weight=_int(_dict(term).get("weight")),
+            preference=_selector_term(_dict(term).get("preference")),
         )
-        for term in _list(required.get("nodeSelectorTerms"))
+        for term in _list(affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+    )
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _topology_spread(spec: Json) -> tuple[TopologySpreadConstraint, ...]:
+    found = []
+    for raw in _list(spec.get("topologySpreadConstraints")):
+        c = _dict(raw)
+        selector = c.get("labelSelector")
+        min_domains = c.get("minDomains")
+        found.append(
+            TopologySpreadConstraint(
+                max_skew=_int(c.get("maxSkew"), 1),
+                topology_key=str(c.get("topologyKey") or ""),
+                when_unsatisfiable=str(c.get("whenUnsatisfiable") or "DoNotSchedule"),
+                label_selector=(
+                    label_selector_from_api(selector) if isinstance(selector, Mapping) else None
+                ),
+                match_label_keys=tuple(str(k) for k in _list(c.get("matchLabelKeys"))),
+                min_domains=_int(min_domains) if min_domains is not None else None,
+                node_affinity_policy=str(c.get("nodeAffinityPolicy") or ""),
+                node_taints_policy=str(c.get("nodeTaintsPolicy") or ""),
+            )
+        )
+    return tuple(found)
+
+
+def _container_statuses(raw: Any) -> tuple[ContainerStatus, ...]:
+    statuses = []
+    for item in _list(raw):
+        s = _dict(item)
+        state = _dict(s.get("state"))
+        waiting = state.get("waiting")
+        terminated = state.get("terminated")
+        statuses.append(
+            ContainerStatus(
+                name=str(s.get("name") or ""),
+                restart_count=_int(s.get("restartCount")),
+                waiting_reason=(
+                    str(_dict(waiting).get("reason") or "") if waiting is not None else None
+                ),
+                terminated_reason=(
+                    str(_dict(terminated).get("reason") or "") if terminated is not None else None
+                ),
+                exit_code=(
+                    _int(_dict(terminated).get("exitCode")) if terminated is not None else None
+                ),
+            )
+        )
+    return tuple(statuses)
+
+
+def _conditions(raw: Any) -> tuple[PodCondition, ...]:
+    return tuple(
+        PodCondition(
+            type=str(_dict(c).get("type") or ""),
+            status=str(_dict(c).get("status") or ""),
+            reason=str(_dict(c).get("reason") or ""),
+            last_transition_time=parse_time(_dict(c).get("lastTransitionTime")),
+        )
+        for c in _list(raw)
+    )
+
+
+def _requested_resources(spec: Json) -> frozenset[str]:
+    containers = [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]
+    return frozenset(
+        str(name)
+        for c in containers
+        for name in _dict(_dict(_dict(c).get("resources")).get("requests"))
     )
 
 
@@ -259,7 +353,45 @@ def pod_from_api(raw: Json) -> Pod:
         start_time=parse_time(status.get("startTime")),
         deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
         resource_version=str(metadata.get("resourceVersion", "")),
+        container_images=tuple(
+            str(_dict(c).get("image") or "") for c in _list(spec.get("containers"))
+        ),
+        container_statuses=_container_statuses(status.get("containerStatuses")),
+        init_container_statuses=_container_statuses(status.get("initContainerStatuses")),
+        ephemeral_container_statuses=_container_statuses(status.get("ephemeralContainerStatuses")),
+        reason=str(status.get("reason") or ""),
+        conditions=_conditions(status.get("conditions")),
+        preferred_node_affinity=_preferred_node_affinity(spec),
+        topology_spread_constraints=_topology_spread(spec),
+        has_priority=spec.get("priority") is not None,
+        has_resource_claims=bool(_list(spec.get("resourceClaims"))),
+        requested_resources=_requested_resources(spec),
     )
+
+
+def namespace_from_api(raw: Json) -> NamespaceInfo:
+    metadata = _dict(raw.get("metadata"))
+    return NamespaceInfo(name=str(metadata.get("name", "")), labels=_map(metadata.get("labels")))
+
+
+def pvc_from_api(raw: Json) -> PersistentVolumeClaim:
+    metadata, spec = _dict(raw.get("metadata")), _dict(raw.get("spec"))
+    return PersistentVolumeClaim(
+        namespace=Namespace(str(metadata.get("namespace", "default"))),
+        name=str(metadata.get("name", "")),
+        storage_class_name=str(spec.get("storageClassName") or ""),
+    )
+
+
+def metrics_usage_from_api(raw: Json) -> dict[str, float]:
+    """A NodeMetrics' `usage`, or the sum of a PodMetrics' containers' `usage` (base units)."""
+    if "containers" in raw:
+        total: dict[str, float] = {}
+        for container in _list(raw.get("containers")):
+            for name, value in quantities(_dict(container).get("usage")).items():
+                total[name] = total.get(name, 0.0) + value
+        return total
+    return quantities(raw.get("usage"))
 
 
 def pdb_from_api(raw: Json) -> PodDisruptionBudget:

@@ -19,7 +19,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tas.cluster.model import Node, ObjectReference, Pod, PodDisruptionBudget, Taint
+from tas.cluster.model import (
+    NamespaceInfo,
+    Node,
+    ObjectReference,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    Taint,
+)
 from tas.types import Namespace, NodeName, PolicyKey
 
 
@@ -71,6 +79,24 @@ class Cluster(Protocol):
 
     def list_pdbs(self) -> Sequence[PodDisruptionBudget]: ...
 
+    # Reads only some configurations need (the descheduler's): not cached, one API call each,
+    # made at most once per cycle. `ClusterError` when the API cannot answer.
+    def get_priority_class_value(self, name: str) -> int | None:
+        """The value of the PriorityClass `name`; None when there is no such class."""
+        ...
+
+    def list_namespaces(self) -> Sequence[NamespaceInfo]: ...
+
+    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]: ...
+
+    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
+        """The metrics server's usage per node (metrics.k8s.io NodeMetrics), base units."""
+        ...
+
+    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+        """The metrics server's usage per pod, its containers summed, base units."""
+        ...
+
     # Writes: each touches only the keys given.
     def patch_node_labels(
         self,
@@ -102,7 +128,16 @@ class Cluster(Protocol):
         self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
     ) -> None: ...
 
-    def evict_pod(self, namespace: Namespace, name: str, *, reason: str) -> EvictionResult: ...
+    def evict_pod(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        reason: str,
+        grace_period_seconds: int | None = None,
+    ) -> EvictionResult:
+        """Evict through the Eviction API; `grace_period_seconds` overrides the pod's own."""
+        ...
 
 
 class ResourceKind(enum.StrEnum):

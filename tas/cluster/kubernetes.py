@@ -31,7 +31,15 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tas.cluster.convert import node_from_api, pdb_from_api, pod_from_api, taint_to_api
+from tas.cluster.convert import (
+    metrics_usage_from_api,
+    namespace_from_api,
+    node_from_api,
+    pdb_from_api,
+    pod_from_api,
+    pvc_from_api,
+    taint_to_api,
+)
 from tas.cluster.informer import Backoff, Informer, Raw, Sleep
 from tas.cluster.interface import (
     ChangeListener,
@@ -46,7 +54,15 @@ from tas.cluster.interface import (
     ResourceKind,
     TransientClusterError,
 )
-from tas.cluster.model import Node, ObjectReference, Pod, PodDisruptionBudget, Taint
+from tas.cluster.model import (
+    NamespaceInfo,
+    Node,
+    ObjectReference,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    Taint,
+)
 from tas.policy import GROUP, PLURAL, VERSION
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 
@@ -257,6 +273,61 @@ class KubernetesCluster:
     def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
         return self._pdbs.items()
 
+    # ------------------------------------------------------------ reads (direct, on demand)
+
+    def get_priority_class_value(self, name: str) -> int | None:
+        scheduling = client.SchedulingV1Api(self._api_client)
+        try:
+            raw = _api_call(
+                f"read priorityclass {name}",
+                lambda: scheduling.read_priority_class(name, _preload_content=False),
+            )
+        except NotFoundError:
+            return None
+        value = _json(raw).get("value")
+        return int(value) if isinstance(value, int) else None
+
+    def list_namespaces(self) -> Sequence[NamespaceInfo]:
+        raw = _api_call(
+            "list namespaces", lambda: self._core.list_namespace(_preload_content=False)
+        )
+        return [namespace_from_api(item) for item in _json(raw).get("items") or ()]
+
+    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
+        raw = _api_call(
+            "list persistentvolumeclaims",
+            lambda: self._core.list_persistent_volume_claim_for_all_namespaces(
+                _preload_content=False
+            ),
+        )
+        return [pvc_from_api(item) for item in _json(raw).get("items") or ()]
+
+    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
+        items = self._metrics("nodes")
+        return {
+            NodeName(str((item.get("metadata") or {}).get("name", ""))): metrics_usage_from_api(
+                item
+            )
+            for item in items
+        }
+
+    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+        found: dict[tuple[Namespace, str], Mapping[str, float]] = {}
+        for item in self._metrics("pods"):
+            metadata = item.get("metadata") or {}
+            key = (Namespace(str(metadata.get("namespace", ""))), str(metadata.get("name", "")))
+            found[key] = metrics_usage_from_api(item)
+        return found
+
+    def _metrics(self, plural: str) -> list[Raw]:
+        raw = _api_call(
+            f"list metrics.k8s.io {plural}",
+            lambda: self._custom.list_cluster_custom_object(
+                "metrics.k8s.io", "v1beta1", plural, _preload_content=False
+            ),
+        )
+        return [item for item in _json(raw).get("items") or () if isinstance(item, dict)]
+
     # ------------------------------------------------------------ writes
 
     def patch_node_labels(
@@ -380,12 +451,21 @@ class KubernetesCluster:
             lambda: self._core.create_namespaced_event(namespace, body, _preload_content=False),
         )
 
-    def evict_pod(self, namespace: Namespace, name: str, *, reason: str) -> EvictionResult:
+    def evict_pod(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        reason: str,
+        grace_period_seconds: int | None = None,
+    ) -> EvictionResult:
         body: Any = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
+        if grace_period_seconds is not None:
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
         log.info("Evicting pod %s/%s: %s", namespace, name, reason)
         try:
             self._core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)

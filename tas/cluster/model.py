@@ -111,6 +111,45 @@ class PodAffinityTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    """One preferredDuringSchedulingIgnoredDuringExecution node affinity term."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    label_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    min_domains: int | None = None
+    node_affinity_policy: str = ""  # Honor | Ignore; empty: the default (Honor)
+    node_taints_policy: str = ""  # Honor | Ignore; empty: the default (Ignore)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStatus:
+    """What the kubelet reports of one container: restarts and its current state."""
+
+    name: str = ""
+    restart_count: int = 0
+    waiting_reason: str | None = None  # set while the container is waiting
+    terminated_reason: str | None = None  # set once the container terminated
+    exit_code: int | None = None  # with terminated_reason
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    type: str
+    status: str
+    reason: str = ""
+    last_transition_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OwnerReference:
     kind: str
     name: str
@@ -170,6 +209,22 @@ class Pod:
     start_time: datetime | None = None
     deletion_timestamp: datetime | None = None
     resource_version: str = ""
+    #: The images of the (regular) containers, in spec order.
+    container_images: tuple[str, ...] = ()
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    ephemeral_container_statuses: tuple[ContainerStatus, ...] = ()
+    #: status.reason (Evicted, NodeLost, Shutdown, ...), empty when none.
+    reason: str = ""
+    conditions: tuple[PodCondition, ...] = ()
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    #: spec.priority was set (it is, on every pod the API server admitted).
+    has_priority: bool = True
+    #: spec.resourceClaims is not empty (dynamic resource allocation).
+    has_resource_claims: bool = False
+    #: The resources any container or init container names in its requests.
+    requested_resources: frozenset[str] = frozenset()
 
     @property
     def controller(self) -> OwnerReference | None:
@@ -194,6 +249,21 @@ class PodDisruptionBudget:
     name: str
     selector: LabelSelector
     disruptions_allowed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceInfo:
+    """A namespace: its name and labels (what namespace label selectors match)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolumeClaim:
+    namespace: Namespace
+    name: str
+    storage_class_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from descheduler.args import NamespaceFilter
+from descheduler.args import FieldReader
 from descheduler.cycle import Mode
 from descheduler.evictor import (
+    PREFER_NO_EVICTION_ANNOTATION,
     CircuitBreaker,
     Cooldown,
     CycleRails,
@@ -29,7 +31,8 @@ from descheduler.evictor import (
     sort_candidates,
 )
 from descheduler.metrics import DeschedulerMetrics
-from descheduler.plugins.default_evictor import EvictorArgs, PriorityThreshold
+from descheduler.plugins import default_evictor
+from descheduler.plugins.default_evictor import EvictorArgs
 from descheduler.state import CycleState
 from embedded.cluster import WriteKind
 from tas.cluster.interface import TransientClusterError
@@ -59,139 +62,186 @@ DS = (OwnerReference("DaemonSet", "ds", controller=True),)
 EVICT = {EVICT_ANNOTATION: "true"}
 
 
+def evictor_args(**upstream: Any) -> EvictorArgs:
+    """The DefaultEvictor's arguments as a policy file writes them (`evictSystemCriticalPods`)."""
+    problems: list[str] = []
+    args = default_evictor.parse_args(FieldReader(upstream, "args", problems))
+    assert not problems
+    return args
+
+
+def rules_for(
+    args: EvictorArgs, *pods: Pod, classes: dict[str, int] | None = None
+) -> ProtectionRules:
+    cluster = InstrumentedCluster()
+    cluster.set_extras(priority_classes=classes or {})
+    return ProtectionRules.resolve(args, cluster=cluster, pods=pods)
+
+
+PVC = (Volume("d", "persistentVolumeClaim", "c"),)
+
+
 @pytest.mark.parametrize(
     ("pod", "args", "protected"),
     [
-        pytest.param(make_pod("p"), EvictorArgs(), None, id="an owned plain pod may go"),
+        pytest.param(make_pod("p"), {}, None, id="an owned plain pod may go"),
         pytest.param(
             make_pod("p", apply=replace(annotations={MIRROR_ANNOTATION: "x"})),
-            EvictorArgs(),
+            {},
             "mirror pod",
             id="mirror pods never",
         ),
         pytest.param(
             make_pod("p", apply=replace(annotations={CONFIG_SOURCE_ANNOTATION: "file"})),
-            EvictorArgs(),
+            {},
             "static pod",
             id="static pods never",
         ),
         pytest.param(
             make_pod("p", apply=replace(deletion_timestamp=START)),
-            EvictorArgs(),
+            {},
             "pod is already being deleted",
             id="terminating pods never",
         ),
         pytest.param(
             make_pod("p", apply=replace(priority=2_000_000_000)),
-            EvictorArgs(),
+            {},
             "system-critical priority 2000000000",
             id="priority 2e9 never",
         ),
         pytest.param(
             make_pod("p", apply=replace(priority_class_name="system-node-critical")),
-            EvictorArgs(),
-            "system-critical priority 0",
-            id="system-node-critical class never",
+            {},
+            None,
+            id="the priority decides, not the class name (as upstream)",
         ),
         pytest.param(
             make_pod("p", apply=replace(priority=2_000_000_000)),
-            EvictorArgs(evict_system_critical_pods=True),
+            {"evictSystemCriticalPods": True},
             None,
             id="critical pods when evictSystemCriticalPods",
         ),
         pytest.param(
             make_pod("p", apply=replace(priority=1000)),
-            EvictorArgs(priority_threshold=PriorityThreshold(value=1000)),
+            {"priorityThreshold": {"value": 1000}},
             "priority 1000 is at or above the threshold 1000",
             id="priority at the threshold value never",
         ),
         pytest.param(
             make_pod("p", apply=replace(priority=999)),
-            EvictorArgs(priority_threshold=PriorityThreshold(value=1000)),
+            {"priorityThreshold": {"value": 1000}},
             None,
             id="priority below the threshold value may go",
         ),
         pytest.param(
             make_pod("p", apply=replace(priority=1_000_000)),
-            EvictorArgs(priority_threshold=PriorityThreshold(name="system-cluster-critical")),
+            {"priorityThreshold": {"name": "system-cluster-critical"}},
             None,
             id="threshold by built-in class name",
         ),
         pytest.param(
             make_pod("p", apply=replace(owners=DS)),
-            EvictorArgs(),
+            {},
             "DaemonSet pod",
             id="DaemonSet pods never",
         ),
         pytest.param(
             make_pod("p", apply=replace(owners=DS)),
-            EvictorArgs(evict_daemonset_pods=True),
+            {"evictDaemonSetPods": True},
             None,
             id="DaemonSet pods when evictDaemonSetPods",
         ),
         pytest.param(
-            make_pod("p", owner=None),
-            EvictorArgs(),
-            "pod has no owner to recreate it",
-            id="bare pods never",
+            make_pod("p", apply=replace(owners=DS)),
+            {"podProtections": {"defaultDisabled": ["DaemonSetPods"]}},
+            None,
+            id="DaemonSet pods when the protection is disabled",
+        ),
+        pytest.param(
+            make_pod("p", owner=None), {}, "pod has no owner to recreate it", id="bare pods never"
         ),
         pytest.param(
             make_pod("p", owner=None, apply=replace(phase="Failed")),
-            EvictorArgs(),
+            {},
             "pod has no owner to recreate it",
             id="failed bare pods not by default",
         ),
         pytest.param(
             make_pod("p", owner=None, apply=replace(phase="Failed")),
-            EvictorArgs(evict_failed_bare_pods=True),
+            {"evictFailedBarePods": True},
             None,
             id="failed bare pods when evictFailedBarePods",
         ),
         pytest.param(
             make_pod("p", apply=replace(volumes=(Volume("scratch", "emptyDir"),))),
-            EvictorArgs(),
+            {},
             "pod uses local storage (emptyDir or hostPath)",
             id="emptyDir never by default",
         ),
         pytest.param(
             make_pod("p", apply=replace(volumes=(Volume("host", "hostPath"),))),
-            EvictorArgs(evict_local_storage_pods=True),
+            {"evictLocalStoragePods": True},
             None,
             id="hostPath when evictLocalStoragePods",
         ),
+        pytest.param(make_pod("p", apply=replace(volumes=PVC)), {}, None, id="PVC pods by default"),
         pytest.param(
-            make_pod("p", apply=replace(volumes=(Volume("d", "persistentVolumeClaim", "c"),))),
-            EvictorArgs(),
-            None,
-            id="PVC pods by default",
-        ),
-        pytest.param(
-            make_pod("p", apply=replace(volumes=(Volume("d", "persistentVolumeClaim", "c"),))),
-            EvictorArgs(ignore_pvc_pods=True),
+            make_pod("p", apply=replace(volumes=PVC)),
+            {"ignorePvcPods": True},
             "pod uses a PersistentVolumeClaim",
             id="PVC pods not when ignorePvcPods",
         ),
         pytest.param(
+            make_pod("p", apply=replace(volumes=PVC)),
+            {"podProtections": {"extraEnabled": ["PodsWithPVC"]}},
+            "pod uses a PersistentVolumeClaim",
+            id="PVC pods not with the PodsWithPVC protection",
+        ),
+        pytest.param(
             make_pod("p"),
-            EvictorArgs(ignore_pods_without_pdb=True),
+            {"ignorePodsWithoutPDB": True},
             "pod has no PodDisruptionBudget",
             id="pods without a PDB not when ignorePodsWithoutPDB",
         ),
         pytest.param(
+            make_pod("p", apply=replace(has_resource_claims=True)),
+            {"podProtections": {"extraEnabled": ["PodsWithResourceClaims"]}},
+            "pod has ResourceClaims",
+            id="pods with resource claims not with PodsWithResourceClaims",
+        ),
+        pytest.param(
+            make_pod("p", labels={"tier": "db"}),
+            {"labelSelector": {"matchLabels": {"tier": "web"}}},
+            "pod labels do not match the DefaultEvictor's labelSelector",
+            id="only pods the labelSelector selects",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(annotations={PREFER_NO_EVICTION_ANNOTATION: ""})),
+            {"noEvictionPolicy": "Mandatory"},
+            f"annotation {PREFER_NO_EVICTION_ANNOTATION} with noEvictionPolicy Mandatory",
+            id="prefer-no-eviction pods never with noEvictionPolicy Mandatory",
+        ),
+        pytest.param(
+            make_pod("p", apply=replace(start_time=START - timedelta(minutes=10))),
+            {"minPodAge": "50m"},
+            "pod is younger than minPodAge 3000s",
+            id="pods younger than minPodAge never",
+        ),
+        pytest.param(
             make_pod("p", namespace="kube-system"),
-            EvictorArgs(namespaces=NamespaceFilter(exclude=frozenset({"kube-system"}))),
+            {"namespaces": {"exclude": ["kube-system"]}},
             "namespace kube-system is not in scope",
             id="excluded namespace never",
         ),
         pytest.param(
             make_pod("p", namespace="other"),
-            EvictorArgs(namespaces=NamespaceFilter(include=frozenset({"apps"}))),
+            {"namespaces": {"include": ["apps"]}},
             "namespace other is not in scope",
             id="namespace outside the include list never",
         ),
         pytest.param(
             make_pod("p", owner=None, apply=replace(annotations=EVICT, priority=2_000_000_000)),
-            EvictorArgs(),
+            {},
             None,
             id="the evict annotation overrides bare and critical",
         ),
@@ -200,45 +250,60 @@ EVICT = {EVICT_ANNOTATION: "true"}
                 "p",
                 apply=replace(annotations=EVICT, owners=DS, volumes=(Volume("s", "emptyDir"),)),
             ),
-            EvictorArgs(),
+            {},
             None,
             id="the evict annotation overrides DaemonSet and local storage",
         ),
         pytest.param(
             make_pod("p", namespace="kube-system", apply=replace(annotations=EVICT)),
-            EvictorArgs(namespaces=NamespaceFilter(exclude=frozenset({"kube-system"}))),
+            {"namespaces": {"exclude": ["kube-system"]}},
             "namespace kube-system is not in scope",
             id="the evict annotation does not override namespace filters",
         ),
     ],
 )
-def test_default_evictor_rules(pod: Pod, args: EvictorArgs, protected: str | None) -> None:
-    assert ProtectionRules.resolve(args, [pod]).protection(pod) == protected
+def test_default_evictor_rules(pod: Pod, args: dict[str, Any], protected: str | None) -> None:
+    rules = rules_for(evictor_args(**args), pod)
+    assert rules.protection(pod, now=START) == protected
 
 
-def test_a_priority_threshold_by_name_resolves_from_the_pods_that_use_the_class() -> None:
-    high = make_pod("high", apply=replace(priority=5000, priority_class_name="gold"))
+def test_a_priority_threshold_by_name_is_resolved_through_the_cluster() -> None:
+    high = make_pod("high", apply=replace(priority=5000))
     low = make_pod("low", apply=replace(priority=10))
-    rules = ProtectionRules.resolve(
-        EvictorArgs(priority_threshold=PriorityThreshold(name="gold")), [high, low]
-    )
+    args = evictor_args(priorityThreshold={"name": "gold"})
+    rules = rules_for(args, high, low, classes={"gold": 5000})
     assert rules.threshold == 5000
     assert rules.protection(high) is not None
     assert rules.protection(low) is None
 
 
+def test_a_priority_threshold_by_name_falls_back_to_the_pods_that_use_the_class() -> None:
+    high = make_pod("high", apply=replace(priority=5000, priority_class_name="gold"))
+    rules = rules_for(evictor_args(priorityThreshold={"name": "gold"}), high)
+    assert rules.threshold == 5000
+
+
 def test_an_unknown_priority_class_protects_every_pod_rather_than_guess() -> None:
     pod = make_pod("p")
-    rules = ProtectionRules.resolve(
-        EvictorArgs(priority_threshold=PriorityThreshold(name="nobody-uses-me")), [pod]
-    )
+    rules = rules_for(evictor_args(priorityThreshold={"name": "nobody-uses-me"}), pod)
     assert rules.protection(pod) == "priority threshold class 'nobody-uses-me' is unknown"
+
+
+def test_min_replicas_protects_pods_of_owners_with_fewer_replicas() -> None:
+    owner = (OwnerReference("ReplicaSet", "rs", uid="rs-uid", controller=True),)
+    lone = make_pod("lone", apply=replace(owners=owner))
+    args = evictor_args(minReplicas=2)
+    assert (
+        rules_for(args, lone).protection(lone) == "owner has 1 replicas, fewer than minReplicas 2"
+    )
+    twin = make_pod("twin", apply=replace(owners=owner))
+    assert rules_for(args, lone, twin).protection(lone) is None
 
 
 def test_a_pdb_covering_the_pod_satisfies_ignore_pods_without_pdb() -> None:
     pod = make_pod("p", labels={"app": "web"})
     pdb = PodDisruptionBudget(Namespace("default"), "web", LabelSelector({"app": "web"}), 1)
-    rules = ProtectionRules.resolve(EvictorArgs(ignore_pods_without_pdb=True), [pod])
+    rules = rules_for(evictor_args(ignorePodsWithoutPDB=True), pod)
     assert rules.protection(pod, pdbs=[pdb]) is None
 
 

@@ -96,6 +96,13 @@ def config_document(evictor: dict[str, Any], limits: dict[str, int]) -> dict[str
                     {"name": "RemovePodsHavingTooManyRestarts", "args": {"podRestartThreshold": 5}},
                     {"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 3600}},
                     {
+                        "name": "LowNodeUtilization",
+                        "args": {
+                            "thresholds": {"cpu": 20, "pods": 20},
+                            "targetThresholds": {"cpu": 50, "pods": 50},
+                        },
+                    },
+                    {
                         "name": "LoadAware",
                         "args": {"deviationThresholds": "Low", "resources": ["cpu_utilization"]},
                     },
@@ -107,9 +114,17 @@ def config_document(evictor: dict[str, Any], limits: dict[str, int]) -> dict[str
                             "RemovePodsViolatingNodeTaints",
                             "RemovePodsHavingTooManyRestarts",
                             "PodLifeTime",
+                            "RemoveFailedPods",
                         ]
                     },
-                    "balance": {"enabled": ["RemoveDuplicates", "LoadAware"]},
+                    "balance": {
+                        "enabled": [
+                            "RemoveDuplicates",
+                            "LoadAware",
+                            "LowNodeUtilization",
+                            "RemovePodsViolatingTopologySpreadConstraint",
+                        ]
+                    },
                 },
             }
         ],
@@ -157,8 +172,10 @@ def test_no_protected_pod_is_ever_evicted_and_limits_are_never_exceeded(
     all_pods = [data.draw(pods(i)) for i in range(count)]
     cluster = cluster_with(*(make_node(n, cpu=4) for n in NODES), pods=tuple(all_pods))
     config = parse_config(config_document(evictor, limits))
-    rules = ProtectionRules.resolve(config.profiles[0].evictor, all_pods)
-    protected = {(p.namespace, p.name) for p in all_pods if rules.protection(p) is not None}
+    rules = ProtectionRules.resolve(config.profiles[0].evictor, cluster=cluster, pods=all_pods)
+    protected = {
+        (p.namespace, p.name) for p in all_pods if rules.protection(p, now=START) is not None
+    }
     report = make_descheduler(
         cluster,
         config,

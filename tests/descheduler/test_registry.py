@@ -23,7 +23,7 @@ from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
 from descheduler.evictor import sort_candidates
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from descheduler.plugins import load_aware
+from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, RegistryError, default_registry
 from tas.cluster.model import OwnerReference
 from tests.descheduler.builders import cluster_with, make_descheduler, make_node, make_pod, replace
@@ -133,7 +133,8 @@ def test_a_registered_plugin_is_accepted_only_at_the_points_it_serves() -> None:
         parse_config(document, registry=with_evict_labelled())
     assert caught.value.problems == (
         "profiles[0].plugins.balance.enabled[0]: EvictLabelled is not a balance plugin; "
-        "balance takes RemoveDuplicates, LoadAware, SoftTainter",
+        "balance takes RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint, "
+        "LowNodeUtilization, HighNodeUtilization, LoadAware, SoftTainter",
     )
 
 
@@ -143,27 +144,39 @@ def test_registering_into_one_registry_leaves_the_built_in_set_alone() -> None:
         parse_config(policy())
     (problem,) = caught.value.problems
     assert problem.startswith("profiles[0].plugins.deschedule.enabled[0]: unknown plugin")
-    assert problem.endswith("SoftTainter, LowNodeUtilization")
+    assert problem.endswith("LoadAware, SoftTainter")
 
 
-@pytest.mark.parametrize(
-    "taken",
-    [
-        pytest.param("LoadAware", id="a name"),
-        pytest.param("LowNodeUtilization", id="an alias"),
-    ],
-)
-def test_a_name_or_alias_is_taken_once(taken: str) -> None:
+def test_a_name_is_taken_once() -> None:
     registry = default_registry()
     clash = Plugin(
-        name=PluginName(taken),
+        name=PluginName("LoadAware"),
         points=frozenset({ExtensionPoint.BALANCE}),
         args_type=EvictLabelledArgs,
         parse_args=parse_evict_labelled,
     )
-    with pytest.raises(RegistryError, match=f"{taken!r} is registered already"):
+    with pytest.raises(RegistryError, match="'LoadAware' is registered already"):
         registry.register(clash)
-    assert registry.get(taken) is load_aware.PLUGIN
+    assert registry.get("LoadAware") is load_aware.PLUGIN
+
+
+def test_an_alias_is_taken_once() -> None:
+    registry = Registry([load_aware.PLUGIN])
+    aliased = Plugin(
+        name=PluginName("Other"),
+        points=frozenset({ExtensionPoint.BALANCE}),
+        args_type=EvictLabelledArgs,
+        parse_args=parse_evict_labelled,
+        aliases=("LoadAware",),
+    )
+    with pytest.raises(RegistryError, match="'LoadAware' is registered already"):
+        registry.register(aliased)
+
+
+def test_the_upstream_name_low_node_utilization_is_upstreams_plugin_not_load_aware() -> None:
+    registry = default_registry()
+    assert registry.get("LowNodeUtilization") is low_node_utilization.PLUGIN
+    assert "LowNodeUtilization" not in load_aware.PLUGIN.aliases
 
 
 def test_every_plugin_module_is_listed_in_the_registry() -> None:

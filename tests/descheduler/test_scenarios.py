@@ -4,10 +4,11 @@ Covered: the TAS health-metric demo (node C violating: the demo pods are evicted
 mode and recreated by their owners; listed with their reason but kept in Predictive mode; the
 `telemetry/scheduling` request never blocks nodeFit); the PSI seed's scenario (equal requests,
 skewed pressure: over a few cycles pods move from the hot node toward cold ones and the spread
-of pressure drops, one pod per node per cycle when per-pod usage is unknown); per-pod usage
-choosing the pod that relieves the node most; soft taints set on the hot node, left alone while
-it stays hot, removed when it recovers, never written in Predictive mode, and all removed when
-the feature is switched off; the Prometheus metrics a dashboard draws.
+of pressure drops; several pods per node per cycle when their requests estimate each move, one
+when nothing does); per-pod usage choosing the pod that relieves the node most; soft taints set
+on the hot node, left alone while it stays hot, removed when it recovers, never written in
+Predictive mode, and all removed when the feature is switched off; the Prometheus metrics a
+dashboard draws.
 """
 
 from __future__ import annotations
@@ -150,10 +151,10 @@ def schedule_pending(cluster: InstrumentedCluster) -> None:
         cluster.bind_pod(pod.namespace, pod.name, target.name)
 
 
-def psi_cluster() -> InstrumentedCluster:
+def psi_cluster(cpu: float = 0.5) -> InstrumentedCluster:
     placement = ["worker-1"] * 6 + ["worker-2"] * 2 + ["worker-3"] * 2 + ["worker-4"] * 2
     pods = tuple(
-        make_pod(f"app-{i}", node=node, owner="app", cpu=0.5) for i, node in enumerate(placement)
+        make_pod(f"app-{i}", node=node, owner="app", cpu=cpu) for i, node in enumerate(placement)
     )
     return cluster_with(*(make_node(n) for n in WORKERS), pods=pods)
 
@@ -161,28 +162,43 @@ def psi_cluster() -> InstrumentedCluster:
 LOAD_AWARE = {"LoadAware": {"deviationThresholds": "AsymmetricLow", "resources": ["cpu_pressure"]}}
 
 
-def test_skewed_pressure_with_equal_requests_moves_pods_from_the_hot_node_to_cold_ones() -> None:
-    cluster = psi_cluster()
+def run_psi_cycles(cluster: InstrumentedCluster, cycles: int = 5) -> list[list[str]]:
     view = StaticMetricView({"cpu_pressure": pressure(cluster)})
     descheduler = make_descheduler(
         cluster, policy_config("LoadAware", args=LOAD_AWARE), metrics=view
     )
-    spread_before = max(pressure(cluster).values()) - min(pressure(cluster).values())
-    stdev_before = statistics.pstdev(pressure(cluster).values())
     per_cycle: list[list[str]] = []
-    for _ in range(5):
+    for _ in range(cycles):
         report = descheduler.run_cycle()
         per_cycle.append([d.node or "" for d in report.by_result("evicted")])
         schedule_pending(cluster)
         view.set_column(MetricName("cpu_pressure"), pressure(cluster))
-    # Without per-pod usage: at most one pod per node per cycle, always from the hot node.
-    assert per_cycle[:2] == [["worker-1"], ["worker-1"]]
-    assert all(len(evictions) <= 1 for evictions in per_cycle)
+    return per_cycle
+
+
+def test_skewed_pressure_with_equal_requests_moves_pods_from_the_hot_node_to_cold_ones() -> None:
+    cluster = psi_cluster()
+    spread_before = max(pressure(cluster).values()) - min(pressure(cluster).values())
+    stdev_before = statistics.pstdev(pressure(cluster).values())
+    per_cycle = run_psi_cycles(cluster)
+    # Requests estimate each move (0.5 of 8 cores: 6.25 points of the node's 48), so several
+    # pods leave the hot node in the first cycle, until the estimate says it is below high
+    # (avg 24 + 10 = 34): 48 -> 41.75 -> 35.5 -> 29.25, three pods.
+    assert per_cycle[0] == ["worker-1"] * 3
     after = pressure(cluster)
     assert after["worker-1"] < 6 * PRESSURE_PER_POD
     assert max(after.values()) - min(after.values()) < spread_before
     assert statistics.pstdev(after.values()) < stdev_before
     # Settled: the last cycles found nothing to move.
+    assert per_cycle[-1] == []
+
+
+def test_without_per_pod_usage_or_requests_one_pod_per_node_moves_per_cycle() -> None:
+    cluster = psi_cluster(cpu=0.0)
+    per_cycle = run_psi_cycles(cluster)
+    # Nothing estimates a move: one pod leaves the hot node, and the next cycle measures again.
+    assert per_cycle[:2] == [["worker-1"], ["worker-1"]]
+    assert all(len(evictions) <= 1 for evictions in per_cycle)
     assert per_cycle[-1] == []
 
 
@@ -254,7 +270,7 @@ def test_load_aware_publishes_usage_classification_and_thresholds() -> None:
             namespace="default",
             result="dry-run",
         )
-        == 1
+        == 3
     )
 
 

@@ -3,10 +3,10 @@
 Covered: TASViolations from metrics, from node labels and from both agreeing, never on stale
 (missing) metrics, and the circuit breaker (a metric that makes 80% of nodes violate evicts
 nothing and says why, and evictions resume when it clears); RemovePodsViolatingNodeAffinity on a
-TAS label; RemovePodsViolatingNodeTaints; RemovePodsViolatingInterPodAntiAffinity (one of a
-pair); RemovePodsHavingTooManyRestarts with and without init containers; PodLifeTime;
-RemoveDuplicates with ExcludeOwnerKinds; namespace filters; cycles skipped with fewer than two
-Ready nodes; the total limit across strategies.
+TAS label, and its preferred variant; RemovePodsViolatingNodeTaints;
+RemovePodsViolatingInterPodAntiAffinity (one of a pair); RemovePodsHavingTooManyRestarts with
+and without init containers; PodLifeTime; RemoveDuplicates with ExcludeOwnerKinds; namespace
+filters; cycles skipped with fewer than two Ready nodes; the total limit across strategies.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 
 from descheduler.cycle import Mode
+from descheduler.plugins.node_affinity import PREFERRED, REQUIRED
 from tas.cluster.model import (
     LabelSelector,
     NodeSelectorTerm,
     PodAffinityTerm,
+    PreferredSchedulingTerm,
     Requirement,
     Taint,
     TaintEffect,
@@ -146,9 +148,36 @@ def test_node_affinity_evicts_pods_whose_node_got_the_violating_label() -> None:
     )
     nodes = five_nodes(a={"demo-policy": "violating"})
     cluster = cluster_with(*nodes, pods=pods)
-    report = make_descheduler(cluster, policy_config("RemovePodsViolatingNodeAffinity")).run_cycle()
+    config = policy_config(
+        "RemovePodsViolatingNodeAffinity",
+        args={"RemovePodsViolatingNodeAffinity": {"nodeAffinityType": [REQUIRED]}},
+    )
+    report = make_descheduler(cluster, config).run_cycle()
     assert evicted(report) == ["a-pod"]
     assert "no longer matches the pod's required node affinity" in report.decisions[0].reason
+
+
+def test_preferred_node_affinity_moves_pods_to_a_node_that_scores_a_higher_weight() -> None:
+    likes_ssd = (
+        PreferredSchedulingTerm(10, NodeSelectorTerm((Requirement("disk", "In", ("ssd",)),))),
+    )
+    pods = (
+        make_pod(
+            "on-hdd", node="node-a", owner="x", apply=replace(preferred_node_affinity=likes_ssd)
+        ),
+        make_pod(
+            "on-ssd", node="node-b", owner="y", apply=replace(preferred_node_affinity=likes_ssd)
+        ),
+    )
+    nodes = five_nodes(b={"disk": "ssd"})
+    cluster = cluster_with(*nodes, pods=pods)
+    config = policy_config(
+        "RemovePodsViolatingNodeAffinity",
+        args={"RemovePodsViolatingNodeAffinity": {"nodeAffinityType": [PREFERRED]}},
+    )
+    report = make_descheduler(cluster, config).run_cycle()
+    assert evicted(report) == ["on-hdd"]
+    assert "scores preferred node affinity 10, node-a only 0" in report.decisions[0].reason
 
 
 def test_node_taints_evicts_pods_that_do_not_tolerate_a_noschedule_taint() -> None:

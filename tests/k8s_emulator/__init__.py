@@ -4,9 +4,11 @@ The official `kubernetes` client talks to it unchanged (no monkeypatching): poin
 `kubernetes.client.Configuration(host=emulator.url)` at it, or take `emulator.api_client()`.
 
 Served resources (a table in `resources.py`): core/v1 nodes, pods (+ `eviction`, `status`),
-events, namespaces, serviceaccounts; policy/v1 poddisruptionbudgets; coordination.k8s.io/v1
-leases; telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the cluster-wide list);
-rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings, clusterrolebindings.
+events, namespaces, serviceaccounts, persistentvolumeclaims; policy/v1 poddisruptionbudgets;
+coordination.k8s.io/v1 leases; telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the
+cluster-wide list); rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings,
+clusterrolebindings; scheduling.k8s.io/v1 priorityclasses; metrics.k8s.io/v1beta1 nodes and
+pods (NodeMetrics and PodMetrics, stored as given).
 
 Authentication and RBAC (`rbac.py`): a request with a ServiceAccount's token is authorized
 against the stored roles and bindings as the API server does, and refused with its 403 Status
@@ -48,7 +50,9 @@ Test API::
 
 Resource names in the test API are the plurals of the table ("nodes", "pods", "events",
 "poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",
-"clusterroles", "rolebindings", "clusterrolebindings").
+"clusterroles", "rolebindings", "clusterrolebindings", "priorityclasses",
+"persistentvolumeclaims"), except where the plural is taken: the metrics.k8s.io resources are
+"nodemetrics" and "podmetrics".
 """
 
 from tests.k8s_emulator.rbac import Access

@@ -16,6 +16,13 @@ class ResourceType:
     kind: str
     namespaced: bool
     has_status: bool = False
+    #: The test API's name for it, where its plural is taken (metrics.k8s.io "nodes").
+    name: str = ""
+
+    @property
+    def key(self) -> str:
+        """How tests and the store name the resource: `name`, else its plural."""
+        return self.name or self.plural
 
     @property
     def api_version(self) -> str:
@@ -46,9 +53,16 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False
     ),
+    # What the descheduler reads when its policy asks: priority thresholds by class name,
+    # protected storage classes, namespace label selectors, the metrics server's usage.
+    ResourceType("/apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", False),
+    ResourceType("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    ResourceType("/apis/metrics.k8s.io/v1beta1", "nodes", "NodeMetrics", False, name="nodemetrics"),
+    ResourceType("/apis/metrics.k8s.io/v1beta1", "pods", "PodMetrics", True, name="podmetrics"),
 )
 
-BY_PLURAL = {r.plural: r for r in RESOURCES}
+BY_PLURAL = {r.key: r for r in RESOURCES}
+BY_PATH = {(r.prefix, r.plural): r for r in RESOURCES}
 BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
 
 
@@ -75,8 +89,8 @@ def parse_path(path: str) -> Target | None:
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
         return None
-    resource = BY_PLURAL.get(rest[0])
-    if resource is None or resource.prefix != prefix:
+    resource = BY_PATH.get((prefix, rest[0]))
+    if resource is None:
         return None
     if namespace is not None and not resource.namespaced:
         return None

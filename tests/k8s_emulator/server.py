@@ -548,7 +548,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _event_for(event: StoredEvent, target: Target, predicate: Any) -> Object | None:
-        if event.resource.plural != target.resource.plural:
+        if event.resource.key != target.resource.key:
             return None
         namespace = (event.object.get("metadata") or {}).get("namespace")
         if target.namespace is not None and namespace != target.namespace:

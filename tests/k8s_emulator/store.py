@@ -1,10 +1,11 @@
 """The emulator's object store: objects, one resourceVersion counter, a bounded watch history.
 
 It keeps the API server's rules that clients depend on: every write bumps the cluster-wide
-resourceVersion; a write that carries a stale resourceVersion is a 409; writes to a resource
-with a `status` subresource ignore `status`, and writes to `/status` change only `status`;
-`metadata.generation` moves only when the spec does; watchers can resume from any
-resourceVersion still in the history, and get 410 Gone for older ones.
+resourceVersion; a namespace is labelled `kubernetes.io/metadata.name=<name>`; a write that
+carries a stale resourceVersion is a 409; writes to a resource with a `status` subresource
+ignore `status`, and writes to `/status` change only `status`; `metadata.generation` moves only
+when the spec does; watchers can resume from any resourceVersion still in the history, and get
+410 Gone for older ones.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class ObjectStore:
             items = [
                 copy.deepcopy(obj)
                 for (plural, ns, _), obj in sorted(self._objects.items())
-                if plural == resource.plural
+                if plural == resource.key
                 and (namespace is None or ns == namespace)
                 and predicate(obj)
             ]
@@ -176,7 +177,7 @@ class ObjectStore:
 
     @staticmethod
     def _key(resource: ResourceType, namespace: str | None, name: str) -> Key:
-        return (resource.plural, (namespace or "") if resource.namespaced else "", name)
+        return (resource.key, (namespace or "") if resource.namespaced else "", name)
 
     # ------------------------------------------------------------ writes
 
@@ -210,6 +211,11 @@ class ObjectStore:
                     f'{resource.plural} "{name}" already exists',
                     {"name": name, "kind": resource.plural},
                 )
+            if resource.plural == "namespaces":
+                # The API server labels every namespace with its name (since Kubernetes 1.22).
+                labels = dict(metadata.get("labels") or {})
+                labels["kubernetes.io/metadata.name"] = name
+                metadata["labels"] = labels
             metadata.update(
                 name=name,
                 uid=str(uuid.uuid4()),
@@ -321,7 +327,7 @@ class ObjectStore:
             budgets = [
                 obj
                 for (plural, ns, _), obj in sorted(self._objects.items())
-                if plural == pdbs.plural
+                if plural == pdbs.key
                 and ns == namespace
                 and selector_matches((obj.get("spec") or {}).get("selector"), labels)
             ]

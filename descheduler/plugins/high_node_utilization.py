@@ -1,0 +1,157 @@
+"""HighNodeUtilization, as upstream: empty the least used nodes so the cluster autoscaler can
+remove them. A node is underutilized when every thresholded resource (cpu, memory, pods or an
+extended resource, on requests) is at or below `thresholds`; pods leave the least used of them
+first, for the other schedulable nodes, while those have room. `evictionModes:
+[OnlyThresholdingResources]` moves only pods that request a thresholded resource;
+`evictableNamespaces.exclude` keeps namespaces' pods where they are."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.utilization import (
+    BASIC,
+    NodeInfo,
+    Usage,
+    below,
+    capacity_of,
+    capped_capacity,
+    evict_from_sources,
+    log,
+    log_node,
+    parse_evictable_namespaces,
+    parse_thresholds,
+    percentages,
+    report,
+    requests_snapshot,
+)
+from tas.cluster.model import Pod
+
+NAME = PluginName("HighNodeUtilization")
+
+
+class EvictionMode(enum.StrEnum):
+    ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
+
+
+@dataclass(frozen=True, slots=True)
+class HighNodeUtilizationArgs:
+    thresholds: dict[str, float] = field(default_factory=dict)
+    number_of_nodes: int = 0
+    eviction_modes: frozenset[EvictionMode] = frozenset()
+    evictable_namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        return (*self.thresholds, *(r for r in BASIC if r not in self.thresholds))
+
+
+def parse_args(r: FieldReader) -> HighNodeUtilizationArgs:
+    thresholds = parse_thresholds(r, "thresholds")
+    if not thresholds:
+        r.problem(r.at("thresholds"), "no resource threshold is configured")
+    modes = r.strings("evictionModes")
+    for index, mode in enumerate(modes):
+        if mode not in {m.value for m in EvictionMode}:
+            known = ", ".join(m.value for m in EvictionMode)
+            r.problem(f"{r.at('evictionModes')}[{index}]", f"unknown mode {mode!r}; known: {known}")
+    return HighNodeUtilizationArgs(
+        thresholds=thresholds,
+        number_of_nodes=r.integer("numberOfNodes", 0) or 0,
+        eviction_modes=frozenset(EvictionMode(m) for m in modes if m in set(EvictionMode)),
+        evictable_namespaces=parse_evictable_namespaces(r),
+    )
+
+
+def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
+    evictor = context.evictor
+    state = evictor.state
+    nodes = state.ready_nodes
+    pods = {n.name: state.pods_on_ready_node(n.name) for n in nodes}
+    snapshot = requests_snapshot(nodes, pods, args.resources)
+    full = dict.fromkeys(args.thresholds, 100.0)
+    percent = {n.name: percentages(snapshot.nodes[n.name], capacity_of(n)) for n in nodes}
+    under: list[NodeInfo] = []
+    targets: list[NodeInfo] = []
+    for node in nodes:
+        usage = percent[node.name]
+        if below(usage, args.thresholds):
+            group, category = under, "underutilized"
+        elif not node.unschedulable:
+            group, category = targets, "overutilized"
+        else:
+            log_node("", node.name, snapshot.nodes[node.name], usage)
+            continue
+        log_node(category, node.name, snapshot.nodes[node.name], usage)
+        group.append(
+            NodeInfo(
+                node=node,
+                usage=dict(snapshot.nodes[node.name]),
+                available=capped_capacity(node, full, args.resources),
+                pods=pods[node.name],
+            )
+        )
+    log.info('"Number of underutilized nodes" totalNumber=%d', len(under))
+    nothing = None
+    if not under:
+        nothing = (
+            "No node is underutilized, nothing to do here, you might tune your thresholds further"
+        )
+    elif len(under) <= args.number_of_nodes:
+        nothing = (
+            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here"
+        )
+    elif len(under) == len(nodes):
+        nothing = "All nodes are underutilized, nothing to do here"
+    elif not targets:
+        nothing = "No node is available to schedule the pods, nothing to do here"
+    context.classified(
+        report(
+            usages=percent,
+            low=args.thresholds,
+            high=full,
+            under=[i.node.name for i in under],
+            over=[],
+            nothing_to_do=nothing,
+        )
+    )
+    if nothing is not None:
+        log.info('"%s"', nothing)
+        return
+    under.sort(key=lambda i: (sum(i.usage.values()), i.node.name))
+    thresholded = set(args.thresholds)
+
+    def removable(pod: Pod) -> bool:
+        only_thresholding = EvictionMode.ONLY_THRESHOLDING_RESOURCES in args.eviction_modes
+        if only_thresholding and not pod.requested_resources & thresholded:
+            return False
+        return evictor.evictable(pod)
+
+    def keep_going(info: NodeInfo, available: Usage) -> bool:
+        return all(v > 0 for v in available.values())
+
+    evict_from_sources(
+        strategy=NAME,
+        evictor=evictor,
+        sources=under,
+        destinations=targets,
+        resources=args.resources,
+        snapshot=snapshot,
+        removable=removable,
+        keep_going=keep_going,
+        excluded=args.evictable_namespaces,
+        per_node_limit=None,
+        reason=lambda info: f"node {info.node.name} is underutilized: emptying it",
+    )
+
+
+PLUGIN = Plugin(
+    name=NAME,
+    points=frozenset({ExtensionPoint.BALANCE}),
+    args_type=HighNodeUtilizationArgs,
+    parse_args=parse_args,
+    run=run,
+)

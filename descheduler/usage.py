@@ -1,0 +1,112 @@
+"""Where LowNodeUtilization's `metricsUtilization` reads actual usage: the metrics server
+(through the cluster: metrics.k8s.io NodeMetrics and PodMetrics) and Prometheus instant queries
+(through the project's Prometheus adapter, `tas.metrics`, with the descheduler's ServiceAccount
+token when it runs in a cluster).
+
+Each source is read at most once per cycle, and only when a plugin asks.
+
+Errors:
+    descheduler.framework.UsageError   a source could not answer
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from descheduler.framework import UsageError
+from descheduler.state import PodKey
+from tas.cluster.interface import Cluster, ClusterError
+from tas.metrics.config import MetricsConfig
+from tas.metrics.errors import MetricSourceError
+from tas.metrics.source import MetricSource
+from tas.metrics.spec import open_source
+from tas.types import MetricName, NodeName
+
+log = logging.getLogger(__name__)
+
+#: Where Kubernetes mounts a pod's ServiceAccount token.
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+class PrometheusQueries:
+    """Instant queries against one Prometheus, each sample's node from its `instance` label."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        queries: Collection[str],
+        transport: Any = None,
+        token_file: Path | None = None,
+    ) -> None:
+        """`queries` are the PromQL expressions it will be asked; `transport` an httpx
+        transport for the client (tests); `token_file` a bearer token read on every query."""
+        config = MetricsConfig(
+            promql={MetricName(q): q for q in queries},
+            node_label="instance",
+            bearer_token_file=token_file
+            if token_file is not None and token_file.is_file()
+            else None,
+        )
+        self.url = url
+        self._source: MetricSource | None = None
+        self._error: str | None = None
+        try:
+            self._source = open_source(f"prometheus:{url}", config=config, transport=transport)
+        except MetricSourceError as error:
+            self._error = str(error)
+
+    def vector(self, query: str) -> dict[NodeName, float]:
+        if self._source is None:
+            raise UsageError(f"Prometheus {self.url}: {self._error}")
+        name = MetricName(query)
+        fetched = self._source.fetch(frozenset({name}))
+        if name not in fetched.columns:
+            why = "; ".join(fetched.errors.values()) or "no answer"
+            raise UsageError(f"Prometheus {self.url}: {why}")
+        return {node: sample.value for node, sample in fetched.columns[name].items()}
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+
+
+class ClusterUsage:
+    """`descheduler.framework.UsageSources` over the cluster's metrics API and a Prometheus."""
+
+    def __init__(self, cluster: Cluster, *, prometheus: PrometheusQueries | None = None) -> None:
+        self._cluster = cluster
+        self._prometheus = prometheus
+        self._nodes: Mapping[NodeName, Mapping[str, float]] | None = None
+        self._pods: Mapping[PodKey, Mapping[str, float]] | None = None
+        self._queries: dict[str, Mapping[NodeName, float]] = {}
+
+    def new_cycle(self) -> None:
+        """Forget what was read: the next questions read the sources again."""
+        self._nodes, self._pods, self._queries = None, None, {}
+
+    def node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
+        if self._nodes is None:
+            try:
+                self._nodes = self._cluster.list_node_metrics()
+            except ClusterError as error:
+                raise UsageError(f"cannot read node metrics: {error}") from error
+        return self._nodes
+
+    def pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
+        if self._pods is None:
+            try:
+                self._pods = self._cluster.list_pod_metrics()
+            except ClusterError as error:
+                raise UsageError(f"cannot read pod metrics: {error}") from error
+        return self._pods
+
+    def prometheus_query(self, query: str) -> Mapping[NodeName, float]:
+        if self._prometheus is None:
+            raise UsageError("no Prometheus is configured (metricsProviders)")
+        if query not in self._queries:
+            self._queries[query] = self._prometheus.vector(query)
+        return self._queries[query]

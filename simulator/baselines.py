@@ -1,0 +1,295 @@
+"""Baselines this project does not implement itself, written from their documented rules.
+
+Volcano's descheduler `LoadAware` plugin cannot be had by configuring this project's
+`LoadAware`: Volcano reads per-pod usage and evicts the heaviest pods first, counts pods as a
+third resource, sorts nodes by raw quantities, and has no cooldown and no circuit breaker. So
+it is written here as a descheduler plugin (`descheduler.framework.Plugin`) under Volcano's own
+name, registered into a registry of its own (`registry_for("volcano-loadaware")`), and runs
+inside this project's real descheduler cycle: the DefaultEvictor rules, nodeFit, the eviction
+limits and the Eviction API are the same code paths every contender goes through.
+
+Rules, from Volcano's documentation ("Load-aware Descheduling", volcano.sh docs, and the
+volcano-sh/descheduler README) and its plugin (`pkg/framework/plugins/loadaware`,
+`load_aware.go` and `nodeutilization.go`):
+
+- node usage: CPU and memory utilization from Prometheus, averaged over `duration` (2m); pods
+  count as a third resource (the number of pods on the node). A node without a value counts
+  as using nothing (Volcano's metrics start at zero);
+- thresholds in percent: underutilized when every resource <= `thresholds` (and the node is
+  schedulable), overutilized when any resource > `targetThresholds`; a resource left out gets
+  100 (0 with deviation thresholds), so it never decides;
+- deviation thresholds average the nodes' *requests* (Volcano reuses upstream's average), and
+  a low threshold of 0 makes both bounds the node's capacity (both as in `getNodeThresholds`);
+- nothing happens without underutilized nodes, with no more of them than `numberOfNodes`, when
+  every node is underutilized, or when none is overutilized;
+- capacity to move = the sum over underutilized nodes of (high threshold - usage), for CPU,
+  memory and pods; overutilized nodes are emptied in order of memory bytes + CPU millicores +
+  pods, most first;
+- on each, removable pods are evicted heaviest first by actual usage of CPU when CPU is over
+  its threshold (memory otherwise), pods without usage last; a pod must tolerate the taints of
+  some underutilized node, and with `nodeFit` must fit a node that is not over its thresholds;
+  each eviction takes the pod's usage off the node and off the capacity, until the node is
+  under its targets or some capacity is spent.
+
+Where Go's map order makes Volcano's choice random (which over-used resource is noted first
+when both CPU and memory are over), this baseline picks CPU, deterministically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.plugins import load_aware
+from descheduler.plugins.registry import PLUGINS, Registry, default_registry
+from descheduler.state import CycleState, pod_key
+from tas.cluster.model import Node, Pod, TaintEffect
+from tas.fit import requested
+from tas.types import MetricName
+
+log = logging.getLogger(__name__)
+
+NAME = PluginName("LoadAware")
+RESOURCES = ("cpu", "memory", "pods")
+#: The metric names Volcano's Prometheus queries stand for (1 - idle rate, 1 - MemAvailable).
+CPU_METRIC = MetricName("cpu_utilization")
+MEMORY_METRIC = MetricName("memory_utilization")
+
+
+@dataclass(frozen=True, slots=True)
+class VolcanoArgs:
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    target_thresholds: Mapping[str, float] = field(default_factory=dict)
+    use_deviation_thresholds: bool = False
+    number_of_nodes: int = 0
+    node_fit: bool = False
+    duration: str = "2m"
+    evictable_namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+
+
+def _percentages(r: FieldReader, key: str) -> dict[str, float]:
+    raw = r.get(key)
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        r.problem(r.at(key), f"must be a mapping of resource to percent, got {raw!r}")
+        return {}
+    found: dict[str, float] = {}
+    for name, value in raw.items():
+        where = f"{r.at(key)}.{name}"
+        if name not in RESOURCES:
+            r.problem(where, f"unknown resource {name!r}; Volcano knows cpu, memory, pods")
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            r.problem(where, f"must be a non-negative number, got {value!r}")
+        else:
+            found[str(name)] = float(value)
+    return found
+
+
+def parse_args(r: FieldReader) -> VolcanoArgs:
+    thresholds = _percentages(r, "thresholds")
+    targets = _percentages(r, "targetThresholds")
+    if not thresholds or not targets:
+        r.problem(r.path, "thresholds and targetThresholds are required (Volcano's validation)")
+    for name, low in thresholds.items():
+        if name in targets and low > targets[name] and not r.raw.get("useDeviationThresholds"):
+            r.problem(f"{r.at('thresholds')}.{name}", "must not exceed targetThresholds")
+    # Volcano's query settings: the simulator's metric pipeline stands in for Prometheus.
+    r.get("metrics")
+    duration = r.get("duration")
+    # DefaultEvictor-style fields Volcano's argument type also carries; its DefaultEvictor
+    # plugin is what applies them, as here.
+    for key in (
+        "nodeSelector",
+        "evictLocalStoragePods",
+        "evictSystemCriticalPods",
+        "ignorePvcPods",
+        "evictFailedBarePods",
+        "labelSelector",
+        "priorityThreshold",
+    ):
+        r.get(key)
+    return VolcanoArgs(
+        thresholds=thresholds,
+        target_thresholds=targets,
+        use_deviation_thresholds=r.boolean("useDeviationThresholds", False),
+        number_of_nodes=r.integer("numberOfNodes", 0) or 0,
+        node_fit=r.boolean("nodeFit", False),
+        duration=str(duration) if duration is not None else "2m",
+        evictable_namespaces=r.namespaces("evictableNamespaces"),
+    )
+
+
+def _capacity(node: Node) -> dict[str, float]:
+    return {
+        "cpu": node.allocatable.get("cpu", 0.0),
+        "memory": node.allocatable.get("memory", 0.0),
+        "pods": node.allocatable.get("pods", 0.0),
+    }
+
+
+@dataclass
+class _NodeState:
+    node: Node
+    usage: dict[str, float]
+    low: dict[str, float]
+    high: dict[str, float]
+    pods: list[Pod]
+
+    def over(self) -> list[str]:
+        return [r for r in RESOURCES if self.usage[r] > self.high[r]]
+
+    def under(self) -> bool:
+        return all(self.usage[r] <= self.low[r] for r in RESOURCES)
+
+
+def _bounds(args: VolcanoArgs) -> tuple[dict[str, float], dict[str, float]]:
+    low, high = dict(args.thresholds), dict(args.target_thresholds)
+    for resource in RESOURCES:
+        if resource not in low:
+            default = 0.0 if args.use_deviation_thresholds else 100.0
+            low[resource] = high[resource] = default
+    return low, high
+
+
+def _node_states(args: VolcanoArgs, state: CycleState) -> list[_NodeState]:
+    low_pct, high_pct = _bounds(args)
+    nodes = state.ready_nodes
+    cpu = state.metrics.get(CPU_METRIC, {})
+    memory = state.metrics.get(MEMORY_METRIC, {})
+    average: dict[str, float] = dict.fromkeys(RESOURCES, 0.0)
+    if args.use_deviation_thresholds and nodes:
+        for node in nodes:
+            pods = state.pods_on(node.name)
+            capacity = _capacity(node)
+            used = {
+                "cpu": requested(pods, "cpu"),
+                "memory": requested(pods, "memory"),
+                "pods": float(len(pods)),
+            }
+            for r in RESOURCES:
+                average[r] += 100.0 * used[r] / capacity[r] if capacity[r] else 0.0
+        average = {r: v / len(nodes) for r, v in average.items()}
+    found = []
+    for node in nodes:
+        capacity = _capacity(node)
+        pods = state.pods_on(node.name)
+        usage = {
+            "cpu": capacity["cpu"] * cpu.get(node.name, 0.0),
+            "memory": capacity["memory"] * memory.get(node.name, 0.0),
+            "pods": float(len(pods)),
+        }
+        low: dict[str, float] = {}
+        high: dict[str, float] = {}
+        for r in RESOURCES:
+            if args.use_deviation_thresholds:
+                if low_pct[r] == 0:
+                    low[r] = high[r] = capacity[r]
+                    continue
+                lo = min(100.0, max(0.0, average[r] - low_pct[r]))
+                hi = min(100.0, max(0.0, average[r] + high_pct[r]))
+            else:
+                lo, hi = low_pct[r], high_pct[r]
+            low[r] = capacity[r] * lo / 100.0
+            high[r] = capacity[r] * hi / 100.0
+        found.append(_NodeState(node, usage, low, high, pods))
+    return found
+
+
+def _tolerates_some(pod: Pod, nodes: list[_NodeState]) -> bool:
+    """upstream `PodToleratesTaints`: the pod tolerates every NoSchedule/NoExecute taint of at
+    least one of the nodes."""
+    for target in nodes:
+        hard = [t for t in target.node.taints if t.effect is not TaintEffect.PREFER_NO_SCHEDULE]
+        if all(any(tol.tolerates(t) for tol in pod.tolerations) for t in hard):
+            return True
+    return False
+
+
+def run(args: VolcanoArgs, context: PluginContext) -> None:
+    evictor = context.evictor
+    state = evictor.state
+    nodes = _node_states(args, state)
+    low_nodes = [n for n in nodes if not n.node.unschedulable and n.under()]
+    high_nodes = [n for n in nodes if n not in low_nodes and n.over()]
+    log.info(
+        '"Number of underutilized nodes" totalNumber=%d; overutilized %d',
+        len(low_nodes),
+        len(high_nodes),
+    )
+    if (
+        not low_nodes
+        or len(low_nodes) <= args.number_of_nodes
+        or len(low_nodes) == len(nodes)
+        or not high_nodes
+    ):
+        return
+    capacity = {r: sum(n.high[r] - n.usage[r] for n in low_nodes) for r in RESOURCES}
+    not_over = {n.node.name for n in nodes if not ({"cpu", "memory"} & set(n.over()))}
+    measured = context.pod_usage() or {}
+    high_nodes.sort(key=lambda n: -(n.usage["memory"] + n.usage["cpu"] * 1000 + n.usage["pods"]))
+    for source in high_nodes:
+        if evictor.stopped:
+            return
+        if not _continue(source, capacity):
+            continue
+        key = "cpu" if "cpu" in source.over() else "memory"
+        node_capacity = _capacity(source.node)
+
+        def usage_of(pod: Pod, resource: str, cap: Mapping[str, float] = node_capacity) -> float:
+            share = measured.get(pod_key(pod), {}).get(resource)
+            return cap[resource] * share / 100.0 if share is not None else -1.0
+
+        removable = [
+            p for p in source.pods if evictor.evictable(p, namespaces=args.evictable_namespaces)
+        ]
+        removable.sort(key=lambda p: -usage_of(p, key))
+        for pod in removable:
+            if not _tolerates_some(pod, low_nodes):
+                continue
+            among = not_over if args.node_fit else None
+            reason = (
+                f"node {source.node.name} is over Volcano's targetThresholds "
+                f"({', '.join(source.over())})"
+            )
+            if not evictor.evict(pod, strategy=NAME, reason=reason, among=among):
+                if evictor.stopped:
+                    return
+                continue
+            source.usage["pods"] -= 1
+            capacity["pods"] -= 1
+            for resource in ("cpu", "memory"):
+                used = usage_of(pod, resource)
+                if used >= 0:
+                    source.usage[resource] -= used
+                    capacity[resource] -= used
+            if not _continue(source, capacity):
+                break
+
+
+def _continue(node: _NodeState, capacity: Mapping[str, float]) -> bool:
+    return bool(node.over()) and all(v > 0 for v in capacity.values())
+
+
+def metric_names(args: VolcanoArgs) -> set[MetricName]:
+    return {CPU_METRIC, MEMORY_METRIC}
+
+
+PLUGIN = Plugin(
+    name=NAME,
+    points=frozenset({ExtensionPoint.BALANCE}),
+    args_type=VolcanoArgs,
+    parse_args=parse_args,
+    run=run,
+    metric_names=metric_names,
+)
+
+
+def registry_for(contender: str) -> Registry:
+    """The plugins a contender's descheduler document may name."""
+    if contender == "volcano-loadaware":
+        return Registry([*(p for p in PLUGINS if p.name != load_aware.NAME), PLUGIN])
+    return default_registry()

@@ -1,0 +1,312 @@
+"""The contenders: what each one runs, configured as its documentation configures it.
+
+Every descheduler is a `DeschedulerPolicy` document read by the real config reader
+(`descheduler.config.parse_config`), with the plugins of the contender's registry; a document
+the reader rejects means the contender cannot run here yet, and it is reported unavailable
+with the reader's reasons rather than approximated. A scenario may replace a document
+(`contenders.<name>.descheduler`).
+
+| contender | scheduler | descheduler |
+|---|---|---|
+| requests | kube-scheduler defaults | none |
+| requests-lnu | as requests | upstream LowNodeUtilization on requests, OpenShift docs' example |
+| tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity |
+| psi-profile | as requests | OpenShift KubeVirtRelieveAndMigrate as the lab configures it |
+| volcano-loadaware | as requests | Volcano LoadAware as its docs configure it |
+| ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
+
+Upstream descheduler baselines have no per-owner cooldown and no circuit breaker, so their
+documents switch both off (`evictionCooldownSeconds: 0`, `maxViolatingNodeShare: 1`); this
+project's DefaultEvictor defaults `nodeFit` on where upstream's defaults it off, so each
+document says what its source says.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from descheduler.config import ConfigError, DeschedulerConfig, parse_config
+from simulator.baselines import registry_for
+from simulator.extenders import OURS_WEIGHT, TAS_WEIGHT
+from simulator.scenario import ContenderSettings
+
+
+class ExtenderKind(enum.StrEnum):
+    NONE = "none"
+    OURS = "ours"
+    TAS = "tas"
+
+
+class Staleness(enum.StrEnum):
+    """How old a metric value may be before a contender stops using it."""
+
+    #: This project: `--metric-max-age` (5 sync periods, at least 30 s).
+    OURS = "ours"
+    #: Intel TAS: never checked.
+    NEVER = "never"
+    #: Components that query Prometheus each cycle: only the latest answer counts.
+    QUERY = "query"
+
+
+# Ours, with the recommended configuration: the TASViolations profile exactly as
+# deploy/cluster/descheduler.yaml ships it (limits, cooldown, breaker), plus LoadAware on the
+# combined CPU signal with AsymmetricLow deviation thresholds (deploy/descheduler/
+# load-aware.yaml) and the SoftTainter (deploy/descheduler/soft-tainter.yaml).
+OURS = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+maxNoOfPodsToEvictPerNode: 5
+maxNoOfPodsToEvictTotal: 20
+evictionCooldownSeconds: 300
+circuitBreaker:
+  maxViolatingNodeShare: 0.5
+profiles:
+  - name: tas
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          nodeFit: true
+          priorityThreshold:
+            name: system-cluster-critical
+          namespaces:
+            exclude: [kube-system]
+      - name: TASViolations
+        args:
+          violationSource: Metrics
+    plugins:
+      deschedule:
+        enabled: [TASViolations]
+  - name: relieve
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          nodeFit: true
+      - name: LoadAware
+        args:
+          deviationThresholds: AsymmetricLow
+          resources: [cpu_combined]
+      - name: SoftTainter
+        args:
+          taintKeyPrefix: telemetry.aware.scheduling
+    plugins:
+      balance:
+        enabled: [LoadAware, SoftTainter]
+"""
+
+# Intel TAS's health-metric demo runs the upstream descheduler with RemovePodsViolatingNodeAffinity
+# only (deploy/health-metric-demo/descheduler-policy.yaml, v1alpha1; the same in v1alpha2 here);
+# upstream's DefaultEvictor has nodeFit off, no cooldown and no breaker.
+TAS = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+evictionCooldownSeconds: 0
+circuitBreaker:
+  maxViolatingNodeShare: 1
+profiles:
+  - name: tas-demo
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          nodeFit: false
+      - name: RemovePodsViolatingNodeAffinity
+        args:
+          nodeAffinityType: [requiredDuringSchedulingIgnoredDuringExecution]
+    plugins:
+      deschedule:
+        enabled: [RemovePodsViolatingNodeAffinity]
+"""
+
+# The OpenShift descheduler documentation's LowNodeUtilization example (KubeDescheduler
+# strategies: CPUThreshold 10, MemoryThreshold 20, PodsThreshold 30, MemoryTargetThreshold 40,
+# CPUTargetThreshold 50, PodsTargetThreshold 60, NumberOfNodes 3), as upstream v1alpha2.
+REQUESTS_LNU = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+evictionCooldownSeconds: 0
+circuitBreaker:
+  maxViolatingNodeShare: 1
+profiles:
+  - name: lifecycle-and-utilization
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          nodeFit: false
+      - name: LowNodeUtilization
+        args:
+          thresholds: {cpu: 10, memory: 20, pods: 30}
+          targetThresholds: {cpu: 50, memory: 40, pods: 60}
+          numberOfNodes: 3
+    plugins:
+      balance:
+        enabled: [LowNodeUtilization]
+"""
+
+# The KubeVirtRelieveAndMigrate profile as the PSI lab configures the operator
+# (devActualUtilizationProfile: PrometheusCPUCombined, devDeviationThresholds: AsymmetricLow,
+# devEnableSoftTainter: true, evictionLimits node 2 / total 5), rendered the way the
+# cluster-kube-descheduler-operator renders it (pkg/operator/testdata/assets/
+# relieveAndMigrateDefaults.yaml: LowNodeUtilization, metricsUtilization.prometheus.query
+# `descheduler:combined_utilization_and_pressure:avg1m`, MetricResource thresholds 0 -> 10
+# with useDeviationThresholds, evictLocalStoragePods, metricsProviders). The soft taint key is
+# the one OpenShift Virtualization's tests wait for (nodeutilization.descheduler.openshift.io).
+PSI_PROFILE = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+metricsProviders:
+  - source: Prometheus
+    prometheus:
+      url: http://prometheus.simulator:9090
+maxNoOfPodsToEvictPerNode: 2
+maxNoOfPodsToEvictTotal: 5
+evictionCooldownSeconds: 0
+circuitBreaker:
+  maxViolatingNodeShare: 1
+profiles:
+  - name: KubeVirtRelieveAndMigrate
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          nodeFit: false
+          evictLocalStoragePods: true
+      - name: LowNodeUtilization
+        args:
+          evictableNamespaces:
+            exclude: [kube-system]
+          metricsUtilization:
+            source: Prometheus
+            prometheus:
+              query: "descheduler:combined_utilization_and_pressure:avg1m"
+          useDeviationThresholds: true
+          thresholds: {MetricResource: 0}
+          targetThresholds: {MetricResource: 10}
+      - name: SoftTainter
+        args:
+          taintKeyPrefix: nodeutilization.descheduler.openshift.io
+    plugins:
+      balance:
+        enabled: [LowNodeUtilization, SoftTainter]
+"""
+
+# Volcano's documented default policy (the volcano-descheduler ConfigMap in its docs and
+# installer): DefaultEvictor ignorePvcPods, nodeFit, priorityThreshold 10000; LoadAware with
+# thresholds cpu 30 / memory 30 and targetThresholds cpu 80 / memory 85. Volcano has no cooldown
+# and no circuit breaker.
+VOLCANO = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+evictionCooldownSeconds: 0
+circuitBreaker:
+  maxViolatingNodeShare: 1
+profiles:
+  - name: default
+    pluginConfig:
+      - name: DefaultEvictor
+        args:
+          ignorePvcPods: true
+          nodeFit: true
+          priorityThreshold:
+            value: 10000
+      - name: LoadAware
+        args:
+          evictableNamespaces:
+            exclude: [kube-system]
+          metrics:
+            address: null
+            type: null
+          nodeFit: true
+          targetThresholds:
+            cpu: 80
+            memory: 85
+          thresholds:
+            cpu: 30
+            memory: 30
+    plugins:
+      balance:
+        enabled: [LoadAware]
+"""
+
+
+@dataclass(frozen=True)
+class ContenderSpec:
+    name: str
+    extender: ExtenderKind
+    weight: int
+    descheduler: str | None
+    staleness: Staleness
+    #: Runs the policy controller (node and pod labels).
+    controller: bool
+    #: Its descheduler knows TASPolicies (nodeFit with dontschedule rules, TASViolations).
+    knows_policies: bool
+    #: Its descheduler reads per-pod usage (container metrics).
+    pod_usage: bool = False
+
+
+CONTENDERS: Mapping[str, ContenderSpec] = {
+    spec.name: spec
+    for spec in (
+        ContenderSpec("requests", ExtenderKind.NONE, 0, None, Staleness.QUERY, False, False),
+        ContenderSpec(
+            "requests-lnu", ExtenderKind.NONE, 0, REQUESTS_LNU, Staleness.QUERY, False, False
+        ),
+        ContenderSpec("tas", ExtenderKind.TAS, TAS_WEIGHT, TAS, Staleness.NEVER, True, False),
+        ContenderSpec(
+            "psi-profile", ExtenderKind.NONE, 0, PSI_PROFILE, Staleness.QUERY, False, False
+        ),
+        ContenderSpec(
+            "volcano-loadaware",
+            ExtenderKind.NONE,
+            0,
+            VOLCANO,
+            Staleness.QUERY,
+            False,
+            False,
+            pod_usage=True,
+        ),
+        ContenderSpec("ours", ExtenderKind.OURS, OURS_WEIGHT, OURS, Staleness.OURS, True, True),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A contender ready to run: its spec with the scenario's settings applied."""
+
+    spec: ContenderSpec
+    weight: int
+    config: DeschedulerConfig | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    name: str
+    reason: str
+
+
+def resolve(name: str, settings: ContenderSettings | None = None) -> Contender | Unavailable:
+    """The contender `name`, or why it cannot run here (its document is rejected)."""
+    spec = CONTENDERS[name]
+    settings = settings or ContenderSettings()
+    document: Any = settings.descheduler
+    if document is None and spec.descheduler is not None:
+        document = yaml.safe_load(spec.descheduler)
+    config = None
+    if document is not None:
+        try:
+            config = parse_config(document, registry=registry_for(name))
+        except ConfigError as error:
+            shown = "; ".join(error.problems[:3])
+            more = f" (and {len(error.problems) - 3} more)" if len(error.problems) > 3 else ""
+            return Unavailable(
+                name,
+                f"the descheduler config reader rejects its DeschedulerPolicy: {shown}{more}",
+            )
+    return Contender(spec, settings.extender_weight or spec.weight, config)

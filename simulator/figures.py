@@ -1,0 +1,281 @@
+"""The figures: the same numbers for every contender, judged on the model's true values.
+
+- `violating_placements`: pods placed on a node that, at that moment and on true values,
+  violated a dontschedule rule of the pod's policy;
+- `evacuation_seconds`: from a node turning violating (true values, a deschedule strategy) to
+  the last pod linking that policy leaving it: median and max over the episodes that ended
+  that way; `not_evacuated` counts episodes where the node recovered (or the run ended) with
+  linked pods still on it;
+- `evictions`: the total, and the most evictions of one pod (its usage stream, across
+  replacements) within any hour;
+- `pressure_spread`: the standard deviation of CPU pressure across nodes, mean and 95th
+  percentile over time after the warm-up;
+- `hottest_pressure`: the mean over time (after the warm-up) of the highest node pressure;
+- `work_lost`: core-seconds of demand not served after the warm-up: stalls (demand above a
+  node's cores) plus demand of pods that could not run (pending or starting after an eviction
+  or a kill), and its share of all demand. Counting displaced demand keeps evictions honest:
+  a pod that is moved does no work while it moves;
+- `pending_seconds`: 95th percentile of the time pods spent pending (pods still pending at the
+  end count with the time so far);
+- `herd_ratio` (scenarios with a burst): the most pods of the burst placed on one node over the
+  fair share (burst size / schedulable nodes);
+- `oom_kills`: pods ended because their node ran out of memory.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embedded.scheduler import Placement
+from simulator.world import ModelState, World
+from tas.policy import StrategyName, TASPolicy
+from tas.rules import POLICY_LABEL, deschedule_violations, filter_nodes
+from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
+
+Figures = dict[str, Any]
+#: Time series for the charts keep at most this many points.
+MAX_POINTS = 720
+#: Nodes drawn one line each; above this, percentile bands.
+MAX_NODE_LINES = 24
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+@dataclass
+class Series:
+    """What the charts draw, sampled every `every` steps."""
+
+    every: int
+    t: list[float] = field(default_factory=list)
+    utilization: list[list[float]] = field(default_factory=list)
+    pressure: list[list[float]] = field(default_factory=list)
+    spread: list[float] = field(default_factory=list)
+    evictions: list[int] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    banded: bool = False
+
+
+@dataclass
+class _Episode:
+    start: float
+    had_pods: bool
+
+
+class FigureRecorder:
+    def __init__(self, world: World, policies: Iterable[TASPolicy], *, warmup: float) -> None:
+        self.world = world
+        self.warmup = warmup
+        self.policies = {p.key: p for p in policies}
+        self._dontschedule_names = sorted(
+            {
+                str(rule.metricname)
+                for p in self.policies.values()
+                if (s := p.strategy(StrategyName.DONTSCHEDULE)) is not None
+                for rule in s.rules
+            }
+        )
+        self._deschedule = [
+            p for p in self.policies.values() if p.strategy(StrategyName.DESCHEDULE) is not None
+        ]
+        self._deschedule_names = sorted(
+            {
+                str(rule.metricname)
+                for p in self._deschedule
+                for s in (p.strategy(StrategyName.DESCHEDULE),)
+                if s is not None
+                for rule in s.rules
+            }
+        )
+        self.violating_placements = 0
+        self.placements = 0
+        self.evictions: list[tuple[float, int]] = []
+        self.spreads: list[float] = []
+        self.hottest: list[float] = []
+        self.demand = 0.0
+        self.stalled = 0.0
+        self.displaced = 0.0
+        self._episodes: dict[tuple[PolicyKey, NodeName], _Episode] = {}
+        self.evacuations: list[float] = []
+        self.not_evacuated = 0
+        steps = max(1, round(world.scenario.duration / world.scenario.step))
+        self.series = Series(every=max(1, math.ceil(steps / MAX_POINTS)))
+        self._step = 0
+        self._columns: MetricColumns = {}
+
+    # ----------------------------------------------------------------------- per step
+
+    def model(self, state: ModelState, dt: float) -> None:
+        """Record one step of the model (before this step's scheduling)."""
+        world = self.world
+        self._columns = world.true_columns(
+            state, sorted({*self._dontschedule_names, *self._deschedule_names})
+        )
+        present = state.present
+        pressure = state.pressure[present]
+        if state.t >= self.warmup:
+            self.spreads.append(float(pressure.std()) if len(pressure) else 0.0)
+            self.hottest.append(float(pressure.max()) if len(pressure) else 0.0)
+            self.demand += state.demand_total * dt
+            self.stalled += state.stalled * dt
+            self.displaced += state.displaced * dt
+        self._track_violations(state.t)
+        if self._step % self.series.every == 0:
+            self._sample(state)
+        self._step += 1
+
+    def _sample(self, state: ModelState) -> None:
+        series = self.series
+        present = np.flatnonzero(state.present)
+        series.t.append(state.t)
+        series.evictions.append(len(self.evictions))
+        pressure = state.pressure[present]
+        series.spread.append(float(pressure.std()) if len(pressure) else 0.0)
+        if self.world.node_count <= MAX_NODE_LINES:
+            series.nodes = list(self.world.node_names)
+            series.utilization.append(
+                [
+                    float(v) if state.present[i] else math.nan
+                    for i, v in enumerate(state.utilization)
+                ]
+            )
+            series.pressure.append(
+                [float(v) if state.present[i] else math.nan for i, v in enumerate(state.pressure)]
+            )
+        else:
+            series.banded = True
+            series.nodes = ["min", "median", "p90", "max"]
+            for values, target in (
+                (state.utilization[present], series.utilization),
+                (state.pressure[present], series.pressure),
+            ):
+                if len(values):
+                    target.append([float(np.percentile(values, q)) for q in (0, 50, 90, 100)])
+                else:
+                    target.append([math.nan] * 4)
+
+    def _track_violations(self, t: float) -> None:
+        if not self._deschedule:
+            return
+        current: set[tuple[PolicyKey, NodeName]] = set()
+        for policy in self._deschedule:
+            for node in deschedule_violations(policy, self._columns):
+                current.add((policy.key, node))
+        if not current and not self._episodes:
+            return
+        linked = self._linked_pods()
+        for key in current - self._episodes.keys():
+            self._episodes[key] = _Episode(t, linked.get(key, 0) > 0)
+        for key, episode in list(self._episodes.items()):
+            still = key in current
+            pods = linked.get(key, 0)
+            if not episode.had_pods:
+                if not still:
+                    del self._episodes[key]
+                continue
+            if pods == 0:
+                self.evacuations.append(t - episode.start)
+                if still:
+                    episode.had_pods = False  # evacuated; stays open until the node recovers
+                else:
+                    del self._episodes[key]
+            elif not still:
+                self.not_evacuated += 1
+                del self._episodes[key]
+
+    def _linked_pods(self) -> dict[tuple[PolicyKey, NodeName], int]:
+        counts: dict[tuple[PolicyKey, NodeName], int] = {}
+        keys = {p.key for p in self._deschedule}
+        for pod in self.world.cluster.list_pods():
+            name = pod.labels.get(POLICY_LABEL)
+            if not name or pod.node_name is None:
+                continue
+            key = PolicyKey(Namespace(pod.namespace), PolicyName(name))
+            if key in keys:
+                counts[(key, pod.node_name)] = counts.get((key, pod.node_name), 0) + 1
+        return counts
+
+    def placed(self, placements: Sequence[Placement]) -> None:
+        """Judge each placement on true values: did the node violate the pod's dontschedule?"""
+        for placement in placements:
+            if placement.node is None:
+                continue
+            self.placements += 1
+            namespace, _, name = placement.pod.partition("/")
+            try:
+                pod = self.world.cluster.get_pod(Namespace(namespace), name)
+            except Exception:
+                continue
+            policy_name = pod.labels.get(POLICY_LABEL)
+            if not policy_name:
+                continue
+            policy = self.policies.get(PolicyKey(Namespace(namespace), PolicyName(policy_name)))
+            if policy is None:
+                continue
+            if filter_nodes(policy, self._columns, [placement.node]).failed:
+                self.violating_placements += 1
+
+    def evicted(self, t: float, slots: Iterable[int]) -> None:
+        self.evictions.extend((t, slot) for slot in slots)
+
+    # -------------------------------------------------------------------- the figures
+
+    def finish(self) -> Figures:
+        world = self.world
+        for episode in self._episodes.values():
+            if episode.had_pods:
+                self.not_evacuated += 1
+        per_slot: dict[int, list[float]] = {}
+        for t, slot in self.evictions:
+            per_slot.setdefault(slot, []).append(t)
+        worst = 0
+        for times in per_slot.values():
+            times.sort()
+            start = 0
+            for end, t in enumerate(times):
+                while t - times[start] >= 3600.0:
+                    start += 1
+                worst = max(worst, end - start + 1)
+        waits = [*world.pending_durations, *world.still_pending()]
+        lost = self.stalled + self.displaced
+        figures: Figures = {
+            "violating_placements": self.violating_placements,
+            "evacuation_seconds": {
+                "median": statistics.median(self.evacuations) if self.evacuations else None,
+                "max": max(self.evacuations) if self.evacuations else None,
+                "evacuated": len(self.evacuations),
+                "not_evacuated": self.not_evacuated,
+            },
+            "evictions": {"total": len(self.evictions), "max_per_pod_hour": worst},
+            "pressure_spread": {
+                "mean": statistics.fmean(self.spreads) if self.spreads else 0.0,
+                "p95": percentile(self.spreads, 95),
+            },
+            "hottest_pressure": statistics.fmean(self.hottest) if self.hottest else 0.0,
+            "work_lost": {
+                "core_seconds": lost,
+                "share": lost / self.demand if self.demand > 0 else 0.0,
+                "stalled": self.stalled,
+                "displaced": self.displaced,
+            },
+            "pending_seconds": {"p95": percentile(waits, 95)},
+            "oom_kills": world.oom_kills,
+        }
+        if world.bursts:
+            ratios = []
+            for burst in world.bursts:
+                size = len(burst.pods)
+                fair = size / max(1, burst.schedulable_nodes)
+                most = max(burst.placed.values(), default=0)
+                ratios.append(most / fair if fair > 0 else 0.0)
+            figures["herd_ratio"] = max(ratios)
+        return figures

@@ -1,0 +1,324 @@
+"""The metrics pipeline between the model and the components: scrapes, rate windows, delay.
+
+Metrics lag reality in clusters, and how much they lag decides how well a telemetry-driven
+loop can do, so the simulator models the lag the way Prometheus makes it:
+
+- node-exporter's counters (CPU busy seconds, PSI waiting seconds) and gauges (memory, the
+  event-set node metrics such as `health_metric`) are scraped every `scrapeInterval`;
+- a query at time q sees only scrapes made by q - `delay` (rule evaluation, remote write,
+  adapter caches), and a rate is the counter's increase between the first and the last scrape
+  of the `window` ending there (`rate(node_pressure_cpu_waiting_seconds_total[1m])`): no rate
+  without two scrapes in the window, as in Prometheus;
+- each value carries its sample time (the last scrape's), so staleness checks judge it right.
+
+`ModelSource` serves this through the real `MetricSource` protocol, so every contender reads it
+through `tas.metrics.refreshing.RefreshingMetricView`, the components' own metric code path.
+Outages (the source fails) and bogus values (an exporter reporting nonsense for every node) are
+events of the scenario, applied here.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from descheduler.framework import PodUsage
+from descheduler.signals import combined_cpu
+from descheduler.state import CycleState, PodKey
+from simulator.clock import VirtualClock
+from simulator.scenario import Pipeline
+from simulator.world import (
+    CPU_PRESSURE,
+    CPU_UTILIZATION,
+    MEMORY_PRESSURE,
+    MEMORY_UTILIZATION,
+    ModelState,
+    World,
+)
+from tas.metrics.source import Fetched, Sample, SampleColumn
+from tas.types import MetricName, Namespace, NodeName
+
+FloatArray = npt.NDArray[np.float64]
+
+#: The OpenShift KubeVirtRelieveAndMigrate profile's query (`PrometheusCPUCombined`, from the
+#: cluster-kube-descheduler-operator's `utilizationProfileToPrometheusQuery`): utilization while
+#: the workers are not busy, pressure on busy nodes once they are (descheduler.signals).
+COMBINED_QUERY = MetricName("descheduler:combined_utilization_and_pressure:avg1m")
+#: Counters whose rate over the window is the metric (utilization and PSI are rates).
+_RATES = (CPU_UTILIZATION, CPU_PRESSURE, MEMORY_PRESSURE)
+
+
+@dataclass(frozen=True)
+class Scrape:
+    t: float
+    present: npt.NDArray[np.bool_]
+    counters: Mapping[str, FloatArray]
+    memory_utilization: FloatArray
+    gauges: Mapping[str, Mapping[NodeName, float]]
+    slot_cpu_seconds: FloatArray
+    slot_memory: FloatArray
+    slot_instance: npt.NDArray[np.int64]
+    slot_node: npt.NDArray[np.int64]
+
+
+class ScrapeStore:
+    """Cumulative counters integrated step by step, and the scrapes taken of them."""
+
+    def __init__(self, world: World, spec: Pipeline) -> None:
+        self.world = world
+        self.spec = spec
+        self.scrapes: list[Scrape] = []
+        self._times: list[float] = []
+        self._counters: dict[str, FloatArray] = {name: np.zeros(0) for name in _RATES}
+        self._slot_cpu = np.zeros(0)
+        self._last: ModelState | None = None
+        self._next_scrape = 0.0
+
+    def integrate(self, state: ModelState, dt: float) -> None:
+        """Add one step of the model to the counters (node-exporter's view of the kernel)."""
+        n = len(state.present)
+        for name, values in (
+            (CPU_UTILIZATION, state.utilization),
+            (CPU_PRESSURE, state.pressure),
+            (MEMORY_PRESSURE, state.memory_pressure),
+        ):
+            counter = _grown(self._counters[name], n)
+            counter += values * dt
+            self._counters[name] = counter
+        used = np.where(state.running, state.slot_cpu, 0.0)
+        self._slot_cpu = _grown(self._slot_cpu, len(used)) + used * dt
+        self._last = state
+
+    def maybe_scrape(self, t: float) -> None:
+        if t + 1e-9 < self._next_scrape or self._last is None:
+            return
+        state = self._last
+        world = self.world
+        self.scrapes.append(
+            Scrape(
+                t=t,
+                present=state.present.copy(),
+                counters={k: v.copy() for k, v in self._counters.items()},
+                memory_utilization=state.memory_utilization.copy(),
+                gauges={k: dict(v) for k, v in world.gauges.items()},
+                slot_cpu_seconds=self._slot_cpu.copy(),
+                slot_memory=np.where(state.running, state.slot_memory, 0.0),
+                slot_instance=np.asarray(world.slot_instance.view).copy(),
+                slot_node=np.where(state.running, np.asarray(world.slot_node.view), -1),
+            )
+        )
+        self._times.append(t)
+        self._next_scrape = t + self.spec.scrape_interval
+        horizon = t - self.spec.window - self.spec.delay - 2 * self.spec.scrape_interval
+        cut = bisect.bisect_left(self._times, horizon)
+        if cut > 0:
+            del self.scrapes[:cut]
+            del self._times[:cut]
+
+    def window_at(self, t: float) -> tuple[Scrape | None, Scrape | None]:
+        """The last scrape visible at `t` (after the delay), and the first of its window."""
+        end_at = bisect.bisect_right(self._times, t - self.spec.delay + 1e-9) - 1
+        if end_at < 0:
+            return None, None
+        end = self.scrapes[end_at]
+        start_at = bisect.bisect_left(self._times, end.t - self.spec.window - 1e-9)
+        start = self.scrapes[start_at] if start_at < end_at else None
+        return start, end
+
+
+def _grown(array: FloatArray, size: int) -> FloatArray:
+    if len(array) >= size:
+        return array
+    bigger = np.zeros(size)
+    bigger[: len(array)] = array
+    return bigger
+
+
+class ModelSource:
+    """The model's metrics as a `tas.metrics.source.MetricSource` (see the module docstring)."""
+
+    kind = "simulator"
+
+    def __init__(self, store: ScrapeStore, clock: VirtualClock) -> None:
+        self.store = store
+        self.clock = clock
+
+    def close(self) -> None:
+        return None
+
+    def fetch(self, names: frozenset[MetricName]) -> Fetched:
+        now = self.clock.elapsed
+        world = self.store.world
+        if any(start <= now < end for start, end in world.outages):
+            return Fetched(errors={"source": "metrics source unavailable (scenario outage)"})
+        start, end = self.store.window_at(now)
+        columns: dict[MetricName, SampleColumn] = {}
+        if end is None:
+            return Fetched(columns={name: {} for name in names}, ok=frozenset({"source"}))
+        stamp = self.clock.epoch(end.t)
+        rates = {name: self._rate(name, start, end) for name in _RATES}
+        for name in sorted(names):
+            values: Mapping[NodeName, float]
+            if name in rates:
+                values = rates[name]
+            elif name == MEMORY_UTILIZATION:
+                values = self._per_node(end.memory_utilization, end.present)
+            elif name == COMBINED_QUERY:
+                values = _combined(rates[CPU_UTILIZATION], rates[CPU_PRESSURE])
+            else:
+                values = dict(end.gauges.get(name, {}))
+            values = self._bogus(name, end.t, values, end)
+            columns[name] = {node: Sample(v, stamp) for node, v in values.items()}
+        return Fetched(columns=columns, ok=frozenset({"source"}))
+
+    def _per_node(
+        self, values: FloatArray, present: npt.NDArray[np.bool_]
+    ) -> dict[NodeName, float]:
+        names = self.store.world.node_names
+        return {names[i]: float(values[i]) for i in np.flatnonzero(present)}
+
+    def _rate(self, name: str, start: Scrape | None, end: Scrape) -> dict[NodeName, float]:
+        if start is None or end.t <= start.t:
+            return {}
+        a, b = start.counters[name], end.counters[name]
+        size = min(len(a), len(b))
+        rate = (b[:size] - a[:size]) / (end.t - start.t)
+        both = end.present[:size] & start.present[:size]
+        return self._per_node(np.clip(rate, 0.0, 1.0), both)
+
+    def _bogus(
+        self, name: str, t: float, values: Mapping[NodeName, float], end: Scrape
+    ) -> Mapping[NodeName, float]:
+        world = self.store.world
+        for begin, finish, metric, value, nodes in world.bogus:
+            if metric == name and begin <= t < finish:
+                targets = nodes or frozenset(self._per_node(end.memory_utilization, end.present))
+                values = {**values, **{NodeName(n): value for n in targets}}
+        return values
+
+    # ------------------------------------------------------------------ per-pod usage
+
+    def pod_usage(self) -> dict[tuple[str, str], tuple[float, float]]:
+        """Per pod: CPU cores (rate over the window) and memory bytes, as container metrics
+        (cAdvisor, metrics-server) report them. Only pods that ran through the whole window."""
+        start, end = self.store.window_at(self.clock.elapsed)
+        if start is None or end is None or end.t <= start.t:
+            return {}
+        world = self.store.world
+        size = min(len(start.slot_instance), len(end.slot_instance))
+        same = (
+            (start.slot_instance[:size] == end.slot_instance[:size])
+            & (start.slot_node[:size] >= 0)
+            & (end.slot_node[:size] == start.slot_node[:size])
+        )
+        cpu = (end.slot_cpu_seconds[:size] - start.slot_cpu_seconds[:size]) / (end.t - start.t)
+        found: dict[tuple[str, str], tuple[float, float]] = {}
+        for slot in np.flatnonzero(same):
+            name = world.slot_pod[slot]
+            if name is None or int(world.slot_instance.data[slot]) != int(end.slot_instance[slot]):
+                continue
+            namespace = world.scenario.workloads[world.slot_workload[slot]].namespace
+            found[(namespace, name)] = (float(cpu[slot]), float(end.slot_memory[slot]))
+        return found
+
+    def pod_usage_source(self, state: CycleState) -> PodUsage:
+        """`descheduler.framework.PodUsageSource`: usage as a share (0..100) of the pod's node."""
+        usage = self.pod_usage()
+        shares: dict[PodKey, dict[str, float]] = {}
+        for pod in state.pods:
+            node = state.nodes.get(pod.node_name) if pod.node_name else None
+            found = usage.get((pod.namespace, pod.name))
+            if node is None or found is None:
+                continue
+            cores = node.allocatable.get("cpu", 0.0)
+            memory = node.allocatable.get("memory", 0.0)
+            shares[(Namespace(pod.namespace), pod.name)] = {
+                "cpu": 100.0 * found[0] / cores if cores else 0.0,
+                "memory": 100.0 * found[1] / memory if memory else 0.0,
+            }
+        return shares
+
+    def metrics_server(
+        self,
+    ) -> tuple[dict[NodeName, dict[str, float]], dict[tuple[Namespace, str], dict[str, float]]]:
+        """What metrics-server would answer (metrics.k8s.io): usage per node and per pod."""
+        start, end = self.store.window_at(self.clock.elapsed)
+        world = self.store.world
+        pods = {
+            (Namespace(ns), name): {"cpu": cpu, "memory": memory}
+            for (ns, name), (cpu, memory) in self.pod_usage().items()
+        }
+        nodes: dict[NodeName, dict[str, float]] = {}
+        if end is not None:
+            utilization = self._rate(CPU_UTILIZATION, start, end)
+            for i in np.flatnonzero(end.present):
+                name = world.node_names[i]
+                if name in utilization:
+                    nodes[name] = {
+                        "cpu": utilization[name] * float(world.cores.data[i]),
+                        "memory": float(end.memory_utilization[i]) * float(world.memory.data[i]),
+                    }
+        return nodes, pods
+
+
+def _combined(
+    utilization: Mapping[NodeName, float], pressure: Mapping[NodeName, float]
+) -> dict[NodeName, float]:
+    if not utilization:
+        return {}
+    average = sum(utilization.values()) / len(utilization)
+    found: dict[NodeName, float] = {}
+    for node, value in utilization.items():
+        combined = combined_cpu(value, pressure.get(node), average_utilization=average)
+        if combined is not None:
+            found[node] = combined
+    return found
+
+
+class PrometheusApi:
+    """The pipeline as Prometheus's HTTP API answers it (`GET /api/v1/query`, instant vectors
+    labelled `instance`), for descheduler plugins that send their own PromQL: the handler of
+    an `httpx.MockTransport` (the descheduler's `prometheus_transport` seam). A query names a
+    metric the pipeline serves (the OpenShift profile's recording rule among them); anything
+    else is `bad_data`, as Prometheus answers an unknown expression. During an outage it
+    answers 503."""
+
+    def __init__(self, source: ModelSource) -> None:
+        self.source = source
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.rstrip("/").split("/")[-3:] != ["api", "v1", "query"]:
+            return httpx.Response(404, json={"status": "error", "error": "not found"})
+        query = request.url.params.get("query", "").strip()
+        name = MetricName(query)
+        served = {*_RATES, MEMORY_UTILIZATION, COMBINED_QUERY}
+        if name not in served and name not in self.source.store.world.gauges:
+            return httpx.Response(
+                400,
+                json={
+                    "status": "error",
+                    "errorType": "bad_data",
+                    "error": f"the simulator serves no query {query!r}",
+                },
+            )
+        fetched = self.source.fetch(frozenset({name}))
+        if fetched.errors:
+            return httpx.Response(
+                503, json={"status": "error", "errorType": "unavailable", "error": "outage"}
+            )
+        column = fetched.columns.get(name, {})
+        result = [
+            {"metric": {"instance": node}, "value": [sample.timestamp, repr(sample.value)]}
+            for node, sample in sorted(column.items())
+        ]
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
+        )

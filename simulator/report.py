@@ -1,0 +1,100 @@
+"""What a simulation leaves behind: `summary.json` (the same bytes for the same seed) and one
+terminal table per scenario (a row per contender, a column per figure)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from simulator.runner import ScenarioResult
+
+#: Significant digits kept in summary.json: enough to compare, few enough to read and diff.
+DIGITS = 6
+
+#: (column title, figure, key within it or None, format)
+COLUMNS: Sequence[tuple[str, str, str | None, str]] = (
+    ("viol.place", "violating_placements", None, "{:.0f}"),
+    ("evac med s", "evacuation_seconds", "median", "{:.0f}"),
+    ("evac max s", "evacuation_seconds", "max", "{:.0f}"),
+    ("not evac", "evacuation_seconds", "not_evacuated", "{:.0f}"),
+    ("evictions", "evictions", "total", "{:.0f}"),
+    ("max/pod/h", "evictions", "max_per_pod_hour", "{:.0f}"),
+    ("spread mean", "pressure_spread", "mean", "{:.3f}"),
+    ("spread p95", "pressure_spread", "p95", "{:.3f}"),
+    ("hottest", "hottest_pressure", None, "{:.3f}"),
+    ("lost core·s", "work_lost", "core_seconds", "{:.0f}"),
+    ("lost %", "work_lost", "share", "{:.2%}"),
+    ("pending p95 s", "pending_seconds", "p95", "{:.0f}"),
+    ("herd", "herd_ratio", None, "{:.2f}"),
+    ("oom", "oom_kills", None, "{:.0f}"),
+)
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.{DIGITS}g}")
+    if isinstance(value, Mapping):
+        return {str(k): _round(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_round(v) for v in value]
+    return value
+
+
+def summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
+    scenarios: dict[str, Any] = {}
+    for result in results:
+        entry: dict[str, Any] = {
+            "seed": result.seed,
+            "duration_seconds": result.scenario.duration,
+            "contenders": {
+                name: _round(run.figures) for name, run in sorted(result.results.items())
+            },
+        }
+        if result.unavailable:
+            entry["unavailable"] = dict(sorted(result.unavailable.items()))
+        scenarios[result.scenario.name] = entry
+    return {"scenarios": scenarios}
+
+
+def write_summary(results: Sequence[ScenarioResult], path: Path) -> None:
+    text = json.dumps(summary(results), indent=2, sort_keys=True) + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def _cell(figures: Mapping[str, Any], figure: str, key: str | None, fmt: str) -> str:
+    value = figures.get(figure)
+    if key is not None and isinstance(value, Mapping):
+        value = value.get(key)
+    if value is None or (isinstance(value, Mapping)):
+        return "-"
+    return fmt.format(value)
+
+
+def table(result: ScenarioResult) -> str:
+    """One scenario's figures as a fixed-width table."""
+    names = list(result.results)
+    columns = [c for c in COLUMNS if any(c[1] in result.results[n].figures for n in names)]
+    header = ["contender", *(c[0] for c in columns)]
+    rows = [
+        [name, *(_cell(result.results[name].figures, f, k, fmt) for _, f, k, fmt in columns)]
+        for name in names
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        first = row[0].ljust(widths[0])
+        return "  ".join(
+            [first, *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
+        )
+
+    scenario = result.scenario
+    title = f"{scenario.name} (seed {result.seed}, {scenario.duration / 60:g} min)"
+    out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    for name, reason in sorted(result.unavailable.items()):
+        out.append(f"{name}: unavailable: {reason}")
+    return "\n".join(out)

@@ -1,0 +1,235 @@
+"""One scenario, one seed, every contender: the closed loop on a virtual clock.
+
+Each contender gets its own world built from the same scenario and seed, so they face the
+same nodes, pods, usage and events. Every step (the scenario's `step`), in this order:
+
+1. the scenario's events that are due (health values, taints, scaling, nodes, faults);
+2. the workload model at this instant (usage, demand, pressure), its counters integrated and
+   OOM kills made; a scrape when one is due;
+3. every sync period: the metric view refreshes from the pipeline, the policy controller
+   reconciles (contenders that run one);
+4. every descheduling interval: the descheduler's cycle (Automatic mode);
+5. the kube-scheduler model places pending pods (the extender asked in-process).
+
+Everything that decides is the production code; the world, the kube-scheduler model and the
+pipeline are the same for every contender. Determinism: every random choice comes from the
+seed, nothing reads the wall clock or iterates an unordered collection to decide, so the same
+seed gives the same figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+
+from descheduler.cycle import Descheduler, Mode
+from descheduler.metrics import Result
+from embedded.scheduler import EmbeddedScheduler, Extender
+from policy_controller.metrics import ControllerMetrics
+from policy_controller.reconciler import Reconciler
+from simulator.clock import VirtualClock
+from simulator.contenders import (
+    CONTENDERS,
+    Contender,
+    ExtenderKind,
+    Staleness,
+    Unavailable,
+    resolve,
+)
+from simulator.extenders import OursExtender, TasExtender
+from simulator.figures import FigureRecorder, Figures, Series
+from simulator.pipeline import ModelSource, PrometheusApi, ScrapeStore
+from simulator.scenario import Scenario
+from simulator.world import World
+from tas.metrics.refreshing import RefreshingMetricView, default_max_age
+from tas.policies.cluster import ClusterPolicyLoader
+from tas.policies.store import PolicyStore
+from tas.policy import parse_policy
+from tas.types import MetricName
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[float], None]
+#: Staleness that never comes: TAS keeps every value forever.
+NEVER = 1e15
+
+
+@dataclass
+class RunResult:
+    contender: str
+    figures: Figures
+    series: Series
+    #: When each eviction happened (seconds into the run), for checks beyond the figures.
+    eviction_times: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    seed: int
+    results: dict[str, RunResult] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+def max_age(contender: Contender, scenario: Scenario) -> float:
+    if contender.spec.staleness is Staleness.NEVER:
+        return NEVER
+    if contender.spec.staleness is Staleness.OURS:
+        return default_max_age(scenario.sync_period)
+    # Queried each cycle: the answer of the last refresh only (a step of slack for rounding).
+    return scenario.sync_period + scenario.step / 2
+
+
+def run_contender(
+    scenario: Scenario,
+    contender: Contender,
+    *,
+    seed: int,
+    progress: Progress | None = None,
+) -> RunResult:
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=seed)
+    for document in scenario.policies:
+        world.cluster.apply_policy(document)
+    store_ = ScrapeStore(world, scenario.pipeline)
+    source = ModelSource(store_, clock)
+    view = RefreshingMetricView(
+        source,
+        sync_period=scenario.sync_period,
+        max_age=max_age(contender, scenario),
+        clock=clock.time,
+    )
+    policies = PolicyStore()
+    ClusterPolicyLoader(world.cluster, policies).sync()
+    # The same seed for every contender: where they decide alike (the kube-scheduler model's
+    # ties), they face the same chance.
+    rng = random.Random(f"{seed}/kube-scheduler")
+    extender: Extender | None = None
+    if contender.spec.extender is ExtenderKind.OURS:
+        extender = OursExtender(store=policies, view=view, clock=clock, weight=contender.weight)
+    elif contender.spec.extender is ExtenderKind.TAS:
+        extender = TasExtender(
+            store=policies,
+            view=view,
+            rng=random.Random(f"{seed}/tas-ties"),
+            weight=contender.weight,
+        )
+    scheduler = EmbeddedScheduler(world.cluster, extender=extender, rng=rng)
+    reconciler = None
+    if contender.spec.controller:
+        reconciler = Reconciler(
+            cluster=world.cluster,
+            policies=policies,
+            metric_view=view,
+            metrics=ControllerMetrics(CollectorRegistry()),
+            wall_clock=clock.now,
+        )
+        _ = reconciler.ready  # tells the view the policies' metric names
+    descheduler = None
+    if contender.config is not None:
+        knows = contender.spec.knows_policies
+        descheduler = Descheduler(
+            config=contender.config,
+            cluster=world.cluster,
+            metric_view=view,
+            policies=(lambda: policies.snapshot().policies) if knows else (lambda: {}),
+            mode=Mode.AUTOMATIC,
+            clock=clock,
+            pod_usage=source.pod_usage_source if contender.spec.pod_usage else None,
+            prometheus_transport=PrometheusApi(source).transport(),
+            token_file=None,
+        )
+    wanted: set[MetricName] = set()
+    if extender is not None or reconciler is not None:
+        wanted |= policies.snapshot().metric_names
+    if descheduler is not None:
+        wanted |= descheduler.wanted_metrics()
+    view.set_wanted(wanted)
+    recorder = FigureRecorder(
+        world, [parse_policy(d) for d in scenario.policies], warmup=scenario.warmup
+    )
+    steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
+    next_sync = 0.0
+    next_deschedule = scenario.descheduling_interval
+    report_every = max(1, steps // 100)
+    for index in range(steps):
+        t = index * scenario.step
+        clock.advance_to(t)
+        for event in world.due_events(t):
+            world.apply(event, t)
+        state = world.model(t)
+        if world.kill_out_of_memory(state):
+            state = world.model(t)
+        store_.integrate(state, scenario.step)
+        store_.maybe_scrape(t)
+        recorder.model(state, scenario.step)
+        if t + 1e-9 >= next_sync:
+            view.refresh_once()
+            if reconciler is not None:
+                reconciler.reconcile()
+            next_sync += scenario.sync_period
+        if descheduler is not None and t + 1e-9 >= next_deschedule:
+            _publish_metrics_server(world, source)
+            report = descheduler.run_cycle()
+            slots = [
+                slot
+                for d in report.decisions
+                if d.result == Result.EVICTED
+                and (slot := world.slot_of(d.namespace, d.name)) is not None
+            ]
+            recorder.evicted(t, slots)
+            next_deschedule += scenario.descheduling_interval
+        if world.pending_count():
+            recorder.placed(scheduler.schedule_pending())
+        if progress is not None and (index % report_every == 0 or index == steps - 1):
+            progress((index + 1) / steps)
+    clock.advance_to(steps * scenario.step)
+    return RunResult(
+        contender.name,
+        recorder.finish(),
+        recorder.series,
+        eviction_times=[t for t, _ in recorder.evictions],
+    )
+
+
+def _publish_metrics_server(world: World, source: ModelSource) -> None:
+    """What metrics-server answers, for descheduler plugins that read it (upstream
+    LowNodeUtilization's `metricsUtilization.source: KubernetesMetrics`)."""
+    publish = getattr(world.cluster, "set_extras", None)
+    if publish is None:
+        return
+    nodes, pods = source.metrics_server()
+    publish(node_metrics=nodes, pod_metrics=pods)
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    contenders: Sequence[str] = tuple(CONTENDERS),
+    seed: int | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> ScenarioResult:
+    chosen_seed = scenario.seed if seed is None else seed
+    result = ScenarioResult(scenario, chosen_seed)
+    for name in contenders:
+        resolved = resolve(name, scenario.contenders.get(name))
+        if isinstance(resolved, Unavailable):
+            result.unavailable[name] = resolved.reason
+            continue
+        report: Progress | None = None
+        if progress is not None:
+            report = _progress_for(progress, name)
+        result.results[name] = run_contender(scenario, resolved, seed=chosen_seed, progress=report)
+    return result
+
+
+def _progress_for(progress: Callable[[str, float], None], name: str) -> Progress:
+    def report(fraction: float) -> None:
+        progress(name, fraction)
+
+    return report

@@ -1,0 +1,478 @@
+"""The modelled world of one run: the in-memory cluster, the workload model and the events.
+
+Everything here is the same for every contender: the cluster the components act on
+(`embedded.cluster`), the pods' usage (`embedded.workload`), the scenario's events, and the
+bookkeeping the figures need (when pods were created, bound, evicted, killed).
+
+A pod's usage is a *slot*: the usage stream of one replica of a workload. The slot travels in
+a pod annotation, so when a pod is evicted and its controller creates a replacement (a copy of
+the pod, annotation included), the replacement carries on the same usage on its new node, after
+the start-up delay. The cluster's change notifications keep the slots' placement current.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from embedded.cluster import InMemoryCluster
+from embedded.workload import (
+    UsageBank,
+    cpu_pressures,
+    memory_pressures,
+    oom_victims,
+    slot_seed,
+)
+from simulator.clock import VirtualClock
+from simulator.scenario import Event, EventKind, NodeSpec, Scenario, WorkloadSpec
+from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
+from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
+from tas.types import MetricColumns, MetricName, Namespace, NodeName
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Replicas per block in which a workload's usage shares are met exactly.
+_BLOCK = 64
+
+#: The pod annotation that names a pod's usage stream (copied into replacements).
+SLOT_ANNOTATION = "simulator.telemetry-aware-scheduling/slot"
+#: The true-value metric names the model offers (besides event-set node metrics).
+CPU_UTILIZATION = MetricName("cpu_utilization")
+CPU_PRESSURE = MetricName("cpu_pressure")
+MEMORY_UTILIZATION = MetricName("memory_utilization")
+MEMORY_PRESSURE = MetricName("memory_pressure")
+
+
+@dataclass
+class ModelState:
+    """One step of the model: per node (index = world node index) and totals."""
+
+    t: float
+    present: npt.NDArray[np.bool_]
+    cores: FloatArray
+    demand: FloatArray
+    utilization: FloatArray
+    pressure: FloatArray
+    memory_used: FloatArray
+    memory_utilization: FloatArray
+    memory_pressure: FloatArray
+    #: Usage per slot at t (cores, bytes), and which slots ran.
+    slot_cpu: FloatArray
+    slot_memory: FloatArray
+    running: npt.NDArray[np.bool_]
+    #: Cores: wanted by every live slot, not served for stalls, not served for not running.
+    demand_total: float = 0.0
+    stalled: float = 0.0
+    displaced: float = 0.0
+
+
+@dataclass
+class Burst:
+    """Pods created together by a `scale` event marked `burst`, for the herd figure."""
+
+    at: float
+    pods: set[tuple[str, str]]
+    schedulable_nodes: int
+    placed: dict[str, int] = field(default_factory=dict)
+
+
+class _Grow:
+    """A numpy array that grows (amortized doubling), for per-slot and per-node values."""
+
+    def __init__(self, fill: float, dtype: type = np.float64) -> None:
+        self.fill = fill
+        self.data: npt.NDArray[np.generic] = np.full(16, fill, dtype=dtype)
+        self.size = 0
+
+    def append(self, value: float) -> None:
+        if self.size == len(self.data):
+            bigger = np.full(len(self.data) * 2, self.fill, dtype=self.data.dtype)
+            bigger[: self.size] = self.data[: self.size]
+            self.data = bigger
+        self.data[self.size] = value
+        self.size += 1
+
+    @property
+    def view(self) -> npt.NDArray[np.generic]:
+        return self.data[: self.size]
+
+
+class World:
+    def __init__(self, scenario: Scenario, *, clock: VirtualClock, seed: int) -> None:
+        self.scenario = scenario
+        self.clock = clock
+        self.seed = seed
+        self.cluster = InMemoryCluster(clock=clock)
+        # Nodes, by a stable index (a removed node keeps its index, marked absent).
+        self.node_names: list[NodeName] = []
+        self.node_index: dict[NodeName, int] = {}
+        self.cores = _Grow(0.0)
+        self.memory = _Grow(0.0)
+        self.present = _Grow(0.0)
+        #: Node metrics that only events set (health_metric ...): metric -> node -> value.
+        self.gauges: dict[str, dict[NodeName, float]] = {}
+        # Slots: one usage stream per replica.
+        self.cpu_bank = UsageBank()
+        self.memory_bank = UsageBank()
+        self.slot_workload: list[int] = []
+        self.slot_pod: list[str | None] = []
+        self.slot_node = _Grow(-1, np.int64)
+        self.slot_since = _Grow(math.nan)
+        self.slot_instance = _Grow(0, np.int64)
+        self.pod_slot: dict[tuple[str, str], int] = {}
+        self.workload_index = {w.name: i for i, w in enumerate(scenario.workloads)}
+        self.workload_slots: list[list[int]] = [[] for _ in scenario.workloads]
+        self._replicas_made = [0] * len(scenario.workloads)
+        self._patterns: dict[int, list[int]] = {}
+        # Bookkeeping for the figures.
+        self.created_at: dict[tuple[str, str], float] = {}
+        self.pending_durations: list[float] = []
+        self.oom_kills = 0
+        self.bursts: list[Burst] = []
+        self._events = list(scenario.events)
+        self.outages: list[tuple[float, float]] = []
+        self.bogus: list[tuple[float, float, str, float, frozenset[str]]] = []
+        self.cluster.subscribe(self._on_change)
+        for spec in scenario.nodes:
+            self.add_node(spec)
+        for workload in scenario.workloads:
+            self.create_replicas(workload, workload.replicas, 0.0)
+
+    # ------------------------------------------------------------------------ nodes
+
+    def add_node(self, spec: NodeSpec) -> None:
+        node = Node(
+            name=NodeName(spec.name),
+            labels=dict(spec.labels),
+            taints=spec.taints,
+            allocatable={"cpu": spec.cpu, "memory": spec.memory, "pods": float(spec.pods)},
+        )
+        self.cluster.add_node(node)
+        if node.name in self.node_index:
+            i = self.node_index[node.name]
+            self.cores.data[i], self.memory.data[i], self.present.data[i] = (
+                spec.cpu,
+                spec.memory,
+                1.0,
+            )
+        else:
+            self.node_index[node.name] = len(self.node_names)
+            self.node_names.append(node.name)
+            self.cores.append(spec.cpu)
+            self.memory.append(spec.memory)
+            self.present.append(1.0)
+        for metric, value in spec.metrics.items():
+            self.gauges.setdefault(metric, {})[node.name] = value
+
+    def remove_node(self, name: NodeName) -> None:
+        # The pod garbage collector deletes pods bound to a node that is gone; owners recreate.
+        for pod in self.cluster.list_pods(node=name):
+            self.cluster.kill_pod(pod.namespace, pod.name)
+        self.cluster.remove_node(name)
+        self.present.data[self.node_index[name]] = 0.0
+        for column in self.gauges.values():
+            column.pop(name, None)
+
+    @property
+    def node_count(self) -> int:
+        return len(self.node_names)
+
+    # ------------------------------------------------------------------------- pods
+
+    def _owner(self, workload: WorkloadSpec) -> OwnerReference:
+        if workload.kind == "StatefulSet":
+            return OwnerReference("StatefulSet", workload.name, f"sts-{workload.name}", True)
+        digest = hashlib.sha256(workload.name.encode()).hexdigest()[:8]
+        return OwnerReference(
+            "ReplicaSet", f"{workload.name}-{digest}", f"rs-{workload.name}", controller=True
+        )
+
+    def _variant(self, workload: WorkloadSpec, replica: int) -> int:
+        """Which usage variant a replica gets: in every block of 64 replicas the shares are met
+        (largest remainder), in an order shuffled by the seed, so names say nothing of load."""
+        if len(workload.usage) == 1:
+            return 0
+        w = self.workload_index[workload.name]
+        pattern = self._patterns.get(w)
+        if pattern is None:
+            total = sum(v.share for v in workload.usage)
+            quotas = [v.share / total * _BLOCK for v in workload.usage]
+            counts = [math.floor(q) for q in quotas]
+            by_remainder = sorted(range(len(quotas)), key=lambda i: (counts[i] - quotas[i], i))
+            for i in by_remainder[: _BLOCK - sum(counts)]:
+                counts[i] += 1
+            pattern = self._patterns[w] = [i for i, c in enumerate(counts) for _ in range(c)]
+        block, position = divmod(replica, _BLOCK)
+        order = np.random.default_rng([self.seed, w, block]).permutation(_BLOCK)
+        return pattern[int(order[position])]
+
+    def create_replicas(self, workload: WorkloadSpec, count: int, t: float) -> list[Pod]:
+        w = self.workload_index[workload.name]
+        owner = self._owner(workload)
+        requests = dict(workload.requests)
+        qos = QoSClass.BURSTABLE if any(requests.values()) else QoSClass.BEST_EFFORT
+        made: list[Pod] = []
+        for _ in range(count):
+            replica = self._replicas_made[w]
+            self._replicas_made[w] += 1
+            variant = workload.usage[self._variant(workload, replica)]
+            slot = len(self.slot_workload)
+            seed = slot_seed(self.seed, slot)
+            self.cpu_bank.add(variant.cpu, seed=seed)
+            self.memory_bank.add(variant.memory, seed=seed ^ 0x5BD1E995)
+            self.slot_workload.append(w)
+            self.slot_pod.append(None)
+            self.slot_node.append(-1)
+            self.slot_since.append(math.nan)
+            self.slot_instance.append(0)
+            self.workload_slots[w].append(slot)
+            name = (
+                f"{workload.name}-{replica}"
+                if workload.kind == "StatefulSet"
+                else f"{owner.name}-r{replica:04d}"
+            )
+            pod = Pod(
+                namespace=Namespace(workload.namespace),
+                name=name,
+                labels=dict(workload.labels),
+                annotations={SLOT_ANNOTATION: str(slot)},
+                node_name=None,
+                phase="Pending",
+                owners=(owner,),
+                priority=workload.priority,
+                qos_class=qos,
+                requests=requests,
+                node_selector=dict(workload.node_selector),
+                required_node_affinity=workload.node_affinity,
+                tolerations=workload.tolerations,
+            )
+            made.append(self.cluster.add_pod(pod))
+        return made
+
+    def scale(self, workload: WorkloadSpec, replicas: int, t: float, *, burst: bool) -> None:
+        w = self.workload_index[workload.name]
+        live = [s for s in self.workload_slots[w] if self.slot_pod[s] is not None]
+        if replicas > len(live):
+            schedulable = self._schedulable_nodes(workload)
+            pods = self.create_replicas(workload, replicas - len(live), t)
+            if burst:
+                keys = {(str(p.namespace), p.name) for p in pods}
+                self.bursts.append(Burst(t, keys, schedulable))
+            return
+
+        # ReplicaSet scale-down deletes unscheduled pods first, then the newest ones
+        # (kubernetes controller_utils ActivePods ordering, simplified to these two keys).
+        def rank(slot: int) -> tuple[int, float]:
+            node = int(self.slot_node.data[slot])
+            since = float(self.slot_since.data[slot])
+            return (0 if node < 0 else 1, -since if not math.isnan(since) else 0.0)
+
+        for slot in sorted(live, key=rank)[: len(live) - replicas]:
+            name = self.slot_pod[slot]
+            assert name is not None
+            self.cluster.remove_pod(Namespace(workload.namespace), name)
+
+    def _schedulable_nodes(self, workload: WorkloadSpec) -> int:
+        from tas.fit import matches_node_selection, untolerated_taint
+
+        probe = Pod(
+            namespace=Namespace(workload.namespace),
+            name="probe",
+            node_selector=dict(workload.node_selector),
+            required_node_affinity=workload.node_affinity,
+            tolerations=workload.tolerations,
+        )
+        return sum(
+            1
+            for n in self.cluster.list_nodes()
+            if n.ready
+            and not n.unschedulable
+            and matches_node_selection(probe, n)
+            and untolerated_taint(probe, n.taints) is None
+        )
+
+    def _on_change(self, change: ClusterChange) -> None:
+        if change.kind is not ResourceKind.POD:
+            return
+        key = (change.namespace, change.name)
+        if change.type is ChangeType.DELETED:
+            slot = self.pod_slot.get(key)
+            if slot is not None and self.slot_pod[slot] == change.name:
+                self.slot_pod[slot] = None
+                self.slot_node.data[slot] = -1
+                self.slot_since.data[slot] = math.nan
+            if key in self.created_at:
+                self.pending_durations.append(self.clock.elapsed - self.created_at.pop(key))
+            return
+        try:
+            pod = self.cluster.get_pod(Namespace(change.namespace), change.name)
+        except NotFoundError:
+            return
+        raw = pod.annotations.get(SLOT_ANNOTATION)
+        if raw is None:
+            return
+        slot = int(raw)
+        if change.type is ChangeType.ADDED:
+            self.pod_slot[key] = slot
+            self.slot_pod[slot] = pod.name
+            self.slot_instance.data[slot] += 1
+            if pod.node_name is None:
+                self.created_at[key] = self.clock.elapsed
+        if pod.node_name is not None and int(self.slot_node.data[slot]) < 0:
+            self.slot_node.data[slot] = self.node_index[pod.node_name]
+            self.slot_since.data[slot] = self.clock.elapsed
+            created = self.created_at.pop(key, None)
+            if created is not None:
+                self.pending_durations.append(self.clock.elapsed - created)
+            for burst in self.bursts:
+                if key in burst.pods:
+                    burst.placed[pod.node_name] = burst.placed.get(pod.node_name, 0) + 1
+
+    def pending_count(self) -> int:
+        return len(self.created_at)
+
+    def still_pending(self) -> list[float]:
+        """How long each pod still pending has waited so far."""
+        return [self.clock.elapsed - t for t in self.created_at.values()]
+
+    def slot_of(self, namespace: str, name: str) -> int | None:
+        return self.pod_slot.get((namespace, name))
+
+    # ------------------------------------------------------------------------ events
+
+    def due_events(self, t: float) -> list[Event]:
+        due = [e for e in self._events if e.at <= t]
+        self._events = [e for e in self._events if e.at > t]
+        return due
+
+    def apply(self, event: Event, t: float) -> None:
+        kind = event.kind
+        if kind is EventKind.SET_HEALTH:
+            column = self.gauges.setdefault(event.metric, {})
+            for name in event.nodes:
+                column[NodeName(name)] = event.value
+        elif kind in (EventKind.TAINT, EventKind.UNTAINT):
+            assert event.taint is not None
+            for name in event.nodes:
+                node = self.cluster.get_node(NodeName(name))
+                others = tuple(x for x in node.taints if x.key != event.taint.key)
+                taints: tuple[Taint, ...] = (
+                    (*others, event.taint) if kind is EventKind.TAINT else others
+                )
+                self.cluster.set_node_taints(node.name, taints)
+        elif kind in (EventKind.CORDON, EventKind.UNCORDON):
+            for name in event.nodes:
+                node = self.cluster.get_node(NodeName(name))
+                self.cluster.update_node(
+                    dataclasses.replace(node, unschedulable=kind is EventKind.CORDON)
+                )
+        elif kind is EventKind.SCALE:
+            workload = self.scenario.workloads[self.workload_index[event.workload]]
+            self.scale(workload, event.replicas, t, burst=event.burst)
+        elif kind is EventKind.ADD_NODES:
+            for spec in event.added:
+                self.add_node(spec)
+        elif kind is EventKind.REMOVE_NODES:
+            for name in event.nodes:
+                self.remove_node(NodeName(name))
+        elif kind is EventKind.METRIC_OUTAGE:
+            self.outages.append((t, t + event.lasts))
+        else:
+            nodes = frozenset(event.nodes)
+            self.bogus.append((t, t + event.lasts, event.metric, event.value, nodes))
+
+    # ------------------------------------------------------------------------- model
+
+    def model(self, t: float) -> ModelState:
+        n = self.node_count
+        cores = np.asarray(self.cores.view, dtype=np.float64)
+        capacity = np.asarray(self.memory.view, dtype=np.float64)
+        present = np.asarray(self.present.view) > 0
+        slot_cpu = self.cpu_bank.values(t)
+        slot_memory = self.memory_bank.values(t)
+        nodes = np.asarray(self.slot_node.view, dtype=np.int64)
+        since = np.asarray(self.slot_since.view, dtype=np.float64)
+        live = np.array([p is not None for p in self.slot_pod], dtype=np.bool_)
+        with np.errstate(invalid="ignore"):
+            running = (nodes >= 0) & (t >= since + self.scenario.startup_delay)
+        demand = np.bincount(nodes[running], weights=slot_cpu[running], minlength=n)[:n].astype(
+            np.float64
+        )
+        used = np.bincount(nodes[running], weights=slot_memory[running], minlength=n)[:n].astype(
+            np.float64
+        )
+        safe_cores = np.where(cores > 0, cores, 1.0)
+        utilization = np.where(present, np.minimum(demand, cores) / safe_cores, 0.0)
+        pressure = np.where(present, cpu_pressures(demand, cores), 0.0)
+        safe_memory = np.where(capacity > 0, capacity, 1.0)
+        memory_utilization = np.where(present, np.minimum(used / safe_memory, 1.0), 0.0)
+        memory_pressure = np.where(present, memory_pressures(used, capacity), 0.0)
+        stalled = float(np.maximum(demand - cores, 0.0)[present].sum())
+        return ModelState(
+            t=t,
+            present=present,
+            cores=cores,
+            demand=demand,
+            utilization=utilization,
+            pressure=pressure,
+            memory_used=used,
+            memory_utilization=memory_utilization,
+            memory_pressure=memory_pressure,
+            slot_cpu=slot_cpu,
+            slot_memory=slot_memory,
+            running=running,
+            demand_total=float(slot_cpu[live].sum()),
+            stalled=stalled,
+            displaced=float(slot_cpu[live & ~running].sum()),
+        )
+
+    def kill_out_of_memory(self, state: ModelState) -> int:
+        """Nodes above their memory end their largest pods (recreated by their owners)."""
+        kills = 0
+        capacity = np.asarray(self.memory.view, dtype=np.float64)
+        over = np.flatnonzero(state.present & (state.memory_used > capacity))
+        if not len(over):
+            return 0
+        nodes = np.asarray(self.slot_node.view, dtype=np.int64)
+        for i in over:
+            slots = np.flatnonzero(state.running & (nodes == i))
+            usages = [
+                (self.slot_pod[s] or "", float(state.slot_memory[s]))
+                for s in slots
+                if self.slot_pod[s] is not None
+            ]
+            for name in oom_victims(usages, float(capacity[i])):
+                slot = next(s for s in slots if self.slot_pod[s] == name)
+                workload = self.scenario.workloads[self.slot_workload[slot]]
+                self.cluster.kill_pod(Namespace(workload.namespace), name)
+                kills += 1
+        self.oom_kills += kills
+        return kills
+
+    def true_columns(self, state: ModelState, names: Sequence[str]) -> MetricColumns:
+        """What a rule would see on true model values, now (no scrape, no lag)."""
+        arrays: Mapping[str, FloatArray] = {
+            CPU_UTILIZATION: state.utilization,
+            CPU_PRESSURE: state.pressure,
+            MEMORY_UTILIZATION: state.memory_utilization,
+            MEMORY_PRESSURE: state.memory_pressure,
+        }
+        columns: dict[MetricName, dict[NodeName, float]] = {}
+        for name in names:
+            if name in arrays:
+                values = arrays[name]
+                columns[MetricName(name)] = {
+                    node: float(values[i])
+                    for i, node in enumerate(self.node_names)
+                    if state.present[i]
+                }
+            elif name in self.gauges:
+                columns[MetricName(name)] = dict(self.gauges[name])
+        return columns

@@ -1,0 +1,192 @@
+"""Every named scenario, shortened to a few minutes, for every contender that can run here;
+the issue's goals that hold on short runs; determinism.
+
+Covered:
+- each contender runs each scenario and reports every figure (contenders whose descheduler
+  document the config reader rejects are skipped with its reason);
+- ours places no pod on a node that violates the pod's dontschedule rules, in every scenario;
+- health-demo: TAS and ours both empty the violating node, ours within one controller sync,
+  one descheduling interval and the metric lag;
+- psi-taint-release: ours loses at most half the work `requests` loses, evicts no pod more than
+  twice an hour, and evicts less than the OpenShift PSI profile;
+- metric-outage: ours evicts nothing while its metrics are stale and keeps placing pods;
+- bogus-metric: ours evicts nothing while every node looks broken, and keeps placing pods;
+- herd: the herd ratio is measured;
+- the same seed gives byte-identical summary.json, in-process and in a fresh process with
+  another hash seed; `tas simulate` writes the summary shape, charts and a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.contenders import CONTENDERS, Unavailable, resolve
+from simulator.report import summary, write_summary
+from simulator.runner import ScenarioResult, max_age, run_scenario
+from simulator.scenario import load_scenario
+from tas_cli.main import main
+
+#: Virtual time each named scenario is cut to for the tests (its key events happen in it).
+SHORT = {
+    "health-demo": 600.0,
+    "psi-skewed": 480.0,
+    "psi-taint-release": 900.0,
+    "herd": 600.0,
+    "metric-outage": 720.0,
+    "bogus-metric": 540.0,
+    "scale-500": 120.0,
+}
+FIGURES = {
+    "violating_placements",
+    "evacuation_seconds",
+    "evictions",
+    "pressure_spread",
+    "hottest_pressure",
+    "work_lost",
+    "pending_seconds",
+}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, ScenarioResult]:
+    return {
+        name: run_scenario(load_scenario(name).with_duration(seconds))
+        for name, seconds in SHORT.items()
+    }
+
+
+def figures(results: dict[str, ScenarioResult], scenario: str, contender: str) -> Any:
+    result = results[scenario]
+    if contender in result.unavailable:
+        pytest.skip(f"{contender} is unavailable here: {result.unavailable[contender]}")
+    return result.results[contender].figures
+
+
+@pytest.mark.parametrize("contender", list(CONTENDERS))
+@pytest.mark.parametrize("scenario", list(SHORT))
+def test_every_contender_runs_every_scenario_and_reports_every_figure(
+    results: dict[str, ScenarioResult], scenario: str, contender: str
+) -> None:
+    found = figures(results, scenario, contender)
+    assert found.keys() >= FIGURES
+    assert ("herd_ratio" in found) == (scenario == "herd")
+    assert 0 <= found["work_lost"]["share"] <= 1
+
+
+@pytest.mark.parametrize("scenario", list(SHORT))
+def test_ours_never_places_a_pod_on_a_node_violating_its_dontschedule_rules(
+    results: dict[str, ScenarioResult], scenario: str
+) -> None:
+    assert figures(results, scenario, "ours")["violating_placements"] == 0
+
+
+def test_health_demo_tas_and_ours_both_empty_the_violating_node(
+    results: dict[str, ScenarioResult],
+) -> None:
+    for contender in ("tas", "ours"):
+        evacuation = figures(results, "health-demo", contender)["evacuation_seconds"]
+        assert evacuation["evacuated"] >= 1, contender
+        assert evacuation["not_evacuated"] == 0, contender
+    assert figures(results, "health-demo", "requests")["evacuation_seconds"]["not_evacuated"] == 1
+
+
+def test_health_demo_ours_evacuates_within_one_sync_one_interval_and_the_metric_lag(
+    results: dict[str, ScenarioResult],
+) -> None:
+    scenario = results["health-demo"].scenario
+    bound = (
+        scenario.sync_period
+        + scenario.descheduling_interval
+        + scenario.pipeline.scrape_interval
+        + scenario.pipeline.delay
+        + scenario.step
+    )
+    evacuation = figures(results, "health-demo", "ours")["evacuation_seconds"]
+    assert evacuation["max"] is not None
+    assert evacuation["max"] <= bound
+
+
+def test_psi_taint_release_ours_beats_requests_and_evicts_gently(
+    results: dict[str, ScenarioResult],
+) -> None:
+    ours = figures(results, "psi-taint-release", "ours")
+    requests = figures(results, "psi-taint-release", "requests")
+    assert ours["work_lost"]["core_seconds"] <= 0.5 * requests["work_lost"]["core_seconds"]
+    assert ours["evictions"]["max_per_pod_hour"] <= 2
+    if "psi-profile" not in results["psi-taint-release"].unavailable:
+        psi = figures(results, "psi-taint-release", "psi-profile")
+        assert ours["evictions"]["total"] < psi["evictions"]["total"]
+
+
+def test_metric_outage_ours_evicts_nothing_on_stale_data_and_keeps_placing(
+    results: dict[str, ScenarioResult],
+) -> None:
+    result = results["metric-outage"]
+    scenario = result.scenario
+    outage = next(e for e in scenario.events if e.kind == "metric-outage")
+    contender = resolve("ours")
+    assert not isinstance(contender, Unavailable)
+    stale_from = outage.at + max_age(contender, scenario)
+    until = outage.at + outage.lasts + scenario.pipeline.window + scenario.pipeline.delay
+    times = result.results["ours"].eviction_times
+    assert not [t for t in times if stale_from <= t <= until]
+    assert figures(results, "metric-outage", "ours")["pending_seconds"]["p95"] <= 60
+
+
+def test_bogus_metric_ours_evicts_nothing(results: dict[str, ScenarioResult]) -> None:
+    assert figures(results, "bogus-metric", "ours")["evictions"]["total"] == 0
+
+
+def test_bogus_metric_ours_keeps_placing_pods(results: dict[str, ScenarioResult]) -> None:
+    assert figures(results, "bogus-metric", "ours")["pending_seconds"]["p95"] <= 30
+
+
+def test_herd_ratio_is_measured_for_every_contender(results: dict[str, ScenarioResult]) -> None:
+    for name, run in results["herd"].results.items():
+        assert run.figures["herd_ratio"] >= 1.0, name
+
+
+def test_the_same_seed_gives_the_same_summary(results: dict[str, ScenarioResult]) -> None:
+    again = run_scenario(load_scenario("psi-skewed").with_duration(SHORT["psi-skewed"]))
+    first = json.dumps(summary([results["psi-skewed"]]), sort_keys=True)
+    assert json.dumps(summary([again]), sort_keys=True) == first
+
+
+def test_the_same_seed_gives_the_same_bytes_in_a_fresh_process(tmp_path: Path) -> None:
+    scenario = load_scenario("health-demo").with_duration(240)
+    here = tmp_path / "here.json"
+    write_summary([run_scenario(scenario)], here)
+    out = tmp_path / "there"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    command = [
+        sys.executable, "-m", "tas_cli", "simulate", "health-demo",
+        "--duration", "4m", "--no-charts", "--out", str(out),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, env=env, capture_output=True, timeout=120)
+    assert (out / "summary.json").read_bytes() == here.read_bytes()
+
+
+def test_tas_simulate_writes_the_summary_charts_and_a_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["simulate", "herd", "--duration", "9m", "--contenders", "requests,ours",
+         "--seed", "4", "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert code == 0
+    document = json.loads((tmp_path / "summary.json").read_text())
+    contenders = document["scenarios"]["herd"]["contenders"]
+    assert set(contenders) == {"requests", "ours"}
+    assert contenders["ours"]["evictions"].keys() == {"total", "max_per_pod_hour"}
+    for chart in ("herd-nodes.png", "herd-spread.png"):
+        assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    printed = capsys.readouterr().out
+    assert "herd (seed 4, 9 min)" in printed
+    assert "herd" in printed.splitlines()[1]
