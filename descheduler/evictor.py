@@ -38,7 +38,6 @@ from descheduler.plugins.default_evictor import EvictorArgs, NoEvictionPolicy, P
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
 from tas.cluster.model import (
-    EVICT_ANNOTATION,
     NamespaceInfo,
     ObjectReference,
     PersistentVolumeClaim,
@@ -47,6 +46,7 @@ from tas.cluster.model import (
     QoSClass,
 )
 from tas.types import Namespace, NodeName
+from tas.vocabulary import EVICT_ANNOTATION
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from tas.cluster.model import Node, Pod, PodDisruptionBudget
 from tas.policy import TASPolicy
-from tas.rules import POLICY_LABEL
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
+from tas.vocabulary import POLICY_LABEL
 
 PodKey = tuple[Namespace, str]
 _FINISHED = ("Succeeded", "Failed")

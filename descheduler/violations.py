@@ -14,8 +14,9 @@ from collections.abc import Iterable
 
 from descheduler.state import CycleState
 from tas.policy import StrategyName, TASPolicy
-from tas.rules import POD_VIOLATION_LABEL, VIOLATING, deschedule_violations, violation_reason
+from tas.rules import deschedule_violations, violation_reason
 from tas.types import NodeName
+from tas.vocabulary import POD_VIOLATION_LABEL, VIOLATING
 
 
 class ViolationSource(enum.StrEnum):

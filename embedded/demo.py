@@ -5,18 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from embedded.cluster import InMemoryCluster
-from tas.cluster.model import (
-    TELEMETRY_RESOURCE,
-    Node,
-    NodeSelectorTerm,
-    OwnerReference,
-    Pod,
-    QoSClass,
-    Requirement,
-)
+from tas.cluster.model import Node, NodeSelectorTerm, OwnerReference, Pod, QoSClass, Requirement
 from tas.metrics.textfile import write_node_metric
-from tas.rules import POLICY_LABEL, VIOLATING
 from tas.types import Namespace, NodeName
+from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE, VIOLATING
 
 NAMESPACE = Namespace("health-metric-demo")
 POLICY = "demo-policy"

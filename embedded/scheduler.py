@@ -48,12 +48,7 @@ import numpy.typing as npt
 
 from embedded.cluster import InMemoryCluster
 from tas.cluster.interface import ClusterError
-from tas.cluster.model import (
-    TELEMETRY_RESOURCE,
-    Node,
-    Pod,
-    TaintEffect,
-)
+from tas.cluster.model import Node, Pod, TaintEffect
 from tas.fit import (
     PODS_RESOURCE,
     holds_resources,
@@ -62,8 +57,8 @@ from tas.fit import (
     requested,
     untolerated_taint,
 )
-from tas.rules import POLICY_LABEL
 from tas.types import NodeName
+from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE
 
 log = logging.getLogger(__name__)
 

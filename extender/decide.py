@@ -17,8 +17,9 @@ from extender.wire import PodInfo
 from tas.breaker import DEFAULT_MAX_SHARE, judge_strategy
 from tas.policies.store import PolicySnapshot
 from tas.policy import StrategyName, TASPolicy
-from tas.rules import POLICY_LABEL, ScoreMode, filter_nodes, score_nodes
+from tas.rules import ScoreMode, filter_nodes, score_nodes
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName, PolicyKey, PolicyName
+from tas.vocabulary import POLICY_LABEL
 
 _STRATEGY = {Verb.FILTER: StrategyName.DONTSCHEDULE, Verb.PRIORITIZE: StrategyName.SCHEDULEONMETRIC}
 

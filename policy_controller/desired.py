@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 from tas.breaker import DEFAULT_MAX_SHARE, BreakerVerdict
 from tas.policy import Strategy, StrategyName, TASPolicy
-from tas.rules import VIOLATING, RuleHit, labeling_labels, violations
+from tas.rules import RuleHit, labeling_labels, violations
 from tas.types import MetricColumns, NodeName, PolicyKey
+from tas.vocabulary import VIOLATING
 
 NodeHits = Mapping[NodeName, tuple[RuleHit, ...]]
 

@@ -30,12 +30,14 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tas.cluster.model import Node, Pod
-from tas.policy import LABELING_PREFIX
-from tas.rules import POD_VIOLATION_LABEL, POLICY_LABEL, VIOLATING
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
-
-#: Node annotation listing the bare label keys (`<policy>=violating`) this controller placed.
-OWNED_ANNOTATION = "telemetry.aware.scheduling/owned-labels"
+from tas.vocabulary import (
+    LABELING_PREFIX,
+    OWNED_ANNOTATION,
+    POD_VIOLATION_LABEL,
+    POLICY_LABEL,
+    VIOLATING,
+)
 
 _FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 

@@ -29,8 +29,9 @@ from tas.cluster.model import Node, ObjectReference
 from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.policy import StrategyName
-from tas.rules import VIOLATING, violation_reason
+from tas.rules import violation_reason
 from tas.types import NodeName, PolicyKey
+from tas.vocabulary import VIOLATING
 
 log = logging.getLogger(__name__)
 

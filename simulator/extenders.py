@@ -28,8 +28,9 @@ from tas.cluster.model import Pod
 from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.policy import Operator, StrategyName, TASPolicy
-from tas.rules import POLICY_LABEL, ScoreMode, filter_nodes
+from tas.rules import ScoreMode, filter_nodes
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.vocabulary import POLICY_LABEL
 
 #: The weight this project recommends (docs/deploy.md) and TAS ships.
 OURS_WEIGHT = 5

@@ -35,8 +35,9 @@ import numpy as np
 from embedded.scheduler import Placement
 from simulator.world import ModelState, World
 from tas.policy import StrategyName, TASPolicy
-from tas.rules import POLICY_LABEL, deschedule_violations, filter_nodes
+from tas.rules import deschedule_violations, filter_nodes
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
+from tas.vocabulary import POLICY_LABEL
 
 Figures = dict[str, Any]
 #: Time series for the charts keep at most this many points.

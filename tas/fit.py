@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tas.cluster.model import TELEMETRY_RESOURCE, Node, Pod, Taint, TaintEffect
+from tas.cluster.model import Node, Pod, Taint, TaintEffect
+from tas.vocabulary import TELEMETRY_RESOURCE
 
 _TERMINAL = ("Succeeded", "Failed")
 #: Capacity from allocatable that counts pods, not a resource a pod requests.

@@ -30,15 +30,10 @@ from pydantic_core import ErrorDetails
 
 from tas.quantity import QuantityError, parse_quantity
 from tas.types import MetricName, Namespace, PolicyKey, PolicyName
+from tas.vocabulary import GROUP, KIND, LABELING_PREFIX, VERSION
 
-GROUP = "telemetry.intel.com"
-VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
-KIND = "TASPolicy"
-PLURAL = "taspolicies"
 
-#: Node labels of the labeling strategy live under this prefix plus the policy name.
-LABELING_PREFIX = "telemetry.aware.scheduling."
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from tas.policy import (
-    LABELING_PREFIX,
     LogicalOperator,
     Operator,
     Rule,
@@ -28,6 +27,7 @@ from tas.policy import (
     format_number,
 )
 from tas.types import MetricColumn, MetricColumns, NodeName, PolicyName
+from tas.vocabulary import LABELING_PREFIX
 
 _COMPARE: dict[Operator, Callable[[float, float], bool]] = {
     Operator.EQUALS: op.eq,
@@ -37,13 +37,6 @@ _COMPARE: dict[Operator, Callable[[float, float], bool]] = {
     Operator.LESS_OR_EQUAL: op.le,
     Operator.NOT_EQUALS: op.ne,
 }
-
-#: The value of the node label a violating node carries under the bare policy name.
-VIOLATING = "violating"
-#: Pods linking a policy and running on a node that violates it carry `violate=<policy>`.
-POD_VIOLATION_LABEL = "violate"
-#: Pods opt into a policy with this label; the policy is looked up in the pod's namespace.
-POLICY_LABEL = "telemetry-policy"
 
 
 class ScoreMode(StrEnum):

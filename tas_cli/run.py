@@ -37,7 +37,7 @@ from tas.metrics.textformat import parse_text
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
-from tas.rules import POD_VIOLATION_LABEL
+from tas.vocabulary import POD_VIOLATION_LABEL
 from tas_cli import common
 
 log = logging.getLogger("tas.run")

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from descheduler.args import FieldReader
 from descheduler.framework import ExtensionPoint, Plugin, PluginName
 from descheduler.plugins import load_aware, low_node_utilization
+from tas.vocabulary import DEFAULT_TAINT_PREFIX
 
 NAME = PluginName("SoftTainter")
-DEFAULT_TAINT_PREFIX = "telemetry.aware.scheduling"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from descheduler.state import CycleState
 from descheduler.violations import ViolationSource, violating_nodes
 from tas.cluster.model import Pod
 from tas.policy import TASPolicy
-from tas.rules import POD_VIOLATION_LABEL
 from tas.types import NodeName, PolicyKey, PolicyName
+from tas.vocabulary import POD_VIOLATION_LABEL
 
 NAME = PluginName("TASViolations")
 

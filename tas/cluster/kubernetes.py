@@ -63,8 +63,8 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.policy import GROUP, PLURAL, VERSION
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.vocabulary import GROUP, PLURAL, VERSION
 
 log = logging.getLogger(__name__)
 

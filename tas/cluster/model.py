@@ -13,12 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tas.types import Namespace, NodeName
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
-EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
-#: The extended resource TAS-managed pods request; kube-scheduler ignores it for fit.
-TELEMETRY_RESOURCE = "telemetry/scheduling"
+from tas.vocabulary import CONFIG_SOURCE_ANNOTATION, MIRROR_ANNOTATION
 
 
 class TaintEffect(enum.StrEnum):

@@ -21,7 +21,7 @@ import yaml
 
 from descheduler.config import parse_config
 from embedded.cluster import InMemoryCluster
-from tas.rules import POLICY_LABEL
+from tas.vocabulary import POLICY_LABEL
 from tas_cli import descheduler as tas_descheduler
 from tas_cli.descheduler import build_parser, run
 from tests.descheduler.builders import cluster_with, make_node, make_pod

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from policy_controller.diff import OWNED_ANNOTATION
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
 from tas.cluster.informer import Backoff
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
+from tas.vocabulary import OWNED_ANNOTATION
 from tests.controller.support import DEMO_NAMESPACE, AgingMetricView, health_policy_document
 from tests.k8s_emulator import KubeEmulator
 

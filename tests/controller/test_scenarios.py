@@ -29,13 +29,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from embedded.cluster import WriteKind
-from policy_controller.diff import OWNED_ANNOTATION
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
 from tas.cluster.interface import TransientClusterError
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import NodeName, PolicyKey, PolicyName
+from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import policy_document, rule
 from tests.controller.support import (
     DEMO_NAMESPACE,

@@ -37,9 +37,6 @@ from descheduler.state import CycleState
 from embedded.cluster import WriteKind
 from tas.cluster.interface import TransientClusterError
 from tas.cluster.model import (
-    CONFIG_SOURCE_ANNOTATION,
-    EVICT_ANNOTATION,
-    MIRROR_ANNOTATION,
     LabelSelector,
     OwnerReference,
     Pod,
@@ -48,6 +45,7 @@ from tas.cluster.model import (
     Volume,
 )
 from tas.types import Namespace, NodeName
+from tas.vocabulary import CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION
 from tests.descheduler.builders import (
     START,
     FakeClock,

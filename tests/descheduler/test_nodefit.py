@@ -12,7 +12,6 @@ import pytest
 
 from descheduler.nodefit import fitting_nodes
 from tas.cluster.model import (
-    TELEMETRY_RESOURCE,
     Node,
     NodeSelectorTerm,
     Pod,
@@ -23,8 +22,8 @@ from tas.cluster.model import (
 )
 from tas.fit import rejection
 from tas.metrics.static import StaticMetricView
-from tas.rules import POLICY_LABEL
 from tas.types import MetricName
+from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE
 from tests.builders import make_policy, metrics, rule
 from tests.descheduler.builders import (
     cluster_with,

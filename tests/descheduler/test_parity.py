@@ -24,8 +24,8 @@ from descheduler.profiles import OwnerCooldown
 from embedded.cluster import InMemoryCluster
 from tas.cluster.model import LabelSelector, PodDisruptionBudget, Taint, TaintEffect
 from tas.metrics.static import StaticMetricView
-from tas.rules import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas.types import MetricName, Namespace
+from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     FakeClock,

@@ -18,15 +18,13 @@ from hypothesis import strategies as st
 from descheduler.config import parse_config
 from descheduler.cycle import Mode
 from descheduler.evictor import ProtectionRules
-from tas.cluster.model import (
+from tas.cluster.model import OwnerReference, Pod, Volume
+from tas.vocabulary import (
     CONFIG_SOURCE_ANNOTATION,
     EVICT_ANNOTATION,
     MIRROR_ANNOTATION,
-    OwnerReference,
-    Pod,
-    Volume,
+    POLICY_LABEL,
 )
-from tas.rules import POLICY_LABEL
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import START, cluster_with, make_descheduler, make_node, make_pod
 

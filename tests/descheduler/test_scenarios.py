@@ -24,11 +24,11 @@ from prometheus_client import CollectorRegistry
 from descheduler.cycle import Mode
 from descheduler.state import CycleState
 from embedded.cluster import WriteKind
-from tas.cluster.model import TELEMETRY_RESOURCE, Taint, TaintEffect
+from tas.cluster.model import Taint, TaintEffect
 from tas.fit import rejection
 from tas.metrics.static import StaticMetricView
-from tas.rules import POLICY_LABEL
 from tas.types import MetricName, NodeName
+from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     cluster_with,

@@ -30,8 +30,8 @@ from tas.cluster.model import (
     Toleration,
 )
 from tas.metrics.static import StaticMetricView
-from tas.rules import POLICY_LABEL
 from tas.types import MetricName
+from tas.vocabulary import POLICY_LABEL
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     START,

@@ -23,8 +23,8 @@ from embedded.cluster import InMemoryCluster
 from embedded.extender_client import HttpExtender
 from embedded.scheduler import EmbeddedScheduler, ExtenderError, FilterAnswer
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
-from tas.rules import POLICY_LABEL
 from tas.types import Namespace, NodeName
+from tas.vocabulary import POLICY_LABEL
 from tests.extender.support import health_policies, health_view, running_extender
 
 NAMESPACE = Namespace("default")
