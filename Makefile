@@ -34,6 +34,7 @@ imports: $(STAMP)
 ## make debs: the real prometheus and node-exporter the metrics integration tests start.
 debs:
 	sh scripts/ensure-debs.sh
+	sh scripts/ensure-browser.sh
 
 unit: $(STAMP) debs
 	$(BIN)/python -m pytest -q

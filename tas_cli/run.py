@@ -1,61 +1,102 @@
-"""`tas run` (`make run`): the health-metric demo on the embedded default, the loop closed.
+"""`tas run` (`make run`): the health-metric demo on the embedded default, on a live dashboard.
 
 Everything real except the cluster: the extender serves HTTP on 127.0.0.1, the policy
-controller labels nodes and pods, the descheduler (Automatic) evicts, and a small scheduler
-places pending pods by calling the extender with kube-scheduler's wire format. The cluster is
-the in-memory one; node telemetry comes from textfiles that `tas set-health` rewrites.
+controller labels nodes and pods and writes policy status, the descheduler (Automatic: TAS
+violations, load-aware rebalancing, soft taints) evicts, and the kube-scheduler model places
+pending pods by calling the extender with kube-scheduler's wire format. The cluster is the
+in-memory one (`embedded.demo`); node telemetry is textfiles, written every sync period by the
+workload model (`embedded.live_telemetry`) and by `tas set-health`, and read back by the real
+textfile metric source. The dashboard (`dashboard/`) shows it all and offers the demo's
+controls; its JSON API is in docs/dashboard.md. With `--scenario`, a simulator scenario takes
+the demo's place, in real time (`tas_cli/live_scenario.py`).
+
+One loop, one tick per sync period: the model writes the textfiles, the metric view reads
+them, the scheduler places pending pods, the controller reconciles, the descheduler runs when
+its interval is due, and the dashboard's recorder takes note. SIGINT/SIGTERM end it within 2 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import shlex
 import sys
-import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import yaml
 from prometheus_client import CollectorRegistry
 
-from descheduler.config import ConfigError, load_config_file
+from dashboard.app import Controls, create_dashboard_app
+from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
+from descheduler.config import ConfigError, DeschedulerConfig, load_config_file
 from descheduler.cycle import Descheduler, Mode
+from descheduler.framework import PodUsage
 from descheduler.metrics import DeschedulerMetrics
-from embedded.cluster import InMemoryCluster
-from embedded.demo import HEALTH_SERIES, NODES, build_demo_cluster, write_start_metrics
+from descheduler.signals import Signal
+from descheduler.state import CycleState
+from embedded.cluster import InMemoryCluster, policy_key_of
+from embedded.demo import (
+    DEMO_APP,
+    NODES,
+    DemoWorld,
+    build_demo_cluster,
+    profile_of,
+    write_start_metrics,
+)
 from embedded.extender_client import HttpExtender
+from embedded.live_telemetry import LiveTelemetry, TelemetryStep
 from embedded.scheduler import EmbeddedScheduler
 from extender.app import create_app
+from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
 from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
-from tas.clock import SystemClock
+from tas.clock import Clock, SystemClock
 from tas.metrics import MetricSourceError, open_metric_view
-from tas.metrics.textformat import parse_text
-from tas.policies.files import PolicyFileWatcher
+from tas.policies.cluster import ClusterPolicyLoader
+from tas.policies.files import policy_files
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
-from tas.vocabulary import POD_VIOLATION_LABEL
+from tas.types import MetricColumns, MetricName, PolicyKey
+from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas_cli import common
 
 log = logging.getLogger("tas.run")
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "deploy" / "health-metric-demo"
+SHUTDOWN_SECONDS = 1.5
 
 
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "run",
-        help="the health-metric demo on the embedded cluster (no Kubernetes, no Prometheus)",
+        help="the health-metric demo on the embedded cluster, with a live dashboard",
         description="Run the extender, the policy controller, the descheduler and a small "
-        "scheduler against an in-memory cluster whose node metrics are textfiles.",
+        "scheduler against an in-memory cluster whose node metrics are textfiles, and serve "
+        "a dashboard that shows the loop and offers the demo's controls.",
     )
     parser.add_argument("--dir", type=Path, default=Path("run"), help="state directory (run/)")
     parser.add_argument(
-        "--listen", type=common.listen_address, default=("127.0.0.1", 9001), metavar="HOST:PORT"
+        "--listen",
+        type=common.listen_address,
+        default=("127.0.0.1", 9001),
+        metavar="HOST:PORT",
+        help="the extender (default 127.0.0.1:9001)",
+    )
+    parser.add_argument(
+        "--dashboard",
+        type=common.listen_address,
+        default=("127.0.0.1", 8080),
+        metavar="HOST:PORT",
+        help="the dashboard and its JSON API (default 127.0.0.1:8080)",
     )
     parser.add_argument("--policies", type=Path, default=DEMO / "health-policy.yaml")
     parser.add_argument(
@@ -63,14 +104,39 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.AUTOMATIC.value)
     parser.add_argument(
-        "--sync-period", type=common.duration, default=1.0, metavar="DURATION", help="default 1s"
+        "--sync-period",
+        type=common.duration,
+        metavar="DURATION",
+        help="default 1s (with --scenario: the scenario's, divided by --speed)",
     )
     parser.add_argument(
         "--descheduling-interval",
         type=common.duration,
-        default=5.0,
         metavar="DURATION",
-        help="default 5s",
+        help="default 2s (with --scenario: the scenario's, divided by --speed)",
+    )
+    parser.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="run a simulator scenario (a file, or a name from scenarios/) in real time "
+        "instead of the health demo",
+    )
+    parser.add_argument(
+        "--speed",
+        type=positive_number,
+        default=1.0,
+        metavar="X",
+        help="with --scenario: scenario seconds per wall-clock second (default 1)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=common.count,
+        default=DEMO_APP.replicas,
+        metavar="N",
+        help=f"demo-app replicas at start (default {DEMO_APP.replicas})",
+    )
+    parser.add_argument(
+        "--seed", type=common.count, default=0, metavar="N", help="the workload model's seed"
     )
     parser.add_argument(
         "--duration",
@@ -84,117 +150,406 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     common.configure_logging("info")
-    for noisy in ("httpx", "uvicorn.error"):
+    # The dashboard's decision log tells all of it; the terminal keeps evictions and changes.
+    for noisy in ("httpx", "uvicorn.error", "descheduler.plugins.load_aware", "descheduler.cycle"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    metrics_dir: Path = args.dir / "metrics"
-    if not args.policies.exists():
-        print(f"tas run: no policy at {args.policies} (give --policies FILE)", file=sys.stderr)
-        return 2
-    host, port = args.listen
     try:
-        deschedule_config = load_config_file(args.descheduler_config)
-    except ConfigError as error:
-        print(f"tas run: {args.descheduler_config}: {error}", file=sys.stderr)
+        return _run(args)
+    except common.SetupError as error:
+        print(f"tas run: {error}", file=sys.stderr)
         return 2
+
+
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+class Telemetry(Protocol):
+    def step(self, now: float) -> TelemetryStep: ...
+
+
+@dataclass
+class Setup:
+    """The world one `tas run` acts on: the health demo, or a simulator scenario."""
+
+    cluster: InMemoryCluster
+    controls: Controls
+    workloads: Callable[[], list[dict[str, object]]]
+    telemetry: Telemetry
+    config: DeschedulerConfig
+    clock: Clock
+    sync_period: float
+    interval: float
+    policy_files: PolicyFiles | None
+    #: What to print under the URLs, given the dashboard's and the extender's.
+    banner: Callable[[str, str], str]
+    finished: Callable[[], bool] = lambda: False
+
+
+def demo_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
+    if not args.policies.exists():
+        raise common.SetupError(f"no policy at {args.policies} (give --policies FILE)")
+    try:
+        config = load_config_file(args.descheduler_config)
+    except ConfigError as error:
+        raise common.SetupError(f"{args.descheduler_config}: {error}") from error
     write_start_metrics(metrics_dir)
+    cluster = build_demo_cluster(args.replicas)
+    world = DemoWorld(cluster, metrics_dir, seed=args.seed)
+    telemetry = LiveTelemetry(
+        cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=args.seed
+    )
+    return Setup(
+        cluster=cluster,
+        controls=world,
+        workloads=world.workloads,
+        telemetry=telemetry,
+        config=config,
+        clock=SystemClock(),
+        sync_period=args.sync_period or 1.0,
+        interval=args.descheduling_interval or 2.0,
+        policy_files=PolicyFiles(args.policies, cluster),
+        banner=lambda dashboard, extender: demo_banner(metrics_dir, dashboard, extender),
+    )
+
+
+def scenario_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
+    from simulator.clock import VirtualClock
+    from simulator.contenders import Unavailable, resolve
+    from simulator.scenario import ScenarioError, load_scenario
+    from simulator.world import World
+    from tas_cli.live_scenario import ScenarioControls, ScenarioTelemetry
+
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as error:
+        raise common.SetupError(
+            f"scenario {args.scenario}: " + "; ".join(error.problems[:5])
+        ) from error
+    contender = resolve("ours", scenario.contenders.get("ours"))
+    if isinstance(contender, Unavailable) or contender.config is None:
+        why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
+        raise common.SetupError(f"scenario {scenario.name}: {why}")
+    clock = VirtualClock(start=datetime.now(UTC))
+    world = World(scenario, clock=clock, seed=args.seed or scenario.seed)
+    for document in scenario.policies:
+        world.cluster.apply_policy(document)
+    telemetry = ScenarioTelemetry(world, metrics_dir, speed=args.speed, started=time.time())
+    controls = ScenarioControls(world, metrics_dir, elapsed=lambda: clock.elapsed)
+    sync = args.sync_period or max(0.2, scenario.sync_period / args.speed)
+    interval = args.descheduling_interval or max(sync, scenario.descheduling_interval / args.speed)
+    banner = (
+        f"Scenario {scenario.name}: {scenario.description.strip()}\n"
+        f"{len(scenario.nodes)} nodes, {len(scenario.workloads)} workloads, "
+        f"{scenario.duration:g}s of scenario time at {args.speed:g}x "
+        f"({scenario.duration / args.speed:g}s). Node telemetry is textfiles in {metrics_dir}/."
+    )
+    return Setup(
+        cluster=world.cluster,
+        controls=controls,
+        workloads=controls.workloads,
+        telemetry=telemetry,
+        config=contender.config,
+        clock=clock,
+        sync_period=sync,
+        interval=interval,
+        policy_files=None,
+        banner=lambda dashboard, extender: banner,
+        finished=lambda: telemetry.finished,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    metrics_dir: Path = args.dir / "metrics"
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    for stale in metrics_dir.glob("*.prom"):  # an earlier run's nodes must not linger
+        stale.unlink()
+    setup = scenario_setup(args, metrics_dir) if args.scenario else demo_setup(args, metrics_dir)
+    cluster = setup.cluster
 
     registry = CollectorRegistry()
     try:
         view = open_metric_view(
-            f"textfile:{metrics_dir}", sync_period=args.sync_period, registry=registry
+            f"textfile:{metrics_dir}", sync_period=setup.sync_period, registry=registry
         )
     except MetricSourceError as error:
-        print(f"tas run: {error}", file=sys.stderr)
-        return 2
+        raise common.SetupError(str(error)) from error
     store = PolicyStore()
-    watcher = PolicyFileWatcher(args.policies, store)
-    cluster = build_demo_cluster()
+    loader = ClusterPolicyLoader(cluster, store)
+    latest: list[TelemetryStep] = []
     descheduler = Descheduler(
-        config=deschedule_config,
+        config=setup.config,
         cluster=cluster,
         metric_view=view,
         policies=lambda: store.snapshot().policies,
         mode=Mode(args.mode),
-        clock=SystemClock(),
+        clock=setup.clock,
         metrics=DeschedulerMetrics(registry=CollectorRegistry()),
+        pod_usage=lambda state: pod_usage(state, latest[-1] if latest else None),
     )
-    want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
-    watcher.poll()
+    want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
+    if setup.policy_files is not None:
+        setup.policy_files.sync()
+    loader.sync()
+    latest.append(setup.telemetry.step(time.time()))
     view.refresh_once()
-    view.start()
-    app = create_app(store=store, metrics=view, settings=ExtenderSettings(), registry=registry)
-    try:
-        server = ExtenderServer(app, host=host, port=port, log_level="warning")
-    except OSError as error:
-        print(f"tas run: cannot listen on {host}:{port}: {error}", file=sys.stderr)
-        return 2
-    server.start()
-    reconciler = Reconciler(
-        cluster=cluster,
-        policies=store,
-        metric_view=view,
-        metrics=ControllerMetrics(CollectorRegistry()),
+
+    decisions = DecisionLog(ExtenderSettings().decision_log_size)
+    extender_app = create_app(
+        store=store,
+        metrics=view,
+        settings=ExtenderSettings(),
+        registry=registry,
+        decisions=decisions,
     )
-    scheduler = EmbeddedScheduler(cluster, extender=HttpExtender(server.url))
-    print_banner(server.url, metrics_dir)
-    stop = threading.Event()
-    started = time.monotonic()
-    next_deschedule = started + args.descheduling_interval
-    shown = ""
-    try:
-        while not stop.is_set():
-            watcher.poll()
-            scheduler.schedule_pending()
-            reconciler.reconcile()
-            if time.monotonic() >= next_deschedule:
-                descheduler.run_cycle()
-                next_deschedule = time.monotonic() + args.descheduling_interval
-            state = describe_state(cluster, metrics_dir)
-            if state != shown:
-                print(state, flush=True)
-                shown = state
+    with common.Lifetime("tas run", shutdown_seconds=SHUTDOWN_SECONDS) as life:
+        life.catch_signals()
+        extender = _server(extender_app, args.listen, "the extender")
+        recorder = Recorder(
+            cluster=cluster,
+            policies=store,
+            decisions=decisions,
+            workloads=setup.workloads,
+            info={
+                "extender": extender.url,
+                "mode": args.mode,
+                "syncPeriod": setup.sync_period,
+                "deschedulingInterval": setup.interval,
+                "scenario": args.scenario,
+                "metricsDir": str(metrics_dir),
+            },
+        )
+        dashboard_app = create_dashboard_app(
+            recorder=recorder, world=setup.controls, stop=life.stop
+        )
+        dashboard = _server(dashboard_app, args.dashboard, "the dashboard")
+        servers = (dashboard, extender)
+        for server in servers:
+            server.start()
+
+        def stop_servers(seconds_left: float) -> None:
+            for server in servers:
+                server.request_stop()
+            deadline = time.monotonic() + seconds_left
+            for server in servers:
+                server.stop(max(0.0, deadline - time.monotonic()))
+
+        life.on_close(stop_servers)
+        http_extender = HttpExtender(extender.url)
+        life.on_close(lambda seconds_left: http_extender.close())
+        reconciler = Reconciler(
+            cluster=cluster,
+            policies=store,
+            metric_view=view,
+            metrics=ControllerMetrics(CollectorRegistry()),
+            wall_clock=setup.clock.now,
+        )
+        scheduler = EmbeddedScheduler(cluster, extender=http_extender)
+        print_banner(dashboard.url, extender.url, setup.banner(dashboard.url, extender.url))
+        loop = Loop(
+            cluster=cluster,
+            telemetry=setup.telemetry,
+            view=view,
+            policy_files=setup.policy_files,
+            loader=loader,
+            scheduler=scheduler,
+            reconciler=reconciler,
+            descheduler=descheduler,
+            recorder=recorder,
+            latest=latest,
+            interval=setup.interval,
+        )
+        announced = False
+        started = time.monotonic()
+        while not life.stop.is_set():
+            loop.tick()
+            if setup.finished() and not announced:
+                print("The scenario reached its end; the world holds still. Ctrl-C stops.")
+                announced = True
             if args.duration and time.monotonic() - started >= args.duration:
                 break
-            stop.wait(args.sync_period)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-        view.stop()
+            life.stop.wait(setup.sync_period)
     return 0
 
 
-def print_banner(url: str, metrics_dir: Path) -> None:
-    request = DEMO / "filter-request.json"
-    tas = shlex.quote(str(Path(sys.argv[0]))) if sys.argv[0].endswith("tas") else "tas"
+def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
+    host, port = address
+    try:
+        return ExtenderServer(app, host=host, port=port, log_level="warning")
+    except OSError as error:
+        raise common.SetupError(f"cannot listen on {host}:{port} for {what}: {error}") from error
+
+
+class Loop:
+    """One tick per sync period (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        cluster: InMemoryCluster,
+        telemetry: Telemetry,
+        view: Any,
+        policy_files: PolicyFiles | None,
+        loader: ClusterPolicyLoader,
+        scheduler: EmbeddedScheduler,
+        reconciler: Reconciler,
+        descheduler: Descheduler,
+        recorder: Recorder,
+        latest: list[TelemetryStep],
+        interval: float,
+    ) -> None:
+        self.cluster = cluster
+        self.telemetry = telemetry
+        self.view = view
+        self.policy_files = policy_files
+        self.loader = loader
+        self.scheduler = scheduler
+        self.reconciler = reconciler
+        self.descheduler = descheduler
+        self.recorder = recorder
+        self.latest = latest
+        self.interval = interval
+        self.next_cycle = time.monotonic() + interval
+        self.shown = ""
+
+    def tick(self) -> None:
+        now = time.time()
+        step = self.telemetry.step(now)
+        self.latest[:] = [step]
+        self.view.refresh_once()
+        if self.policy_files is not None:
+            self.policy_files.sync()
+        self.loader.sync()
+        # The recorder is told each step as it happens, so the log reads in the loop's order.
+        self.recorder.observe_inputs(now, self.view.columns())
+        self.recorder.observe_placements(now, self.scheduler.schedule_pending())
+        self.reconciler.reconcile()
+        if time.monotonic() >= self.next_cycle:
+            report = self.descheduler.run_cycle()
+            self.next_cycle = time.monotonic() + self.interval
+            self.recorder.observe_cycle(now, report)
+        columns = self.view.columns()
+        self.recorder.observe(Tick(now=now, columns=columns, telemetry=step))
+        state = describe_state(self.cluster, columns)
+        if state != self.shown:
+            print(state, flush=True)
+            self.shown = state
+
+
+def pod_usage(state: CycleState, step: TelemetryStep | None) -> PodUsage:
+    """Each pod's CPU as a share of its node (0..100), as container metrics would tell."""
+    if step is None:
+        return {}
+    usage: dict[Any, dict[str, float]] = {}
+    for pod in state.pods:
+        load = step.nodes.get(pod.node_name) if pod.node_name is not None else None
+        cores = step.pod_cpu.get((pod.namespace, pod.name))
+        if load is None or cores is None or load.cores <= 0:
+            continue
+        share = 100.0 * cores / load.cores
+        usage[(pod.namespace, pod.name)] = {
+            Signal.CPU_UTILIZATION.value: share,
+            Signal.CPU_COMBINED.value: share,
+        }
+    return usage
+
+
+class PolicyFiles:
+    """Keeps the cluster's TASPolicy objects equal to `--policies`, as `kubectl apply` would.
+
+    The policies then reach the components the way they do on a real cluster (the store
+    follows the cluster's objects), and the controller has objects to write status to.
+    """
+
+    def __init__(self, path: Path, cluster: InMemoryCluster) -> None:
+        self._path = path
+        self._cluster = cluster
+        self._signature: tuple[tuple[str, int, int], ...] | None = None
+
+    def sync(self) -> None:
+        try:
+            files = policy_files(self._path)
+            signature = tuple(
+                (str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.exists()
+            )
+        except OSError:
+            signature = ()
+            files = []
+        if signature == self._signature:
+            return
+        self._signature = signature
+        keys: set[PolicyKey] = set()
+        for file in files:
+            try:
+                documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+                log.error("Cannot read policies from %s: %s", file, error)
+                return  # keep what the cluster has until the file reads again
+            for document in documents:
+                if not isinstance(document, dict) or document.get("kind") != "TASPolicy":
+                    continue
+                try:
+                    policy_key_of(document)
+                except ValueError as error:
+                    log.error("%s: %s", file, error)
+                    continue
+                keys.add(self._cluster.apply_policy(document))
+        for stale in self._cluster.list_policy_documents():
+            if stale.key not in keys:
+                self._cluster.delete_policy(stale.key)
+
+
+def print_banner(dashboard: str, extender: str, about: str) -> None:
     print(
         f"""
-Health-metric demo: extender at {url}, policy demo-policy (namespace health-metric-demo).
-Node metrics are textfiles in {metrics_dir}/ (node-a=0, node-b=1, node-c=0).
+Telemetry-aware scheduling on the embedded cluster.
 
-Ask the extender, as kube-scheduler would:
-  curl -s -X POST -H 'Content-Type: application/json' \\
-       --data @{shlex.quote(str(request))} {url}/scheduler/filter
-  curl -s -X POST -H 'Content-Type: application/json' \\
-       --data @{shlex.quote(str(request))} {url}/scheduler/prioritize
-  curl -s {url}/debug/decisions
+  Dashboard:  {dashboard}/          (JSON API: {dashboard}/api, docs/dashboard.md)
+  Extender:   {extender}
 
-Make node-c unhealthy and watch the loop close (label, eviction, rescheduling):
-  {tas} set-health node-c 2 --dir {shlex.quote(str(metrics_dir))}
-and heal it again:
-  {tas} set-health node-c 0 --dir {shlex.quote(str(metrics_dir))}
-Ctrl-C stops the demo.
+{about}
+Ctrl-C stops everything.
 """,
         flush=True,
     )
 
 
-def describe_state(cluster: InMemoryCluster, metrics_dir: Path) -> str:
-    """One line per node: health value, our labels, and the pods on it."""
+def demo_banner(metrics_dir: Path, dashboard: str, extender: str) -> str:
+    request = DEMO / "filter-request.json"
+    tas = shlex.quote(str(Path(sys.argv[0]))) if sys.argv[0].endswith("tas") else "tas"
+    where = shlex.quote(str(metrics_dir))
+    return f"""The health-metric demo: nodes {", ".join(NODES)}, policy demo-policy
+(namespace health-metric-demo). node-b starts at health 1: nothing new is scheduled there.
+Node telemetry is textfiles in {metrics_dir}/.
+
+Make node-c unhealthy and watch the loop close (label, eviction, rescheduling):
+  {tas} set-health node-c 2 --dir {where}
+and heal it again:
+  {tas} set-health node-c 0 --dir {where}
+Scale the demo app, or load a node with 3 cores of CPU (the load-aware descheduler reacts):
+  curl -s -X POST -H 'Content-Type: application/json' -d '{{"replicas": 6}}' \\
+       {dashboard}/api/workloads/demo-app/scale
+  curl -s -X POST -H 'Content-Type: application/json' -d '{{"cores": 3}}' \\
+       {dashboard}/api/nodes/node-d/load
+  curl -s -X DELETE {dashboard}/api/nodes/node-d/load
+Ask the extender, as kube-scheduler would:
+  curl -s -X POST -H 'Content-Type: application/json' \\
+       --data @{shlex.quote(str(request))} {extender}/scheduler/filter"""
+
+
+def describe_state(cluster: InMemoryCluster, columns: MetricColumns) -> str:
+    """One line per node: health value, violating labels, and the demo pods on it."""
     lines = ["-- cluster state --"]
-    pods = cluster.list_pods()
+    health = columns.get(MetricName("health_metric"), {})
+    pods = [p for p in cluster.list_pods() if POLICY_LABEL in p.labels]
     for node in cluster.list_nodes():
-        health = _health(metrics_dir / f"{node.name}.prom")
+        value = health.get(node.name)
         labels = [f"{k}={v}" for k, v in sorted(node.labels.items()) if v == "violating"]
         on_node = [
             p.name
@@ -207,24 +562,13 @@ def describe_state(cluster: InMemoryCluster, metrics_dir: Path) -> str:
             if p.node_name == node.name
         ]
         lines.append(
-            f"{node.name}: health={health} labels={','.join(labels) or '-'} "
-            f"pods={', '.join(on_node) or '-'}"
+            f"{node.name}: health={'?' if value is None else f'{value:g}'} "
+            f"labels={','.join(labels) or '-'} pods={', '.join(on_node) or '-'}"
         )
     pending = [p.name for p in pods if p.node_name is None]
     if pending:
         lines.append(f"pending: {', '.join(pending)}")
     return "\n".join(lines)
-
-
-def _health(path: Path) -> str:
-    try:
-        samples = parse_text(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "?"
-    for sample in samples:
-        if sample.name == HEALTH_SERIES:
-            return f"{sample.value:g}"
-    return "?"
 
 
 __all__ = ["NODES", "add_parser", "run"]

@@ -1,27 +1,56 @@
-"""`tas set-health NODE VALUE`: set a node's `health_metric` in the textfile metrics directory.
+"""`tas set-health NODE VALUE`: set a node's `health_metric`, here or on a real node over ssh.
 
 The quickest way to watch the health-metric demo react: the embedded default reads
 `run/metrics/<node>.prom`, and a policy rule on `health_metric` reads `node_health_metric`.
+The file is rewritten atomically under the directory's writer lock, so `make run`'s own
+telemetry writes (which rewrite the same file every second) never lose the value.
+
+With `--ssh [USER@]HOST` it does what TAS's demo script does on a real node: it writes
+`node_health_metric VALUE` to `/tmp/node-metrics/text.prom` (`--remote-dir`) for that node's
+node-exporter textfile collector, as `deploy/health-metric-demo/set-health.sh` does. Nothing
+typed becomes shell code: VALUE must be a finite number (written in canonical form), the user,
+host and directory must match strict patterns, ssh gets an argv (no local shell), and the
+command sshd hands the remote shell is a fixed script whose arguments are `shlex.quote`d.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tas.metrics.textfile import write_node_metric
+from embedded.live_telemetry import format_value, write_node_series
 
 SERIES = "node_health_metric"
+REMOTE_DIR = "/tmp/node-metrics"
+REMOTE_FILE = "text.prom"
+SSH_TIMEOUT_SECONDS = 30
+
+_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
+_REMOTE_DIR = re.compile(r"/[A-Za-z0-9._/-]{0,255}")
+#: Runs on the node; the directory and the value arrive as $1 and $2 (set-health.sh's script).
+REMOTE_SCRIPT = (
+    'set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; '
+    f'printf "{SERIES} %s\\n" "$2" >"$tmp"; mv -f "$tmp" "$1/{REMOTE_FILE}"'
+)
+
+
+class SetHealthError(Exception):
+    """Bad input: printed as one line, exit code 2."""
 
 
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "set-health",
-        help="set a node's health_metric in the textfile metrics directory",
-        description=f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series.",
+        help="set a node's health_metric (textfile directory, or a real node over ssh)",
+        description=f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series; "
+        f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node.",
     )
     parser.add_argument("node", metavar="NODE")
     parser.add_argument("value", metavar="VALUE", help="a finite number, e.g. 0, 1, 2")
@@ -31,19 +60,62 @@ def add_parser(commands: Any) -> None:
         default=Path("run/metrics"),
         help="the textfile metrics directory (default: run/metrics)",
     )
+    parser.add_argument(
+        "--ssh",
+        metavar="[USER@]HOST",
+        help=f"write {REMOTE_DIR}/{REMOTE_FILE} on this host over ssh instead (TAS's demo)",
+    )
+    parser.add_argument(
+        "--remote-dir",
+        default=REMOTE_DIR,
+        metavar="DIR",
+        help=f"with --ssh: the node-exporter textfile directory (default {REMOTE_DIR})",
+    )
     parser.set_defaults(handler=run)
+
+
+def parse_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise SetHealthError(f"VALUE must be a finite number, not {text!r}")
+    return value
+
+
+def ssh_command(
+    destination: str, value: float, *, remote_dir: str = REMOTE_DIR, ssh: str = "ssh"
+) -> list[str]:
+    """The argv that writes `value` on `destination` ([USER@]HOST); checks every part first."""
+    user, _, host = destination.rpartition("@")
+    if "@" in destination and not _USER.fullmatch(user):
+        raise SetHealthError(f"not a user name: {user!r}")
+    if not _HOST.fullmatch(host):
+        raise SetHealthError(f"not a host name or address: {host!r}")
+    if not _REMOTE_DIR.fullmatch(remote_dir) or ".." in remote_dir:
+        raise SetHealthError(
+            f"--remote-dir must be an absolute path of [A-Za-z0-9._/-] without '..', "
+            f"got {remote_dir!r}"
+        )
+    if not math.isfinite(value):
+        raise SetHealthError(f"VALUE must be a finite number, not {value!r}")
+    remote = shlex.join(["sh", "-c", REMOTE_SCRIPT, "set-health", remote_dir, format_value(value)])
+    argv = [ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+    if user:
+        argv += ["-l", user]
+    return [*argv, "--", host, remote]
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        value = float(args.value)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        print(f"set-health: VALUE must be a finite number, not {args.value!r}", file=sys.stderr)
+        value = parse_value(args.value)
+        if args.ssh is not None:
+            return _over_ssh(args, value)
+        write_node_series(args.dir, args.node, {SERIES: value})
+    except SetHealthError as error:
+        print(f"set-health: {error}", file=sys.stderr)
         return 2
-    try:
-        write_node_metric(args.dir, args.node, SERIES, value)
     except ValueError as error:
         print(f"set-health: {error}", file=sys.stderr)
         return 2
@@ -51,4 +123,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"set-health: cannot write {args.dir}: {error}", file=sys.stderr)
         return 1
     print(f"{args.node}: {SERIES} {args.value} ({args.dir / (args.node + '.prom')})")
+    return 0
+
+
+def _over_ssh(args: argparse.Namespace, value: float) -> int:
+    argv = ssh_command(args.ssh, value, remote_dir=args.remote_dir)
+    try:
+        result = subprocess.run(argv, check=False, timeout=SSH_TIMEOUT_SECONDS)
+    except FileNotFoundError:
+        print("set-health: ssh is not installed", file=sys.stderr)
+        return 1
+    except subprocess.TimeoutExpired:
+        print(f"set-health: ssh to {args.ssh} timed out", file=sys.stderr)
+        return 1
+    if result.returncode != 0:
+        print(f"set-health: ssh to {args.ssh} failed (exit {result.returncode})", file=sys.stderr)
+        return 1
+    where = f"{args.ssh}:{args.remote_dir}/{REMOTE_FILE}"
+    print(f"{args.node}: {SERIES} {format_value(value)} ({where})")
     return 0

@@ -1,125 +1,171 @@
-"""`make run`: the health-metric demo closes the loop on the embedded default.
+"""`make run`: the health-metric demo closes the loop on the embedded default, seen through /api/.
 
-Covered (through the real `tas run` process, its real extender over HTTP, and `tas set-health`):
+Covered (through the real `tas run` process, its real extender over HTTP, its dashboard's JSON
+API, and `tas set-health` typed as a user would in a second terminal):
+- at start: five nodes `node-a`..`node-e`, `demo-policy` loaded, the demo pods all placed and
+  never on node-b (dontschedule: health 1), background workloads running, metrics moving;
 - the extender answers the demo filter request: node-b removed with its reason;
-- the demo pods are all placed, never on node-b (dontschedule: health 1);
-- node-c set to 2: it is labelled `demo-policy=violating`, its pods are evicted by the
-  descheduler and rescheduled elsewhere, and no pod is placed back on node-c.
+- a node running a demo pod (node-c when it does) set to 2: the node is labelled
+  `demo-policy=violating`, the policy's status says so, its demo pods are evicted and
+  rescheduled on healthy nodes, and the decision log explains each step (health change,
+  labels, eviction with its reason and replacement, the extender asked about the replacement
+  without the node, the placement);
+- the node healed (0): the label goes;
+- SIGTERM and SIGINT each stop the whole demo within 2 s;
+- `tas run --scenario health-demo --speed 30` runs the simulator's scenario in real time on
+  the same page: its set-health event at 3 minutes labels node-c and a demo pod is evicted
+  from it; the health demo's load control is refused there (409).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import re
-import socket
-import subprocess
-import sys
-import threading
+import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.demo_process import DemoProcess, start_demo
+
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PODS = {f"health-metric-demo/demo-app-6558d5ffbf-0000{i}" for i in range(3)}
 REQUEST = REPO / "deploy" / "health-metric-demo" / "filter-request.json"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def demo_pods(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in state["pods"] if p["policy"] == "demo-policy"]
 
 
-class Demo:
-    def __init__(self, process: subprocess.Popen[str], url: str, metrics: Path) -> None:
-        self.process = process
-        self.url = url
-        self.metrics = metrics
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def wait_for_state(self, pattern: str, timeout: float = 30.0) -> str:
-        """The first state line matching `pattern` printed within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        wanted = re.compile(pattern)
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            self.seen.append(line)
-            if wanted.search(line):
-                return line
-        pytest.fail(f"no line matching {pattern!r} in {timeout}s; output:\n" + "\n".join(self.seen))
+def all_placed(demo: DemoProcess) -> dict[str, Any] | None:
+    state: dict[str, Any] = demo.get("/api/state")
+    pods = demo_pods(state)
+    return state if pods and all(p["node"] for p in pods) else None
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Iterator[Demo]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "tas_cli", "run",
-            "--dir", str(tmp_path),
-            "--listen", f"127.0.0.1:{port}",
-            "--sync-period", "0.3",
-            "--descheduling-interval", "0.6",
-            "--duration", "60",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        yield Demo(process, f"http://127.0.0.1:{port}", tmp_path / "metrics")
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+def test_the_demo_closes_the_loop_and_explains_it_through_the_api(tmp_path: Path) -> None:
+    with start_demo(tmp_path) as demo:
+        state = demo.wait_for("every demo pod placed", lambda: all_placed(demo))
+        assert [n["name"] for n in state["nodes"]] == [f"node-{c}" for c in "abcde"]
+        assert [p["name"] for p in state["policies"]] == ["demo-policy"]
+        assert len(demo_pods(state)) == 4
+        assert not [p for p in demo_pods(state) if p["node"] == "node-b"]
+        assert {p["app"] for p in state["pods"]} >= {"demo", "web", "batch", "cache"}
+        assert all("cpu_pressure" in n["metrics"] for n in state["nodes"])
+
+        answer = httpx.post(
+            f"{demo.extender}/scheduler/filter",
+            content=REQUEST.read_bytes(),
+            headers={"Content-Type": "application/json"},
+        ).json()
+        assert answer["FailedAndUnresolvableNodes"] == {
+            "node-b": "demo-policy: health_metric Equals 1 (value 1)"
+        }
+
+        # The node to make unhealthy: one running a demo pod, node-c when it does.
+        used = sorted({p["node"] for p in demo_pods(state)}, key=lambda n: (n != "node-c", n))
+        sick = used[0]
+        healthy = {f"node-{c}" for c in "acde"} - {sick}
+        on_sick = [p["name"] for p in demo_pods(state) if p["node"] == sick]
+        mark = demo.get("/api/decisions?limit=1")[-1]["id"]
+        demo.set_health(sick, "2")
+
+        def moved() -> dict[str, Any] | None:
+            current: dict[str, Any] = demo.get("/api/state")
+            node = next(n for n in current["nodes"] if n["name"] == sick)
+            pods = demo_pods(current)
+            names = {p["name"] for p in pods}
+            if (
+                "demo-policy" in node["violating"]
+                and not set(on_sick) & names
+                and len(pods) == 4
+                and all(p["node"] in healthy for p in pods)
+            ):
+                return current
+            return None
+
+        after = demo.wait_for(f"{sick} labelled and its demo pods moved to healthy nodes", moved)
+        policy = after["policies"][0]
+        assert policy["labelledNodes"] == [sick]
+        assert policy["status"]["compliance"] == "Violating"
+        assert policy["status"]["violatingNodes"]["deschedule"] == [sick]
+
+        log = demo.get(f"/api/decisions?after={mark}&limit=2000")
+        text = "\n".join(f"{e['kind']}: {e['summary']}" for e in log)
+        assert f"metric: node {sick}: health_metric 0 -> 2" in text, text
+        assert f"label: node {sick}: set demo-policy=violating" in text, text
+        assert (
+            f"label: pod health-metric-demo/{on_sick[0]} on {sick}: set violate=demo-policy" in text
+        )
+        for pod in on_sick:
+            evicted = [e for e in log if e["kind"] == "eviction" and pod in e["summary"]]
+            assert evicted, text
+            details = evicted[0]["details"]
+            assert details["result"] == "evicted"
+            assert details["strategy"] == "TASViolations"
+            assert "health_metric Equals 2 (value 2)" in details["reason"]
+            replacement = f"health-metric-demo/{details['replacement']}"
+            placed = [e for e in log if e["kind"] == "schedule" and replacement in e["summary"]]
+            assert placed, text
+            # The extender was asked about the replacement: the scheduler's own affinity check
+            # (NotIn violating) already left the sick node out, node-b it removed with a reason.
+            asked = [
+                e["details"]
+                for e in log
+                if e["kind"] == "filter" and e["details"]["pod"] == replacement
+            ]
+            assert asked, text
+            verdicts = {n["node"]: n for n in asked[-1]["nodes"]}
+            assert sick not in verdicts
+            assert verdicts["node-b"]["reason"] == "demo-policy: health_metric Equals 1 (value 1)"
+
+        demo.set_health(sick, "0")
+        demo.wait_for(
+            f"{sick}'s label removed", lambda: True if not demo.node(sick)["violating"] else None
+        )
 
 
-def set_health(demo: Demo, node: str, value: str) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "tas_cli", "set-health", node, value, "--dir", str(demo.metrics)],
-        check=True,
-        capture_output=True,
-    )
+@pytest.mark.parametrize(
+    "signum", [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
+)
+def test_the_demo_stops_within_two_seconds(tmp_path: Path, signum: signal.Signals) -> None:
+    with start_demo(tmp_path) as demo:
+        stream = httpx.stream("GET", f"{demo.dashboard}/api/stream", timeout=10)
+        with stream as response:  # an open live-update stream must not hold the exit up
+            assert response.status_code == 200
+            started = time.monotonic()
+            demo.process.send_signal(signum)
+            demo.process.wait(timeout=10)
+            took = time.monotonic() - started
+    assert demo.process.returncode == 0, "\n".join(demo.output[-30:])
+    assert took < 2.0, f"took {took:.2f}s"
 
 
-def test_the_demo_serves_the_extender_and_closes_the_loop(demo: Demo) -> None:
-    demo.wait_for_state(r"^node-b: health=1 labels=- pods=-$")
-    demo.wait_for_state(r"^node-c: health=0 labels=- pods=demo-app")
+def test_a_simulator_scenario_runs_in_real_time_on_the_same_page(tmp_path: Path) -> None:
+    with start_demo(tmp_path, "--scenario", "health-demo", "--speed", "30") as demo:
+        state = demo.get("/api/state")
+        assert state["scenario"] == "health-demo"
+        assert [n["name"] for n in state["nodes"]] == ["node-a", "node-b", "node-c"]
 
-    answer = httpx.post(
-        f"{demo.url}/scheduler/filter",
-        content=REQUEST.read_bytes(),
-        headers={"Content-Type": "application/json"},
-    ).json()
-    assert answer["NodeNames"] == ["node-a", "node-c"]
-    assert answer["FailedAndUnresolvableNodes"] == {
-        "node-b": "demo-policy: health_metric Equals 1 (value 1)"
-    }
+        demo.wait_for(
+            "node-c labelled violating (3m into the scenario, 6s at 30x)",
+            lambda: True if "demo-policy" in demo.node("node-c")["violating"] else None,
+        )
 
-    set_health(demo, "node-c", "2")
-    # Every pod ends on node-a: node-b is unhealthy (1) and node-c now violates (2).
-    node_a = demo.wait_for_state(r"^node-a: .*pods=demo-app.*, demo-app.*, demo-app")
-    assert node_a.count("demo-app") == 3
-    demo.wait_for_state(r"^node-b: health=1 labels=- pods=-$")
-    demo.wait_for_state(r"^node-c: health=2 labels=demo-policy=violating pods=-$")
-    # The recreated pods were placed through the extender, which explains each decision.
-    decisions = httpx.get(f"{demo.url}/debug/decisions").json()
-    recreated = [d for d in decisions if d["verb"] == "filter" and d["pod"] not in FIRST_PODS]
-    assert recreated, json.dumps(decisions)[:2000]
+        def demo_pod_evicted() -> list[dict[str, Any]] | None:
+            log: list[dict[str, Any]] = demo.get("/api/decisions?kind=eviction&limit=2000")
+            found = [
+                e
+                for e in log
+                if e["details"]["strategy"] == "TASViolations"
+                and e["details"]["node"] == "node-c"
+                and "demo-app" in e["details"]["pod"]
+            ]
+            return found or None
+
+        (first, *_) = demo.wait_for("a demo pod evicted from node-c", demo_pod_evicted)
+        assert "health_metric Equals 2 (value 2)" in first["details"]["reason"]
+        metrics = demo.get("/api/decisions?kind=metric&limit=2000")
+        assert any(e["summary"] == "node node-c: health_metric 0 -> 2" for e in metrics)
+        refused = httpx.post(f"{demo.dashboard}/api/nodes/node-a/load", json={"cores": 1})
+        assert refused.status_code == 409

@@ -1,0 +1,622 @@
+"""The live record the dashboard serves: the current state, a decision log and history.
+
+The run loop tells it each step of a sync period as it happens (`observe_inputs`: the metric
+columns the components read; `observe_placements`: the scheduler's pass; `observe_cycle`: a
+descheduler cycle's report) and ends the period with `observe(tick)`; label and taint writes
+it hears from the cluster's change notifications, and it reads the policy store and the
+extender's decision log itself. So the log reads in the order things happened. Everything a
+reader may ask for is built here, under one lock, as plain JSON-ready data, so HTTP handlers
+only copy it out:
+
+- the state: nodes (metric values, labels, taints, pods, load-aware class), pods, policies
+  (rules, status, violating nodes), workloads, the descheduler's thresholds and breaker;
+- the decision log, one entry per step of the loop, each with a one-line `summary` a person
+  reads and `details` a script reads: extender filter and prioritize verdicts with reasons,
+  the scheduler's placements, labels and taints written, the controller's Events, evictions
+  with their reasons and outcomes, circuit-breaker trips, metric changes, controls used;
+- history: one point per tick (per-node CPU utilization and pressure with the fleet average,
+  the load-aware usage with its low and high thresholds, classification, evictions).
+
+Log entries get increasing ids, so a reader asks for "everything after id N" and misses
+nothing that is still in the ring.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from descheduler.classify import Classification
+from descheduler.cycle import CycleReport
+from descheduler.metrics import CATEGORY_VALUE, Result
+from embedded.cluster import EvictionRecord, InMemoryCluster
+from embedded.live_telemetry import TelemetryStep
+from embedded.scheduler import Placement
+from extender.decisions import Decision, DecisionLog, Verb
+from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
+from tas.cluster.model import Node, Pod
+from tas.policies.store import PolicySnapshot, PolicyStore
+from tas.policy import TASPolicy
+from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
+from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL, VIOLATING
+
+#: The metrics the dashboard shows per node (the view is told to fetch them too).
+SHOWN_METRICS = tuple(
+    MetricName(name)
+    for name in (
+        "health_metric",
+        "cpu_utilization",
+        "cpu_pressure",
+        "memory_utilization",
+        "memory_pressure",
+    )
+)
+FLEET = "fleet"
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tick:
+    """What one sync period of the run loop produced."""
+
+    now: float
+    columns: MetricColumns
+    telemetry: TelemetryStep | None = None
+    placements: Sequence[Placement] = ()
+    cycle: CycleReport | None = None
+
+
+@dataclass
+class _Seen:
+    """What the previous tick saw, to log only what changed."""
+
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    node_taints: dict[str, list[str]] = field(default_factory=dict)
+    pod_labels: dict[str, str | None] = field(default_factory=dict)
+    health: dict[str, float | None] = field(default_factory=dict)
+    pending: dict[str, str] = field(default_factory=dict)
+    events: int = 0
+    evictions: int = 0
+    decision: Decision | None = None
+    breaker: str | None = None
+    policy_generation: int = -1
+
+
+class Recorder:
+    def __init__(
+        self,
+        *,
+        cluster: InMemoryCluster,
+        policies: PolicyStore,
+        decisions: DecisionLog,
+        info: Mapping[str, Any],
+        workloads: Callable[[], list[dict[str, object]]] = list,
+        log_size: int = 2000,
+        history_points: int = 900,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._cluster = cluster
+        self._policies = policies
+        self._decisions = decisions
+        self._info = dict(info)
+        self._workloads = workloads
+        self._lock = threading.Lock()
+        self._log: deque[Json] = deque(maxlen=log_size)
+        self._next_id = 1
+        self._history: deque[Json] = deque(maxlen=history_points)
+        self._seen = _Seen()
+        self._classification: Classification | None = None
+        self._evictions_total = 0
+        self._evicted_this_tick = 0
+        self._last_cycle: float | None = None
+        self._state: Json = {"time": None, "nodes": [], "pods": [], "policies": []}
+        #: Bumped by every tick and every note: readers compare it to see if anything is new.
+        self.version = 0
+        self._clock = clock
+        for pod in cluster.list_pods():
+            self._seen.pod_labels[f"{pod.namespace}/{pod.name}"] = pod.labels.get(
+                POD_VIOLATION_LABEL
+            )
+        for node in cluster.list_nodes():
+            self._seen.node_labels[node.name] = dict(node.labels)
+            self._seen.node_taints[node.name] = sorted(_taint_text(t) for t in node.taints)
+        cluster.subscribe(self._on_change)
+
+    # ------------------------------------------------------------------ writing
+
+    def note(self, kind: str, summary: str, *, source: str, time: float, **details: Any) -> Json:
+        """Add one log entry from outside the loop (a control used on the dashboard)."""
+        with self._lock:
+            entry = self._append(kind, summary, source=source, time=time, details=details)
+            self._bump()
+            return entry
+
+    def observe_inputs(self, now: float, columns: MetricColumns) -> None:
+        """A tick's first step: policy changes, and health values as the components read them."""
+        nodes = self._cluster.list_nodes()
+        snapshot = self._policies.snapshot()
+        with self._lock:
+            self._log_policies(now, snapshot)
+            self._log_metrics(now, columns, nodes)
+            self._bump()
+
+    def observe_placements(self, now: float, placements: Sequence[Placement]) -> None:
+        """After the scheduler's pass: the extender's verdicts, then where the pods went."""
+        decisions = self._new_decisions()
+        with self._lock:
+            for decision in decisions:
+                self._log_decision(decision)
+            self._log_placements(now, placements)
+            self._bump()
+
+    def observe_cycle(self, now: float, cycle: CycleReport) -> None:
+        """After a descheduling cycle: Events so far, then evictions and breaker changes."""
+        events = self._cluster.events
+        evictions = self._cluster.evictions
+        with self._lock:
+            self._log_events(events)
+            self._evicted_this_tick += self._log_cycle(now, cycle, evictions)
+            self._seen.evictions = len(evictions)
+            self._last_cycle = now
+            for classification in cycle.classifications.values():
+                self._classification = classification
+                break
+            self._bump()
+
+    def observe(self, tick: Tick) -> None:
+        """A tick's end: whatever the step hooks above were not told, then the state and a
+        history point. Give a `Tick` its placements and cycle, or the step hooks; not both."""
+        self.observe_inputs(tick.now, tick.columns)
+        self.observe_placements(tick.now, tick.placements)
+        if tick.cycle is not None:
+            self.observe_cycle(tick.now, tick.cycle)
+        nodes = self._cluster.list_nodes()
+        pods = self._cluster.list_pods()
+        snapshot = self._policies.snapshot()
+        events = self._cluster.events
+        # Read before taking our lock: the cluster's listeners take it while the cluster writes.
+        statuses = {key: self._policy_status(key) for key in snapshot.policies}
+        with self._lock:
+            self._log_events(events)
+            self._state = self._build_state(tick, nodes, pods, snapshot, statuses)
+            self._history.append(self._point(tick, nodes, self._evicted_this_tick))
+            self._evicted_this_tick = 0
+            self._bump()
+
+    def _bump(self) -> None:
+        self.version += 1
+
+    # ------------------------------------------------------------------ reading
+
+    def state(self) -> Json:
+        with self._lock:
+            return self._state
+
+    def log(
+        self, *, after: int = 0, limit: int | None = None, kinds: set[str] | None = None
+    ) -> list[Json]:
+        """Entries with id > `after`, oldest first (the newest `limit` of them)."""
+        with self._lock:
+            entries = [
+                e for e in self._log if e["id"] > after and (kinds is None or e["kind"] in kinds)
+            ]
+        return entries[-limit:] if limit is not None else entries
+
+    def history(self, *, after: float | None = None) -> list[Json]:
+        with self._lock:
+            return [p for p in self._history if after is None or p["time"] > after]
+
+    # ------------------------------------------------------------------ the log
+
+    def _append(
+        self, kind: str, summary: str, *, source: str, time: float, details: Mapping[str, Any]
+    ) -> Json:
+        entry = {
+            "id": self._next_id,
+            "time": time,
+            "kind": kind,
+            "source": source,
+            "summary": summary,
+            "details": dict(details),
+        }
+        self._next_id += 1
+        self._log.append(entry)
+        return entry
+
+    def _new_decisions(self) -> list[Decision]:
+        """Extender decisions recorded since the last tick, oldest first."""
+        recent = self._decisions.recent()
+        fresh: list[Decision] = []
+        for decision in recent:  # newest first
+            if decision is self._seen.decision:
+                break
+            fresh.append(decision)
+        if recent:
+            self._seen.decision = recent[0]
+        fresh.reverse()
+        return fresh
+
+    def _log_decision(self, decision: Decision) -> None:
+        data = decision.to_json()
+        if decision.verb is Verb.FILTER:
+            kept = [n["node"] for n in data["nodes"] if n["verdict"] == "pass"]
+            failed = [f"{n['node']} ({n['reason']})" for n in data["nodes"] if "reason" in n]
+            summary = f"filter {decision.pod}: kept {', '.join(kept) or 'none'}" + (
+                f"; removed {'; '.join(failed)}" if failed else ""
+            )
+        else:
+            scores = ", ".join(f"{n['node']} {n['score']}" for n in data["nodes"])
+            summary = f"prioritize {decision.pod}: {scores or 'no candidates'}"
+        if decision.reason and not decision.candidates:
+            summary += f" ({decision.reason})"
+        self._append(
+            decision.verb.value, summary, source="extender", time=decision.time, details=data
+        )
+
+    def _log_placements(self, now: float, placements: Sequence[Placement]) -> None:
+        for placement in placements:
+            if placement.node is not None:
+                self._seen.pending.pop(placement.pod, None)
+                self._append(
+                    "schedule",
+                    f"scheduled {placement.pod} on {placement.node}",
+                    source="scheduler",
+                    time=now,
+                    details={"pod": placement.pod, "node": placement.node},
+                )
+            elif self._seen.pending.get(placement.pod) != placement.reason:
+                self._seen.pending[placement.pod] = placement.reason
+                self._append(
+                    "schedule",
+                    f"{placement.pod} stays pending: {placement.reason}",
+                    source="scheduler",
+                    time=now,
+                    details={"pod": placement.pod, "node": None, "reason": placement.reason},
+                )
+
+    def _on_change(self, change: ClusterChange) -> None:
+        """Labels and taints, as they are written: a violating pod is often evicted within the
+        sync period it was labelled in, and the log should show each write where it happened."""
+        if change.type is ChangeType.DELETED:
+            with self._lock:
+                if change.kind is ResourceKind.POD:
+                    self._seen.pod_labels.pop(f"{change.namespace}/{change.name}", None)
+            return
+        try:
+            if change.kind is ResourceKind.NODE:
+                node = self._cluster.get_node(NodeName(change.name))
+            elif change.kind is ResourceKind.POD and change.namespace is not None:
+                pod = self._cluster.get_pod(Namespace(change.namespace), change.name)
+            else:
+                return
+        except NotFoundError:
+            return
+        with self._lock:
+            if change.kind is ResourceKind.NODE:
+                self._log_node_change(node)
+            else:
+                self._log_pod_change(pod)
+
+    def _log_node_change(self, node: Node) -> None:
+        seen = self._seen
+        labels = dict(node.labels)
+        before = seen.node_labels.get(node.name)
+        seen.node_labels[node.name] = labels
+        if before is not None:
+            added = {k: v for k, v in labels.items() if before.get(k) != v}
+            removed = [k for k in before if k not in labels]
+            if added or removed:
+                parts = [f"set {k}={v}" for k, v in sorted(added.items())]
+                parts += [f"removed {k}" for k in sorted(removed)]
+                self._append(
+                    "label",
+                    f"node {node.name}: {', '.join(parts)}",
+                    source="controller",
+                    time=self._clock(),
+                    details={"node": node.name, "set": added, "removed": removed},
+                )
+        taints = sorted(_taint_text(t) for t in node.taints)
+        before_taints = seen.node_taints.get(node.name)
+        seen.node_taints[node.name] = taints
+        if before_taints is not None and before_taints != taints:
+            added_t = [t for t in taints if t not in before_taints]
+            removed_t = [t for t in before_taints if t not in taints]
+            parts = [f"tainted {t}" for t in added_t] + [f"untainted {t}" for t in removed_t]
+            self._append(
+                "taint",
+                f"node {node.name}: {', '.join(parts)}",
+                source="descheduler",
+                time=self._clock(),
+                details={"node": node.name, "added": added_t, "removed": removed_t},
+            )
+        self._bump()
+
+    def _log_pod_change(self, pod: Pod) -> None:
+        key = f"{pod.namespace}/{pod.name}"
+        value = pod.labels.get(POD_VIOLATION_LABEL)
+        known = key in self._seen.pod_labels
+        before = self._seen.pod_labels.get(key)
+        self._seen.pod_labels[key] = value
+        if not known or before == value:
+            return  # a new pod, or a change that is not ours to explain
+        text = (
+            f"set {POD_VIOLATION_LABEL}={value}"
+            if value is not None
+            else f"removed {POD_VIOLATION_LABEL}"
+        )
+        self._append(
+            "label",
+            f"pod {key} on {pod.node_name}: {text}",
+            source="controller",
+            time=self._clock(),
+            details={"pod": key, "node": pod.node_name, POD_VIOLATION_LABEL: value},
+        )
+        self._bump()
+
+    def _log_events(self, events: Sequence[Any]) -> None:
+        for event in events[self._seen.events :]:
+            involved = f"{event.involved.kind} {event.involved.name}"
+            self._append(
+                "event",
+                f"{event.reason} ({involved}): {event.message}",
+                source="controller",
+                time=event.time.timestamp(),
+                details={
+                    "involved": {"kind": event.involved.kind, "name": event.involved.name},
+                    "reason": event.reason,
+                    "message": event.message,
+                    "type": event.type,
+                },
+            )
+        self._seen.events = len(events)
+
+    def _log_cycle(
+        self, now: float, cycle: CycleReport, evictions: Sequence[EvictionRecord]
+    ) -> int:
+        """Evictions and breaker changes of a cycle; returns how many were made."""
+        replacements = {
+            f"{r.namespace}/{r.name}": r.replacement
+            for r in evictions[self._seen.evictions :]
+            if r.replacement is not None
+        }
+        made = 0
+        for decision in cycle.decisions:
+            key = f"{decision.namespace}/{decision.name}"
+            evicted = decision.result == Result.EVICTED
+            made += evicted
+            verb = "evicted" if evicted else f"eviction {decision.result}:"
+            replacement = replacements.get(key)
+            summary = f"{verb} {key} from {decision.node} ({decision.strategy}): {decision.reason}"
+            if replacement is not None:
+                summary += f"; its owner created {decision.namespace}/{replacement}"
+            self._append(
+                "eviction",
+                summary,
+                source="descheduler",
+                time=now,
+                details={
+                    "pod": key,
+                    "node": decision.node,
+                    "strategy": decision.strategy,
+                    "reason": decision.reason,
+                    "result": decision.result,
+                    "replacement": replacement,
+                },
+            )
+        self._evictions_total += made
+        if cycle.circuit_breaker != self._seen.breaker:
+            opened = cycle.circuit_breaker is not None
+            self._append(
+                "breaker",
+                f"circuit breaker open: {cycle.circuit_breaker}"
+                if opened
+                else "circuit breaker closed: evictions resume",
+                source="descheduler",
+                time=now,
+                details={"open": opened, "reason": cycle.circuit_breaker},
+            )
+            self._seen.breaker = cycle.circuit_breaker
+        return made
+
+    def _log_metrics(self, now: float, columns: MetricColumns, nodes: Sequence[Node]) -> None:
+        column = columns.get(MetricName("health_metric"), {})
+        for node in nodes:
+            value = column.get(node.name)
+            if node.name in self._seen.health and self._seen.health[node.name] != value:
+                before = self._seen.health[node.name]
+                self._append(
+                    "metric",
+                    f"node {node.name}: health_metric {_num(before)} -> {_num(value)}",
+                    source="telemetry",
+                    time=now,
+                    details={"node": node.name, "metric": "health_metric", "from": before,
+                             "to": value},
+                )  # fmt: skip
+            self._seen.health[node.name] = value
+
+    def _log_policies(self, now: float, snapshot: PolicySnapshot) -> None:
+        if snapshot.generation == self._seen.policy_generation:
+            return
+        self._seen.policy_generation = snapshot.generation
+        names = ", ".join(str(k) for k in sorted(snapshot.policies, key=str)) or "none"
+        summary = f"policies loaded: {names}"
+        if snapshot.problems:
+            summary += f"; {len(snapshot.problems)} invalid skipped"
+        self._append(
+            "policy",
+            summary,
+            source="policies",
+            time=now,
+            details={
+                "policies": [str(k) for k in snapshot.policies],
+                "problems": [str(p) for p in snapshot.problems],
+            },
+        )
+
+    # ------------------------------------------------------------------ state and history
+
+    def _build_state(
+        self,
+        tick: Tick,
+        nodes: Sequence[Node],
+        pods: Sequence[Pod],
+        snapshot: PolicySnapshot,
+        statuses: Mapping[PolicyKey, Mapping[str, Any] | None],
+    ) -> Json:
+        pod_cpu = tick.telemetry.pod_cpu if tick.telemetry is not None else {}
+        classification = self._classification
+        node_json = []
+        for node in nodes:
+            load = tick.telemetry.nodes.get(node.name) if tick.telemetry else None
+            category = classification.categories.get(node.name) if classification else None
+            node_json.append(
+                {
+                    "name": node.name,
+                    "ready": node.ready,
+                    "allocatable": dict(node.allocatable),
+                    "metrics": {
+                        m: tick.columns[m][node.name]
+                        for m in SHOWN_METRICS
+                        if node.name in tick.columns.get(m, {})
+                    },
+                    "model": None
+                    if load is None
+                    else {
+                        "cpuDemand": round(load.cpu_demand, 4),
+                        "cpuUtilization": round(load.cpu_utilization, 4),
+                        "cpuPressure": round(load.cpu_pressure, 4),
+                        "memoryUsed": round(load.memory_used),
+                        "memoryUtilization": round(load.memory_utilization, 4),
+                        "memoryPressure": round(load.memory_pressure, 4),
+                    },
+                    "labels": dict(node.labels),
+                    "violating": sorted(k for k, v in node.labels.items() if v == VIOLATING),
+                    "taints": [
+                        {"key": t.key, "value": t.value, "effect": str(t.effect)}
+                        for t in node.taints
+                    ],
+                    "classification": category.value if category is not None else None,
+                    "usage": dict(classification.usages.get(node.name, {}))
+                    if classification
+                    else {},
+                    "pods": [f"{p.namespace}/{p.name}" for p in pods if p.node_name == node.name],
+                }
+            )
+        pod_json = [
+            {
+                "namespace": p.namespace,
+                "name": p.name,
+                "node": p.node_name,
+                "phase": p.phase,
+                "app": p.labels.get("app"),
+                "policy": p.labels.get(POLICY_LABEL),
+                "violates": p.labels.get(POD_VIOLATION_LABEL),
+                "owner": None
+                if p.controller is None
+                else {"kind": p.controller.kind, "name": p.controller.name},
+                "cpu": round(pod_cpu.get((p.namespace, p.name), 0.0), 4),
+                "requests": dict(p.requests),
+            }
+            for p in pods
+        ]
+        thresholds = None
+        if classification is not None:
+            thresholds = {
+                "low": dict(classification.thresholds.low),
+                "high": dict(classification.thresholds.high),
+            }
+        return {
+            "time": tick.now,
+            **self._info,
+            "nodes": node_json,
+            "pods": pod_json,
+            "policies": [
+                self._policy_json(policy, node_json, statuses.get(policy.key))
+                for policy in snapshot.policies.values()
+            ],
+            "policyProblems": [str(p) for p in snapshot.problems],
+            "workloads": self._workloads(),
+            "descheduler": {
+                "thresholds": thresholds,
+                "circuitBreaker": self._seen.breaker,
+                "evictions": self._evictions_total,
+                "lastCycle": self._last_cycle,
+            },
+        }
+
+    def _policy_status(self, key: PolicyKey) -> Mapping[str, Any] | None:
+        try:
+            return self._cluster.policy_status(key)
+        except NotFoundError:
+            return None  # a policy read from files has no object to carry a status
+
+    def _policy_json(
+        self, policy: TASPolicy, nodes: list[Json], status: Mapping[str, Any] | None
+    ) -> Json:
+        return {
+            "namespace": policy.namespace,
+            "name": policy.name,
+            "strategies": {
+                str(name): {
+                    "logicalOperator": str(strategy.logical_operator),
+                    "rules": [
+                        {
+                            "metricname": rule.metricname,
+                            "operator": str(rule.operator),
+                            "target": rule.target,
+                            "text": rule.describe(),
+                        }
+                        for rule in strategy.rules
+                    ],
+                }
+                for name, strategy in policy.strategies.items()
+            },
+            "status": status,
+            "labelledNodes": [n["name"] for n in nodes if policy.name in n["violating"]],
+        }
+
+    def _point(self, tick: Tick, nodes: Sequence[Node], evicted: int) -> Json:
+        names = [n.name for n in nodes]
+        classification = self._classification
+        point: Json = {"time": tick.now, "evictions": evicted}
+        for metric in ("cpu_utilization", "cpu_pressure"):
+            column = tick.columns.get(MetricName(metric), {})
+            known = [round(column[n], 4) for n in names if n in column]
+            values: dict[str, float | None] = {
+                str(n): round(column[n], 4) for n in names if n in column
+            }
+            values[FLEET] = round(sum(known) / len(known), 4) if known else None
+            point[metric] = values
+        if classification is not None:
+            signal = next(iter(classification.thresholds.high), None)
+            point["signal"] = signal
+            point["usage"] = {
+                n: round(u[signal], 2)
+                for n, u in classification.usages.items()
+                if signal is not None and signal in u
+            }
+            point["low"] = classification.thresholds.low.get(signal) if signal else None
+            point["high"] = classification.thresholds.high.get(signal) if signal else None
+            point["classification"] = {
+                n: CATEGORY_VALUE[c] for n, c in classification.categories.items()
+            }
+        return point
+
+
+def _taint_text(taint: Any) -> str:
+    value = f"={taint.value}" if taint.value else ""
+    return f"{taint.key}{value}:{taint.effect}"
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "missing"
+    return f"{value:g}"
+
+
+__all__ = ["FLEET", "SHOWN_METRICS", "Recorder", "Tick"]

@@ -1,0 +1,421 @@
+// The dashboard page: everything it shows comes from the JSON API (docs/dashboard.md), pushed
+// by /api/stream as server-sent events, so the page never reloads. Controls POST to the API.
+"use strict";
+
+window.dashboardLoadId = Math.random().toString(36).slice(2);
+
+const PALETTE = ["#2f6fdb", "#e0822f", "#2ca05a", "#c0398b", "#7a52c7", "#1b9aaa", "#8c6d31", "#d64545"];
+const HISTORY_SECONDS = 600;
+const LOG_ROWS = 400;
+const KINDS = {
+  filter: "extender filter",
+  prioritize: "extender scores",
+  schedule: "scheduler",
+  label: "labels",
+  event: "controller Events",
+  taint: "soft taints",
+  eviction: "evictions",
+  breaker: "circuit breaker",
+  metric: "health changes",
+  control: "controls",
+  policy: "policies",
+};
+const HIDDEN_BY_DEFAULT = new Set(["prioritize"]);
+
+const view = { state: null, points: [], log: [], nodes: [], charts: {}, chartNodes: "" };
+const hiddenKinds = new Set(HIDDEN_BY_DEFAULT);
+
+// ------------------------------------------------------------------------------ helpers
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function pct(value) {
+  return value === undefined || value === null ? "–" : `${Math.round(value * 100)}%`;
+}
+
+function fmt(value) {
+  if (value === undefined || value === null) return "–";
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+function clockTime(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+function toast(message, error) {
+  const box = document.getElementById("toast");
+  box.textContent = message;
+  box.className = error ? "toast error" : "toast";
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.hidden = true; }, error ? 6000 : 2500);
+}
+
+async function send(method, path, body) {
+  const options = { method, headers: {} };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  try {
+    const response = await fetch(path, options);
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) toast(`${response.status}: ${answer.error || response.statusText}`, true);
+    else toast(`done: ${method} ${path}`);
+    return answer;
+  } catch (error) {
+    toast(`request failed: ${error}`, true);
+    return null;
+  }
+}
+
+// ------------------------------------------------------------------------------ nodes
+
+function podChip(pod) {
+  const demo = pod.policy !== null && pod.policy !== undefined;
+  const classes = ["chip", "pod"];
+  if (demo) classes.push("demo");
+  if (pod.violates) classes.push("violates");
+  if (pod.app === "stress") classes.push("stress");
+  if (pod.app === "node-agent") classes.push("agent");
+  const title = `${pod.namespace}/${pod.name}\nCPU ${fmt(pod.cpu)} cores` +
+    (pod.violates ? `\nviolate=${pod.violates}` : "");
+  const short = pod.app === "stress" ? `stress ${pod.name.split("-").pop()}` : pod.name.replace(/-[0-9a-f]{8,10}-/, "-");
+  return el("span", { class: classes.join(" "), title, "data-pod": `${pod.namespace}/${pod.name}` }, short);
+}
+
+// Cards are built once per node and updated in place: a control clicked while an update
+// arrives must still be the element under the pointer, or the click would be lost.
+const cards = new Map();
+
+function meter(label, kind) {
+  const fill = el("span");
+  const value = el("span");
+  const bar = el("div", { class: `bar ${kind || ""}` }, fill);
+  const row = el("div", { class: "meter" }, el("span", { class: "muted" }, label), bar, value);
+  row.set = (ratio) => {
+    const known = ratio !== undefined && ratio !== null;
+    fill.style.width = `${known ? Math.min(100, ratio * 100) : 0}%`;
+    bar.classList.toggle("hot", known && ratio > 0.8);
+    value.textContent = pct(ratio);
+  };
+  return row;
+}
+
+function setChildren(box, key, children) {
+  // Replace a list of chips only when what it shows changed.
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...children);
+}
+
+function buildCard(name) {
+  const card = {
+    root: el("div", { class: "node", "data-node": name }),
+    badge: el("span", { class: "class-badge" }),
+    health: el("b", { "data-health": "" }),
+    demand: el("div", { class: "muted small" }),
+    cpu: meter("CPU"),
+    pressure: meter("pressure", "pressure"),
+    memory: meter("memory"),
+    marks: el("div", { class: "chips marks" }),
+    pods: el("div", { class: "chips pods" }),
+    buttons: [0, 1, 2].map((value) => el("button", {
+      "data-action": "health",
+      "data-value": value,
+      title: `set ${name} health_metric to ${value}`,
+      onclick: () => send("POST", `/api/nodes/${name}/health`, { value }),
+    }, String(value))),
+    clear: el("button", {
+      "data-action": "clear-load",
+      title: `remove the stress pods from ${name}`,
+      onclick: () => send("DELETE", `/api/nodes/${name}/load`),
+    }),
+  };
+  card.root.append(
+    el("div", { class: "node-head" }, el("span", { class: "node-name" }, name), card.badge),
+    el("div", { class: "health" }, "health_metric ", card.health),
+    card.demand, card.cpu, card.pressure, card.memory, card.marks, card.pods,
+    el("div", { class: "node-controls" },
+      el("span", { class: "muted" }, "health"), card.buttons,
+      el("span", { class: "spacer" }),
+      el("button", {
+        "data-action": "load",
+        title: `pin a stress pod burning 2 cores to ${name}`,
+        onclick: () => send("POST", `/api/nodes/${name}/load`, { cores: 2 }),
+      }, "+2 cores"),
+      card.clear));
+  return card;
+}
+
+function updateCard(card, node, pods) {
+  const health = node.metrics.health_metric;
+  card.root.className = ["node",
+    health === 1 ? "health-1" : "",
+    health >= 2 ? "health-2" : "",
+    node.violating.length ? "violating" : ""].join(" ").trim();
+  card.badge.textContent = node.classification || "";
+  card.badge.className = `class-badge ${node.classification || ""}`;
+  card.badge.hidden = !node.classification;
+  card.health.textContent = fmt(health);
+  card.demand.textContent = node.model ? `CPU demand ${fmt(node.model.cpuDemand)} of ${fmt(node.allocatable.cpu)} cores` : "";
+  card.cpu.set(node.metrics.cpu_utilization);
+  card.pressure.set(node.metrics.cpu_pressure);
+  card.memory.set(node.metrics.memory_utilization);
+  card.buttons.forEach((button, value) => button.classList.toggle("current", health === value));
+  const labels = Object.entries(node.labels)
+    .filter(([key, value]) => value === "violating" || key.startsWith("telemetry.aware.scheduling"));
+  setChildren(card.marks, JSON.stringify([labels, node.taints]), [
+    ...labels.map(([key, value]) => el("span", {
+      class: `chip label ${value === "violating" ? "violating" : ""}`,
+      "data-label": `${key}=${value}`,
+    }, `${key}=${value}`)),
+    ...node.taints.map((t) => el("span", { class: "chip taint", "data-taint": t.key },
+      `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`)),
+  ]);
+  const nodePods = node.pods.map((key) => pods.get(key)).filter(Boolean)
+    .sort((a, b) => (b.policy ? 1 : 0) - (a.policy ? 1 : 0));
+  setChildren(card.pods, JSON.stringify(nodePods.map((p) => [p.name, p.violates])), nodePods.map(podChip));
+  const stress = nodePods.filter((p) => p.app === "stress").length;
+  card.clear.textContent = `clear ${stress}`;
+  card.clear.hidden = stress === 0;
+}
+
+function renderNodes(state) {
+  const pods = new Map(state.pods.map((p) => [`${p.namespace}/${p.name}`, p]));
+  const box = document.getElementById("nodes");
+  const names = state.nodes.map((n) => n.name);
+  for (const name of [...cards.keys()]) {
+    if (!names.includes(name)) cards.delete(name);
+  }
+  for (const node of state.nodes) {
+    if (!cards.has(node.name)) cards.set(node.name, buildCard(node.name));
+    updateCard(cards.get(node.name), node, pods);
+  }
+  const order = names.map((n) => cards.get(n).root);
+  if (order.length !== box.children.length || order.some((root, i) => box.children[i] !== root)) {
+    box.replaceChildren(...order);
+  }
+}
+
+// ------------------------------------------------------------------------------ policies, workloads
+
+function renderPolicies(state) {
+  const box = document.getElementById("policies");
+  if (!state.policies.length) {
+    box.replaceChildren(el("p", { class: "muted" }, "No valid policy loaded."));
+    return;
+  }
+  box.replaceChildren(...state.policies.map((policy) => {
+    const status = policy.status || {};
+    const ruleText = (name, rule) => (name === "scheduleonmetric"
+      ? `${rule.metricname}: ${rule.operator === "LessThan" ? "lower" : "higher"} scores better`
+      : rule.text);
+    const rows = Object.entries(policy.strategies).flatMap(([name, strategy]) => [
+      el("dt", {}, name),
+      el("dd", {}, (name === "scheduleonmetric" ? strategy.rules.slice(0, 1) : strategy.rules)
+        .map((r) => ruleText(name, r)).join(strategy.logicalOperator === "allOf" ? " and " : " or ")),
+    ]);
+    return el("div", { class: "policy", "data-policy": `${policy.namespace}/${policy.name}` },
+      el("div", { class: "policy-head" },
+        el("b", {}, policy.name), el("span", { class: "muted" }, policy.namespace),
+        status.compliance ? el("span", { class: `compliance ${status.compliance}` }, status.compliance) : null,
+        el("span", { class: "muted small" }, status.message || "status not written yet")),
+      el("dl", { class: "strategies" }, rows,
+        el("dt", {}, "labelled nodes"),
+        el("dd", {}, policy.labelledNodes.length ? policy.labelledNodes.map((n) => `${n} (${policy.name}=violating)`).join(", ") : "none")));
+  }), ...state.policyProblems.map((p) => el("p", { class: "h2" }, p)));
+}
+
+const workloadRows = new Map();
+
+function scaleBy(name, step) {
+  const workload = view.state.workloads.find((w) => w.name === name);
+  if (workload) send("POST", `/api/workloads/${name}/scale`, { replicas: Math.max(0, workload.pods + step) });
+}
+
+function renderWorkloads(state) {
+  const box = document.getElementById("workloads");
+  if (!box.firstChild) box.append(el("table", { class: "workloads" }, el("tbody")));
+  const body = box.querySelector("tbody");
+  for (const w of state.workloads) {
+    if (!workloadRows.has(w.name)) {
+      const count = el("td");
+      const row = el("tr", { "data-workload": w.name },
+        el("td", {}, el("b", {}, w.name)),
+        el("td", { class: "muted" }, w.namespace),
+        count,
+        el("td", {}, w.scalable ? [
+          el("button", { "data-action": "scale-down", title: `one ${w.name} pod less`, onclick: () => scaleBy(w.name, -1) }, "−"),
+          " ",
+          el("button", { "data-action": "scale-up", title: `one ${w.name} pod more`, onclick: () => scaleBy(w.name, 1) }, "+"),
+        ] : el("span", { class: "muted small" }, "one per node")));
+      row.count = count;
+      workloadRows.set(w.name, row);
+      body.append(row);
+    }
+    workloadRows.get(w.name).count.textContent = `${w.pods} pods`;
+  }
+  const d = state.descheduler;
+  const thresholds = d.thresholds
+    ? Object.keys(d.thresholds.high).map((s) => `${s}: low ${fmt(d.thresholds.low[s])}, high ${fmt(d.thresholds.high[s])}`).join("; ")
+    : "no classification yet";
+  document.getElementById("descheduler").replaceChildren(
+    el("div", {}, `mode ${state.mode}, every ${state.deschedulingInterval}s; load-aware ${thresholds}`),
+    el("div", {}, `evictions so far: ${d.evictions}; circuit breaker: `,
+      d.circuitBreaker ? el("b", { class: "h2" }, `open (${d.circuitBreaker})`) : "closed"),
+    el("div", {}, "extender: ", el("a", { href: `${state.extender}/debug/decisions` }, state.extender)));
+}
+
+// ------------------------------------------------------------------------------ charts
+
+function chartSize(target) {
+  const width = Math.max(320, target.clientWidth || 420);
+  return { width, height: 190 };
+}
+
+function nodeSeries(names, extra) {
+  return [{}, ...names.map((name, i) => ({ label: name, stroke: PALETTE[i % PALETTE.length], width: 1.5, ...extra }))];
+}
+
+function makeChart(id, series, axes, scales) {
+  const target = document.getElementById(id);
+  target.replaceChildren();
+  const options = {
+    ...chartSize(target),
+    series,
+    axes: [{ values: (u, ticks) => ticks.map((t) => clockTime(t)), space: 70 }, ...(axes || [{}, {}]).slice(1)],
+    scales: { x: { time: true }, ...(scales || {}) },
+    legend: { live: false },
+    cursor: { drag: { x: false, y: false } },
+  };
+  return new uPlot(options, series.map(() => []), target);
+}
+
+function buildCharts(names) {
+  const percentAxis = [{}, { values: (u, ticks) => ticks.map((t) => `${Math.round(t * 100)}%`), size: 46 }];
+  const fleet = { label: "fleet avg", stroke: "#1d2433", width: 2, dash: [6, 4] };
+  view.charts.util = makeChart("chart-util", [...nodeSeries(names), fleet], percentAxis, { y: { range: [0, 1] } });
+  view.charts.pressure = makeChart("chart-pressure", [...nodeSeries(names), fleet], percentAxis, { y: { range: [0, 1] } });
+  view.charts.usage = makeChart("chart-usage", [
+    ...nodeSeries(names),
+    { label: "low", stroke: "#2d5fb3", width: 1.5, dash: [3, 3] },
+    { label: "high", stroke: "#d64545", width: 2, dash: [8, 4] },
+  ], [{}, { size: 40 }], { y: { range: [0, 100] } });
+  const offsets = names.map((_, i) => (i - (names.length - 1) / 2) * 0.07);
+  view.classOffsets = offsets;
+  view.charts.cls = makeChart("chart-class", nodeSeries(names, { paths: uPlot.paths.stepped({ align: 1 }) }), [{}, {
+    size: 64,
+    splits: () => [-1, 0, 1],
+    values: (u, ticks) => ticks.map((t) => ({ "-1": "under", 0: "ok", 1: "over" })[t] || ""),
+  }], { y: { range: [-1.4, 1.4] } });
+  view.charts.evictions = makeChart("chart-evictions", [{}, {
+    label: "evictions", stroke: "#d64545", fill: "rgba(214,69,69,0.35)",
+    paths: uPlot.paths.bars({ size: [0.9, 12] }), points: { show: false },
+  }], [{}, { size: 30 }], { y: { range: (u, min, max) => [0, Math.max(3, max)] } });
+}
+
+function updateCharts() {
+  const names = view.nodes;
+  const key = names.join(",");
+  if (key !== view.chartNodes) {
+    buildCharts(names);
+    view.chartNodes = key;
+  }
+  const cutoff = Date.now() / 1000 - HISTORY_SECONDS;
+  const points = view.points.filter((p) => p.time >= cutoff);
+  const xs = points.map((p) => p.time);
+  const column = (metric, name) => points.map((p) => (p[metric] && p[metric][name] !== undefined ? p[metric][name] : null));
+  view.charts.util.setData([xs, ...names.map((n) => column("cpu_utilization", n)), column("cpu_utilization", "fleet")]);
+  view.charts.pressure.setData([xs, ...names.map((n) => column("cpu_pressure", n)), column("cpu_pressure", "fleet")]);
+  view.charts.usage.setData([xs, ...names.map((n) => column("usage", n)),
+    points.map((p) => (p.low === undefined ? null : p.low)), points.map((p) => (p.high === undefined ? null : p.high))]);
+  view.charts.cls.setData([xs, ...names.map((n, i) => points.map((p) => (p.classification && p.classification[n] !== undefined ? p.classification[n] + view.classOffsets[i] : null)))]);
+  view.charts.evictions.setData([xs, points.map((p) => p.evictions)]);
+  const signal = [...points].reverse().find((p) => p.signal);
+  if (signal) document.getElementById("usage-caption").textContent = `Load-aware usage (${signal.signal}, 0..100) with low / high thresholds`;
+}
+
+// ------------------------------------------------------------------------------ decision log
+
+function renderFilters() {
+  const box = document.getElementById("log-filters");
+  box.replaceChildren(...Object.entries(KINDS).map(([kind, label]) => el("label", {},
+    el("input", {
+      type: "checkbox", checked: !hiddenKinds.has(kind), "data-kind-filter": kind,
+      onchange: (event) => { if (event.target.checked) hiddenKinds.delete(kind); else hiddenKinds.add(kind); renderLog(); },
+    }), label)));
+}
+
+function logRow(entry) {
+  return el("tr", { class: `kind-${entry.kind}`, "data-kind": entry.kind, "data-id": entry.id },
+    el("td", {}, clockTime(entry.time)),
+    el("td", {}, entry.source),
+    el("td", { class: "kind" }, entry.kind),
+    el("td", {}, entry.summary));
+}
+
+function renderLog() {
+  const rows = [];
+  for (let i = view.log.length - 1; i >= 0 && rows.length < LOG_ROWS; i--) {
+    if (!hiddenKinds.has(view.log[i].kind)) rows.push(logRow(view.log[i]));
+  }
+  document.getElementById("log").replaceChildren(...rows);
+}
+
+// ------------------------------------------------------------------------------ the stream
+
+function apply(update) {
+  if (update.reset) {
+    view.points = [];
+    view.log = [];
+  }
+  view.points.push(...update.points);
+  const cutoff = Date.now() / 1000 - HISTORY_SECONDS - 60;
+  while (view.points.length && view.points[0].time < cutoff) view.points.shift();
+  view.log.push(...update.decisions);
+  if (view.log.length > 3000) view.log.splice(0, view.log.length - 3000);
+  const state = update.state;
+  if (state && state.nodes) {
+    view.state = state;
+    view.nodes = state.nodes.map((n) => n.name);
+    renderNodes(state);
+    renderPolicies(state);
+    renderWorkloads(state);
+    document.getElementById("clock").textContent = state.time ? clockTime(state.time) : "";
+  }
+  if (update.decisions.length || update.reset) renderLog();
+  if (view.nodes.length) updateCharts();
+}
+
+function connect() {
+  const badge = document.getElementById("connection");
+  const source = new EventSource("/api/stream");
+  source.addEventListener("update", (event) => {
+    badge.textContent = "live";
+    badge.className = "pill on";
+    apply(JSON.parse(event.data));
+  });
+  source.onerror = () => {
+    badge.textContent = "disconnected, retrying…";
+    badge.className = "pill off";
+  };
+}
+
+renderFilters();
+window.addEventListener("resize", () => { view.chartNodes = ""; if (view.nodes.length) updateCharts(); });
+connect();

@@ -1,0 +1,227 @@
+"""The workload model on the real clock, written where node-exporter's textfiles would be.
+
+`make run` has no kubelet and no kernel to measure, so this plays their part: every step it
+evaluates each running pod's usage profile (`embedded.workload`), sums it per node, turns it
+into what the node's kernel would report (CPU utilization, PSI CPU pressure by Erlang C,
+memory utilization and pressure) and writes those gauges into the node's textfile, keeping
+every other series (the health value `tas set-health` writes). The components read them back
+through the real textfile source, as they would read node-exporter.
+
+Rewriting a node's file also refreshes its timestamp (the file's mtime), as a scrape would: a
+health value set once stays fresh while the demo runs.
+
+Two writers may touch the same file (this loop and `tas set-health` in another terminal), and
+each rewrites the whole file, so `write_node_series` serializes them with an advisory lock on
+`<dir>/.lock`: otherwise a health value written between this loop's read and its rename would
+be lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from embedded.cluster import InMemoryCluster
+from embedded.workload import (
+    UsageBank,
+    UsageProfile,
+    cpu_pressure,
+    cpu_utilization,
+    memory_pressure,
+    slot_seed,
+)
+from tas.cluster.model import Pod
+from tas.metrics.textfile import SUFFIX
+from tas.metrics.textformat import is_series_name, series_name_of
+from tas.types import Namespace, NodeName
+
+LOCK_NAME = ".lock"
+CPU_UTILIZATION = "node_cpu_utilization"
+CPU_PRESSURE = "node_cpu_pressure"
+MEMORY_UTILIZATION = "node_memory_utilization"
+MEMORY_PRESSURE = "node_memory_pressure"
+
+PodKey = tuple[Namespace, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PodProfile:
+    """What one pod uses: CPU in cores, memory in bytes, each a profile over time."""
+
+    cpu: UsageProfile
+    memory: UsageProfile
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLoad:
+    """One node at one moment, as the model computed it (before any metric pipeline)."""
+
+    node: NodeName
+    cores: float
+    cpu_demand: float
+    cpu_utilization: float
+    cpu_pressure: float
+    memory_used: float
+    memory_utilization: float
+    memory_pressure: float
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryStep:
+    time: float
+    nodes: Mapping[NodeName, NodeLoad]
+    #: Cores each running pod uses now.
+    pod_cpu: Mapping[PodKey, float]
+
+
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Hold the directory's writer lock (advisory: readers never take it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def write_node_series(directory: Path, node: str, values: Mapping[str, float]) -> None:
+    """Set some series in `<directory>/<node>.prom`, keeping the others; atomic, locked."""
+    if not node or node.startswith(".") or "/" in node or "\0" in node:
+        raise ValueError(f"node name {node!r} cannot be a file name")
+    for name, value in values.items():
+        if not is_series_name(name):
+            raise ValueError(f"metric name {name!r} is not a Prometheus series name")
+        if isinstance(value, bool) or not math.isfinite(value):
+            raise ValueError(f"value {value!r} is not a finite number")
+    with locked(directory):
+        path = directory / f"{node}{SUFFIX}"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            lines = []
+        kept = [line for line in lines if series_name_of(line) not in values]
+        kept.extend(f"{name} {format_value(value)}" for name, value in values.items())
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{node}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write("\n".join(kept) + "\n")
+            os.chmod(temp, 0o644)  # a node-exporter may run as another user
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+
+def format_value(value: float) -> str:
+    """As `tas set-health` writes it: integers bare, other values in full."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+class LiveTelemetry:
+    """Steps the workload model for the pods of one cluster and writes the node textfiles.
+
+    Each pod gets its own random stream (from `seed` and the order pods were first seen), so
+    replicas of a bursty workload burst at different moments.
+    """
+
+    def __init__(
+        self,
+        cluster: InMemoryCluster,
+        directory: Path,
+        *,
+        profile_of: Callable[[Pod], PodProfile | None],
+        started: float,
+        seed: int = 0,
+    ) -> None:
+        self._cluster = cluster
+        self._directory = directory
+        self._profile_of = profile_of
+        self._started = started
+        self._seed = seed
+        self._cpu = UsageBank()
+        self._memory = UsageBank()
+        self._slots: dict[tuple[PodKey, str], int] = {}
+
+    def step(self, now: float) -> TelemetryStep:
+        """The model at wall time `now`, written to every node's textfile."""
+        t = now - self._started
+        running = [
+            p for p in self._cluster.list_pods() if p.node_name is not None and p.phase == "Running"
+        ]
+        slots = {(p.namespace, p.name): self._slot(p) for p in running}
+        cpu_values = self._cpu.values(t)
+        memory_values = self._memory.values(t)
+        demand: dict[NodeName, float] = {}
+        used: dict[NodeName, float] = {}
+        pod_cpu: dict[PodKey, float] = {}
+        for pod in running:
+            slot = slots[(pod.namespace, pod.name)]
+            if slot < 0 or pod.node_name is None:
+                continue
+            cores = float(cpu_values[slot])
+            pod_cpu[(pod.namespace, pod.name)] = cores
+            demand[pod.node_name] = demand.get(pod.node_name, 0.0) + cores
+            used[pod.node_name] = used.get(pod.node_name, 0.0) + float(memory_values[slot])
+        loads: dict[NodeName, NodeLoad] = {}
+        for node in self._cluster.list_nodes():
+            cores = float(node.allocatable.get("cpu", 0.0))
+            capacity = float(node.allocatable.get("memory", 0.0))
+            d, m = demand.get(node.name, 0.0), used.get(node.name, 0.0)
+            load = NodeLoad(
+                node=node.name,
+                cores=cores,
+                cpu_demand=d,
+                cpu_utilization=cpu_utilization(d, cores),
+                cpu_pressure=cpu_pressure(d, cores) if cores > 0 else 1.0,
+                memory_used=m,
+                memory_utilization=min(1.0, m / capacity) if capacity > 0 else 1.0,
+                memory_pressure=memory_pressure(m, capacity),
+            )
+            loads[node.name] = load
+            write_node_series(
+                self._directory,
+                node.name,
+                {
+                    CPU_UTILIZATION: round(load.cpu_utilization, 4),
+                    CPU_PRESSURE: round(load.cpu_pressure, 4),
+                    MEMORY_UTILIZATION: round(load.memory_utilization, 4),
+                    MEMORY_PRESSURE: round(load.memory_pressure, 4),
+                },
+            )
+        return TelemetryStep(time=now, nodes=loads, pod_cpu=pod_cpu)
+
+    def _slot(self, pod: Pod) -> int:
+        """The pod's index in the usage banks (-1 when its usage is unknown)."""
+        key = ((pod.namespace, pod.name), pod.uid)
+        slot = self._slots.get(key)
+        if slot is None:
+            profile = self._profile_of(pod)
+            if profile is None:
+                slot = -1
+            else:
+                seed = slot_seed(self._seed, len(self._slots))
+                slot = self._cpu.add(profile.cpu, seed=seed)
+                memory_slot = self._memory.add(profile.memory, seed=seed)
+                assert memory_slot == slot, "the two banks grow together"
+            self._slots[key] = slot
+        return slot
+
+
+__all__ = [
+    "LiveTelemetry",
+    "NodeLoad",
+    "PodProfile",
+    "TelemetryStep",
+    "format_value",
+    "locked",
+    "write_node_series",
+]

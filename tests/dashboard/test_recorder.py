@@ -1,0 +1,203 @@
+"""The dashboard's recorder: what each step of the loop adds to the decision log, the state and
+the history, driven with values (no server, no threads).
+
+Covered: label and taint writes logged as they happen (a pod labelled and evicted within one
+tick still shows its label); health changes; pending pods logged once per reason; evictions
+with reason, strategy and the owner's replacement; circuit-breaker trips and recoveries;
+extender decisions in order; history points with the fleet average, thresholds and classes;
+reading the log after an id, by kind and with a limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dashboard.recorder import Recorder, Tick
+from descheduler.classify import ThresholdSpec, classify
+from descheduler.cycle import CycleReport
+from descheduler.evictor import EvictionDecision
+from embedded.cluster import InMemoryCluster
+from embedded.demo import build_demo_cluster
+from embedded.scheduler import Placement
+from extender.decisions import Decision, DecisionLog, Outcome, Verb
+from tas.cluster.model import Taint, TaintEffect
+from tas.policies.store import PolicyStore
+from tas.types import MetricName, Namespace, NodeName
+
+NAMESPACE = Namespace("health-metric-demo")
+
+
+def columns(health: dict[str, float], utilization: dict[str, float] | None = None) -> Any:
+    result = {MetricName("health_metric"): {NodeName(n): v for n, v in health.items()}}
+    if utilization is not None:
+        result[MetricName("cpu_utilization")] = {NodeName(n): v for n, v in utilization.items()}
+    return result
+
+
+def make_recorder() -> tuple[Recorder, InMemoryCluster, DecisionLog]:
+    cluster = build_demo_cluster(replicas=2)
+    decisions = DecisionLog()
+    clock = iter(float(i) for i in range(1000, 100000))
+    recorder = Recorder(
+        cluster=cluster,
+        policies=PolicyStore(),
+        decisions=decisions,
+        info={},
+        clock=lambda: next(clock),
+    )
+    return recorder, cluster, decisions
+
+
+def summaries(recorder: Recorder, kind: str | None = None) -> list[str]:
+    return [e["summary"] for e in recorder.log(kinds={kind} if kind else None)]
+
+
+def test_label_and_taint_writes_are_logged_as_they_happen() -> None:
+    recorder, cluster, _ = make_recorder()
+    cluster.patch_node_labels(NodeName("node-c"), set_labels={"demo-policy": "violating"})
+    pod = cluster.list_pods()[0]
+    cluster.bind_pod(pod.namespace, pod.name, NodeName("node-c"))
+    cluster.patch_pod_labels(pod.namespace, pod.name, set_labels={"violate": "demo-policy"})
+    cluster.evict_pod(pod.namespace, pod.name, reason="gone")  # before any tick looked
+    cluster.set_node_taints(
+        NodeName("node-d"),
+        [Taint("telemetry.aware.scheduling/overutilized", TaintEffect.PREFER_NO_SCHEDULE, "true")],
+    )
+    cluster.patch_node_labels(NodeName("node-c"), set_labels={}, remove=["demo-policy"])
+    assert summaries(recorder, "label") == [
+        "node node-c: set demo-policy=violating",
+        f"pod {pod.namespace}/{pod.name} on node-c: set violate=demo-policy",
+        "node node-c: removed demo-policy",
+    ]
+    assert summaries(recorder, "taint") == [
+        "node node-d: tainted telemetry.aware.scheduling/overutilized=true:PreferNoSchedule"
+    ]
+
+
+def test_a_health_change_is_logged_once_with_both_values() -> None:
+    recorder, _, _ = make_recorder()
+    recorder.observe_inputs(1.0, columns({"node-c": 0}))
+    recorder.observe_inputs(2.0, columns({"node-c": 2}))
+    recorder.observe_inputs(3.0, columns({"node-c": 2}))
+    recorder.observe_inputs(4.0, columns({}))
+    assert summaries(recorder, "metric") == [
+        "node node-c: health_metric 0 -> 2",
+        "node node-c: health_metric 2 -> missing",
+    ]
+
+
+def test_a_pending_pod_is_logged_once_per_reason_and_when_placed() -> None:
+    recorder, _, _ = make_recorder()
+    waiting = Placement("ns/p", None, "0/5 nodes are available")
+    for now in (1.0, 2.0):
+        recorder.observe_placements(now, [waiting])
+    recorder.observe_placements(3.0, [Placement("ns/p", None, "binding failed")])
+    recorder.observe_placements(4.0, [Placement("ns/p", NodeName("node-a"), "scheduled")])
+    assert summaries(recorder, "schedule") == [
+        "ns/p stays pending: 0/5 nodes are available",
+        "ns/p stays pending: binding failed",
+        "scheduled ns/p on node-a",
+    ]
+
+
+def test_extender_decisions_are_logged_oldest_first_with_their_verdicts() -> None:
+    recorder, _, decisions = make_recorder()
+    for index, verb in enumerate((Verb.FILTER, Verb.PRIORITIZE)):
+        decisions.record(
+            Decision(
+                time=float(index),
+                verb=verb,
+                pod="ns/p",
+                pod_uid="u",
+                policy="ns/demo-policy",
+                outcome=Outcome.APPLIED,
+                reason="",
+                candidates=(NodeName("node-a"), NodeName("node-b")),
+                failed={NodeName("node-b"): "demo-policy: health_metric Equals 1 (value 1)"},
+                scores={NodeName("node-a"): 10, NodeName("node-b"): 0},
+            )
+        )
+    recorder.observe_placements(5.0, [])
+    recorder.observe_placements(6.0, [])  # nothing new: nothing logged twice
+    assert summaries(recorder) == [
+        "filter ns/p: kept node-a; removed node-b (demo-policy: health_metric Equals 1 (value 1))",
+        "prioritize ns/p: node-a 10, node-b 0",
+    ]
+
+
+def test_evictions_name_their_reason_strategy_and_replacement() -> None:
+    recorder, cluster, _ = make_recorder()
+    pod = cluster.list_pods()[0]
+    cluster.bind_pod(pod.namespace, pod.name, NodeName("node-c"))
+    cluster.evict_pod(pod.namespace, pod.name, reason="node node-c violates policy demo-policy")
+    replacement = cluster.evictions[-1].replacement
+    report = CycleReport(
+        decisions=[
+            EvictionDecision(
+                pod.namespace, pod.name, NodeName("node-c"), "TASViolations",
+                "node node-c violates policy demo-policy", "evicted",
+            ),
+            EvictionDecision(
+                NAMESPACE, "other", NodeName("node-c"), "TASViolations", "same", "refused"
+            ),
+        ]
+    )  # fmt: skip
+    recorder.observe_cycle(10.0, report)
+    evicted, refused = recorder.log(kinds={"eviction"})
+    assert evicted["summary"] == (
+        f"evicted {pod.namespace}/{pod.name} from node-c (TASViolations): node node-c violates "
+        f"policy demo-policy; its owner created {pod.namespace}/{replacement}"
+    )
+    assert evicted["details"]["replacement"] == replacement
+    assert refused["summary"].startswith(f"eviction refused: {NAMESPACE}/other from node-c")
+    recorder.observe(Tick(now=11.0, columns={}))
+    assert recorder.state()["descheduler"]["evictions"] == 1
+    assert recorder.history()[-1]["evictions"] == 1
+
+
+def test_the_circuit_breaker_is_logged_when_it_trips_and_when_it_closes() -> None:
+    recorder, _, _ = make_recorder()
+    for now, reason in ((1.0, None), (2.0, "3 of 5 nodes violate at once"), (3.0, "again"),
+                        (4.0, None)):  # fmt: skip
+        recorder.observe_cycle(now, CycleReport(circuit_breaker=reason))
+    assert summaries(recorder, "breaker") == [
+        "circuit breaker open: 3 of 5 nodes violate at once",
+        "circuit breaker open: again",
+        "circuit breaker closed: evictions resume",
+    ]
+
+
+def test_a_history_point_has_the_fleet_average_thresholds_and_classes() -> None:
+    recorder, _, _ = make_recorder()
+    usages = {
+        NodeName("node-a"): {"cpu_utilization": 90.0},
+        NodeName("node-b"): {"cpu_utilization": 10.0},
+    }
+    classification = classify(
+        usages, ThresholdSpec({"cpu_utilization": 35.0}, {"cpu_utilization": 80.0})
+    )
+    recorder.observe_cycle(1.0, CycleReport(classifications={"relieve": classification}))
+    recorder.observe(Tick(now=1.0, columns=columns({}, {"node-a": 0.9, "node-b": 0.1})))
+    (point,) = recorder.history()
+    assert point["cpu_utilization"] == {"node-a": 0.9, "node-b": 0.1, "fleet": 0.5}
+    assert point["usage"] == {"node-a": 90.0, "node-b": 10.0}
+    assert (point["low"], point["high"]) == (35.0, 80.0)
+    assert point["classification"] == {"node-a": 1.0, "node-b": -1.0}
+    state = recorder.state()
+    by_name = {n["name"]: n for n in state["nodes"]}
+    assert by_name["node-a"]["classification"] == "overutilized"
+    assert state["descheduler"]["thresholds"] == {
+        "low": {"cpu_utilization": 35.0},
+        "high": {"cpu_utilization": 80.0},
+    }
+
+
+def test_the_log_is_read_after_an_id_by_kind_and_newest_last() -> None:
+    recorder, _, _ = make_recorder()
+    for index in range(5):
+        recorder.note("control", f"c{index}", source="dashboard", time=float(index))
+    recorder.note("other", "o", source="x", time=9.0)
+    first = recorder.log()[0]["id"]
+    assert [e["summary"] for e in recorder.log(after=first + 1)] == ["c2", "c3", "c4", "o"]
+    assert [e["summary"] for e in recorder.log(limit=2)] == ["c4", "o"]
+    assert [e["summary"] for e in recorder.log(kinds={"other"})] == ["o"]
