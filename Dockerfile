@@ -1,4 +1,5 @@
-# One image for every component: `tas extender`, `tas controller`, `tas descheduler`.
+# One image for every component: `tas extender`, `tas controller`, `tas descheduler` (every
+# package the `tas` command imports is copied; tests/test_deploy.py checks the list).
 #   docker build -t telemetry-aware-scheduling:0.1.0 .
 FROM python:3.11-slim AS build
 WORKDIR /src
@@ -8,6 +9,9 @@ COPY tas_cli ./tas_cli
 COPY extender ./extender
 COPY policy_controller ./policy_controller
 COPY descheduler ./descheduler
+COPY embedded ./embedded
+COPY dashboard ./dashboard
+COPY simulator ./simulator
 COPY benchmarks ./benchmarks
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

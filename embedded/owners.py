@@ -3,7 +3,9 @@
 A ReplicaSet (and anything else that owns pods by template) creates a pending pod with a fresh
 name; a StatefulSet recreates the same name; a DaemonSet's pod comes back bound to its node,
 since its node is the point. A pod without a controller stays gone. This is the part of the
-workload controllers the closed loop needs: an evicted pod returns and is placed again.
+workload controllers the closed loop needs: an evicted pod returns and is placed again. The new
+pod comes from the owner's template, so it carries none of the labels the policy controller
+put on the old one (`violate=<policy>`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from tas.cluster.model import Pod
+from tas.vocabulary import POD_VIOLATION_LABEL
 
 
 def replacement_for(
@@ -34,8 +37,10 @@ def replacement_for(
         while name_taken(name):
             name = f"{owner.name}-{new_suffix()}"
     daemon = owner.kind == "DaemonSet"
+    labels = {k: v for k, v in pod.labels.items() if k != POD_VIOLATION_LABEL}
     return dataclasses.replace(
         pod,
+        labels=labels,
         name=name,
         uid=new_uid(),
         node_name=pod.node_name if daemon else None,

@@ -48,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -963,6 +964,21 @@ def test_the_dockerfile_builds_a_non_root_tas_image_from_python_3_11_slim() -> N
         if line.startswith("COPY ") and "--from=" not in line:
             for source in line.split()[1:-1]:
                 assert (ROOT / source).exists(), line
+
+
+def test_the_image_gets_every_package_the_project_installs() -> None:
+    """A package left out of the image makes `tas` fail at import in the container."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = {
+        pattern.rstrip("*")
+        for pattern in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    }
+    copied = {
+        line.split()[1]
+        for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()
+        if line.startswith("COPY ") and "--from=" not in line
+    }
+    assert packages <= copied, f"not copied into the image: {sorted(packages - copied)}"
 
 
 def test_the_docker_context_leaves_out_the_virtualenv_git_and_keys() -> None:

@@ -9,8 +9,8 @@ Covered:
 - events are recorded with type;
 - evictions: EVICTED, NOT_FOUND, REFUSED by a PDB with no disruptions left, PDB decremented,
   pending pods skip the PDB, more than one PDB fails, injected failure is FAILED;
-- owners recreate evicted pods (ReplicaSet: new name and pending; StatefulSet: same name;
-  no owner: gone);
+- owners recreate evicted pods (ReplicaSet: new name and pending, without the controller's
+  `violate` label; StatefulSet: same name; no owner: gone);
 - write counters per kind and reset; change notification and unsubscribe;
 - concurrent writers from several threads lose nothing.
 """
@@ -221,6 +221,7 @@ def test_events_are_recorded_with_their_type(cluster: InstrumentedCluster) -> No
 def test_an_evicted_replicaset_pod_is_replaced_by_a_new_pending_pod(
     cluster: InstrumentedCluster,
 ) -> None:
+    cluster.patch_pod_labels(NS, "web-a", set_labels={"violate": "demo"})
     before = cluster.get_pod(NS, "web-a")
     result = cluster.evict_pod(NS, "web-a", reason="demo violated on n1")
     assert result.outcome is EvictionOutcome.EVICTED
@@ -231,7 +232,9 @@ def test_an_evicted_replicaset_pod_is_replaced_by_a_new_pending_pod(
     assert replacement.node_name is None
     assert replacement.phase == "Pending"
     assert replacement.uid != before.uid
-    assert replacement.labels == before.labels
+    # From the owner's template: the controller's `violate` label is not copied.
+    assert replacement.labels == {k: v for k, v in before.labels.items() if k != "violate"}
+    assert "violate" in before.labels
     assert replacement.requests == before.requests
     (record,) = cluster.evictions
     assert (record.name, record.node, record.replacement) == ("web-a", "n1", replacement.name)
