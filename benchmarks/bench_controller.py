@@ -23,8 +23,8 @@ from benchmarks.report import Figure, print_figure
 from embedded.cluster import InMemoryCluster, WriteKind
 from policy_controller.desired import compute_desired
 from policy_controller.diff import NodeDiffer, diff_nodes, diff_pods
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from policy_controller.status import policy_status
 from tas.cluster.model import Node, Pod
 from tas.metrics.static import StaticMetricView

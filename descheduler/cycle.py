@@ -36,9 +36,9 @@ from descheduler.evictor import (
     ProtectionRules,
 )
 from descheduler.framework import RUN_POINTS, AnyPlugin, PluginContext, PodUsageSource
-from descheduler.metrics import DeschedulerMetrics, Result
 from descheduler.plugins import soft_tainter, tas_violations
 from descheduler.profiles import Profile
+from descheduler.self_metrics import DeschedulerMetrics, Result
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
 from descheduler.usage import SERVICE_ACCOUNT_TOKEN, ClusterUsage, PrometheusQueries

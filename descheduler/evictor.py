@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from descheduler.args import NamespaceFilter, PodSelection
-from descheduler.metrics import DeschedulerMetrics, Result
 from descheduler.nodefit import fitting_nodes
 from descheduler.plugins.default_evictor import EvictorArgs, NoEvictionPolicy, Protection
+from descheduler.self_metrics import DeschedulerMetrics, Result
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
 from tas.cluster.model import (
@@ -416,7 +416,7 @@ class EvictionDecision:
     node: NodeName | None
     strategy: str
     reason: str
-    result: str  # descheduler.metrics.Result
+    result: str  # descheduler.self_metrics.Result
 
 
 @dataclass

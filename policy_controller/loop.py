@@ -13,8 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import CycleReport, Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from policy_controller.desired import DesiredState, compute_desired
 from policy_controller.diff import NodeDiffer, NodePatch, PodPatch, diff_pods
-from policy_controller.metrics import ControllerMetrics
+from policy_controller.self_metrics import ControllerMetrics
 from policy_controller.status import StatusTracker, policy_status, stamped
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.interface import Cluster, ClusterError, NotFoundError

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Descheduler, Mode
-from descheduler.metrics import Result
+from descheduler.self_metrics import Result
 from embedded.scheduler import EmbeddedScheduler, Extender
-from policy_controller.metrics import ControllerMetrics
+from policy_controller.self_metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
 from simulator.clock import VirtualClock
 from simulator.contenders import (

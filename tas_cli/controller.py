@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry
 
 from policy_controller.http import ProbeServer
 from policy_controller.loop import ControllerLoop
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.interface import ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics

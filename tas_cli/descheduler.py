@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.kubedescheduler import KubeDeschedulerError, expand
-from descheduler.metrics import DeschedulerMetrics
 from descheduler.schedule import run_schedule
+from descheduler.self_metrics import DeschedulerMetrics
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
 from tas.metrics.static import StaticMetricView

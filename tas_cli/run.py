@@ -37,7 +37,7 @@ from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
 from descheduler.config import ConfigError, DeschedulerConfig, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import PodUsage
-from descheduler.metrics import DeschedulerMetrics
+from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
 from descheduler.state import CycleState
 from embedded.cluster import InMemoryCluster, policy_key_of
@@ -56,8 +56,8 @@ from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.clock import Clock, SystemClock
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader

@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 from prometheus_client import CollectorRegistry
 
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import CycleReport, Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.model import Node, Pod
 from tas.policies.cluster import ClusterPolicyLoader

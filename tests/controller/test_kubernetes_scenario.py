@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.informer import Backoff
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader

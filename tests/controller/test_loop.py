@@ -24,8 +24,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from embedded.cluster import WriteKind
 from policy_controller.http import ProbeServer
 from policy_controller.loop import ControllerLoop
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.informer import Backoff
 from tas.cluster.interface import TransientClusterError
 from tas.cluster.kubernetes import KubernetesCluster

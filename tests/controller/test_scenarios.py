@@ -29,8 +29,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from embedded.cluster import WriteKind
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.interface import TransientClusterError
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore

@@ -13,8 +13,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from embedded.cluster import InMemoryCluster
-from policy_controller.metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from tas.metrics import open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore

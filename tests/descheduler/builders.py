@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import PodUsageSource
-from descheduler.metrics import DeschedulerMetrics
+from descheduler.self_metrics import DeschedulerMetrics
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
 from tas.metrics.static import StaticMetricView
 from tas.policy import TASPolicy

@@ -30,9 +30,9 @@ from descheduler.evictor import (
     ProtectionRules,
     sort_candidates,
 )
-from descheduler.metrics import DeschedulerMetrics
 from descheduler.plugins import default_evictor
 from descheduler.plugins.default_evictor import EvictorArgs
+from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
 from embedded.cluster import WriteKind
 from tas.cluster.interface import TransientClusterError

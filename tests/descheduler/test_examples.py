@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from descheduler.config import DeschedulerConfig, load_config_file, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.kubedescheduler import expand
-from descheduler.metrics import DeschedulerMetrics
+from descheduler.self_metrics import DeschedulerMetrics
 from tas.metrics.static import StaticMetricView
 from tas.types import Namespace, NodeName
 from tests.descheduler.builders import FakeClock, cluster_with, make_node, make_pod, replace
