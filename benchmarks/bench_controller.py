@@ -28,8 +28,8 @@ from policy_controller.self_metrics import ControllerMetrics
 from policy_controller.status import policy_status
 from tas.cluster.model import Node, Pod
 from tas.metrics.static import StaticMetricView
+from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
-from tas.policy import parse_policy
 from tas.types import Namespace, NodeName
 
 NODES = 5_000

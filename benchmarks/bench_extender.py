@@ -109,8 +109,8 @@ def serve_child(port: int) -> None:
     from extender.server import ExtenderServer, tune_allocator
     from extender.settings import ExtenderSettings
     from tas.metrics.static import StaticMetricView
+    from tas.policies.model import load_policies_text
     from tas.policies.store import PolicyStore
-    from tas.policy import load_policies_text
 
     store = PolicyStore()
     store.replace(load_policies_text(POLICY).policies)
@@ -272,8 +272,8 @@ def in_process(verb: str, body: bytes) -> Callable[[], bytes]:
     from extender.decide import decide_filter, decide_prioritize
     from extender.wire import decode_args, encode_filter_result, encode_priorities
     from tas.metrics.static import StaticMetricView
+    from tas.policies.model import load_policies_text
     from tas.policies.store import PolicyStore
-    from tas.policy import load_policies_text
     from tas.rules import ScoreMode
 
     store = PolicyStore()

@@ -39,8 +39,8 @@ from embedded.scheduler import Placement
 from extender.decisions import Decision, DecisionLog, Verb
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
+from tas.policies.model import TASPolicy
 from tas.policies.store import PolicySnapshot, PolicyStore
-from tas.policy import TASPolicy
 from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL, VIOLATING
 

@@ -47,7 +47,7 @@ from tas.clock import Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, ObjectReference
 from tas.metrics.view import MetricView
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.types import MetricName, NodeName, PolicyKey
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from tas.cluster.model import Node, Pod
 from tas.fit import holds_resources, rejection
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.rules import filter_nodes
 from tas.types import MetricColumns, NodeName
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tas.cluster.model import Node, Pod, PodDisruptionBudget
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Iterable
 
 from descheduler.state import CycleState
-from tas.policy import StrategyName, TASPolicy
+from tas.policies.model import StrategyName, TASPolicy
 from tas.rules import deschedule_violations, violation_reason
 from tas.types import NodeName
 from tas.vocabulary import POD_VIOLATION_LABEL, VIOLATING

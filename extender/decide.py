@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from extender.decisions import Decision, Outcome, Verb
 from extender.wire import PodInfo
 from tas.breaker import DEFAULT_MAX_SHARE, judge_strategy
+from tas.policies.model import StrategyName, TASPolicy
 from tas.policies.store import PolicySnapshot
-from tas.policy import StrategyName, TASPolicy
 from tas.rules import ScoreMode, filter_nodes, score_nodes
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL

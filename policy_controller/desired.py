@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from tas.breaker import DEFAULT_MAX_SHARE, BreakerVerdict
-from tas.policy import Strategy, StrategyName, TASPolicy
+from tas.policies.model import Strategy, StrategyName, TASPolicy
 from tas.rules import RuleHit, labeling_labels, violations
 from tas.types import MetricColumns, NodeName, PolicyKey
 from tas.vocabulary import VIOLATING

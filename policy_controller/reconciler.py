@@ -27,8 +27,8 @@ from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.interface import Cluster, ClusterError, NotFoundError
 from tas.cluster.model import Node, ObjectReference
 from tas.metrics.view import MetricView
+from tas.policies.model import StrategyName
 from tas.policies.store import PolicyStore
-from tas.policy import StrategyName
 from tas.rules import violation_reason
 from tas.types import NodeName, PolicyKey
 from tas.vocabulary import VIOLATING

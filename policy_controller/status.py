@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from policy_controller.desired import PolicyEvaluation
-from tas.policy import StrategyName
+from tas.policies.model import StrategyName
 from tas.types import NodeName, PolicyKey
 
 COMPLIANT = "Compliant"

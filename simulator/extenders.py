@@ -26,8 +26,8 @@ from extender.wire import PodInfo
 from simulator.clock import VirtualClock
 from tas.cluster.model import Pod
 from tas.metrics.view import MetricView
+from tas.policies.model import Operator, StrategyName, TASPolicy
 from tas.policies.store import PolicyStore
-from tas.policy import Operator, StrategyName, TASPolicy
 from tas.rules import ScoreMode, filter_nodes
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL

@@ -34,7 +34,7 @@ import numpy as np
 
 from embedded.scheduler import Placement
 from simulator.world import ModelState, World
-from tas.policy import StrategyName, TASPolicy
+from tas.policies.model import StrategyName, TASPolicy
 from tas.rules import deschedule_violations, filter_nodes
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL

@@ -30,8 +30,8 @@ from prometheus_client import CollectorRegistry
 from descheduler.cycle import Descheduler, Mode
 from descheduler.self_metrics import Result
 from embedded.scheduler import EmbeddedScheduler, Extender
-from policy_controller.self_metrics import ControllerMetrics
 from policy_controller.reconciler import Reconciler
+from policy_controller.self_metrics import ControllerMetrics
 from simulator.clock import VirtualClock
 from simulator.contenders import (
     CONTENDERS,
@@ -48,8 +48,8 @@ from simulator.scenario import Scenario
 from simulator.world import World
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
 from tas.policies.cluster import ClusterPolicyLoader
+from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
-from tas.policy import parse_policy
 from tas.types import MetricName
 
 log = logging.getLogger(__name__)

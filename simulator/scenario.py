@@ -39,7 +39,7 @@ from tas.cluster.model import (
     Toleration,
 )
 from tas.durations import DurationError, parse_duration
-from tas.policy import PolicyValidationError, parse_policy
+from tas.policies.model import PolicyValidationError, parse_policy
 from tas.quantity import QuantityError, parse_quantity
 
 REPO = Path(__file__).resolve().parents[1]

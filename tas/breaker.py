@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tas.policy import Strategy
+from tas.policies.model import Strategy
 from tas.rules import violations
 from tas.types import MetricColumns, NodeName
 

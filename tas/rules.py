@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tas.policy import (
+from tas.policies.model import (
     LogicalOperator,
     Operator,
     Rule,

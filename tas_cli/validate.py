@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tas.policy import load_policies_text
+from tas.policies.model import load_policies_text
 
 
 def add_parser(commands: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tas.policy import TASPolicy, parse_policy
+from tas.policies.model import TASPolicy, parse_policy
 from tas.types import MetricColumns, MetricName, NodeName
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tas.breaker import MIN_NODES, judge_strategy
-from tas.policy import StrategyName
+from tas.policies.model import StrategyName
 from tests.builders import make_policy, metrics, rule
 
 

@@ -34,7 +34,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tas.policy import Operator, PolicyValidationError, StrategyName, parse_policy
+from tas.policies.model import Operator, PolicyValidationError, StrategyName, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_PATH = ROOT / "crds" / "taspolicy.yaml"

@@ -63,7 +63,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from descheduler.config import load_config_text
-from tas.policy import parse_policy
+from tas.policies.model import parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

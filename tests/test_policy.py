@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tas.policy import (
+from tas.policies.model import (
     LogicalOperator,
     Operator,
     PolicyValidationError,

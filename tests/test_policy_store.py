@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from tas.policies.files import PolicyFileWatcher
+from tas.policies.model import StrategyName
 from tas.policies.store import PolicyStore
-from tas.policy import StrategyName
 from tas.types import Namespace, PolicyKey, PolicyName
 from tests.builders import make_policy, policy_document, rule
 

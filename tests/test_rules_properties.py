@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tas.policy import Operator, StrategyName
+from tas.policies.model import Operator, StrategyName
 from tas.rules import ScoreMode, filter_nodes, score_nodes, violations
 from tas.types import MetricColumns, MetricName, NodeName
 from tests.builders import make_policy, rule

@@ -18,7 +18,7 @@ from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginN
 from descheduler.state import CycleState
 from descheduler.violations import ViolationSource, violating_nodes
 from tas.cluster.model import Pod
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.types import NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POD_VIOLATION_LABEL
 

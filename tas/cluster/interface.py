@@ -63,7 +63,7 @@ class EvictionResult:
 
 @dataclass(frozen=True, slots=True)
 class PolicyDocument:
-    """A TASPolicy object as stored in the cluster (validated later by `tas.policy`)."""
+    """A TASPolicy object as stored in the cluster (validated later by `tas.policies.model`)."""
 
     key: PolicyKey
     body: Mapping[str, Any]

@@ -1,6 +1,6 @@
 """Policies from the cluster: keeps a `PolicyStore` equal to the cluster's TASPolicy objects.
 
-Every document is validated with `tas.policy.parse_policy`; an invalid one becomes a problem
+Every document is validated with `tas.policies.model.parse_policy`; an invalid one becomes a problem
 (reported, not applied) while valid ones keep working. The store is replaced only when what a
 policy *says* changed: a status write by the controller changes the object's resourceVersion
 but not its meaning, and must not trigger another reconcile (that would loop).
@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tas.cluster.interface import Cluster, ClusterChange, ObservableCluster, ResourceKind
+from tas.policies.model import PolicyProblem, PolicyValidationError, TASPolicy, parse_policy
 from tas.policies.store import PolicyStore
-from tas.policy import PolicyProblem, PolicyValidationError, TASPolicy, parse_policy
 
 log = logging.getLogger(__name__)
 

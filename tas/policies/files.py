@@ -10,8 +10,8 @@ import logging
 import threading
 from pathlib import Path
 
+from tas.policies.model import LoadResult, PolicyProblem, TASPolicy, load_policies_text
 from tas.policies.store import PolicyStore
-from tas.policy import LoadResult, PolicyProblem, TASPolicy, load_policies_text
 
 log = logging.getLogger(__name__)
 

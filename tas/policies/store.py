@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from tas.policy import PolicyProblem, TASPolicy
+from tas.policies.model import PolicyProblem, TASPolicy
 from tas.types import MetricName, PolicyKey
 
 log = logging.getLogger(__name__)

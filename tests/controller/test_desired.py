@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from policy_controller.desired import compute_desired
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.types import NodeName
 from tests.builders import make_policy, metrics, rule
 

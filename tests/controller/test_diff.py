@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from policy_controller.desired import compute_desired
 from policy_controller.diff import NodeDiffer, NodePatch, diff_node, diff_nodes, diff_pods
 from tas.cluster.model import Node
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import make_policy, metrics, rule

@@ -17,7 +17,7 @@ from descheduler.framework import PodUsageSource
 from descheduler.self_metrics import DeschedulerMetrics
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
 from tas.metrics.static import StaticMetricView
-from tas.policy import TASPolicy
+from tas.policies.model import TASPolicy
 from tas.types import Namespace, NodeName, PolicyKey
 from tests.instrumented_cluster import InstrumentedCluster
 

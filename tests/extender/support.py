@@ -21,8 +21,8 @@ from extender.settings import ExtenderSettings
 from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
 from tas.policies.files import load_policy_path
+from tas.policies.model import TASPolicy
 from tas.policies.store import PolicyStore
-from tas.policy import TASPolicy
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]

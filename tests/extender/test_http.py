@@ -25,7 +25,7 @@ from extender.self_metrics import UNKNOWN_POLICY
 from extender.settings import ExtenderSettings
 from extender.wire import SCAN_THRESHOLD
 from tas.metrics.static import StaticMetricView
-from tas.policy import parse_policy
+from tas.policies.model import parse_policy
 from tas.rules import ScoreMode
 from tests.builders import policy_document, rule
 from tests.extender.support import (

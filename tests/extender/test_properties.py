@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tas.metrics.static import StaticMetricView
-from tas.policy import Operator, parse_policy
+from tas.policies.model import Operator, parse_policy
 from tas.rules import ScoreMode
 from tests.builders import policy_document, rule
 from tests.extender.support import (
