@@ -24,13 +24,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.convert import (
     metrics_usage_from_api,
     namespace_from_api,
@@ -69,14 +69,9 @@ from tas.vocabulary import GROUP, PLURAL, VERSION
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
-Clock = Callable[[], datetime]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _describe(error: ApiException) -> str:
@@ -118,7 +113,7 @@ class KubernetesCluster:
         *,
         policy_namespace: str | None = None,
         component: str = "telemetry-aware-scheduling",
-        clock: Clock = _utc_now,
+        clock: Clock = SYSTEM_CLOCK,
         sleep: Sleep | None = None,
         backoff: Callable[[], Backoff] = Backoff,
         watch_timeout: float = 60.0,
@@ -424,7 +419,7 @@ class KubernetesCluster:
     def emit_event(
         self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
     ) -> None:
-        now = self._clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
         namespace = involved.namespace or "default"
         body: Any = {
             "apiVersion": "v1",

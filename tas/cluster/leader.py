@@ -30,18 +30,14 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ClusterError
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 _MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: How long `release()` may take by default: a small part of a pod's 30 s grace period.
 RELEASE_TIMEOUT = 1.0
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _body(response: Any) -> dict[str, Any]:
@@ -64,7 +60,7 @@ class LeaderElector:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
-        clock: Clock = _utc_now,
+        clock: Clock = SYSTEM_CLOCK,
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
     ) -> None:
@@ -92,7 +88,7 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """True while we hold the Lease and renewed it within `renew_deadline`."""
         with self._lock:
-            return self._leading and self._fresh(self._clock())
+            return self._leading and self._fresh(self._clock.now())
 
     def _fresh(self, now: datetime) -> bool:
         return self._renewed_at is not None and now - self._renewed_at < timedelta(
@@ -103,7 +99,7 @@ class LeaderElector:
 
     def try_acquire_or_renew(self) -> bool:
         """Take or renew the Lease once; True when we hold it afterwards. Never raises."""
-        now = self._clock()
+        now = self._clock.now()
         try:
             acquired = self._step(now)
         except (ApiException, ClusterError, OSError, urllib3.exceptions.HTTPError) as error:

@@ -26,14 +26,20 @@ from tests.k8s_emulator import KubeEmulator
 
 
 class ManualClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+    """A `tas.clock.Clock` that moves only when told to."""
 
-    def __call__(self) -> datetime:
-        return self.now
+    def __init__(self) -> None:
+        self.current = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        self.advance(seconds)
+        return stop.is_set()
 
     def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+        self.current += timedelta(seconds=seconds)
 
 
 def elector(
