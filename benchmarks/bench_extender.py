@@ -1,6 +1,8 @@
 """Extender speed over real loopback HTTP, each figure next to a floor measured in this run.
 
-- `NodeNames` with 500 candidates: median filter and prioritize latency (goal <= 3 ms), and a
+- `NodeNames` with 500 candidates: median filter and prioritize latency (goal <= 3 ms), also
+  with recent placements (herd control) on 10% of the cluster's nodes, filtering on estimates
+  too (goal <= 3 ms), and a
   load generator (several keep-alive connections, mixed filter and prioritize, bounded to a few
   seconds) for throughput (goal >= 1,400 requests/s) and p99 latency (goal <= 20 ms).
 - Full `Nodes`, 5,000 nodes built from the example Node objects (about 22 MB): median filter
@@ -101,7 +103,40 @@ def nodes_body(count: int) -> bytes:
 # -- the server, in a child process --------------------------------------------------------
 
 
-def serve_child(port: int) -> None:
+#: Recent placements: one pod bound just now on every tenth node of the cluster.
+PLACED_SHARE = 10
+
+
+def placement_estimates() -> Callable[[], Any]:
+    """What `tas extender` wires with recent placements on: a tracker fed with the pods, read
+    against the nodes' sample times (all older than the binds, so every estimate counts)."""
+    from tas.cluster.model import OwnerReference, Pod
+    from tas.placements import PlacementTracker
+    from tas.types import MetricName, Namespace, NodeName
+
+    now = time.time()
+    tracker = PlacementTracker(default_capacity={"cpu": 16.0, "memory": 64.0 * 1024**3})
+    for index in range(0, CLUSTER_NODES, PLACED_SHARE):
+        tracker.observe(
+            Pod(
+                namespace=Namespace(NAMESPACE),
+                name=f"burst-{index}",
+                node_name=NodeName(node_name(index)),
+                requests={"cpu": 0.5, "memory": 512.0 * 1024**2},
+                owners=(OwnerReference("ReplicaSet", "burst", controller=True),),
+            ),
+            now=now,
+        )
+    sampled = dict.fromkeys((node_name(i) for i in range(CLUSTER_NODES)), now - 10.0)
+    times = {MetricName(m): {NodeName(n): t for n, t in sampled.items()} for m in metric_values()}
+
+    def estimates() -> Any:
+        return tracker.estimates(sample_times=times, now=time.time())
+
+    return estimates
+
+
+def serve_child(port: int, placements: bool = False) -> None:
     """Entry point of the child process: the real app on uvicorn, static metric values."""
     from prometheus_client import CollectorRegistry
 
@@ -115,8 +150,15 @@ def serve_child(port: int) -> None:
     store = PolicyStore()
     store.replace(load_policies_text(POLICY).policies)
     view = StaticMetricView(metric_values())
+    settings = ExtenderSettings(
+        filter_estimate_policies=frozenset({"bench-policy"}) if placements else frozenset()
+    )
     app = create_app(
-        store=store, metrics=view, settings=ExtenderSettings(), registry=CollectorRegistry()
+        store=store,
+        metrics=view,
+        settings=settings,
+        registry=CollectorRegistry(),
+        estimates=placement_estimates() if placements else None,
     )
     tune_allocator()  # as `tas extender` does
     ExtenderServer(app, host="127.0.0.1", port=port, log_level="warning").run()
@@ -129,9 +171,9 @@ def free_port() -> int:
         return port
 
 
-def start_server() -> tuple[subprocess.Popen[bytes], int]:
+def start_server(*, placements: bool = False) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    code = f"from benchmarks.bench_extender import serve_child; serve_child({port})"
+    code = f"from benchmarks.bench_extender import serve_child; serve_child({port}, {placements})"
     process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parent.parent)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -331,6 +373,27 @@ def naive_filter(body: bytes) -> Callable[[], bytes]:
     return run
 
 
+def _placements_figures(filter_request: bytes, prioritize_request: bytes) -> None:
+    process, port = start_server(placements=True)
+    try:
+        client = BlockingClient(port)
+        for verb, request in (("filter", filter_request), ("prioritize", prioritize_request)):
+            latency = median_seconds(functools.partial(client.call, request), repeat=300)
+            print_figure(
+                Figure(
+                    f"NodeNames x{CANDIDATES} {verb} median latency, recent placements on "
+                    f"{100 // PLACED_SHARE}% of nodes",
+                    latency * 1000,
+                    "ms",
+                    max_value=3.0,
+                )
+            )
+        client.close()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 def main() -> None:
     from extender.server import tune_allocator
 
@@ -358,6 +421,7 @@ def main() -> None:
                 )
             )
         client.close()
+        _placements_figures(filter_small, prioritize_small)
         elapsed, latencies = _run_async(_load(port, [filter_small, prioritize_small]))
         latencies.sort()
         print_figure(

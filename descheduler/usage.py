@@ -1,7 +1,8 @@
 """Where LowNodeUtilization's `metricsUtilization` reads actual usage: the metrics server
 (through the cluster: metrics.k8s.io NodeMetrics and PodMetrics) and Prometheus instant queries
 (through the project's Prometheus adapter, `tas.metrics`, with the descheduler's ServiceAccount
-token when it runs in a cluster).
+token when it runs in a cluster). And where LoadAware learns which pod is hot: per-pod usage
+from Prometheus's container series (`tas.metrics.pod_usage`, `pod_usage_from`).
 
 Each source is read at most once per cycle, and only when a plugin asks.
 
@@ -16,11 +17,12 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from descheduler.framework import UsageError
-from descheduler.state import PodKey
+from descheduler.framework import PodUsage, PodUsageSource, UsageError
+from descheduler.state import CycleState, PodKey, pod_key
 from tas.cluster.interface import Cluster, ClusterError
 from tas.metrics.config import MetricsConfig
-from tas.metrics.errors import MetricSourceError
+from tas.metrics.errors import MetricFetchError, MetricSourceError
+from tas.metrics.pod_usage import PrometheusPodUsage
 from tas.metrics.source import MetricSource
 from tas.metrics.spec import open_source
 from tas.types import MetricName, NodeName
@@ -110,3 +112,43 @@ class ClusterUsage:
         if query not in self._queries:
             self._queries[query] = self._prometheus.vector(query)
         return self._queries[query]
+
+
+#: LoadAware's CPU signals (and Volcano's `cpu`): moving a pod takes its CPU share off each.
+#: Container pressure is not additive into node pressure, so the CPU share stands for it too.
+CPU_SIGNALS = ("cpu", "cpu_utilization", "cpu_pressure", "cpu_combined")
+#: Memory signals: no per-pod measure here, so the pod's requests share, as LoadAware estimates.
+MEMORY_SIGNALS = ("memory", "memory_utilization", "memory_pressure")
+
+
+def pod_usage_from(source: PrometheusPodUsage) -> PodUsageSource:
+    """A `descheduler.framework.PodUsageSource`: each pod's measured CPU as a share (0..100) of
+    its node's allocatable CPU. Pods without a fresh value are left out (LoadAware then moves
+    at most one pod per node per cycle); a failing source gives nothing, logged by the source."""
+
+    def read(state: CycleState) -> PodUsage:
+        try:
+            usage = source.fetch()
+        except MetricFetchError as error:
+            log.warning("LoadAware goes without per-pod usage this cycle: %s", error)
+            return {}
+        shares: dict[PodKey, dict[str, float]] = {}
+        for pod in state.pods:
+            node = state.nodes.get(pod.node_name) if pod.node_name else None
+            found = usage.get((pod.namespace, pod.name))
+            if node is None or found is None or "cpu" not in found:
+                continue
+            cores = node.allocatable.get("cpu", 0.0)
+            if cores <= 0:
+                continue
+            share = min(100.0, 100.0 * found["cpu"] / cores)
+            entry = dict.fromkeys(CPU_SIGNALS, share)
+            memory = node.allocatable.get("memory", 0.0)
+            requested = pod.requests.get("memory", 0.0)
+            entry.update(
+                dict.fromkeys(MEMORY_SIGNALS, 100.0 * requested / memory if memory > 0 else 0.0)
+            )
+            shares[pod_key(pod)] = entry
+        return shares
+
+    return read

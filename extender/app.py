@@ -31,7 +31,9 @@ from extender.wire import (
     encode_priorities,
 )
 from tas.metrics.view import MetricView
+from tas.placements import Estimates
 from tas.policies.store import PolicyStore
+from tas.vocabulary import POLICY_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +88,12 @@ def create_app(
     registry: CollectorRegistry,
     decisions: DecisionLog | None = None,
     clock: Clock = time.time,
+    estimates: Callable[[], Estimates] | None = None,
 ) -> FastAPI:
-    """Build the extender application around its collaborators (nothing global)."""
+    """Build the extender application around its collaborators (nothing global).
+
+    `estimates`, when given, answers the recent placements' extra load per metric and node
+    (`tas.placements.PlacementTracker.estimates` on the view's sample times)."""
     app = FastAPI(
         title="Telemetry-aware scheduling extender",
         docs_url=None,
@@ -141,6 +147,11 @@ def create_app(
         return endpoint
 
     def answer_filter(args: ExtenderArgs) -> bytes:
+        extra = None
+        if estimates is not None and settings.filters_on_estimates(
+            args.pod.namespace, args.pod.labels.get(POLICY_LABEL)
+        ):
+            extra = estimates()
         decision = decide_filter(
             pod=args.pod,
             candidates=args.candidates,
@@ -148,6 +159,7 @@ def create_app(
             metrics=metrics.columns(),
             now=clock(),
             max_violating_share=settings.max_violating_node_share,
+            estimates=extra,
         )
         remember(decision)
         return encode_filter_result(args=args, failed=decision.failed, unresolvable=unresolvable)
@@ -160,6 +172,7 @@ def create_app(
             metrics=metrics.columns(),
             mode=settings.score_mode,
             now=clock(),
+            estimates=estimates() if estimates is not None else None,
         )
         remember(decision)
         return encode_priorities(decision.scores)
@@ -234,3 +247,16 @@ def _log_decision(decision: Decision) -> None:
             decision.policy,
             " ".join(f"{node}={score}" for node, score in ranked),
         )
+    _log_estimates(decision)
+
+
+def _log_estimates(decision: Decision) -> None:
+    for metric, extra in decision.estimates.items():
+        measured = decision.metrics.get(metric, {})
+        shown = " ".join(
+            f"{node}={measured[node]:.3g}+{value:.3g}"
+            for node, value in sorted(extra.items())
+            if node in measured
+        )
+        if shown:
+            log.info("Recent placements on %s (measured+estimate): %s", metric, shown)

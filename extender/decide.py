@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from extender.decisions import Decision, Outcome, Verb
 from extender.wire import PodInfo
 from tas.breaker import DEFAULT_MAX_SHARE, judge_strategy
+from tas.placements import Estimates, add_estimates, only_metrics
 from tas.policies.model import StrategyName, TASPolicy
 from tas.policies.store import PolicySnapshot
 from tas.rules import ScoreMode, filter_nodes, score_nodes
@@ -73,6 +74,7 @@ def _decision(
     failed: Mapping[NodeName, str] | None = None,
     scores: Mapping[NodeName, int] | None = None,
     metrics: Mapping[MetricName, MetricColumn] | None = None,
+    estimates: Estimates | None = None,
 ) -> Decision:
     return Decision(
         time=now,
@@ -86,6 +88,7 @@ def _decision(
         failed=failed or {},
         scores=scores or {},
         metrics=metrics or {},
+        estimates=estimates or {},
     )
 
 
@@ -97,11 +100,23 @@ def decide_filter(
     metrics: MetricColumns,
     now: float,
     max_violating_share: float = DEFAULT_MAX_SHARE,
+    estimates: Estimates | None = None,
 ) -> Decision:
+    """`estimates` are applied when given: the caller passes them for policies that filter
+    on recent placements only."""
     resolution = resolve_policy(pod, snapshot, Verb.FILTER)
     if resolution.policy is None:
         return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)
-    result = filter_nodes(resolution.policy, metrics, candidates)
+    measured = metrics
+    used: Estimates = {}
+    if estimates:
+        used = only_metrics(estimates, _read_columns(resolution.policy, Verb.FILTER, metrics))
+    result = filter_nodes(resolution.policy, add_estimates(metrics, used), candidates)
+    if used and candidates and not result.passed:
+        # Estimates are a guess: they never leave a pod without every node its measured
+        # values allow. Filter on measured values alone (and judge the breaker on them).
+        used = {}
+        result = filter_nodes(resolution.policy, metrics, candidates)
     if candidates and not result.passed:
         # Only now is the fleet looked at (a rare case, so the common one stays cheap).
         strategy = resolution.policy.strategy(StrategyName.DONTSCHEDULE)
@@ -116,7 +131,8 @@ def decide_filter(
                 now,
                 reason=f"dontschedule would remove every node, and {verdict.describe()}: "
                 f"all {len(candidates)} kept (fail open)",
-                metrics=_read_columns(resolution.policy, Verb.FILTER, metrics),
+                metrics=_read_columns(resolution.policy, Verb.FILTER, measured),
+                estimates=used,
             )
     kept = len(candidates) - len(result.failed)
     return _decision(
@@ -127,7 +143,8 @@ def decide_filter(
         now,
         reason=f"{len(result.failed)} of {len(candidates)} nodes violate dontschedule, {kept} kept",
         failed=result.failed,
-        metrics=_read_columns(resolution.policy, Verb.FILTER, metrics),
+        metrics=_read_columns(resolution.policy, Verb.FILTER, measured),
+        estimates=used,
     )
 
 
@@ -139,6 +156,7 @@ def decide_prioritize(
     metrics: MetricColumns,
     mode: ScoreMode,
     now: float,
+    estimates: Estimates | None = None,
 ) -> Decision:
     resolution = resolve_policy(pod, snapshot, Verb.PRIORITIZE)
     if resolution.policy is None:
@@ -151,13 +169,20 @@ def decide_prioritize(
             reason=resolution.reason,
             scores=dict.fromkeys(candidates, 0),
         )
+    measured = _read_columns(resolution.policy, Verb.PRIORITIZE, metrics)
+    used: Estimates = {}
+    if estimates:
+        used = only_metrics(estimates, measured)
+        metrics = add_estimates(metrics, used)
     return _decision(
         Verb.PRIORITIZE,
         pod,
         candidates,
         resolution,
         now,
-        reason=f"scheduleonmetric, {mode.value} scores",
+        reason=f"scheduleonmetric, {mode.value} scores"
+        + (", with recent placements" if used else ""),
         scores=score_nodes(resolution.policy, metrics, candidates, mode=mode),
-        metrics=_read_columns(resolution.policy, Verb.PRIORITIZE, metrics),
+        metrics=measured,
+        estimates=used,
     )

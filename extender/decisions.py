@@ -45,6 +45,8 @@ class Decision:
     failed: Mapping[NodeName, str] = field(default_factory=dict)
     scores: Mapping[NodeName, int] = field(default_factory=dict)
     metrics: Mapping[MetricName, MetricColumn] = field(default_factory=dict)
+    #: What recent placements added to the measured `metrics` (metric -> node -> value).
+    estimates: Mapping[MetricName, Mapping[NodeName, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         nodes: list[dict[str, Any]] = []
@@ -60,6 +62,13 @@ class Decision:
             entry["metrics"] = {
                 metric: column[node] for metric, column in self.metrics.items() if node in column
             }
+            estimated = {
+                metric: column[node]
+                for metric, column in self.estimates.items()
+                if node in column and node in self.metrics.get(metric, {})
+            }
+            if estimated:
+                entry["estimates"] = estimated
             nodes.append(entry)
         return {
             "time": self.time,

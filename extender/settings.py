@@ -21,3 +21,11 @@ class ExtenderSettings:
     #: Fail open when dontschedule would remove every candidate and more than this share of
     #: the nodes with values violate (`tas.breaker`); 1.0 never fails open.
     max_violating_node_share: float = DEFAULT_MAX_SHARE
+    #: Policies whose dontschedule rules also see recent placements' estimates, as `name`
+    #: (any namespace) or `namespace/name`; scheduleonmetric always sees them when estimates
+    #: are on (`tas extender --filter-on-estimates`).
+    filter_estimate_policies: frozenset[str] = frozenset()
+
+    def filters_on_estimates(self, namespace: str, policy: str | None) -> bool:
+        chosen = self.filter_estimate_policies
+        return policy is not None and (policy in chosen or f"{namespace}/{policy}" in chosen)

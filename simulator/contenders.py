@@ -267,7 +267,11 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
             False,
             pod_usage=True,
         ),
-        ContenderSpec("ours", ExtenderKind.OURS, OURS_WEIGHT, OURS, Staleness.OURS, True, True),
+        # Ours reads per-pod usage as `tas descheduler --metrics prometheus:URL` does (the
+        # container series; here the model's per-pod usage).
+        ContenderSpec(
+            "ours", ExtenderKind.OURS, OURS_WEIGHT, OURS, Staleness.OURS, True, True, pod_usage=True
+        ),
     )
 }
 

@@ -1,7 +1,9 @@
 """The two extenders the kube-scheduler model calls in-process (`embedded.scheduler.Extender`).
 
 - `OursExtender` is this project's extender: the same `extender.decide` functions the HTTP
-  routes call, on the contender's metric view (with its staleness check) and policy store.
+  routes call, on the contender's metric view (with its staleness check) and policy store,
+  with herd control: the recent placements' estimates (`tas.placements`) the embedded
+  cluster feeds, added when it scores (and when it filters, for the policies named).
 - `TasExtender` answers as Intel TAS does (intel/platform-aware-scheduling,
   telemetry-aware-scheduling/pkg/telemetryscheduler/telemetryscheduler.go and
   pkg/strategies/core/operator.go):
@@ -25,7 +27,9 @@ from extender.decide import decide_filter, decide_prioritize
 from extender.wire import PodInfo
 from simulator.clock import VirtualClock
 from tas.cluster.model import Pod
+from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.view import MetricView
+from tas.placements import Estimates, PlacementTracker
 from tas.policies.model import Operator, StrategyName, TASPolicy
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode, filter_nodes
@@ -54,20 +58,36 @@ class OursExtender:
         clock: VirtualClock,
         weight: int = OURS_WEIGHT,
         mode: ScoreMode = ScoreMode.PROPORTIONAL,
+        placements: PlacementTracker | None = None,
+        filter_on_estimates: frozenset[str] = frozenset(),
     ) -> None:
         self.weight = weight
         self._store = store
         self._view = view
         self._clock = clock
         self._mode = mode
+        self._placements = placements
+        self._filter_on = filter_on_estimates
+
+    def _estimates(self) -> Estimates | None:
+        if self._placements is None or not isinstance(self._view, RefreshingMetricView):
+            return None
+        return self._placements.estimates(
+            sample_times=self._view.sample_times(), now=self._clock.time()
+        )
 
     def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
+        name = pod.labels.get(POLICY_LABEL)
+        chosen = name is not None and (
+            name in self._filter_on or f"{pod.namespace}/{name}" in self._filter_on
+        )
         decision = decide_filter(
             pod=pod_info(pod),
             candidates=candidates,
             snapshot=self._store.snapshot(),
             metrics=self._view.columns(),
             now=self._clock.time(),
+            estimates=self._estimates() if chosen else None,
         )
         failed = decision.failed
         return FilterAnswer(
@@ -82,6 +102,7 @@ class OursExtender:
             metrics=self._view.columns(),
             mode=self._mode,
             now=self._clock.time(),
+            estimates=self._estimates(),
         )
         return decision.scores
 

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from descheduler.framework import PodUsage
 from descheduler.signals import combined_cpu
 from descheduler.state import CycleState, PodKey
+from descheduler.usage import CPU_SIGNALS, MEMORY_SIGNALS
 from simulator.clock import VirtualClock
 from simulator.scenario import Pipeline
 from simulator.world import (
@@ -237,9 +238,13 @@ class ModelSource:
                 continue
             cores = node.allocatable.get("cpu", 0.0)
             memory = node.allocatable.get("memory", 0.0)
+            cpu = 100.0 * found[0] / cores if cores else 0.0
+            used = 100.0 * found[1] / memory if memory else 0.0
+            # Keyed by resource (Volcano's `cpu`/`memory`) and by this project's LoadAware
+            # signals (descheduler.usage: the CPU share stands for every CPU signal).
             shares[(Namespace(pod.namespace), pod.name)] = {
-                "cpu": 100.0 * found[0] / cores if cores else 0.0,
-                "memory": 100.0 * found[1] / memory if memory else 0.0,
+                **dict.fromkeys(CPU_SIGNALS, cpu),
+                **dict.fromkeys(MEMORY_SIGNALS, used),
             }
         return shares
 

@@ -46,11 +46,14 @@ from simulator.figures import FigureRecorder, Figures, Series
 from simulator.pipeline import ModelSource, PrometheusApi, ScrapeStore
 from simulator.scenario import Scenario
 from simulator.world import World
+from tas.cluster.interface import NotFoundError
+from tas.cluster.model import Pod
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
+from tas.placements import PlacementTracker, follow_pods
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
-from tas.types import MetricName
+from tas.types import MetricName, Namespace
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +113,18 @@ def run_contender(
     # ties), they face the same chance.
     rng = random.Random(f"{seed}/kube-scheduler")
     extender: Extender | None = None
+    placements: PlacementTracker | None = None
     if contender.spec.extender is ExtenderKind.OURS:
-        extender = OursExtender(store=policies, view=view, clock=clock, weight=contender.weight)
+        placements = _follow_placements(world, scenario, clock)
+        extender = OursExtender(
+            store=policies,
+            view=view,
+            clock=clock,
+            weight=contender.weight,
+            placements=placements,
+            # The shipped default: estimates weigh in scoring only (filtering on them is an
+            # opt-in per policy, `--filter-on-estimates`).
+        )
     elif contender.spec.extender is ExtenderKind.TAS:
         extender = TasExtender(
             store=policies,
@@ -170,6 +183,8 @@ def run_contender(
         recorder.model(state, scenario.step)
         if t + 1e-9 >= next_sync:
             view.refresh_once()
+            if placements is not None:
+                _feed_placements(placements, world, source)
             if reconciler is not None:
                 reconciler.reconcile()
             next_sync += scenario.sync_period
@@ -194,6 +209,29 @@ def run_contender(
         recorder.finish(),
         recorder.series,
         eviction_times=[t for t, _ in recorder.evictions],
+    )
+
+
+def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:
+    """Herd control as `tas extender` runs it, fed by the embedded cluster's pod changes.
+    A pod shows in a sample once it has started and a whole averaging window has passed."""
+    tracker = PlacementTracker(window=scenario.pipeline.window + scenario.startup_delay)
+    cluster = world.cluster
+
+    def find_pod(namespace: str, name: str) -> Pod | None:
+        try:
+            return cluster.get_pod(Namespace(namespace), name)
+        except NotFoundError:
+            return None
+
+    cluster.subscribe(follow_pods(tracker, find_pod, clock.time))
+    return tracker
+
+
+def _feed_placements(tracker: PlacementTracker, world: World, source: ModelSource) -> None:
+    tracker.set_capacity({node.name: node.allocatable for node in world.cluster.list_nodes()})
+    tracker.set_usage(
+        {key: {"cpu": cpu, "memory": memory} for key, (cpu, memory) in source.pod_usage().items()}
     )
 
 

@@ -43,6 +43,7 @@ from tas_cli.tas_compat import Component, TasFlagError, translate_tas_flags
 if TYPE_CHECKING:
     from tas.cluster.interface import ObservableCluster, ResourceKind
     from tas.cluster.kubernetes import KubernetesCluster
+    from tas.metrics.pod_usage import PrometheusPodUsage
     from tas.metrics.refreshing import RefreshingMetricView
 
 log = logging.getLogger("tas")
@@ -261,6 +262,33 @@ def open_view(
         )
     except MetricSourceError as error:
         raise SetupError(f"--metrics {args.metrics!r}: {error}") from error
+
+
+def open_pod_usage(args: argparse.Namespace) -> PrometheusPodUsage | None:
+    """Per-pod usage from the Prometheus `--metrics prometheus:URL` names (its rate window,
+    bearer token and max age), or None with any other source."""
+    metrics: str = args.metrics or ""
+    if not metrics.startswith("prometheus:"):
+        return None
+    from tas.metrics import MetricSourceError
+    from tas.metrics.config import load_metrics_config
+    from tas.metrics.pod_usage import open_pod_usage as open_source
+    from tas.metrics.refreshing import default_max_age
+
+    try:
+        config = load_metrics_config(args.metrics_config)
+        token = None
+        if config.bearer_token_file is not None:
+            token = config.bearer_token_file.read_text(encoding="utf-8").strip()
+    except (MetricSourceError, OSError) as error:
+        raise SetupError(f"--metrics-config: {error}") from error
+    max_age = args.metric_max_age or default_max_age(args.sync_period)
+    return open_source(
+        metrics.removeprefix("prometheus:"),
+        max_age=max_age,
+        rate_window=config.rate_window,
+        bearer_token=token,
+    )
 
 
 @runtime_checkable

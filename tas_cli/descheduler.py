@@ -24,6 +24,7 @@ from descheduler.cycle import Descheduler, Mode
 from descheduler.kubedescheduler import KubeDeschedulerError, expand
 from descheduler.schedule import run_schedule
 from descheduler.self_metrics import DeschedulerMetrics
+from descheduler.usage import pod_usage_from
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
 from tas.metrics.static import StaticMetricView
@@ -198,6 +199,10 @@ def _deschedule(
     else:
         log.warning("No --metrics source: only label-based TAS violations can be seen")
         view = StaticMetricView()
+    pod_usage = common.open_pod_usage(args)
+    if pod_usage is not None:
+        life.on_close(lambda _seconds: pod_usage.close())
+        log.info("LoadAware reads per-pod usage from %s (container series)", args.metrics)
     descheduler = Descheduler(
         config=config,
         cluster=cluster,
@@ -206,6 +211,7 @@ def _deschedule(
         mode=Mode(args.mode),
         clock=SYSTEM_CLOCK,
         metrics=DeschedulerMetrics(registry=registry),
+        pod_usage=pod_usage_from(pod_usage) if pod_usage is not None else None,
     )
     want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
     common.follow_policies(

@@ -1,7 +1,9 @@
 """`tas extender` (and `python -m extender`): the scheduler extender's process.
 
-Wires the policy store (files or the cluster's TASPolicy objects, which is all the extender's
-RBAC lets it watch), the metric view, the FastAPI application and its uvicorn server with TLS.
+Wires the policy store (files or the cluster's TASPolicy objects), the recent placements fed by
+a pod watch (herd control, `tas.placements`; TASPolicies and pods are all the extender's RBAC
+lets it list and watch), the metric view, the FastAPI application and its uvicorn server with
+TLS.
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
 installed here make that second delivery a clean stop (exit 0) instead of a kill.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +26,21 @@ from extender.server import ExtenderServer, tune_allocator
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, server_ssl_context, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
+from tas.cluster.interface import ResourceKind
+from tas.metrics.errors import MetricFetchError
+from tas.metrics.refreshing import RefreshingMetricView
+from tas.placements import (
+    DEFAULT_RESOURCES,
+    DEFAULT_WINDOW,
+    Estimates,
+    PlacementTracker,
+    follow_pods,
+)
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
+from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
+from tas.types import MetricName
 from tas_cli import common
 
 log = logging.getLogger("extender")
@@ -33,6 +49,7 @@ log = logging.getLogger("extender")
 #: `ExtenderServer`): together well under 2 s from SIGTERM to exit.
 CLEANUP_SECONDS = 0.5
 POLICY_POLL_SECONDS = 10.0
+DEFAULT_CAPACITY = {"cpu": 16.0, "memory": 64.0 * 1024**3}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +100,85 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "than this share of nodes violate: a broken metric, not broken nodes (default 0.5; "
         "1 never fails open)",
     )
+    placements = parser.add_argument_group(
+        "recent placements (herd control)",
+        "Pods bound since a node's samples add their estimated load to its values until a "
+        "sample covers them (docs/recent-placements.md).",
+    )
+    placements.add_argument(
+        "--recent-placements",
+        choices=["on", "off"],
+        default=None,
+        help="watch pods and add recent placements' estimates when scoring (default: on when "
+        "policies come from the cluster, off with --policies)",
+    )
+    placements.add_argument(
+        "--estimate-window",
+        type=common.duration,
+        default=DEFAULT_WINDOW,
+        metavar="DURATION",
+        help="a pod counts until its node's sample time is later than its bind time plus this: "
+        "the metrics' averaging window plus pod start-up and scrape delay (default 90s)",
+    )
+    placements.add_argument(
+        "--estimate-metric",
+        type=_metric_resource,
+        action="append",
+        metavar="METRIC=RESOURCE",
+        help="a metric that gets estimates, and the pod resource whose share of the node's "
+        "capacity it rises by (repeat; default: cpu_utilization=cpu, cpu_pressure=cpu, "
+        "memory_utilization=memory)",
+    )
+    placements.add_argument(
+        "--node-capacity",
+        type=_resource_quantity,
+        action="append",
+        metavar="RESOURCE=QUANTITY",
+        help="the capacity estimates are shares of (the extender does not read Nodes; "
+        "repeat; default cpu=16, memory=64Gi)",
+    )
+    placements.add_argument(
+        "--filter-on-estimates",
+        action="append",
+        default=[],
+        metavar="POLICY",
+        help="also add estimates before this policy's dontschedule rules (name or "
+        "namespace/name; repeat); scheduleonmetric always sees them",
+    )
     common.add_log_level_argument(parser)
+
+
+def _metric_resource(text: str) -> tuple[MetricName, str]:
+    metric, sep, resource = text.partition("=")
+    if not sep or not metric.strip() or not resource.strip():
+        raise argparse.ArgumentTypeError(f"expected METRIC=RESOURCE, not {text!r}")
+    return MetricName(metric.strip()), resource.strip()
+
+
+def _resource_quantity(text: str) -> tuple[str, float]:
+    resource, sep, amount = text.partition("=")
+    try:
+        value = parse_quantity(amount.strip()) if sep else -1.0
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: {error}") from error
+    if not resource.strip() or not value > 0:
+        raise argparse.ArgumentTypeError(f"expected RESOURCE=QUANTITY (positive), not {text!r}")
+    return resource.strip(), value
+
+
+def placement_tracker(args: argparse.Namespace) -> PlacementTracker | None:
+    """The tracker the flags describe, or None when recent placements are off."""
+    enabled = args.recent_placements
+    if enabled is None:
+        enabled = "off" if args.policies is not None else "on"
+    if enabled == "off":
+        return None
+    resources = dict(args.estimate_metric) if args.estimate_metric else DEFAULT_RESOURCES
+    capacity = dict(DEFAULT_CAPACITY)
+    capacity.update(dict(args.node_capacity or []))
+    return PlacementTracker(
+        window=args.estimate_window, resources=resources, default_capacity=capacity
+    )
 
 
 def add_parser(commands: Any) -> None:
@@ -125,26 +220,43 @@ def _serve(args: argparse.Namespace) -> int:
     with common.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
         life.on_close(view.stop)
         cluster = None
+        tracker = placement_tracker(args)
+        watched = []
         if args.policies is None:
-            from tas.cluster.interface import ResourceKind
-
-            # Only the policy cache: the extender needs nothing else, and its RBAC allows
-            # nothing else. /readyz stays false until the first complete list has loaded.
-            cluster = common.open_cluster(
-                common.kube_api_client(args), watched=[ResourceKind.POLICY]
-            )
+            watched.append(ResourceKind.POLICY)
+        if tracker is not None:
+            watched.append(ResourceKind.POD)
+        if watched:
+            # Only these caches: the extender needs nothing else, and its RBAC allows nothing
+            # else. /readyz stays false until the first complete policy list has loaded.
+            cluster = common.open_cluster(common.kube_api_client(args), watched=watched)
+            if tracker is not None:
+                cluster.subscribe(follow_pods(tracker, cluster.find_pod, time.time))
             cluster.start()
             life.on_close(cluster.stop)  # aborts the watch stream
+        if tracker is not None:
+            _follow_pod_usage(args, tracker, life)
         source = common.follow_policies(
-            args, store, life, cluster=cluster, poll_seconds=POLICY_POLL_SECONDS
+            args,
+            store,
+            life,
+            cluster=cluster if args.policies is None else None,
+            poll_seconds=POLICY_POLL_SECONDS,
         )
         settings = ExtenderSettings(
             score_mode=args.score_mode,
             tas_compat_failed_nodes=args.tas_compat_failed_nodes,
             max_body_bytes=args.max_body_bytes,
             decision_log_size=args.decision_log_size,
+            filter_estimate_policies=frozenset(args.filter_on_estimates),
         )
-        app = create_app(store=store, metrics=view, settings=settings, registry=registry)
+        app = create_app(
+            store=store,
+            metrics=view,
+            settings=settings,
+            registry=registry,
+            estimates=_estimator(tracker, view) if tracker is not None else None,
+        )
         tune_allocator(largest_body=args.max_body_bytes)
         host, port = args.listen
         try:
@@ -159,6 +271,36 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("Extender serving on %s (policies from %s)", server.url, source)
         server.run()
     return 0
+
+
+def _follow_pod_usage(
+    args: argparse.Namespace, tracker: PlacementTracker, life: common.Lifetime
+) -> None:
+    """With a Prometheus source, the workloads' observed per-pod usage becomes the estimate of
+    their new pods (refreshed every sync period); other sources leave requests as estimates."""
+    usage = common.open_pod_usage(args)
+    if usage is None:
+        return
+    life.on_close(lambda _seconds: usage.close())
+
+    def follow(stop: threading.Event, period: float) -> None:
+        while not stop.is_set():
+            try:
+                tracker.set_usage(
+                    {key: {"cpu": v["cpu"]} for key, v in usage.fetch().items() if "cpu" in v}
+                )
+            except MetricFetchError as error:
+                log.debug("No per-pod usage for recent placements: %s", error)
+            stop.wait(period)
+
+    life.in_background(follow, life.stop, args.sync_period, name="pod-usage")
+
+
+def _estimator(tracker: PlacementTracker, view: RefreshingMetricView) -> Callable[[], Estimates]:
+    def estimates() -> Estimates:
+        return tracker.estimates(sample_times=view.sample_times(), now=time.time())
+
+    return estimates
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,7 +17,8 @@ Covered, per component:
   configurations read (namespace labels, claims' storage classes, the metrics server), it
   reads them;
 - the extender (policies from the cluster, no --policies) filters the demo request with the
-  cluster's TASPolicy: node-b and node-c fail, node-a passes;
+  cluster's TASPolicy: node-b and node-c fail, node-a passes; it lists and watches pods for
+  its recent placements (herd control, on by default);
 and for each: no request was refused (a refusal fails the test with the API server's message),
 and every (verb, resource) its roles grant was used, so the roles hold nothing the code does
 not need. What a role must keep although the test cannot exercise it is listed in

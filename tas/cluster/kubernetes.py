@@ -262,6 +262,10 @@ class KubernetesCluster:
         pods = self._pods.items()
         return pods if node is None else [p for p in pods if p.node_name == node]
 
+    def find_pod(self, namespace: str, name: str) -> Pod | None:
+        """One pod from the cache (None when it is not there)."""
+        return self._pods.get(f"{namespace}/{name}")
+
     def list_policy_documents(self) -> Sequence[PolicyDocument]:
         return self._policies.items()
 

@@ -24,7 +24,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tas.metrics.source import Fetched, MetricSource, SampleColumn
-from tas.types import MetricColumn, MetricColumns, MetricName
+from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ class _Column:
     #: Read time after which some value in `fresh` is stale: rebuild then.
     expires_at: float
     oldest: float
+    #: The sample time of each fresh value (for recent-placement estimates).
+    times: Mapping[NodeName, float]
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,10 @@ class _State:
     columns: Mapping[MetricName, _Column]
     published: MetricColumns
     expires_at: float
+    times: Mapping[MetricName, Mapping[NodeName, float]]
 
 
-_EMPTY = _State(columns={}, published={}, expires_at=math.inf)
+_EMPTY = _State(columns={}, published={}, expires_at=math.inf, times={})
 
 
 class RefreshingMetricView:
@@ -100,6 +103,11 @@ class RefreshingMetricView:
         if now <= state.expires_at:
             return state.published
         return self._republish(state, now)
+
+    def sample_times(self) -> Mapping[MetricName, Mapping[NodeName, float]]:
+        """The sample time of every value `columns()` hands out (same freshness)."""
+        self.columns()  # republishes a column whose oldest value just went stale
+        return self._state.times
 
     def set_wanted(self, names: Iterable[MetricName]) -> None:
         wanted = frozenset(names)
@@ -188,10 +196,10 @@ class RefreshingMetricView:
     def _column(self, samples: SampleColumn, now: float) -> _Column:
         limit = now - self.max_age
         fresh = {node: s.value for node, s in samples.items() if s.timestamp >= limit}
-        fresh_times = [s.timestamp for s in samples.values() if s.timestamp >= limit]
-        expires = min(fresh_times) + self.max_age if fresh_times else math.inf
+        times = {node: s.timestamp for node, s in samples.items() if s.timestamp >= limit}
+        expires = min(times.values()) + self.max_age if times else math.inf
         oldest = min((s.timestamp for s in samples.values()), default=math.inf)
-        return _Column(samples=samples, fresh=fresh, expires_at=expires, oldest=oldest)
+        return _Column(samples=samples, fresh=fresh, expires_at=expires, oldest=oldest, times=times)
 
     @staticmethod
     def _state_of(columns: Mapping[MetricName, _Column]) -> _State:
@@ -199,6 +207,7 @@ class RefreshingMetricView:
             columns=columns,
             published={name: column.fresh for name, column in columns.items()},
             expires_at=min((c.expires_at for c in columns.values()), default=math.inf),
+            times={name: column.times for name, column in columns.items()},
         )
 
     def _note_errors(self, fetched: Fetched) -> None:

@@ -189,9 +189,11 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
                 namespace=namespace,
             )
             _eventually(lambda: _filter(client)["NodeNames"] == ["B"])
-            # Only policies are read: the extender's RBAC allows nothing else.
+            # Only policies, and pods for recent placements: its RBAC allows nothing else.
             paths = {r.path for r in kube_emulator.requests}
-            assert paths <= {"/apis/telemetry.intel.com/v1alpha1/taspolicies"}, paths
+            assert paths <= {"/apis/telemetry.intel.com/v1alpha1/taspolicies", "/api/v1/pods"}, (
+                paths
+            )
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(10)

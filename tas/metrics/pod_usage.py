@@ -1,0 +1,151 @@
+"""Per-pod usage from Prometheus: which pod is hot, so an eviction relieves the node it leaves.
+
+The kubelet's cAdvisor endpoint exports `container_cpu_usage_seconds_total` for every
+container, and from Kubernetes 1.33 (KubeletPSI, cgroup v2) `container_pressure_cpu_waiting_
+seconds_total` and `container_pressure_memory_waiting_seconds_total`, all labelled `namespace`,
+`pod` and `container`. Per pod and resource this source asks for the rate over the window, summed
+over the pod's containers (`container!=""` leaves out the pod-level cgroup series), and for the
+newest sample time of those series (`timestamp()`), so the staleness rules are the nodes':
+
+- a value whose newest sample is older than `max_age` counts as missing;
+- a failed query keeps the last good values until they go stale;
+- a pod absent from a successful answer is gone.
+
+Pressure series are optional: a cluster that does not export them just has none.
+
+Errors: `tas.metrics.errors.MetricFetchError` when the CPU usage query fails and no fresh value
+is left (the caller decides whether to go on without per-pod usage).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from tas.metrics.errors import MetricFetchError
+from tas.metrics.source import Sample
+
+log = logging.getLogger(__name__)
+
+#: namespace, pod name.
+PodKey = tuple[str, str]
+#: Resource name -> the counter whose rate it is (cores, or a 0..1 share of time waiting).
+SERIES: Mapping[str, str] = {
+    "cpu": "container_cpu_usage_seconds_total",
+    "cpu_pressure": "container_pressure_cpu_waiting_seconds_total",
+    "memory_pressure": "container_pressure_memory_waiting_seconds_total",
+}
+#: The resources a cluster must export for the source to be of use.
+REQUIRED = frozenset({"cpu"})
+
+
+def usage_query(series: str, rate_window: str) -> str:
+    return f'sum by (namespace, pod) (rate({series}{{container!="",pod!=""}}[{rate_window}]))'
+
+
+def time_query(series: str) -> str:
+    return f'max by (namespace, pod) (timestamp({series}{{container!="",pod!=""}}))'
+
+
+class PrometheusPodUsage:
+    """Per pod: CPU cores and, where exported, CPU and memory pressure (0..1), fresh only."""
+
+    kind = "prometheus"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client: httpx.Client,
+        max_age: float,
+        rate_window: str = "1m",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.query_url = url.rstrip("/") + "/api/v1/query"
+        self._client = client
+        self._max_age = max_age
+        self._rate_window = rate_window
+        self._clock = clock
+        self._last: dict[str, dict[PodKey, Sample]] = {}
+        self._failing: set[str] = set()
+
+    def fetch(self) -> dict[PodKey, dict[str, float]]:
+        """Fresh values per pod and resource (`cpu` in cores, pressures as 0..1 rates)."""
+        for resource, series in SERIES.items():
+            try:
+                values = self._vector(usage_query(series, self._rate_window))
+                times = self._vector(time_query(series))
+            except MetricFetchError as error:
+                if resource not in self._failing:
+                    self._failing.add(resource)
+                    log.warning("Per-pod %s usage: %s (keeping the last values)", resource, error)
+                continue
+            if resource in self._failing:
+                self._failing.discard(resource)
+                log.info("Per-pod %s usage recovered", resource)
+            self._last[resource] = {
+                key: Sample(value, times.get(key, math.nan))
+                for key, value in values.items()
+                if math.isfinite(value)
+            }
+        limit = self._clock() - self._max_age
+        found: dict[PodKey, dict[str, float]] = {}
+        for resource, samples in self._last.items():
+            for key, sample in samples.items():
+                if sample.timestamp >= limit:  # NaN (no sample time) is never fresh
+                    found.setdefault(key, {})[resource] = sample.value
+        if not any("cpu" in v for v in found.values()) and REQUIRED & self._failing:
+            raise MetricFetchError("no fresh per-pod CPU usage")
+        return found
+
+    def _vector(self, query: str) -> dict[PodKey, float]:
+        try:
+            response = self._client.get(self.query_url, params={"query": query})
+            body: Any = response.json()
+        except httpx.HTTPError as error:
+            raise MetricFetchError(f"{self.query_url}: {error}") from error
+        except ValueError as error:
+            raise MetricFetchError(f"{self.query_url}: not JSON for {query!r}") from error
+        if not isinstance(body, dict) or body.get("status") != "success":
+            detail = body.get("error") if isinstance(body, dict) else None
+            raise MetricFetchError(
+                f"{self.query_url}: HTTP {response.status_code} for {query!r}: {detail}"
+            )
+        result = (body.get("data") or {}).get("result")
+        if not isinstance(result, list):
+            raise MetricFetchError(f"{self.query_url}: malformed answer for {query!r}")
+        found: dict[PodKey, float] = {}
+        for series in result:
+            try:
+                labels = series["metric"]
+                value = float(series["value"][1])
+            except (KeyError, TypeError, ValueError, IndexError) as error:
+                raise MetricFetchError(f"malformed series {series!r}") from error
+            namespace, pod = labels.get("namespace"), labels.get("pod")
+            if namespace and pod:
+                found[(namespace, pod)] = value
+        return found
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def open_pod_usage(
+    url: str,
+    *,
+    max_age: float,
+    rate_window: str = "1m",
+    transport: httpx.BaseTransport | None = None,
+    bearer_token: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> PrometheusPodUsage:
+    headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else None
+    client = httpx.Client(timeout=10.0, transport=transport, headers=headers)
+    return PrometheusPodUsage(
+        url, client=client, max_age=max_age, rate_window=rate_window, clock=clock
+    )

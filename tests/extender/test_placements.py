@@ -1,0 +1,345 @@
+"""Recent placements (herd control): the estimate is added while a node's samples miss the pod
+and expires once they cover it (sample time > bind time + window), on a fake clock.
+
+Covered:
+- the estimate of one placement against its node's sample time: whole before the bind,
+  shrinking while the window holds part of the pod's run, gone once covered (table);
+- the load estimated: the workload's observed mean usage where known, else the requests scaled
+  by the fleet's usage/requests ratio (never below 1); shares of the node's capacity or the
+  default capacity; only mapped metrics; nodes without a value stay without one;
+- the tracker fed by pod changes: bound pods once, bind time from PodScheduled, then the start
+  time, then the clock; deleted and finished pods forgotten; old placements pruned;
+- prioritize adds estimates (the cold node of a burst stops winning), filter only when the
+  caller passes them, and falls back to measured values when they would remove every node;
+- the decision log shows each estimate next to the measured value;
+- the sample times the refreshing view hands out are the fresh values' own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from extender.decide import decide_filter, decide_prioritize
+from extender.wire import PodInfo
+from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
+from tas.cluster.model import OwnerReference, Pod, PodCondition
+from tas.metrics.refreshing import RefreshingMetricView
+from tas.metrics.source import Fetched, Sample
+from tas.placements import (
+    Placement,
+    PlacementTracker,
+    add_estimates,
+    estimate_load,
+    follow_pods,
+)
+from tas.policies.store import PolicyStore
+from tas.rules import ScoreMode
+from tas.types import MetricName, Namespace, NodeName
+from tests.builders import make_policy, metrics, rule
+
+CPU_PRESSURE = MetricName("cpu_pressure")
+CPU_UTILIZATION = MetricName("cpu_utilization")
+HEALTH = MetricName("health_metric")
+NODE = NodeName("node-a")
+WINDOW = 60.0
+T0 = 1_700_000_000.0
+
+
+def make_pod(
+    name: str,
+    *,
+    node: str | None = "node-a",
+    cpu: float = 1.0,
+    owner: str = "web",
+    apply: Callable[[Pod], Pod] | None = None,
+) -> Pod:
+    pod = Pod(
+        namespace=Namespace("default"),
+        name=name,
+        node_name=NodeName(node) if node else None,
+        requests={"cpu": cpu, "memory": 1024.0**3},
+        owners=(OwnerReference("ReplicaSet", owner, controller=True),),
+        labels={"telemetry-policy": "p"},
+    )
+    return apply(pod) if apply is not None else pod
+
+
+def at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(T0 + seconds, tz=UTC)
+
+
+def placement(bound_at: float = 0.0, *, cpu: float = 1.0) -> Placement:
+    return Placement(
+        "default", "p-1", NODE, T0 + bound_at, ("default", "ReplicaSet", "web"), {"cpu": cpu}
+    )
+
+
+def one_estimate(sample_at: float | None, *, bound_at: float = 0.0) -> float:
+    times = {} if sample_at is None else {CPU_UTILIZATION: {NODE: T0 + sample_at}}
+    found = estimate_load(
+        [placement(bound_at)],
+        sample_times=times,
+        window=WINDOW,
+        resources={CPU_UTILIZATION: "cpu"},
+        capacity={NODE: {"cpu": 4.0}},
+        default_capacity={"cpu": 16.0},
+        usage={},
+    )
+    return found.get(CPU_UTILIZATION, {}).get(NODE, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("sample_at", "expected"),
+    [
+        pytest.param(-30.0, 0.25, id="a sample from before the bind misses the whole pod"),
+        pytest.param(0.0, 0.25, id="a sample at the bind misses the whole pod"),
+        pytest.param(30.0, 0.125, id="half the window after the bind misses half"),
+        pytest.param(60.0, 0.0, id="sample time = bind + window: nothing missed"),
+        pytest.param(60.5, 0.0, id="sample time > bind + window: covered, expired"),
+        pytest.param(None, 0.0, id="a node without a value gets no estimate"),
+    ],
+)
+def test_the_estimate_is_whole_until_samples_start_covering_the_pod_and_expires_with_them(
+    sample_at: float | None, expected: float
+) -> None:
+    assert one_estimate(sample_at) == pytest.approx(expected)
+
+
+def tracker(**overrides: Any) -> PlacementTracker:
+    settings: dict[str, Any] = {
+        "window": WINDOW,
+        "resources": {CPU_UTILIZATION: "cpu"},
+        "default_capacity": {"cpu": 8.0},
+    }
+    settings.update(overrides)
+    return PlacementTracker(**settings)
+
+
+def bound_at(seconds: float) -> Callable[[Pod], Pod]:
+    def apply(pod: Pod) -> Pod:
+        return replace(pod, conditions=(PodCondition("PodScheduled", "True", "", at(seconds)),))
+
+    return apply
+
+
+def started_at(seconds: float) -> Callable[[Pod], Pod]:
+    def apply(pod: Pod) -> Pod:
+        return replace(pod, start_time=at(seconds))
+
+    return apply
+
+
+def estimate(t: PlacementTracker, *, sample_at: float, now: float) -> float:
+    found = t.estimates(sample_times={CPU_UTILIZATION: {NODE: T0 + sample_at}}, now=T0 + now)
+    return found.get(CPU_UTILIZATION, {}).get(NODE, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("apply", "observed_at", "sample_at", "expected"),
+    [
+        pytest.param(bound_at(100), 105, 90, 0.125, id="PodScheduled time, sample before"),
+        pytest.param(bound_at(100), 105, 161, 0.0, id="PodScheduled time, covered"),
+        pytest.param(started_at(100), 105, 90, 0.125, id="start time when no condition"),
+        pytest.param(None, 100, 130, 0.0625, id="the clock when the pod carries no time"),
+        pytest.param(bound_at(-2000), 0, -2000, 0.0, id="a bind long past is not recent"),
+    ],
+)
+def test_the_tracker_counts_a_bound_pod_from_its_bind_time(
+    apply: Callable[[Pod], Pod] | None, observed_at: float, sample_at: float, expected: float
+) -> None:
+    t = tracker()
+    t.observe(make_pod("web-1", apply=apply), now=T0 + observed_at)
+    assert estimate(t, sample_at=sample_at, now=observed_at) == pytest.approx(expected)
+
+
+def test_a_pod_is_counted_once_and_forgotten_when_deleted_or_finished() -> None:
+    t = tracker()
+    pod = make_pod("web-1", apply=bound_at(0))
+    t.observe(pod, now=T0)
+    t.observe(pod, now=T0 + 1)  # a later change of the same pod
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(0.125)
+    t.observe(replace(pod, phase="Succeeded"), now=T0 + 2)
+    assert estimate(t, sample_at=0, now=2) == 0.0
+    t.observe(make_pod("web-2", apply=bound_at(0)), now=T0)
+    listen = follow_pods(t, lambda namespace, name: None, lambda: T0)
+    listen(ClusterChange(ResourceKind.POD, ChangeType.DELETED, "web-2", "default"))
+    assert estimate(t, sample_at=0, now=3) == 0.0
+
+
+def test_pending_pods_are_not_placements_and_the_feed_reads_changed_pods() -> None:
+    t = tracker()
+    pods = {"web-1": make_pod("web-1", node=None)}
+    listen = follow_pods(t, lambda namespace, name: pods.get(name), lambda: T0)
+    listen(ClusterChange(ResourceKind.POD, ChangeType.ADDED, "web-1", "default"))
+    assert t.placements() == []
+    pods["web-1"] = make_pod("web-1", apply=bound_at(0))
+    listen(ClusterChange(ResourceKind.POD, ChangeType.MODIFIED, "web-1", "default"))
+    listen(ClusterChange(ResourceKind.NODE, ChangeType.MODIFIED, "node-a"))
+    assert [p.name for p in t.placements()] == ["web-1"]
+
+
+def test_placements_are_pruned_long_after_their_window() -> None:
+    t = tracker(forget_after=100.0)
+    t.observe(make_pod("web-1", apply=bound_at(0)), now=T0)
+    assert estimate(t, sample_at=-10, now=150) > 0
+    assert estimate(t, sample_at=-10, now=161) == 0.0
+    assert t.placements() == []
+
+
+def test_the_workloads_observed_usage_is_the_estimate_where_known() -> None:
+    t = tracker()
+    t.observe(make_pod("web-old", cpu=1.0, apply=bound_at(-5000)), now=T0)
+    t.observe(make_pod("web-new", cpu=1.0, apply=bound_at(0)), now=T0)
+    t.set_usage({("default", "web-old"): {"cpu": 2.0}})
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(2.0 / 8.0)
+
+
+def test_requests_are_scaled_by_the_fleets_usage_over_requests_never_below_one() -> None:
+    t = tracker()
+    t.observe(make_pod("db-1", cpu=1.0, owner="db", apply=bound_at(-5000)), now=T0)
+    t.observe(make_pod("web-new", cpu=1.0, apply=bound_at(0)), now=T0)
+    t.set_usage({("default", "db-1"): {"cpu": 1.5}})
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(1.5 / 8.0)
+    t.set_usage({("default", "db-1"): {"cpu": 0.25}})  # an over-requesting fleet
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(1.0 / 8.0)
+
+
+def test_shares_use_the_nodes_capacity_where_known_and_only_mapped_metrics_get_one() -> None:
+    t = tracker(resources={CPU_UTILIZATION: "cpu", CPU_PRESSURE: "cpu"})
+    t.set_capacity({NODE: {"cpu": 4.0}})
+    t.observe(make_pod("web-1", apply=bound_at(0)), now=T0)
+    times = {m: {NODE: T0 - 1} for m in (CPU_UTILIZATION, CPU_PRESSURE, HEALTH)}
+    found = t.estimates(sample_times=times, now=T0)
+    assert found == {CPU_UTILIZATION: {NODE: 0.25}, CPU_PRESSURE: {NODE: 0.25}}
+
+
+def test_estimates_add_to_measured_values_only() -> None:
+    columns = metrics({"cpu_pressure": {"node-a": 0.1}, "health_metric": {"node-a": 1}})
+    extra = {CPU_PRESSURE: {NODE: 0.2, NodeName("node-b"): 0.5}}
+    merged = add_estimates(columns, extra)
+    assert merged[CPU_PRESSURE] == pytest.approx({NODE: 0.3})
+    assert merged[HEALTH] is columns[HEALTH]
+    assert columns[CPU_PRESSURE] == {NODE: 0.1}  # the view's columns are never changed
+
+
+# --- decisions ------------------------------------------------------------------------------
+
+POD = PodInfo(name="burst-1", namespace=Namespace("default"), labels={"telemetry-policy": "p"})
+CANDIDATES = [NodeName("cold"), NodeName("warm")]
+
+
+def store() -> PolicyStore:
+    policies = PolicyStore()
+    policies.replace(
+        [
+            make_policy(
+                dontschedule=[rule("cpu_pressure", "GreaterThan", 0.6)],
+                scheduleonmetric=[rule("cpu_pressure", "LessThan")],
+            )
+        ]
+    )
+    return policies
+
+
+MEASURED = metrics({"cpu_pressure": {"cold": 0.0, "warm": 0.2}})
+
+
+@pytest.mark.parametrize(
+    ("extra", "scores"),
+    [
+        pytest.param(None, {"cold": 10, "warm": 0}, id="without estimates the cold node wins"),
+        pytest.param({"cold": 0.1}, {"cold": 10, "warm": 0}, id="a few pods: still colder"),
+        pytest.param({"cold": 0.3}, {"cold": 0, "warm": 10}, id="a burst: no longer colder"),
+    ],
+)
+def test_prioritize_adds_recent_placements_to_the_measured_values(
+    extra: dict[str, float] | None, scores: dict[str, int]
+) -> None:
+    estimates = (
+        None if extra is None else {CPU_PRESSURE: {NodeName(n): v for n, v in extra.items()}}
+    )
+    decision = decide_prioritize(
+        pod=POD,
+        candidates=CANDIDATES,
+        snapshot=store().snapshot(),
+        metrics=MEASURED,
+        mode=ScoreMode.PROPORTIONAL,
+        now=T0,
+        estimates=estimates,
+    )
+    assert decision.scores == scores
+    assert decision.metrics[CPU_PRESSURE] == MEASURED[CPU_PRESSURE]
+
+
+@pytest.mark.parametrize(
+    ("extra", "failed"),
+    [
+        pytest.param(None, set(), id="no estimates passed: measured values only"),
+        pytest.param({"cold": 0.7}, {"cold"}, id="estimate over the target: filtered"),
+        pytest.param(
+            {"cold": 0.7, "warm": 0.5}, set(), id="estimates removing every node: measured only"
+        ),
+    ],
+)
+def test_filter_uses_estimates_when_passed_and_never_empties_the_list_by_them(
+    extra: dict[str, float] | None, failed: set[str]
+) -> None:
+    estimates = (
+        None if extra is None else {CPU_PRESSURE: {NodeName(n): v for n, v in extra.items()}}
+    )
+    decision = decide_filter(
+        pod=POD,
+        candidates=CANDIDATES,
+        snapshot=store().snapshot(),
+        metrics=MEASURED,
+        now=T0,
+        estimates=estimates,
+    )
+    assert set(decision.failed) == failed
+
+
+def test_the_decision_log_shows_the_estimate_next_to_the_measured_value() -> None:
+    decision = decide_prioritize(
+        pod=POD,
+        candidates=CANDIDATES,
+        snapshot=store().snapshot(),
+        metrics=MEASURED,
+        mode=ScoreMode.PROPORTIONAL,
+        now=T0,
+        estimates={CPU_PRESSURE: {NodeName("cold"): 0.3}},
+    )
+    nodes = {entry["node"]: entry for entry in decision.to_json()["nodes"]}
+    assert nodes["cold"]["metrics"] == {"cpu_pressure": 0.0}
+    assert nodes["cold"]["estimates"] == {"cpu_pressure": 0.3}
+    assert "estimates" not in nodes["warm"]
+    assert "recent placements" in decision.reason
+
+
+# --- the view's sample times ----------------------------------------------------------------
+
+
+class _Source:
+    kind = "static"
+
+    def fetch(self, names: frozenset[MetricName]) -> Fetched:
+        column = {
+            NodeName("node-a"): Sample(0.5, T0 - 10),
+            NodeName("node-b"): Sample(0.5, T0 - 100),
+        }
+        return Fetched(columns={CPU_PRESSURE: column}, ok=frozenset({"source"}))
+
+    def close(self) -> None:
+        return None
+
+
+def test_the_view_hands_out_the_sample_time_of_every_fresh_value() -> None:
+    view = RefreshingMetricView(_Source(), sync_period=10, max_age=60, clock=lambda: T0)
+    view.set_wanted([CPU_PRESSURE])
+    view.refresh_once()
+    assert view.columns() == {CPU_PRESSURE: {NodeName("node-a"): 0.5}}
+    assert view.sample_times() == {CPU_PRESSURE: {NodeName("node-a"): T0 - 10}}
