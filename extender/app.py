@@ -30,6 +30,7 @@ from extender.wire import (
     encode_filter_result,
     encode_priorities,
 )
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
 from tas.placements import Estimates
 from tas.policies.store import PolicyStore
@@ -41,7 +42,6 @@ BREAKER_LOG_SECONDS = 60.0
 
 _JSON = "application/json"
 _DEFAULT_DECISIONS_SHOWN = 20
-Clock = Callable[[], float]
 
 
 class _RejectedError(Exception):
@@ -87,7 +87,7 @@ def create_app(
     settings: ExtenderSettings,
     registry: CollectorRegistry,
     decisions: DecisionLog | None = None,
-    clock: Clock = time.time,
+    clock: Clock = SYSTEM_CLOCK,
     estimates: Callable[[], Estimates] | None = None,
 ) -> FastAPI:
     """Build the extender application around its collaborators (nothing global).
@@ -157,7 +157,7 @@ def create_app(
             candidates=args.candidates,
             snapshot=store.snapshot(),
             metrics=metrics.columns(),
-            now=clock(),
+            now=clock.now().timestamp(),
             max_violating_share=settings.max_violating_node_share,
             estimates=extra,
         )
@@ -171,7 +171,7 @@ def create_app(
             snapshot=store.snapshot(),
             metrics=metrics.columns(),
             mode=settings.score_mode,
-            now=clock(),
+            now=clock.now().timestamp(),
             estimates=estimates() if estimates is not None else None,
         )
         remember(decision)
