@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from embedded.disruption import Budget, Verdict, judge_eviction
 from tests.k8s_emulator.patches import PatchError, json_patch, merge_patch, selector_matches
 from tests.k8s_emulator.resources import ResourceType
 
@@ -331,34 +332,37 @@ class ObjectStore:
                 and ns == namespace
                 and selector_matches((obj.get("spec") or {}).get("selector"), labels)
             ]
-            phase = (pod.get("status") or {}).get("phase", "Running")
-            terminating = bool(pod["metadata"].get("deletionTimestamp"))
-            if phase in ("Running", "Unknown") and not terminating and budgets:
-                if len(budgets) > 1:
-                    raise ApiError(
-                        500,
-                        "InternalError",
-                        "This pod has more than one PodDisruptionBudget, which the eviction "
-                        "subresource does not support.",
-                    )
-                budget = budgets[0]
-                allowed = int((budget.get("status") or {}).get("disruptionsAllowed", 0))
-                if allowed <= 0:
-                    raise ApiError(
-                        429,
-                        "TooManyRequests",
-                        "Cannot evict pod as it would violate the pod's disruption budget.",
-                        {
-                            "causes": [
-                                {
-                                    "reason": "DisruptionBudget",
-                                    "message": f"The disruption budget "
-                                    f"{budget['metadata']['name']} allows no disruption now",
-                                }
-                            ]
-                        },
-                    )
+            # The verdict is the embedded cluster's (`embedded.disruption`): one definition.
+            by_name = {str(b["metadata"]["name"]): b for b in budgets}
+            verdict = judge_eviction(
+                phase=str((pod.get("status") or {}).get("phase", "Running")),
+                terminating=bool(pod["metadata"].get("deletionTimestamp")),
+                budgets=[
+                    Budget(name, int((b.get("status") or {}).get("disruptionsAllowed", 0)))
+                    for name, b in by_name.items()
+                ],
+            )
+            if verdict.verdict is Verdict.FAIL:
+                raise ApiError(500, "InternalError", verdict.message)
+            if verdict.verdict is Verdict.REFUSE:
+                (refusing,) = by_name
+                raise ApiError(
+                    429,
+                    "TooManyRequests",
+                    verdict.message,
+                    {
+                        "causes": [
+                            {
+                                "reason": "DisruptionBudget",
+                                "message": f"The disruption budget {refusing} allows no "
+                                "disruption now",
+                            }
+                        ]
+                    },
+                )
+            if verdict.charged is not None:
+                budget = by_name[verdict.charged.name]
                 status = dict(budget.get("status") or {})
-                status["disruptionsAllowed"] = allowed - 1
+                status["disruptionsAllowed"] = verdict.charged.disruptions_allowed - 1
                 self._commit(pdbs, budget, {"status": status}, "status")
             self.delete(pods, namespace, name)
