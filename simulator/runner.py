@@ -19,6 +19,7 @@ seed gives the same figures.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
@@ -49,6 +50,7 @@ from simulator.world import World
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Pod
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
+from tas.metrics.source import Fetched, Sample
 from tas.placements import PlacementTracker, follow_pods
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.model import parse_policy
@@ -85,7 +87,45 @@ def max_age(contender: Contender, scenario: Scenario) -> float:
     if contender.spec.staleness is Staleness.OURS:
         return default_max_age(scenario.sync_period)
     # Queried each cycle: the answer of the last refresh only (a step of slack for rounding).
+    # Its values carry the query's evaluation time (`QueryAnswers`), not the scrape's, so the
+    # pipeline's delay and scrape interval do not make a fresh answer look stale.
     return scenario.sync_period + scenario.step / 2
+
+
+class QueryAnswers:
+    """A `MetricSource` answering the way a Prometheus instant query does, for contenders that
+    query Prometheus each cycle (`Staleness.QUERY`, e.g. Volcano's LoadAware).
+
+    Prometheus stamps every element of an instant query's result with the evaluation time, not
+    with the time of the underlying scrape (prometheus.io/docs/prometheus/latest/querying/api/
+    "Instant queries": `time` is the evaluation timestamp; "Instant vectors" in the querying
+    basics: the value is the latest sample within the lookback window, 5m by default), and such
+    a component uses whatever the query returns. Stamped with the scrape time instead, a value
+    is already `delay` to `delay + scrapeInterval` old when it is fetched, and with
+    `max_age = syncPeriod + step/2` every value of a scenario whose delay is at least the sync
+    period was dropped as stale: the contender saw no node usage at all.
+
+    A failed query (an outage) answers nothing, so the last answer goes stale one sync period
+    later, as before: only the latest answer counts.
+    """
+
+    kind = "simulator-query"
+
+    def __init__(self, source: ModelSource, clock: VirtualClock) -> None:
+        self.source = source
+        self.clock = clock
+
+    def fetch(self, names: frozenset[MetricName]) -> Fetched:
+        fetched = self.source.fetch(names)
+        now = self.clock.time()
+        columns = {
+            name: {node: Sample(sample.value, now) for node, sample in column.items()}
+            for name, column in fetched.columns.items()
+        }
+        return dataclasses.replace(fetched, columns=columns)
+
+    def close(self) -> None:
+        self.source.close()
 
 
 def run_contender(
@@ -102,7 +142,7 @@ def run_contender(
     store_ = ScrapeStore(world, scenario.pipeline)
     source = ModelSource(store_, clock)
     view = RefreshingMetricView(
-        source,
+        QueryAnswers(source, clock) if contender.spec.staleness is Staleness.QUERY else source,
         sync_period=scenario.sync_period,
         max_age=max_age(contender, scenario),
         clock=clock.time,
