@@ -14,8 +14,9 @@ ServiceAccount token, as upstream does without `authToken`; `authToken.secretRef
 supported (it would need read access to Secrets). Beyond upstream: `evictionCooldownSeconds`
 and `circuitBreaker.maxViolatingNodeShare`.
 
-This module reads the document and its top-level fields; `descheduler.profiles` reads each
-profile, and each plugin (`descheduler.plugins`) reads its own arguments.
+This module reads the document and its top-level fields; `descheduler.usage_sources` reads the
+metrics providers, `descheduler.profiles` each profile, and each plugin (`descheduler.plugins`)
+its own arguments.
 
 Errors:
     ConfigError        the file cannot be used; `problems` lists every reason
@@ -35,6 +36,7 @@ from descheduler.framework import AnyPlugin
 from descheduler.plugins import low_node_utilization
 from descheduler.plugins.registry import Registry, default_registry
 from descheduler.profiles import Profile, parse_profile
+from descheduler.usage_sources import check_usage_sources, parse_metrics_providers
 from tas.cluster.model import LabelSelector
 
 API_VERSION = "descheduler/v1alpha2"
@@ -101,61 +103,6 @@ def _parse_node_selector(r: FieldReader) -> LabelSelector | None:
         return None
 
 
-def _parse_metrics_providers(r: FieldReader) -> tuple[bool, str | None]:
-    collector = r.child("metricsCollector")
-    metrics_server = collector.boolean("enabled", False)
-    collector.finish()
-    prometheus: str | None = None
-    raw = r.get("metricsProviders") or []
-    if not isinstance(raw, list):
-        r.problem("metricsProviders", "must be a list")
-        raw = []
-    for index, item in enumerate(raw):
-        p = FieldReader(item, f"metricsProviders[{index}]", r.problems)
-        source = p.choice("source", ("KubernetesMetrics", "Prometheus"))
-        settings = p.child("prometheus")
-        url = settings.string("url")
-        token = settings.child("authToken")
-        if token.raw:
-            token.problem(
-                token.path,
-                "not supported: the descheduler's ServiceAccount token is used "
-                "(/var/run/secrets/kubernetes.io/serviceaccount/token)",
-            )
-        token.get("secretReference")
-        token.finish()
-        settings.finish()
-        p.finish()
-        if not source:
-            p.problem(p.at("source"), "is required: KubernetesMetrics or Prometheus")
-        elif source == "KubernetesMetrics":
-            if metrics_server:
-                p.problem(p.path, "KubernetesMetrics is configured twice")
-            metrics_server = True
-        else:
-            if not url:
-                p.problem(settings.at("url"), "is required with source Prometheus")
-            elif prometheus is not None:
-                p.problem(p.path, "only one Prometheus provider is supported")
-            prometheus = url or None
-    return metrics_server, prometheus
-
-
-def _check_usage_sources(
-    profiles: Sequence[Profile], prometheus: str | None, r: FieldReader
-) -> None:
-    for index, profile in enumerate(profiles):
-        if not profile.enables(low_node_utilization.PLUGIN):
-            continue
-        args = profile.args_of(low_node_utilization.PLUGIN)
-        if args.metrics_source is low_node_utilization.MetricsSource.PROMETHEUS and not prometheus:
-            r.problem(
-                f"profiles[{index}]",
-                "LowNodeUtilization reads Prometheus: add metricsProviders: "
-                "[{source: Prometheus, prometheus: {url: ...}}]",
-            )
-
-
 def parse_config(document: object, *, registry: Registry | None = None) -> DeschedulerConfig:
     """Validate one DeschedulerPolicy document; raises `ConfigError` listing every problem.
 
@@ -188,8 +135,8 @@ def parse_config(document: object, *, registry: Registry | None = None) -> Desch
     node_selector = _parse_node_selector(r)
     failure_events = r.boolean("evictionFailureEventNotification", False)
     grace = r.integer("gracePeriodSeconds", None)
-    metrics_server, prometheus = _parse_metrics_providers(r)
-    _check_usage_sources(profiles, prometheus, r)
+    metrics_server, prometheus = parse_metrics_providers(r)
+    check_usage_sources(profiles, prometheus, r)
     cooldown = r.number("evictionCooldownSeconds", DEFAULT_COOLDOWN_SECONDS, low=0, high=86400 * 7)
     breaker = FieldReader(r.get("circuitBreaker"), "circuitBreaker", problems)
     share = breaker.number("maxViolatingNodeShare", DEFAULT_MAX_VIOLATING_SHARE, low=0, high=1)
