@@ -13,7 +13,9 @@ to the API, touch only the keys given, and are folded into the cache at once:
 - evictions: the policy/v1 Eviction subresource, so PodDisruptionBudgets hold (429: REFUSED).
 
 API errors become the interface's error types: 404 NotFoundError, 409 ConflictError,
-429/5xx and connection failures TransientClusterError, anything else ClusterError.
+429/5xx and connection failures TransientClusterError, anything else ClusterError. Every direct
+call has a deadline (`request_timeout`, default 30 s): an API server that stops answering fails
+the call as TransientClusterError (an eviction as FAILED) instead of blocking a cycle.
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
+#: Deadlines of every direct call: the API server answers a write in milliseconds; one that
+#: does not answer in this long is down for our purposes (TransientClusterError, retried next
+#: cycle; an eviction is FAILED).
+CONNECT_TIMEOUT_SECONDS = 10.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
@@ -117,12 +125,19 @@ class KubernetesCluster:
         sleep: Sleep | None = None,
         backoff: Callable[[], Backoff] = Backoff,
         watch_timeout: float = 60.0,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
         pod_field_selector: str = "",
         watched: Collection[ResourceKind] | None = None,
     ) -> None:
         """`watched` limits the caches kept (default: all): the extender, say, needs only
-        policies, and its RBAC allows nothing else."""
+        policies, and its RBAC allows nothing else. `request_timeout` bounds every direct call
+        (writes, evictions, lookups) so a hung API server fails a call instead of a cycle."""
         self._api_client = api_client
+        #: What every direct call passes: raw answers, and a deadline to connect and to answer.
+        self._call: dict[str, Any] = {
+            "_preload_content": False,
+            "_request_timeout": (CONNECT_TIMEOUT_SECONDS, request_timeout),
+        }
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
         self._policy_api = client.PolicyV1Api(api_client)
@@ -279,7 +294,7 @@ class KubernetesCluster:
         try:
             raw = _api_call(
                 f"read priorityclass {name}",
-                lambda: scheduling.read_priority_class(name, _preload_content=False),
+                lambda: scheduling.read_priority_class(name, **self._call),
             )
         except NotFoundError:
             return None
@@ -287,17 +302,13 @@ class KubernetesCluster:
         return int(value) if isinstance(value, int) else None
 
     def list_namespaces(self) -> Sequence[NamespaceInfo]:
-        raw = _api_call(
-            "list namespaces", lambda: self._core.list_namespace(_preload_content=False)
-        )
+        raw = _api_call("list namespaces", lambda: self._core.list_namespace(**self._call))
         return [namespace_from_api(item) for item in _json(raw).get("items") or ()]
 
     def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
         raw = _api_call(
             "list persistentvolumeclaims",
-            lambda: self._core.list_persistent_volume_claim_for_all_namespaces(
-                _preload_content=False
-            ),
+            lambda: self._core.list_persistent_volume_claim_for_all_namespaces(**self._call),
         )
         return [pvc_from_api(item) for item in _json(raw).get("items") or ()]
 
@@ -322,7 +333,7 @@ class KubernetesCluster:
         raw = _api_call(
             f"list metrics.k8s.io {plural}",
             lambda: self._custom.list_cluster_custom_object(
-                "metrics.k8s.io", "v1beta1", plural, _preload_content=False
+                "metrics.k8s.io", "v1beta1", plural, **self._call
             ),
         )
         return [item for item in _json(raw).get("items") or () if isinstance(item, dict)]
@@ -349,7 +360,7 @@ class KubernetesCluster:
                 node,
                 {"metadata": metadata},
                 _content_type=MERGE_PATCH,
-                _preload_content=False,
+                **self._call,
             ),
         )
         self._nodes.apply(ChangeType.MODIFIED, _json(raw))
@@ -372,7 +383,7 @@ class KubernetesCluster:
                 namespace,
                 {"metadata": {"labels": labels}},
                 _content_type=MERGE_PATCH,
-                _preload_content=False,
+                **self._call,
             ),
         )
         self._pods.apply(ChangeType.MODIFIED, _json(raw))
@@ -388,9 +399,7 @@ class KubernetesCluster:
         try:
             raw = _api_call(
                 f"set taints of node {node}",
-                lambda: self._core.patch_node(
-                    node, patch, _content_type=JSON_PATCH, _preload_content=False
-                ),
+                lambda: self._core.patch_node(node, patch, _content_type=JSON_PATCH, **self._call),
             )
         except ClusterError as error:
             # A failed `test` is a 422: the node moved since we read it.
@@ -415,7 +424,7 @@ class KubernetesCluster:
                 key.name,
                 patch,
                 _content_type=JSON_PATCH,
-                _preload_content=False,
+                **self._call,
             ),
         )
         self._policies.apply(ChangeType.MODIFIED, _json(raw))
@@ -447,7 +456,7 @@ class KubernetesCluster:
         }
         _api_call(
             f"emit event {reason} for {involved.kind} {involved.name}",
-            lambda: self._core.create_namespaced_event(namespace, body, _preload_content=False),
+            lambda: self._core.create_namespaced_event(namespace, body, **self._call),
         )
 
     def evict_pod(
@@ -467,7 +476,7 @@ class KubernetesCluster:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
         log.info("Evicting pod %s/%s: %s", namespace, name, reason)
         try:
-            self._core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
+            self._core.create_namespaced_pod_eviction(name, namespace, body, **self._call)
         except ApiException as error:
             if error.status == 429:
                 return EvictionResult(EvictionOutcome.REFUSED, _status_message(error))

@@ -14,11 +14,13 @@ Covered:
   since is a ConflictError and nothing is lost;
 - policy status through the status subresource, replaced whole, spec untouched;
 - core/v1 events; evictions EVICTED, REFUSED (PDB, 429), NOT_FOUND (404);
-- API failures map to TransientClusterError.
+- API failures map to TransientClusterError; a write to an API server that stops answering
+  fails within its deadline.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -379,3 +381,25 @@ def test_annotations_travel_in_the_same_label_patch(
         "metadata": {"labels": {"a": "1"}, "annotations": {"note": "x", "old": None}}
     }
     assert cluster.list_nodes()[0].annotations == {"note": "x"}
+
+
+def test_a_write_to_an_api_server_that_stops_answering_fails_within_its_deadline(
+    kube_emulator: KubeEmulator,
+) -> None:
+    """A hung API server fails the call (to be retried next cycle), never blocks a cycle."""
+    api_client = kube_emulator.api_client()
+    cluster = KubernetesCluster(api_client, request_timeout=0.3, watched=[])
+    with socket.socket() as black_hole:  # accepts connections (the backlog), never answers
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(8)
+        host, port = black_hole.getsockname()
+        api_client.configuration.host = f"http://{host}:{port}"
+
+        began = time.monotonic()
+        with pytest.raises(TransientClusterError, match="patch labels of node n1"):
+            cluster.patch_node_labels(NodeName("n1"), set_labels={"a": "b"})
+        result = cluster.evict_pod(Namespace("default"), "web-0", reason="test")
+        seconds = time.monotonic() - began
+
+    assert result.outcome is EvictionOutcome.FAILED
+    assert seconds < 2.0
