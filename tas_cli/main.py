@@ -6,7 +6,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tas_cli import common, controller, descheduler, extender, run, set_health, simulate, validate
+from tas_cli import (
+    common,
+    controller,
+    demo,
+    descheduler,
+    extender,
+    run,
+    set_health,
+    simulate,
+    validate,
+)
 from tas_cli.tas_compat import Component
 
 
@@ -19,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     validate.add_parser(commands)
     set_health.add_parser(commands)
+    demo.add_parser(commands)
     extender.add_parser(commands)
     controller.add_parser(commands)
     descheduler.add_parser(commands)

@@ -19,7 +19,10 @@ API, and `tas set-health` typed as a user would in a second terminal):
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -169,3 +172,31 @@ def test_a_simulator_scenario_runs_in_real_time_on_the_same_page(tmp_path: Path)
         assert any(e["summary"] == "node node-c: health_metric 0 -> 2" for e in metrics)
         refused = httpx.post(f"{demo.dashboard}/api/nodes/node-a/load", json={"cores": 1})
         assert refused.status_code == 409
+
+
+def test_the_page_controls_work_from_the_terminal_too(tmp_path: Path) -> None:
+    """`tas demo scale|load|unload` call the page's control API; refusals exit 1 with why."""
+
+    def tas_demo(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tas_cli", "demo", "--url", demo.dashboard, *args],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+
+    with start_demo(tmp_path) as demo:
+        scaled = tas_demo("scale", "demo-app", "6")
+        assert scaled.returncode == 0, scaled.stderr
+        assert json.loads(scaled.stdout)["replicas"] == 6
+        demo.wait_for(
+            "six demo pods",
+            lambda: True if len(demo_pods(demo.get("/api/state"))) == 6 else None,
+        )
+        loaded = tas_demo("load", "node-d", "3")
+        assert loaded.returncode == 0, loaded.stderr
+        pod = json.loads(loaded.stdout)["pod"]
+        assert pod.startswith("load/stress-node-d")
+        demo.wait_for("the load pod on node-d", lambda: pod in demo.node("node-d")["pods"] or None)
+        assert tas_demo("unload", "node-d").returncode == 0
+        refused = tas_demo("scale", "demo-app", "99")
+        assert refused.returncode == 1
+        assert "0..40" in refused.stderr
