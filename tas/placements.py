@@ -197,10 +197,14 @@ class PlacementTracker:
         self._scale: dict[str, float] = {}
         self._capacity: dict[NodeName, Mapping[str, float]] = {}
         self._usage: dict[WorkloadKey, Mapping[str, float]] = {}
-        #: Bumped by every change the estimates depend on; with the identity of the sample
-        #: times (the view hands out the same mapping until it refreshes) it keys the cache.
+        #: Bumped by every change the estimates depend on other than a new placement; with the
+        #: identity of the sample times (the view hands out the same mapping until it
+        #: refreshes) it keys the cache.
         self._generation = 0
         self._cached: tuple[int, SampleTimes | None, Estimates] = (-1, None, {})
+        #: Placements observed since the cache was built: added to it, not recomputed, so a
+        #: burst of N binds costs N small updates rather than N passes over every placement.
+        self._fresh: list[Placement] = []
 
     # -- the feed --------------------------------------------------------------------------
 
@@ -222,10 +226,11 @@ class PlacementTracker:
             bound_at = bind_time(pod)
             bound_at = now if bound_at is None else min(bound_at, now)
             if now - bound_at <= self.window + self.forget_after:
-                self._recent[key] = Placement(
+                placement = Placement(
                     pod.namespace, pod.name, pod.node_name, bound_at, workload, pod.requests
                 )
-                self._generation += 1
+                self._recent[key] = placement
+                self._fresh.append(placement)
 
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
@@ -281,16 +286,19 @@ class PlacementTracker:
         with self._lock:
             self._prune(now)
             if not self._recent:
+                self._fresh = []
                 return {}
             generation, times, cached = self._cached
-            if generation == self._generation and times is sample_times:
+            incremental = generation == self._generation and times is sample_times
+            if incremental and not self._fresh:
                 return cached
+            placements = self._fresh if incremental else list(self._recent.values())
+            self._fresh = []
             generation = self._generation
-            placements = list(self._recent.values())
             usage = self._usage
             capacity = self._capacity
             scale = self._scale
-        found = estimate_load(
+        computed = estimate_load(
             placements,
             sample_times=sample_times,
             window=self.window,
@@ -300,6 +308,7 @@ class PlacementTracker:
             usage=usage,
             request_scale=scale,
         )
+        found: Estimates = _added(cached, computed) if incremental else computed
         with self._lock:
             self._cached = (generation, sample_times, found)
         return found
@@ -311,6 +320,16 @@ class PlacementTracker:
             del self._recent[key]
         if old:
             self._generation += 1
+
+
+def _added(base: Estimates, more: Estimates) -> Estimates:
+    """`base` with `more` added, per metric and node (a new mapping: `base` may be in use)."""
+    merged = {metric: dict(column) for metric, column in base.items()}
+    for metric, column in more.items():
+        target = merged.setdefault(metric, {})
+        for node, value in column.items():
+            target[node] = target.get(node, 0.0) + value
+    return merged
 
 
 def follow_pods(

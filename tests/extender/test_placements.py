@@ -343,3 +343,27 @@ def test_the_view_hands_out_the_sample_time_of_every_fresh_value() -> None:
     view.refresh_once()
     assert view.columns() == {CPU_PRESSURE: {NodeName("node-a"): 0.5}}
     assert view.sample_times() == {CPU_PRESSURE: {NodeName("node-a"): T0 - 10}}
+
+
+def test_estimates_kept_up_to_date_bind_by_bind_equal_a_full_recomputation() -> None:
+    """A burst of binds between two metric refreshes updates the cached estimates pod by pod;
+    what the extender reads is exactly what a pass over every placement gives."""
+    t = tracker(resources={CPU_UTILIZATION: "cpu", CPU_PRESSURE: "cpu"})
+    nodes = [NodeName(f"node-{i}") for i in range(4)]
+    times = {m: dict.fromkeys(nodes, T0 + 10.0) for m in (CPU_UTILIZATION, CPU_PRESSURE)}
+    for index in range(40):
+        pod = make_pod(f"web-{index}", node=nodes[index % 4], cpu=0.25 + index % 3)
+        t.observe(pod, now=T0 + 20 + index)
+        incremental = t.estimates(sample_times=times, now=T0 + 20 + index)
+        full = estimate_load(
+            t.placements(),
+            sample_times=times,
+            window=WINDOW,
+            resources=t.resources,
+            capacity={},
+            default_capacity={"cpu": 8.0},
+            usage={},
+        )
+        assert incremental.keys() == full.keys()
+        for metric, column in full.items():
+            assert incremental[metric] == pytest.approx(column)
