@@ -249,6 +249,7 @@ def _serve(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             decision_log_size=args.decision_log_size,
             filter_estimate_policies=frozenset(args.filter_on_estimates),
+            max_violating_node_share=args.max_violating_node_share,
         )
         app = create_app(
             store=store,

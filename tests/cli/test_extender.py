@@ -250,3 +250,32 @@ def test_a_tas_flag_with_a_bad_value_is_an_argument_error(
         cli.main(["--port=http", "--metrics", "textfile:/m"])
     assert exited.value.code == 2
     assert "--port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("share", "kept"),
+    [
+        pytest.param([], ["A", "B", "C"], id="default: every node violating fails open"),
+        pytest.param(["--max-violating-node-share", "1"], [], id="share 1: never fails open"),
+    ],
+)
+def test_the_breaker_share_flag_reaches_the_extender(
+    tmp_path: Path, policy_dir: Path, share: list[str], kept: list[str]
+) -> None:
+    metrics_dir = tmp_path / "metrics"
+    for node in "ABC":
+        write_node_metric(metrics_dir, node, "node_health_metric", 2)
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extender", "--policies", str(policy_dir),
+         "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
+         "--insecure-http", *share],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            _wait_ready(client, process)
+            assert _filter(client)["NodeNames"] == kept
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
