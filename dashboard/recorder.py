@@ -470,6 +470,10 @@ class Recorder:
     ) -> Json:
         pod_cpu = tick.telemetry.pod_cpu if tick.telemetry is not None else {}
         classification = self._classification
+        pods_on: dict[str, list[str]] = {}
+        for p in pods:
+            if p.node_name is not None:
+                pods_on.setdefault(p.node_name, []).append(f"{p.namespace}/{p.name}")
         node_json = []
         for node in nodes:
             load = tick.telemetry.nodes.get(node.name) if tick.telemetry else None
@@ -504,7 +508,7 @@ class Recorder:
                     "usage": dict(classification.usages.get(node.name, {}))
                     if classification
                     else {},
-                    "pods": [f"{p.namespace}/{p.name}" for p in pods if p.node_name == node.name],
+                    "pods": pods_on.get(node.name, []),
                 }
             )
         pod_json = [
@@ -586,12 +590,9 @@ class Recorder:
         point: Json = {"time": tick.now, "evictions": evicted}
         for metric in ("cpu_utilization", "cpu_pressure"):
             column = tick.columns.get(MetricName(metric), {})
-            known = [round(column[n], 4) for n in names if n in column]
-            values: dict[str, float | None] = {
-                str(n): round(column[n], 4) for n in names if n in column
-            }
-            values[FLEET] = round(sum(known) / len(known), 4) if known else None
-            point[metric] = values
+            known = {str(n): round(column[n], 4) for n in names if n in column}
+            fleet = round(sum(known.values()) / len(known), 4) if known else None
+            point[metric] = {**known, FLEET: fleet}
         if classification is not None:
             signal = next(iter(classification.thresholds.high), None)
             point["signal"] = signal

@@ -384,22 +384,7 @@ class InMemoryCluster:
         asked, nothing is recorded as an eviction, and the pod's controller recreates it as
         after an eviction. Returns the replacement, if any."""
         with self._lock:
-            pod = self._pod(namespace, name)
-            del self._pods[(namespace, name)]
-            self._next_version()
-            changes = [ClusterChange(ResourceKind.POD, ChangeType.DELETED, name, namespace)]
-            replacement = None
-            if self._recreate_evicted:
-                replacement = replacement_for(
-                    pod,
-                    new_suffix=lambda: f"{next(self._ids):05d}",
-                    name_taken=lambda taken: (namespace, taken) in self._pods,
-                    new_uid=self._new_uid,
-                    now=self._clock.now(),
-                )
-            if replacement is not None:
-                changes.extend(self._put_pod(replacement))
-                replacement = self._pods[(namespace, replacement.name)]
+            changes, replacement = self._delete_and_replace(self._pod(namespace, name))
         self._notify(changes)
         return replacement
 
@@ -575,20 +560,8 @@ class InMemoryCluster:
             changes.append(
                 ClusterChange(ResourceKind.PDB, ChangeType.MODIFIED, budget.name, budget.namespace)
             )
-        del self._pods[(pod.namespace, pod.name)]
-        self._next_version()
-        changes.append(ClusterChange(ResourceKind.POD, ChangeType.DELETED, pod.name, pod.namespace))
-        replacement = None
-        if self._recreate_evicted:
-            replacement = replacement_for(
-                pod,
-                new_suffix=lambda: f"{next(self._ids):05d}",
-                name_taken=lambda name: (pod.namespace, name) in self._pods,
-                new_uid=self._new_uid,
-                now=self._clock.now(),
-            )
-        if replacement is not None:
-            changes.extend(self._put_pod(replacement))
+        deleted, replacement = self._delete_and_replace(pod)
+        changes.extend(deleted)
         self._record_eviction(
             pod.namespace,
             pod.name,
@@ -598,6 +571,26 @@ class InMemoryCluster:
             replacement.name if replacement else None,
         )
         return EvictionOutcome.EVICTED, "", changes
+
+    def _delete_and_replace(self, pod: Pod) -> tuple[list[ClusterChange], Pod | None]:
+        """Delete a stored pod and, when evicted pods are recreated, store what its controller
+        would create instead: the changes, and the replacement as stored (if any)."""
+        del self._pods[(pod.namespace, pod.name)]
+        self._next_version()
+        changes = [ClusterChange(ResourceKind.POD, ChangeType.DELETED, pod.name, pod.namespace)]
+        replacement = None
+        if self._recreate_evicted:
+            replacement = replacement_for(
+                pod,
+                new_suffix=lambda: f"{next(self._ids):05d}",
+                name_taken=lambda name: (pod.namespace, name) in self._pods,
+                new_uid=self._new_uid,
+                now=self._clock.now(),
+            )
+        if replacement is None:
+            return changes, None
+        changes.extend(self._put_pod(replacement))
+        return changes, self._pods[(pod.namespace, replacement.name)]
 
     def _record_eviction(
         self,

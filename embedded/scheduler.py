@@ -109,12 +109,6 @@ class Placement:
     reason: str
 
 
-def least_allocated(pod: Pod, node: Node, pods_on_node: Sequence[Pod]) -> float:
-    """kube-scheduler's LeastAllocated score (0..100) over CPU and memory."""
-    table = _NodeTable([node], pods_on_node)
-    return float(table.least_allocated(pod, np.array([0]))[0])
-
-
 def num_feasible_nodes_to_find(nodes: int, percentage: int = 0) -> int:
     """How many feasible nodes kube-scheduler looks for before it stops searching."""
     if nodes < MIN_FEASIBLE_NODES or percentage >= 100:

@@ -296,15 +296,13 @@ def erlang_c(servers: int, load: float) -> float:
     return min(1.0, servers * b / (servers - load * (1.0 - b)))
 
 
-def servers_of(cores: float) -> int:
-    """Erlang C needs whole servers: a node's cores, rounded, at least one."""
-    return max(1, round(cores))
+#: The utilizations (0..1) at which `_pressure_table` holds Erlang C.
+_TABLE_GRID = np.linspace(0.0, 1.0, _TABLE_POINTS)
 
 
 @functools.lru_cache(maxsize=64)
 def _pressure_table(servers: int) -> FloatArray:
-    grid = np.linspace(0.0, 1.0, _TABLE_POINTS)
-    return np.array([erlang_c(servers, u * servers) for u in grid])
+    return np.array([erlang_c(servers, u * servers) for u in _TABLE_GRID])
 
 
 def cpu_pressure(demand: float, cores: float) -> float:
@@ -315,12 +313,11 @@ def cpu_pressure(demand: float, cores: float) -> float:
 def cpu_pressures(demand: FloatArray, cores: FloatArray) -> FloatArray:
     """`cpu_pressure` for many nodes at once (a table per distinct core count)."""
     out = np.ones_like(demand, dtype=np.float64)
-    servers = np.maximum(1, np.rint(cores)).astype(np.int64)
-    grid = np.linspace(0.0, 1.0, _TABLE_POINTS)
+    servers = np.maximum(1, np.rint(cores)).astype(np.int64)  # whole servers, at least one
     for count in np.unique(servers):
         mask = servers == count
         load = demand[mask] / float(count)
-        values = np.interp(np.clip(load, 0.0, 1.0), grid, _pressure_table(int(count)))
+        values = np.interp(np.clip(load, 0.0, 1.0), _TABLE_GRID, _pressure_table(int(count)))
         out[mask] = np.where(load >= 1.0, 1.0, values)
     return out
 

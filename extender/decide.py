@@ -107,10 +107,10 @@ def decide_filter(
     resolution = resolve_policy(pod, snapshot, Verb.FILTER)
     if resolution.policy is None:
         return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)
-    measured = metrics
+    read = _read_columns(resolution.policy, Verb.FILTER, metrics)
     used: Estimates = {}
     if estimates:
-        used = only_metrics(estimates, _read_columns(resolution.policy, Verb.FILTER, metrics))
+        used = only_metrics(estimates, read)
     result = filter_nodes(resolution.policy, add_estimates(metrics, used), candidates)
     if used and candidates and not result.passed:
         # Estimates are a guess: they never leave a pod without every node its measured
@@ -131,8 +131,7 @@ def decide_filter(
                 now,
                 reason=f"dontschedule would remove every node, and {verdict.describe()}: "
                 f"all {len(candidates)} kept (fail open)",
-                metrics=_read_columns(resolution.policy, Verb.FILTER, measured),
-                estimates=used,
+                metrics=read,
             )
     kept = len(candidates) - len(result.failed)
     return _decision(
@@ -143,7 +142,7 @@ def decide_filter(
         now,
         reason=f"{len(result.failed)} of {len(candidates)} nodes violate dontschedule, {kept} kept",
         failed=result.failed,
-        metrics=_read_columns(resolution.policy, Verb.FILTER, measured),
+        metrics=read,
         estimates=used,
     )
 

@@ -46,8 +46,8 @@ from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginN
 from descheduler.plugins import load_aware
 from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
-from tas.cluster.model import Node, Pod, TaintEffect
-from tas.fit import requested
+from tas.cluster.model import Node, Pod
+from tas.fit import requested, untolerated_taint
 from tas.types import MetricName
 
 log = logging.getLogger(__name__)
@@ -202,11 +202,7 @@ def _node_states(args: VolcanoArgs, state: CycleState) -> list[_NodeState]:
 def _tolerates_some(pod: Pod, nodes: list[_NodeState]) -> bool:
     """upstream `PodToleratesTaints`: the pod tolerates every NoSchedule/NoExecute taint of at
     least one of the nodes."""
-    for target in nodes:
-        hard = [t for t in target.node.taints if t.effect is not TaintEffect.PREFER_NO_SCHEDULE]
-        if all(any(tol.tolerates(t) for tol in pod.tolerations) for t in hard):
-            return True
-    return False
+    return any(untolerated_taint(pod, target.node.taints) is None for target in nodes)
 
 
 def run(args: VolcanoArgs, context: PluginContext) -> None:

@@ -97,6 +97,8 @@ class FigureRecorder:
                 for rule in s.rules
             }
         )
+        #: The metrics the figures judge on true values (the same every step).
+        self._column_names = sorted({*self._dontschedule_names, *self._deschedule_names})
         self.violating_placements = 0
         self.placements = 0
         self.evictions: list[tuple[float, int]] = []
@@ -117,10 +119,7 @@ class FigureRecorder:
 
     def model(self, state: ModelState, dt: float) -> None:
         """Record one step of the model (before this step's scheduling)."""
-        world = self.world
-        self._columns = world.true_columns(
-            state, sorted({*self._dontschedule_names, *self._deschedule_names})
-        )
+        self._columns = self.world.true_columns(state, self._column_names)
         present = state.present
         pressure = state.pressure[present]
         if state.t >= self.warmup:

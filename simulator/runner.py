@@ -278,11 +278,8 @@ def _feed_placements(tracker: PlacementTracker, world: World, source: ModelSourc
 def _publish_metrics_server(world: World, source: ModelSource) -> None:
     """What metrics-server answers, for descheduler plugins that read it (upstream
     LowNodeUtilization's `metricsUtilization.source: KubernetesMetrics`)."""
-    publish = getattr(world.cluster, "set_extras", None)
-    if publish is None:
-        return
     nodes, pods = source.metrics_server()
-    publish(node_metrics=nodes, pod_metrics=pods)
+    world.cluster.set_extras(node_metrics=nodes, pod_metrics=pods)
 
 
 def run_scenario(

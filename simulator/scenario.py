@@ -161,15 +161,6 @@ class Scenario:
             self, duration=float(duration), warmup=min(self.warmup, duration / 2)
         )
 
-    @property
-    def policy_metric_names(self) -> frozenset[str]:
-        names: set[str] = set()
-        for document in self.policies:
-            policy = parse_policy(document)
-            for strategy in policy.strategies.values():
-                names |= {str(rule.metricname) for rule in strategy.rules}
-        return frozenset(names)
-
 
 # ------------------------------------------------------------------------------ loading
 

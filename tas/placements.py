@@ -25,11 +25,10 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Pod
-from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
+from tas.types import MetricColumns, MetricName, NodeName
 
 #: Metric -> the pod resource whose share of the node's capacity estimates its rise. CPU
 #: pressure is no linear function of load; the pod's CPU share is a first-order stand-in that
@@ -78,18 +77,14 @@ def bind_time(pod: Pod) -> float | None:
             and condition.status == "True"
             and condition.last_transition_time is not None
         ):
-            return _epoch(condition.last_transition_time)
+            return condition.last_transition_time.timestamp()
     if pod.start_time is not None:
-        return _epoch(pod.start_time)
+        return pod.start_time.timestamp()
     return None
 
 
-def _epoch(moment: datetime) -> float:
-    return moment.timestamp()
-
-
-def is_covered(placement: Placement, sample_time: float | None, window: float) -> bool:
-    return sample_time is not None and sample_time > placement.bound_at + window
+def is_covered(placement: Placement, sample_time: float, window: float) -> bool:
+    return sample_time > placement.bound_at + window
 
 
 def uncovered_share(placement: Placement, sample_time: float, window: float) -> float:
@@ -160,13 +155,6 @@ def add_estimates(columns: MetricColumns, estimates: Estimates) -> MetricColumns
 
 def only_metrics(estimates: Estimates, metrics: Iterable[MetricName]) -> Estimates:
     return {m: estimates[m] for m in metrics if estimates.get(m)}
-
-
-def measured_and_estimated(
-    measured: Mapping[MetricName, MetricColumn], estimates: Estimates
-) -> dict[MetricName, dict[NodeName, float]]:
-    """For the decision log: only the estimates of metrics the decision read."""
-    return {m: dict(v) for m, v in estimates.items() if m in measured and v}
 
 
 class PlacementTracker:
@@ -258,13 +246,12 @@ class PlacementTracker:
                 if workload is None:
                     continue
                 requests = self._requests.get(key, {})
-                for resource, value in values.items():
-                    if requests.get(resource, 0.0) > 0:
-                        used[resource] = used.get(resource, 0.0) + value
-                        requested[resource] = requested.get(resource, 0.0) + requests[resource]
                 total = sums.setdefault(workload, {})
                 for resource, value in values.items():
                     total[resource] = total.get(resource, 0.0) + value
+                    if requests.get(resource, 0.0) > 0:
+                        used[resource] = used.get(resource, 0.0) + value
+                        requested[resource] = requested.get(resource, 0.0) + requests[resource]
                 counts[workload] = counts.get(workload, 0) + 1
             usage_of: dict[WorkloadKey, Mapping[str, float]] = {
                 w: {r: v / counts[w] for r, v in total.items()} for w, total in sums.items()

@@ -300,11 +300,12 @@ def _run(args: argparse.Namespace) -> int:
     latest.append(setup.telemetry.step(time.time()))
     view.refresh_once()
 
-    decisions = DecisionLog(ExtenderSettings().decision_log_size)
+    settings = ExtenderSettings()
+    decisions = DecisionLog(settings.decision_log_size)
     extender_app = create_app(
         store=store,
         metrics=view,
-        settings=ExtenderSettings(),
+        settings=settings,
         registry=registry,
         decisions=decisions,
     )

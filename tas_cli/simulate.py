@@ -76,12 +76,13 @@ def run(args: argparse.Namespace) -> int:
     from simulator.scenario import ScenarioError, load_scenario, named_scenarios
     from tas.durations import DurationError, parse_duration
 
+    named = named_scenarios()
     names = list(args.scenarios)
     if args.all:
-        names = [*named_scenarios(), *(n for n in names if n not in named_scenarios())]
+        names = [*named, *(n for n in names if n not in named)]
     if not names:
         print("tas simulate: name a scenario or give --all", file=sys.stderr)
-        print(f"named scenarios: {', '.join(named_scenarios())}", file=sys.stderr)
+        print(f"named scenarios: {', '.join(named)}", file=sys.stderr)
         return 2
     contenders = [c.strip() for c in args.contenders.split(",") if c.strip()] or list(CONTENDERS)
     unknown = [c for c in contenders if c not in CONTENDERS]

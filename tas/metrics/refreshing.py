@@ -195,8 +195,11 @@ class RefreshingMetricView:
 
     def _column(self, samples: SampleColumn, now: float) -> _Column:
         limit = now - self.max_age
-        fresh = {node: s.value for node, s in samples.items() if s.timestamp >= limit}
-        times = {node: s.timestamp for node, s in samples.items() if s.timestamp >= limit}
+        fresh: dict[NodeName, float] = {}
+        times: dict[NodeName, float] = {}
+        for node, s in samples.items():
+            if s.timestamp >= limit:
+                fresh[node], times[node] = s.value, s.timestamp
         expires = min(times.values()) + self.max_age if times else math.inf
         oldest = min((s.timestamp for s in samples.values()), default=math.inf)
         return _Column(samples=samples, fresh=fresh, expires_at=expires, oldest=oldest, times=times)
