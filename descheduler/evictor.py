@@ -495,13 +495,6 @@ class Evictor:
         """Upstream's PreEvictionFilter: nodeFit (when on) and the namespace label selector."""
         return self.rules.namespace_selected(pod) and self.fits_elsewhere(pod)
 
-    def candidate_nodes(self) -> list[NodeName]:
-        """Ready nodes a pod could move to (the DefaultEvictor's nodeSelector applied)."""
-        selector = self.rules.args.node_selector
-        return [
-            n.name for n in self.state.ready_nodes if selector is None or selector.matches(n.labels)
-        ]
-
     def fitting_nodes(
         self,
         pod: Pod,

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tas.cluster.model import Node, Pod, PodDisruptionBudget
+from tas.fit import holds_resources
 from tas.policies.model import TASPolicy
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 
 PodKey = tuple[Namespace, str]
-_FINISHED = ("Succeeded", "Failed")
 
 
 def pod_key(pod: Pod) -> PodKey:
@@ -78,7 +78,7 @@ class CycleState:
         return [
             p
             for p in self._all_by_node.get(node, ())
-            if pod_key(p) not in self.evicted and (include_finished or p.phase not in _FINISHED)
+            if pod_key(p) not in self.evicted and (include_finished or holds_resources(p))
         ]
 
     def ready_node_pods(self, *, include_finished: bool = False) -> list[Pod]:

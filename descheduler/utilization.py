@@ -258,6 +258,34 @@ class NodeInfo:
         return sum(self.usage.values())
 
 
+def group_nodes(
+    nodes: Sequence[Node],
+    snapshot: UsageSnapshot,
+    percent: Mapping[NodeName, Mapping[str, float]],
+    category: Callable[[Node, Mapping[str, float]], str],
+    thresholds: Mapping[str, float],
+    resources: Iterable[str],
+) -> tuple[list[NodeInfo], list[NodeInfo]]:
+    """The underutilized and the overutilized nodes, as `category` names them (any other
+    name: appropriately utilized), each logged, with its capacity capped at `thresholds`."""
+    groups: dict[str, list[NodeInfo]] = {"underutilized": [], "overutilized": []}
+    for node in nodes:
+        usage = percent[node.name]
+        name = category(node, usage)
+        log_node(name if name in groups else "", node.name, snapshot.nodes[node.name], usage)
+        if name not in groups:
+            continue
+        groups[name].append(
+            NodeInfo(
+                node=node,
+                usage=dict(snapshot.nodes[node.name]),
+                available=capped_capacity(node, thresholds, resources),
+                pods=snapshot.pods[node.name],
+            )
+        )
+    return groups["underutilized"], groups["overutilized"]
+
+
 def tolerates_some(pod: Pod, destinations: Sequence[Node]) -> bool:
     """The pod tolerates every taint of at least one destination (upstream's
     `PodToleratesTaints`, PreferNoSchedule included)."""
@@ -350,6 +378,27 @@ def evict_from_sources(
                 available[name] -= moved
             if not keep_going(info, available):
                 break
+
+
+def nothing_to_do(
+    *, under: int, destinations: int, nodes: int, number_of_nodes: int, no_destination: str
+) -> str | None:
+    """Why upstream's Low/HighNodeUtilization would stop before evicting, None when it goes on;
+    `no_destination` is the plugin's words for having underutilized nodes but nowhere to put
+    their pods."""
+    if under == 0:
+        return (
+            "No node is underutilized, nothing to do here, you might tune your thresholds further"
+        )
+    if under <= number_of_nodes:
+        return (
+            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here"
+        )
+    if under == nodes:
+        return "All nodes are underutilized, nothing to do here"
+    if destinations == 0:
+        return no_destination
+    return None
 
 
 def report(

@@ -8,6 +8,7 @@ first, for the other schedulable nodes, while those have room. `evictionModes:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
@@ -18,17 +19,17 @@ from descheduler.utilization import (
     Usage,
     below,
     capacity_of,
-    capped_capacity,
     evict_from_sources,
+    group_nodes,
     log,
-    log_node,
+    nothing_to_do,
     parse_evictable_namespaces,
     parse_thresholds,
     percentages,
     report,
     requests_snapshot,
 )
-from tas.cluster.model import Pod
+from tas.cluster.model import Node, Pod
 
 NAME = PluginName("HighNodeUtilization")
 
@@ -74,40 +75,21 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
     snapshot = requests_snapshot(nodes, pods, args.resources)
     full = dict.fromkeys(args.thresholds, 100.0)
     percent = {n.name: percentages(snapshot.nodes[n.name], capacity_of(n)) for n in nodes}
-    under: list[NodeInfo] = []
-    targets: list[NodeInfo] = []
-    for node in nodes:
-        usage = percent[node.name]
+
+    def category(node: Node, usage: Mapping[str, float]) -> str:
         if below(usage, args.thresholds):
-            group, category = under, "underutilized"
-        elif not node.unschedulable:
-            group, category = targets, "overutilized"
-        else:
-            log_node("", node.name, snapshot.nodes[node.name], usage)
-            continue
-        log_node(category, node.name, snapshot.nodes[node.name], usage)
-        group.append(
-            NodeInfo(
-                node=node,
-                usage=dict(snapshot.nodes[node.name]),
-                available=capped_capacity(node, full, args.resources),
-                pods=pods[node.name],
-            )
-        )
+            return "underutilized"
+        return "" if node.unschedulable else "overutilized"
+
+    under, targets = group_nodes(nodes, snapshot, percent, category, full, args.resources)
     log.info('"Number of underutilized nodes" totalNumber=%d', len(under))
-    nothing = None
-    if not under:
-        nothing = (
-            "No node is underutilized, nothing to do here, you might tune your thresholds further"
-        )
-    elif len(under) <= args.number_of_nodes:
-        nothing = (
-            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here"
-        )
-    elif len(under) == len(nodes):
-        nothing = "All nodes are underutilized, nothing to do here"
-    elif not targets:
-        nothing = "No node is available to schedule the pods, nothing to do here"
+    nothing = nothing_to_do(
+        under=len(under),
+        destinations=len(targets),
+        nodes=len(nodes),
+        number_of_nodes=args.number_of_nodes,
+        no_destination="No node is available to schedule the pods, nothing to do here",
+    )
     context.classified(
         report(
             usages=percent,
@@ -121,11 +103,11 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
     if nothing is not None:
         log.info('"%s"', nothing)
         return
-    under.sort(key=lambda i: (sum(i.usage.values()), i.node.name))
+    under.sort(key=lambda i: (i.total, i.node.name))
     thresholded = set(args.thresholds)
+    only_thresholding = EvictionMode.ONLY_THRESHOLDING_RESOURCES in args.eviction_modes
 
     def removable(pod: Pod) -> bool:
-        only_thresholding = EvictionMode.ONLY_THRESHOLDING_RESOURCES in args.eviction_modes
         if only_thresholding and not pod.requested_resources & thresholded:
             return False
         return evictor.evictable(pod)

@@ -17,6 +17,7 @@ raises it). The telemetry strategy with its own signals is `LoadAware`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
@@ -30,12 +31,12 @@ from descheduler.utilization import (
     above,
     below,
     capacity_of,
-    capped_capacity,
     deviation_thresholds,
     evict_from_sources,
+    group_nodes,
     log,
-    log_node,
     metrics_server_snapshot,
+    nothing_to_do,
     parse_evictable_namespaces,
     parse_thresholds,
     percentages,
@@ -43,6 +44,7 @@ from descheduler.utilization import (
     report,
     requests_snapshot,
 )
+from tas.cluster.model import Node
 
 NAME = PluginName("LowNodeUtilization")
 
@@ -165,29 +167,22 @@ def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
         percent = wanted
     else:
         lows, highs = dict(args.thresholds), dict(args.target_thresholds)
-    under: list[NodeInfo] = []
-    over: list[NodeInfo] = []
-    for node in nodes:
-        usage = percent[node.name]
+
+    def category(node: Node, usage: Mapping[str, float]) -> str:
         if not node.unschedulable and below(usage, lows):
-            group, category = under, "underutilized"
-        elif above(usage, highs):
-            group, category = over, "overutilized"
-        else:
-            log_node("", node.name, snapshot.nodes[node.name], usage)
-            continue
-        log_node(category, node.name, snapshot.nodes[node.name], usage)
-        group.append(
-            NodeInfo(
-                node=node,
-                usage=dict(snapshot.nodes[node.name]),
-                available=capped_capacity(node, highs, args.extended_resources),
-                pods=snapshot.pods[node.name],
-            )
-        )
+            return "underutilized"
+        return "overutilized" if above(usage, highs) else ""
+
+    under, over = group_nodes(nodes, snapshot, percent, category, highs, args.extended_resources)
     log.info('"Number of underutilized nodes" totalNumber=%d', len(under))
     log.info('"Number of overutilized nodes" totalNumber=%d', len(over))
-    nothing = _nothing_to_do(len(under), len(over), len(nodes), args.number_of_nodes)
+    nothing = nothing_to_do(
+        under=len(under),
+        destinations=len(over),
+        nodes=len(nodes),
+        number_of_nodes=args.number_of_nodes,
+        no_destination="All nodes are under target utilization, nothing to do here",
+    )
     context.classified(
         report(
             usages=percent,
@@ -201,7 +196,7 @@ def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
     if nothing is not None:
         log.info('"%s"', nothing)
         return
-    over.sort(key=lambda i: (-_sort_total(i.usage), i.node.name))
+    over.sort(key=lambda i: (-i.total, i.node.name))
 
     def keep_going(info: NodeInfo, available: Usage) -> bool:
         if not any(info.available.get(k, 0) < v for k, v in info.usage.items()):
@@ -230,26 +225,6 @@ def _reason(node: str, usage: dict[str, float], highs: dict[str, float]) -> str:
         if usage.get(name, 0.0) > limit
     ]
     return f"node {node} is overutilized: " + ", ".join(over)
-
-
-def _sort_total(usage: Usage) -> int:
-    return sum(usage.values())
-
-
-def _nothing_to_do(under: int, over: int, nodes: int, number_of_nodes: int) -> str | None:
-    if under == 0:
-        return (
-            "No node is underutilized, nothing to do here, you might tune your thresholds further"
-        )
-    if under <= number_of_nodes:
-        return (
-            "Number of nodes underutilized is less or equal than NumberOfNodes, nothing to do here"
-        )
-    if under == nodes:
-        return "All nodes are underutilized, nothing to do here"
-    if over == 0:
-        return "All nodes are under target utilization, nothing to do here"
-    return None
 
 
 PLUGIN = Plugin(
