@@ -347,14 +347,6 @@ class InMemoryCluster:
         self._notify(changed)
         return stored
 
-    def update_pod(self, pod: Pod) -> Pod:
-        with self._lock:
-            self._pod(pod.namespace, pod.name)
-            changed = self._put_pod(pod)
-            stored = self._pods[(pod.namespace, pod.name)]
-        self._notify(changed)
-        return stored
-
     def bind_pod(self, namespace: Namespace, name: str, node: NodeName) -> Pod:
         """Place a pending pod on a node and start it (what the scheduler and kubelet do)."""
         with self._lock:
@@ -389,27 +381,13 @@ class InMemoryCluster:
         return replacement
 
     def add_pdb(self, pdb: PodDisruptionBudget) -> None:
-        self.update_pdb(pdb, create=True)
-
-    def update_pdb(self, pdb: PodDisruptionBudget, *, create: bool = False) -> None:
         key = (pdb.namespace, pdb.name)
         with self._lock:
-            exists = key in self._pdbs
-            if create and exists:
+            if key in self._pdbs:
                 raise ConflictError(f"poddisruptionbudget {pdb.namespace}/{pdb.name} exists")
-            if not create and not exists:
-                raise NotFoundError(f"poddisruptionbudget {pdb.namespace}/{pdb.name} not found")
             self._pdbs[key] = pdb
             self._next_version()
-        kind = ChangeType.MODIFIED if exists else ChangeType.ADDED
-        self._notify([ClusterChange(ResourceKind.PDB, kind, pdb.name, pdb.namespace)])
-
-    def remove_pdb(self, namespace: Namespace, name: str) -> None:
-        with self._lock:
-            self.get_pdb(namespace, name)
-            del self._pdbs[(namespace, name)]
-            self._next_version()
-        self._notify([ClusterChange(ResourceKind.PDB, ChangeType.DELETED, name, namespace)])
+        self._notify([ClusterChange(ResourceKind.PDB, ChangeType.ADDED, pdb.name, pdb.namespace)])
 
     def set_extras(
         self,

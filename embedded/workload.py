@@ -43,10 +43,6 @@ class ProfileKind(enum.StrEnum):
     TRACE = "trace"
 
 
-#: What an idle pod uses when its profile does not say (a sidecar's or a sleeping JVM's trickle).
-IDLE_CPU = 0.01
-
-
 @dataclass(frozen=True, slots=True)
 class UsageProfile:
     """One resource's usage over time. Which fields count depends on `kind`:
@@ -106,9 +102,6 @@ def steady(value: float) -> UsageProfile:
 # ------------------------------------------------------------------------ randomness
 
 
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """splitmix64's finalizer: a well-spread 64-bit hash, the same on every platform."""
     with np.errstate(over="ignore"):
@@ -153,9 +146,6 @@ class UsageBank:
         self._traces: dict[tuple[tuple[tuple[float, float], ...], bool], list[int]] = {}
         self._arrays: tuple[FloatArray, ...] | None = None
         self._seeds: npt.NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
-
-    def __len__(self) -> int:
-        return len(self._kinds)
 
     def add(self, profile: UsageProfile, *, seed: int) -> int:
         """Register a profile with its own random stream; returns its index."""
@@ -266,13 +256,6 @@ def trace_value(points: Sequence[tuple[float, float]], t: float, *, loop: bool =
         span = times[-1] - times[0]
         t = times[0] + (t - times[0]) % span
     return float(np.interp(t, times, [p[1] for p in points]))
-
-
-def usage_at(profile: UsageProfile, t: float, *, seed: int = 0) -> float:
-    """One profile's value at `t` (what `UsageBank` computes, for one pod)."""
-    bank = UsageBank()
-    bank.add(profile, seed=seed)
-    return float(bank.values(t)[0])
 
 
 # ------------------------------------------------------------------------------ CPU

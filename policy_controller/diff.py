@@ -93,10 +93,6 @@ def format_owned_annotation(keys: Iterable[str]) -> str | None:
     return '["' + '","'.join(ordered) + '"]' if ordered else None
 
 
-def is_labeling_key(key: str) -> bool:
-    return key.startswith(LABELING_PREFIX) and "/" in key
-
-
 def _may_own_any(labels: Mapping[str, str], deschedule_keys: Collection[str]) -> bool:
     for key, value in labels.items():
         if (value == VIOLATING and key in deschedule_keys) or key.startswith(LABELING_PREFIX):

@@ -182,7 +182,6 @@ def run_contender(
             metrics=ControllerMetrics(CollectorRegistry()),
             wall_clock=clock.now,
         )
-        _ = reconciler.ready  # tells the view the policies' metric names
     descheduler = None
     if contender.config is not None:
         knows = contender.spec.knows_policies

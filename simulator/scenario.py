@@ -46,7 +46,6 @@ REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "scenarios"
 SCHEMA_PATH = SCENARIOS / "schema.json"
 
-CONTENDER_NAMES = ("requests", "requests-lnu", "tas", "psi-profile", "volcano-loadaware", "ours")
 DEFAULT_HEALTH_METRIC = "health_metric"
 _PATTERN = re.compile(r"\{i(?::(0?\d{1,2})d)?\}")
 

@@ -166,10 +166,6 @@ class Informer(Generic[T]):
         with self._lock:
             return self._raw.get(key)
 
-    def raw_items(self) -> list[Raw]:
-        with self._lock:
-            return [self._raw[key] for key in sorted(self._raw)]
-
     # ------------------------------------------------------------ updates
 
     def apply(self, type_: ChangeType, raw: Raw) -> bool:

@@ -27,7 +27,6 @@ from embedded.workload import (
     oom_victims,
     slot_seed,
     trace_value,
-    usage_at,
     work_lost,
 )
 
@@ -75,6 +74,13 @@ def test_a_bursty_profile_keeps_its_mean_and_stays_within_base_and_peak() -> Non
     assert samples.mean() == pytest.approx(1.0, rel=0.03)
     assert samples.min() >= 0.5 - 1e-9
     assert samples.max() <= 3.0 + 1e-9
+
+
+def usage_at(profile: UsageProfile, t: float, *, seed: int = 0) -> float:
+    """One profile's value at `t`, as the bank computes it for one pod."""
+    bank = UsageBank()
+    bank.add(profile, seed=seed)
+    return float(bank.values(t)[0])
 
 
 def test_a_pods_usage_stream_is_reproducible_from_its_seed() -> None:
