@@ -28,10 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from embedded.cluster import InMemoryCluster
-from embedded.live_telemetry import PodProfile, write_node_series
+from embedded.live_telemetry import PodProfile
 from embedded.workload import ProfileKind, UsageProfile, steady
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Node, NodeSelectorTerm, OwnerReference, Pod, QoSClass, Requirement
+from tas.metrics.textfile import write_node_series
 from tas.types import Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE, VIOLATING
 

@@ -10,20 +10,13 @@ through the real textfile source, as they would read node-exporter.
 Rewriting a node's file also refreshes its timestamp (the file's mtime), as a scrape would: a
 health value set once stays fresh while the demo runs.
 
-Two writers may touch the same file (this loop and `tas set-health` in another terminal), and
-each rewrites the whole file, so `write_node_series` serializes them with an advisory lock on
-`<dir>/.lock`: otherwise a health value written between this loop's read and its rename would
-be lost.
+Two writers may touch the same file (this loop and `tas set-health` in another terminal); both
+write through `tas.metrics.textfile.write_node_series`, which serializes them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import math
-import os
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,11 +30,9 @@ from embedded.workload import (
     slot_seed,
 )
 from tas.cluster.model import Pod
-from tas.metrics.textfile import SUFFIX
-from tas.metrics.textformat import is_series_name, series_name_of
+from tas.metrics.textfile import write_node_series
 from tas.types import Namespace, NodeName
 
-LOCK_NAME = ".lock"
 CPU_UTILIZATION = "node_cpu_utilization"
 CPU_PRESSURE = "node_cpu_pressure"
 MEMORY_UTILIZATION = "node_memory_utilization"
@@ -78,52 +69,6 @@ class TelemetryStep:
     nodes: Mapping[NodeName, NodeLoad]
     #: Cores each running pod uses now.
     pod_cpu: Mapping[PodKey, float]
-
-
-@contextlib.contextmanager
-def locked(directory: Path) -> Iterator[None]:
-    """Hold the directory's writer lock (advisory: readers never take it)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def write_node_series(directory: Path, node: str, values: Mapping[str, float]) -> None:
-    """Set some series in `<directory>/<node>.prom`, keeping the others; atomic, locked."""
-    if not node or node.startswith(".") or "/" in node or "\0" in node:
-        raise ValueError(f"node name {node!r} cannot be a file name")
-    for name, value in values.items():
-        if not is_series_name(name):
-            raise ValueError(f"metric name {name!r} is not a Prometheus series name")
-        if isinstance(value, bool) or not math.isfinite(value):
-            raise ValueError(f"value {value!r} is not a finite number")
-    with locked(directory):
-        path = directory / f"{node}{SUFFIX}"
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            lines = []
-        kept = [line for line in lines if series_name_of(line) not in values]
-        kept.extend(f"{name} {format_value(value)}" for name, value in values.items())
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{node}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write("\n".join(kept) + "\n")
-            os.chmod(temp, 0o644)  # a node-exporter may run as another user
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-
-
-def format_value(value: float) -> str:
-    """As `tas set-health` writes it: integers bare, other values in full."""
-    value = float(value)
-    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
 
 
 class LiveTelemetry:
@@ -221,7 +166,4 @@ __all__ = [
     "NodeLoad",
     "PodProfile",
     "TelemetryStep",
-    "format_value",
-    "locked",
-    "write_node_series",
 ]

@@ -27,11 +27,11 @@ from embedded.live_telemetry import (
     NodeLoad,
     PodKey,
     TelemetryStep,
-    write_node_series,
 )
 from simulator.world import World
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Pod
+from tas.metrics.textfile import write_node_series
 from tas.types import Namespace, NodeName
 
 

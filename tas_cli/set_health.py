@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from embedded.live_telemetry import format_value, write_node_series
+from tas.metrics.textfile import format_value, write_node_series
 
 SERIES = "node_health_metric"
 REMOTE_DIR = "/tmp/node-metrics"

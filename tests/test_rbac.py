@@ -51,7 +51,7 @@ import yaml
 
 from tas.cluster.informer import Backoff
 from tas.cluster.kubernetes import KubernetesCluster
-from tas.metrics.textfile import write_node_metric
+from tas.metrics.textfile import write_node_series
 from tests.k8s_emulator import Access, KubeEmulator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +204,7 @@ def demo(kube_emulator: KubeEmulator, tmp_path: Path) -> Demo:
     api.create("pods", demo_pod("demo-app-6558d5ffbf-5lw2t", "node-c"))
     metrics = tmp_path / "metrics"
     for name, value in HEALTH.items():
-        write_node_metric(metrics, name, "node_health_metric", value)
+        write_node_series(metrics, name, {"node_health_metric": value})
     return Demo(api, tmp_path, metrics)
 
 

@@ -1,16 +1,19 @@
 """The `textfile:<dir>` source: one `<node>.prom` file per node, in Prometheus text format.
 
 This is the metric source with no moving parts: the embedded mode, `tas set-health` and tests
-write files, the view reads them. It is also the format of node-exporter's textfile collector,
-so the same files can feed a real node-exporter. A sample without a timestamp was measured when
-its file was last written (the file's mtime).
+write files (through `write_node_series`, the one writer), the view reads them. It is also the
+format of node-exporter's textfile collector, so the same files can feed a real node-exporter.
+A sample without a timestamp was measured when its file was last written (the file's mtime).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import math
 import os
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tas.metrics.errors import TextFormatError
@@ -20,6 +23,8 @@ from tas.metrics.textformat import is_series_name, parse_text, series_name_of
 from tas.types import MetricName, NodeName
 
 SUFFIX = ".prom"
+#: The writers' lock file; a dot file, so the source never reads it as a node.
+LOCK_NAME = ".lock"
 
 
 class TextfileSource:
@@ -84,37 +89,57 @@ class TextfileSource:
 _Values = dict[MetricName, Sample]
 
 
-def write_node_metric(directory: Path, node: str, metric: str, value: float) -> None:
-    """Set one series in `<directory>/<node>.prom`, keeping the node's other series.
+def write_node_series(directory: Path, node: str, values: Mapping[str, float]) -> None:
+    """Set some series in `<directory>/<node>.prom`, keeping the node's other series.
 
+    The one writer of these files (`tas set-health`, the embedded world's telemetry, tests).
     The file is replaced atomically (temp file + rename), so a reader sees the old file or the
-    new one, never half of one. Two writers of the same node at once: the last one wins.
+    new one, never half of one. Writers read, change and replace the whole file, so they take
+    the directory's advisory lock (`<directory>/.lock`; readers never take it): otherwise a
+    health value written between another writer's read and its rename would be lost.
     """
     if not node or node.startswith(".") or "/" in node or "\0" in node:
         raise ValueError(f"node name {node!r} cannot be a file name")
-    if not is_series_name(metric):
-        raise ValueError(f"metric name {metric!r} is not a Prometheus series name")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"value {value!r} is not a finite number")
+    for name, value in values.items():
+        if not is_series_name(name):
+            raise ValueError(f"metric name {name!r} is not a Prometheus series name")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ValueError(f"value {value!r} is not a finite number")
+    with _locked(directory):
+        path = directory / f"{node}{SUFFIX}"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            lines = []
+        kept = [line for line in lines if series_name_of(line) not in values]
+        kept.extend(f"{name} {format_value(value)}" for name, value in values.items())
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{node}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write("\n".join(kept) + "\n")
+            os.chmod(temp, 0o644)  # mkstemp makes 0600; a node-exporter may run as another user
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+
+def format_value(value: float) -> str:
+    """As the textfiles hold it: integers bare, other values in full (`repr`)."""
     value = float(value)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{node}{SUFFIX}"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        lines = []
-    kept = [line for line in lines if series_name_of(line) != metric]
-    kept.append(f"{metric} {_format(value)}")
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{node}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write("\n".join(kept) + "\n")
-        os.chmod(temp, 0o644)  # mkstemp makes 0600; a node-exporter may run as another user
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def _format(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

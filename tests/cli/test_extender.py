@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from tas.metrics.textfile import write_node_metric
+from tas.metrics.textfile import write_node_series
 from tas_cli import extender as cli
 from tests.extender.support import HEALTH_POLICY, ROOT, args_body
 from tests.k8s_emulator import KubeEmulator
@@ -100,7 +100,7 @@ def policy_dir(tmp_path: Path) -> Path:
 def served(tmp_path: Path, policy_dir: Path) -> Iterator[tuple[httpx.Client, Path]]:
     metrics_dir = tmp_path / "metrics"
     for node, value in {"A": 0, "B": 1, "C": 0}.items():
-        write_node_metric(metrics_dir, node, "node_health_metric", value)
+        write_node_series(metrics_dir, node, {"node_health_metric": value})
     port = _free_port()
     log = (tmp_path / "extender.log").open("wb")
     process = subprocess.Popen(
@@ -164,7 +164,7 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
     kube_emulator.create("taspolicies", document, namespace=namespace)
     metrics_dir = tmp_path / "metrics"
     for node, value in {"A": 0, "B": 1, "C": 0}.items():
-        write_node_metric(metrics_dir, node, "node_health_metric", value)
+        write_node_series(metrics_dir, node, {"node_health_metric": value})
     port = _free_port()
     log = (tmp_path / "extender.log").open("wb")
     process = subprocess.Popen(
@@ -212,7 +212,7 @@ def test_an_intel_tas_command_line_starts_with_a_deprecation_notice_per_flag(
 ) -> None:
     metrics_dir = tmp_path / "metrics"
     for node, value in {"A": 0, "B": 1, "C": 0}.items():
-        write_node_metric(metrics_dir, node, "node_health_metric", value)
+        write_node_series(metrics_dir, node, {"node_health_metric": value})
     port = _free_port()
     log_path = tmp_path / "tas.log"
     executable = [str(Path(sys.executable).parent / "tas"), *command[1:]]
@@ -264,7 +264,7 @@ def test_the_breaker_share_flag_reaches_the_extender(
 ) -> None:
     metrics_dir = tmp_path / "metrics"
     for node in "ABC":
-        write_node_metric(metrics_dir, node, "node_health_metric", 2)
+        write_node_series(metrics_dir, node, {"node_health_metric": 2})
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "extender", "--policies", str(policy_dir),

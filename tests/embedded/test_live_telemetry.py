@@ -2,9 +2,6 @@
 the demo world it runs in (`embedded.demo`).
 
 Covered:
-- `write_node_series` sets the given series and keeps the others (the health value), is atomic
-  and serialized with other writers (`tas set-health` in another process), and refuses bad
-  names and values;
 - a step sums running pods' usage per node into utilization, Erlang C pressure and memory,
   writes them for the real textfile source to read, and counts a stress pod's cores;
 - the demo world: five nodes, node-b at health 1, the demo app linked to demo-policy, a node
@@ -14,7 +11,6 @@ Covered:
 from __future__ import annotations
 
 import math
-import multiprocessing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +26,7 @@ from embedded.demo import (
     profile_of,
     write_start_metrics,
 )
-from embedded.live_telemetry import LiveTelemetry, write_node_series
+from embedded.live_telemetry import LiveTelemetry
 from embedded.workload import cpu_pressure
 from tas.metrics import open_metric_view
 from tas.metrics.textformat import parse_text
@@ -39,50 +35,6 @@ from tas.types import MetricName, NodeName
 
 def series(path: Path) -> dict[str, float]:
     return {s.name: s.value for s in parse_text(path.read_text())}
-
-
-def test_writing_series_keeps_the_others(tmp_path: Path) -> None:
-    (tmp_path / "n.prom").write_text("node_health_metric 2\nnode_cpu_pressure 0.1\n")
-    write_node_series(tmp_path, "n", {"node_cpu_pressure": 0.5, "node_cpu_utilization": 0.25})
-    assert series(tmp_path / "n.prom") == {
-        "node_health_metric": 2.0,
-        "node_cpu_pressure": 0.5,
-        "node_cpu_utilization": 0.25,
-    }
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "n.prom"]
-
-
-@pytest.mark.parametrize(
-    ("node", "values", "message"),
-    [
-        pytest.param("../x", {"node_a": 1.0}, "cannot be a file name", id="path in the name"),
-        pytest.param("n", {"a b": 1.0}, "not a Prometheus series name", id="bad series"),
-        pytest.param("n", {"node_a": math.nan}, "not a finite number", id="nan"),
-    ],
-)
-def test_bad_names_and_values_are_refused(
-    tmp_path: Path, node: str, values: dict[str, float], message: str
-) -> None:
-    with pytest.raises(ValueError, match=message):
-        write_node_series(tmp_path, node, values)
-
-
-def _write_many(directory: str, name: str, count: int) -> None:
-    for index in range(count):
-        write_node_series(Path(directory), "n", {name: float(index)})
-
-
-def test_two_writers_of_one_file_never_lose_each_others_series(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    writers = [
-        context.Process(target=_write_many, args=(str(tmp_path), name, 200))
-        for name in ("node_health_metric", "node_cpu_pressure")
-    ]
-    for writer in writers:
-        writer.start()
-    for writer in writers:
-        writer.join(60)
-    assert series(tmp_path / "n.prom") == {"node_health_metric": 199.0, "node_cpu_pressure": 199.0}
 
 
 def test_a_step_writes_what_the_pods_use_for_the_textfile_source_to_read(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tas.metrics import RefreshingMetricView, open_metric_view
-from tas.metrics.textfile import write_node_metric
+from tas.metrics.textfile import write_node_series
 from tas.types import MetricColumns, MetricName
 from tests.metrics.processes import Process, node_exporter, prometheus
 
@@ -65,7 +65,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         exporters = {}
         for node in NODES:
             (root / node).mkdir()
-            write_node_metric(root / node, node, "node_health_metric", 0)
+            write_node_series(root / node, node, {"node_health_metric": 0})
             (root / "all" / f"{node}.prom").symlink_to(root / node / f"{node}.prom")
             exporters[node] = node_exporter(root / node, root / f"{node}-exporter.log")
             exporters[node].start()
@@ -76,7 +76,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         server = prometheus(targets, root)
         server.start()
         started.append(server)
-        write_node_metric(root / "b", "b", "node_health_metric", 2)
+        write_node_series(root / "b", "b", {"node_health_metric": 2})
         yield Cluster(root, exporters, server)
     finally:
         for process in started:

@@ -1,20 +1,23 @@
-"""The textfile source and `write_node_metric`.
+"""The textfile source and its one writer, `write_node_series`.
 
 Covers: one node per `<node>.prom` (hidden and other files ignored), file mtime as the sample
 time, a removed file removing its node, a broken file keeping the node's last good values and
-naming the failure, a missing directory, and writing one series atomically while keeping the
-node's other series and comments.
+naming the failure, a missing directory; writing series atomically while keeping the node's
+other series and comments, refusing what could not be read back, and two writers in two
+processes (the demo's telemetry and `tas set-health`) never losing each other's series.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from pathlib import Path
 
 import pytest
 
 from tas.metrics.source import Sample
-from tas.metrics.textfile import TextfileSource, write_node_metric
+from tas.metrics.textfile import TextfileSource, write_node_series
+from tas.metrics.textformat import parse_text
 from tas.types import MetricName, NodeName
 
 HEALTH = MetricName("health_metric")
@@ -77,16 +80,17 @@ def test_a_missing_directory_is_a_failure_not_an_empty_cluster(tmp_path: Path) -
 
 def test_writing_a_metric_replaces_that_series_and_keeps_the_others(tmp_path: Path) -> None:
     put(tmp_path, "a", "# HELP node_x X.\nnode_x 5\nnode_health_metric 0\n")
-    write_node_metric(tmp_path, "a", "node_health_metric", 2.0)
-    write_node_metric(tmp_path, "a", "node_cpu_pressure", 0.25)
+    write_node_series(tmp_path, "a", {"node_health_metric": 2.0})
+    write_node_series(tmp_path, "a", {"node_cpu_pressure": 0.25, "node_x": 6})
     assert (tmp_path / "a.prom").read_text() == (
-        "# HELP node_x X.\nnode_x 5\nnode_health_metric 2\nnode_cpu_pressure 0.25\n"
+        "# HELP node_x X.\nnode_health_metric 2\nnode_cpu_pressure 0.25\nnode_x 6\n"
     )
-    assert [p.name for p in tmp_path.iterdir()] == ["a.prom"]  # no temp file left behind
+    # No temp file left behind; the writers' lock file is hidden from the source.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "a.prom"]
 
 
 def test_writing_creates_the_directory_and_a_world_readable_file(tmp_path: Path) -> None:
-    write_node_metric(tmp_path / "run" / "metrics", "node-1", "node_health_metric", -1.5)
+    write_node_series(tmp_path / "run" / "metrics", "node-1", {"node_health_metric": -1.5})
     path = tmp_path / "run" / "metrics" / "node-1.prom"
     assert path.read_text() == "node_health_metric -1.5\n"
     assert path.stat().st_mode & 0o777 == 0o644
@@ -101,11 +105,31 @@ def test_writing_creates_the_directory_and_a_world_readable_file(tmp_path: Path)
         pytest.param("a", "node-x", 1.0, "not a Prometheus series name", id="bad-metric"),
         pytest.param("a", "node_x", float("nan"), "not a finite number", id="nan"),
         pytest.param("a", "node_x", float("inf"), "not a finite number", id="inf"),
+        pytest.param("a", "node_x", True, "not a finite number", id="bool"),
     ],
 )
 def test_writing_rejects_what_cannot_be_read_back(
     tmp_path: Path, node: str, metric: str, value: float, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        write_node_metric(tmp_path, node, metric, value)
-    assert list(tmp_path.iterdir()) == []
+        write_node_series(tmp_path, node, {"node_ok": 1.0, metric: value})
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def _write_many(directory: str, name: str, count: int) -> None:
+    for index in range(count):
+        write_node_series(Path(directory), "n", {name: float(index)})
+
+
+def test_two_writers_of_one_file_never_lose_each_others_series(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    writers = [
+        context.Process(target=_write_many, args=(str(tmp_path), name, 200))
+        for name in ("node_health_metric", "node_cpu_pressure")
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(60)
+    samples = {s.name: s.value for s in parse_text((tmp_path / "n.prom").read_text())}
+    assert samples == {"node_health_metric": 199.0, "node_cpu_pressure": 199.0}
