@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry
 
 from tas.cron import CronError, CronSchedule
 from tas.durations import DurationError, parse_duration
-from tas.policies.files import PolicyFileWatcher
+from tas.policies.files import PolicyFileWatcher, into_store
 from tas.policies.store import PolicyStore
 from tas_cli.tas_compat import Component, TasFlagError, translate_tas_flags
 
@@ -265,8 +265,9 @@ def open_view(
 
 
 def open_pod_usage(args: argparse.Namespace) -> PrometheusPodUsage | None:
-    """Per-pod usage from the Prometheus `--metrics prometheus:URL` names (its rate window,
-    bearer token and max age), or None with any other source."""
+    """Per-pod usage from the Prometheus `--metrics prometheus:URL` names, reached as the
+    metric view reaches it (the metrics config's CA, timeout, token and rate window), or
+    None with any other source."""
     metrics: str = args.metrics or ""
     if not metrics.startswith("prometheus:"):
         return None
@@ -276,19 +277,13 @@ def open_pod_usage(args: argparse.Namespace) -> PrometheusPodUsage | None:
     from tas.metrics.refreshing import default_max_age
 
     try:
-        config = load_metrics_config(args.metrics_config)
-        token = None
-        if config.bearer_token_file is not None:
-            token = config.bearer_token_file.read_text(encoding="utf-8").strip()
-    except (MetricSourceError, OSError) as error:
+        return open_source(
+            metrics.removeprefix("prometheus:"),
+            config=load_metrics_config(args.metrics_config),
+            max_age=args.metric_max_age or default_max_age(args.sync_period),
+        )
+    except MetricSourceError as error:
         raise SetupError(f"--metrics-config: {error}") from error
-    max_age = args.metric_max_age or default_max_age(args.sync_period)
-    return open_source(
-        metrics.removeprefix("prometheus:"),
-        max_age=max_age,
-        rate_window=config.rate_window,
-        bearer_token=token,
-    )
 
 
 @runtime_checkable
@@ -333,7 +328,7 @@ def follow_policies(
     Returns where the policies come from, for the startup log line.
     """
     if args.policies is not None:
-        watcher = PolicyFileWatcher(args.policies, store)
+        watcher = PolicyFileWatcher(args.policies, into_store(store))
         watcher.poll()
         life.in_background(watcher.run, life.stop, FILE_POLL_SECONDS, name="policy-files")
         return str(args.policies)

@@ -18,6 +18,7 @@ its interval is due, and the dashboard's recorder takes note. SIGINT/SIGTERM end
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 import shlex
@@ -61,7 +62,7 @@ from policy_controller.self_metrics import ControllerMetrics
 from tas.clock import Clock, SystemClock
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
-from tas.policies.files import policy_files
+from tas.policies.files import PolicyFileWatcher, policy_files
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, PolicyKey
@@ -186,7 +187,7 @@ class Setup:
     clock: Clock
     sync_period: float
     interval: float
-    policy_files: PolicyFiles | None
+    policy_files: PolicyFileWatcher | None
     #: What to print under the URLs, given the dashboard's and the extender's.
     banner: Callable[[str, str], str]
     finished: Callable[[], bool] = lambda: False
@@ -214,7 +215,9 @@ def demo_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
         clock=SystemClock(),
         sync_period=args.sync_period or 1.0,
         interval=args.descheduling_interval or 2.0,
-        policy_files=PolicyFiles(args.policies, cluster),
+        policy_files=PolicyFileWatcher(
+            args.policies, functools.partial(apply_policy_files, cluster=cluster)
+        ),
         banner=lambda dashboard, extender: demo_banner(metrics_dir, dashboard, extender),
     )
 
@@ -295,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
     if setup.policy_files is not None:
-        setup.policy_files.sync()
+        setup.policy_files.poll()
     loader.sync()
     latest.append(setup.telemetry.step(time.time()))
     view.refresh_once()
@@ -396,7 +399,7 @@ class Loop:
         cluster: InMemoryCluster,
         telemetry: Telemetry,
         view: Any,
-        policy_files: PolicyFiles | None,
+        policy_files: PolicyFileWatcher | None,
         loader: ClusterPolicyLoader,
         scheduler: EmbeddedScheduler,
         reconciler: Reconciler,
@@ -425,7 +428,7 @@ class Loop:
         self.latest[:] = [step]
         self.view.refresh_once()
         if self.policy_files is not None:
-            self.policy_files.sync()
+            self.policy_files.poll()
         self.loader.sync()
         # The recorder is told each step as it happens, so the log reads in the loop's order.
         self.recorder.observe_inputs(now, self.view.columns())
@@ -461,49 +464,36 @@ def pod_usage(state: CycleState, step: TelemetryStep | None) -> PodUsage:
     return usage
 
 
-class PolicyFiles:
-    """Keeps the cluster's TASPolicy objects equal to `--policies`, as `kubectl apply` would.
+def apply_policy_files(path: Path, cluster: InMemoryCluster) -> None:
+    """Make the cluster's TASPolicy objects equal `--policies`, as `kubectl apply` would.
 
     The policies then reach the components the way they do on a real cluster (the store
     follows the cluster's objects), and the controller has objects to write status to.
     """
-
-    def __init__(self, path: Path, cluster: InMemoryCluster) -> None:
-        self._path = path
-        self._cluster = cluster
-        self._signature: tuple[tuple[str, int, int], ...] | None = None
-
-    def sync(self) -> None:
+    keys: set[PolicyKey] = set()
+    try:
+        files = policy_files(path)
+    except OSError as error:  # a directory that went away: as if empty
+        log.error("Cannot list policies in %s: %s", path, error)
+        files = []
+    for file in files:
         try:
-            files = policy_files(self._path)
-            signature = tuple(
-                (str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.exists()
-            )
-        except OSError:
-            signature = ()
-            files = []
-        if signature == self._signature:
-            return
-        self._signature = signature
-        keys: set[PolicyKey] = set()
-        for file in files:
+            documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            log.error("Cannot read policies from %s: %s", file, error)
+            return  # keep what the cluster has until the file reads again
+        for document in documents:
+            if not isinstance(document, dict) or document.get("kind") != "TASPolicy":
+                continue
             try:
-                documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-                log.error("Cannot read policies from %s: %s", file, error)
-                return  # keep what the cluster has until the file reads again
-            for document in documents:
-                if not isinstance(document, dict) or document.get("kind") != "TASPolicy":
-                    continue
-                try:
-                    policy_key_of(document)
-                except ValueError as error:
-                    log.error("%s: %s", file, error)
-                    continue
-                keys.add(self._cluster.apply_policy(document))
-        for stale in self._cluster.list_policy_documents():
-            if stale.key not in keys:
-                self._cluster.delete_policy(stale.key)
+                policy_key_of(document)
+            except ValueError as error:
+                log.error("%s: %s", file, error)
+                continue
+            keys.add(cluster.apply_policy(document))
+    for stale in cluster.list_policy_documents():
+        if stale.key not in keys:
+            cluster.delete_policy(stale.key)
 
 
 def print_banner(dashboard: str, extender: str, about: str) -> None:

@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from tas.policies.files import PolicyFileWatcher
+from tas.policies.files import PolicyFileWatcher, into_store
 from tas.policies.model import StrategyName
 from tas.policies.store import PolicyStore
 from tas.types import Namespace, PolicyKey, PolicyName
@@ -67,7 +67,7 @@ def test_invalid_files_are_skipped_while_valid_ones_apply(tmp_path: Path) -> Non
     write(tmp_path / "bad.json", policy_document("q", dontschedule=[rule("a", "Bigger", 1)]))
     (tmp_path / "notes.txt").write_text("not a policy")
     store = PolicyStore()
-    PolicyFileWatcher(tmp_path, store).poll()
+    PolicyFileWatcher(tmp_path, into_store(store)).poll()
     snapshot = store.snapshot()
     assert list(snapshot.policies) == [KEY]
     assert [p.source for p in snapshot.problems] == [str(tmp_path / "bad.json")]
@@ -76,7 +76,7 @@ def test_invalid_files_are_skipped_while_valid_ones_apply(tmp_path: Path) -> Non
 
 def test_the_watcher_reloads_on_edit_add_and_remove_only(tmp_path: Path) -> None:
     store = PolicyStore()
-    watcher = PolicyFileWatcher(tmp_path, store)
+    watcher = PolicyFileWatcher(tmp_path, into_store(store))
     assert watcher.poll() is True
     assert watcher.poll() is False
     good = tmp_path / "p.yaml"
@@ -96,5 +96,5 @@ def test_the_watcher_reloads_on_edit_add_and_remove_only(tmp_path: Path) -> None
 
 def test_a_missing_path_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     store = PolicyStore()
-    PolicyFileWatcher(tmp_path / "absent.yaml", store).poll()
+    PolicyFileWatcher(tmp_path / "absent.yaml", into_store(store)).poll()
     assert "no such file" in store.snapshot().problems[0].message

@@ -1,13 +1,16 @@
 """Policies from files: one file or a directory of `*.yaml`, `*.yml` and `*.json` files.
 
 `PolicyFileWatcher.poll()` reloads when any file is added, removed or changed, so editing a
-policy file takes effect without a restart; invalid documents are reported and skipped.
+policy file takes effect without a restart. What a reload does is the caller's: the components'
+`--policies` fill a `PolicyStore` (`into_store`: invalid documents are reported and skipped);
+`tas run` applies the documents to its in-memory cluster, as `kubectl apply` would.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from tas.policies.model import LoadResult, PolicyProblem, TASPolicy, load_policies_text
@@ -57,12 +60,22 @@ def _signature(path: Path) -> _Signature:
     return tuple(entries)
 
 
-class PolicyFileWatcher:
-    """Keeps a `PolicyStore` equal to what the files say."""
+def into_store(store: PolicyStore) -> Callable[[Path], None]:
+    """A reload that makes `store` equal to what the files under its path say."""
 
-    def __init__(self, path: Path, store: PolicyStore) -> None:
+    def reload(path: Path) -> None:
+        result = load_policy_path(path)
+        store.replace(result.policies, result.problems)
+
+    return reload
+
+
+class PolicyFileWatcher:
+    """Calls `reload(path)` at the first poll and whenever a policy file under `path` changes."""
+
+    def __init__(self, path: Path, reload: Callable[[Path], None]) -> None:
         self._path = path
-        self._store = store
+        self._reload = reload
         self._signature: _Signature | None = None
 
     def poll(self) -> bool:
@@ -71,8 +84,7 @@ class PolicyFileWatcher:
         if signature == self._signature:
             return False
         self._signature = signature
-        result = load_policy_path(self._path)
-        self._store.replace(result.policies, result.problems)
+        self._reload(self._path)
         return True
 
     def run(self, stop: threading.Event, interval: float = 1.0) -> None:
