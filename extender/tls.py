@@ -1,7 +1,9 @@
 """TLS for the extender: HTTPS with TLS 1.2 or newer, and mTLS when a CA file is given.
 
 TAS serves HTTPS only and requires client certificates; this project does the same when given
-`--cert --key --cacert`. Plain HTTP must be asked for explicitly (`--insecure-http`).
+`--cert --key --cacert`. Plain HTTP must be asked for explicitly (`--insecure-http`). HTTPS
+without `--cacert` authenticates no client: the command line logs a warning, and a TAS command
+line keeps TAS's `--cacert` default (tas_cli.tas_compat), so it still requires client certificates.
 
 Errors:
     TLSConfigError      the flags or files cannot make a server TLS context

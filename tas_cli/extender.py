@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 import sys
 import threading
 import time
@@ -42,6 +43,7 @@ from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
 from tas.types import MetricName
 from tas_cli import common
+from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 log = logging.getLogger("extender")
 
@@ -203,15 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    try:
-        files = tls_files(
-            cert=args.cert, key=args.key, cacert=args.cacert, insecure_http=args.insecure_http
-        )
-        ssl_context = server_ssl_context(files) if files is not None else None
-    except TLSConfigError as error:
-        raise common.SetupError(str(error)) from error
-    if ssl_context is None:
-        log.warning("Serving plain HTTP (--insecure-http): for development only")
+    ssl_context = _server_tls(args)
 
     registry = CollectorRegistry()
     view = common.open_view(args, registry=registry)
@@ -272,6 +266,38 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("Extender serving on %s (policies from %s)", server.url, source)
         server.run()
     return 0
+
+
+def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The server's TLS context, None for plain HTTP; says loudly what is not authenticated."""
+    if (
+        args.cacert == Path(TAS_DEFAULT_CACERT)
+        and not args.insecure_http
+        and not args.cacert.is_file()
+    ):
+        # Kept from a TAS command line without --cacert (tas_cli.tas_compat): serving without
+        # client authentication instead would silently drop the guarantee TAS gave.
+        raise common.SetupError(
+            f"--cacert {TAS_DEFAULT_CACERT} (TAS's default, kept because TAS always required "
+            "client certificates) does not exist: pass --cacert FILE, the CA that signed "
+            "kube-scheduler's client certificate"
+        )
+    try:
+        files = tls_files(
+            cert=args.cert, key=args.key, cacert=args.cacert, insecure_http=args.insecure_http
+        )
+        context = server_ssl_context(files) if files is not None else None
+    except TLSConfigError as error:
+        raise common.SetupError(str(error)) from error
+    if files is None:
+        log.warning("Serving plain HTTP (--insecure-http): for development only")
+    elif files.cacert is None:
+        log.warning(
+            "Serving HTTPS WITHOUT client authentication (no --cacert): anyone who reaches the "
+            "port can call the extender. Give --cacert FILE to require kube-scheduler's client "
+            "certificate, as TAS did"
+        )
+    return context
 
 
 def _follow_pod_usage(

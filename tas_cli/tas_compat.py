@@ -21,7 +21,7 @@ The mapping (docs/upgrade-from-tas.md explains each):
 |---|---|---|
 | `--kubeConfig F` | `--kubeconfig F` | `--kubeconfig F` |
 | `--port N` | `--listen 0.0.0.0:N` | ignored (the controller serves no extender) |
-| `--cert`, `--key`, `--cacert` | kept (same names); dropped with `--unsafe`, as TAS did | ignored |
+| `--cert`, `--key`, `--cacert` | kept; dropped with `--unsafe`; `--cacert` TAS default | ignored |
 | `--unsafe` | `--insecure-http` | ignored |
 | `--syncPeriod D` | `--sync-period D` | `--sync-period D` |
 | `--v N` | `--log-level debug` for N >= 4, else `--log-level info` | same |
@@ -29,6 +29,13 @@ The mapping (docs/upgrade-from-tas.md explains each):
 
 TAS always read node metrics from the custom metrics API and had no flag for it, so when a
 command line uses TAS flags but names no `--metrics`, `--metrics custom-metrics` is added.
+
+TAS's extender always required client certificates, verified against `--cacert`, whose default
+was `/etc/kubernetes/pki/ca.crt` (`cmd/main.go`'s flag defaults; `extender/scheduler.go`,
+`configureSecureServer`, sets `tls.RequireAndVerifyClientCert`). So when an extender command line
+uses TAS flags, serves TLS (`--cert`/`--key`, no `--unsafe`) and names no `--cacert`, TAS's
+default is added: the mTLS guarantee TAS gave is kept, never silently dropped. The extender
+refuses to start when that file does not exist, naming the flag to pass.
 
 Errors:
     TasFlagError (ValueError)   a TAS flag TAS itself would have refused (no value, a value
@@ -53,6 +60,8 @@ DEBUG_VERBOSITY = 4
 LISTEN_HOST = "0.0.0.0"
 #: The metric source TAS always used.
 TAS_METRIC_SOURCE = "custom-metrics"
+#: TAS's `--cacert` default: the kubeadm cluster CA, which client certificates must chain to.
+TAS_DEFAULT_CACERT = "/etc/kubernetes/pki/ca.crt"
 
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
@@ -249,13 +258,36 @@ def translate_tas_flags(
         if outcome.notice is not None and outcome.notice not in notices:
             notices.append(outcome.notice)
         index += len(use.tokens)
-    if notices and not _has_flag(argv, "--metrics"):
-        out.append(f"--metrics={TAS_METRIC_SOURCE}")
+    if not notices:
+        return out, notices  # not a TAS command line: no TAS defaults
+    # TAS's defaults go before a `--`, where they are still flags.
+    end = out.index("--") if "--" in out else len(out)
+    added: list[str] = []
+    if not _has_flag(argv, "--metrics"):
+        added.append(f"--metrics={TAS_METRIC_SOURCE}")
         notices.append(
             f"TAS read node metrics from the custom metrics API: --metrics {TAS_METRIC_SOURCE} "
             "added (give --metrics prometheus:URL to read Prometheus directly)"
         )
+    if _keeps_tas_client_authentication(argv, uses, component=component, unsafe=unsafe):
+        added.append(f"--cacert={TAS_DEFAULT_CACERT}")
+        notices.append(
+            f"TAS required client certificates signed by its --cacert default "
+            f"{TAS_DEFAULT_CACERT}: --cacert {TAS_DEFAULT_CACERT} added (give --cacert FILE, "
+            "the CA of kube-scheduler's client certificate)"
+        )
+    out[end:end] = added
     return out, notices
+
+
+def _keeps_tas_client_authentication(
+    argv: Sequence[str], uses: list[_Use], *, component: Component, unsafe: bool
+) -> bool:
+    """Whether TAS's `--cacert` default must be added: an extender serving TLS without one."""
+    if component != "extender" or unsafe or _has_flag(argv, "--insecure-http"):
+        return False
+    names = {use.name for use in uses}  # `--cert` and `-cert` alike
+    return bool(names & {"cert", "key"}) and "cacert" not in names
 
 
 def _scan(argv: Sequence[str]) -> tuple[list[_Use], list[int]]:

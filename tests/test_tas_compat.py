@@ -8,7 +8,10 @@ Covered:
   looks like), boolean flags with and without Go's boolean spellings, `--` ending the flags,
   case-sensitive names (`--kubeconfig` is ours and passes untouched);
 - `--unsafe` drops the TLS files, as TAS ignored them; `--metrics custom-metrics` (TAS's only
-  source) is added when a TAS command line names none;
+  source) is added when a TAS command line names none, before a `--`;
+- TAS's `--cacert` default (the cluster CA) is added when a TAS command line serves TLS without
+  one, so client certificates stay required; never for plain HTTP, the controller, a given
+  `--cacert` or a command line of this project's own flags;
 - what TAS would also refuse is a `TasFlagError`: a missing value, a port, duration, level or
   boolean that is not one, a TAS flag next to the new flag replacing it;
 - a command line without TAS flags comes back unchanged (a property), and TAS's own shipped
@@ -51,8 +54,12 @@ PROMETHEUS = ["--metrics", "prometheus:http://prometheus:9090"]
         pytest.param(["--unsafe=T"], ["--insecure-http"], id="unsafe=T"),
         pytest.param(["--unsafe=false"], [], id="unsafe=false is the default"),
         pytest.param(["--unsafe=0"], [], id="unsafe=0"),
-        pytest.param(["-cert", "/c.crt"], ["--cert=/c.crt"], id="single-dash cert"),
-        pytest.param(["-key=/k.key"], ["--key=/k.key"], id="single-dash key with equals"),
+        pytest.param(
+            ["-cert", "/c.crt", "--cacert=/ca"], ["--cert=/c.crt", "--cacert=/ca"], id="-cert"
+        ),
+        pytest.param(
+            ["-key=/k.key", "--cacert=/ca"], ["--key=/k.key", "--cacert=/ca"], id="-key=FILE"
+        ),
         pytest.param(["-cacert", "/ca.crt"], ["--cacert=/ca.crt"], id="single-dash cacert"),
         pytest.param(["--logtostderr"], [], id="klog logtostderr"),
         pytest.param(["--logtostderr=false"], [], id="klog logtostderr=false"),
@@ -185,7 +192,8 @@ def test_a_boolean_flag_never_takes_the_next_argument() -> None:
 def test_nothing_after_a_double_dash_is_translated() -> None:
     argv = ["--v=4", "--", "--port=1", "--syncPeriod=2s"]
     translated, notices = translate_tas_flags(argv, component="extender")
-    assert translated == ["--log-level=debug", "--", "--port=1", "--syncPeriod=2s", CUSTOM_METRICS]
+    # TAS's defaults go before the `--`, where they are still flags.
+    assert translated == ["--log-level=debug", CUSTOM_METRICS, "--", "--port=1", "--syncPeriod=2s"]
     assert len(notices) == 2  # --v, and the metric source
 
 
@@ -206,6 +214,50 @@ def test_the_metric_source_is_added_only_when_a_tas_command_line_names_none() ->
     assert with_source == ["--log-level=info", "--metrics=textfile:/m"]
     ours, notices = translate_tas_flags(["--insecure-http"], component="extender")
     assert (ours, notices) == (["--insecure-http"], [])
+
+
+TAS_CACERT = "--cacert=/etc/kubernetes/pki/ca.crt"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--syncPeriod=2s", "--cert=/c", "--key=/k", "--v=2"], id="TAS's, no cacert"),
+        pytest.param(["-cert", "/c", "-key", "/k"], id="single dashes"),
+        pytest.param(["--port=9001", "--cert", "/c", "--key", "/k"], id="our TLS flags, TAS port"),
+        pytest.param(["--unsafe=false", "--cert=/c", "--key=/k"], id="unsafe=false is HTTPS"),
+    ],
+)
+def test_a_tas_command_line_serving_tls_without_cacert_keeps_tas_s_client_ca(
+    argv: list[str],
+) -> None:
+    # TAS's --cacert defaulted to the cluster CA and its server always required client
+    # certificates: without this, the same command line would serve TLS to anyone.
+    translated, notices = translate_tas_flags([*argv, *PROMETHEUS], component="extender")
+    assert translated.count(TAS_CACERT) == 1
+    (notice,) = [n for n in notices if "--cacert" in n]
+    assert "TAS required client certificates" in notice
+    assert "give --cacert FILE" in notice
+
+
+@pytest.mark.parametrize(
+    ("component", "argv"),
+    [
+        pytest.param("extender", ["--cert=/c", "--key=/k"], id="our own command line"),
+        pytest.param("extender", ["--v=2", "-cert=/c", "-key=/k", "-cacert=/ca"], id="given"),
+        pytest.param("extender", ["--v=2", "--cert=/c", "--key=/k", "--cacert", "/ca"], id="ours"),
+        pytest.param("extender", ["--unsafe", "--cert=/c", "--key=/k"], id="unsafe: plain HTTP"),
+        pytest.param("extender", ["--v=2", "--insecure-http"], id="insecure-http"),
+        pytest.param("extender", ["--v=2", "--syncPeriod=1s"], id="no certificate at all"),
+        pytest.param("controller", ["--v=2", "--cert=/c", "--key=/k"], id="controller"),
+    ],
+)
+def test_tas_s_client_ca_is_added_only_where_tas_would_have_required_client_certificates(
+    component: str, argv: list[str]
+) -> None:
+    translated, notices = translate_tas_flags([*argv, *PROMETHEUS], component=component)  # type: ignore[arg-type]
+    assert TAS_CACERT not in translated
+    assert not any("TAS required client certificates" in n for n in notices)
 
 
 @pytest.mark.parametrize(

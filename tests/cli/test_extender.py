@@ -1,10 +1,12 @@
 """The extender's command line: flags, refusals, and a real `python -m extender` process.
 
 Covered (the shared argument types are in test_common.py): refusing to start without TLS
-files or --insecure-http, with a clear message; `tas extender` registers the same options; a
-real process serving the health demo from policy files and textfile metrics, ready only after
-policies and a first refresh, reloading an edited policy file, and reporting and skipping an
-invalid file while the valid policies keep working.
+files or --insecure-http, with a clear message; a TAS command line without --cacert refusing to
+start when TAS's default CA file is missing (never serving TLS without client authentication),
+and this project's flags serving TLS without a client CA only with a logged warning;
+`tas extender` registers the same options; a real process serving the health demo from policy
+files and textfile metrics, ready only after policies and a first refresh, reloading an edited
+policy file, and reporting and skipping an invalid file while the valid policies keep working.
 """
 
 from __future__ import annotations
@@ -35,6 +37,69 @@ def test_starting_without_tls_or_insecure_http_is_refused(
     code = cli.main(["--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"])
     assert code == 2
     assert "refusing to serve without TLS" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def server_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A server certificate and key, and the CA that signed them."""
+    from tests.extender.test_tls import CertificateAuthority
+
+    ca = CertificateAuthority(tmp_path_factory.mktemp("pki"), "tas-ca")
+    server = ca.issue("tas-extender", server=True)
+    return server.cert, server.key, ca.files.cert
+
+
+def test_a_tas_command_line_without_cacert_refuses_to_start_when_tas_s_ca_is_missing(
+    tmp_path: Path, server_files: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TAS's --cacert defaulted to /etc/kubernetes/pki/ca.crt and it always required client
+    # certificates; serving TLS to anyone instead would drop that guarantee without a word.
+    assert not Path("/etc/kubernetes/pki/ca.crt").exists()
+    cert, key, _ = server_files
+    argv = ["--syncPeriod=2s", f"--cert={cert}", f"--key={key}", "--v=2",
+            "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--cacert /etc/kubernetes/pki/ca.crt (TAS's default" in err
+    assert "pass --cacert FILE" in err
+
+
+def _started_log(argv: list[str], tmp_path: Path, port: int) -> str:
+    """The log of a real extender process until it serves /healthz (then it is stopped)."""
+    log_path = tmp_path / "extender.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "extender", *argv, "--listen", f"127.0.0.1:{port}",
+             "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        try:
+            _eventually(lambda: "Extender serving on" in log_path.read_text(), timeout=20)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(10)
+    return log_path.read_text()
+
+
+def test_serving_tls_without_a_client_ca_is_logged_as_a_warning(
+    tmp_path: Path, server_files: tuple[Path, Path, Path]
+) -> None:
+    cert, key, _ = server_files
+    text = _started_log(["--cert", str(cert), "--key", str(key)], tmp_path, _free_port())
+    (line,) = [line for line in text.splitlines() if "WITHOUT client authentication" in line]
+    assert "WARNING" in line
+    assert "--cacert FILE" in line
+
+
+def test_serving_mtls_logs_no_warning_about_client_authentication(
+    tmp_path: Path, server_files: tuple[Path, Path, Path]
+) -> None:
+    cert, key, ca = server_files
+    argv = ["--cert", str(cert), "--key", str(key), "--cacert", str(ca)]
+    text = _started_log(argv, tmp_path, _free_port())
+    assert "Extender serving on https://" in text
+    assert "client authentication" not in text
 
 
 def test_a_bad_metrics_source_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
