@@ -30,10 +30,9 @@ from pathlib import Path
 
 import yaml
 
-from descheduler.args import FieldReader, SelectorSyntaxError, parse_selector_string
+from descheduler.args import FieldReader
 from descheduler.evictor import Limits
 from descheduler.framework import AnyPlugin
-from descheduler.plugins import low_node_utilization
 from descheduler.plugins.registry import Registry, default_registry
 from descheduler.profiles import Profile, parse_profile
 from descheduler.usage_sources import check_usage_sources, parse_metrics_providers
@@ -76,32 +75,6 @@ class DeschedulerConfig:
     def enables(self, plugin: AnyPlugin) -> bool:
         return any(profile.enables(plugin) for profile in self.profiles)
 
-    def prometheus_queries(self) -> set[str]:
-        """The PromQL of every LowNodeUtilization that reads Prometheus."""
-        return {
-            args.prometheus_query
-            for profile in self.profiles
-            if profile.enables(low_node_utilization.PLUGIN)
-            for args in [profile.args_of(low_node_utilization.PLUGIN)]
-            if args.metrics_source is low_node_utilization.MetricsSource.PROMETHEUS
-        }
-
-
-def _parse_node_selector(r: FieldReader) -> LabelSelector | None:
-    raw = r.get("nodeSelector")
-    if raw is None or raw == "":
-        return None
-    if isinstance(raw, Mapping):  # accepted for convenience: {k: v} means k=v,...
-        return LabelSelector(match_labels={str(k): str(v) for k, v in raw.items()})
-    if not isinstance(raw, str):
-        r.problem("nodeSelector", f"must be a label selector like 'k=v,k2!=v2', got {raw!r}")
-        return None
-    try:
-        return parse_selector_string(raw)
-    except SelectorSyntaxError as error:
-        r.problem("nodeSelector", str(error))
-        return None
-
 
 def parse_config(document: object, *, registry: Registry | None = None) -> DeschedulerConfig:
     """Validate one DeschedulerPolicy document; raises `ConfigError` listing every problem.
@@ -132,7 +105,7 @@ def parse_config(document: object, *, registry: Registry | None = None) -> Desch
         per_namespace=r.integer("maxNoOfPodsToEvictPerNamespace", None),
         total=r.integer("maxNoOfPodsToEvictTotal", None),
     )
-    node_selector = _parse_node_selector(r)
+    node_selector = r.node_selector()
     failure_events = r.boolean("evictionFailureEventNotification", False)
     grace = r.integer("gracePeriodSeconds", None)
     metrics_server, prometheus = parse_metrics_providers(r)

@@ -106,7 +106,6 @@ class Descheduler:
         if config.prometheus_url:
             prometheus = PrometheusQueries(
                 config.prometheus_url,
-                queries=config.prometheus_queries(),
                 transport=prometheus_transport,
                 token_file=token_file,
             )

@@ -13,7 +13,8 @@ Errors:
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,8 @@ from tas.cluster.interface import Cluster, ClusterError
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.pod_usage import PrometheusPodUsage
-from tas.metrics.source import MetricSource
-from tas.metrics.spec import open_source
-from tas.types import MetricName, NodeName
+from tas.metrics.prometheus import PrometheusClient, node_labels, node_of, open_prometheus
+from tas.types import NodeName
 
 log = logging.getLogger(__name__)
 
@@ -34,46 +34,50 @@ SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/toke
 
 
 class PrometheusQueries:
-    """Instant queries against one Prometheus, each sample's node from its `instance` label."""
+    """Instant queries against one Prometheus, each sample's node from its `instance` label
+    (`node`, `kubernetes_node` when it is missing), through the project's one Prometheus
+    client (`tas.metrics.prometheus.open_prometheus`)."""
 
     def __init__(
         self,
         url: str,
         *,
-        queries: Collection[str],
         transport: Any = None,
         token_file: Path | None = None,
     ) -> None:
-        """`queries` are the PromQL expressions it will be asked; `transport` an httpx
-        transport for the client (tests); `token_file` a bearer token read on every query."""
+        """`transport` an httpx transport for the client (tests); `token_file` a bearer token
+        read on every query, when the file exists."""
         config = MetricsConfig(
-            promql={MetricName(q): q for q in queries},
-            node_label="instance",
             bearer_token_file=token_file
             if token_file is not None and token_file.is_file()
             else None,
         )
         self.url = url
-        self._source: MetricSource | None = None
+        self._prometheus: PrometheusClient | None = None
         self._error: str | None = None
+        self._labels = node_labels("instance")
         try:
-            self._source = open_source(f"prometheus:{url}", config=config, transport=transport)
+            self._prometheus = open_prometheus(url, config=config, transport=transport)
         except MetricSourceError as error:
             self._error = str(error)
 
     def vector(self, query: str) -> dict[NodeName, float]:
-        if self._source is None:
+        if self._prometheus is None:
             raise UsageError(f"Prometheus {self.url}: {self._error}")
-        name = MetricName(query)
-        fetched = self._source.fetch(frozenset({name}))
-        if name not in fetched.columns:
-            why = "; ".join(fetched.errors.values()) or "no answer"
-            raise UsageError(f"Prometheus {self.url}: {why}")
-        return {node: sample.value for node, sample in fetched.columns[name].items()}
+        try:
+            answer = self._prometheus.vector(query)
+        except MetricFetchError as error:
+            raise UsageError(f"Prometheus {self.url}: {error}") from error
+        values: dict[NodeName, float] = {}
+        for series in answer.series:
+            node = node_of(series.labels, self._labels)
+            if node is not None and node not in values:  # two for one node: the first counts
+                values[node] = series.value
+        return {node: value for node, value in values.items() if math.isfinite(value)}
 
     def close(self) -> None:
-        if self._source is not None:
-            self._source.close()
+        if self._prometheus is not None:
+            self._prometheus.close()
 
 
 class ClusterUsage:

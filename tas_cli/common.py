@@ -251,6 +251,10 @@ def open_view(
     """The metric view `--metrics` names (not started)."""
     from tas.metrics import MetricSourceError, open_metric_view
 
+    if api_client is None and (args.metrics or "").strip() == "custom-metrics":
+        # The custom metrics API is read with the process's own connection (`--kubeconfig`,
+        # `--context`), not whatever kubeconfig the environment would find.
+        api_client = kube_api_client(args)
     try:
         return open_metric_view(
             args.metrics,

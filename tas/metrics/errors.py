@@ -5,6 +5,8 @@
     └── TextFormatError        Prometheus text that does not parse (line number in the message)
     Exception
     └── MetricFetchError       one fetch failed (unreachable, bad answer); retried every cycle
+        └── AnswerError        Prometheus's error answer, or not its API's answer
+                               (tas.metrics.promql_answer)
 
 A `MetricFetchError` is never fatal: the view keeps the last good values until they go stale.
 """

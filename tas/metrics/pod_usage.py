@@ -13,6 +13,10 @@ newest sample time of those series (`timestamp()`), so the staleness rules are t
 
 Pressure series are optional: a cluster that does not export them just has none.
 
+Queries go through the shared `tas.metrics.prometheus.PrometheusClient`, so this source trusts
+the metrics config's `ca_file`, keeps its `timeout_seconds` and reads its `bearer_token_file`
+on every query, as the metric view does.
+
 Errors: `tas.metrics.errors.MetricFetchError` when the CPU usage query fails and no fresh value
 is left (the caller decides whether to go on without per-pod usage).
 """
@@ -23,11 +27,12 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import httpx
 
+from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError
+from tas.metrics.prometheus import PrometheusClient, open_prometheus
 from tas.metrics.source import Sample
 
 log = logging.getLogger(__name__)
@@ -59,15 +64,13 @@ class PrometheusPodUsage:
 
     def __init__(
         self,
-        url: str,
+        prometheus: PrometheusClient,
         *,
-        client: httpx.Client,
         max_age: float,
         rate_window: str = "1m",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.query_url = url.rstrip("/") + "/api/v1/query"
-        self._client = client
+        self.prometheus = prometheus
         self._max_age = max_age
         self._rate_window = rate_window
         self._clock = clock
@@ -104,48 +107,30 @@ class PrometheusPodUsage:
         return found
 
     def _vector(self, query: str) -> dict[PodKey, float]:
-        try:
-            response = self._client.get(self.query_url, params={"query": query})
-            body: Any = response.json()
-        except httpx.HTTPError as error:
-            raise MetricFetchError(f"{self.query_url}: {error}") from error
-        except ValueError as error:
-            raise MetricFetchError(f"{self.query_url}: not JSON for {query!r}") from error
-        if not isinstance(body, dict) or body.get("status") != "success":
-            detail = body.get("error") if isinstance(body, dict) else None
-            raise MetricFetchError(
-                f"{self.query_url}: HTTP {response.status_code} for {query!r}: {detail}"
-            )
-        result = (body.get("data") or {}).get("result")
-        if not isinstance(result, list):
-            raise MetricFetchError(f"{self.query_url}: malformed answer for {query!r}")
         found: dict[PodKey, float] = {}
-        for series in result:
-            try:
-                labels = series["metric"]
-                value = float(series["value"][1])
-            except (KeyError, TypeError, ValueError, IndexError) as error:
-                raise MetricFetchError(f"malformed series {series!r}") from error
-            namespace, pod = labels.get("namespace"), labels.get("pod")
+        for series in self.prometheus.vector(query).series:
+            namespace, pod = series.labels.get("namespace"), series.labels.get("pod")
             if namespace and pod:
-                found[(namespace, pod)] = value
+                found[(namespace, pod)] = series.value
         return found
 
     def close(self) -> None:
-        self._client.close()
+        self.prometheus.close()
 
 
 def open_pod_usage(
     url: str,
     *,
+    config: MetricsConfig,
     max_age: float,
-    rate_window: str = "1m",
     transport: httpx.BaseTransport | None = None,
-    bearer_token: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> PrometheusPodUsage:
-    headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else None
-    client = httpx.Client(timeout=10.0, transport=transport, headers=headers)
+    """Per-pod usage from the Prometheus at `url`, reached and authenticated as `config` says
+    (and with its rate window). Raises `MetricSourceError` for an unusable CA or token file."""
     return PrometheusPodUsage(
-        url, client=client, max_age=max_age, rate_window=rate_window, clock=clock
+        open_prometheus(url, config=config, transport=transport),
+        max_age=max_age,
+        rate_window=config.rate_window,
+        clock=clock,
     )

@@ -1,28 +1,121 @@
-"""The `prometheus:<url>` source: one instant query per metric through the HTTP API.
+"""Prometheus over its HTTP API: the one client every Prometheus user in the project shares,
+and the `prometheus:<url>` metric source built on it.
 
-Queries follow the name convention (`node_<metric>`, else `<metric>`), the derived metrics'
-PromQL, or an expression configured for the metric. For convention queries the answer carries
-each series' own sample time (`timestamp()`), not the query time, so a target Prometheus can no
-longer scrape goes stale here too. Results map to nodes through a label (default `instance`,
-with any `:port` removed; `node` and `kubernetes_node` serve when it is missing).
+`open_prometheus(url, config=...)` is the only way a Prometheus client is made: the metric
+view's source, per-pod usage (`tas.metrics.pod_usage`) and the descheduler's
+`metricsUtilization` all get the metrics config's CA file, timeout and bearer token file (read
+again on every query, as service-account tokens rotate on disk) from it. The client does the
+I/O; `tas.metrics.promql_answer` reads what came back.
+
+The source: one instant query per metric. Queries follow the name convention (`node_<metric>`,
+else `<metric>`), the derived metrics' PromQL, or an expression configured for the metric. For
+convention queries the answer carries each series' own sample time (`timestamp()`), not the
+query time, so a target Prometheus can no longer scrape goes stale here too. Results map to
+nodes through a label (default `instance`, with any `:port` removed; `node` and
+`kubernetes_node` serve when it is missing).
+
+Errors: `tas.metrics.errors.MetricSourceError` from `open_prometheus` (an unusable CA or token
+file); `tas.metrics.errors.MetricFetchError` (`promql_answer.AnswerError` for an answer) from
+a query.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping
-from typing import Any
+import os
+import ssl
+from collections.abc import Generator, Mapping
+from pathlib import Path
 
 import httpx
 
-from tas.metrics.errors import MetricFetchError
+from tas.metrics.config import MetricsConfig
+from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.names import derived, derived_promql, promql_selector, series_names
+from tas.metrics.promql_answer import AnswerError, Vector, read_vector
 from tas.metrics.source import Fetched, Sample
 from tas.types import MetricName, NodeName
+
+log = logging.getLogger(__name__)
 
 #: The label a convention query adds to tell a value from its sample time.
 _FIELD = "tas_field"
 _FALLBACK_LABELS = ("node", "kubernetes_node")
+
+
+class PrometheusClient:
+    """Instant queries against one Prometheus; `client` carries its TLS, timeout and auth."""
+
+    def __init__(self, url: str, *, client: httpx.Client) -> None:
+        self.url = url
+        self.query_url = url.rstrip("/") + "/api/v1/query"
+        self._client = client
+        self._warned: set[str] = set()
+
+    def vector(self, query: str) -> Vector:
+        """The instant vector `query` evaluates to now.
+
+        Raises `MetricFetchError`: unreachable, timed out, an error answer or not a vector."""
+        try:
+            response = self._client.get(self.query_url, params={"query": query})
+        except (httpx.HTTPError, OSError) as error:
+            # OSError: the bearer token file, read per request, went missing.
+            raise MetricFetchError(f"{self.query_url}: {error}") from error
+        try:
+            answer = read_vector(response.status_code, response.content)
+        except AnswerError as error:
+            raise error.at(f"{self.query_url} for {query!r}") from error
+        for warning in answer.warnings:
+            if warning not in self._warned:  # once each: a query is asked every sync period
+                self._warned.add(warning)
+                log.warning("Prometheus warns about %r: %s", query, warning)
+        return answer
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def open_prometheus(
+    url: str, *, config: MetricsConfig, transport: httpx.BaseTransport | None = None
+) -> PrometheusClient:
+    """The client every Prometheus user gets: the metrics config's CA, timeout and token."""
+    return PrometheusClient(url, client=metrics_http_client(config, transport))
+
+
+def metrics_http_client(
+    config: MetricsConfig, transport: httpx.BaseTransport | None = None
+) -> httpx.Client:
+    """An HTTP client as the metrics config describes (Prometheus's, and node-exporter's).
+
+    `transport` replaces the network (tests). Raises `MetricSourceError` for a CA file that
+    does not load and a token file that cannot be read, so a bad mount fails at startup."""
+    verify: ssl.SSLContext | bool = True
+    if config.ca_file is not None:
+        try:
+            verify = ssl.create_default_context(cafile=str(config.ca_file))
+        except (OSError, ssl.SSLError) as error:
+            raise MetricSourceError(f"ca_file {config.ca_file}: {error}") from error
+    auth = None
+    if config.bearer_token_file is not None:
+        if not os.access(config.bearer_token_file, os.R_OK):
+            raise MetricSourceError(f"bearer_token_file {config.bearer_token_file}: unreadable")
+        auth = BearerTokenFile(config.bearer_token_file)
+    return httpx.Client(
+        transport=transport, verify=verify, auth=auth, timeout=config.timeout_seconds
+    )
+
+
+class BearerTokenFile(httpx.Auth):
+    """Reads the token on every request: service-account tokens are rotated on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self.path.read_text(encoding="utf-8").strip()
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
 
 
 class PrometheusSource:
@@ -30,17 +123,15 @@ class PrometheusSource:
 
     def __init__(
         self,
-        url: str,
+        prometheus: PrometheusClient,
         *,
-        client: httpx.Client,
         promql: Mapping[MetricName, str] | None = None,
         node_label: str = "instance",
         rate_window: str = "1m",
     ) -> None:
-        self.query_url = url.rstrip("/") + "/api/v1/query"
-        self._client = client
+        self.prometheus = prometheus
         self._promql = dict(promql or {})
-        self._labels = (node_label, *(label for label in _FALLBACK_LABELS if label != node_label))
+        self._labels = node_labels(node_label)
         self._rate_window = rate_window
 
     def query_for(self, metric: MetricName) -> tuple[str, bool]:
@@ -64,67 +155,45 @@ class PrometheusSource:
         for name in sorted(names):
             query, timed = self.query_for(name)
             try:
-                columns[name] = self._column(self._query(query), timed=timed)
+                columns[name] = self._column(self.prometheus.vector(query), timed=timed)
             except MetricFetchError as error:
                 errors[name] = str(error)
         return Fetched(columns=columns, errors=errors, ok=frozenset(columns))
 
-    def _query(self, query: str) -> list[Any]:
-        try:
-            response = self._client.get(self.query_url, params={"query": query})
-        except httpx.HTTPError as error:
-            raise MetricFetchError(f"{self.query_url}: {error}") from error
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict) or body.get("status") != "success":
-            detail = body.get("error") if isinstance(body, dict) else response.text[:200]
-            raise MetricFetchError(
-                f"{self.query_url}: HTTP {response.status_code} for {query!r}: {detail}"
-            )
-        data = body.get("data")
-        if not isinstance(data, dict) or data.get("resultType") != "vector":
-            kind = data.get("resultType") if isinstance(data, dict) else None
-            raise MetricFetchError(f"{query!r} gives a {kind}, not one value per node")
-        result = data.get("result")
-        if not isinstance(result, list):
-            raise MetricFetchError(f"{self.query_url}: malformed answer for {query!r}")
-        return result
-
-    def _column(self, result: list[Any], *, timed: bool) -> dict[NodeName, Sample]:
+    def _column(self, answer: Vector, *, timed: bool) -> dict[NodeName, Sample]:
         values: dict[NodeName, float] = {}
         times: dict[NodeName, float] = {}
         evaluated: dict[NodeName, float] = {}
-        for series in result:
-            try:
-                labels: dict[str, str] = series["metric"]
-                at, text = series["value"]
-                number, at = float(text), float(at)
-            except (KeyError, TypeError, ValueError) as error:
-                raise MetricFetchError(f"malformed series {series!r}") from error
-            node = self._node_of(labels)
+        for series in answer.series:
+            node = node_of(series.labels, self._labels)
             if node is None:
                 continue
-            if timed and labels.get(_FIELD) == "timestamp":
-                times[node] = number
+            if timed and series.labels.get(_FIELD) == "timestamp":
+                times[node] = series.value
             elif node not in values:  # two series for one node: the first one counts
-                values[node], evaluated[node] = number, at
+                values[node], evaluated[node] = series.value, series.timestamp
         return {
             node: Sample(value, times.get(node, evaluated[node]))
             for node, value in values.items()
             if math.isfinite(value)
         }
 
-    def _node_of(self, labels: Mapping[str, str]) -> NodeName | None:
-        for label in self._labels:
-            value = labels.get(label)
-            if value:
-                return NodeName(strip_port(value))
-        return None
-
     def close(self) -> None:
-        self._client.close()
+        self.prometheus.close()
+
+
+def node_labels(node_label: str = "instance") -> tuple[str, ...]:
+    """The labels that may name a series' node, the configured one first."""
+    return (node_label, *(label for label in _FALLBACK_LABELS if label != node_label))
+
+
+def node_of(labels: Mapping[str, str], candidates: tuple[str, ...]) -> NodeName | None:
+    """The node a series is about: the first of `candidates` it has, any `:port` removed."""
+    for label in candidates:
+        value = labels.get(label)
+        if value:
+            return NodeName(strip_port(value))
+    return None
 
 
 def strip_port(address: str) -> str:

@@ -5,21 +5,18 @@ The single place that knows every source kind, so the components only say `open_
 
 from __future__ import annotations
 
-import os
-import ssl
-import time
-from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 import httpx
 from prometheus_client import CollectorRegistry
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.config import MetricsConfig, load_metrics_config
 from tas.metrics.custom_metrics import CustomMetricsSource
 from tas.metrics.errors import MetricSourceError
 from tas.metrics.node_exporter import NodeExporterSource
-from tas.metrics.prometheus import PrometheusSource
+from tas.metrics.prometheus import PrometheusSource, metrics_http_client, open_prometheus
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import MetricSource
 from tas.metrics.textfile import TextfileSource
@@ -40,7 +37,7 @@ def open_metric_view(
     max_age: float | None = None,
     config_file: Path | None = None,
     registry: CollectorRegistry | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
     transport: httpx.BaseTransport | None = None,
     kube_api_client: Any = None,
 ) -> RefreshingMetricView:
@@ -66,7 +63,7 @@ def open_source(
     spec: str,
     *,
     config: MetricsConfig,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
     transport: httpx.BaseTransport | None = None,
     kube_api_client: Any = None,
 ) -> MetricSource:
@@ -76,15 +73,16 @@ def open_source(
     if kind == "prometheus" and where:
         url = _http_url(where, spec)
         return PrometheusSource(
-            url,
-            client=_http_client(config, transport),
+            open_prometheus(url, config=config, transport=transport),
             promql=config.promql,
             node_label=config.node_label,
             rate_window=config.rate_window,
         )
     if kind == "node-exporter" and where:
         targets = _node_targets(where, spec)
-        return NodeExporterSource(targets, client=_http_client(config, transport), clock=clock)
+        return NodeExporterSource(
+            targets, client=metrics_http_client(config, transport), clock=clock
+        )
     if kind == "custom-metrics" and not where:
         api = kube_api_client if kube_api_client is not None else _kube_api_client()
         return CustomMetricsSource(api, timeout=config.timeout_seconds)
@@ -115,35 +113,6 @@ def _node_targets(text: str, spec: str) -> dict[NodeName, str]:
             raise _bad(spec, f"node {node.strip()!r} appears twice")
         targets[NodeName(node.strip())] = _http_url(url.strip(), spec)
     return targets
-
-
-def _http_client(config: MetricsConfig, transport: httpx.BaseTransport | None) -> httpx.Client:
-    verify: ssl.SSLContext | bool = True
-    if config.ca_file is not None:
-        try:
-            verify = ssl.create_default_context(cafile=str(config.ca_file))
-        except (OSError, ssl.SSLError) as error:
-            raise MetricSourceError(f"ca_file {config.ca_file}: {error}") from error
-    auth = None
-    if config.bearer_token_file is not None:
-        if not os.access(config.bearer_token_file, os.R_OK):
-            raise MetricSourceError(f"bearer_token_file {config.bearer_token_file}: unreadable")
-        auth = BearerTokenFile(config.bearer_token_file)
-    return httpx.Client(
-        transport=transport, verify=verify, auth=auth, timeout=config.timeout_seconds
-    )
-
-
-class BearerTokenFile(httpx.Auth):
-    """Reads the token on every request: service-account tokens are rotated on disk."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        token = self.path.read_text(encoding="utf-8").strip()
-        request.headers["Authorization"] = f"Bearer {token}"
-        yield request
 
 
 def _kube_api_client() -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ class Process:
     url: str
     ready_path: str
     log: Path
+    #: What the readiness check trusts: a CA file for a server with a private certificate.
+    verify: ssl.SSLContext | bool = True
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self, timeout: float = 20.0) -> None:
@@ -56,7 +59,8 @@ class Process:
             if self.popen.poll() is not None:
                 pytest.fail(f"{self.args[0]} exited: {self.log.read_text()[-2000:]}")
             try:
-                if httpx.get(self.url + self.ready_path, timeout=1.0).status_code == 200:
+                answer = httpx.get(self.url + self.ready_path, timeout=1.0, verify=self.verify)
+                if answer.status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -94,8 +98,13 @@ def node_exporter(textfile_dir: Path, log: Path) -> Process:
     return Process(args, f"http://127.0.0.1:{port}", "/metrics", log)
 
 
-def prometheus(targets: dict[str, str], workdir: Path) -> Process:
-    """A Prometheus scraping `targets` (node -> host:port) every second, `instance` = node."""
+def prometheus(
+    targets: dict[str, str], workdir: Path, *, tls: tuple[Path, Path, Path] | None = None
+) -> Process:
+    """A Prometheus scraping `targets` (node -> host:port) every second, `instance` = node.
+
+    With `tls` (CA file, certificate, key) it serves HTTPS only (`--web.config.file`), with a
+    certificate that CA signed."""
     static = "\n".join(
         f"      - targets: ['{address}']\n        labels: {{tas_node: '{node}'}}"
         for node, address in targets.items()
@@ -125,4 +134,15 @@ scrape_configs:
         f"--web.listen-address=127.0.0.1:{port}",
         "--log.level=warn",
     ]
-    return Process(args, f"http://127.0.0.1:{port}", "/-/ready", workdir / "prometheus.log")
+    if tls is None:
+        return Process(args, f"http://127.0.0.1:{port}", "/-/ready", workdir / "prometheus.log")
+    ca_file, cert_file, key_file = tls
+    web = workdir / "web.yml"
+    web.write_text(f"tls_server_config:\n  cert_file: {cert_file}\n  key_file: {key_file}\n")
+    return Process(
+        [*args, f"--web.config.file={web}"],
+        f"https://127.0.0.1:{port}",
+        "/-/ready",
+        workdir / "prometheus.log",
+        verify=ssl.create_default_context(cafile=str(ca_file)),
+    )

@@ -6,7 +6,9 @@ a container left out); container CPU pressure where exported, nothing for pods w
 pod whose series disappear is gone; values older than max age count as missing; a Prometheus
 that cannot be reached keeps the last values until they go stale, then fails; the descheduler's
 LoadAware source turns cores into shares of the pod's node (memory signals from requests), and
-leaves out pods without a value.
+leaves out pods without a value. Access is the metric view's (`open_pod_usage` with the metrics
+config): a Prometheus served over TLS with a private CA is read with the config's `ca_file` (and
+refused without it), and the bearer token file is read again on every query.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ import pytest
 from descheduler.state import CycleState
 from descheduler.usage import pod_usage_from
 from tas.cluster.model import Node, Pod
+from tas.metrics.config import MetricsConfig, load_metrics_config
 from tas.metrics.errors import MetricFetchError
-from tas.metrics.pod_usage import PrometheusPodUsage, open_pod_usage
+from tas.metrics.pod_usage import SERIES, PrometheusPodUsage, open_pod_usage
+from tas.metrics.prometheus import PrometheusClient
 from tas.types import Namespace, NodeName
+from tests.metrics.certificates import server_pki
 from tests.metrics.processes import Process, node_exporter, prometheus
 
 pytestmark = pytest.mark.integration
@@ -84,6 +89,7 @@ class Feed:
 class Setup:
     prometheus: Process
     feed: Feed
+    exporter: Process
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +111,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     server = prometheus({"node-a": exporter.url.removeprefix("http://")}, root)
     try:
         server.start()
-        yield Setup(server, feed)
+        yield Setup(server, feed, exporter)
     finally:
         feed.stop.set()
         thread.join(5)
@@ -127,8 +133,7 @@ def source(setup: Setup, **overrides: object) -> PrometheusPodUsage:
     settings: dict[str, object] = {"max_age": 30.0}
     settings.update(overrides)
     usage = PrometheusPodUsage(
-        setup.prometheus.url,
-        client=httpx.Client(timeout=5.0),
+        PrometheusClient(setup.prometheus.url, client=httpx.Client(timeout=5.0)),
         rate_window=f"{WINDOW_SECONDS}s",
         **settings,  # type: ignore[arg-type]
     )
@@ -187,7 +192,7 @@ def test_an_unreachable_prometheus_keeps_the_last_values_until_they_go_stale(set
     now = [time.time()]
     usage = source(setup, clock=lambda: now[0])
     eventually_fetch(usage, lambda f: ("default", "web-1") in f)
-    usage.query_url = "http://127.0.0.1:9/api/v1/query"  # nothing listens there
+    usage.prometheus.query_url = "http://127.0.0.1:9/api/v1/query"  # nothing listens there
     assert ("default", "web-1") in usage.fetch()
     now[0] += 120.0
     with pytest.raises(MetricFetchError):
@@ -226,6 +231,84 @@ def test_a_pod_whose_series_disappear_is_gone(setup: Setup) -> None:
 
 
 def test_open_pod_usage_builds_a_source_that_answers(setup: Setup) -> None:
-    usage = open_pod_usage(setup.prometheus.url, max_age=30.0)
+    usage = open_pod_usage(setup.prometheus.url, config=MetricsConfig(), max_age=30.0)
     OPENED.append(usage)
     eventually_fetch(usage, lambda f: ("default", "web-1") in f)
+
+
+@dataclass
+class TlsPrometheus:
+    server: Process
+    ca_file: Path
+
+
+@pytest.fixture(scope="module")
+def tls_prometheus(
+    setup: Setup, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TlsPrometheus]:
+    """A second real Prometheus, scraping the same exporter, served only over HTTPS with a
+    certificate from a CA no system trusts."""
+    root = tmp_path_factory.mktemp("tls-prometheus")
+    pki = server_pki(root)
+    server = prometheus(
+        {"node-a": setup.exporter.url.removeprefix("http://")},
+        root,
+        tls=(pki.ca_file, pki.cert_file, pki.key_file),
+    )
+    server.start()
+    try:
+        yield TlsPrometheus(server, pki.ca_file)
+    finally:
+        server.stop()
+
+
+def test_a_prometheus_with_a_private_ca_is_read_with_the_metrics_configs_ca_file(
+    tls_prometheus: TlsPrometheus, tmp_path: Path
+) -> None:
+    # The fix: per-pod usage used to build its own client, which ignored ca_file, so a
+    # Prometheus behind a private CA failed every query while the metric view worked.
+    config_file = tmp_path / "metrics.yaml"
+    config_file.write_text(
+        f"prometheus:\n  ca_file: {tls_prometheus.ca_file}\n  rate_window: {WINDOW_SECONDS}s\n"
+    )
+    usage = open_pod_usage(
+        tls_prometheus.server.url, config=load_metrics_config(config_file), max_age=30.0
+    )
+    OPENED.append(usage)
+    eventually_fetch(usage, lambda f: close_to(f, ("default", "web-1"), "cpu", 2.0))
+
+
+def test_without_the_ca_file_a_private_ca_prometheus_is_refused(
+    tls_prometheus: TlsPrometheus,
+) -> None:
+    # The other half: the test above passes because of ca_file, not because TLS is off.
+    usage = open_pod_usage(tls_prometheus.server.url, config=MetricsConfig(), max_age=30.0)
+    OPENED.append(usage)
+    with pytest.raises(MetricFetchError, match="no fresh per-pod CPU usage"):
+        usage.fetch()
+
+
+def test_the_bearer_token_file_is_read_again_for_every_query(tmp_path: Path) -> None:
+    # Service-account tokens rotate on disk: a token read once at startup expires in an hour.
+    token = tmp_path / "token"
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("Authorization"))
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": []}}
+        )
+
+    token.write_text("first\n")
+    usage = open_pod_usage(
+        "http://prom.test",
+        config=MetricsConfig(bearer_token_file=token),
+        max_age=30.0,
+        transport=httpx.MockTransport(answer),
+    )
+    OPENED.append(usage)
+    usage.fetch()
+    token.write_text("rotated\n")
+    usage.fetch()
+    queries = 2 * len(SERIES)  # a rate and a sample-time query per series
+    assert seen == ["Bearer first"] * queries + ["Bearer rotated"] * queries

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tas.metrics.prometheus import PrometheusSource, strip_port
+from tas.metrics.prometheus import PrometheusClient, PrometheusSource, strip_port
 from tas.metrics.source import Sample
 from tas.types import MetricName
 
@@ -37,7 +37,7 @@ def vector(*series: tuple[dict[str, str], float, float]) -> dict[str, Any]:
 
 
 def source(client: httpx.Client, **options: Any) -> PrometheusSource:
-    return PrometheusSource("http://prom.test/prom/", client=client, **options)
+    return PrometheusSource(PrometheusClient("http://prom.test/prom/", client=client), **options)
 
 
 def test_a_convention_query_reads_node_prefixed_series_and_their_sample_times() -> None:
@@ -136,13 +136,13 @@ def test_series_without_a_node_label_and_non_finite_values_are_dropped() -> None
         pytest.param(
             400,
             {"status": "error", "errorType": "bad_data", "error": "parse error"},
-            "HTTP 400 for 'cpu_pressure_q': parse error",
+            "for 'cpu_pressure_q': HTTP 400 (bad_data): parse error",
             id="api-error",
         ),
         pytest.param(
             200,
             {"status": "success", "data": {"resultType": "scalar", "result": [1, "1"]}},
-            "gives a scalar, not one value per node",
+            "for 'cpu_pressure_q': gives a scalar, not one value per series",
             id="scalar",
         ),
         pytest.param(
