@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.report import Figure, print_figure
@@ -50,13 +52,26 @@ def write_files(directory: Path, mtime: float, value: int) -> None:
         os.utime(path, (mtime, mtime))
 
 
+class _Clock:
+    """Wall time that the benchmark moves on (a `tas.clock.Clock`)."""
+
+    def __init__(self) -> None:
+        self.current = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        return stop.wait(seconds)
+
+
 def main() -> None:
-    clock_now = [time.time()]
+    clock = _Clock()
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        write_files(directory, clock_now[0], 1)
+        write_files(directory, clock.current.timestamp(), 1)
         source = TextfileSource(directory)
-        view = RefreshingMetricView(source, max_age=30.0, clock=lambda: clock_now[0])
+        view = RefreshingMetricView(source, max_age=30.0, clock=clock)
         view.set_wanted(METRICS)
 
         started = time.perf_counter()
@@ -87,7 +102,7 @@ def main() -> None:
 
         # Every value is 31 s old on each read: each call rebuilds every metric's column.
         def expiring_read() -> object:
-            clock_now[0] += 31.0
+            clock.current += timedelta(seconds=31)
             return view.columns()
 
         view.refresh_once()

@@ -37,6 +37,7 @@ from dashboard.controls import (
 )
 from dashboard.recorder import Recorder
 from embedded.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.model import Pod
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ def create_dashboard_app(
     world: Controls,
     stop: threading.Event,
     static_dir: Path = STATIC,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Starlette:
     """The application (nothing global: every collaborator is given)."""
 
@@ -207,7 +208,9 @@ def create_dashboard_app(
                 return _error(error.status, error.message)
             except DemoError as error:
                 return _error(error.status, str(error))
-            recorder.note("control", summary, source="dashboard", time=clock(), **result)
+            recorder.note(
+                "control", summary, source="dashboard", time=clock.now().timestamp(), **result
+            )
             return _json({"ok": True, **result})
 
         return endpoint

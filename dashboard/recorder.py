@@ -24,7 +24,6 @@ nothing that is still in the ring.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from embedded.cluster import EvictionRecord, InMemoryCluster
 from embedded.live_telemetry import TelemetryStep
 from embedded.scheduler import Placement
 from extender.decisions import Decision, DecisionLog, Verb
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.policies.model import TASPolicy
@@ -98,7 +98,7 @@ class Recorder:
         workloads: Callable[[], list[dict[str, object]]] = list,
         log_size: int = 2000,
         history_points: int = 900,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._cluster = cluster
         self._policies = policies
@@ -317,7 +317,7 @@ class Recorder:
                     "label",
                     f"node {node.name}: {', '.join(parts)}",
                     source="controller",
-                    time=self._clock(),
+                    time=self._clock.now().timestamp(),
                     details={"node": node.name, "set": added, "removed": removed},
                 )
         taints = sorted(_taint_text(t) for t in node.taints)
@@ -331,7 +331,7 @@ class Recorder:
                 "taint",
                 f"node {node.name}: {', '.join(parts)}",
                 source="descheduler",
-                time=self._clock(),
+                time=self._clock.now().timestamp(),
                 details={"node": node.name, "added": added_t, "removed": removed_t},
             )
         self._bump()
@@ -353,7 +353,7 @@ class Recorder:
             "label",
             f"pod {key} on {pod.node_name}: {text}",
             source="controller",
-            time=self._clock(),
+            time=self._clock.now().timestamp(),
             details={"pod": key, "node": pod.node_name, POD_VIOLATION_LABEL: value},
         )
         self._bump()

@@ -145,7 +145,7 @@ def run_contender(
         QueryAnswers(source, clock) if contender.spec.staleness is Staleness.QUERY else source,
         sync_period=scenario.sync_period,
         max_age=max_age(contender, scenario),
-        clock=clock.time,
+        clock=clock,
     )
     policies = PolicyStore()
     ClusterPolicyLoader(world.cluster, policies).sync()
@@ -263,7 +263,7 @@ def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) ->
         except NotFoundError:
             return None
 
-    cluster.subscribe(follow_pods(tracker, find_pod, clock.time))
+    cluster.subscribe(follow_pods(tracker, find_pod, clock))
     return tracker
 
 

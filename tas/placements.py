@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Pod
 from tas.types import MetricColumns, MetricName, NodeName
@@ -322,7 +323,7 @@ def _added(base: Estimates, more: Estimates) -> Estimates:
 def follow_pods(
     tracker: PlacementTracker,
     find_pod: Callable[[str, str], Pod | None],
-    clock: Callable[[], float],
+    clock: Clock,
 ) -> Callable[[ClusterChange], None]:
     """A cluster change listener (`ObservableCluster.subscribe`) that feeds `tracker`."""
 
@@ -334,6 +335,6 @@ def follow_pods(
             return
         pod = find_pod(change.namespace, change.name)
         if pod is not None:
-            tracker.observe(pod, now=clock())
+            tracker.observe(pod, now=clock.now().timestamp())
 
     return listen

@@ -27,6 +27,7 @@ from extender.server import ExtenderServer, tune_allocator
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, server_ssl_context, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
+from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ResourceKind
 from tas.metrics.errors import MetricFetchError
 from tas.metrics.refreshing import RefreshingMetricView
@@ -225,7 +226,7 @@ def _serve(args: argparse.Namespace) -> int:
             # else. /readyz stays false until the first complete policy list has loaded.
             cluster = common.open_cluster(common.kube_api_client(args), watched=watched)
             if tracker is not None:
-                cluster.subscribe(follow_pods(tracker, cluster.find_pod, time.time))
+                cluster.subscribe(follow_pods(tracker, cluster.find_pod, SYSTEM_CLOCK))
             cluster.start()
             life.on_close(cluster.stop)  # aborts the watch stream
         if tracker is not None:

@@ -15,7 +15,6 @@ At the scenario's end the world holds still (the components keep running) until 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 from embedded.demo import HEALTH_SERIES, DemoError
@@ -117,11 +116,10 @@ class ScenarioControls:
     """The dashboard's controls on a scenario's world: health and scaling; load comes from the
     scenario's own workloads."""
 
-    def __init__(self, world: World, metrics_dir: Path, *, elapsed: Callable[[], float]) -> None:
+    def __init__(self, world: World, metrics_dir: Path) -> None:
         self._world = world
         self.cluster = world.cluster
         self.metrics_dir = metrics_dir
-        self._elapsed = elapsed
 
     def set_health(self, node: str, value: float) -> None:
         self._node(node)
@@ -150,7 +148,7 @@ class ScenarioControls:
         if spec.kind == "DaemonSet":
             raise DemoError(f"{name} is a DaemonSet: one pod per node, not scalable", status=409)
         before = self._live(index)
-        world.scale(spec, replicas, self._elapsed(), burst=False)
+        world.scale(spec, replicas, self._world.clock.elapsed, burst=False)
         return before
 
     def workloads(self) -> list[dict[str, object]]:

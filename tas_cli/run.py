@@ -244,7 +244,7 @@ def scenario_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
     for document in scenario.policies:
         world.cluster.apply_policy(document)
     telemetry = ScenarioTelemetry(world, metrics_dir, speed=args.speed, started=time.time())
-    controls = ScenarioControls(world, metrics_dir, elapsed=lambda: clock.elapsed)
+    controls = ScenarioControls(world, metrics_dir)
     sync = args.sync_period or max(0.2, scenario.sync_period / args.speed)
     interval = args.descheduling_interval or max(sync, scenario.descheduling_interval / args.speed)
     banner = (

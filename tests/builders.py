@@ -1,8 +1,11 @@
-"""Builders for policies and metric views, so tests state only what matters to them."""
+"""Builders for policies, metric views, nodes, pods and time, so tests state only what matters
+to them. Node and pod builders take an optional mutator (`apply=`), as STYLE.md asks."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tas.policies.model import TASPolicy, parse_policy
@@ -56,3 +59,31 @@ def metrics(values: Mapping[str, Mapping[str, float]]) -> MetricColumns:
 
 def nodes(*names: str) -> list[NodeName]:
     return [NodeName(n) for n in names]
+
+
+class ManualClock:
+    """A `tas.clock.Clock` that moves only when told to (`advance`, `epoch = ...`, `sleep`)."""
+
+    def __init__(self, start: datetime | float = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)) -> None:
+        self.current = start if isinstance(start, datetime) else datetime.fromtimestamp(start, UTC)
+        self.slept: list[float] = []
+
+    def now(self) -> datetime:
+        return self.current
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        self.slept.append(seconds)
+        self.advance(seconds)
+        return stop.is_set()
+
+    def advance(self, seconds: float) -> None:
+        self.current += timedelta(seconds=seconds)
+
+    @property
+    def epoch(self) -> float:
+        """Unix seconds: the time of metric samples and textfiles."""
+        return self.current.timestamp()
+
+    @epoch.setter
+    def epoch(self, seconds: float) -> None:
+        self.current = datetime.fromtimestamp(seconds, UTC)

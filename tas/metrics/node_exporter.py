@@ -7,12 +7,12 @@ Exporters send no timestamps, so a sample's time is when its scrape answered.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.errors import MetricFetchError, TextFormatError
 from tas.metrics.scrape import NodeCounters, read_values, wanted_series
 from tas.metrics.source import Fetched, Sample
@@ -30,7 +30,7 @@ class NodeExporterSource:
         targets: Mapping[NodeName, str],
         *,
         client: httpx.Client,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.targets = {node: metrics_url(url) for node, url in targets.items()}
         self._client = client
@@ -69,7 +69,7 @@ class NodeExporterSource:
         url = self.targets[node]
         try:
             response = self._client.get(url)
-            fetched_at = self._clock()
+            fetched_at = self._clock.now().timestamp()
             response.raise_for_status()
             samples = parse_text(response.text, names=series)
         except (httpx.HTTPError, TextFormatError) as error:

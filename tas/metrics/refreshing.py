@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.source import Fetched, MetricSource, SampleColumn
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
 
@@ -67,7 +67,7 @@ class RefreshingMetricView:
         sync_period: float = 2.0,
         max_age: float | None = None,
         registry: CollectorRegistry | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not sync_period > 0:
             raise ValueError(f"sync period must be positive, not {sync_period!r}")
@@ -99,7 +99,7 @@ class RefreshingMetricView:
 
     def columns(self) -> MetricColumns:
         state = self._state
-        now = self._clock()
+        now = self._clock.now().timestamp()
         if now <= state.expires_at:
             return state.published
         return self._republish(state, now)
@@ -159,7 +159,9 @@ class RefreshingMetricView:
                 log.exception("metrics: %s source failed", self.source.kind)
                 fetched = Fetched(errors={"source": f"{type(error).__name__}: {error}"})
             with self._lock:
-                self._state = self._merge(self._state, wanted, fetched, self._clock())
+                self._state = self._merge(
+                    self._state, wanted, fetched, self._clock.now().timestamp()
+                )
             self._note_errors(fetched)
             self._ready = True
 
@@ -231,7 +233,7 @@ class RefreshingMetricView:
 
     def ages(self) -> dict[MetricName, float]:
         """Seconds since the oldest value held for each metric was measured."""
-        now = self._clock()
+        now = self._clock.now().timestamp()
         return {
             name: now - column.oldest
             for name, column in self._state.columns.items()

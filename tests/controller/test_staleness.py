@@ -20,6 +20,7 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import NodeName
+from tests.builders import ManualClock
 from tests.controller.support import (
     DEMO_NAMESPACE,
     health_policy_document,
@@ -36,7 +37,7 @@ def write_sample(directory: Path, node: str, value: float, at: float) -> None:
 
 
 def test_a_value_that_goes_stale_stops_the_violation(tmp_path: Path) -> None:
-    now = [START]
+    clock = ManualClock(START)
     cluster = InMemoryCluster()
     for name in ("A", "C"):
         cluster.add_node(make_node(name))
@@ -44,7 +45,7 @@ def test_a_value_that_goes_stale_stops_the_violation(tmp_path: Path) -> None:
     key = cluster.apply_policy(health_policy_document())
     write_sample(tmp_path, "A", 0, START)
     write_sample(tmp_path, "C", 2, START)
-    view = open_metric_view(f"textfile:{tmp_path}", sync_period=2, max_age=30, clock=lambda: now[0])
+    view = open_metric_view(f"textfile:{tmp_path}", sync_period=2, max_age=30, clock=clock)
     store = PolicyStore()
     want_policy_metrics(store, view)
     loader = ClusterPolicyLoader(cluster, store)
@@ -61,7 +62,7 @@ def test_a_value_that_goes_stale_stops_the_violation(tmp_path: Path) -> None:
         reconciler.reconcile()
         assert cluster.get_node(NodeName("C")).labels.get("demo-policy") == "violating"
 
-        now[0] = START + 31  # no new sample: C's value is now older than max_age
+        clock.epoch = START + 31  # no new sample: C's value is now older than max_age
         view.refresh_once()
         reconciler.reconcile()
         assert "demo-policy" not in cluster.get_node(NodeName("C")).labels
@@ -78,7 +79,9 @@ def test_a_sample_already_stale_when_read_never_labels_a_node(tmp_path: Path) ->
     cluster.add_node(make_node("C"))
     cluster.apply_policy(health_policy_document())
     write_sample(tmp_path, "C", 2, START - 60)
-    view = open_metric_view(f"textfile:{tmp_path}", sync_period=2, max_age=30, clock=lambda: START)
+    view = open_metric_view(
+        f"textfile:{tmp_path}", sync_period=2, max_age=30, clock=ManualClock(START)
+    )
     store = PolicyStore()
     want_policy_metrics(store, view)
     ClusterPolicyLoader(cluster, store).sync()

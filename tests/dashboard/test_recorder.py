@@ -23,6 +23,7 @@ from extender.decisions import Decision, DecisionLog, Outcome, Verb
 from tas.cluster.model import Taint, TaintEffect
 from tas.policies.store import PolicyStore
 from tas.types import MetricName, Namespace, NodeName
+from tests.builders import ManualClock
 
 NAMESPACE = Namespace("health-metric-demo")
 
@@ -37,13 +38,12 @@ def columns(health: dict[str, float], utilization: dict[str, float] | None = Non
 def make_recorder() -> tuple[Recorder, InMemoryCluster, DecisionLog]:
     cluster = build_demo_cluster(replicas=2)
     decisions = DecisionLog()
-    clock = iter(float(i) for i in range(1000, 100000))
     recorder = Recorder(
         cluster=cluster,
         policies=PolicyStore(),
         decisions=decisions,
         info={},
-        clock=lambda: next(clock),
+        clock=ManualClock(1000.0),
     )
     return recorder, cluster, decisions
 

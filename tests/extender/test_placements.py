@@ -40,7 +40,7 @@ from tas.placements import (
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
 from tas.types import MetricName, Namespace, NodeName
-from tests.builders import make_policy, metrics, rule
+from tests.builders import ManualClock, make_policy, metrics, rule
 
 CPU_PRESSURE = MetricName("cpu_pressure")
 CPU_UTILIZATION = MetricName("cpu_utilization")
@@ -166,7 +166,7 @@ def test_a_pod_is_counted_once_and_forgotten_when_deleted_or_finished() -> None:
     t.observe(replace(pod, phase="Succeeded"), now=T0 + 2)
     assert estimate(t, sample_at=0, now=2) == 0.0
     t.observe(make_pod("web-2", apply=bound_at(0)), now=T0)
-    listen = follow_pods(t, lambda namespace, name: None, lambda: T0)
+    listen = follow_pods(t, lambda namespace, name: None, ManualClock(T0))
     listen(ClusterChange(ResourceKind.POD, ChangeType.DELETED, "web-2", "default"))
     assert estimate(t, sample_at=0, now=3) == 0.0
 
@@ -174,7 +174,7 @@ def test_a_pod_is_counted_once_and_forgotten_when_deleted_or_finished() -> None:
 def test_pending_pods_are_not_placements_and_the_feed_reads_changed_pods() -> None:
     t = tracker()
     pods = {"web-1": make_pod("web-1", node=None)}
-    listen = follow_pods(t, lambda namespace, name: pods.get(name), lambda: T0)
+    listen = follow_pods(t, lambda namespace, name: pods.get(name), ManualClock(T0))
     listen(ClusterChange(ResourceKind.POD, ChangeType.ADDED, "web-1", "default"))
     assert t.placements() == []
     pods["web-1"] = make_pod("web-1", apply=bound_at(0))
@@ -338,7 +338,7 @@ class _Source:
 
 
 def test_the_view_hands_out_the_sample_time_of_every_fresh_value() -> None:
-    view = RefreshingMetricView(_Source(), sync_period=10, max_age=60, clock=lambda: T0)
+    view = RefreshingMetricView(_Source(), sync_period=10, max_age=60, clock=ManualClock(T0))
     view.set_wanted([CPU_PRESSURE])
     view.refresh_once()
     assert view.columns() == {CPU_PRESSURE: {NodeName("node-a"): 0.5}}

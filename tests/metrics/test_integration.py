@@ -10,9 +10,11 @@ reading as missing, and recovery after Prometheus restarts, in the same view.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -194,8 +196,11 @@ class ShiftedClock:
     def __init__(self) -> None:
         self.offset = 0.0
 
-    def __call__(self) -> float:
-        return time.time() + self.offset
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.offset)
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        return stop.wait(seconds)
 
 
 def test_a_prometheus_outage_keeps_values_until_max_age_and_recovers_after_restart(

@@ -21,17 +21,10 @@ from prometheus_client import CollectorRegistry
 from tas.metrics import RefreshingMetricView, open_metric_view
 from tas.metrics.textfile import TextfileSource
 from tas.types import MetricName
+from tests.builders import ManualClock
 
 HEALTH = MetricName("health_metric")
 LOAD = MetricName("load")
-
-
-class Clock:
-    def __init__(self, now: float = 10_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def put(directory: Path, node: str, text: str, mtime: float) -> None:
@@ -42,7 +35,7 @@ def put(directory: Path, node: str, text: str, mtime: float) -> None:
 
 
 def make_view(
-    directory: Path, clock: Clock, registry: CollectorRegistry | None = None
+    directory: Path, clock: ManualClock, registry: CollectorRegistry | None = None
 ) -> RefreshingMetricView:
     view = RefreshingMetricView(
         TextfileSource(directory), sync_period=1.0, max_age=30.0, clock=clock, registry=registry
@@ -52,9 +45,9 @@ def make_view(
 
 
 def test_fresh_values_are_served_under_the_policys_metric_name(tmp_path: Path) -> None:
-    clock = Clock()
-    put(tmp_path, "a", "node_health_metric 0\nnode_load 3\n", mtime=clock.now)
-    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.now)
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric 0\nnode_load 3\n", mtime=clock.epoch)
+    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock)
     assert not view.ready
     assert view.columns() == {}
@@ -64,61 +57,61 @@ def test_fresh_values_are_served_under_the_policys_metric_name(tmp_path: Path) -
 
 
 def test_non_finite_values_are_missing(tmp_path: Path) -> None:
-    clock = Clock()
-    put(tmp_path, "a", "node_health_metric NaN\n", mtime=clock.now)
-    put(tmp_path, "b", "node_health_metric +Inf\n", mtime=clock.now)
-    put(tmp_path, "c", "node_health_metric 1\n", mtime=clock.now)
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric NaN\n", mtime=clock.epoch)
+    put(tmp_path, "b", "node_health_metric +Inf\n", mtime=clock.epoch)
+    put(tmp_path, "c", "node_health_metric 1\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock)
     view.refresh_once()
     assert view.columns() == {HEALTH: {"c": 1.0}}
 
 
 def test_a_value_older_than_max_age_reads_as_missing_without_a_refresh(tmp_path: Path) -> None:
-    clock = Clock()
-    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now - 20)
-    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.now)
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.epoch - 20)
+    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock)
     view.refresh_once()
-    clock.now += 10  # a is exactly 30 s old: still fresh
+    clock.advance(10)  # a is exactly 30 s old: still fresh
     assert view.columns() == {HEALTH: {"a": 0.0, "b": 2.0}}
-    clock.now += 0.5
+    clock.advance(0.5)
     assert view.columns() == {HEALTH: {"b": 2.0}}
-    clock.now += 20
+    clock.advance(20)
     assert view.columns() == {HEALTH: {}}
 
 
 def test_reads_share_one_mapping_until_a_value_expires(tmp_path: Path) -> None:
-    clock = Clock()
-    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now)
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock)
     view.refresh_once()
     first = view.columns()
-    clock.now += 29
+    clock.advance(29)
     assert view.columns() is first
-    clock.now += 2
+    clock.advance(2)
     assert view.columns() is not first
 
 
 def test_a_failed_fetch_keeps_the_last_values_until_they_go_stale(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock(10_000.0)
     directory = tmp_path / "metrics"
-    put(directory, "a", "node_health_metric 1\n", mtime=clock.now)
+    put(directory, "a", "node_health_metric 1\n", mtime=clock.epoch)
     view = make_view(directory, clock)
     view.refresh_once()
     shutil.rmtree(directory)
-    clock.now += 20
+    clock.advance(20)
     view.refresh_once()
     assert view.columns() == {HEALTH: {"a": 1.0}}
     assert str(directory) in view.failing
-    clock.now += 11
+    clock.advance(11)
     view.refresh_once()
     assert view.columns() == {HEALTH: {}}
 
 
 def test_a_node_missing_from_a_successful_answer_leaves_the_view(tmp_path: Path) -> None:
-    clock = Clock()
-    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now)
-    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.now)
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.epoch)
+    put(tmp_path, "b", "node_health_metric 2\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock)
     view.refresh_once()
     (tmp_path / "b.prom").unlink()
@@ -127,8 +120,8 @@ def test_a_node_missing_from_a_successful_answer_leaves_the_view(tmp_path: Path)
 
 
 def test_wanted_names_are_fetched_and_released_as_policies_change(tmp_path: Path) -> None:
-    clock = Clock()
-    put(tmp_path, "a", "node_health_metric 0\nnode_load 3\n", mtime=clock.now)
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric 0\nnode_load 3\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock)
     view.set_wanted([HEALTH, LOAD])
     view.refresh_once()
@@ -141,16 +134,16 @@ def test_wanted_names_are_fetched_and_released_as_policies_change(tmp_path: Path
 def test_a_failure_is_logged_once_when_it_starts_and_once_when_it_ends(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(10_000.0)
     registry = CollectorRegistry()
-    put(tmp_path, "a", "node_health_metric 1\n", mtime=clock.now)
+    put(tmp_path, "a", "node_health_metric 1\n", mtime=clock.epoch)
     view = make_view(tmp_path, clock, registry)
     view.refresh_once()
-    put(tmp_path, "a", "node_health_metric {\n", mtime=clock.now + 1)
+    put(tmp_path, "a", "node_health_metric {\n", mtime=clock.epoch + 1)
     with caplog.at_level(logging.INFO, logger="tas.metrics"):
         for _ in range(3):
             view.refresh_once()
-        put(tmp_path, "a", "node_health_metric 2\n", mtime=clock.now + 2)
+        put(tmp_path, "a", "node_health_metric 2\n", mtime=clock.epoch + 2)
         view.refresh_once()
         view.refresh_once()
     messages = [r.getMessage() for r in caplog.records]
@@ -164,13 +157,13 @@ def test_a_failure_is_logged_once_when_it_starts_and_once_when_it_ends(
 
 
 def test_the_age_of_each_metrics_oldest_value_is_exported(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock(10_000.0)
     registry = CollectorRegistry()
-    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.now - 7)
-    put(tmp_path, "b", "node_health_metric 0\n", mtime=clock.now - 2)
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.epoch - 7)
+    put(tmp_path, "b", "node_health_metric 0\n", mtime=clock.epoch - 2)
     view = make_view(tmp_path, clock, registry)
     view.refresh_once()
-    clock.now += 100  # stale values are still counted: the age tells how stale
+    clock.advance(100)  # stale values are still counted: the age tells how stale
     age = registry.get_sample_value("tas_metric_age_seconds", {"metric": "health_metric"})
     assert age == 107.0
 

@@ -83,8 +83,8 @@ def test_a_rate_needs_two_scrapes_in_its_window() -> None:
 
 def test_an_outage_keeps_values_until_stale_in_ours_and_forever_in_tas() -> None:
     h = Harness()
-    ours = RefreshingMetricView(h.source, sync_period=10, max_age=30, clock=h.clock.time)
-    tas = RefreshingMetricView(h.source, sync_period=10, max_age=1e15, clock=h.clock.time)
+    ours = RefreshingMetricView(h.source, sync_period=10, max_age=30, clock=h.clock)
+    tas = RefreshingMetricView(h.source, sync_period=10, max_age=1e15, clock=h.clock)
     for view in (ours, tas):
         view.set_wanted({HEALTH})
     h.run_until(60)
