@@ -33,7 +33,7 @@ class Result:
 class DeschedulerMetrics:
     def __init__(self, *, registry: CollectorRegistry) -> None:
         self.evictions = Counter(
-            "tas_descheduler_evictions",
+            "tas_descheduler_evictions_total",
             "Evictions asked for (or, in Predictive mode, that would be), by result.",
             ["strategy", "node", "namespace", "result"],
             registry=registry,
@@ -63,7 +63,7 @@ class DeschedulerMetrics:
             registry=registry,
         )
         self.cycles = Counter(
-            "tas_descheduler_cycles",
+            "tas_descheduler_cycles_total",
             "Descheduling cycles, by outcome (run, skipped).",
             ["outcome"],
             registry=registry,

@@ -87,7 +87,7 @@ class RefreshingMetricView:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._errors = Counter(
-            "tas_metric_fetch_errors",
+            "tas_metric_fetch_errors_total",
             "Failed metric fetches, by source kind and target (a metric, a node or a file).",
             ["source", "target"],
             registry=registry,

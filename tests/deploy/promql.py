@@ -87,19 +87,26 @@ def grafana_variables(expr: str, *, values: dict[str, str] | None = None) -> str
     return _VARIABLE.sub(value, expr)
 
 
-def exported_metric_names(root: Path = ROOT) -> dict[str, str]:
-    """Every series name the project's metric definitions expose -> the file defining it."""
-    found: dict[str, str] = {}
+def metric_definitions(root: Path = ROOT) -> list[tuple[str, str, str]]:
+    """(declared name, constructor, file) of every metric the project's packages define."""
+    found: list[tuple[str, str, str]] = []
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
                 name, constructor = _metric_definition(node)
-                if name is None or constructor is None:
-                    continue
-                base = name.removesuffix("_total") if constructor.startswith("Counter") else name
-                for suffix in _SUFFIXES[constructor]:
-                    found[base + suffix] = str(path.relative_to(root))
+                if name is not None and constructor is not None:
+                    found.append((name, constructor, str(path.relative_to(root))))
+    return found
+
+
+def exported_metric_names(root: Path = ROOT) -> dict[str, str]:
+    """Every series name the project's metric definitions expose -> the file defining it."""
+    found: dict[str, str] = {}
+    for name, constructor, path in metric_definitions(root):
+        base = name.removesuffix("_total") if constructor.startswith("Counter") else name
+        for suffix in _SUFFIXES[constructor]:
+            found[base + suffix] = path
     return found
 
 

@@ -13,6 +13,7 @@ Covered:
 - the variables' `label_values(METRIC, LABEL)` read metrics that exist too;
 - deploy/grafana/perses-dashboard.json is what scripts/perses-dashboard.py makes of the Grafana
   board: the same queries, panel for panel;
+- every Counter is declared by its exported name, with `_total` (one naming rule);
 - the PromQL name finder the checks rely on, on its own table.
 """
 
@@ -29,7 +30,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.deploy.pipeline import DEPLOY, RULES_YML, Pipeline
-from tests.deploy.promql import exported_metric_names, grafana_variables, metric_names
+from tests.deploy.promql import (
+    exported_metric_names,
+    grafana_variables,
+    metric_definitions,
+    metric_names,
+)
 
 GRAFANA = DEPLOY / "grafana" / "tas-dashboard.json"
 PERSES = DEPLOY / "grafana" / "perses-dashboard.json"
@@ -160,6 +166,14 @@ def test_the_project_metric_scan_finds_every_component_s_metrics() -> None:
         "tas_metric_fetch_errors_total",
     ):
         assert expected in names
+
+
+def test_every_counter_is_declared_by_the_name_it_is_exported_as() -> None:
+    # prometheus_client appends `_total` to a Counter's name when it is missing, so a counter
+    # declared without it is grepped for in vain: one rule, the exported name in the source.
+    counters = [(n, path) for n, kind, path in metric_definitions() if kind == "Counter"]
+    assert len(counters) >= 10
+    assert [(n, path) for n, path in counters if not n.endswith("_total")] == []
 
 
 @pytest.mark.integration
