@@ -38,17 +38,21 @@ when both CPU and memory are over), this baseline picks CPU, deterministically.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.config import DeschedulerConfig
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from descheduler.plugins import load_aware
+from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
+from descheduler.tainter import soft_taint
+from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thresholds
+from tas.cluster.interface import Cluster
 from tas.cluster.model import Node, Pod
 from tas.fit import requested, untolerated_taint
-from tas.types import MetricName
+from tas.types import MetricName, NodeName
 
 log = logging.getLogger(__name__)
 
@@ -289,3 +293,103 @@ def registry_for(contender: str) -> Registry:
     if contender == "volcano-loadaware":
         return Registry([*(p for p in PLUGINS if p.name != load_aware.NAME), PLUGIN])
     return default_registry()
+
+
+# ------------------------------------------------------------- OpenShift's soft tainter
+
+#: The taints of the operator's soft tainter (cluster-kube-descheduler-operator,
+#: pkg/softtainter/softtainter.go, `AppropriatelyUtilizedSoftTaintKey` and
+#: `OverUtilizedSoftTaintKey`; both with value "true", effect PreferNoSchedule).
+OPENSHIFT_TAINT_PREFIX = "nodeutilization.descheduler.openshift.io"
+APPROPRIATE_TAINT = f"{OPENSHIFT_TAINT_PREFIX}/appropriate"
+OVERUTILIZED_TAINT = f"{OPENSHIFT_TAINT_PREFIX}/overutilized"
+_SOFT_KEYS = (APPROPRIATE_TAINT, OVERUTILIZED_TAINT)
+
+#: A Prometheus instant query's answer per node (0..1), or None when the query failed.
+QueryValues = Callable[[str], Mapping[NodeName, float] | None]
+
+
+@dataclass(frozen=True)
+class OpenShiftSoftTainter:
+    """The operator's soft tainter, a controller of its own beside the descheduler
+    (cluster-kube-descheduler-operator at 945dcaa9, pkg/softtainter/softtainter.go):
+
+    - `Reconcile` reads the LowNodeUtilization arguments of the rendered policy (thresholds,
+      `useDeviationThresholds`, the Prometheus query) and requeues itself every
+      `deschedulingIntervalSeconds`, so it runs on the descheduling interval, not the
+      descheduler's cycle;
+    - `syncSoftTaints` queries Prometheus and fails (no taint changes) when a node has no
+      value; it classifies the nodes as upstream's `classifier.Classify` does (underutilized:
+      schedulable and at or below the low bound; else overutilized: above the high bound);
+      the rest are appropriately utilized, unless no node is underutilized: then they count
+      as underutilized ("avoid soft-tainting appropriately utilized nodes when we don't have
+      underutilized");
+    - `taintNodes` runs only in Automatic mode: underutilized nodes lose both taints,
+      appropriately utilized ones carry `appropriate` and lose `overutilized`, overutilized
+      ones carry both. So new pods prefer the underutilized nodes.
+    """
+
+    thresholds: Mapping[str, float]
+    target_thresholds: Mapping[str, float]
+    use_deviation_thresholds: bool
+    query: str
+
+    @classmethod
+    def from_config(cls, config: DeschedulerConfig) -> OpenShiftSoftTainter | None:
+        """From the rendered policy's LowNodeUtilization, as `Reconcile` reads it."""
+        for profile in config.profiles:
+            if profile.enables(low_node_utilization.PLUGIN):
+                args = profile.args_of(low_node_utilization.PLUGIN)
+                if not args.prometheus_query:
+                    return None
+                return cls(
+                    dict(args.thresholds),
+                    dict(args.target_thresholds),
+                    args.use_deviation_thresholds,
+                    args.prometheus_query,
+                )
+        return None
+
+    def plan(
+        self, nodes: Sequence[Node], values: Mapping[NodeName, float]
+    ) -> dict[NodeName, frozenset[str]] | None:
+        """The soft taint keys each node should carry; None when a node has no value."""
+        if any(node.name not in values for node in nodes):
+            return None
+        # Percentages, as the descheduler's Prometheus usage client and `prometheus_snapshot`.
+        usage = {
+            node.name: {METRIC_RESOURCE: float(int(values[node.name] * 100))} for node in nodes
+        }
+        if self.use_deviation_thresholds:
+            low, high, _ = deviation_thresholds(usage, self.thresholds, self.target_thresholds)
+        else:
+            low, high = dict(self.thresholds), dict(self.target_thresholds)
+        under: set[NodeName] = set()
+        over: set[NodeName] = set()
+        for node in nodes:
+            if not node.unschedulable and below(usage[node.name], low):
+                under.add(node.name)
+            elif above(usage[node.name], high):
+                over.add(node.name)
+        plan: dict[NodeName, frozenset[str]] = {}
+        for node in nodes:
+            if node.name in over:
+                plan[node.name] = frozenset(_SOFT_KEYS)
+            elif node.name in under or not under:
+                plan[node.name] = frozenset()
+            else:
+                plan[node.name] = frozenset({APPROPRIATE_TAINT})
+        return plan
+
+    def sync(self, cluster: Cluster, query: QueryValues) -> None:
+        nodes = cluster.list_nodes()
+        values = query(self.query)
+        plan = self.plan(nodes, values) if values is not None else None
+        if plan is None:
+            log.info("Soft tainter: no value for every node from %r; nothing changed", self.query)
+            return
+        for node in nodes:
+            others = tuple(t for t in node.taints if t.key not in _SOFT_KEYS)
+            wanted = (*others, *(soft_taint(k) for k in sorted(plan[node.name])))
+            if set(wanted) != set(node.taints):
+                cluster.set_node_taints(node.name, wanted)

@@ -11,7 +11,7 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 | requests | kube-scheduler defaults | none |
 | requests-lnu | as requests | upstream LowNodeUtilization on requests, OpenShift docs' example |
 | tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity |
-| psi-profile | as requests | OpenShift KubeVirtRelieveAndMigrate as the lab configures it |
+| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it, + soft tainter |
 | volcano-loadaware | as requests | Volcano LoadAware as its docs configure it |
 | ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
 
@@ -146,14 +146,30 @@ profiles:
         enabled: [LowNodeUtilization]
 """
 
-# The KubeVirtRelieveAndMigrate profile as the PSI lab configures the operator
-# (devActualUtilizationProfile: PrometheusCPUCombined, devDeviationThresholds: AsymmetricLow,
-# devEnableSoftTainter: true, evictionLimits node 2 / total 5), rendered the way the
-# cluster-kube-descheduler-operator renders it (pkg/operator/testdata/assets/
-# relieveAndMigrateDefaults.yaml: LowNodeUtilization, metricsUtilization.prometheus.query
-# `descheduler:combined_utilization_and_pressure:avg1m`, MetricResource thresholds 0 -> 10
-# with useDeviationThresholds, evictLocalStoragePods, metricsProviders). The soft taint key is
-# the one OpenShift Virtualization's tests wait for (nodeutilization.descheduler.openshift.io).
+# The KubeVirtRelieveAndMigrate profile as the operator renders it today for the PSI lab's
+# KubeDescheduler (/work/shared/seeds/001: profileCustomizations devActualUtilizationProfile
+# PrometheusCPUCombined, devDeviationThresholds AsymmetricLow, devEnableSoftTainter true).
+# Checked against openshift/cluster-kube-descheduler-operator at commit
+# 945dcaa9d895e113723c9cbddda0fcf77282604e, pkg/operator/target_config_reconciler.go
+# (`kubeVirtRelieveAndMigrateProfile` and the policy defaults) and its rendering
+# pkg/operator/testdata/assets/relieveAndMigrateDefaults.yaml:
+# - maxNoOfPodsToEvictPerNode 2 / maxNoOfPodsToEvictTotal 5 (defaultKVParallelOutbound-
+#   MigrationsPerNode, defaultKVParallelMigrationsPerCluster);
+# - LowNodeUtilization's own `evictionLimits.node: 2` (since commit 95b12594, "propagate
+#   EvictionLimits.Node to LowNodeUtilization plugin args"): without it, upstream moves one pod
+#   per node per cycle on a Prometheus metric (nothing tells it a pod's share), so the profile
+#   moves two;
+# - useDeviationThresholds with MetricResource 0 -> 10 (AsymmetricLow,
+#   `getLowNodeUtilizationThresholds`), the query `descheduler:combined_utilization_and_
+#   pressure:avg1m` (PrometheusCPUCombined, `utilizationProfileToPrometheusQuery`; the default
+#   without the customization is the CPU-and-memory `linear_amplified_ideal_point_...` one);
+# - the protected namespaces excluded; DefaultEvictor evictLocalStoragePods, noEvictionPolicy
+#   Mandatory (upstream's nodeFit default, off).
+# Left out: `nodeSelector: kubevirt.io/schedulable=true` (KubeVirt labels its nodes; every
+# simulated node stands for one), and the `KubevirtMigrationAware` filter (keeps a VM from
+# migrating again within `migrationCooldown`, per VM; this descheduler's cooldown is per owner,
+# which would hold a whole workload). The soft tainter is not a descheduler plugin in OpenShift
+# but a controller of its own: `simulator.baselines.OpenShiftSoftTainter`.
 PSI_PROFILE = """
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
@@ -169,14 +185,17 @@ circuitBreaker:
 profiles:
   - name: KubeVirtRelieveAndMigrate
     pluginConfig:
-      - name: DefaultEvictor
-        args:
-          nodeFit: false
-          evictLocalStoragePods: true
       - name: LowNodeUtilization
         args:
           evictableNamespaces:
-            exclude: [kube-system]
+            exclude:
+              - kube-system
+              - hypershift
+              - openshift
+              - openshift-kube-descheduler-operator
+              - openshift-kube-scheduler
+          evictionLimits:
+            node: 2
           metricsUtilization:
             source: Prometheus
             prometheus:
@@ -184,12 +203,14 @@ profiles:
           useDeviationThresholds: true
           thresholds: {MetricResource: 0}
           targetThresholds: {MetricResource: 10}
-      - name: SoftTainter
+      - name: DefaultEvictor
         args:
-          taintKeyPrefix: nodeutilization.descheduler.openshift.io
+          nodeFit: false
+          evictLocalStoragePods: true
+          noEvictionPolicy: Mandatory
     plugins:
       balance:
-        enabled: [LowNodeUtilization, SoftTainter]
+        enabled: [LowNodeUtilization]
 """
 
 # Volcano's documented default policy (the volcano-descheduler ConfigMap in its docs and
@@ -244,6 +265,8 @@ class ContenderSpec:
     knows_policies: bool
     #: Its descheduler reads per-pod usage (container metrics).
     pod_usage: bool = False
+    #: The OpenShift operator's soft tainter runs beside its descheduler.
+    openshift_soft_tainter: bool = False
 
 
 CONTENDERS: Mapping[str, ContenderSpec] = {
@@ -255,7 +278,14 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
         ),
         ContenderSpec("tas", ExtenderKind.TAS, TAS_WEIGHT, TAS, Staleness.NEVER, True, False),
         ContenderSpec(
-            "psi-profile", ExtenderKind.NONE, 0, PSI_PROFILE, Staleness.QUERY, False, False
+            "psi-profile",
+            ExtenderKind.NONE,
+            0,
+            PSI_PROFILE,
+            Staleness.QUERY,
+            False,
+            False,
+            openshift_soft_tainter=True,
         ),
         ContenderSpec(
             "volcano-loadaware",

@@ -15,6 +15,10 @@
   node's cores) plus demand of pods that could not run (pending or starting after an eviction
   or a kill), and its share of all demand. Counting displaced demand keeps evictions honest:
   a pod that is moved does no work while it moves;
+- `stall`: node-seconds under CPU pressure after the warm-up: PSI `some` (0..1) integrated over
+  time on every node and summed. Work lost counts only demand above the cores, so pressure
+  below saturation costs nothing there, while the PSI-driven contenders act at 75-88%
+  utilization, where the kernel already reports tasks waiting; this is that waiting;
 - `pending_seconds`: 95th percentile of the time pods spent pending (pods still pending at the
   end count with the time so far);
 - `herd_ratio` (scenarios with a burst): the most pods of the burst placed on one node over the
@@ -107,6 +111,7 @@ class FigureRecorder:
         self.demand = 0.0
         self.stalled = 0.0
         self.displaced = 0.0
+        self.stall = 0.0
         self._episodes: dict[tuple[PolicyKey, NodeName], _Episode] = {}
         self.evacuations: list[float] = []
         self.not_evacuated = 0
@@ -128,6 +133,7 @@ class FigureRecorder:
             self.demand += state.demand_total * dt
             self.stalled += state.stalled * dt
             self.displaced += state.displaced * dt
+            self.stall += float(pressure.sum()) * dt
         self._track_violations(state.t)
         if self._step % self.series.every == 0:
             self._sample(state)
@@ -267,6 +273,7 @@ class FigureRecorder:
                 "stalled": self.stalled,
                 "displaced": self.displaced,
             },
+            "stall": self.stall,
             "pending_seconds": {"p95": percentile(waits, 95)},
             "oom_kills": world.oom_kills,
         }

@@ -27,6 +27,7 @@ COLUMNS: Sequence[tuple[str, str, str | None, str]] = (
     ("hottest", "hottest_pressure", None, "{:.3f}"),
     ("lost core·s", "work_lost", "core_seconds", "{:.0f}"),
     ("lost %", "work_lost", "share", "{:.2%}"),
+    ("stall node·s", "stall", None, "{:.0f}"),
     ("pending p95 s", "pending_seconds", "p95", "{:.0f}"),
     ("herd", "herd_ratio", None, "{:.2f}"),
     ("oom", "oom_kills", None, "{:.0f}"),

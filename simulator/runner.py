@@ -20,6 +20,7 @@ seed gives the same figures.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import random
@@ -33,6 +34,7 @@ from descheduler.self_metrics import Result
 from embedded.scheduler import EmbeddedScheduler, Extender
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from simulator.baselines import OpenShiftSoftTainter
 from simulator.clock import VirtualClock
 from simulator.contenders import (
     CONTENDERS,
@@ -46,7 +48,7 @@ from simulator.extenders import OursExtender, TasExtender
 from simulator.figures import FigureRecorder, Figures, Series
 from simulator.pipeline import ModelSource, PrometheusApi, ScrapeStore
 from simulator.scenario import Scenario
-from simulator.world import World
+from simulator.world import InformerOrder, World
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Pod
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
@@ -55,7 +57,7 @@ from tas.placements import PlacementTracker, follow_pods
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
-from tas.types import MetricName, Namespace
+from tas.types import MetricName, Namespace, NodeName
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +185,13 @@ def run_contender(
             wall_clock=clock.now,
         )
     descheduler = None
+    soft_tainter = None
     if contender.config is not None:
         knows = contender.spec.knows_policies
         descheduler = Descheduler(
             config=contender.config,
-            cluster=world.cluster,
+            # Every descheduler meets pods in the same seeded order, not in name order.
+            cluster=InformerOrder(world.cluster, random.Random(f"{seed}/informer-order")),
             metric_view=view,
             policies=(lambda: policies.snapshot().policies) if knows else (lambda: {}),
             mode=Mode.AUTOMATIC,
@@ -196,6 +200,8 @@ def run_contender(
             prometheus_transport=PrometheusApi(source).transport(),
             token_file=None,
         )
+        if contender.spec.openshift_soft_tainter:
+            soft_tainter = OpenShiftSoftTainter.from_config(contender.config)
     wanted: set[MetricName] = set()
     if extender is not None or reconciler is not None:
         wanted |= policies.snapshot().metric_names
@@ -237,6 +243,9 @@ def run_contender(
                 and (slot := world.slot_of(d.namespace, d.name)) is not None
             ]
             recorder.evicted(t, slots)
+            if soft_tainter is not None:
+                # Its own controller, requeued every deschedulingIntervalSeconds.
+                soft_tainter.sync(world.cluster, functools.partial(_query_values, source, clock))
             next_deschedule += scenario.descheduling_interval
         if world.pending_count():
             recorder.placed(scheduler.schedule_pending())
@@ -272,6 +281,16 @@ def _feed_placements(tracker: PlacementTracker, world: World, source: ModelSourc
     tracker.set_usage(
         {key: {"cpu": cpu, "memory": memory} for key, (cpu, memory) in source.pod_usage().items()}
     )
+
+
+def _query_values(
+    source: ModelSource, clock: VirtualClock, query: str
+) -> dict[NodeName, float] | None:
+    """A Prometheus instant query's values per node (None when the query fails)."""
+    fetched = QueryAnswers(source, clock).fetch(frozenset({MetricName(query)}))
+    if fetched.errors:
+        return None
+    return {node: s.value for node, s in fetched.columns.get(MetricName(query), {}).items()}
 
 
 def _publish_metrics_server(world: World, source: ModelSource) -> None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,9 +33,26 @@ from embedded.workload import (
 )
 from simulator.clock import VirtualClock
 from simulator.scenario import Event, EventKind, NodeSpec, Scenario, WorkloadSpec
-from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
-from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
-from tas.types import MetricColumns, MetricName, Namespace, NodeName
+from tas.cluster.interface import (
+    ChangeType,
+    ClusterChange,
+    EvictionResult,
+    NotFoundError,
+    PolicyDocument,
+    ResourceKind,
+)
+from tas.cluster.model import (
+    NamespaceInfo,
+    Node,
+    ObjectReference,
+    OwnerReference,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    QoSClass,
+    Taint,
+)
+from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -476,3 +495,96 @@ class World:
             elif name in self.gauges:
                 columns[MetricName(name)] = dict(self.gauges[name])
         return columns
+
+
+class InformerOrder:
+    """The cluster as a descheduler's informer cache lists it: pods in no fixed order.
+
+    The upstream descheduler lists pods from a shared informer's indexer (a map: no order)
+    and sorts evictable pods with `sort.Slice` (kubernetes-sigs/descheduler,
+    pkg/descheduler/pod/pods.go `SortPodsBasedOnPriorityLowToHigh`; `sort.Slice` is not
+    stable), so pods the sort keys cannot tell apart come in no name order. The in-memory
+    cluster lists by name, and replacement pods' names sort before the originals', so a
+    stable sort over that listing picks the pod that was just moved again first. Here every
+    pod listing is shuffled by the run's seeded stream: every descheduler (ours included)
+    meets the same order on the same seed, and none meets name order. Everything else is the
+    cluster's own.
+    """
+
+    def __init__(self, cluster: InMemoryCluster, rng: random.Random) -> None:
+        self._cluster = cluster
+        self._rng = rng
+
+    def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
+        pods = list(self._cluster.list_pods(node=node))
+        self._rng.shuffle(pods)
+        return tuple(pods)
+
+    def list_nodes(self) -> Sequence[Node]:
+        return self._cluster.list_nodes()
+
+    def list_policy_documents(self) -> Sequence[PolicyDocument]:
+        return self._cluster.list_policy_documents()
+
+    def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
+        return self._cluster.list_pdbs()
+
+    def get_priority_class_value(self, name: str) -> int | None:
+        return self._cluster.get_priority_class_value(name)
+
+    def list_namespaces(self) -> Sequence[NamespaceInfo]:
+        return self._cluster.list_namespaces()
+
+    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
+        return self._cluster.list_persistent_volume_claims()
+
+    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
+        return self._cluster.list_node_metrics()
+
+    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+        return self._cluster.list_pod_metrics()
+
+    def patch_node_labels(
+        self,
+        node: NodeName,
+        *,
+        set_labels: Mapping[str, str],
+        remove: Iterable[str] = (),
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> None:
+        self._cluster.patch_node_labels(
+            node, set_labels=set_labels, remove=remove, annotations=annotations
+        )
+
+    def patch_pod_labels(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        set_labels: Mapping[str, str],
+        remove: Iterable[str] = (),
+    ) -> None:
+        self._cluster.patch_pod_labels(namespace, name, set_labels=set_labels, remove=remove)
+
+    def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
+        self._cluster.set_node_taints(node, taints)
+
+    def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None:
+        self._cluster.update_policy_status(key, status)
+
+    def emit_event(
+        self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
+    ) -> None:
+        self._cluster.emit_event(involved, reason=reason, message=message, warning=warning)
+
+    def evict_pod(
+        self,
+        namespace: Namespace,
+        name: str,
+        *,
+        reason: str,
+        grace_period_seconds: int | None = None,
+    ) -> EvictionResult:
+        return self._cluster.evict_pod(
+            namespace, name, reason=reason, grace_period_seconds=grace_period_seconds
+        )

@@ -1,0 +1,306 @@
+"""The contenders behave as their sources run them, and the figures mean what they say
+(simulator.contenders, simulator.baselines, simulator.world, simulator.figures).
+
+Covered:
+- psi-profile is the KubeVirtRelieveAndMigrate policy the OpenShift operator renders for the
+  lab's settings (the product's own `tas descheduler --kubedescheduler` expansion agrees on
+  every value the simulator keeps): LowNodeUtilization's `evictionLimits.node` 2, so one cycle
+  moves two pods from each hot node, not one;
+- the operator's soft tainter: `appropriate` on appropriately utilized nodes, `appropriate`
+  and `overutilized` on overutilized ones, none on underutilized ones; with no underutilized
+  node nothing but the overutilized nodes is tainted; a node without a value changes nothing;
+  psi-profile's run carries the soft tainter, on the descheduling interval;
+- descheduler candidates come in a seeded order, not name order: the same seed gives the same
+  order, and across seeds the pod a cycle evicts first from a node of identical pods changes;
+- `stall`: PSI "some" integrated over time per node and summed: a node at 80% utilization loses
+  no work (no demand above its cores) but stalls for the Erlang C share of the time.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import yaml
+
+from descheduler.cycle import Descheduler
+from descheduler.kubedescheduler import expand
+from descheduler.plugins import low_node_utilization
+from descheduler.self_metrics import Result
+from embedded.cluster import InMemoryCluster
+from embedded.workload import erlang_c
+from simulator.baselines import (
+    APPROPRIATE_TAINT,
+    OVERUTILIZED_TAINT,
+    OpenShiftSoftTainter,
+)
+from simulator.clock import VirtualClock
+from simulator.contenders import PSI_PROFILE, Contender, resolve
+from simulator.runner import run_contender
+from simulator.scenario import Scenario, load_scenario_text
+from simulator.world import InformerOrder
+from tas.cluster.model import Node, Taint, TaintEffect
+from tas.types import NodeName
+
+# Two nodes hold six 1.2-core pods each (90% of 8 cores); four are empty. The first
+# descheduling cycle is at 2m, after the taint that kept the four empty is gone.
+HOT = """
+name: hot-pair
+duration: 2m30s
+step: 5s
+seed: {seed}
+warmup: 1m
+startupDelay: 10s
+syncPeriod: 10s
+deschedulingInterval: 2m
+metrics: {{scrapeInterval: 15s, window: 1m, delay: 15s}}
+nodes:
+  - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
+workloads:
+  - name: hot
+    replicas: 12
+    requests: {{cpu: "1", memory: 3Gi}}
+    labels: {{app: hot}}
+    usage:
+      cpu: {{profile: steady, value: "1.2"}}
+      memory: {{profile: steady, value: 512Mi}}
+events:
+  - at: 0s
+    taint:
+      nodes: [worker-3, worker-4, worker-5, worker-6]
+      key: maintenance
+      value: "true"
+      effect: NoSchedule
+  - at: 1m
+    untaint: {{nodes: [worker-3, worker-4, worker-5, worker-6], key: maintenance}}
+"""
+
+#: The lab's KubeDescheduler (/work/shared/seeds/001), in Automatic mode as simulated.
+LAB = """
+apiVersion: operator.openshift.io/v1
+kind: KubeDescheduler
+metadata: {name: cluster, namespace: openshift-kube-descheduler-operator}
+spec:
+  mode: Automatic
+  deschedulingIntervalSeconds: 60
+  profiles: [KubeVirtRelieveAndMigrate]
+  profileCustomizations:
+    devEnableSoftTainter: true
+    devDeviationThresholds: AsymmetricLow
+    devActualUtilizationProfile: PrometheusCPUCombined
+"""
+
+
+def _contender(name: str, scenario: Scenario) -> Contender:
+    found = resolve(name, scenario.contenders.get(name))
+    assert isinstance(found, Contender), found
+    return found
+
+
+@pytest.fixture
+def evicted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(node, pod) of every eviction the real descheduler cycles make, in order."""
+    found: list[tuple[str, str]] = []
+    original = Descheduler.run_cycle
+
+    def spy(self: Descheduler, *args: Any, **kwargs: Any) -> Any:
+        report = original(self, *args, **kwargs)
+        found.extend((str(d.node), d.name) for d in report.decisions if d.result == Result.EVICTED)
+        return report
+
+    monkeypatch.setattr(Descheduler, "run_cycle", spy)
+    return found
+
+
+# ------------------------------------------------------------------- psi-profile's policy
+
+
+def test_psi_profile_keeps_every_value_the_operator_renders_for_the_lab() -> None:
+    rendered = expand(yaml.safe_load(LAB), prometheus_url="http://prometheus.simulator:9090")
+    ours = yaml.safe_load(PSI_PROFILE)
+    for key in ("maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictTotal", "metricsProviders"):
+        assert ours[key] == rendered.policy[key], key
+    (theirs,) = rendered.policy["profiles"]
+    (mine,) = ours["profiles"]
+    assert mine["name"] == theirs["name"] == "KubeVirtRelieveAndMigrate"
+
+    def args(profile: dict[str, Any], plugin: str) -> dict[str, Any]:
+        return next(c["args"] for c in profile["pluginConfig"] if c["name"] == plugin)
+
+    lnu, rendered_lnu = args(mine, "LowNodeUtilization"), args(theirs, "LowNodeUtilization")
+    for key in (
+        "thresholds",
+        "targetThresholds",
+        "useDeviationThresholds",
+        "evictionLimits",
+        "metricsUtilization",
+    ):
+        assert lnu[key] == rendered_lnu[key], key
+    evictor, rendered_evictor = args(mine, "DefaultEvictor"), args(theirs, "DefaultEvictor")
+    for key in ("nodeFit", "evictLocalStoragePods", "noEvictionPolicy"):
+        assert evictor[key] == rendered_evictor[key], key
+    # The soft tainter is OpenShift's own controller here, not this project's plugin.
+    assert mine["plugins"]["balance"]["enabled"] == ["LowNodeUtilization"]
+
+
+def test_psi_profile_moves_two_pods_per_hot_node_in_one_cycle(
+    evicted: list[tuple[str, str]],
+) -> None:
+    scenario = load_scenario_text(HOT.format(seed=1))
+    contender = _contender("psi-profile", scenario)
+    assert contender.config is not None
+    profile = contender.config.profiles[0]
+    assert profile.args_of(low_node_utilization.PLUGIN).node_eviction_limit == 2
+    run_contender(scenario, contender, seed=scenario.seed)
+    by_node: dict[str, int] = {}
+    for node, _ in evicted:
+        by_node[node] = by_node.get(node, 0) + 1
+    assert by_node == {"worker-1": 2, "worker-2": 2}
+
+
+# ------------------------------------------------------------------ the soft tainter
+
+
+def _node(name: str, *, unschedulable: bool = False, taints: tuple[Taint, ...] = ()) -> Node:
+    return Node(
+        name=NodeName(name),
+        allocatable={"cpu": 8.0, "memory": 32.0 * 2**30, "pods": 110.0},
+        unschedulable=unschedulable,
+        taints=taints,
+    )
+
+
+def _values(**by_node: float) -> dict[NodeName, float]:
+    return {NodeName(name): value for name, value in by_node.items()}
+
+
+TAINTER = OpenShiftSoftTainter(
+    thresholds={"MetricResource": 0.0},
+    target_thresholds={"MetricResource": 10.0},
+    use_deviation_thresholds=True,
+    query="descheduler:combined_utilization_and_pressure:avg1m",
+)
+
+
+def test_the_soft_tainter_marks_appropriate_and_overutilized_nodes_while_some_node_is_low() -> None:
+    nodes = [_node("low"), _node("middle"), _node("hot")]
+    # Average 40%: low bound 40, high bound 50.
+    plan = TAINTER.plan(nodes, _values(low=0.10, middle=0.45, hot=0.65))
+    assert plan == {
+        "low": frozenset(),
+        "middle": frozenset({APPROPRIATE_TAINT}),
+        "hot": frozenset({APPROPRIATE_TAINT, OVERUTILIZED_TAINT}),
+    }
+
+
+def test_without_an_underutilized_node_appropriate_nodes_carry_no_taint() -> None:
+    # An unschedulable node is never underutilized; with none low, the middle counts as low.
+    nodes = [_node("idle", unschedulable=True), _node("middle"), _node("hot")]
+    plan = TAINTER.plan(nodes, _values(idle=0.10, middle=0.45, hot=0.65))
+    assert plan == {
+        "idle": frozenset(),
+        "middle": frozenset(),
+        "hot": frozenset({APPROPRIATE_TAINT, OVERUTILIZED_TAINT}),
+    }
+
+
+def test_the_soft_tainter_writes_and_clears_taints_and_keeps_others() -> None:
+    other = Taint("maintenance", TaintEffect.NO_SCHEDULE, "true")
+    stale = Taint(OVERUTILIZED_TAINT, TaintEffect.PREFER_NO_SCHEDULE, "true")
+    cluster = InMemoryCluster(clock=VirtualClock())
+    for node in (_node("low", taints=(stale,)), _node("middle"), _node("hot", taints=(other,))):
+        cluster.add_node(node)
+    values = {NodeName("low"): 0.10, NodeName("middle"): 0.45, NodeName("hot"): 0.65}
+    TAINTER.sync(cluster, lambda query: values)
+    taints = {n.name: {(t.key, t.effect) for t in n.taints} for n in cluster.list_nodes()}
+    soft = TaintEffect.PREFER_NO_SCHEDULE
+    assert taints == {
+        "low": set(),
+        "middle": {(APPROPRIATE_TAINT, soft)},
+        "hot": {
+            ("maintenance", TaintEffect.NO_SCHEDULE),
+            (APPROPRIATE_TAINT, soft),
+            (OVERUTILIZED_TAINT, soft),
+        },
+    }
+    # A node without a value (the query's answer is incomplete): nothing changes.
+    TAINTER.sync(cluster, lambda query: {NodeName("low"): 0.9})
+    assert {n.name: {(t.key, t.effect) for t in n.taints} for n in cluster.list_nodes()} == taints
+
+
+def test_psi_profile_runs_the_soft_tainter_on_its_descheduling_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[float] = []
+    original = OpenShiftSoftTainter.sync
+
+    def spy(self: OpenShiftSoftTainter, cluster: Any, query: Any) -> None:
+        calls.append(len(calls))
+        original(self, cluster, query)
+
+    monkeypatch.setattr(OpenShiftSoftTainter, "sync", spy)
+    scenario = load_scenario_text(HOT.format(seed=1)).with_duration(300)
+    run_contender(scenario, _contender("psi-profile", scenario), seed=1)
+    assert len(calls) == 2  # at 2m and 4m
+    calls.clear()
+    run_contender(scenario, _contender("requests-lnu", scenario), seed=1)
+    assert calls == []
+
+
+# ------------------------------------------------------------------- informer order
+
+
+def test_the_descheduler_lists_pods_in_a_seeded_order_not_by_name() -> None:
+    scenario = load_scenario_text(HOT.format(seed=1))
+    from simulator.world import World
+
+    world = World(scenario, clock=VirtualClock(), seed=1)
+    names = [p.name for p in world.cluster.list_pods()]
+    assert names == sorted(names)
+    first = [p.name for p in InformerOrder(world.cluster, random.Random("1/x")).list_pods()]
+    again = [p.name for p in InformerOrder(world.cluster, random.Random("1/x")).list_pods()]
+    assert first == again
+    assert sorted(first) == names
+    assert first != names
+
+
+def test_the_pod_evicted_first_from_identical_pods_follows_the_seed_not_the_name(
+    evicted: list[tuple[str, str]],
+) -> None:
+    firsts = set()
+    for seed in (1, 2, 3, 4):
+        evicted.clear()
+        scenario = load_scenario_text(HOT.format(seed=seed))
+        run_contender(scenario, _contender("psi-profile", scenario), seed=seed)
+        firsts.add(next(name for node, name in evicted if node == "worker-1"))
+    assert len(firsts) > 1
+
+
+# ---------------------------------------------------------------------------- stall
+
+
+STEADY = """
+name: steady-80
+duration: 4m
+step: 5s
+seed: 1
+warmup: 1m
+startupDelay: 0s
+nodes:
+  - {name: only, cpu: 8, memory: 32Gi}
+workloads:
+  - name: load
+    replicas: 8
+    requests: {cpu: 500m}
+    usage: {cpu: {profile: steady, value: 800m}}
+"""
+
+
+def test_stall_counts_pressure_below_saturation_that_work_lost_does_not() -> None:
+    scenario = load_scenario_text(STEADY)
+    figures = run_contender(scenario, _contender("requests", scenario), seed=1).figures
+    assert figures["work_lost"]["stalled"] == 0.0
+    seconds = scenario.duration - scenario.warmup
+    # 6.4 cores demanded of 8: PSI some is Erlang C, about 0.46, the whole time.
+    assert figures["stall"] == pytest.approx(erlang_c(8, 6.4) * seconds, rel=0.02)
