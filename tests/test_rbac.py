@@ -1,11 +1,12 @@
 """Least privilege, checked against what the code calls: the shipped roles, the real components.
 
-The API emulator loads the shipped manifests (deploy/cluster: Namespaces, ServiceAccounts,
-ClusterRoles, Roles and their bindings) and enforces RBAC on every request as the API server
-does. Each component runs as a process (`python -m tas_cli`, the image's entry point) with the
-command line and environment of its shipped Deployment (only the metric source, the listen
-address and what a test cannot mount are changed), as its own ServiceAccount, through the
-health-metric demo: node-a at 0, node-b at 1, node-c at 2, the demo pod on node-c.
+The API emulator loads the shipped manifests (deploy/cluster, rendered as `kubectl apply -k`
+sends it: Namespaces, ServiceAccounts, ClusterRoles, Roles and their bindings) and enforces RBAC
+on every request as the API server does. Each component runs as a process (`python -m
+tas_cli`, the image's entry point) with the command line and environment of its shipped
+Deployment (only the metric source, the listen address and what a test cannot mount are
+changed), as its own ServiceAccount, through the health-metric demo: node-a at 0, node-b at 1,
+node-c at 2, the demo pod on node-c.
 
 Covered, per component:
 - the policy controller (with leader election, as deployed) labels node-c `demo-policy=
@@ -19,10 +20,15 @@ Covered, per component:
 - the extender (policies from the cluster, no --policies) filters the demo request with the
   cluster's TASPolicy: node-b and node-c fail, node-a passes; it lists and watches pods for
   its recent placements (herd control, on by default);
+- each of them once more with `--metrics custom-metrics` under the overlay
+  deploy/custom-metrics (TAS's way: its ClusterRole, its command lines), reading
+  `health_metric` from the emulator's custom metrics API as prometheus-adapter serves it:
+  every read is allowed (under the old `nodes/*` grant every one was refused, so nothing was
+  ever labelled, filtered or evicted);
 and for each: no request was refused (a refusal fails the test with the API server's message),
-and every (verb, resource) its roles grant was used, so the roles hold nothing the code does
-not need. What a role must keep although the test cannot exercise it is listed in
-`NOT_EXERCISED`, with the reason.
+and every (verb, resource) its roles grant was used (a wildcard grant: by some call it allows),
+so the roles hold nothing the code does not need. What a role must keep although the test
+cannot exercise it is listed in `NOT_EXERCISED`, with the reason.
 
 And the defect this guards against: the controller watching PodDisruptionBudgets (every cache,
 as before) with its shipped role is refused with the Forbidden Status and never syncs.
@@ -52,10 +58,14 @@ import yaml
 from tas.cluster.informer import Backoff
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.metrics.textfile import write_node_series
+from tests.deploy.pipeline import rendered
 from tests.k8s_emulator import Access, KubeEmulator
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER_MANIFESTS = ROOT / "deploy" / "cluster"
+CLUSTER = ROOT / "deploy" / "cluster"
+#: deploy/cluster with `--metrics custom-metrics` and the RBAC that mode needs.
+CUSTOM_METRICS = ROOT / "deploy" / "custom-metrics"
+METRICS_API = "/apis/custom.metrics.k8s.io/"
 DEMO = ROOT / "deploy" / "health-metric-demo"
 NAMESPACE = "telemetry-aware-scheduling"
 DEMO_NAMESPACE = "health-metric-demo"
@@ -87,25 +97,29 @@ def manifests(directory: Path) -> list[Document]:
     ]
 
 
-def shipped(kind: str, name: str) -> Document:
+def shipped(kind: str, name: str, directory: Path = CLUSTER) -> Document:
     (found,) = [
-        d
-        for d in manifests(CLUSTER_MANIFESTS)
-        if d.get("kind") == kind and d["metadata"]["name"] == name
+        d for d in rendered(directory) if d.get("kind") == kind and d["metadata"]["name"] == name
     ]
     return found
 
 
-def container(deployment: str) -> Document:
-    (only,) = shipped("Deployment", deployment)["spec"]["template"]["spec"]["containers"]
+def container(deployment: str, directory: Path = CLUSTER) -> Document:
+    spec = shipped("Deployment", deployment, directory)["spec"]["template"]["spec"]
+    (only,) = spec["containers"]
     return copy.deepcopy(dict(only))
 
 
 def command_line(
-    deployment: str, *, replace: Mapping[str, str | None], add: Sequence[str] = ()
+    deployment: str,
+    *,
+    replace: Mapping[str, str | None],
+    add: Sequence[str] = (),
+    directory: Path = CLUSTER,
 ) -> list[str]:
-    """The Deployment's `tas` arguments with flags replaced (None: dropped) and added."""
-    args = list(container(deployment)["args"])
+    """The Deployment's `tas` arguments (as `directory` ships it) with flags replaced (None:
+    dropped) and added."""
+    args = list(container(deployment, directory)["args"])
     for flag, value in replace.items():
         index = args.index(flag)
         takes_value = index + 1 < len(args) and not args[index + 1].startswith("--")
@@ -143,7 +157,8 @@ def node(name: str, *, taints: Sequence[Mapping[str, str]] = ()) -> Document:
 
 def demo_pod(name: str, node_name: str) -> Document:
     """A pod of the demo Deployment (deploy/health-metric-demo), as its ReplicaSet makes it."""
-    (deployment,) = yaml.safe_load_all((DEMO / "demo-app.yaml").read_text(encoding="utf-8"))
+    documents = yaml.safe_load_all((DEMO / "demo-app.yaml").read_text(encoding="utf-8"))
+    (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
     template = deployment["spec"]["template"]
     return {
         "metadata": {
@@ -170,6 +185,12 @@ class Demo:
     api: KubeEmulator
     tmp: Path
     metrics: Path
+    directory: Path  # what was applied: deploy/cluster or the custom-metrics overlay
+
+    def metric_source(self) -> dict[str, str]:
+        """The `--metrics` replacement: the textfile source, except under the custom-metrics
+        overlay, where the shipped `--metrics custom-metrics` stays."""
+        return {} if self.directory == CUSTOM_METRICS else {"--metrics": f"textfile:{self.metrics}"}
 
     def kubeconfig(self, account: str) -> Path:
         token = self.api.token_for(NAMESPACE, account)
@@ -180,8 +201,9 @@ class Demo:
         return dict(((found or {}).get("metadata") or {}).get("labels") or {})
 
     def unused(self, account: str) -> set[Access]:
-        granted = self.api.grants(NAMESPACE, account)
-        return granted - self.api.accesses(NAMESPACE, account) - NOT_EXERCISED[account]
+        used = self.api.accesses(NAMESPACE, account)
+        granted = self.api.grants(NAMESPACE, account) - NOT_EXERCISED[account]
+        return {grant for grant in granted if not any(grant.covers(call) for call in used)}
 
     def problems(self, account: str) -> str:
         denied = "\n".join(f"  {d}" for d in self.api.denials) or "  none"
@@ -191,12 +213,23 @@ class Demo:
     def check_least_privilege(self, account: str) -> None:
         assert not self.api.denials, self.problems(account)
         assert not self.unused(account), self.problems(account)
+        if self.directory == CUSTOM_METRICS:  # every metric was read, and every read allowed
+            user = f"system:serviceaccount:{NAMESPACE}:{account}"
+            reads = [
+                (r.path, r.status)
+                for r in self.api.requests
+                if r.user == user and r.path.startswith(METRICS_API)
+            ]
+            assert (f"{METRICS_API}v1beta1/nodes/*/health_metric", 200) in reads, reads
+            assert {status for _, status in reads} == {200}, reads
 
 
 @pytest.fixture
-def demo(kube_emulator: KubeEmulator, tmp_path: Path) -> Demo:
+def demo(request: pytest.FixtureRequest, kube_emulator: KubeEmulator, tmp_path: Path) -> Demo:
+    """The demo under deploy/cluster, or under the directory a test passes (`indirect`)."""
+    directory: Path = getattr(request, "param", CLUSTER)
     api = kube_emulator
-    api.apply(manifests(CLUSTER_MANIFESTS))
+    api.apply(rendered(directory))
     api.apply(manifests(DEMO))  # the demo Namespace and TASPolicy (the app is a Deployment)
     api.create("nodes", node("node-a", taints=[SOFT_TAINT]))
     api.create("nodes", node("node-b"))
@@ -205,7 +238,16 @@ def demo(kube_emulator: KubeEmulator, tmp_path: Path) -> Demo:
     metrics = tmp_path / "metrics"
     for name, value in HEALTH.items():
         write_node_series(metrics, name, {"node_health_metric": value})
-    return Demo(api, tmp_path, metrics)
+    # What prometheus-adapter serves for `node_health_metric` (TAS's rule drops `node_`).
+    api.set_custom_metric("health_metric", HEALTH)
+    return Demo(api, tmp_path, metrics, directory)
+
+
+#: Each component under both ways of reading metrics: deploy/cluster with the textfile source,
+#: and the custom-metrics overlay as shipped.
+BOTH_SOURCES = pytest.mark.parametrize(
+    "demo", [CLUSTER, CUSTOM_METRICS], ids=["textfile", "custom-metrics"], indirect=True
+)
 
 
 # --- running a component --------------------------------------------------------------------
@@ -267,6 +309,7 @@ def eventually(
 # --- the components -------------------------------------------------------------------------
 
 
+@BOTH_SOURCES
 def test_the_policy_controller_labels_the_violating_node_with_only_its_shipped_role(
     demo: Demo,
 ) -> None:
@@ -275,11 +318,12 @@ def test_the_policy_controller_labels_the_violating_node_with_only_its_shipped_r
     args = command_line(
         account,
         replace={
-            "--metrics": f"textfile:{demo.metrics}",
+            **demo.metric_source(),
             "--listen": f"127.0.0.1:{port}",
             "--sync-period": "200ms",
         },
         add=["--kubeconfig", str(demo.kubeconfig(account))],
+        directory=demo.directory,
     )
     assert args[0] == "controller"
     assert "--leader-elect" in args
@@ -336,19 +380,23 @@ profiles:
 """
 
 
+@BOTH_SOURCES
 def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: Demo) -> None:
     account = "tas-descheduler"
     policy = demo.tmp / "descheduler-policy.yaml"  # the ConfigMap the Deployment mounts
-    policy.write_text(shipped("ConfigMap", "tas-descheduler-policy")["data"]["policy.yaml"])
+    policy.write_text(
+        shipped("ConfigMap", "tas-descheduler-policy", demo.directory)["data"]["policy.yaml"]
+    )
     args = command_line(
         account,
         replace={
             "--policy-config-file": str(policy),
-            "--metrics": f"textfile:{demo.metrics}",
+            **demo.metric_source(),
             "--mode": "Automatic",
             "--listen-metrics": "127.0.0.1:0",  # loopback, any free port
         },
         add=["--kubeconfig", str(demo.kubeconfig(account))],
+        directory=demo.directory,
     )
     assert args[0] == "descheduler"
     api = demo.api
@@ -420,6 +468,7 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
     demo.check_least_privilege(account)
 
 
+@BOTH_SOURCES
 def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_role(
     demo: Demo,
 ) -> None:
@@ -429,13 +478,14 @@ def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_rol
     args = command_line(
         account,
         replace={
-            "--metrics": f"textfile:{demo.metrics}",
+            **demo.metric_source(),
             "--listen": f"127.0.0.1:{port}",
             "--cert": None,
             "--key": None,
             "--cacert": None,
         },
         add=["--insecure-http", "--kubeconfig", str(demo.kubeconfig(account))],
+        directory=demo.directory,
     )
     assert args[0] == "extender"
     assert "--policies" not in args

@@ -11,7 +11,9 @@ Covered:
   `kubectl apply -k crds/` installs the same CRD;
 - deploy/custom-metrics switches exactly the three components' metric source to
   `custom-metrics` (their command lines still parse with their own parsers) and grants exactly
-  `get` on node metrics in the custom metrics API to exactly their three ServiceAccounts;
+  `get` on everything in the custom metrics API (`*`: a read of `nodes/*/<metric>` is resource
+  `nodes`, subresource `<metric>`, which `nodes/*` never matches) to exactly their three
+  ServiceAccounts;
 - deploy/monitoring runs node-exporter with only the textfile collector;
 - the renderer's own rules: JSON 6902 operations (a failed `test` stops the build), strategic
   merges by the keys Kubernetes uses, and refusals of what it does not implement.
@@ -156,7 +158,7 @@ def test_custom_metrics_mode_changes_only_the_metric_source_of_the_three_compone
         _parser().parse_args(after["args"])
 
 
-def test_custom_metrics_mode_grants_get_on_node_metrics_to_the_three_components() -> None:
+def test_custom_metrics_mode_grants_get_on_its_api_group_to_the_three_components() -> None:
     added = {identity(o): o for o in rendered(DEPLOY / "custom-metrics")}
     for key in {identity(o) for o in rendered(DEPLOY / "cluster")}:
         added.pop(key)
@@ -166,7 +168,7 @@ def test_custom_metrics_mode_grants_get_on_node_metrics_to_the_three_components(
     assert len(added) == 2
     (role,), (binding,) = roles, bindings
     assert role["rules"] == [
-        {"apiGroups": ["custom.metrics.k8s.io"], "resources": ["nodes/*"], "verbs": ["get"]}
+        {"apiGroups": ["custom.metrics.k8s.io"], "resources": ["*"], "verbs": ["get"]}
     ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert sorted((s["namespace"], s["name"]) for s in binding["subjects"]) == sorted(

@@ -8,7 +8,9 @@ events, namespaces, serviceaccounts, persistentvolumeclaims; policy/v1 poddisrup
 coordination.k8s.io/v1 leases; telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the
 cluster-wide list); rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings,
 clusterrolebindings; scheduling.k8s.io/v1 priorityclasses; metrics.k8s.io/v1beta1 nodes and
-pods (NodeMetrics and PodMetrics, stored as given).
+pods (NodeMetrics and PodMetrics, stored as given); and the custom metrics API
+(custom.metrics.k8s.io/v1beta1 `nodes/*/<metric>`, as prometheus-adapter answers it:
+`custom_metrics.py`), whose values a test sets.
 
 Authentication and RBAC (`rbac.py`): a request with a ServiceAccount's token is authorized
 against the stored roles and bindings as the API server does, and refused with its 403 Status
@@ -21,7 +23,9 @@ BOOKMARK events, an ERROR event with a 410 Status when N is older than the kept 
 create (POST, 409 AlreadyExists), replace (PUT, 409 on a stale resourceVersion), merge and
 strategic-merge patch, JSON patch with `test` (422 when it fails), delete; the `status`
 subresource; evictions that honour PodDisruptionBudgets (`status.disruptionsAllowed`, 429
-when none is left, decremented on success). Errors are `Status` objects.
+when none is left, decremented on success). Errors are `Status` objects. With
+`KubeEmulator(namespace_lifecycle=True)` an API client's create in a namespace that does not
+exist is refused (404 `namespaces "x" not found`), as the NamespaceLifecycle admission does.
 
 Test API::
 
@@ -47,6 +51,7 @@ Test API::
         api.denials                                  # every refused request (Denial)
         api.accesses("ns", "sa")                     # {Access(verb, group, resource)} allowed
         api.grants("ns", "sa")                       # {Access(...)} its roles grant
+        api.set_custom_metric("health_metric", {"n1": 2})  # served by custom.metrics.k8s.io
 
 Resource names in the test API are the plurals of the table ("nodes", "pods", "events",
 "poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",

@@ -17,6 +17,10 @@ namespace. Rules match as `rbac/validation.RuleAllows` does: verbs, apiGroups an
 `*`, `*/subresource`, and resourceNames. A refusal is the API server's 403 `Status`, with its
 exact message (`responsewriters.forbiddenMessage` and `errors.NewForbidden`).
 
+The `*` of `/apis/custom.metrics.k8s.io/v1beta1/nodes/*/<metric>` is a name like any other:
+the request is resource `nodes`, subresource `<metric>`, so a rule on `nodes/*` does not match it
+(the custom metrics API itself is `custom_metrics.py`).
+
 Only the RBAC authorizer is modelled: no Node authorizer and no default roles, except that any
 authenticated user may read the discovery paths (`system:discovery`).
 """
@@ -76,6 +80,15 @@ class Access:
     def __str__(self) -> str:
         where = f"{self.resource}.{self.group}" if self.group else self.resource
         return f"{self.verb} {where}"
+
+    def covers(self, used: Access) -> bool:
+        """Whether this grant (wildcards and all) allows the call `used`, as a rule would."""
+        resource, _, subresource = used.resource.partition("/")
+        attributes = RequestAttributes(
+            used.verb, "", True, used.group, resource, subresource, namespace="", name=""
+        )
+        rule = {"verbs": [self.verb], "apiGroups": [self.group], "resources": [self.resource]}
+        return rule_allows(rule, attributes)
 
 
 @dataclass(frozen=True, slots=True)

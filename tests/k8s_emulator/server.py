@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import kubernetes.client
 
+from tests.k8s_emulator import custom_metrics
 from tests.k8s_emulator.patches import PatchError, field_selector, label_selector
 from tests.k8s_emulator.rbac import (
     Access,
@@ -82,9 +83,22 @@ class _Failure:
 class KubeEmulator:
     """A Kubernetes API server emulator for tests; see the package docstring for the API."""
 
-    def __init__(self, *, history_window: int = 1000, bookmark_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        history_window: int = 1000,
+        bookmark_interval: float = 1.0,
+        namespace_lifecycle: bool = False,
+    ) -> None:
         self.store = ObjectStore(history_window=history_window)
         self.bookmark_interval = bookmark_interval
+        #: The NamespaceLifecycle admission plugin: an API client's create in a namespace that
+        #: does not exist is refused. Off by default, so tests need not create every namespace.
+        self.namespace_lifecycle = namespace_lifecycle
+        if namespace_lifecycle:  # the namespaces an API server makes for itself
+            for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+                self.create("namespaces", {"metadata": {"name": name}})
+        self._custom_metrics: dict[str, dict[str, str]] = {}
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._failures: list[_Failure] = []
@@ -281,6 +295,17 @@ class KubeEmulator:
     def delete(self, plural: str, name: str, *, namespace: str | None = None) -> None:
         self.store.delete(self._resource(plural), namespace, name)
 
+    def set_custom_metric(self, metric: str, values: Mapping[str, float | str]) -> None:
+        """What prometheus-adapter serves for a node metric (node -> value), through the
+        custom metrics API (`custom_metrics.py`); replaces what was there."""
+        column = {node: str(value) for node, value in values.items()}
+        with self._lock:
+            self._custom_metrics[metric] = column
+
+    def _custom_metric_values(self) -> dict[str, dict[str, str]]:
+        with self._lock:
+            return {metric: dict(column) for metric, column in self._custom_metrics.items()}
+
     @property
     def resource_version(self) -> int:
         return self.store.resource_version
@@ -404,6 +429,17 @@ class _Handler(BaseHTTPRequestHandler):
             if injected is not None:
                 reason = _REASONS.get(injected, "InternalError")
                 raise ApiError(injected, reason, f"injected failure {injected}")
+            if custom_metrics.serves(split.path):
+                if method != "GET":
+                    raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+                values = self.owner._custom_metric_values()
+                status, answer = 200, custom_metrics.answer(split.path, values)
+                who = user.name if user is not None else ""
+                self.owner._record(
+                    RecordedRequest(method, split.path, query, content_type, body, status, who)
+                )
+                self._send_json(status, answer)
+                return
             target = parse_path(split.path)
             if target is None:
                 raise ApiError(404, "NotFound", f"the server could not find {split.path}")
@@ -437,6 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
                     raise ApiError(400, "BadRequest", "a JSON object body is required")
                 # The API drops status on create (nodes keep theirs: kubelets register so).
                 keep = resource.plural == "nodes"
+                self._admit(resource, target.namespace, body)
                 return 201, store.create(resource, target.namespace, body, keep_status=keep)
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a collection")
         if target.subresource == "eviction":
@@ -465,6 +502,20 @@ class _Handler(BaseHTTPRequestHandler):
             store.delete(resource, target.namespace, target.name)
             return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+
+    def _admit(self, resource: ResourceType, namespace: str | None, body: Object) -> None:
+        """NamespaceLifecycle (plugin/pkg/admission/namespace/lifecycle/admission.go): a
+        namespaced object is created only in a namespace that exists."""
+        if not self.owner.namespace_lifecycle or not resource.namespaced:
+            return
+        name = namespace or (body.get("metadata") or {}).get("namespace") or "default"
+        if self.owner.get("namespaces", name) is None:
+            raise ApiError(
+                404,
+                "NotFound",
+                f'namespaces "{name}" not found',
+                {"name": name, "kind": "namespaces"},
+            )
 
     # ------------------------------------------------------------ list and watch
 

@@ -152,6 +152,13 @@ def robot(kube_emulator: KubeEmulator) -> k8s.CoreV1Api:
             id="a-namespace-object",
         ),
         pytest.param(
+            "GET",
+            "/apis/custom.metrics.k8s.io/v1beta1/nodes/*/health_metric",
+            {},
+            ("get", "custom.metrics.k8s.io", "nodes", "health_metric", "", "*"),
+            id="a-custom-metric-of-every-node",
+        ),
+        pytest.param(
             "PUT",
             "/api/v1/namespaces/ns/finalize",
             {},
@@ -361,3 +368,52 @@ def test_discovery_is_open_to_every_authenticated_user(kube_emulator: KubeEmulat
         refused = client.get("/metrics")
     assert refused.status_code == 403
     assert refused.json()["message"] == f'forbidden: User "{USER}" cannot get path "/metrics"'
+
+
+METRIC_READ = "/apis/custom.metrics.k8s.io/v1beta1/nodes/*/health_metric"
+
+
+@pytest.mark.parametrize(
+    ("resources", "allowed"),
+    [
+        pytest.param(["nodes/*"], False, id="nodes/*-matches-nothing"),
+        pytest.param(["nodes"], False, id="a-resource-not-its-subresources"),
+        pytest.param(["*/cpu_pressure"], False, id="another-metric"),
+        pytest.param(["*"], True, id="*"),
+        pytest.param(["nodes/health_metric"], True, id="exact"),
+        pytest.param(["*/health_metric"], True, id="*/metric"),
+    ],
+)
+@pytest.mark.usefixtures("robot")
+def test_a_custom_metric_read_is_authorized_as_a_subresource_of_nodes(
+    kube_emulator: KubeEmulator, resources: list[str], allowed: bool
+) -> None:
+    kube_emulator.apply(
+        [
+            role("ClusterRole", "metrics", rule(["custom.metrics.k8s.io"], resources, ["get"])),
+            binding("ClusterRoleBinding", "ClusterRole", "metrics"),
+        ]
+    )
+    kube_emulator.set_custom_metric("health_metric", {"n1": 2})
+    headers = {"Authorization": f"Bearer {kube_emulator.token_for(NAMESPACE, ACCOUNT)}"}
+    with httpx.Client(base_url=kube_emulator.url, headers=headers) as client:
+        answer = client.get(METRIC_READ)
+    if allowed:
+        assert answer.status_code == 200, answer.text
+        assert [i["value"] for i in answer.json()["items"]] == ["2"]
+        return
+    assert answer.status_code == 403
+    assert answer.json()["message"] == (
+        f'nodes.custom.metrics.k8s.io "*" is forbidden: User "{USER}" cannot get resource '
+        '"nodes/health_metric" in API group "custom.metrics.k8s.io" at the cluster scope'
+    )
+
+
+def test_a_wildcard_grant_covers_the_calls_it_allows() -> None:
+    metric = Access("get", "custom.metrics.k8s.io", "nodes/health_metric")
+    assert Access("get", "custom.metrics.k8s.io", "*").covers(metric)
+    assert Access("get", "custom.metrics.k8s.io", "*/health_metric").covers(metric)
+    assert not Access("get", "custom.metrics.k8s.io", "nodes/*").covers(metric)
+    assert not Access("list", "custom.metrics.k8s.io", "*").covers(metric)
+    assert not Access("get", "", "*").covers(metric)
+    assert Access("*", "*", "pods").covers(Access("list", "", "pods"))

@@ -13,18 +13,23 @@ Covered (all through `kubernetes.client` over real HTTP):
   as DELETED, and answers an expired resourceVersion with an ERROR 410 event;
 - evictions: 201, 404 for an unknown pod, 429 when the PDB allows no disruption, and the PDB
   is decremented on success;
-- injected failures and the request log.
+- injected failures and the request log;
+- the custom metrics API as prometheus-adapter serves node metrics, read by the real
+  `custom-metrics` source; NamespaceLifecycle admission, when asked for.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import kubernetes.client as k8s
 import pytest
 from kubernetes.watch.watch import iter_resp_lines
 
+from tas.metrics.custom_metrics import CustomMetricsSource
+from tas.types import MetricName, NodeName
 from tests.k8s_emulator import KubeEmulator
 
 GROUP, VERSION, PLURAL = "telemetry.intel.com", "v1alpha1", "taspolicies"
@@ -279,3 +284,42 @@ def test_injected_failures_are_answered_and_requests_are_logged(
         ("GET", "/api/v1/nodes", 200),
     ]
     assert kube_emulator.writes() == []
+
+
+def test_the_custom_metrics_api_serves_node_metrics_to_the_custom_metrics_source(
+    kube_emulator: KubeEmulator,
+) -> None:
+    kube_emulator.set_custom_metric("health_metric", {"n1": 0, "n2": "2500m"})
+    source = CustomMetricsSource(kube_emulator.api_client())
+    health, absent = MetricName("health_metric"), MetricName("absent_metric")
+    try:
+        fetched = source.fetch(frozenset({health, absent}))
+    finally:
+        source.close()
+    column = fetched.columns[health]
+    assert {node: sample.value for node, sample in column.items()} == {
+        NodeName("n1"): 0.0,
+        NodeName("n2"): 2.5,
+    }
+    assert all(abs(sample.timestamp - time.time()) < 5 for sample in column.values())
+    assert "HTTP 404" in fetched.errors[absent]
+    paths = [r.path for r in kube_emulator.requests]
+    assert paths == [
+        "/apis/custom.metrics.k8s.io",
+        "/apis/custom.metrics.k8s.io/v1beta1/nodes/*/absent_metric",
+        "/apis/custom.metrics.k8s.io/v1beta1/nodes/*/health_metric",
+    ]
+
+
+def test_with_namespace_lifecycle_a_create_needs_its_namespace() -> None:
+    with KubeEmulator(namespace_lifecycle=True) as api:
+        core = k8s.CoreV1Api(api.api_client())
+        pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        with pytest.raises(k8s.ApiException) as refused:
+            core.create_namespaced_pod("team", pod)
+        assert refused.value.status == 404
+        assert json.loads(refused.value.body or "{}")["message"] == 'namespaces "team" not found'
+        core.create_namespace({"metadata": {"name": "team"}})
+        core.create_namespaced_pod("team", pod)
+        core.create_namespaced_pod("default", pod)  # the API server's own namespaces exist
+        assert [p["metadata"]["namespace"] for p in api.objects("pods")] == ["default", "team"]
