@@ -49,8 +49,9 @@ from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
 from descheduler.tainter import soft_taint
 from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thresholds
+from embedded.scheduler import MAX_EXTENDER_PRIORITY, FilterAnswer
 from tas.cluster.interface import Cluster
-from tas.cluster.model import Node, Pod
+from tas.cluster.model import Node, Pod, QoSClass
 from tas.fit import requested, untolerated_taint
 from tas.types import MetricName, NodeName
 
@@ -393,3 +394,131 @@ class OpenShiftSoftTainter:
             wanted = (*others, *(soft_taint(k) for k in sorted(plan[node.name])))
             if set(wanted) != set(node.taints):
                 cluster.set_node_taints(node.name, wanted)
+
+
+# ---------------------------------------------------------- Volcano's scheduler: `usage`
+
+#: The Volcano scheduler's `usage` plugin defaults (volcano-sh/volcano at ed72c7c8,
+#: pkg/scheduler/plugins/usage/usage.go `New`): usage.weight 5, cpu.weight 1, memory.weight 1,
+#: thresholds cpu 80 / mem 80 (percent); estimator request_ratio 0.7, burst_ratio 0,
+#: risk_threshold 0.6, risk_factor 1.2, be_cpu 250m, be_mem 200Mi; metrics older than
+#: `MetricsActiveTime` (5m) neither filter nor score; pods bound less than `metricsInterval`
+#: (30s) ago count by their estimate (the shadow load cache).
+VOLCANO_USAGE_WEIGHT = 5
+VOLCANO_THRESHOLDS = {"cpu": 80.0, "memory": 80.0}
+VOLCANO_REQUEST_RATIO = 0.7
+VOLCANO_RISK_THRESHOLD = 0.6
+VOLCANO_RISK_FACTOR = 1.2
+VOLCANO_BEST_EFFORT = {"cpu": 0.25, "memory": 200.0 * 2**20}
+VOLCANO_METRICS_ACTIVE = 300.0
+VOLCANO_METRICS_INTERVAL = 30.0
+
+#: A node's usage as the Volcano scheduler's cache holds it: (cpu percent, memory percent).
+NodeUsagePercent = Mapping[NodeName, tuple[float, float]]
+
+
+@dataclass
+class VolcanoUsage:
+    """The Volcano scheduler's `usage` plugin, which Volcano's LoadAware descheduler needs
+    (Volcano's docs: "the Volcano scheduler also needs to enable the plugin usage", so the
+    evicted pods avoid the busy nodes), as the kube-scheduler model's in-process extender
+    (`embedded.scheduler.Extender`): its predicate as the filter, its node order as the score.
+
+    From volcano-sh/volcano at ed72c7c8, pkg/scheduler/plugins/usage/usage.go (`predicateFn`,
+    `nodeOrderFn`, `calcNodeScore`) and estimator.go:
+    - filter: a node whose average CPU usage is above the cpu threshold, or memory above the
+      mem threshold, is unschedulable ("the CPU load of the node exceeds the upper limit.");
+      with metrics older than 5 minutes every node passes;
+    - score: `((1 - cpuComposite) * cpuWeight + (1 - memComposite) * memWeight) / (cpuWeight +
+      memWeight) * MaxNodeScore * usageWeight`, where a composite is (real usage + the shadow
+      estimates of pods bound in the last `metricsInterval`) / capacity, capped at 1; a
+      shadow estimate is request x 0.7 (x 1.2 once the node's composite load reaches 0.6),
+      250m / 200Mi for BestEffort pods; no score without fresh metrics.
+    Node usage is Volcano's own query (pkg/scheduler/metrics/source/metrics_client_prometheus.go
+    `NodeMetricsAvg`: `avg_over_time(...rate(node_cpu_seconds_total{mode="idle"}[5m])...[10m:
+    30s])`, memory likewise over 10m), refreshed by the caller (`refresh`).
+
+    Kube-scheduler's extender scores are whole numbers 0..10 weighed by `weight` x 10, so the
+    score is the plugin's divided by 10 x usage.weight and rounded: usage.weight 5 gives the
+    same 0..500 range, in steps of 50.
+    """
+
+    nodes: Callable[[], Mapping[NodeName, Node]]
+    #: Pods bound to each node less than `metricsInterval` ago (the shadow cache's pods).
+    recent: Callable[[], Mapping[NodeName, Sequence[Pod]]]
+    now: Callable[[], float]
+    weight: int = VOLCANO_USAGE_WEIGHT
+    ignorable: bool = False
+    usage: dict[NodeName, tuple[float, float]] = field(default_factory=dict)
+    metrics_time: float | None = None
+
+    def refresh(self, usage: NodeUsagePercent | None) -> None:
+        """The scheduler cache's periodic metrics update; None when the query failed."""
+        if usage is None:
+            return
+        self.usage = dict(usage)
+        self.metrics_time = self.now()
+
+    def _fresh(self) -> bool:
+        return self.metrics_time is not None and (
+            self.now() - self.metrics_time <= VOLCANO_METRICS_ACTIVE
+        )
+
+    def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
+        if not self._fresh():
+            return FilterAnswer(passed=list(candidates))
+        passed: list[NodeName] = []
+        failed: dict[str, str] = {}
+        for name in candidates:
+            cpu, memory = self.usage.get(name, (0.0, 0.0))
+            if cpu > VOLCANO_THRESHOLDS["cpu"]:
+                failed[name] = "the CPU load of the node exceeds the upper limit."
+            elif memory > VOLCANO_THRESHOLDS["memory"]:
+                failed[name] = "the memory load of the node exceeds the upper limit."
+            else:
+                passed.append(name)
+        return FilterAnswer(passed=passed, failed=failed)
+
+    def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
+        if not self._fresh():
+            return dict.fromkeys(candidates, 0)
+        nodes = self.nodes()
+        recent = self.recent()
+        scores: dict[NodeName, int] = {}
+        for name in candidates:
+            node = nodes.get(name)
+            if node is None:
+                scores[name] = 0
+                continue
+            cpu, memory = self._composites(node, recent.get(name, ()))
+            share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
+            scores[name] = round(share * MAX_EXTENDER_PRIORITY)
+        return scores
+
+    def _composites(self, node: Node, recent: Sequence[Pod]) -> tuple[float, float]:
+        cpu_pct, memory_pct = self.usage.get(node.name, (0.0, 0.0))
+        capacity = {
+            "cpu": node.allocatable.get("cpu", 0.0),
+            "memory": node.allocatable.get("memory", 0.0),
+        }
+        real = {"cpu": cpu_pct / 100.0, "memory": memory_pct / 100.0}
+        shadow = dict.fromkeys(("cpu", "memory"), 0.0)
+
+        def composite(resource: str) -> float:
+            if capacity[resource] <= 0:
+                return 0.0
+            value = real[resource] + shadow[resource] / capacity[resource]
+            return min(1.0, max(0.0, value))
+
+        # Each recent pod's estimate uses the risk factor the node has when it is added
+        # (`warmUpShadowCache`: the composite load so far, weights 1:1).
+        for pod in recent:
+            load = (composite("cpu") + composite("memory")) / 2.0
+            risk = VOLCANO_RISK_FACTOR if load >= VOLCANO_RISK_THRESHOLD else 1.0
+            for resource in ("cpu", "memory"):
+                if pod.qos_class is QoSClass.BEST_EFFORT:
+                    shadow[resource] += VOLCANO_BEST_EFFORT[resource] * risk
+                else:
+                    request = pod.requests.get(resource, 0.0)
+                    shadow[resource] += min(request, request * VOLCANO_REQUEST_RATIO * risk)
+        return composite("cpu"), composite("memory")

@@ -12,7 +12,7 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 | requests-lnu | as requests | upstream LowNodeUtilization on requests, OpenShift docs' example |
 | tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity |
 | psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it, + soft tainter |
-| volcano-loadaware | as requests | Volcano LoadAware as its docs configure it |
+| volcano-loadaware | requests + Volcano's `usage` plugin | Volcano LoadAware as documented |
 | ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
 
 Upstream descheduler baselines have no per-owner cooldown and no circuit breaker, so their
@@ -267,6 +267,9 @@ class ContenderSpec:
     pod_usage: bool = False
     #: The OpenShift operator's soft tainter runs beside its descheduler.
     openshift_soft_tainter: bool = False
+    #: The Volcano scheduler's `usage` plugin filters and scores beside kube-scheduler's, and
+    #: the descheduler reads per-pod usage with Volcano's own query.
+    volcano_scheduler: bool = False
 
 
 CONTENDERS: Mapping[str, ContenderSpec] = {
@@ -296,6 +299,7 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
             False,
             False,
             pod_usage=True,
+            volcano_scheduler=True,
         ),
         # Ours reads per-pod usage as `tas descheduler --metrics prometheus:URL` does (the
         # container series; here the model's per-pod usage).

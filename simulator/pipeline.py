@@ -53,6 +53,19 @@ COMBINED_QUERY = MetricName("descheduler:combined_utilization_and_pressure:avg1m
 #: Counters whose rate over the window is the metric (utilization and PSI are rates).
 _RATES = (CPU_UTILIZATION, CPU_PRESSURE, MEMORY_PRESSURE)
 
+#: Volcano's scheduler reads node usage with its own query (volcano-sh/volcano at ed72c7c8,
+#: pkg/scheduler/metrics/source/metrics_client_prometheus.go `NodeMetricsAvg`):
+#: `avg_over_time(... rate(node_cpu_seconds_total{mode="idle"}[5m]) ...[10m:30s])`, and memory
+#: averaged the same way over 10m (`NODE_METRICS_PERIOD`).
+VOLCANO_PERIOD = 600.0
+VOLCANO_RATE_RANGE = 300.0
+VOLCANO_STEP = 30.0
+#: Volcano's descheduler reads a pod's usage as `avg_over_time(irate(...[30s])[2m:30s])`
+#: (its LoadAware `duration`, 2m): a value exists once two scrapes of the pod are in range.
+VOLCANO_POD_RANGE = 120.0
+#: What the scrape store must keep for Volcano's node query.
+VOLCANO_HISTORY = VOLCANO_PERIOD + VOLCANO_RATE_RANGE
+
 
 @dataclass(frozen=True)
 class Scrape:
@@ -70,9 +83,12 @@ class Scrape:
 class ScrapeStore:
     """Cumulative counters integrated step by step, and the scrapes taken of them."""
 
-    def __init__(self, world: World, spec: Pipeline) -> None:
+    def __init__(self, world: World, spec: Pipeline, *, history: float = 0.0) -> None:
+        """`history`: how far back scrapes are kept beyond the rate window (a query with a
+        longer range, such as Volcano's, needs them)."""
         self.world = world
         self.spec = spec
+        self.history = history
         self.scrapes: list[Scrape] = []
         self._times: list[float] = []
         self._counters: dict[str, FloatArray] = {name: np.zeros(0) for name in _RATES}
@@ -115,11 +131,20 @@ class ScrapeStore:
         )
         self._times.append(t)
         self._next_scrape = t + self.spec.scrape_interval
-        horizon = t - self.spec.window - self.spec.delay - 2 * self.spec.scrape_interval
+        kept = max(self.spec.window, self.history)
+        horizon = t - kept - self.spec.delay - 2 * self.spec.scrape_interval
         cut = bisect.bisect_left(self._times, horizon)
         if cut > 0:
             del self.scrapes[:cut]
             del self._times[:cut]
+
+    def visible(self, t: float) -> int:
+        """The index of the last scrape visible at `t` (after the delay); -1 when none."""
+        return bisect.bisect_right(self._times, t - self.spec.delay + 1e-9) - 1
+
+    def first_since(self, t: float) -> int:
+        """The index of the first scrape taken at or after `t`."""
+        return bisect.bisect_left(self._times, t - 1e-9)
 
     def window_at(self, t: float) -> tuple[Scrape | None, Scrape | None]:
         """The last scrape visible at `t` (after the delay), and the first of its window."""
@@ -210,7 +235,6 @@ class ModelSource:
         start, end = self.store.window_at(self.clock.elapsed)
         if start is None or end is None or end.t <= start.t:
             return {}
-        world = self.store.world
         size = min(len(start.slot_instance), len(end.slot_instance))
         same = (
             (start.slot_instance[:size] == end.slot_instance[:size])
@@ -218,8 +242,44 @@ class ModelSource:
             & (end.slot_node[:size] == start.slot_node[:size])
         )
         cpu = (end.slot_cpu_seconds[:size] - start.slot_cpu_seconds[:size]) / (end.t - start.t)
+        return self._per_pod(np.flatnonzero(same), cpu, end)
+
+    def volcano_pod_usage(self) -> dict[tuple[str, str], tuple[float, float]]:
+        """Per pod, as Volcano's descheduler queries it (`VOLCANO_POD_RANGE`): the rate from
+        the pod's first scrape in the last 2 minutes to its latest one, so a value exists as
+        soon as the pod has been scraped twice, not a whole window after it started."""
+        store = self.store
+        last = store.visible(self.clock.elapsed)
+        if last < 0:
+            return {}
+        end = store.scrapes[last]
+        size = len(end.slot_instance)
+        first = np.full(size, -1, dtype=np.int64)
+        for index in range(store.first_since(end.t - VOLCANO_POD_RANGE), last):
+            scrape = store.scrapes[index]
+            n = min(size, len(scrape.slot_instance))
+            same = np.zeros(size, dtype=np.bool_)
+            same[:n] = (
+                (scrape.slot_instance[:n] == end.slot_instance[:n])
+                & (scrape.slot_node[:n] >= 0)
+                & (scrape.slot_node[:n] == end.slot_node[:n])
+            )
+            first[same & (first < 0)] = index
+        cpu = np.zeros(size)
+        slots = np.flatnonzero(first >= 0)
+        for slot in slots:
+            start = store.scrapes[int(first[slot])]
+            cpu[slot] = (end.slot_cpu_seconds[slot] - start.slot_cpu_seconds[slot]) / (
+                end.t - start.t
+            )
+        return self._per_pod(slots, cpu, end)
+
+    def _per_pod(
+        self, slots: npt.NDArray[np.intp], cpu: FloatArray, end: Scrape
+    ) -> dict[tuple[str, str], tuple[float, float]]:
+        world = self.store.world
         found: dict[tuple[str, str], tuple[float, float]] = {}
-        for slot in np.flatnonzero(same):
+        for slot in slots:
             name = world.slot_pod[slot]
             if name is None or int(world.slot_instance.data[slot]) != int(end.slot_instance[slot]):
                 continue
@@ -229,7 +289,15 @@ class ModelSource:
 
     def pod_usage_source(self, state: CycleState) -> PodUsage:
         """`descheduler.framework.PodUsageSource`: usage as a share (0..100) of the pod's node."""
-        usage = self.pod_usage()
+        return self._shares(state, self.pod_usage())
+
+    def volcano_pod_usage_source(self, state: CycleState) -> PodUsage:
+        """`pod_usage_source` with Volcano's own pod query (`volcano_pod_usage`)."""
+        return self._shares(state, self.volcano_pod_usage())
+
+    def _shares(
+        self, state: CycleState, usage: Mapping[tuple[str, str], tuple[float, float]]
+    ) -> PodUsage:
         shares: dict[PodKey, dict[str, float]] = {}
         for pod in state.pods:
             node = state.nodes.get(pod.node_name) if pod.node_name else None
@@ -247,6 +315,44 @@ class ModelSource:
                 **dict.fromkeys(MEMORY_SIGNALS, used),
             }
         return shares
+
+    def volcano_node_usage(self) -> dict[NodeName, tuple[float, float]] | None:
+        """CPU and memory usage per node in percent, as the Volcano scheduler's query answers
+        (`VOLCANO_PERIOD`): the mean, over a 30s-step subquery of the last 10 minutes, of the
+        5-minute CPU busy rate and of the memory in use. None during an outage."""
+        now = self.clock.elapsed
+        world = self.store.world
+        if any(start <= now < end for start, end in world.outages):
+            return None
+        store = self.store
+        n = world.node_count
+        cpu_sum, memory_sum = np.zeros(n), np.zeros(n)
+        cpu_count, memory_count = np.zeros(n), np.zeros(n)
+        steps = int(VOLCANO_PERIOD // VOLCANO_STEP)
+        for k in range(steps + 1):
+            last = store.visible(now - k * VOLCANO_STEP)
+            if last < 0:
+                break
+            end = store.scrapes[last]
+            size = min(n, len(end.memory_utilization))
+            present = end.present[:size]
+            memory_sum[:size] += np.where(present, end.memory_utilization[:size], 0.0)
+            memory_count[:size] += present
+            first = store.first_since(end.t - VOLCANO_RATE_RANGE)
+            if first >= last:
+                continue
+            start = store.scrapes[first]
+            a, b = start.counters[CPU_UTILIZATION], end.counters[CPU_UTILIZATION]
+            m = min(size, len(a), len(b))
+            both = present[:m] & start.present[:m]
+            rate = np.clip((b[:m] - a[:m]) / (end.t - start.t), 0.0, 1.0)
+            cpu_sum[:m] += np.where(both, rate, 0.0)
+            cpu_count[:m] += both
+        found: dict[NodeName, tuple[float, float]] = {}
+        for i in np.flatnonzero(memory_count > 0):
+            cpu = cpu_sum[i] / cpu_count[i] if cpu_count[i] else 0.0
+            found[world.node_names[i]] = (100.0 * cpu, 100.0 * memory_sum[i] / memory_count[i])
+        return found
 
     def metrics_server(
         self,

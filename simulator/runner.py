@@ -34,7 +34,7 @@ from descheduler.self_metrics import Result
 from embedded.scheduler import EmbeddedScheduler, Extender
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from simulator.baselines import OpenShiftSoftTainter
+from simulator.baselines import VOLCANO_METRICS_INTERVAL, OpenShiftSoftTainter, VolcanoUsage
 from simulator.clock import VirtualClock
 from simulator.contenders import (
     CONTENDERS,
@@ -46,11 +46,11 @@ from simulator.contenders import (
 )
 from simulator.extenders import OursExtender, TasExtender
 from simulator.figures import FigureRecorder, Figures, Series
-from simulator.pipeline import ModelSource, PrometheusApi, ScrapeStore
+from simulator.pipeline import VOLCANO_HISTORY, ModelSource, PrometheusApi, ScrapeStore
 from simulator.scenario import Scenario
 from simulator.world import InformerOrder, World
 from tas.cluster.interface import NotFoundError
-from tas.cluster.model import Pod
+from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
 from tas.metrics.source import Fetched, Sample
 from tas.placements import PlacementTracker, follow_pods
@@ -141,7 +141,8 @@ def run_contender(
     world = World(scenario, clock=clock, seed=seed)
     for document in scenario.policies:
         world.cluster.apply_policy(document)
-    store_ = ScrapeStore(world, scenario.pipeline)
+    volcano = contender.spec.volcano_scheduler
+    store_ = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY if volcano else 0.0)
     source = ModelSource(store_, clock)
     view = RefreshingMetricView(
         QueryAnswers(source, clock) if contender.spec.staleness is Staleness.QUERY else source,
@@ -174,6 +175,9 @@ def run_contender(
             rng=random.Random(f"{seed}/tas-ties"),
             weight=contender.weight,
         )
+    usage_plugin: VolcanoUsage | None = None
+    if volcano:
+        usage_plugin = extender = _volcano_usage(world, clock)
     scheduler = EmbeddedScheduler(world.cluster, extender=extender, rng=rng)
     reconciler = None
     if contender.spec.controller:
@@ -196,7 +200,11 @@ def run_contender(
             policies=(lambda: policies.snapshot().policies) if knows else (lambda: {}),
             mode=Mode.AUTOMATIC,
             clock=clock,
-            pod_usage=source.pod_usage_source if contender.spec.pod_usage else None,
+            pod_usage=(
+                (source.volcano_pod_usage_source if volcano else source.pod_usage_source)
+                if contender.spec.pod_usage
+                else None
+            ),
             prometheus_transport=PrometheusApi(source).transport(),
             token_file=None,
         )
@@ -232,6 +240,8 @@ def run_contender(
                 _feed_placements(placements, world, source)
             if reconciler is not None:
                 reconciler.reconcile()
+            if usage_plugin is not None:
+                usage_plugin.refresh(source.volcano_node_usage())
             next_sync += scenario.sync_period
         if descheduler is not None and t + 1e-9 >= next_deschedule:
             _publish_metrics_server(world, source)
@@ -281,6 +291,27 @@ def _feed_placements(tracker: PlacementTracker, world: World, source: ModelSourc
     tracker.set_usage(
         {key: {"cpu": cpu, "memory": memory} for key, (cpu, memory) in source.pod_usage().items()}
     )
+
+
+def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
+    """Volcano's `usage` plugin over the world: nodes, and the pods bound in the last
+    `metricsInterval` (its shadow load cache)."""
+
+    def nodes() -> dict[NodeName, Node]:
+        return {node.name: node for node in world.cluster.list_nodes()}
+
+    def recent() -> dict[NodeName, list[Pod]]:
+        since = clock.elapsed - VOLCANO_METRICS_INTERVAL
+        found: dict[NodeName, list[Pod]] = {}
+        for pod in world.cluster.list_pods():
+            slot = world.slot_of(pod.namespace, pod.name)
+            if pod.node_name is None or slot is None:
+                continue
+            if float(world.slot_since.data[slot]) > since:
+                found.setdefault(pod.node_name, []).append(pod)
+        return found
+
+    return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
 
 
 def _query_values(

@@ -12,6 +12,10 @@ Covered:
   psi-profile's run carries the soft tainter, on the descheduling interval;
 - descheduler candidates come in a seeded order, not name order: the same seed gives the same
   order, and across seeds the pod a cycle evicts first from a node of identical pods changes;
+- Volcano with its scheduler: the `usage` plugin keeps new pods off a node above its CPU
+  threshold that requests alone would pick, scores by real usage plus the estimates of pods
+  bound since the last metrics, and stands aside on metrics older than 5 minutes; Volcano's
+  per-pod usage exists after two scrapes of a pod;
 - `stall`: PSI "some" integrated over time per node and summed: a node at 80% utilization loses
   no work (no demand above its cores) but stalls for the Erlang C share of the time.
 """
@@ -34,14 +38,15 @@ from simulator.baselines import (
     APPROPRIATE_TAINT,
     OVERUTILIZED_TAINT,
     OpenShiftSoftTainter,
+    VolcanoUsage,
 )
 from simulator.clock import VirtualClock
 from simulator.contenders import PSI_PROFILE, Contender, resolve
 from simulator.runner import run_contender
 from simulator.scenario import Scenario, load_scenario_text
 from simulator.world import InformerOrder
-from tas.cluster.model import Node, Taint, TaintEffect
-from tas.types import NodeName
+from tas.cluster.model import Node, Pod, QoSClass, Taint, TaintEffect
+from tas.types import Namespace, NodeName
 
 # Two nodes hold six 1.2-core pods each (90% of 8 cores); four are empty. The first
 # descheduling cycle is at 2m, after the taint that kept the four empty is gone.
@@ -304,3 +309,136 @@ def test_stall_counts_pressure_below_saturation_that_work_lost_does_not() -> Non
     seconds = scenario.duration - scenario.warmup
     # 6.4 cores demanded of 8: PSI some is Erlang C, about 0.46, the whole time.
     assert figures["stall"] == pytest.approx(erlang_c(8, 6.4) * seconds, rel=0.02)
+
+
+# ---------------------------------------------------------- Volcano with its scheduler
+
+# worker-1 runs a pod that requests little and uses 95% of the node; worker-2 one that
+# requests a quarter of its node and uses little. Four new pods arrive at 4m.
+BUSY_BUT_EMPTY = """
+name: busy-but-empty
+duration: 5m
+step: 5s
+seed: 1
+warmup: 1m
+startupDelay: 10s
+deschedulingInterval: 1h
+metrics: {scrapeInterval: 15s, window: 1m, delay: 15s}
+nodes:
+  - {name: "worker-{i}", count: 2, cpu: 8, memory: 32Gi}
+workloads:
+  - name: hog
+    replicas: 1
+    requests: {cpu: 100m, memory: 1Gi}
+    nodeSelector: {kubernetes.io/hostname: worker-1}
+    usage: {cpu: {profile: steady, value: "7.6"}, memory: {profile: steady, value: 1Gi}}
+  - name: filler
+    replicas: 1
+    requests: {cpu: "2", memory: 1Gi}
+    nodeSelector: {kubernetes.io/hostname: worker-2}
+    usage: {cpu: {profile: steady, value: 200m}, memory: {profile: steady, value: 1Gi}}
+  - name: web
+    replicas: 0
+    requests: {cpu: 500m, memory: 1Gi}
+    labels: {app: web, telemetry-policy: none}
+    usage: {cpu: {profile: steady, value: 500m}, memory: {profile: steady, value: 1Gi}}
+events:
+  - at: 4m
+    scale: {workload: web, replicas: 4}
+"""
+
+
+def _web_nodes(monkeypatch: pytest.MonkeyPatch, contender: str) -> list[str]:
+    from embedded.scheduler import EmbeddedScheduler
+
+    placed: list[str] = []
+    original = EmbeddedScheduler.schedule_pending
+
+    def spy(self: EmbeddedScheduler) -> Any:
+        placements = original(self)
+        placed.extend(str(p.node) for p in placements if "web" in p.pod and p.node)
+        return placements
+
+    monkeypatch.setattr(EmbeddedScheduler, "schedule_pending", spy)
+    scenario = load_scenario_text(BUSY_BUT_EMPTY)
+    run_contender(scenario, _contender(contender, scenario), seed=1)
+    return placed
+
+
+def test_volcanos_usage_plugin_keeps_new_pods_off_a_node_above_its_cpu_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Requests alone send every new pod to the node that requests least: the busy one.
+    assert _web_nodes(monkeypatch, "requests") == ["worker-1"] * 4
+    assert _web_nodes(monkeypatch, "volcano-loadaware") == ["worker-2"] * 4
+
+
+def make_pod(name: str, *, cpu: float = 1.0) -> Pod:
+    return Pod(
+        namespace=Namespace("default"),
+        name=name,
+        qos_class=QoSClass.BURSTABLE,
+        requests={"cpu": cpu, "memory": 2.0**30},
+    )
+
+
+def _plugin(usage: dict[str, tuple[float, float]], *, age: float = 0.0) -> VolcanoUsage:
+    nodes = {NodeName(n): _node(n) for n in usage}
+    clock = [0.0]
+    plugin = VolcanoUsage(nodes=lambda: nodes, recent=lambda: {}, now=lambda: clock[0])
+    plugin.refresh({NodeName(n): v for n, v in usage.items()})
+    clock[0] = age
+    return plugin
+
+
+def test_volcanos_usage_filter_and_score_follow_real_usage_while_metrics_are_fresh() -> None:
+    pod = make_pod("p")
+    names = [NodeName("cool"), NodeName("warm"), NodeName("hot"), NodeName("full")]
+    plugin = _plugin({"cool": (10, 20), "warm": (60, 20), "hot": (85, 20), "full": (10, 90)})
+    answer = plugin.filter(pod, names)
+    assert answer.passed == [NodeName("cool"), NodeName("warm")]
+    assert set(answer.failed) == {"hot", "full"}
+    scores = plugin.prioritize(pod, names[:2])
+    assert scores[NodeName("cool")] > scores[NodeName("warm")]
+    # Metrics older than MetricsActiveTime (5m): every node passes, none is scored.
+    stale = _plugin({"cool": (10, 20), "hot": (85, 20)}, age=301)
+    assert stale.filter(pod, names[::2]).passed == names[::2]
+    assert set(stale.prioritize(pod, names[::2]).values()) == {0}
+
+
+def test_pods_bound_since_the_last_metrics_count_by_their_estimate() -> None:
+    nodes = {NodeName("a"): _node("a"), NodeName("b"): _node("b")}
+    newcomers = [make_pod(f"new-{i}", cpu=2.0) for i in range(3)]
+    plugin = VolcanoUsage(
+        nodes=lambda: nodes, recent=lambda: {NodeName("a"): newcomers}, now=lambda: 0.0
+    )
+    plugin.refresh({NodeName("a"): (10.0, 10.0), NodeName("b"): (10.0, 10.0)})
+    scores = plugin.prioritize(make_pod("p"), [NodeName("a"), NodeName("b")])
+    assert scores[NodeName("a")] < scores[NodeName("b")]
+
+
+def test_volcanos_pod_usage_appears_after_two_scrapes_not_a_window_later() -> None:
+    from simulator.pipeline import ModelSource, ScrapeStore
+    from simulator.world import World
+
+    scenario = load_scenario_text(STEADY)
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=1)
+    from embedded.scheduler import EmbeddedScheduler
+
+    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
+    store = ScrapeStore(world, scenario.pipeline)
+    source = ModelSource(store, clock)
+    t = 0.0
+    # Running from 0s (no start-up delay); scrapes at 0s and 15s, visible 15s later (delay
+    # 0 here): at 15s Volcano's query has a value, the 1m rate window has one too but only
+    # for pods that ran through the whole window.
+    while t <= 15.0:
+        clock.advance_to(t)
+        state = world.model(t)
+        store.integrate(state, scenario.step)
+        store.maybe_scrape(t)
+        t += scenario.step
+    volcano = source.volcano_pod_usage()
+    assert len(volcano) == 8
+    assert all(cpu == pytest.approx(0.8) for cpu, _ in volcano.values())
