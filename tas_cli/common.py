@@ -18,6 +18,11 @@ parts, so their command lines agree by construction:
   30 s SIGKILL and a leader's Lease is released on the way out.
 
 Startup problems are `SetupError`s: the command prints one line and exits 2, never a traceback.
+
+Each command reads its `argparse.Namespace` once, in its own module, into a frozen settings
+object built from the shared pieces here (`KubeSettings`, `MetricsSettings`), and passes that
+on; the helpers below take those pieces, never the Namespace (kopf's `OperatorSettings`,
+kopf/_cogs/configs/configuration.py, is the model: one typed object instead of loose options).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -133,6 +139,52 @@ def log_level(text: str) -> str:
     return lowered
 
 
+# ------------------------------------------------------------------ settings
+
+
+@dataclass(frozen=True)
+class KubeSettings:
+    """`--kubeconfig`, `--context`: where the process's one Kubernetes connection goes."""
+
+    kubeconfig: Path | None = None
+    context: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> KubeSettings:
+        return cls(kubeconfig=args.kubeconfig, context=args.context)
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """`--metrics`, `--metrics-config`, `--metric-max-age` and `--sync-period`."""
+
+    #: The `--metrics` spec; None when the command runs without one (the descheduler).
+    source: str | None
+    config_file: Path | None = None
+    max_age: float | None = None
+    sync_period: float = 2.0
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> MetricsSettings:
+        return cls(
+            source=args.metrics,
+            config_file=args.metrics_config,
+            max_age=args.metric_max_age,
+            sync_period=args.sync_period,
+        )
+
+    @property
+    def prometheus_url(self) -> str | None:
+        """The URL of `--metrics prometheus:URL`; None for any other source."""
+        source = self.source or ""
+        return source.removeprefix("prometheus:") if source.startswith("prometheus:") else None
+
+
+def tas_flag_notices(args: argparse.Namespace) -> tuple[str, ...]:
+    """The deprecation notices `parse_with_tas_flags` left on `args` (none without it)."""
+    return tuple(getattr(args, "tas_flag_notices", ()))
+
+
 # ------------------------------------------------------------------ shared options
 
 
@@ -216,8 +268,8 @@ def parse_with_tas_flags(
     return args
 
 
-def warn_tas_flags(args: argparse.Namespace) -> None:
-    for notice in getattr(args, "tas_flag_notices", ()):
+def warn_tas_flags(notices: Iterable[str]) -> None:
+    for notice in notices:
         log.warning("%s", notice)
 
 
@@ -228,12 +280,12 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
 
 
-def kube_api_client(args: argparse.Namespace) -> Any:
+def kube_api_client(kube: KubeSettings) -> Any:
     """The process's one Kubernetes connection (`--kubeconfig`, `--context`)."""
     from tas.cluster.kubeconfig import KubeConfigError, load_api_client
 
     try:
-        return load_api_client(args.kubeconfig, context=getattr(args, "context", None))
+        return load_api_client(kube.kubeconfig, context=kube.context)
     except KubeConfigError as error:
         raise SetupError(str(error)) from error
 
@@ -246,34 +298,39 @@ def open_cluster(api_client: Any, *, watched: Iterable[ResourceKind]) -> Kuberne
 
 
 def open_view(
-    args: argparse.Namespace, *, registry: CollectorRegistry, api_client: Any = None
+    metrics: MetricsSettings,
+    *,
+    kube: KubeSettings,
+    registry: CollectorRegistry,
+    api_client: Any = None,
 ) -> RefreshingMetricView:
     """The metric view `--metrics` names (not started)."""
     from tas.metrics import MetricSourceError, open_metric_view
 
-    if api_client is None and (args.metrics or "").strip() == "custom-metrics":
+    spec = metrics.source or ""
+    if api_client is None and spec.strip() == "custom-metrics":
         # The custom metrics API is read with the process's own connection (`--kubeconfig`,
         # `--context`), not whatever kubeconfig the environment would find.
-        api_client = kube_api_client(args)
+        api_client = kube_api_client(kube)
     try:
         return open_metric_view(
-            args.metrics,
-            sync_period=args.sync_period,
-            max_age=args.metric_max_age,
-            config_file=args.metrics_config,
+            spec,
+            sync_period=metrics.sync_period,
+            max_age=metrics.max_age,
+            config_file=metrics.config_file,
             registry=registry,
             kube_api_client=api_client,
         )
     except MetricSourceError as error:
-        raise SetupError(f"--metrics {args.metrics!r}: {error}") from error
+        raise SetupError(f"--metrics {metrics.source!r}: {error}") from error
 
 
-def open_pod_usage(args: argparse.Namespace) -> PrometheusPodUsage | None:
+def open_pod_usage(metrics: MetricsSettings) -> PrometheusPodUsage | None:
     """Per-pod usage from the Prometheus `--metrics prometheus:URL` names, reached as the
     metric view reaches it (the metrics config's CA, timeout, token and rate window), or
     None with any other source."""
-    metrics: str = args.metrics or ""
-    if not metrics.startswith("prometheus:"):
+    url = metrics.prometheus_url
+    if url is None:
         return None
     from tas.metrics import MetricSourceError
     from tas.metrics.config import load_metrics_config
@@ -282,9 +339,9 @@ def open_pod_usage(args: argparse.Namespace) -> PrometheusPodUsage | None:
 
     try:
         return open_source(
-            metrics.removeprefix("prometheus:"),
-            config=load_metrics_config(args.metrics_config),
-            max_age=args.metric_max_age or default_max_age(args.sync_period),
+            url,
+            config=load_metrics_config(metrics.config_file),
+            max_age=metrics.max_age or default_max_age(metrics.sync_period),
         )
     except MetricSourceError as error:
         raise SetupError(f"--metrics-config: {error}") from error
@@ -317,7 +374,7 @@ def wait_synced(cluster: Syncing, stop: threading.Event, *, limit: float = 0) ->
 
 
 def follow_policies(
-    args: argparse.Namespace,
+    policies: Path | None,
     store: PolicyStore,
     life: Lifetime,
     *,
@@ -331,11 +388,11 @@ def follow_policies(
     notifications, with polling every `poll_seconds` as a safety net for a missed one.
     Returns where the policies come from, for the startup log line.
     """
-    if args.policies is not None:
-        watcher = PolicyFileWatcher(args.policies, into_store(store))
+    if policies is not None:
+        watcher = PolicyFileWatcher(policies, into_store(store))
         watcher.poll()
         life.in_background(watcher.run, life.stop, FILE_POLL_SECONDS, name="policy-files")
-        return str(args.policies)
+        return str(policies)
     if cluster is None:
         raise SetupError("no --policies and no cluster to read TASPolicy objects from")
     from tas.policies.cluster import ClusterPolicyLoader
@@ -349,14 +406,6 @@ def follow_policies(
 
     life.in_background(follow, name="policy-cluster")
     return "the cluster's TASPolicy objects"
-
-
-def serve_metrics(address: tuple[str, int], registry: CollectorRegistry) -> None:
-    """Prometheus self-metrics on their own HTTP port (components without a web server)."""
-    from prometheus_client import start_http_server
-
-    host, port = address
-    start_http_server(port, addr=host, registry=registry)
 
 
 # ------------------------------------------------------------------ the process

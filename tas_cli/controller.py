@@ -15,17 +15,19 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from policy_controller.http import ProbeServer
 from policy_controller.loop import ControllerLoop
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.interface import ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
+from tas.probes import ProbeServer
 from tas_cli import common
 
 log = logging.getLogger("policy_controller")
@@ -78,24 +80,58 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+@dataclass(frozen=True)
+class ControllerCommandSettings:
+    """Everything `tas controller` was told, read once from its command line."""
+
+    kube: common.KubeSettings
+    metrics: common.MetricsSettings
+    policies: Path | None
+    status_refresh_cycles: int
+    leader_elect: bool
+    lease_name: str
+    lease_namespace: str
+    listen: tuple[str, int]
+    log_level: str
+    tas_flag_notices: tuple[str, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ControllerCommandSettings:
+        return cls(
+            kube=common.KubeSettings.from_args(args),
+            metrics=common.MetricsSettings.from_args(args),
+            policies=args.policies,
+            status_refresh_cycles=args.status_refresh_cycles,
+            leader_elect=args.leader_elect,
+            lease_name=args.lease_name,
+            lease_namespace=args.lease_namespace,
+            listen=args.listen,
+            log_level=args.log_level,
+            tas_flag_notices=common.tas_flag_notices(args),
+        )
+
+
 def run(args: argparse.Namespace) -> int:
-    common.configure_logging(args.log_level)
-    common.warn_tas_flags(args)
+    settings = ControllerCommandSettings.from_args(args)
+    common.configure_logging(settings.log_level)
+    common.warn_tas_flags(settings.tas_flag_notices)
     try:
-        return _control(args)
+        return _control(settings)
     except common.SetupError as error:
         print(f"tas controller: {error}", file=sys.stderr)
         return 2
 
 
-def _control(args: argparse.Namespace) -> int:
+def _control(settings: ControllerCommandSettings) -> int:
     registry = CollectorRegistry()
-    api_client = common.kube_api_client(args)
-    view = common.open_view(args, registry=registry, api_client=api_client)
+    api_client = common.kube_api_client(settings.kube)
+    view = common.open_view(
+        settings.metrics, kube=settings.kube, registry=registry, api_client=api_client
+    )
     # Only the caches the controller reads, which is what its ClusterRole grants: never
     # PodDisruptionBudgets, and no TASPolicies when they come from files (no CRD needed then).
     caches = [ResourceKind.NODE, ResourceKind.POD]
-    if args.policies is None:
+    if settings.policies is None:
         caches.append(ResourceKind.POLICY)
     cluster = common.open_cluster(api_client, watched=caches)
     store = PolicyStore()
@@ -104,12 +140,15 @@ def _control(args: argparse.Namespace) -> int:
     with common.Lifetime("Policy controller", shutdown_seconds=SHUTDOWN_SECONDS) as life:
         life.catch_signals()
         is_leader: Callable[[], bool] = lambda: True  # noqa: E731
-        if args.leader_elect:
+        if settings.leader_elect:
             from tas.cluster.leader import LeaderElector
 
             identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
             elector = LeaderElector(
-                api_client, name=args.lease_name, namespace=args.lease_namespace, identity=identity
+                api_client,
+                name=settings.lease_name,
+                namespace=settings.lease_namespace,
+                identity=identity,
             )
             # Started (so joined) first: the elector releases the Lease as it stops, so a
             # standby takes over at its next try instead of waiting the lease duration out.
@@ -122,16 +161,15 @@ def _control(args: argparse.Namespace) -> int:
             policies=store,
             metric_view=view,
             metrics=metrics,
-            status_refresh_cycles=args.status_refresh_cycles,
+            status_refresh_cycles=settings.status_refresh_cycles,
             # A stopping controller starts no new write: its last cycle ends at once.
             may_write=lambda: not life.stop.is_set() and is_leader(),
             # Half-filled caches would look like missing nodes, pods or policies.
             cluster_ready=lambda: cluster.wait_synced(0),
         )
-        loop = ControllerLoop(
-            reconciler, metrics, sync_period=args.sync_period, is_leader=is_leader
-        )
-        host, port = args.listen
+        sync_period = settings.metrics.sync_period
+        loop = ControllerLoop(reconciler, metrics, sync_period=sync_period, is_leader=is_leader)
+        host, port = settings.listen
         server = ProbeServer(
             host=host, port=port, registry=registry, healthy=loop.healthy, ready=loop.ready
         )
@@ -145,7 +183,7 @@ def _control(args: argparse.Namespace) -> int:
         server.start()
         log.info("Policy controller starting; probes on http://%s:%d", *server.address)
         common.follow_policies(
-            args, store, life, cluster=cluster, poll_seconds=args.sync_period * 5
+            settings.policies, store, life, cluster=cluster, poll_seconds=sync_period * 5
         )
         life.in_background(loop.run, life.stop, name="loop")
         life.stop.wait()

@@ -13,6 +13,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,18 @@ from prometheus_client import CollectorRegistry
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.kubedescheduler import KubeDeschedulerError, expand
+from descheduler.liveness import MISSED_CYCLES, CycleLiveness
 from descheduler.schedule import run_schedule
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import pod_usage_from
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
+from tas.cron import CronSchedule
 from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
+from tas.probes import ProbeServer
 from tas_cli import common
 
 log = logging.getLogger("descheduler")
@@ -98,7 +102,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=common.listen_address,
         default=None,
         metavar="HOST:PORT",
-        help="serve Prometheus metrics here (e.g. 127.0.0.1:9103); off by default",
+        help="serve /metrics here (e.g. 127.0.0.1:9103), with /healthz failing once cycles stop "
+        f"({MISSED_CYCLES} scheduled cycles without one ending) and /readyz once policies are "
+        "loaded; off by default",
     )
     common.add_log_level_argument(parser)
 
@@ -114,27 +120,70 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+@dataclass(frozen=True)
+class DeschedulerCommandSettings:
+    """Everything `tas descheduler` was told, read once from its command line."""
+
+    #: Exactly one of the two is set (a required mutually exclusive group).
+    policy_config_file: Path | None
+    kubedescheduler: Path | None
+    print_policy: bool
+    kube: common.KubeSettings
+    metrics: common.MetricsSettings
+    policies: Path | None
+    #: None: the KubeDescheduler's, else Predictive (`policy_document`).
+    mode: Mode | None
+    #: None: the KubeDescheduler's, else 0 (run once).
+    descheduling_interval: float | None
+    cron: CronSchedule | None
+    listen_metrics: tuple[str, int] | None
+    log_level: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> DeschedulerCommandSettings:
+        return cls(
+            policy_config_file=args.policy_config_file,
+            kubedescheduler=args.kubedescheduler,
+            print_policy=args.print_policy,
+            kube=common.KubeSettings.from_args(args),
+            metrics=common.MetricsSettings.from_args(args),
+            policies=args.policies,
+            mode=Mode(args.mode) if args.mode is not None else None,
+            descheduling_interval=args.descheduling_interval,
+            cron=args.descheduling_interval_cron_expression,
+            listen_metrics=args.listen_metrics,
+            log_level=args.log_level,
+        )
+
+    @property
+    def policy_source(self) -> Path:
+        source = self.kubedescheduler or self.policy_config_file
+        assert source is not None, "argparse requires one of the two"
+        return source
+
+
 def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -> int:
     """Run as the arguments say; `cluster` replaces the Kubernetes one (embedded mode, tests)."""
-    common.configure_logging(args.log_level)
+    settings = DeschedulerCommandSettings.from_args(args)
+    common.configure_logging(settings.log_level)
     try:
-        document = _policy_document(args)
+        document, mode, interval = policy_document(settings)
         config = parse_config(document)
     except (ConfigError, KubeDeschedulerError) as error:
-        source = args.kubedescheduler or args.policy_config_file
+        source = settings.policy_source
         for problem in error.problems:
             print(problem if str(source) in problem else f"{source}: {problem}", file=sys.stderr)
         if isinstance(error, KubeDeschedulerError) and "Prometheus" in str(error):
             print("hint: give Prometheus's URL with --metrics prometheus:URL", file=sys.stderr)
         return 2
-    if args.print_policy:
+    if settings.print_policy:
         sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
         return 0
     try:
         with common.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
             # First of all, so that a SIGTERM while the caches fill is a clean stop too.
             life.catch_signals()
-            return _deschedule(args, config, cluster, life)
+            return _deschedule(settings, config, mode, interval, cluster, life)
     except common.SetupError as error:
         print(f"tas descheduler: {error}", file=sys.stderr)
         return 2
@@ -143,26 +192,25 @@ def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -
         return 1
 
 
-def _policy_document(args: argparse.Namespace) -> Any:
-    """The DeschedulerPolicy document to run; fills `args.mode` and the interval when unset.
+def policy_document(settings: DeschedulerCommandSettings) -> tuple[Any, Mode, float]:
+    """The DeschedulerPolicy document to run, its mode and its interval.
 
     A KubeDescheduler is expanded (`descheduler.kubedescheduler`): its mode and interval apply
     unless `--mode` or `--descheduling-interval` say otherwise.
     """
-    mode, interval = Mode.PREDICTIVE.value, 0.0
-    if args.kubedescheduler is not None:
-        raw = _read_yaml(args.kubedescheduler)
-        prometheus = args.metrics.removeprefix("prometheus:") if args.metrics else ""
-        expansion = expand(raw, prometheus_url=prometheus if args.metrics != prometheus else None)
+    mode, interval = Mode.PREDICTIVE, 0.0
+    if settings.kubedescheduler is not None:
+        raw = _read_yaml(settings.kubedescheduler)
+        expansion = expand(raw, prometheus_url=settings.metrics.prometheus_url)
         document: Any = expansion.policy
-        mode, interval = expansion.mode, expansion.interval_seconds
+        mode, interval = Mode(expansion.mode), expansion.interval_seconds
     else:
-        document = _read_yaml(args.policy_config_file)
-    if args.mode is None:
-        args.mode = mode
-    if args.descheduling_interval is None:
-        args.descheduling_interval = interval
-    return document
+        document = _read_yaml(settings.policy_source)
+    if settings.mode is not None:
+        mode = settings.mode
+    if settings.descheduling_interval is not None:
+        interval = settings.descheduling_interval
+    return document, mode, interval
 
 
 def _read_yaml(path: Path) -> Any:
@@ -175,12 +223,40 @@ def _read_yaml(path: Path) -> Any:
 
 
 def _deschedule(
-    args: argparse.Namespace, config: Any, cluster: ObservableCluster | None, life: common.Lifetime
+    settings: DeschedulerCommandSettings,
+    config: Any,
+    mode: Mode,
+    interval: float,
+    cluster: ObservableCluster | None,
+    life: common.Lifetime,
 ) -> int:
     registry = CollectorRegistry()
+    store = PolicyStore()
+    liveness = CycleLiveness(
+        interval=interval,
+        cron=settings.cron,
+        clock=SYSTEM_CLOCK,
+    )
+    if settings.listen_metrics:
+        # From the start, so the probes answer while the caches fill (live: counted from now).
+        host, port = settings.listen_metrics
+        try:
+            server = ProbeServer(
+                host=host,
+                port=port,
+                registry=registry,
+                healthy=liveness.live,
+                ready=lambda: store.loaded,
+                name="descheduler",
+            )
+        except OSError as error:
+            raise common.SetupError(f"cannot listen on {host}:{port}: {error}") from error
+        life.on_close(server.stop)
+        server.start()
+        log.info("Metrics and probes on http://%s:%d", *server.address)
     if cluster is None:
         kubernetes = common.open_cluster(
-            common.kube_api_client(args),
+            common.kube_api_client(settings.kube),
             # Every cache the descheduler reads, named: a new cache needs its RBAC grant.
             watched=[ResourceKind.NODE, ResourceKind.POD, ResourceKind.PDB, ResourceKind.POLICY],
         )
@@ -189,52 +265,58 @@ def _deschedule(
         if not common.wait_synced(kubernetes, life.stop, limit=SYNC_TIMEOUT):
             return 0
         cluster = kubernetes
-    store = PolicyStore()
     view: MetricView
     refresh: Callable[[], None] = lambda: None  # noqa: E731
-    if args.metrics:
-        refreshing = common.open_view(args, registry=registry)
+    if settings.metrics.source:
+        refreshing = common.open_view(settings.metrics, kube=settings.kube, registry=registry)
         life.on_close(refreshing.stop)
         view, refresh = refreshing, refreshing.refresh_once
     else:
         log.warning("No --metrics source: only label-based TAS violations can be seen")
         view = StaticMetricView()
-    pod_usage = common.open_pod_usage(args)
+    pod_usage = common.open_pod_usage(settings.metrics)
     if pod_usage is not None:
         life.on_close(lambda _seconds: pod_usage.close())
-        log.info("LoadAware reads per-pod usage from %s (container series)", args.metrics)
+        log.info(
+            "LoadAware reads per-pod usage from %s (container series)", settings.metrics.source
+        )
     descheduler = Descheduler(
         config=config,
         cluster=cluster,
         metric_view=view,
         policies=lambda: store.snapshot().policies,
-        mode=Mode(args.mode),
+        mode=mode,
         clock=SYSTEM_CLOCK,
         metrics=DeschedulerMetrics(registry=registry),
         pod_usage=pod_usage_from(pod_usage) if pod_usage is not None else None,
     )
     want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
     common.follow_policies(
-        args, store, life, cluster=cluster, poll_seconds=max(args.sync_period * 5, 10.0)
+        settings.policies,
+        store,
+        life,
+        cluster=cluster,
+        poll_seconds=max(settings.metrics.sync_period * 5, 10.0),
     )
-    if args.listen_metrics:
-        common.serve_metrics(args.listen_metrics, registry)
 
     def cycle() -> None:
         # A blocking refresh before each cycle: decisions use values fetched for them.
-        refresh()
-        descheduler.run_cycle()
+        try:
+            refresh()
+            descheduler.run_cycle()
+        finally:
+            liveness.cycle_ended()  # a failed cycle still shows the schedule goes on
 
     # Decide only once the policies are known: a first cycle without them would see no
     # TAS rules at all (and a run-once descheduler would have nothing else).
     while not store.loaded and not life.stop.is_set():
         life.stop.wait(0.05)
-    log.info("Descheduler starting in %s mode", args.mode)
+    log.info("Descheduler starting in %s mode", mode.value)
     _run_until_stopped(
         lambda: run_schedule(
             cycle,
-            interval=args.descheduling_interval,
-            cron=args.descheduling_interval_cron_expression,
+            interval=interval,
+            cron=settings.cron,
             clock=SYSTEM_CLOCK,
             stop=life.stop,
         ),

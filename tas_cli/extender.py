@@ -16,7 +16,8 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,18 +170,82 @@ def _resource_quantity(text: str) -> tuple[str, float]:
     return resource.strip(), value
 
 
-def placement_tracker(args: argparse.Namespace) -> PlacementTracker | None:
+@dataclass(frozen=True)
+class PlacementSettings:
+    """The recent-placements group of flags, defaults applied."""
+
+    #: `--recent-placements`; unset: on when policies come from the cluster, off with files.
+    enabled: bool
+    window: float
+    resources: Mapping[MetricName, str]
+    default_capacity: Mapping[str, float]
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> PlacementSettings:
+        enabled = args.recent_placements
+        if enabled is None:
+            enabled = "off" if args.policies is not None else "on"
+        capacity = dict(DEFAULT_CAPACITY)
+        capacity.update(dict(args.node_capacity or []))
+        return cls(
+            enabled=enabled == "on",
+            window=args.estimate_window,
+            resources=dict(args.estimate_metric) if args.estimate_metric else DEFAULT_RESOURCES,
+            default_capacity=capacity,
+        )
+
+
+@dataclass(frozen=True)
+class ExtenderCommandSettings:
+    """Everything `tas extender` was told, read once from its command line."""
+
+    kube: common.KubeSettings
+    metrics: common.MetricsSettings
+    policies: Path | None
+    listen: tuple[str, int]
+    insecure_http: bool
+    cert: Path | None
+    key: Path | None
+    cacert: Path | None
+    #: What the application is built with (`extender.settings`).
+    app: ExtenderSettings
+    placements: PlacementSettings
+    log_level: str
+    tas_flag_notices: tuple[str, ...] = ()
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ExtenderCommandSettings:
+        return cls(
+            kube=common.KubeSettings.from_args(args),
+            metrics=common.MetricsSettings.from_args(args),
+            policies=args.policies,
+            listen=args.listen,
+            insecure_http=args.insecure_http,
+            cert=args.cert,
+            key=args.key,
+            cacert=args.cacert,
+            app=ExtenderSettings(
+                score_mode=args.score_mode,
+                tas_compat_failed_nodes=args.tas_compat_failed_nodes,
+                max_body_bytes=args.max_body_bytes,
+                decision_log_size=args.decision_log_size,
+                filter_estimate_policies=frozenset(args.filter_on_estimates),
+                max_violating_node_share=args.max_violating_node_share,
+            ),
+            placements=PlacementSettings.from_args(args),
+            log_level=args.log_level,
+            tas_flag_notices=common.tas_flag_notices(args),
+        )
+
+
+def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
     """The tracker the flags describe, or None when recent placements are off."""
-    enabled = args.recent_placements
-    if enabled is None:
-        enabled = "off" if args.policies is not None else "on"
-    if enabled == "off":
+    if not settings.enabled:
         return None
-    resources = dict(args.estimate_metric) if args.estimate_metric else DEFAULT_RESOURCES
-    capacity = dict(DEFAULT_CAPACITY)
-    capacity.update(dict(args.node_capacity or []))
     return PlacementTracker(
-        window=args.estimate_window, resources=resources, default_capacity=capacity
+        window=settings.window,
+        resources=settings.resources,
+        default_capacity=settings.default_capacity,
     )
 
 
@@ -196,68 +261,61 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    common.configure_logging(args.log_level)
-    common.warn_tas_flags(args)
+    settings = ExtenderCommandSettings.from_args(args)
+    common.configure_logging(settings.log_level)
+    common.warn_tas_flags(settings.tas_flag_notices)
     try:
-        return _serve(args)
+        return _serve(settings)
     except common.SetupError as error:
         print(f"tas extender: {error}", file=sys.stderr)
         return 2
 
 
-def _serve(args: argparse.Namespace) -> int:
-    ssl_context = _server_tls(args)
+def _serve(settings: ExtenderCommandSettings) -> int:
+    ssl_context = _server_tls(settings)
 
     registry = CollectorRegistry()
-    view = common.open_view(args, registry=registry)
+    view = common.open_view(settings.metrics, kube=settings.kube, registry=registry)
     store = PolicyStore()
     want_policy_metrics(store, view)
     with common.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
         life.on_close(view.stop)
         cluster = None
-        tracker = placement_tracker(args)
+        tracker = placement_tracker(settings.placements)
         watched = []
-        if args.policies is None:
+        if settings.policies is None:
             watched.append(ResourceKind.POLICY)
         if tracker is not None:
             watched.append(ResourceKind.POD)
         if watched:
             # Only these caches: the extender needs nothing else, and its RBAC allows nothing
             # else. /readyz stays false until the first complete policy list has loaded.
-            cluster = common.open_cluster(common.kube_api_client(args), watched=watched)
+            cluster = common.open_cluster(common.kube_api_client(settings.kube), watched=watched)
             if tracker is not None:
                 cluster.subscribe(follow_pods(tracker, cluster.find_pod, SYSTEM_CLOCK))
             cluster.start()
             life.on_close(cluster.stop)  # aborts the watch stream
         if tracker is not None:
-            _follow_pod_usage(args, tracker, life)
+            _follow_pod_usage(settings.metrics, tracker, life)
         source = common.follow_policies(
-            args,
+            settings.policies,
             store,
             life,
-            cluster=cluster if args.policies is None else None,
+            cluster=cluster if settings.policies is None else None,
             poll_seconds=POLICY_POLL_SECONDS,
-        )
-        settings = ExtenderSettings(
-            score_mode=args.score_mode,
-            tas_compat_failed_nodes=args.tas_compat_failed_nodes,
-            max_body_bytes=args.max_body_bytes,
-            decision_log_size=args.decision_log_size,
-            filter_estimate_policies=frozenset(args.filter_on_estimates),
-            max_violating_node_share=args.max_violating_node_share,
         )
         app = create_app(
             store=store,
             metrics=view,
-            settings=settings,
+            settings=settings.app,
             registry=registry,
             estimates=_estimator(tracker, view) if tracker is not None else None,
         )
-        tune_allocator(largest_body=args.max_body_bytes)
-        host, port = args.listen
+        tune_allocator(largest_body=settings.app.max_body_bytes)
+        host, port = settings.listen
         try:
             server = ExtenderServer(
-                app, host=host, port=port, ssl_context=ssl_context, log_level=args.log_level
+                app, host=host, port=port, ssl_context=ssl_context, log_level=settings.log_level
             )
         except OSError as error:
             raise common.SetupError(f"cannot listen on {host}:{port}: {error}") from error
@@ -269,12 +327,12 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+def _server_tls(settings: ExtenderCommandSettings) -> ssl.SSLContext | None:
     """The server's TLS context, None for plain HTTP; says loudly what is not authenticated."""
     if (
-        args.cacert == Path(TAS_DEFAULT_CACERT)
-        and not args.insecure_http
-        and not args.cacert.is_file()
+        settings.cacert == Path(TAS_DEFAULT_CACERT)
+        and not settings.insecure_http
+        and not settings.cacert.is_file()
     ):
         # Kept from a TAS command line without --cacert (tas_cli.tas_compat): serving without
         # client authentication instead would silently drop the guarantee TAS gave.
@@ -285,7 +343,10 @@ def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
         )
     try:
         files = tls_files(
-            cert=args.cert, key=args.key, cacert=args.cacert, insecure_http=args.insecure_http
+            cert=settings.cert,
+            key=settings.key,
+            cacert=settings.cacert,
+            insecure_http=settings.insecure_http,
         )
         context = server_ssl_context(files) if files is not None else None
     except TLSConfigError as error:
@@ -302,11 +363,11 @@ def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 
 def _follow_pod_usage(
-    args: argparse.Namespace, tracker: PlacementTracker, life: common.Lifetime
+    metrics: common.MetricsSettings, tracker: PlacementTracker, life: common.Lifetime
 ) -> None:
     """With a Prometheus source, the workloads' observed per-pod usage becomes the estimate of
     their new pods (refreshed every sync period); other sources leave requests as estimates."""
-    usage = common.open_pod_usage(args)
+    usage = common.open_pod_usage(metrics)
     if usage is None:
         return
     life.on_close(lambda _seconds: usage.close())
@@ -321,7 +382,7 @@ def _follow_pod_usage(
                 log.debug("No per-pod usage for recent placements: %s", error)
             stop.wait(period)
 
-    life.in_background(follow, life.stop, args.sync_period, name="pod-usage")
+    life.in_background(follow, life.stop, metrics.sync_period, name="pod-usage")
 
 
 def _estimator(tracker: PlacementTracker, view: RefreshingMetricView) -> Callable[[], Estimates]:

@@ -5,7 +5,11 @@ Covered:
 - durations: positive where a period is meant, zero allowed where it means "not at all", Go's
   compound forms, clear argument errors otherwise;
 - `HOST:PORT`, `[IPv6]:PORT` and `:PORT`; log levels in either case; cron expressions;
-- every component command accepts the shared flags with the same meaning;
+- every component command accepts the shared flags with the same meaning, and reads them once
+  into the same frozen settings pieces (`KubeSettings`, `MetricsSettings`);
+- the Prometheus URL of `--metrics prometheus:URL`, and per-pod usage reached with the metrics
+  config's access settings (a CA file that cannot load stops startup instead of being ignored);
+- the extender's recent placements: on by default with the cluster's policies, off with files;
 - `Lifetime`: threads joined in start order, cleanups last-registered first, each given what
   is left of one budget; a failing cleanup does not skip the others; signals restored;
 - `want_policy_metrics`: the view fetches what the policies name, plus a component's extras,
@@ -16,10 +20,12 @@ Covered:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,6 +115,94 @@ def test_every_component_reads_the_shared_flags_the_same_way(
     assert (args.kubeconfig, args.context, args.policies) == (Path("/k"), "c", Path("/p"))
     assert (args.sync_period, args.metric_max_age) == (90.0, 45.0)
     assert (args.log_level, args.metrics_config) == ("debug", Path("/c"))
+
+
+@pytest.mark.parametrize(
+    ("settings_type", "required", "source"),
+    [
+        pytest.param(
+            extender.ExtenderCommandSettings,
+            ["--metrics", "textfile:/m", "--insecure-http"],
+            "textfile:/m",
+            id="extender",
+        ),
+        pytest.param(
+            controller.ControllerCommandSettings, ["--metrics", "custom-metrics"], "custom-metrics",
+            id="controller",
+        ),
+        pytest.param(
+            descheduler.DeschedulerCommandSettings, ["--policy-config-file", "p.yaml"], None,
+            id="descheduler",
+        ),
+    ],
+)  # fmt: skip
+def test_every_component_reads_the_shared_flags_into_the_same_frozen_settings(
+    settings_type: Any, required: list[str], source: str | None
+) -> None:
+    module = {
+        extender.ExtenderCommandSettings: extender,
+        controller.ControllerCommandSettings: controller,
+        descheduler.DeschedulerCommandSettings: descheduler,
+    }[settings_type]
+    shared = [
+        "--kubeconfig", "/k", "--context", "c", "--policies", "/p", "--sync-period", "1m30s",
+        "--metric-max-age", "45s", "--log-level", "DEBUG", "--metrics-config", "/c",
+    ]  # fmt: skip
+    settings = settings_type.from_args(module.build_parser().parse_args([*required, *shared]))
+    assert settings.kube == common.KubeSettings(kubeconfig=Path("/k"), context="c")
+    assert settings.metrics == common.MetricsSettings(
+        source=source, config_file=Path("/c"), max_age=45.0, sync_period=90.0
+    )
+    assert (settings.policies, settings.log_level) == (Path("/p"), "debug")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.policies = None  # read once: nothing downstream can change what was asked
+
+
+@pytest.mark.parametrize(
+    ("source", "url"),
+    [
+        pytest.param("prometheus:https://prom.test:9090/", "https://prom.test:9090/", id="prom"),
+        pytest.param("textfile:/run/metrics", None, id="textfile"),
+        pytest.param("custom-metrics", None, id="custom-metrics"),
+        pytest.param(None, None, id="none"),
+    ],
+)  # fmt: skip
+def test_only_a_prometheus_source_names_a_prometheus(source: str | None, url: str | None) -> None:
+    settings = common.MetricsSettings(source=source)
+    assert settings.prometheus_url == url
+    if url is None:
+        assert common.open_pod_usage(settings) is None
+
+
+def test_per_pod_usage_is_reached_with_the_metrics_configs_ca_file(tmp_path: Path) -> None:
+    # Per-pod usage used to build its own client and never looked at ca_file: a wrong path
+    # started fine and then failed every query against a Prometheus with a private CA.
+    config = tmp_path / "metrics.yaml"
+    config.write_text(f"prometheus:\n  ca_file: {tmp_path / 'missing-ca.crt'}\n")
+    settings = common.MetricsSettings(source="prometheus:https://prom.test", config_file=config)
+    with pytest.raises(common.SetupError, match="ca_file"):
+        common.open_pod_usage(settings)
+
+
+@pytest.mark.parametrize(
+    ("flags", "enabled"),
+    [
+        pytest.param([], True, id="cluster-policies-default-on"),
+        pytest.param(["--policies", "/p"], False, id="policy-files-default-off"),
+        pytest.param(["--policies", "/p", "--recent-placements", "on"], True, id="files-on"),
+        pytest.param(["--recent-placements", "off"], False, id="cluster-off"),
+    ],
+)
+def test_recent_placements_default_to_on_only_with_the_clusters_policies(
+    flags: list[str], enabled: bool
+) -> None:
+    args = extender.build_parser().parse_args(
+        ["--metrics", "textfile:/m", "--insecure-http", "--node-capacity", "cpu=8", *flags]
+    )
+    settings = extender.ExtenderCommandSettings.from_args(args).placements
+    assert settings.enabled is enabled
+    assert (extender.placement_tracker(settings) is not None) is enabled
+    assert settings.default_capacity == {"cpu": 8.0, "memory": 64.0 * 1024**3}
 
 
 def test_a_lifetime_joins_threads_in_order_then_runs_cleanups_last_first() -> None:

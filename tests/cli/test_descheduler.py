@@ -20,10 +20,11 @@ import pytest
 import yaml
 
 from descheduler.config import parse_config
+from descheduler.cycle import Mode
 from embedded.cluster import InMemoryCluster
 from tas.vocabulary import POLICY_LABEL
 from tas_cli import descheduler as tas_descheduler
-from tas_cli.descheduler import build_parser, run
+from tas_cli.descheduler import DeschedulerCommandSettings, build_parser, policy_document, run
 from tests.descheduler.builders import cluster_with, make_node, make_pod
 
 ROOT = Path(__file__).parents[2]
@@ -180,13 +181,15 @@ def test_a_kubedescheduler_sets_mode_and_interval_unless_flags_say_otherwise(
     )
     args = parse("--kubedescheduler", str(path), "--print-policy")
     assert run(args) == 0
-    assert (args.mode, args.descheduling_interval) == ("Automatic", 3600.0)
+    _, mode, interval = policy_document(DeschedulerCommandSettings.from_args(args))
+    assert (mode, interval) == (Mode.AUTOMATIC, 3600.0)
     args = parse(
         "--kubedescheduler", str(path), "--print-policy",
         "--mode", "Predictive", "--descheduling-interval", "0",
     )  # fmt: skip
     assert run(args) == 0
-    assert (args.mode, args.descheduling_interval) == ("Predictive", 0.0)
+    _, mode, interval = policy_document(DeschedulerCommandSettings.from_args(args))
+    assert (mode, interval) == (Mode.PREDICTIVE, 0.0)
 
 
 def test_a_policy_file_or_a_kubedescheduler_is_required_not_both(
