@@ -9,6 +9,5 @@ into the labels and statuses the TASPolicies ask for, and only the differences a
     reconciler.py  one cycle against a `tas.cluster` Cluster: read, compute, write, events
     loop.py        the periodic loop behind the leader gate
     metrics.py     the controller's Prometheus metrics (injected registry)
-    http.py        /healthz, /readyz and /metrics
     cli.py         `tas controller` / `python -m policy_controller`: wiring only
 """

@@ -22,7 +22,6 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from embedded.cluster import WriteKind
-from policy_controller.http import ProbeServer
 from policy_controller.loop import ControllerLoop
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
@@ -33,6 +32,7 @@ from tas.cluster.leader import LeaderElector
 from tas.cluster.model import Node
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
+from tas.probes import ProbeServer
 from tas.types import NodeName
 from tests.controller.support import AgingMetricView, health_policy_document, make_node
 from tests.instrumented_cluster import InstrumentedCluster

@@ -1,8 +1,8 @@
 """`/healthz`, `/readyz` and `/metrics` on a small stdlib HTTP server.
 
-The controller serves no API, so the standard library is enough: no framework, one thread.
-Health and readiness are callables and the registry is injected, so tests build the server with
-whatever they need.
+The policy controller and the descheduler serve no API, so the standard library is enough: no
+framework, one thread. Health and readiness are callables and the registry is injected, so
+tests build the server with whatever they need.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ class ProbeServer:
         registry: CollectorRegistry,
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
+        name: str = "probes",
     ) -> None:
         handler = _handler(registry, healthy, ready)
+        self._name = name
         self._server = ThreadingHTTPServer((host, port), handler)
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -41,7 +43,7 @@ class ProbeServer:
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.1},
-            name="controller-http",
+            name=f"{self._name}-http",
             daemon=True,
         )
         self._thread.start()
