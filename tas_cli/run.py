@@ -149,13 +149,53 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+@dataclass(frozen=True)
+class RunCommandSettings:
+    """Everything `tas run` was told, read once from its command line."""
+
+    dir: Path
+    listen: tuple[str, int]
+    dashboard: tuple[str, int]
+    policies: Path
+    descheduler_config: Path
+    mode: str
+    #: None: 1s for the demo, the scenario's divided by `speed` with a scenario.
+    sync_period: float | None
+    #: None: 2s for the demo, the scenario's divided by `speed` with a scenario.
+    descheduling_interval: float | None
+    scenario: str | None
+    speed: float
+    replicas: int
+    seed: int
+    duration: float
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunCommandSettings:
+        return cls(
+            dir=args.dir,
+            listen=args.listen,
+            dashboard=args.dashboard,
+            policies=args.policies,
+            descheduler_config=args.descheduler_config,
+            mode=args.mode,
+            sync_period=args.sync_period,
+            descheduling_interval=args.descheduling_interval,
+            scenario=args.scenario,
+            speed=args.speed,
+            replicas=args.replicas,
+            seed=args.seed,
+            duration=args.duration,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    settings = RunCommandSettings.from_args(args)
     common.configure_logging("info")
     # The dashboard's decision log tells all of it; the terminal keeps evictions and changes.
     for noisy in ("httpx", "uvicorn.error", "descheduler.plugins.load_aware", "descheduler.cycle"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        return _run(args)
+        return _run(settings)
     except common.SetupError as error:
         print(f"tas run: {error}", file=sys.stderr)
         return 2
@@ -193,18 +233,18 @@ class Setup:
     finished: Callable[[], bool] = lambda: False
 
 
-def demo_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
-    if not args.policies.exists():
-        raise common.SetupError(f"no policy at {args.policies} (give --policies FILE)")
+def demo_setup(settings: RunCommandSettings, metrics_dir: Path) -> Setup:
+    if not settings.policies.exists():
+        raise common.SetupError(f"no policy at {settings.policies} (give --policies FILE)")
     try:
-        config = load_config_file(args.descheduler_config)
+        config = load_config_file(settings.descheduler_config)
     except ConfigError as error:
-        raise common.SetupError(f"{args.descheduler_config}: {error}") from error
+        raise common.SetupError(f"{settings.descheduler_config}: {error}") from error
     write_start_metrics(metrics_dir)
-    cluster = build_demo_cluster(args.replicas)
-    world = DemoWorld(cluster, metrics_dir, seed=args.seed)
+    cluster = build_demo_cluster(settings.replicas)
+    world = DemoWorld(cluster, metrics_dir, seed=settings.seed)
     telemetry = LiveTelemetry(
-        cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=args.seed
+        cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=settings.seed
     )
     return Setup(
         cluster=cluster,
@@ -213,16 +253,17 @@ def demo_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
         telemetry=telemetry,
         config=config,
         clock=SystemClock(),
-        sync_period=args.sync_period or 1.0,
-        interval=args.descheduling_interval or 2.0,
+        sync_period=settings.sync_period or 1.0,
+        interval=settings.descheduling_interval or 2.0,
         policy_files=PolicyFileWatcher(
-            args.policies, functools.partial(apply_policy_files, cluster=cluster)
+            settings.policies, functools.partial(apply_policy_files, cluster=cluster)
         ),
         banner=lambda dashboard, extender: demo_banner(metrics_dir, dashboard, extender),
     )
 
 
-def scenario_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
+def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -> Setup:
+    """`name`: the scenario file or name (`--scenario`)."""
     from simulator.clock import VirtualClock
     from simulator.contenders import Unavailable, resolve
     from simulator.scenario import ScenarioError, load_scenario
@@ -230,28 +271,28 @@ def scenario_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
     from tas_cli.live_scenario import ScenarioControls, ScenarioTelemetry
 
     try:
-        scenario = load_scenario(args.scenario)
+        scenario = load_scenario(name)
     except ScenarioError as error:
-        raise common.SetupError(
-            f"scenario {args.scenario}: " + "; ".join(error.problems[:5])
-        ) from error
+        raise common.SetupError(f"scenario {name}: " + "; ".join(error.problems[:5])) from error
     contender = resolve("ours", scenario.contenders.get("ours"))
     if isinstance(contender, Unavailable) or contender.config is None:
         why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
         raise common.SetupError(f"scenario {scenario.name}: {why}")
     clock = VirtualClock(start=datetime.now(UTC))
-    world = World(scenario, clock=clock, seed=args.seed or scenario.seed)
+    world = World(scenario, clock=clock, seed=settings.seed or scenario.seed)
     for document in scenario.policies:
         world.cluster.apply_policy(document)
-    telemetry = ScenarioTelemetry(world, metrics_dir, speed=args.speed, started=time.time())
+    telemetry = ScenarioTelemetry(world, metrics_dir, speed=settings.speed, started=time.time())
     controls = ScenarioControls(world, metrics_dir)
-    sync = args.sync_period or max(0.2, scenario.sync_period / args.speed)
-    interval = args.descheduling_interval or max(sync, scenario.descheduling_interval / args.speed)
+    sync = settings.sync_period or max(0.2, scenario.sync_period / settings.speed)
+    interval = settings.descheduling_interval or max(
+        sync, scenario.descheduling_interval / settings.speed
+    )
     banner = (
         f"Scenario {scenario.name}: {scenario.description.strip()}\n"
         f"{len(scenario.nodes)} nodes, {len(scenario.workloads)} workloads, "
-        f"{scenario.duration:g}s of scenario time at {args.speed:g}x "
-        f"({scenario.duration / args.speed:g}s). Node telemetry is textfiles in {metrics_dir}/."
+        f"{scenario.duration:g}s of scenario time at {settings.speed:g}x "
+        f"({scenario.duration / settings.speed:g}s). Node telemetry is textfiles in {metrics_dir}/."
     )
     return Setup(
         cluster=world.cluster,
@@ -268,12 +309,15 @@ def scenario_setup(args: argparse.Namespace, metrics_dir: Path) -> Setup:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
-    metrics_dir: Path = args.dir / "metrics"
+def _run(settings: RunCommandSettings) -> int:
+    metrics_dir: Path = settings.dir / "metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
     for stale in metrics_dir.glob("*.prom"):  # an earlier run's nodes must not linger
         stale.unlink()
-    setup = scenario_setup(args, metrics_dir) if args.scenario else demo_setup(args, metrics_dir)
+    if settings.scenario:
+        setup = scenario_setup(settings.scenario, settings, metrics_dir)
+    else:
+        setup = demo_setup(settings, metrics_dir)
     cluster = setup.cluster
 
     registry = CollectorRegistry()
@@ -291,7 +335,7 @@ def _run(args: argparse.Namespace) -> int:
         cluster=cluster,
         metric_view=view,
         policies=lambda: store.snapshot().policies,
-        mode=Mode(args.mode),
+        mode=Mode(settings.mode),
         clock=setup.clock,
         metrics=DeschedulerMetrics(registry=CollectorRegistry()),
         pod_usage=lambda state: pod_usage(state, latest[-1] if latest else None),
@@ -303,18 +347,18 @@ def _run(args: argparse.Namespace) -> int:
     latest.append(setup.telemetry.step(time.time()))
     view.refresh_once()
 
-    settings = ExtenderSettings()
-    decisions = DecisionLog(settings.decision_log_size)
+    extender_settings = ExtenderSettings()
+    decisions = DecisionLog(extender_settings.decision_log_size)
     extender_app = create_app(
         store=store,
         metrics=view,
-        settings=settings,
+        settings=extender_settings,
         registry=registry,
         decisions=decisions,
     )
     with common.Lifetime("tas run", shutdown_seconds=SHUTDOWN_SECONDS) as life:
         life.catch_signals()
-        extender = _server(extender_app, args.listen, "the extender")
+        extender = _server(extender_app, settings.listen, "the extender")
         recorder = Recorder(
             cluster=cluster,
             policies=store,
@@ -322,17 +366,17 @@ def _run(args: argparse.Namespace) -> int:
             workloads=setup.workloads,
             info={
                 "extender": extender.url,
-                "mode": args.mode,
+                "mode": settings.mode,
                 "syncPeriod": setup.sync_period,
                 "deschedulingInterval": setup.interval,
-                "scenario": args.scenario,
+                "scenario": settings.scenario,
                 "metricsDir": str(metrics_dir),
             },
         )
         dashboard_app = create_dashboard_app(
             recorder=recorder, world=setup.controls, stop=life.stop
         )
-        dashboard = _server(dashboard_app, args.dashboard, "the dashboard")
+        dashboard = _server(dashboard_app, settings.dashboard, "the dashboard")
         servers = (dashboard, extender)
         for server in servers:
             server.start()
@@ -376,7 +420,7 @@ def _run(args: argparse.Namespace) -> int:
             if setup.finished() and not announced:
                 print("The scenario reached its end; the world holds still. Ctrl-C stops.")
                 announced = True
-            if args.duration and time.monotonic() - started >= args.duration:
+            if settings.duration and time.monotonic() - started >= settings.duration:
                 break
             life.stop.wait(setup.sync_period)
     return 0

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         value = parse_value(args.value)
         if args.ssh is not None:
-            return _over_ssh(args, value)
+            return _over_ssh(args.node, args.ssh, value, remote_dir=args.remote_dir)
         write_node_series(args.dir, args.node, {SERIES: value})
     except SetHealthError as error:
         print(f"set-health: {error}", file=sys.stderr)
@@ -126,19 +126,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _over_ssh(args: argparse.Namespace, value: float) -> int:
-    argv = ssh_command(args.ssh, value, remote_dir=args.remote_dir)
+def _over_ssh(node: str, destination: str, value: float, *, remote_dir: str) -> int:
+    argv = ssh_command(destination, value, remote_dir=remote_dir)
     try:
         result = subprocess.run(argv, check=False, timeout=SSH_TIMEOUT_SECONDS)
     except FileNotFoundError:
         print("set-health: ssh is not installed", file=sys.stderr)
         return 1
     except subprocess.TimeoutExpired:
-        print(f"set-health: ssh to {args.ssh} timed out", file=sys.stderr)
+        print(f"set-health: ssh to {destination} timed out", file=sys.stderr)
         return 1
     if result.returncode != 0:
-        print(f"set-health: ssh to {args.ssh} failed (exit {result.returncode})", file=sys.stderr)
+        code = result.returncode
+        print(f"set-health: ssh to {destination} failed (exit {code})", file=sys.stderr)
         return 1
-    where = f"{args.ssh}:{args.remote_dir}/{REMOTE_FILE}"
-    print(f"{args.node}: {SERIES} {format_value(value)} ({where})")
+    where = f"{destination}:{remote_dir}/{REMOTE_FILE}"
+    print(f"{node}: {SERIES} {format_value(value)} ({where})")
     return 0
