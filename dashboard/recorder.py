@@ -31,7 +31,8 @@ from typing import Any
 
 from descheduler.classify import Classification
 from descheduler.cycle import CycleReport
-from descheduler.self_metrics import CATEGORY_VALUE, Result
+from descheduler.framework import Result
+from descheduler.self_metrics import CATEGORY_VALUE
 from embedded.cluster import EvictionRecord, InMemoryCluster
 from embedded.live_telemetry import TelemetryStep
 from embedded.scheduler import Placement

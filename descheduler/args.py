@@ -195,6 +195,24 @@ class FieldReader:
             return None
         return parse_label_selector(raw, self.at(key), self.problems)
 
+    def node_selector(self, key: str = "nodeSelector") -> LabelSelector | None:
+        """Upstream's `nodeSelector` string (`k=v,k2 in (a,b)`), the policy's and the
+        DefaultEvictor's alike; a `{k: v}` mapping is accepted for convenience (k=v, ...).
+        None when absent or empty."""
+        raw = self.get(key)
+        if raw is None or raw == "":
+            return None
+        if isinstance(raw, Mapping):
+            return LabelSelector(match_labels={str(k): str(v) for k, v in raw.items()})
+        if not isinstance(raw, str):
+            self.problem(self.at(key), f"must be a label selector like 'k=v,k2!=v2', got {raw!r}")
+            return None
+        try:
+            return parse_selector_string(raw)
+        except SelectorSyntaxError as error:
+            self.problem(self.at(key), str(error))
+            return None
+
     def pod_selection(self) -> PodSelection:
         """`namespaces` and `labelSelector`, the pod filter most upstream plugins take."""
         return PodSelection(namespaces=self.namespaces(), labels=self.label_selector())

@@ -6,8 +6,12 @@ only Ready nodes (matching `nodeSelector`) are worked on. The eviction budget an
 cooldown are shared by all profiles, so limits hold for the whole cycle, whatever the
 configuration; the cooldown guards the plugins each profile says it guards. Plugins run through
 their contract (`descheduler.framework.Plugin`), never by name; two are named here for what they
-feed beyond their own run: TASViolations' violation source is what the circuit breaker watches,
+feed beyond their own run: TASViolations' violation source is what the circuit breaker judges,
 and the SoftTainter's taints follow the classification after every plugin has run.
+
+The policies' deschedule rules are evaluated once per cycle, into the cycle state; the circuit
+breaker (`tas.breaker`, as in the extender and the controller) judges that evaluation and
+TASViolations acts on it.
 
 When the circuit breaker trips, every node that violates at that moment gets a Warning Event
 (`DeschedulingHalted`), so `kubectl describe node` shows why nothing moves.
@@ -15,7 +19,6 @@ When the circuit breaker trips, every node that violates at that moment gets a W
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import logging
@@ -26,23 +29,16 @@ from typing import Any
 
 from descheduler.classify import Classification
 from descheduler.config import DeschedulerConfig
-from descheduler.evictor import (
-    CircuitBreaker,
-    Cooldown,
-    CycleRails,
-    EvictionBudget,
-    EvictionDecision,
-    Evictor,
-    ProtectionRules,
-)
-from descheduler.framework import RUN_POINTS, AnyPlugin, PluginContext, PodUsageSource
+from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, EvictionDecision, PodEvictor
+from descheduler.framework import RUN_POINTS, AnyPlugin, PluginContext, PodUsageSource, Result
 from descheduler.plugins import soft_tainter, tas_violations
+from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
-from descheduler.self_metrics import DeschedulerMetrics, Result
+from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
 from descheduler.usage import SERVICE_ACCOUNT_TOKEN, ClusterUsage, PrometheusQueries
-from descheduler.violations import ViolationSource, all_violations
+from descheduler.violations import BreakerJudgement, ViolationSource, judge_breaker
 from tas.clock import Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, ObjectReference
@@ -101,7 +97,8 @@ class Descheduler:
         self.metrics = metrics
         self.pod_usage = pod_usage
         self.cooldown = Cooldown(config.cooldown_seconds)
-        self.breaker = CircuitBreaker(config.max_violating_node_share)
+        #: Why the circuit breaker held evictions back in the last cycle (None: it did not).
+        self.halted: str | None = None
         prometheus = None
         if config.prometheus_url:
             prometheus = PrometheusQueries(
@@ -148,48 +145,42 @@ class Descheduler:
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
         )
-        violating = all_violations(policies.values(), state, self._violation_source())
-        ready_names = {n.name for n in ready}
-        violating = {n: r for n, r in violating.items() if n in ready_names}
-        was_open = self.breaker.open
-        self.breaker.update(violating, in_scope=len(ready))
-        report.circuit_breaker = self.breaker.reason
-        if self.breaker.open and not was_open:
-            self._announce_trip(violating, len(ready))
-        if self.metrics is not None:
-            self.metrics.circuit_breaker_open.set(1 if self.breaker.open else 0)
+        self._judge_breaker(
+            judge_breaker(
+                state,
+                self._violation_source(),
+                max_share=self.config.max_violating_node_share,
+            ),
+            in_scope=len(ready),
+        )
+        report.circuit_breaker = self.halted
         rails = CycleRails(
             budget=EvictionBudget(self.config.limits),
             cooldown=self.cooldown,
-            breaker=self.breaker,
+            halted=self.halted,
             dry_run=self.mode is Mode.PREDICTIVE,
             decisions=report.decisions,
             failure_events=self.config.eviction_failure_events,
             grace_period_seconds=self.config.grace_period_seconds,
         )
         self.usage.new_cycle()
-        contexts = {
-            profile.name: PluginContext(
-                evictor=Evictor(
-                    cluster=self.cluster,
-                    state=state,
-                    rules=ProtectionRules.resolve(
-                        profile.evictor, cluster=self.cluster, pods=state.pods
-                    ),
-                    rails=rails,
-                    metrics=self.metrics,
-                    profile=profile.name,
+        evictors = {
+            profile.name: PodEvictor(
+                cluster=self.cluster,
+                state=state,
+                rules=ProtectionRules.resolve(
+                    profile.evictor, cluster=self.cluster, pods=state.pods
                 ),
-                classified=functools.partial(self._classified, report, profile.name),
-                pod_usage_source=self.pod_usage,
-                usage=self.usage,
+                rails=rails,
+                metrics=self.metrics,
+                profile=profile.name,
             )
             for profile in self.config.profiles
         }
         for point in RUN_POINTS:
             for profile in self.config.profiles:
                 for plugin in profile.enabled_at(point):
-                    self._run_plugin(profile, plugin, contexts[profile.name])
+                    self._run_plugin(profile, plugin, evictors[profile.name], report)
         self._sync_taints(state, report)
         done = len(report.by_result(Result.EVICTED)) + len(report.by_result(Result.DRY_RUN))
         log.info(
@@ -206,16 +197,42 @@ class Descheduler:
         if self.metrics is not None:
             self.metrics.cycles.labels(outcome).inc()
 
-    def _run_plugin(self, profile: Profile, plugin: AnyPlugin, context: PluginContext) -> None:
+    def _run_plugin(
+        self, profile: Profile, plugin: AnyPlugin, evictor: PodEvictor, report: CycleReport
+    ) -> None:
         if plugin.run is None:
             return  # configures only, or acts after every plugin (the SoftTainter)
-        if not plugin.runs_while_breaker_open and context.evictor.stopped and self.breaker.open:
-            log.error("%s skipped: %s", plugin.name, self.breaker.reason)
+        if not plugin.runs_while_breaker_open and self.halted is not None:
+            log.error("%s skipped: %s", plugin.name, self.halted)
             return
-        evictor = context.evictor.for_plugin(
-            guard_owners=profile.guards_owners(plugin), evacuating=plugin.evacuates
+        context = PluginContext(
+            evictor=evictor.for_plugin(
+                guard_owners=profile.guards_owners(plugin), evacuating=plugin.evacuates
+            ),
+            classified=functools.partial(self._classified, report, profile.name),
+            pod_usage_source=self.pod_usage,
+            usage=self.usage,
         )
-        plugin.run(profile.args_of(plugin), dataclasses.replace(context, evictor=evictor))
+        plugin.run(profile.args_of(plugin), context)
+
+    def _judge_breaker(self, judgement: BreakerJudgement, *, in_scope: int) -> None:
+        """Hold evictions back while the breaker is open; say so when it opens and closes."""
+        reason = judgement.reason
+        if reason is not None:
+            log.error("Circuit breaker open: %s", reason)
+            for node, why in judgement.violating.items():
+                log.error("Circuit breaker: node %s: %s", node, why)
+            if self.halted is None:
+                self._announce_trip(judgement.violating, in_scope)
+        elif self.halted is not None:
+            log.warning(
+                "Circuit breaker closed: %d of %d nodes violate; evictions resume",
+                len(judgement.violating),
+                in_scope,
+            )
+        self.halted = reason
+        if self.metrics is not None:
+            self.metrics.circuit_breaker_open.set(0 if reason is None else 1)
 
     def _announce_trip(self, violating: Mapping[NodeName, str], in_scope: int) -> None:
         message = (

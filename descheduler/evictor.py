@@ -2,10 +2,12 @@
 
 In the order a pod meets them:
 
-1. `ProtectionRules` (the upstream DefaultEvictor's filter): pods that must never be evicted;
+1. the profile's `EvictorFilter` (`descheduler.framework`; the DefaultEvictor's rules,
+   `descheduler.plugins.default_evictor.ProtectionRules`): pods that must never be evicted;
 2. the pre-eviction filter: nodeFit (`descheduler.nodefit`: another Ready node must accept the
    pod, TAS rules included) and the namespace label selector;
-3. the `CircuitBreaker`: too many nodes violating at once means a broken metric pipeline;
+3. the circuit breaker (`tas.breaker`, judged once per cycle by the cycle): too many nodes
+   violating at once means a broken metric pipeline, and `CycleRails.halted` says so;
 4. the `EvictionBudget`: per-node, per-namespace and total limits per cycle;
 5. the per-owner `Cooldown` and "one pod per owner per cycle": a workload evicted from is left
    alone for a while. It guards the telemetry-driven plugins (and, where a profile opts them
@@ -27,232 +29,23 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from descheduler.args import NamespaceFilter, PodSelection
+from descheduler.framework import EvictorFilter, Result
 from descheduler.nodefit import fitting_nodes
-from descheduler.plugins.default_evictor import EvictorArgs, NoEvictionPolicy, Protection
-from descheduler.self_metrics import DeschedulerMetrics, Result
+from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
-from tas.cluster.model import (
-    NamespaceInfo,
-    ObjectReference,
-    PersistentVolumeClaim,
-    Pod,
-    PodDisruptionBudget,
-    QoSClass,
-)
+from tas.cluster.model import ObjectReference, Pod
 from tas.types import Namespace, NodeName
-from tas.vocabulary import EVICT_ANNOTATION
 
 log = logging.getLogger(__name__)
 
-#: system-cluster-critical is 2,000,000,000 and system-node-critical 2,000,001,000.
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
-#: Every API server has these two classes; a lookup that finds neither falls back to them.
-BUILTIN_PRIORITY_CLASSES: Mapping[str, int] = {
-    "system-cluster-critical": 2_000_000_000,
-    "system-node-critical": 2_000_001_000,
-}
-PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
 #: Who the Events say evicted the pod.
 EVENT_SOURCE = "telemetry-aware-scheduling descheduler"
-_LOCAL_STORAGE = ("emptyDir", "hostPath")
-_QOS_ORDER = {QoSClass.BEST_EFFORT: 0, QoSClass.BURSTABLE: 1, QoSClass.GUARANTEED: 2}
-
-
-# ---------------------------------------------------------------------------- protection
-
-
-@dataclass(frozen=True)
-class ProtectionRules:
-    """Which pods may be evicted at all: the DefaultEvictor's arguments with what they name
-    resolved through the cluster (`resolve`)."""
-
-    args: EvictorArgs = field(default_factory=EvictorArgs)
-    #: The resolved priority threshold (pods at or above it are protected).
-    threshold: int | None = None
-    #: Why the configuration cannot be applied this cycle (an unknown priority class, say):
-    #: then every pod is protected, as upstream refuses to build the profile.
-    broken: str | None = None
-    #: Namespaces whose labels match `namespaceLabelSelector` (None: no such selector).
-    labelled_namespaces: frozenset[str] | None = None
-    #: Storage class of every claim, where `protectedStorageClasses` needs it.
-    claim_classes: Mapping[tuple[str, str], str] | None = None
-    #: Pods per owner uid, where `minReplicas` needs it.
-    owner_replicas: Mapping[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def resolve(
-        cls, args: EvictorArgs, *, cluster: Cluster, pods: Sequence[Pod]
-    ) -> ProtectionRules:
-        """Read what the arguments name (one API call each, only when configured)."""
-        threshold, broken = _resolve_threshold(args, cluster, pods)
-        namespaces: frozenset[str] | None = None
-        selector = args.namespace_label_selector
-        if selector is not None:
-            try:
-                found: Sequence[NamespaceInfo] = cluster.list_namespaces()
-            except ClusterError as error:
-                broken = broken or f"cannot list namespaces for namespaceLabelSelector: {error}"
-                found = ()
-            namespaces = frozenset(n.name for n in found if selector.matches(n.labels))
-        classes: dict[tuple[str, str], str] | None = None
-        if args.protects(Protection.PODS_WITH_PVC) and args.protected_storage_classes:
-            try:
-                claims: Sequence[PersistentVolumeClaim] = cluster.list_persistent_volume_claims()
-            except ClusterError as error:
-                broken = broken or f"cannot list persistentvolumeclaims: {error}"
-                claims = ()
-            classes = {(c.namespace, c.name): c.storage_class_name for c in claims}
-        replicas: dict[str, int] = {}
-        if args.min_replicas > 1:
-            for pod in pods:
-                for owner in pod.owners:
-                    replicas[owner.uid] = replicas.get(owner.uid, 0) + 1
-        if broken:
-            log.error("DefaultEvictor: %s; nothing is evicted by this profile", broken)
-        return cls(
-            args,
-            threshold=threshold,
-            broken=broken,
-            labelled_namespaces=namespaces,
-            claim_classes=classes,
-            owner_replicas=replicas,
-        )
-
-    def protection(
-        self,
-        pod: Pod,
-        *,
-        pdbs: Sequence[PodDisruptionBudget] = (),
-        now: datetime | None = None,
-    ) -> str | None:
-        """Why the pod must not be evicted (upstream's Filter), or None when it may be."""
-        args = self.args
-        if not args.namespaces.allows(pod.namespace):
-            return f"namespace {pod.namespace} is not in scope"
-        if self.broken is not None:
-            return self.broken
-        if EVICT_ANNOTATION in pod.annotations:
-            return None  # the user asked for it; the PDB still holds (the Eviction API checks it)
-        if (
-            args.no_eviction_policy is NoEvictionPolicy.MANDATORY
-            and PREFER_NO_EVICTION_ANNOTATION in pod.annotations
-        ):
-            return f"annotation {PREFER_NO_EVICTION_ANNOTATION} with noEvictionPolicy Mandatory"
-        if pod.is_mirror:
-            return "mirror pod"
-        if pod.is_static:
-            return "static pod"
-        if pod.deletion_timestamp is not None:
-            return "pod is already being deleted"
-        return self._constraint(pod, pdbs=pdbs, now=now)
-
-    def _constraint(
-        self, pod: Pod, *, pdbs: Sequence[PodDisruptionBudget], now: datetime | None
-    ) -> str | None:
-        args = self.args
-        if args.protects(Protection.SYSTEM_CRITICAL_PODS) and pod.has_priority:
-            if pod.priority >= SYSTEM_CRITICAL_PRIORITY:
-                return f"system-critical priority {pod.priority}"
-            if self.threshold is not None and pod.priority >= self.threshold:
-                return f"priority {pod.priority} is at or above the threshold {self.threshold}"
-        owners = pod.owners
-        if not owners and (args.protects(Protection.FAILED_BARE_PODS) or pod.phase != "Failed"):
-            return "pod has no owner to recreate it"
-        if args.protects(Protection.PODS_WITH_LOCAL_STORAGE) and any(
-            v.kind in _LOCAL_STORAGE for v in pod.volumes
-        ):
-            return "pod uses local storage (emptyDir or hostPath)"
-        if args.protects(Protection.DAEMONSET_PODS) and any(o.kind == "DaemonSet" for o in owners):
-            return "DaemonSet pod"
-        if args.protects(Protection.PODS_WITH_PVC):
-            why = self._pvc_protection(pod)
-            if why is not None:
-                return why
-        if args.protects(Protection.PODS_WITHOUT_PDB) and not any(
-            b.namespace == pod.namespace and b.selector.matches(pod.labels) for b in pdbs
-        ):
-            return "pod has no PodDisruptionBudget"
-        if args.protects(Protection.PODS_WITH_RESOURCE_CLAIMS) and pod.has_resource_claims:
-            return "pod has ResourceClaims"
-        if args.label_selector is not None and not args.label_selector.matches(pod.labels):
-            return "pod labels do not match the DefaultEvictor's labelSelector"
-        if args.min_replicas > 1 and len(owners) == 1:
-            replicas = self.owner_replicas.get(owners[0].uid, 0)
-            if replicas < args.min_replicas:
-                return f"owner has {replicas} replicas, fewer than minReplicas {args.min_replicas}"
-        if args.min_pod_age_seconds is not None:
-            started = pod.start_time
-            if started is None or now is None:
-                return "pod has not started"
-            if (now - started).total_seconds() < args.min_pod_age_seconds:
-                return f"pod is younger than minPodAge {args.min_pod_age_seconds:g}s"
-        return None
-
-    def _pvc_protection(self, pod: Pod) -> str | None:
-        claims = [v for v in pod.volumes if v.kind == "persistentVolumeClaim"]
-        if not claims:
-            return None
-        if self.claim_classes is None:
-            return "pod uses a PersistentVolumeClaim"
-        protected = self.args.protected_storage_classes
-        for claim in claims:
-            storage_class = self.claim_classes.get((pod.namespace, claim.claim_name))
-            if not storage_class:
-                return f"storage class of claim {claim.claim_name} is unknown"
-            if storage_class in protected:
-                return f"pod uses the protected storage class {storage_class}"
-        return None
-
-    def namespace_selected(self, pod: Pod) -> bool:
-        """The pod's namespace matches `namespaceLabelSelector` (or there is none)."""
-        return self.labelled_namespaces is None or pod.namespace in self.labelled_namespaces
-
-
-def _resolve_threshold(
-    args: EvictorArgs, cluster: Cluster, pods: Iterable[Pod]
-) -> tuple[int | None, str | None]:
-    wanted = args.priority_threshold
-    if wanted is None or not args.protects(Protection.SYSTEM_CRITICAL_PODS):
-        return None, None
-    if wanted.value is not None:
-        return wanted.value, None
-    name = wanted.name or ""
-    try:
-        value = cluster.get_priority_class_value(name)
-    except ClusterError as error:
-        log.warning("Cannot read PriorityClass %s: %s", name, error)
-        value = None
-    if value is None:
-        value = BUILTIN_PRIORITY_CLASSES.get(name)
-    if value is None:
-        # Pods of the class carry its value: good enough while the API cannot answer.
-        value = next((p.priority for p in pods if p.priority_class_name == name), None)
-    if value is None:
-        return None, f"priority threshold class {name!r} is unknown"
-    if value > SYSTEM_CRITICAL_PRIORITY:
-        return None, f"priority threshold {value} ({name}) is above {SYSTEM_CRITICAL_PRIORITY}"
-    return value, None
-
-
-def sort_candidates(pods: Iterable[Pod]) -> list[Pod]:
-    """Eviction order (upstream's): lower priority first, pods without a priority before all;
-    then BestEffort, Burstable, Guaranteed; then pods without the prefer-no-eviction
-    annotation."""
-    return sorted(
-        pods,
-        key=lambda p: (
-            p.has_priority,
-            p.priority,
-            _QOS_ORDER[p.qos_class],
-            PREFER_NO_EVICTION_ANNOTATION in p.annotations,
-        ),
-    )
 
 
 # ------------------------------------------------------------------------- rails per cycle
@@ -371,39 +164,6 @@ class Cooldown:
         return {k: t for k, t in last.items() if (now - t).total_seconds() < self.seconds}
 
 
-class CircuitBreaker:
-    """Opens when more than `max_share` of in-scope nodes violate at once; closes when not."""
-
-    def __init__(self, max_share: float) -> None:
-        self.max_share = max_share
-        self.reason: str | None = None
-
-    @property
-    def open(self) -> bool:
-        return self.reason is not None
-
-    def update(self, violating: Mapping[NodeName, str], *, in_scope: int) -> bool:
-        share = len(violating) / in_scope if in_scope else 0.0
-        if share > self.max_share:
-            names = ", ".join(sorted(violating))
-            self.reason = (
-                f"{len(violating)} of {in_scope} nodes ({share:.0%}) violate at once, more than "
-                f"the {self.max_share:.0%} allowed: treating it as a broken metric pipeline and "
-                f"evicting nothing (violating: {names})"
-            )
-            log.error("Circuit breaker open: %s", self.reason)
-            for node in sorted(violating):
-                log.error("Circuit breaker: node %s: %s", node, violating[node])
-        elif self.reason is not None:
-            log.warning(
-                "Circuit breaker closed: %d of %d nodes violate; evictions resume",
-                len(violating),
-                in_scope,
-            )
-            self.reason = None
-        return self.open
-
-
 # ------------------------------------------------------------------------------- evicting
 
 
@@ -416,7 +176,7 @@ class EvictionDecision:
     node: NodeName | None
     strategy: str
     reason: str
-    result: str  # descheduler.self_metrics.Result
+    result: str  # descheduler.framework.Result
 
 
 @dataclass
@@ -425,8 +185,9 @@ class CycleRails:
 
     budget: EvictionBudget
     cooldown: Cooldown
-    breaker: CircuitBreaker
     dry_run: bool
+    #: Why the circuit breaker holds every eviction back this cycle (None: it does not).
+    halted: str | None = None
     decisions: list[EvictionDecision] = field(default_factory=list)
     #: Owners evicted from in this cycle (dry runs included): one pod per owner per cycle.
     owners: set[OwnerKey] = field(default_factory=set)
@@ -436,15 +197,16 @@ class CycleRails:
     grace_period_seconds: int | None = None
 
 
-class Evictor:
-    """One profile's evictor for one cycle (`for_plugin` gives each plugin its view)."""
+class PodEvictor:
+    """One profile's evictor for one cycle (`for_plugin` gives each plugin its view): the
+    `descheduler.framework.Evictor` plugins see (upstream's `evictions.PodEvictor`)."""
 
     def __init__(
         self,
         *,
         cluster: Cluster,
         state: CycleState,
-        rules: ProtectionRules,
+        rules: EvictorFilter,
         rails: CycleRails,
         metrics: DeschedulerMetrics | None = None,
         profile: str = "",
@@ -462,17 +224,13 @@ class Evictor:
         #: This plugin empties nodes (`Plugin.evacuates`): see `Cooldown`.
         self.evacuating = evacuating
 
-    def for_plugin(self, *, guard_owners: bool, evacuating: bool = False) -> Evictor:
+    def for_plugin(self, *, guard_owners: bool, evacuating: bool = False) -> PodEvictor:
         """The same evictor (state, rails, rules), with the owner guard on or off."""
-        view = Evictor.__new__(Evictor)
+        view = PodEvictor.__new__(PodEvictor)
         view.__dict__.update(self.__dict__)
         view.guard_owners = guard_owners
         view.evacuating = evacuating
         return view
-
-    @property
-    def node_fit(self) -> bool:
-        return self.rules.args.node_fit
 
     def protection(self, pod: Pod) -> str | None:
         return self.rules.protection(pod, pdbs=self.state.pdbs, now=self.state.now)
@@ -502,7 +260,7 @@ class Evictor:
         among: Collection[NodeName] | None = None,
         include_current: bool = False,
     ) -> tuple[NodeName, ...]:
-        selector = self.rules.args.node_selector
+        selector = self.rules.node_selector
         candidates = [
             n
             for n in self.state.ready_nodes
@@ -520,14 +278,14 @@ class Evictor:
 
     def fits_elsewhere(self, pod: Pod, *, among: Collection[NodeName] | None = None) -> bool:
         """nodeFit: another Ready node accepts the pod (always True with nodeFit off)."""
-        if not self.node_fit:
+        if not self.rules.node_fit:
             return True
         return bool(self.fitting_nodes(pod, among=among))
 
     @property
     def stopped(self) -> str | None:
         """Why nothing more can be evicted this cycle, if so."""
-        if self.rails.breaker.open:
+        if self.rails.halted is not None:
             return "the circuit breaker is open"
         if self.rails.budget.total_exhausted:
             return "the total eviction limit is reached"
@@ -621,8 +379,8 @@ class Evictor:
             return protected
         if not self.rules.namespace_selected(pod):
             return "namespace does not match the namespaceLabelSelector"
-        if self.rails.breaker.open:
-            return f"circuit breaker open: {self.rails.breaker.reason}"
+        if self.rails.halted is not None:
+            return f"circuit breaker open: {self.rails.halted}"
         rails = self.rails
         exhausted = rails.budget.exhausted(node=pod.node_name, namespace=pod.namespace)
         if exhausted is not None:

@@ -9,26 +9,162 @@ runs whatever a profile enabled through this contract, so neither dispatches on 
 As upstream, `deschedule` plugins of every profile run before any profile's `balance`
 plugins; `filter` and `preEvictionFilter` name the DefaultEvictor, whose arguments become the
 profile's evictor rules.
+
+The framework is the layer both sides meet on, as kubernetes-sigs/descheduler's
+`pkg/framework/types/types.go` draws it: plugins see an `Evictor` (upstream's `Evictor`
+interface: filter, pre-eviction filter, evict), the evictor asks an `EvictorFilter` (upstream's
+`EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch, and neither imports the
+other: `descheduler.evictor` implements the one, the DefaultEvictor plugin the other, and the
+cycle wires them. What an eviction came to (`Result`), the eviction order (`sort_candidates`)
+and the loop every node-by-node plugin ends with (`evict_node_by_node`) live here too.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, NewType, Protocol, TypeVar
+from datetime import datetime
+from typing import Any, Generic, NewType, Protocol, TypeVar
 
-from descheduler.args import FieldReader
+from descheduler.args import FieldReader, NamespaceFilter, PodSelection
 from descheduler.classify import Classification
 from descheduler.state import CycleState, PodKey
+from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName
 
-if TYPE_CHECKING:
-    # The evictor imports the DefaultEvictor plugin (for its arguments), which imports this
-    # module: a runtime import here would go round in a circle.
-    from descheduler.evictor import Evictor
-
 PluginName = NewType("PluginName", str)
+
+PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+_QOS_ORDER = {QoSClass.BEST_EFFORT: 0, QoSClass.BURSTABLE: 1, QoSClass.GUARANTEED: 2}
+
+
+class Result(enum.StrEnum):
+    """What one eviction came to (the `result` label of the evictions metric)."""
+
+    EVICTED = "evicted"
+    DRY_RUN = "dry-run"
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
+def sort_candidates(pods: Iterable[Pod]) -> list[Pod]:
+    """Eviction order (upstream's): lower priority first, pods without a priority before all;
+    then BestEffort, Burstable, Guaranteed; then pods without the prefer-no-eviction
+    annotation."""
+    return sorted(
+        pods,
+        key=lambda p: (
+            p.has_priority,
+            p.priority,
+            _QOS_ORDER[p.qos_class],
+            PREFER_NO_EVICTION_ANNOTATION in p.annotations,
+        ),
+    )
+
+
+class EvictorFilter(Protocol):
+    """Which pods a profile's evictor may touch: upstream's `EvictorPlugin` (Filter and
+    PreEvictionFilter), which the DefaultEvictor's rules implement."""
+
+    @property
+    def node_fit(self) -> bool:
+        """Another Ready node must accept the pod (the pre-eviction nodeFit check)."""
+        ...
+
+    @property
+    def node_selector(self) -> LabelSelector | None:
+        """The nodes nodeFit considers (None: every Ready node)."""
+        ...
+
+    def protection(
+        self, pod: Pod, *, pdbs: Sequence[PodDisruptionBudget], now: datetime | None
+    ) -> str | None:
+        """Why the pod must not be evicted (upstream's Filter), or None when it may be."""
+        ...
+
+    def namespace_selected(self, pod: Pod) -> bool:
+        """The pod's namespace is one the pre-eviction filter lets through."""
+        ...
+
+
+class Evictor(Protocol):
+    """What a plugin evicts through: one profile's evictor for one cycle, every rail on the
+    path (upstream's `Evictor` handle). `descheduler.evictor.PodEvictor` is the one there is."""
+
+    @property
+    def state(self) -> CycleState: ...
+
+    @property
+    def stopped(self) -> str | None:
+        """Why nothing more can be evicted this cycle, if so."""
+        ...
+
+    def protection(self, pod: Pod) -> str | None: ...
+
+    def evictable(self, pod: Pod, *, namespaces: NamespaceFilter | None = None) -> bool:
+        """Not protected (upstream's Filter), not evicted already, in the plugin's namespaces."""
+        ...
+
+    def selected(self, pod: Pod, selection: PodSelection) -> bool:
+        """In the plugin's namespaces and label selector, and not evicted already."""
+        ...
+
+    def pre_eviction_ok(self, pod: Pod) -> bool:
+        """Upstream's PreEvictionFilter: nodeFit (when on) and the namespace label selector."""
+        ...
+
+    def fitting_nodes(
+        self,
+        pod: Pod,
+        *,
+        among: Collection[NodeName] | None = None,
+        include_current: bool = False,
+    ) -> tuple[NodeName, ...]: ...
+
+    def node_exhausted(self, node: NodeName | None) -> bool:
+        """The per-node limit is reached for `node`: upstream moves on to the next node."""
+        ...
+
+    def evict(
+        self,
+        pod: Pod,
+        *,
+        strategy: str,
+        reason: str,
+        among: Collection[NodeName] | None = None,
+    ) -> bool:
+        """Evict (or in Predictive mode, report) the pod if every rail allows; True if done."""
+        ...
+
+
+#: Pods to evict with the reason for each, grouped by the node they run on (None: not
+#: grouped, so no per-node limit moves the loop on).
+Candidates = Iterable[tuple[NodeName | None, Iterable[tuple[Pod, str]]]]
+
+
+def evict_node_by_node(
+    evictor: Evictor,
+    *,
+    strategy: str,
+    candidates: Candidates,
+    evicted: Callable[[Pod], None] | None = None,
+) -> None:
+    """The loop upstream's deschedule plugins end with: evict each candidate in turn; on a
+    refusal stop when the cycle's limits are spent and give up on the node when its own limit
+    is. Candidates are generated lazily, so each is judged after the evictions before it;
+    `evicted` hears of each pod evicted (a plugin whose view changes when one leaves)."""
+    for node, pods in candidates:
+        for pod, reason in pods:
+            if evictor.evict(pod, strategy=strategy, reason=reason):
+                if evicted is not None:
+                    evicted(pod)
+                continue
+            if evictor.stopped:
+                return
+            if evictor.node_exhausted(node):
+                break
+
 
 #: Per-pod usage, as a share of its node (signal -> 0..100), where it is measured.
 PodUsage = Mapping[PodKey, Mapping[str, float]]

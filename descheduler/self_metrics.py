@@ -23,13 +23,6 @@ CATEGORY_VALUE: Mapping[Category, float] = {
 }
 
 
-class Result:
-    EVICTED = "evicted"
-    DRY_RUN = "dry-run"
-    REFUSED = "refused"
-    FAILED = "failed"
-
-
 class DeschedulerMetrics:
     def __init__(self, *, registry: CollectorRegistry) -> None:
         self.evictions = Counter(

@@ -2,6 +2,8 @@
 
 Every strategy of a cycle decides on the same snapshot, so two strategies never disagree about
 what they saw; a pod evicted by one strategy is taken out so no later one evicts it again.
+The policies' deschedule rules are evaluated once per cycle too (`deschedule_evaluations`):
+the circuit breaker judges that evaluation and TASViolations acts on it.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tas.breaker import nodes_with_values
 from tas.cluster.model import Node, Pod, PodDisruptionBudget
 from tas.fit import holds_resources
-from tas.policies.model import TASPolicy
+from tas.policies.model import StrategyName, TASPolicy
+from tas.rules import deschedule_violations, violation_reason
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 
@@ -21,6 +25,35 @@ PodKey = tuple[Namespace, str]
 
 def pod_key(pod: Pod) -> PodKey:
     return (pod.namespace, pod.name)
+
+
+@dataclass(frozen=True, slots=True)
+class DescheduleEvaluation:
+    """One policy's deschedule rules over the in-scope nodes, on fresh metric values."""
+
+    #: Violating nodes, each with why (`tas.rules.violation_reason`).
+    violating: Mapping[NodeName, str]
+    #: The nodes with a value for some metric of the rules (the breaker's share is over them).
+    with_values: frozenset[NodeName]
+
+
+def evaluate_deschedule(
+    policies: Mapping[PolicyKey, TASPolicy], metrics: MetricColumns, nodes: Sequence[NodeName]
+) -> dict[PolicyKey, DescheduleEvaluation]:
+    """Every policy with a deschedule strategy, evaluated over `nodes`."""
+    found: dict[PolicyKey, DescheduleEvaluation] = {}
+    for key, policy in policies.items():
+        strategy = policy.strategy(StrategyName.DESCHEDULE)
+        if strategy is None:
+            continue
+        # Each column read once: the rules and the breaker's count see the same values.
+        read = {name: metrics.get(name, {}) for name in {r.metricname for r in strategy.rules}}
+        hits = deschedule_violations(policy, read, nodes)
+        found[key] = DescheduleEvaluation(
+            violating={node: violation_reason(policy.name, h) for node, h in hits.items()},
+            with_values=nodes_with_values(strategy, read, nodes),
+        )
+    return found
 
 
 @dataclass
@@ -33,8 +66,16 @@ class CycleState:
     metrics: MetricColumns
     now: datetime
     evicted: set[PodKey] = field(default_factory=set)
+    #: The policies' deschedule evaluation; None until first asked for, then kept for the cycle.
+    deschedule: Mapping[PolicyKey, DescheduleEvaluation] | None = None
     _by_node: tuple[int, dict[NodeName, list[Pod]]] | None = field(default=None, repr=False)
     _all_by_node: dict[NodeName, list[Pod]] | None = field(default=None, repr=False)
+
+    def deschedule_evaluations(self) -> Mapping[PolicyKey, DescheduleEvaluation]:
+        """Each policy's deschedule rules over the in-scope nodes, evaluated once per cycle."""
+        if self.deschedule is None:
+            self.deschedule = evaluate_deschedule(self.policies, self.metrics, list(self.nodes))
+        return self.deschedule
 
     @property
     def ready_nodes(self) -> list[Node]:

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import Category, Classification, Thresholds
-from descheduler.evictor import Evictor, sort_candidates
-from descheduler.framework import UsageError, UsageSources
+from descheduler.framework import Evictor, UsageError, UsageSources, sort_candidates
 from descheduler.state import PodKey, pod_key
 from tas.cluster.model import Node, Pod
 from tas.types import NodeName

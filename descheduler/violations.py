@@ -1,21 +1,28 @@
 """Which nodes violate which TASPolicy's `deschedule` rules: what the TASViolations plugin acts
-on and what the circuit breaker watches.
+on and what the circuit breaker (`tas.breaker`) judges.
 
-Violations come from fresh metrics evaluated with `tas.rules` (a missing or stale value never
-violates), from the labels the policy controller writes (the node label `<policy>=violating`,
-or the pod label `violate=<policy>` on a pod of the policy's namespace running on the node), or
-from both agreeing.
+Violations come from fresh metrics evaluated with `tas.rules` once per cycle
+(`CycleState.deschedule_evaluations`; a missing or stale value never violates), from the labels
+the policy controller writes (the node label `<policy>=violating`, or the pod label
+`violate=<policy>` on a pod of the policy's namespace running on the node), or from both
+agreeing.
+
+The breaker is `tas.breaker`'s, the extender's and the controller's: per policy, more than the
+share of the Ready in-scope nodes with values violating at once, and at least `MIN_NODES` of
+them, is a broken metric. With violations read from labels every Ready node counts (a node
+without the label has a value too: not violating).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from descheduler.state import CycleState
-from tas.policies.model import StrategyName, TASPolicy
-from tas.rules import deschedule_violations, violation_reason
-from tas.types import NodeName
+from tas.breaker import BreakerVerdict
+from tas.policies.model import TASPolicy
+from tas.types import NodeName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, VIOLATING
 
 
@@ -31,12 +38,12 @@ def violating_nodes(
     policy: TASPolicy, state: CycleState, source: ViolationSource
 ) -> dict[NodeName, str]:
     """In-scope nodes violating the policy's deschedule strategy, with the reason."""
-    if policy.strategy(StrategyName.DESCHEDULE) is None:
+    evaluation = state.deschedule_evaluations().get(policy.key)
+    if evaluation is None:
         return {}
-    hits = deschedule_violations(policy, state.metrics, list(state.nodes))
-    by_metrics = {node: violation_reason(policy.name, found) for node, found in hits.items()}
+    by_metrics = evaluation.violating
     if source is ViolationSource.METRICS:
-        return by_metrics
+        return dict(by_metrics)
     labelled = {
         name: f"{policy.name}: node label {policy.name}={VIOLATING}"
         for name, node in state.nodes.items()
@@ -57,12 +64,42 @@ def violating_nodes(
     return {node: reason for node, reason in by_metrics.items() if node in labelled}
 
 
-def all_violations(
-    policies: Iterable[TASPolicy], state: CycleState, source: ViolationSource
-) -> dict[NodeName, str]:
-    """Every in-scope node violating some policy (what the circuit breaker watches)."""
-    found: dict[NodeName, list[str]] = {}
-    for policy in policies:
-        for node, reason in violating_nodes(policy, state, source).items():
-            found.setdefault(node, []).append(f"{policy.namespace}/{reason}")
-    return {node: "; ".join(reasons) for node, reasons in found.items()}
+@dataclass(frozen=True)
+class BreakerJudgement:
+    """The breaker's verdict on every policy's deschedule strategy for one cycle."""
+
+    verdicts: Mapping[PolicyKey, BreakerVerdict]
+    #: Every Ready in-scope node violating some policy, with why (for the logs and Events).
+    violating: Mapping[NodeName, str]
+
+    @property
+    def reason(self) -> str | None:
+        """Why every eviction is held back (None: the breaker is closed)."""
+        tripped = [
+            f"{key.namespace}/{key.name}: {v.describe()}"
+            for key, v in self.verdicts.items()
+            if v.open
+        ]
+        if not tripped:
+            return None
+        names = ", ".join(sorted(self.violating))
+        return "; ".join(tripped) + f"; evicting nothing (violating: {names})"
+
+
+def judge_breaker(
+    state: CycleState, source: ViolationSource, *, max_share: float
+) -> BreakerJudgement:
+    """`tas.breaker`'s verdict per policy, over the Ready in-scope nodes, on this cycle's one
+    evaluation of the rules."""
+    ready = {node.name for node in state.ready_nodes}
+    verdicts: dict[PolicyKey, BreakerVerdict] = {}
+    reasons: dict[NodeName, list[str]] = {}
+    for key, evaluation in state.deschedule_evaluations().items():
+        policy = state.policies[key]
+        found = {n: r for n, r in violating_nodes(policy, state, source).items() if n in ready}
+        counted = ready if source is ViolationSource.LABELS else evaluation.with_values & ready
+        verdicts[key] = BreakerVerdict(frozenset(found), len(counted), max_share)
+        for node, reason in found.items():
+            reasons.setdefault(node, []).append(f"{policy.namespace}/{reason}")
+    violating = {node: "; ".join(found) for node, found in sorted(reasons.items())}
+    return BreakerJudgement(verdicts, violating)

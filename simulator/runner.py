@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Descheduler, Mode
-from descheduler.self_metrics import Result
+from descheduler.framework import Result
 from embedded.scheduler import EmbeddedScheduler, Extender
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics

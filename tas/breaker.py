@@ -10,7 +10,8 @@ as broken and say so loudly:
   pods keep being placed, as they would without telemetry);
 - the policy controller writes no new `<policy>=violating` label (labels already there stay,
   and nodes that recover lose theirs), so nothing acting on labels evicts en masse;
-- the descheduler evicts nothing (its own breaker over the same share).
+- the descheduler evicts nothing while a deschedule strategy's verdict is open (judged once per
+  cycle over its in-scope Ready nodes, from the same evaluation TASViolations acts on).
 
 Small clusters (fewer than `MIN_NODES` nodes with values) never trip it: two nodes out of two
 can really be unhealthy, and there a share says little.
@@ -18,6 +19,7 @@ can really be unhealthy, and there a share says little.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from tas.policies.model import Strategy
@@ -52,12 +54,26 @@ class BreakerVerdict:
         )
 
 
-def judge_strategy(
-    strategy: Strategy, metrics: MetricColumns, *, max_share: float = DEFAULT_MAX_SHARE
-) -> BreakerVerdict:
-    """The breaker's verdict on one strategy over every node with values for its metrics."""
-    nodes: set[NodeName] = set()
+def nodes_with_values(
+    strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
+) -> frozenset[NodeName]:
+    """The nodes (of `nodes`, or all) with a value for some metric of the strategy: whom the
+    breaker's share is over."""
+    found: set[NodeName] = set()
     for rule in strategy.rules:
-        nodes.update(metrics.get(rule.metricname, {}))
-    found = violations(strategy, metrics, nodes)
-    return BreakerVerdict(frozenset(found), len(nodes), max_share)
+        found.update(metrics.get(rule.metricname, {}))
+    return frozenset(found if nodes is None else found.intersection(nodes))
+
+
+def judge_strategy(
+    strategy: Strategy,
+    metrics: MetricColumns,
+    *,
+    nodes: Collection[NodeName] | None = None,
+    max_share: float = DEFAULT_MAX_SHARE,
+) -> BreakerVerdict:
+    """The breaker's verdict on one strategy over every node (of `nodes`, or all) with values
+    for its metrics."""
+    with_values = nodes_with_values(strategy, metrics, nodes)
+    found = violations(strategy, metrics, with_values)
+    return BreakerVerdict(frozenset(found), len(with_values), max_share)

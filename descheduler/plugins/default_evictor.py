@@ -1,8 +1,9 @@
 """DefaultEvictor: which pods may be evicted at all, with every upstream argument, plus the
 namespaces every plugin of the profile is limited to (an extension).
 
-It serves `filter` and `preEvictionFilter`; nothing runs it. Its arguments become the profile's
-evictor rules (`descheduler.evictor.ProtectionRules`), which every eviction passes.
+It serves `filter` and `preEvictionFilter`; nothing runs it. Its arguments, resolved through the
+cluster once per cycle, become the profile's `ProtectionRules`: the `EvictorFilter`
+(`descheduler.framework`) every eviction of the profile passes.
 
 Protections, as upstream names them. On by default: `PodsWithLocalStorage`, `DaemonSetPods`,
 `SystemCriticalPods` (which carries the priority threshold), `FailedBarePods`; off by default:
@@ -18,21 +19,37 @@ One default differs from upstream on purpose: `nodeFit` is on (the spec's safety
 from __future__ import annotations
 
 import enum
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from descheduler.args import (
-    FieldReader,
-    NamespaceFilter,
-    SelectorSyntaxError,
-    parse_selector_string,
+from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.framework import PREFER_NO_EVICTION_ANNOTATION, ExtensionPoint, Plugin, PluginName
+from tas.cluster.interface import Cluster, ClusterError
+from tas.cluster.model import (
+    LabelSelector,
+    NamespaceInfo,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
 )
-from descheduler.framework import ExtensionPoint, Plugin, PluginName
-from tas.cluster.model import LabelSelector
+from tas.vocabulary import EVICT_ANNOTATION
+
+log = logging.getLogger(__name__)
 
 NAME = PluginName("DefaultEvictor")
 
-#: system-cluster-critical: no priority threshold may be above it (upstream's rule).
+#: system-cluster-critical is 2,000,000,000 and system-node-critical 2,000,001,000: pods at or
+#: above the first are system-critical, and no priority threshold may be above it (upstream's
+#: rule).
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+#: Every API server has these two classes; a lookup that finds neither falls back to them.
+BUILTIN_PRIORITY_CLASSES: Mapping[str, int] = {
+    "system-cluster-critical": 2_000_000_000,
+    "system-node-critical": 2_000_001_000,
+}
+_LOCAL_STORAGE = ("emptyDir", "hostPath")
 
 
 class Protection(enum.StrEnum):
@@ -180,17 +197,6 @@ def _parse_protections(r: FieldReader) -> tuple[frozenset[Protection], frozenset
     return frozenset(protections), frozenset(classes)
 
 
-def _parse_node_selector(r: FieldReader) -> LabelSelector | None:
-    text = r.string("nodeSelector")
-    if not text:
-        return None
-    try:
-        return parse_selector_string(text)
-    except SelectorSyntaxError as error:
-        r.problem(r.at("nodeSelector"), str(error))
-        return None
-
-
 def parse_args(r: FieldReader) -> EvictorArgs:
     protections, classes = _parse_protections(r)
     policy_raw = r.choice("noEvictionPolicy", tuple(p.value for p in NoEvictionPolicy))
@@ -199,7 +205,7 @@ def parse_args(r: FieldReader) -> EvictorArgs:
         protections=protections,
         protected_storage_classes=classes,
         node_fit=r.boolean("nodeFit", True),
-        node_selector=_parse_node_selector(r),
+        node_selector=r.node_selector(),
         label_selector=r.label_selector("labelSelector"),
         namespace_label_selector=r.label_selector("namespaceLabelSelector"),
         priority_threshold=_parse_priority_threshold(r),
@@ -208,6 +214,188 @@ def parse_args(r: FieldReader) -> EvictorArgs:
         no_eviction_policy=NoEvictionPolicy(policy_raw) if policy_raw else None,
         namespaces=r.namespaces(),
     )
+
+
+@dataclass(frozen=True)
+class ProtectionRules:
+    """Which pods may be evicted at all: the DefaultEvictor's arguments with what they name
+    resolved through the cluster (`resolve`). The `descheduler.framework.EvictorFilter` of a
+    profile (upstream's DefaultEvictor Filter and PreEvictionFilter)."""
+
+    args: EvictorArgs = field(default_factory=EvictorArgs)
+    #: The resolved priority threshold (pods at or above it are protected).
+    threshold: int | None = None
+    #: Why the configuration cannot be applied this cycle (an unknown priority class, say):
+    #: then every pod is protected, as upstream refuses to build the profile.
+    broken: str | None = None
+    #: Namespaces whose labels match `namespaceLabelSelector` (None: no such selector).
+    labelled_namespaces: frozenset[str] | None = None
+    #: Storage class of every claim, where `protectedStorageClasses` needs it.
+    claim_classes: Mapping[tuple[str, str], str] | None = None
+    #: Pods per owner uid, where `minReplicas` needs it.
+    owner_replicas: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def resolve(
+        cls, args: EvictorArgs, *, cluster: Cluster, pods: Sequence[Pod]
+    ) -> ProtectionRules:
+        """Read what the arguments name (one API call each, only when configured)."""
+        threshold, broken = _resolve_threshold(args, cluster, pods)
+        namespaces: frozenset[str] | None = None
+        selector = args.namespace_label_selector
+        if selector is not None:
+            try:
+                found: Sequence[NamespaceInfo] = cluster.list_namespaces()
+            except ClusterError as error:
+                broken = broken or f"cannot list namespaces for namespaceLabelSelector: {error}"
+                found = ()
+            namespaces = frozenset(n.name for n in found if selector.matches(n.labels))
+        classes: dict[tuple[str, str], str] | None = None
+        if args.protects(Protection.PODS_WITH_PVC) and args.protected_storage_classes:
+            try:
+                claims: Sequence[PersistentVolumeClaim] = cluster.list_persistent_volume_claims()
+            except ClusterError as error:
+                broken = broken or f"cannot list persistentvolumeclaims: {error}"
+                claims = ()
+            classes = {(c.namespace, c.name): c.storage_class_name for c in claims}
+        replicas: dict[str, int] = {}
+        if args.min_replicas > 1:
+            for pod in pods:
+                for owner in pod.owners:
+                    replicas[owner.uid] = replicas.get(owner.uid, 0) + 1
+        if broken:
+            log.error("DefaultEvictor: %s; nothing is evicted by this profile", broken)
+        return cls(
+            args,
+            threshold=threshold,
+            broken=broken,
+            labelled_namespaces=namespaces,
+            claim_classes=classes,
+            owner_replicas=replicas,
+        )
+
+    def protection(
+        self,
+        pod: Pod,
+        *,
+        pdbs: Sequence[PodDisruptionBudget] = (),
+        now: datetime | None = None,
+    ) -> str | None:
+        """Why the pod must not be evicted (upstream's Filter), or None when it may be."""
+        args = self.args
+        if not args.namespaces.allows(pod.namespace):
+            return f"namespace {pod.namespace} is not in scope"
+        if self.broken is not None:
+            return self.broken
+        if EVICT_ANNOTATION in pod.annotations:
+            return None  # the user asked for it; the PDB still holds (the Eviction API checks it)
+        if (
+            args.no_eviction_policy is NoEvictionPolicy.MANDATORY
+            and PREFER_NO_EVICTION_ANNOTATION in pod.annotations
+        ):
+            return f"annotation {PREFER_NO_EVICTION_ANNOTATION} with noEvictionPolicy Mandatory"
+        if pod.is_mirror:
+            return "mirror pod"
+        if pod.is_static:
+            return "static pod"
+        if pod.deletion_timestamp is not None:
+            return "pod is already being deleted"
+        return self._constraint(pod, pdbs=pdbs, now=now)
+
+    def _constraint(
+        self, pod: Pod, *, pdbs: Sequence[PodDisruptionBudget], now: datetime | None
+    ) -> str | None:
+        args = self.args
+        if args.protects(Protection.SYSTEM_CRITICAL_PODS) and pod.has_priority:
+            if pod.priority >= SYSTEM_CRITICAL_PRIORITY:
+                return f"system-critical priority {pod.priority}"
+            if self.threshold is not None and pod.priority >= self.threshold:
+                return f"priority {pod.priority} is at or above the threshold {self.threshold}"
+        owners = pod.owners
+        if not owners and (args.protects(Protection.FAILED_BARE_PODS) or pod.phase != "Failed"):
+            return "pod has no owner to recreate it"
+        if args.protects(Protection.PODS_WITH_LOCAL_STORAGE) and any(
+            v.kind in _LOCAL_STORAGE for v in pod.volumes
+        ):
+            return "pod uses local storage (emptyDir or hostPath)"
+        if args.protects(Protection.DAEMONSET_PODS) and any(o.kind == "DaemonSet" for o in owners):
+            return "DaemonSet pod"
+        if args.protects(Protection.PODS_WITH_PVC):
+            why = self._pvc_protection(pod)
+            if why is not None:
+                return why
+        if args.protects(Protection.PODS_WITHOUT_PDB) and not any(
+            b.namespace == pod.namespace and b.selector.matches(pod.labels) for b in pdbs
+        ):
+            return "pod has no PodDisruptionBudget"
+        if args.protects(Protection.PODS_WITH_RESOURCE_CLAIMS) and pod.has_resource_claims:
+            return "pod has ResourceClaims"
+        if args.label_selector is not None and not args.label_selector.matches(pod.labels):
+            return "pod labels do not match the DefaultEvictor's labelSelector"
+        if args.min_replicas > 1 and len(owners) == 1:
+            replicas = self.owner_replicas.get(owners[0].uid, 0)
+            if replicas < args.min_replicas:
+                return f"owner has {replicas} replicas, fewer than minReplicas {args.min_replicas}"
+        if args.min_pod_age_seconds is not None:
+            started = pod.start_time
+            if started is None or now is None:
+                return "pod has not started"
+            if (now - started).total_seconds() < args.min_pod_age_seconds:
+                return f"pod is younger than minPodAge {args.min_pod_age_seconds:g}s"
+        return None
+
+    def _pvc_protection(self, pod: Pod) -> str | None:
+        claims = [v for v in pod.volumes if v.kind == "persistentVolumeClaim"]
+        if not claims:
+            return None
+        if self.claim_classes is None:
+            return "pod uses a PersistentVolumeClaim"
+        protected = self.args.protected_storage_classes
+        for claim in claims:
+            storage_class = self.claim_classes.get((pod.namespace, claim.claim_name))
+            if not storage_class:
+                return f"storage class of claim {claim.claim_name} is unknown"
+            if storage_class in protected:
+                return f"pod uses the protected storage class {storage_class}"
+        return None
+
+    @property
+    def node_fit(self) -> bool:
+        return self.args.node_fit
+
+    @property
+    def node_selector(self) -> LabelSelector | None:
+        return self.args.node_selector
+
+    def namespace_selected(self, pod: Pod) -> bool:
+        """The pod's namespace matches `namespaceLabelSelector` (or there is none)."""
+        return self.labelled_namespaces is None or pod.namespace in self.labelled_namespaces
+
+
+def _resolve_threshold(
+    args: EvictorArgs, cluster: Cluster, pods: Iterable[Pod]
+) -> tuple[int | None, str | None]:
+    wanted = args.priority_threshold
+    if wanted is None or not args.protects(Protection.SYSTEM_CRITICAL_PODS):
+        return None, None
+    if wanted.value is not None:
+        return wanted.value, None
+    name = wanted.name or ""
+    try:
+        value = cluster.get_priority_class_value(name)
+    except ClusterError as error:
+        log.warning("Cannot read PriorityClass %s: %s", name, error)
+        value = None
+    if value is None:
+        value = BUILTIN_PRIORITY_CLASSES.get(name)
+    if value is None:
+        # Pods of the class carry its value: good enough while the API cannot answer.
+        value = next((p.priority for p in pods if p.priority_class_name == name), None)
+    if value is None:
+        return None, f"priority threshold class {name!r} is unknown"
+    if value > SYSTEM_CRITICAL_PRIORITY:
+        return None, f"priority threshold {value} ({name}) is above {SYSTEM_CRITICAL_PRIORITY}"
+    return value, None
 
 
 PLUGIN = Plugin(

@@ -5,12 +5,18 @@ pods of the plugin's namespaces and label selector are looked at, on either side
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.evictor import sort_candidates
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+    sort_candidates,
+)
 from tas.cluster.model import Node, Pod
 from tas.types import NodeName
 
@@ -60,19 +66,27 @@ def run(args: InterPodAntiAffinityArgs, context: PluginContext) -> None:
     by_namespace: dict[str, list[Pod]] = {}
     for pod in pods:
         by_namespace.setdefault(pod.namespace, []).append(pod)
-    for node in state.ready_nodes:
+
+    def candidates(node: Node) -> Iterator[tuple[Pod, str]]:
         for pod in sort_candidates(p for p in pods if p.node_name == node.name):
             other = clash(pod, by_namespace, nodes)
             if other is None or not evictor.evictable(pod) or not evictor.pre_eviction_ok(pod):
                 continue
-            reason = f"anti-affinity broken by {other.namespace}/{other.name} on {other.node_name}"
-            if evictor.evict(pod, strategy=NAME, reason=reason):
-                by_namespace[pod.namespace].remove(pod)
-                continue
-            if evictor.stopped:
-                return
-            if evictor.node_exhausted(node.name):
-                break
+            yield (
+                pod,
+                f"anti-affinity broken by {other.namespace}/{other.name} on {other.node_name}",
+            )
+
+    def evicted(pod: Pod) -> None:
+        # A pod evicted no longer clashes with the rest.
+        by_namespace[pod.namespace].remove(pod)
+
+    evict_node_by_node(
+        evictor,
+        strategy=NAME,
+        candidates=((node.name, candidates(node)) for node in state.ready_nodes),
+        evicted=evicted,
+    )
 
 
 PLUGIN = Plugin(

@@ -34,8 +34,15 @@ from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import Category, Classification, ThresholdSpec, classify, still_over
-from descheduler.evictor import Evictor, sort_candidates
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, PodUsage
+from descheduler.framework import (
+    Evictor,
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    PodUsage,
+    sort_candidates,
+)
 from descheduler.signals import Signal, metric_names, node_usages
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Node, Pod

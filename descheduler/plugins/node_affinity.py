@@ -9,11 +9,18 @@ node `<policy>=violating`, and the pods' affinity says `NotIn [violating]`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.evictor import Evictor
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    Evictor,
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+)
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection
 
@@ -62,26 +69,29 @@ def _violates(kind: str, pod: Pod, node: Node, evictor: Evictor) -> str | None:
 
 def run(args: NodeAffinityArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    state = evictor.state
-    for kind in args.node_affinity_type:
-        for node in state.ready_nodes:
-            for pod in state.pods_on_ready_node(node.name):
-                if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
-                    continue
-                reason = _violates(kind, pod, node, evictor)
-                if reason is None:
-                    continue
-                # Upstream checks this even with nodeFit off: the pod must fit some node.
-                if not evictor.fitting_nodes(pod, include_current=True):
-                    continue
-                if not evictor.pre_eviction_ok(pod):
-                    continue
-                if evictor.evict(pod, strategy=NAME, reason=reason):
-                    continue
-                if evictor.stopped:
-                    return
-                if evictor.node_exhausted(node.name):
-                    break
+    nodes = evictor.state.ready_nodes
+    candidates = (
+        (node.name, _candidates(args, kind, node, evictor))
+        for kind in args.node_affinity_type
+        for node in nodes
+    )
+    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+
+
+def _candidates(
+    args: NodeAffinityArgs, kind: str, node: Node, evictor: Evictor
+) -> Iterator[tuple[Pod, str]]:
+    for pod in evictor.state.pods_on_ready_node(node.name):
+        if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+            continue
+        reason = _violates(kind, pod, node, evictor)
+        if reason is None:
+            continue
+        # Upstream checks this even with nodeFit off: the pod must fit some node.
+        if not evictor.fitting_nodes(pod, include_current=True):
+            continue
+        if evictor.pre_eviction_ok(pod):
+            yield pod, reason
 
 
 PLUGIN = Plugin(

@@ -5,11 +5,19 @@ taints are left to the kubelet."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from tas.cluster.model import Taint, TaintEffect
+from descheduler.framework import (
+    Evictor,
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+)
+from tas.cluster.model import Node, Pod, Taint, TaintEffect
 
 NAME = PluginName("RemovePodsViolatingNodeTaints")
 
@@ -51,31 +59,30 @@ def relevant(taint: Taint, args: NodeTaintsArgs) -> bool:
 
 def run(args: NodeTaintsArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    state = evictor.state
-    for node in state.ready_nodes:
-        taints = [t for t in node.taints if relevant(t, args)]
-        if not taints:
+    candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
+    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+
+
+def _candidates(args: NodeTaintsArgs, node: Node, evictor: Evictor) -> Iterator[tuple[Pod, str]]:
+    taints = [t for t in node.taints if relevant(t, args)]
+    if not taints:
+        return
+    for pod in evictor.state.pods_on_ready_node(node.name):
+        if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
             continue
-        for pod in state.pods_on_ready_node(node.name):
-            if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
-                continue
-            if not evictor.pre_eviction_ok(pod):
-                continue
-            untolerated = next(
-                (t for t in taints if not any(x.tolerates(t) for x in pod.tolerations)), None
+        if not evictor.pre_eviction_ok(pod):
+            continue
+        untolerated = next(
+            (t for t in taints if not any(x.tolerates(t) for x in pod.tolerations)), None
+        )
+        if untolerated is not None:
+            yield (
+                pod,
+                (
+                    f"taint {untolerated.key}={untolerated.value}:{untolerated.effect} on "
+                    f"{node.name} is not tolerated"
+                ),
             )
-            if untolerated is None:
-                continue
-            reason = (
-                f"taint {untolerated.key}={untolerated.value}:{untolerated.effect} on "
-                f"{node.name} is not tolerated"
-            )
-            if evictor.evict(pod, strategy=NAME, reason=reason):
-                continue
-            if evictor.stopped:
-                return
-            if evictor.node_exhausted(node.name):
-                break
 
 
 PLUGIN = Plugin(

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+)
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Pod
 
@@ -201,16 +207,17 @@ def run(args: PodLifeTimeArgs, context: PluginContext) -> None:
     ]
     # Oldest first; pods without a creation time (none from the API) last.
     found.sort(key=lambda p: (p.creation_timestamp is None, p.creation_timestamp or state.now))
-    for pod in found:
+    limit = args.max_pod_life_time_seconds
+    beyond = f" exceeds maxPodLifeTimeSeconds {limit}" if limit is not None else ""
+
+    def reason(pod: Pod) -> str:
         created = pod.creation_timestamp
         age = f"{(state.now - created).total_seconds():.0f}s" if created else "unknown"
-        limit = args.max_pod_life_time_seconds
-        reason = f"age {age}" + (
-            f" exceeds maxPodLifeTimeSeconds {limit}" if limit is not None else ""
-        )
-        evictor.evict(pod, strategy=NAME, reason=reason)
-        if evictor.stopped:
-            return
+        return f"age {age}{beyond}"
+
+    # Oldest first over every node (upstream's order), so no node's limit ends the loop.
+    candidates = [(None, ((pod, reason(pod)) for pod in found))]
+    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
 
 
 PLUGIN = Plugin(

@@ -10,7 +10,13 @@ import math
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+)
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection, untolerated_taint
 from tas.types import NodeName
@@ -99,6 +105,7 @@ def run(args: RemoveDuplicatesArgs, context: PluginContext) -> None:
                 continue
             for owned in groups:
                 duplicates.setdefault(owned, {}).setdefault(node.name, []).append(pod)
+    candidates: list[tuple[NodeName | None, list[tuple[Pod, str]]]] = []
     for group, by_node in sorted(duplicates.items()):
         targets = feasible_nodes([p for here in by_node.values() for p in here], nodes)
         if len(targets) < 2:
@@ -108,17 +115,11 @@ def run(args: RemoveDuplicatesArgs, context: PluginContext) -> None:
             # `here` lists the duplicates only: the node keeps one more than that.
             if len(here) + 1 <= share:
                 continue
-            for pod in here[share - 1 :]:
-                reason = (
-                    f"{len(here) + 1} pods of {group[1]}/{group[2]} on {node_name}, "
-                    f"even share {share}"
-                )
-                if evictor.evict(pod, strategy=NAME, reason=reason):
-                    continue
-                if evictor.stopped:
-                    return
-                if evictor.node_exhausted(node_name):
-                    break
+            reason = (
+                f"{len(here) + 1} pods of {group[1]}/{group[2]} on {node_name}, even share {share}"
+            )
+            candidates.append((node_name, [(pod, reason) for pod in here[share - 1 :]]))
+    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
 
 
 PLUGIN = Plugin(

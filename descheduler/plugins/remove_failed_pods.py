@@ -6,12 +6,20 @@ DefaultEvictor unless `evictFailedBarePods` (or the FailedBarePods protection is
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    Evictor,
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+)
 from descheduler.state import CycleState
-from tas.cluster.model import ContainerStatus, Pod
+from tas.cluster.model import ContainerStatus, Node, Pod
 
 NAME = PluginName("RemoveFailedPods")
 DEFAULT_MIN_POD_LIFETIME_SECONDS = 3600
@@ -81,22 +89,21 @@ def why_not(pod: Pod, args: RemoveFailedPodsArgs, state: CycleState) -> str | No
 
 def run(args: RemoveFailedPodsArgs, context: PluginContext) -> None:
     evictor = context.evictor
+    candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
+    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+
+
+def _candidates(
+    args: RemoveFailedPodsArgs, node: Node, evictor: Evictor
+) -> Iterator[tuple[Pod, str]]:
     state = evictor.state
-    for node in state.ready_nodes:
-        for pod in state.pods_on_ready_node(node.name, include_finished=True):
-            if pod.phase != "Failed" or not evictor.selected(pod, args.pods):
-                continue
-            if why_not(pod, args, state) is not None:
-                continue
-            if not evictor.evictable(pod) or not evictor.pre_eviction_ok(pod):
-                continue
-            reason = "pod failed" + (f" ({pod.reason})" if pod.reason else "")
-            if evictor.evict(pod, strategy=NAME, reason=reason):
-                continue
-            if evictor.stopped:
-                return
-            if evictor.node_exhausted(node.name):
-                break
+    for pod in state.pods_on_ready_node(node.name, include_finished=True):
+        if pod.phase != "Failed" or not evictor.selected(pod, args.pods):
+            continue
+        if why_not(pod, args, state) is not None:
+            continue
+        if evictor.evictable(pod) and evictor.pre_eviction_ok(pod):
+            yield pod, "pod failed" + (f" ({pod.reason})" if pod.reason else "")
 
 
 PLUGIN = Plugin(

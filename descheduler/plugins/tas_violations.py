@@ -4,17 +4,25 @@ This is TAS's own loop, closed here: the policy controller labels violating node
 pods on them; this plugin evicts the pods that link the policy (label
 `telemetry-policy=<name>`, the policy in the pod's namespace), or that the controller labelled
 `violate=<policy>`, from those nodes. `violationSource` says where violations are read from
-(`descheduler.violations`): fresh metrics, the controller's labels (node `<policy>=violating`,
-pod `violate=<policy>`), or both agreeing. The per-owner cooldown guards it.
+(`descheduler.violations`): fresh metrics (the rules as the cycle evaluated them once, the
+evaluation the circuit breaker judged), the controller's labels (node `<policy>=violating`, pod
+`violate=<policy>`), or both agreeing. The per-owner cooldown guards it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.evictor import sort_candidates
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+    sort_candidates,
+)
 from descheduler.state import CycleState
 from descheduler.violations import ViolationSource, violating_nodes
 from tas.cluster.model import Pod
@@ -44,24 +52,23 @@ def parse_args(r: FieldReader) -> TASViolationsArgs:
 
 
 def run(args: TASViolationsArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    state = evictor.state
-    cache: dict[PolicyKey, dict[NodeName, str]] = {}
+    candidates = _candidates(args, context.evictor.state)
+    # Lowest priority first over every node, so no node's limit ends the loop.
+    evict_node_by_node(context.evictor, strategy=NAME, candidates=[(None, candidates)])
+
+
+def _candidates(args: TASViolationsArgs, state: CycleState) -> Iterator[tuple[Pod, str]]:
+    violating: dict[PolicyKey, dict[NodeName, str]] = {}
     for pod in sort_candidates(state.running_in_scope()):
         if pod.node_name is None or not args.namespaces.allows(pod.namespace):
             continue
         for policy in _policies_of(pod, state):
-            if policy.key not in cache:
-                cache[policy.key] = violating_nodes(policy, state, args.source)
-            reason = cache[policy.key].get(pod.node_name)
-            if reason is None:
-                continue
-            evictor.evict(
-                pod, strategy=NAME, reason=f"node {pod.node_name} violates policy {reason}"
-            )
-            break
-        if evictor.stopped:
-            return
+            if policy.key not in violating:
+                violating[policy.key] = violating_nodes(policy, state, args.source)
+            reason = violating[policy.key].get(pod.node_name)
+            if reason is not None:
+                yield pod, f"node {pod.node_name} violates policy {reason}"
+                break
 
 
 def _policies_of(pod: Pod, state: CycleState) -> list[TASPolicy]:

@@ -8,8 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
-from tas.cluster.model import Pod
+from descheduler.framework import (
+    Evictor,
+    ExtensionPoint,
+    Plugin,
+    PluginContext,
+    PluginName,
+    evict_node_by_node,
+)
+from tas.cluster.model import Node, Pod
 
 NAME = PluginName("RemovePodsHavingTooManyRestarts")
 STATES = ("CrashLoopBackOff", "Running")
@@ -58,28 +65,24 @@ def in_states(pod: Pod, args: TooManyRestartsArgs) -> bool:
 
 def run(args: TooManyRestartsArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    state = evictor.state
-    for node in state.ready_nodes:
-        found = []
-        for pod in state.pods_on_ready_node(node.name, include_finished=True):
-            count = restarts(pod, including_init_containers=args.including_init_containers)
-            if count < args.pod_restart_threshold or not in_states(pod, args):
-                continue
-            if (
-                evictor.selected(pod, args.pods)
-                and evictor.evictable(pod)
-                and evictor.pre_eviction_ok(pod)
-            ):
-                found.append((count, pod))
-        found.sort(key=lambda item: -item[0])
-        for count, pod in found:
-            reason = f"{count} restarts, threshold {args.pod_restart_threshold}"
-            if evictor.evict(pod, strategy=NAME, reason=reason):
-                continue
-            if evictor.stopped:
-                return
-            if evictor.node_exhausted(node.name):
-                break
+    candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
+    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+
+
+def _candidates(args: TooManyRestartsArgs, node: Node, evictor: Evictor) -> list[tuple[Pod, str]]:
+    """The node's pods restarted too often, most restarted first."""
+    found = []
+    for pod in evictor.state.pods_on_ready_node(node.name, include_finished=True):
+        count = restarts(pod, including_init_containers=args.including_init_containers)
+        if count < args.pod_restart_threshold or not in_states(pod, args):
+            continue
+        if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+            continue
+        if evictor.pre_eviction_ok(pod):
+            found.append((count, pod))
+    found.sort(key=lambda item: -item[0])
+    threshold = args.pod_restart_threshold
+    return [(pod, f"{count} restarts, threshold {threshold}") for count, pod in found]
 
 
 PLUGIN = Plugin(

@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.evictor import Evictor
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import LabelSelector, Node, Pod, Requirement, Toleration
 from tas.fit import matches_node_selection, untolerated_taint
 

@@ -4,8 +4,8 @@ Covered: every DefaultEvictor rule (mirror, static, terminating, system-critical
 priority threshold by value and by name, DaemonSet, bare pods and the Failed exception, local
 storage, PVCs, pods without a PDB, namespace include/exclude) and the evict annotation that
 overrides them; candidate ordering; the per-node, per-namespace and total limits; the per-owner
-cooldown on an injected clock; the circuit breaker; PDB refusals (429) counted and logged;
-Predictive mode reporting without evicting; failures counted.
+cooldown on an injected clock; an open circuit breaker holding every eviction; PDB refusals
+(429) counted and logged; Predictive mode reporting without evicting; failures counted.
 """
 
 from __future__ import annotations
@@ -19,19 +19,10 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.args import FieldReader
 from descheduler.cycle import Mode
-from descheduler.evictor import (
-    PREFER_NO_EVICTION_ANNOTATION,
-    CircuitBreaker,
-    Cooldown,
-    CycleRails,
-    EvictionBudget,
-    Evictor,
-    Limits,
-    ProtectionRules,
-    sort_candidates,
-)
+from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
+from descheduler.framework import PREFER_NO_EVICTION_ANNOTATION, sort_candidates
 from descheduler.plugins import default_evictor
-from descheduler.plugins.default_evictor import EvictorArgs
+from descheduler.plugins.default_evictor import EvictorArgs, ProtectionRules
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
 from embedded.cluster import WriteKind
@@ -368,22 +359,6 @@ def test_a_cooldown_of_zero_remembers_nothing() -> None:
     assert not cooldown.blocked(("default", "ReplicaSet", "rs"), START)
 
 
-def test_the_circuit_breaker_opens_above_the_share_and_closes_when_it_clears(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    breaker = CircuitBreaker(0.5)
-    two = {NodeName("a"): "x", NodeName("b"): "x"}
-    assert not breaker.update(two, in_scope=4)  # exactly half: not more than half
-    with caplog.at_level(logging.ERROR):
-        assert breaker.update({**two, NodeName("c"): "x"}, in_scope=4)
-    assert "3 of 4 nodes (75%) violate at once" in caplog.text
-    assert breaker.reason is not None
-    assert "broken metric pipeline" in breaker.reason
-    with caplog.at_level(logging.WARNING):
-        assert not breaker.update({}, in_scope=4)
-    assert "Circuit breaker closed" in caplog.text
-
-
 # ------------------------------------------------------------------ through a real cluster
 
 
@@ -394,8 +369,8 @@ def evictor_on(
     limits: Limits | None = None,
     cooldown: Cooldown | None = None,
     registry: CollectorRegistry | None = None,
-    breaker: CircuitBreaker | None = None,
-) -> Evictor:
+    halted: str | None = None,
+) -> PodEvictor:
     state = CycleState(
         nodes={n.name: n for n in cluster.list_nodes()},
         pods=tuple(cluster.list_pods()),
@@ -407,10 +382,10 @@ def evictor_on(
     rails = CycleRails(
         budget=EvictionBudget(limits or Limits()),
         cooldown=cooldown or Cooldown(0),
-        breaker=breaker or CircuitBreaker(0.5),
+        halted=halted,
         dry_run=mode is Mode.PREDICTIVE,
     )
-    return Evictor(
+    return PodEvictor(
         cluster=cluster,
         state=state,
         rules=ProtectionRules(),
@@ -496,9 +471,7 @@ def test_the_cooldown_spares_an_owner_evicted_from_a_moment_ago() -> None:
 
 def test_an_open_circuit_breaker_blocks_every_eviction() -> None:
     cluster = two_nodes(make_pod("web-1"))
-    breaker = CircuitBreaker(0.5)
-    breaker.update({NodeName("node-a"): "x", NodeName("node-b"): "x"}, in_scope=2)
-    evictor = evictor_on(cluster, breaker=breaker)
+    evictor = evictor_on(cluster, halted="3 of 4 nodes with values violate at once")
     assert evictor.stopped == "the circuit breaker is open"
     assert not evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0

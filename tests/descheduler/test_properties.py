@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from descheduler.config import parse_config
 from descheduler.cycle import Mode
-from descheduler.evictor import ProtectionRules
+from descheduler.plugins.default_evictor import ProtectionRules
 from tas.cluster.model import OwnerReference, Pod, Volume
 from tas.vocabulary import (
     CONFIG_SOURCE_ANNOTATION,

@@ -21,8 +21,7 @@ import descheduler.plugins
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
-from descheduler.evictor import sort_candidates
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, sort_candidates
 from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, RegistryError, default_registry
 from tas.cluster.model import OwnerReference

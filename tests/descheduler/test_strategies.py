@@ -2,7 +2,9 @@
 
 Covered: TASViolations from metrics, from node labels and from both agreeing, never on stale
 (missing) metrics, and the circuit breaker (a metric that makes 80% of nodes violate evicts
-nothing and says why, and evictions resume when it clears); RemovePodsViolatingNodeAffinity on a
+nothing and says why, and evictions resume when it clears); the rules evaluated once per cycle
+(each metric column read once, and TASViolations acting on the evaluation the cycle state
+carries); RemovePodsViolatingNodeAffinity on a
 TAS label, and its preferred variant; RemovePodsViolatingNodeTaints;
 RemovePodsViolatingInterPodAntiAffinity (one of a pair); RemovePodsHavingTooManyRestarts with
 and without init containers; PodLifeTime; RemoveDuplicates with ExcludeOwnerKinds; namespace
@@ -12,13 +14,20 @@ filters; cycles skipped with fewer than two Ready nodes; the total limit across 
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from descheduler.cycle import Mode
+from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
+from descheduler.framework import PluginContext
+from descheduler.plugins import tas_violations
+from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.plugins.node_affinity import PREFERRED, REQUIRED
+from descheduler.state import CycleState, DescheduleEvaluation
 from tas.cluster.model import (
     LabelSelector,
     NodeSelectorTerm,
@@ -30,7 +39,7 @@ from tas.cluster.model import (
     Toleration,
 )
 from tas.metrics.static import StaticMetricView
-from tas.types import MetricName
+from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
 from tas.vocabulary import POLICY_LABEL
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
@@ -128,15 +137,82 @@ def test_a_metric_that_makes_80_percent_of_nodes_violate_evicts_nothing_and_says
     assert report.decisions == []
     assert len(cluster.evictions) == 0
     assert report.circuit_breaker is not None
-    assert "4 of 5 nodes (80%) violate at once" in report.circuit_breaker
+    assert "default/demo-policy: 4 of 5 nodes with values (80%) violate at once" in (
+        report.circuit_breaker
+    )
     assert "Circuit breaker open" in caplog.text
     assert "node-a: default/demo-policy: health_metric Equals 2 (value 2)" in caplog.text
     # The pipeline recovers: one node violates, the breaker closes, that node's pod goes.
     fixed = {"node-a": 2, "node-b": 0, "node-c": 0, "node-d": 0, "node-e": 0}
     view.set_column(MetricName("health_metric"), fixed)
-    report = descheduler.run_cycle()
+    with caplog.at_level(logging.WARNING):
+        report = descheduler.run_cycle()
     assert report.circuit_breaker is None
+    assert "Circuit breaker closed: 1 of 5 nodes violate; evictions resume" in caplog.text
     assert evicted(report) == ["p-a"]
+
+
+class CountingColumns(Mapping[MetricName, MetricColumn]):
+    """Metric columns that count how often each column is read."""
+
+    def __init__(self, columns: MetricColumns, reads: Counter[MetricName]) -> None:
+        self._columns = columns
+        self.reads = reads
+
+    def __getitem__(self, name: MetricName) -> MetricColumn:
+        self.reads[name] += 1
+        return self._columns[name]
+
+    def __iter__(self) -> Iterator[MetricName]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+
+class CountingView(StaticMetricView):
+    def __init__(self, values: Mapping[str, Mapping[str, float]]) -> None:
+        super().__init__(values)
+        self.reads: Counter[MetricName] = Counter()
+
+    def columns(self) -> MetricColumns:
+        return CountingColumns(super().columns(), self.reads)
+
+
+def test_a_cycle_evaluates_the_rules_once_for_the_breaker_and_tas_violations() -> None:
+    cluster = cluster_with(*five_nodes(), pods=(demo_pod("p", "node-a"),))
+    view = CountingView({"health_metric": {"node-a": 2, "node-b": 0, "node-c": 0}})
+    # nodeFit off: only the deschedule rules read the column.
+    config = policy_config("TASViolations", evictor={"nodeFit": False})
+    report = make_descheduler(cluster, config, metrics=view, policies=POLICIES).run_cycle()
+    assert evicted(report) == ["p"]
+    assert report.circuit_breaker is None
+    assert view.reads == {MetricName("health_metric"): 1}
+
+
+def test_tas_violations_acts_on_the_evaluation_the_cycle_state_carries() -> None:
+    cluster = cluster_with(*five_nodes(), pods=(demo_pod("p", "node-b"),))
+    state = CycleState(
+        nodes={n.name: n for n in cluster.list_nodes()},
+        pods=tuple(cluster.list_pods()),
+        pdbs=(),
+        policies=POLICIES,
+        metrics={},  # no values at all: only the carried evaluation can say node-b violates
+        now=START,
+        deschedule={
+            HEALTH_POLICY.key: DescheduleEvaluation(
+                violating={NodeName("node-b"): "demo-policy: as evaluated"},
+                with_values=frozenset({NodeName("node-b")}),
+            )
+        },
+    )
+    rails = CycleRails(budget=EvictionBudget(Limits()), cooldown=Cooldown(0), dry_run=True)
+    evictor = PodEvictor(cluster=cluster, state=state, rules=ProtectionRules(), rails=rails)
+    context = PluginContext(evictor=evictor, classified=lambda _: None)
+    tas_violations.run(tas_violations.TASViolationsArgs(), context)
+    assert [(d.name, d.reason) for d in rails.decisions] == [
+        ("p", "TASViolations: node node-b violates policy demo-policy: as evaluated")
+    ]
 
 
 def test_node_affinity_evicts_pods_whose_node_got_the_violating_label() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from descheduler.cycle import Descheduler
-from descheduler.self_metrics import Result
+from descheduler.framework import Result
 from simulator.contenders import Contender, resolve
 from simulator.runner import run_contender
 from simulator.scenario import Scenario, load_scenario_text
