@@ -1,7 +1,11 @@
 # One image for every component: `tas extender`, `tas controller`, `tas descheduler` (every
 # package the `tas` command imports is copied; tests/test_deploy.py checks the list).
 #   docker build -t telemetry-aware-scheduling:0.1.0 .
-FROM python:3.11-slim AS build
+# The base image is pinned by digest, so a rebuild gets the same bits until the pin is moved on
+# purpose: python:3.11-slim (Python 3.11.15, Debian trixie) as docker-library/repo-info recorded
+# it (repos/python/remote/3.11-slim.md, commit 2477d553d2fd). scripts/pin-images.sh prints the
+# digest the tag has now and, with --write, moves both FROM lines to it.
+FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY tas ./tas
@@ -15,7 +19,7 @@ COPY simulator ./simulator
 COPY benchmarks ./benchmarks
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
-FROM python:3.11-slim
+FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 # Numeric IDs, so Kubernetes can check runAsNonRoot without resolving a user name.
 RUN groupadd --gid 10001 tas \
     && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -5,8 +5,9 @@
 
 The Grafana dashboard (deploy/grafana/tas-dashboard.json) is the one edited by hand; this
 keeps the Perses board (the Cluster Observability Operator's PersesDashboard, as in the PSI
-evaluation) identical in panels, queries and layout. tests/deploy/test_dashboards.py fails
-when the committed file is not what this script writes. Standard library only.
+evaluation; `perses.dev/v1alpha2`) identical in panels, queries and layout.
+tests/deploy/test_dashboards.py fails when the committed file is not what this script writes.
+Standard library only.
 
 Mapping: Grafana rows become Perses grid layouts, `timeseries` panels TimeSeriesChart,
 `state-timeline` StatusHistoryChart, `stat` StatChart; query variables over
@@ -123,8 +124,10 @@ def convert(grafana: dict[str, Any]) -> dict[str, Any]:
             }
         )
     variables = [v for v in map(variable, grafana["templating"]["list"]) if v is not None]
+    # perses.dev/v1alpha2 (v1alpha1 is deprecated): the dashboard itself sits under
+    # spec.config (perses/perses-operator, api/v1alpha2/persesdashboard_types.go).
     return {
-        "apiVersion": "perses.dev/v1alpha1",
+        "apiVersion": "perses.dev/v1alpha2",
         "kind": "PersesDashboard",
         "metadata": {
             "name": grafana["uid"],
@@ -132,12 +135,17 @@ def convert(grafana: dict[str, Any]) -> dict[str, Any]:
             "labels": {"app.kubernetes.io/part-of": "telemetry-aware-scheduling"},
         },
         "spec": {
-            "display": {"name": grafana["title"], "description": grafana.get("description", "")},
-            "duration": grafana["time"]["from"].removeprefix("now-"),
-            "refreshInterval": grafana.get("refresh", "0s"),
-            "variables": variables,
-            "panels": panels,
-            "layouts": layouts,
+            "config": {
+                "display": {
+                    "name": grafana["title"],
+                    "description": grafana.get("description", ""),
+                },
+                "duration": grafana["time"]["from"].removeprefix("now-"),
+                "refreshInterval": grafana.get("refresh", "0s"),
+                "variables": variables,
+                "panels": panels,
+                "layouts": layouts,
+            }
         },
     }
 

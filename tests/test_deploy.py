@@ -5,10 +5,12 @@ There is no cluster and no Docker engine here, so what a user relies on is check
 - every YAML under deploy/ parses, and every Kubernetes object in it is valid for the oldest and
   newest Kubernetes we support (offline schemas from `kubernetes-validate`, strict: a misspelt
   field is an error);
-- every Deployment of ours (not the demo app, kept exactly as TAS ships it) runs non-root with
-  a read-only root filesystem, no privilege escalation, no capabilities, the RuntimeDefault
-  seccomp profile, resource requests and limits, and probes on /healthz and /readyz for every
-  container that serves a port;
+- every Deployment (ours and the demo app's, as TAS's demo did) runs non-root with a read-only
+  root filesystem, no privilege escalation, no capabilities, the RuntimeDefault seccomp profile,
+  and resource requests and limits; ours have probes on /healthz and /readyz for every container
+  that serves traffic, and the descheduler a liveness probe on its metrics port's /healthz;
+- the policy controller runs a warm standby (two replicas, leader election) with a
+  PodDisruptionBudget and spread over nodes; the demo app's nginx image is a pinned release;
 - RBAC is least privilege: no wildcards, leases only in our namespace, and the second
   kube-scheduler gets exactly its rules (our own components' roles are checked against what
   their code calls, by running them on the roles: tests/test_rbac.py); every service account,
@@ -23,7 +25,9 @@ There is no cluster and no Docker engine here, so what a user relies on is check
 - the demo's set-health script writes the metric locally, over ssh (a stand-in ssh that runs
   the command through `sh -c`, as sshd does) and through `docker exec` for kind (a stand-in
   docker), and never runs anything built from bad input;
-- a port that only serves Prometheus metrics (the descheduler's) needs no health probes;
+- a port that only serves Prometheus metrics and liveness (the descheduler's) needs no
+  readiness probe;
+- the Dockerfile's base images are pinned by digest;
 - docker-compose.yml: it is a valid Compose file (the `compose-spec` parser; `docker compose
   config` too where the plugin exists), local files exist, ports bind 127.0.0.1, images are
   pinned, and (when real binaries are present) node-exporter and Prometheus serve the demo
@@ -164,8 +168,13 @@ def the_object(kind: str, name: str) -> Document:
 
 
 def deployments() -> list[Document]:
-    """The Deployments of this project (the demo app is TAS's, kept as it is)."""
+    """The Deployments of this project (not the demo app's)."""
     return [d for d in objects_of("Deployment") if d["metadata"]["namespace"] == NAMESPACE]
+
+
+def every_deployment() -> list[Document]:
+    """Ours and the demo app: what a user applies runs unprivileged too (TAS's demo did)."""
+    return objects_of("Deployment")
 
 
 def containers(deployment: Document) -> list[Document]:
@@ -234,7 +243,7 @@ def test_the_components_are_all_deployed() -> None:
     assert any(d["metadata"]["name"] == NAMESPACE for d in objects_of("Namespace"))
 
 
-@pytest.mark.parametrize("deployment", deployments(), ids=lambda d: d["metadata"]["name"])
+@pytest.mark.parametrize("deployment", every_deployment(), ids=lambda d: d["metadata"]["name"])
 def test_every_deployment_runs_non_root_read_only_without_capabilities(
     deployment: Document,
 ) -> None:
@@ -260,7 +269,7 @@ def test_every_deployment_runs_non_root_read_only_without_capabilities(
         }, name
 
 
-@pytest.mark.parametrize("deployment", deployments(), ids=lambda d: d["metadata"]["name"])
+@pytest.mark.parametrize("deployment", every_deployment(), ids=lambda d: d["metadata"]["name"])
 def test_every_container_has_cpu_and_memory_requests_and_limits(deployment: Document) -> None:
     for container in containers(deployment):
         resources = container.get("resources", {})
@@ -277,11 +286,25 @@ def _probe_path(probe: Document) -> str:
 @pytest.mark.parametrize("deployment", deployments(), ids=lambda d: d["metadata"]["name"])
 def test_every_serving_container_is_probed_on_healthz_and_readyz(deployment: Document) -> None:
     for container in containers(deployment):
-        # A port that only serves Prometheus metrics (the descheduler's) has no health to probe.
+        # A port that only serves Prometheus metrics and liveness (the descheduler's) takes no
+        # traffic, so it has no readiness to probe (its liveness: the test below).
         if {p["name"] for p in container.get("ports", [])} <= {"metrics"}:
             continue
         assert "/healthz" in _probe_path(container["livenessProbe"]), container["name"]
         assert "/readyz" in _probe_path(container["readinessProbe"]), container["name"]
+
+
+def test_the_descheduler_is_restarted_when_its_cycles_stop() -> None:
+    # descheduler/liveness.py: /healthz on the --listen-metrics port fails once no cycle has
+    # ended for three intervals (plus a grace); without the probe nothing would notice.
+    (container,) = containers(the_object("Deployment", "tas-descheduler"))
+    args = container["args"]
+    probe = container["livenessProbe"]["httpGet"]
+    assert probe["path"] == "/healthz"
+    (port,) = [p for p in container["ports"] if p["name"] == probe["port"]]
+    listen = args[args.index("--listen-metrics") + 1]
+    assert listen.rpartition(":")[2] == str(port["containerPort"])
+    assert args[args.index("--descheduling-interval") + 1] != "0"
 
 
 def test_the_tas_image_user_is_the_user_the_deployments_run_as() -> None:
@@ -474,6 +497,23 @@ def test_the_components_read_metrics_from_prometheus_in_the_cluster() -> None:
         assert re.fullmatch(r"prometheus:http://prometheus[-a-z0-9.]*:9090", source), name
 
 
+def test_the_policy_controller_keeps_a_warm_standby_through_disruptions() -> None:
+    # Leader election with one replica fails over only after a reschedule and a cold start.
+    deployment = the_object("Deployment", "tas-policy-controller")
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = containers(deployment)
+    assert "--leader-elect" in container["args"]
+    budget = the_object("PodDisruptionBudget", "tas-policy-controller")
+    assert budget["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert budget["spec"]["minAvailable"] == 1
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    spread = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    (term,) = spread["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
+
+
 def test_the_descheduler_is_shipped_in_predictive_mode() -> None:
     (container,) = [c for name, c in tas_containers() if name == "tas-descheduler"]
     assert container["args"][container["args"].index("--mode") + 1] == "Predictive"
@@ -596,7 +636,7 @@ def test_the_demo_app_links_the_demo_policy_in_its_own_namespace() -> None:
     demo = DEPLOY / "health-metric-demo"
     (policy_doc,) = load_documents(demo / "health-policy.yaml")
     policy = parse_policy(policy_doc)
-    (app,) = load_documents(demo / "demo-app.yaml")
+    (app,) = [d for d in load_documents(demo / "demo-app.yaml") if d["kind"] == "Deployment"]
     (namespace,) = load_documents(demo / "namespace.yaml")
     assert app["metadata"]["namespace"] == policy.namespace == namespace["metadata"]["name"]
     template = app["spec"]["template"]
@@ -609,6 +649,10 @@ def test_the_demo_app_links_the_demo_policy_in_its_own_namespace() -> None:
     ]
     (container,) = template["spec"]["containers"]
     assert container["resources"]["limits"]["telemetry/scheduling"] == 1
+    # A pinned release, as TAS's demo pinned one: `latest` changes under a walkthrough.
+    assert re.fullmatch(r"nginx:[0-9]+\.[0-9]+\.[0-9]+", container["image"])
+    config_maps = {v["configMap"]["name"] for v in template["spec"]["volumes"] if "configMap" in v}
+    assert {d["metadata"]["name"] for d in load_documents(demo / "demo-app.yaml")} >= config_maps
     shipped = parse_policy(load_documents(DEPLOY / "policies" / "health-policy.yaml")[0])
     assert policy == shipped
 
@@ -937,17 +981,17 @@ def test_gen_certs_names_a_custom_namespace_and_service(tmp_path: Path) -> None:
 # --- docker ---------------------------------------------------------------------------------
 
 
-def test_the_dockerfile_builds_a_non_root_tas_image_from_python_3_11_slim() -> None:
+def test_the_dockerfile_builds_a_non_root_tas_image_from_pinned_python_3_11_slim() -> None:
     lines = [
         line.strip()
         for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    assert all(
-        line == "FROM python:3.11-slim" or " AS " in line
-        for line in lines
-        if line.startswith("FROM")
-    )
+    froms = [line.split()[1] for line in lines if line.startswith("FROM")]
+    # Pinned by digest (one digest for both stages): a rebuild gets the same base image.
+    assert len(froms) == 2
+    assert all(re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", image) for image in froms)
+    assert len(set(froms)) == 1
     assert lines[-2:] == ['ENTRYPOINT ["tas"]', 'CMD ["--help"]']
     (user,) = [line for line in lines if line.startswith("USER ")]
     assert re.fullmatch(r"USER [1-9][0-9]*:[1-9][0-9]*", user)
@@ -955,6 +999,46 @@ def test_the_dockerfile_builds_a_non_root_tas_image_from_python_3_11_slim() -> N
         if line.startswith("COPY ") and "--from=" not in line:
             for source in line.split()[1:-1]:
                 assert (ROOT / source).exists(), line
+
+
+PIN_IMAGES = ROOT / "scripts" / "pin-images.sh"
+NEW_DIGEST = "sha256:" + "b" * 64
+
+
+@pytest.fixture
+def stand_in_registry(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A stand-in `docker` answering `buildx imagetools inspect` as buildx does; its calls."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    docker = bin_dir / "docker"
+    manifest = json.dumps({"mediaType": "application/vnd.oci.image.index.v1+json",
+                           "digest": NEW_DIGEST, "size": 10}, separators=(",", ":"))  # fmt: skip
+    docker.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\necho '{manifest}'\n")
+    docker.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, calls
+
+
+def test_pin_images_reports_a_stale_pin_and_moves_every_from_line_with_write(
+    tmp_path: Path, stand_in_registry: tuple[dict[str, str], Path]
+) -> None:
+    env, calls = stand_in_registry
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text((ROOT / "Dockerfile").read_text(encoding="utf-8"))
+    checked = _run([str(PIN_IMAGES), str(dockerfile)], env=env)
+    assert checked.returncode == 1  # the stand-in registry has moved the tag on
+    assert "python:3.11-slim  pinned sha256:" in checked.stdout
+    assert calls.read_text().split() == [
+        "buildx", "imagetools", "inspect", "--format", "{{json", ".Manifest}}", "python:3.11-slim"
+    ]  # fmt: skip
+    written = _run([str(PIN_IMAGES), "--write", str(dockerfile)], env=env)
+    assert written.returncode == 0, written.stderr
+    froms = [line for line in dockerfile.read_text().splitlines() if line.startswith("FROM ")]
+    assert froms == [
+        f"FROM python:3.11-slim@{NEW_DIGEST} AS build",
+        f"FROM python:3.11-slim@{NEW_DIGEST}",
+    ]
+    assert _run([str(PIN_IMAGES), str(dockerfile)], env=env).returncode == 0
 
 
 def test_the_image_gets_every_package_the_project_installs() -> None:

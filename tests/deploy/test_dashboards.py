@@ -12,7 +12,7 @@ Covered:
   node-exporter started with the shipped flags), and the shipped recording rules;
 - the variables' `label_values(METRIC, LABEL)` read metrics that exist too;
 - deploy/grafana/perses-dashboard.json is what scripts/perses-dashboard.py makes of the Grafana
-  board: the same queries, panel for panel;
+  board: a `perses.dev/v1alpha2` PersesDashboard with the same queries, panel for panel;
 - every Counter is declared by its exported name, with `_total` (one naming rule);
 - the PromQL name finder the checks rely on, on its own table.
 """
@@ -226,19 +226,22 @@ def test_the_perses_dashboard_is_what_the_script_makes_of_the_grafana_one() -> N
 
 def test_the_perses_dashboard_has_the_same_queries_panel_for_panel() -> None:
     perses = json.loads(PERSES.read_text(encoding="utf-8"))
-    assert perses["kind"] == "PersesDashboard"
+    # v1alpha2, the Perses operator's current version (v1alpha1 is deprecated), keeps the
+    # dashboard under spec.config (perses/perses-operator, api/v1alpha2).
+    assert (perses["apiVersion"], perses["kind"]) == ("perses.dev/v1alpha2", "PersesDashboard")
+    config = perses["spec"]["config"]
     perses_queries = [
         (p["spec"]["display"]["name"], q["spec"]["plugin"]["spec"]["query"])
-        for p in perses["spec"]["panels"].values()
+        for p in config["panels"].values()
         for q in p["spec"]["queries"]
     ]
     assert perses_queries == queries()
     refs = {
-        item["content"]["$ref"].rpartition("/")[2]
-        for layout in perses["spec"]["layouts"]
+        item["content"]["$ref"].removeprefix("#/spec/panels/")
+        for layout in config["layouts"]
         for item in layout["spec"]["items"]
     }
-    assert refs == set(perses["spec"]["panels"])
+    assert refs == set(config["panels"])
 
 
 # --- the name finder itself ---------------------------------------------------------------------

@@ -17,7 +17,8 @@ Covered:
 - the Deployment, Service and ServiceMonitors agree with the configuration: the file paths the
   configuration names are mounted, the components' `--metrics` URL is the shipped Service, the
   textfile directory is the one set-health.sh writes, every ServiceMonitor selects a Service
-  that has the port it names.
+  that has the port it names, and those of components whose series carry their own `namespace`
+  label (the controller, the descheduler) honour it over the operator's target label.
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
+from descheduler.self_metrics import DeschedulerMetrics
+from policy_controller.self_metrics import ControllerMetrics
 from tas.metrics.names import Derived, derived_promql
+from tas.types import Namespace, PolicyKey, PolicyName
 from tests.deploy.kustomize import Document
 from tests.deploy.pipeline import (
     ADAPTER_CONFIG,
@@ -298,6 +304,48 @@ def test_every_service_monitor_selects_a_service_with_the_port_it_names() -> Non
         ports = {p["name"] for p in service["spec"]["ports"]}
         for endpoint in monitor["spec"]["endpoints"]:
             assert endpoint["port"] in ports, monitor["metadata"]["name"]
+
+
+def _controller_series(registry: CollectorRegistry) -> None:
+    ControllerMetrics(registry).set_violating(
+        [(PolicyKey(Namespace("health-metric-demo"), PolicyName("demo-policy")), "deschedule", 1)]
+    )
+
+
+def _descheduler_series(registry: CollectorRegistry) -> None:
+    DeschedulerMetrics(registry=registry).count_eviction(
+        strategy="TASViolations", node="node-a", namespace="health-metric-demo", result="evicted"
+    )
+
+
+@pytest.mark.parametrize(
+    ("monitor_name", "export"),
+    [
+        pytest.param("tas-policy-controller", _controller_series, id="controller"),
+        pytest.param("tas-descheduler", _descheduler_series, id="descheduler"),
+    ],
+)
+def test_a_component_s_own_namespace_label_is_kept_when_the_operator_scrapes_it(
+    monitor_name: str, export: Callable[[CollectorRegistry], None]
+) -> None:
+    # The Prometheus Operator gives every target a `namespace` label (the Service's). Without
+    # honorLabels a series' own `namespace` (the policy's, the evicted pod's) is renamed
+    # `exported_namespace` and panels grouping by namespace show telemetry-aware-scheduling.
+    registry = CollectorRegistry()
+    export(registry)
+    own = {
+        label
+        for family in registry.collect()
+        for sample in family.samples
+        for label in sample.labels
+    }
+    assert "namespace" in own
+    (monitor,) = [
+        o
+        for o in rendered(DEPLOY / "monitoring")
+        if o["kind"] == "ServiceMonitor" and o["metadata"]["name"] == monitor_name
+    ]
+    assert all(e.get("honorLabels") is True for e in monitor["spec"]["endpoints"])
 
 
 def test_the_extender_is_scraped_over_mtls_with_the_name_its_certificate_carries() -> None:
