@@ -7,7 +7,9 @@ Covered:
   unknown strategy, unknown operator, empty rules, malformed labels, mixed operators on one
   label key, bad metric names, a name unusable as a label key for deschedule;
 - a bad document does not stop the good ones in the same text;
-- `tas validate` prints each problem on its own line and exits 1, 0 for good files.
+- `tas validate` prints each problem on its own line and exits 1, 0 for good files; `-` reads
+  standard input (what `kubectl get taspolicies -A -o yaml` writes, as the upgrade guide pipes
+  it), and a directory means every `*.yaml`, `*.yml` and `*.json` file in it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tas.policies.model import (
     LogicalOperator,
@@ -195,13 +198,68 @@ def test_invalid_yaml_is_one_clear_problem() -> None:
     assert "not valid YAML" in problem.message
 
 
-def run_validate(*files: Path) -> subprocess.CompletedProcess[str]:
+def run_validate(*files: Path | str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tas_cli", "validate", *map(str, files)],
+        input=stdin,
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def kubectl_get_yaml(*documents: dict[str, object]) -> str:
+    """What `kubectl get taspolicies -A -o yaml` writes: a List of live objects."""
+    items = []
+    for document in documents:
+        live = json.loads(json.dumps(document))
+        live["metadata"].update(
+            uid="0b7e7d3c-0000-4000-8000-000000000001",
+            resourceVersion="4242",
+            generation=1,
+            creationTimestamp="2024-01-01T00:00:00Z",
+            managedFields=[{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1"}],
+        )
+        live["status"] = {"conditions": [{"type": "Compliance", "status": "True"}]}
+        items.append(live)
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}})
+
+
+def test_tas_validate_dash_reads_what_kubectl_get_writes_on_standard_input() -> None:
+    good = yaml.safe_load(HEALTH_POLICY.read_text(encoding="utf-8"))
+    completed = run_validate("-", stdin=kubectl_get_yaml(good))
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "<stdin>: ok (health-metric-demo/demo-policy)\n"
+
+
+def test_tas_validate_dash_reports_a_bad_policy_from_standard_input() -> None:
+    bad = policy_document("bad", dontschedule=[rule("m", "Bigger", 1)])
+    completed = run_validate("-", stdin=kubectl_get_yaml(bad))
+    assert completed.returncode == 1
+    (line,) = completed.stderr.strip().splitlines()
+    assert line.startswith("<stdin>")
+    assert "operator" in line
+
+
+def test_tas_validate_dir_reads_every_policy_file_in_it(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(HEALTH_POLICY.read_text(encoding="utf-8"))
+    (tmp_path / "b.json").write_text(
+        json.dumps(policy_document("two", dontschedule=[rule("m", "GreaterThan", 1)]))
+    )
+    (tmp_path / "c.yml").write_text(json.dumps(policy_document("bad", dontschedule=[])))
+    (tmp_path / "notes.txt").write_text("not a policy")
+    completed = run_validate(tmp_path)
+    assert completed.returncode == 1
+    assert f"{tmp_path / 'a.yaml'}: ok (health-metric-demo/demo-policy)" in completed.stdout
+    assert f"{tmp_path / 'b.json'}: ok" in completed.stdout
+    assert completed.stderr.startswith(str(tmp_path / "c.yml"))
+    assert "notes.txt" not in completed.stdout + completed.stderr
+
+
+def test_tas_validate_refuses_a_directory_without_policy_files(tmp_path: Path) -> None:
+    completed = run_validate(tmp_path)
+    assert completed.returncode == 1
+    assert "no *.yaml, *.yml or *.json file" in completed.stderr
 
 
 def test_tas_validate_prints_both_problems_and_exits_1(tmp_path: Path) -> None:
