@@ -4,19 +4,23 @@ The real server is exercised in test_integration.py; here an httpx MockTransport
 the API's JSON to cover what a healthy server rarely says. Covers: the name-convention query
 with sample times, derived and configured PromQL, node names from labels (port stripped,
 fallback labels, configurable label), sample time versus evaluation time, duplicate series,
-and error answers (API errors, non-vector results, unreachable server).
+error answers (API errors, non-vector results, unreachable server), a warning Prometheus adds
+to an answer logged once however often the query runs, and a token file that vanishes failing
+the fetch instead of the refresh thread.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tas.metrics.prometheus import PrometheusClient, PrometheusSource, strip_port
+from tas.metrics.config import MetricsConfig
+from tas.metrics.prometheus import PrometheusClient, PrometheusSource, open_prometheus, strip_port
 from tas.metrics.source import Sample
 from tas.types import MetricName
 
@@ -184,6 +188,34 @@ def test_a_non_json_answer_is_an_error_not_a_crash() -> None:
     fetched = source(client).fetch(frozenset({HEALTH}))
     assert "HTTP 502" in fetched.errors[HEALTH]
     json.dumps(fetched.errors)  # errors are plain strings, safe to log and export
+
+
+def test_a_prometheus_warning_is_logged_once_not_every_sync_period(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    answer = vector(({"instance": "a"}, 5, 1))
+    answer["warnings"] = ["PromQL info: metric might not be a counter"]
+    prometheus = source(answering(lambda _: answer))
+    for _ in range(3):
+        fetched = prometheus.fetch(frozenset({MetricName("cpu_pressure")}))
+        assert fetched.columns == {"cpu_pressure": {"a": Sample(1.0, 5.0)}}
+    logged = [r.getMessage() for r in caplog.records if "might not be a counter" in r.getMessage()]
+    assert len(logged) == 1
+
+
+def test_a_token_file_that_vanishes_fails_the_fetch_not_the_caller(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("t\n")
+    client = open_prometheus(
+        "http://prom.test/prom/",
+        config=MetricsConfig(bearer_token_file=token),
+        transport=httpx.MockTransport(lambda _: httpx.Response(200, json=vector())),
+    )
+    prometheus = PrometheusSource(client)
+    assert prometheus.fetch(frozenset({HEALTH})).errors == {}
+    token.unlink()
+    fetched = prometheus.fetch(frozenset({HEALTH}))
+    assert "token" in fetched.errors[HEALTH]
 
 
 @pytest.mark.parametrize(
