@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simulator.runner import ScenarioResult
+from simulator.scenario import Scenario
+from simulator.seeds import SeededFigures, best_by_figure
 
 #: Significant digits kept in summary.json: enough to compare, few enough to read and diff.
 DIGITS = 6
@@ -34,15 +37,15 @@ COLUMNS: Sequence[tuple[str, str, str | None, str]] = (
 )
 
 
-def _round(value: Any) -> Any:
+def rounded(value: Any) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             return None
         return float(f"{value:.{DIGITS}g}")
     if isinstance(value, Mapping):
-        return {str(k): _round(v) for k, v in value.items()}
+        return {str(k): rounded(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_round(v) for v in value]
+        return [rounded(v) for v in value]
     return value
 
 
@@ -53,7 +56,7 @@ def summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
             "seed": result.seed,
             "duration_seconds": result.scenario.duration,
             "contenders": {
-                name: _round(run.figures) for name, run in sorted(result.results.items())
+                name: rounded(run.figures) for name, run in sorted(result.results.items())
             },
         }
         if result.unavailable:
@@ -96,6 +99,97 @@ def table(result: ScenarioResult) -> str:
     scenario = result.scenario
     title = f"{scenario.name} (seed {result.seed}, {scenario.duration / 60:g} min)"
     out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    for name, reason in sorted(result.unavailable.items()):
+        out.append(f"{name}: unavailable: {reason}")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------ several seeds
+
+
+@dataclass
+class SeededResult:
+    """One scenario on several seeds: each contender's figures per seed, and the first seed's
+    runs in full (series, eviction times) for the charts."""
+
+    scenario: Scenario
+    seeds: list[int]
+    contenders: dict[str, SeededFigures] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    first: ScenarioResult | None = None
+
+
+def seeded_summary(results: Sequence[SeededResult]) -> dict[str, Any]:
+    """`scenarios.<name>.contenders.<c>.<figure>`: the mean over the seeds;
+    `scenarios.<name>.ci95.<c>.<figure>`: its 95% interval `[low, high]`;
+    `scenarios.<name>.seeds`: the seeds; `scenarios.<name>.best.<figure>`: the contender
+    whose interval lies below every other's, or null for a tie."""
+    scenarios: dict[str, Any] = {}
+    for result in results:
+        ordered = dict(sorted(result.contenders.items()))
+        entry: dict[str, Any] = {
+            "seed": result.seeds[0],
+            "seeds": list(result.seeds),
+            "duration_seconds": result.scenario.duration,
+            "contenders": {name: rounded(s.means()) for name, s in ordered.items()},
+            "ci95": {name: rounded(s.ci95()) for name, s in ordered.items()},
+            "best": best_by_figure(ordered, _judged_figures(ordered)),
+        }
+        if result.unavailable:
+            entry["unavailable"] = dict(sorted(result.unavailable.items()))
+        scenarios[result.scenario.name] = entry
+    return {"scenarios": scenarios}
+
+
+def write_seeded_summary(results: Sequence[SeededResult], path: Path) -> None:
+    text = json.dumps(seeded_summary(results), indent=2, sort_keys=True) + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def _judged_figures(contenders: Mapping[str, SeededFigures]) -> list[str]:
+    """The table's figures (lower is better for every one of them), by dotted path."""
+    paths = []
+    for _, figure, key, _ in COLUMNS:
+        path = figure if key is None else f"{figure}.{key}"
+        if any(path in s.intervals() for s in contenders.values()):
+            paths.append(path)
+    return paths
+
+
+def seeded_table(result: SeededResult) -> str:
+    """The means over the seeds, a row per contender; `*` marks a figure where that contender
+    is clearly best (its 95% interval lies below every other contender's)."""
+    means = {name: s.means() for name, s in result.contenders.items()}
+    best = best_by_figure(result.contenders, _judged_figures(result.contenders))
+    names = list(result.contenders)
+    columns = [c for c in COLUMNS if any(c[1] in means[n] for n in names)]
+    header = ["contender", *(c[0] for c in columns)]
+    rows = []
+    for name in names:
+        row = [name]
+        for _, figure, key, fmt in columns:
+            cell = _cell(means[name], figure, key, fmt)
+            path = figure if key is None else f"{figure}.{key}"
+            row.append(cell + ("*" if best.get(path) == name and len(result.seeds) > 1 else ""))
+        rows.append(row)
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        first = row[0].ljust(widths[0])
+        return "  ".join(
+            [first, *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
+        )
+
+    scenario = result.scenario
+    seeds = result.seeds
+    said = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}, means"
+    title = f"{scenario.name} ({said}, {scenario.duration / 60:g} min)"
+    out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    if len(seeds) > 1:
+        out.append(
+            f"* clearly best: its 95% interval over {len(seeds)} seeds lies below every other "
+            "contender's (no mark: a tie); summary.json has the intervals"
+        )
     for name, reason in sorted(result.unavailable.items()):
         out.append(f"{name}: unavailable: {reason}")
     return "\n".join(out)

@@ -15,6 +15,7 @@ from tas_cli import (
     run,
     set_health,
     simulate,
+    sweep,
     validate,
 )
 from tas_cli.tas_compat import Component
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     controller.add_parser(commands)
     descheduler.add_parser(commands)
     simulate.add_parser(commands)
+    sweep.add_parser(commands)
     return parser
 
 

@@ -1,8 +1,10 @@
 """`tas simulate`: run named scenarios (or scenario files) against the contenders, side by side.
 
-Writes DIR/summary.json, PNG charts per scenario and a log of the components' own messages
-(DIR/simulate.log), and prints one table per scenario. A bad scenario file lists every problem
-with its path and exits 1.
+Each scenario runs on `--seeds N` seeds (default 5: its own seed and the next four), every run
+an independent job on a process pool over all cores (or a Dask cluster with `--dask`). Writes
+DIR/summary.json (means over the seeds, 95% intervals, the clear bests), PNG charts per scenario
+from its first seed, and a log of the components' own messages (DIR/simulate.log), and prints
+one table per scenario. A bad scenario file lists every problem with its path and exits 1.
 """
 
 from __future__ import annotations
@@ -11,8 +13,13 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from simulator.report import SeededResult
+    from simulator.scenario import Scenario
 
 
 def add_parser(commands: Any) -> None:
@@ -30,7 +37,26 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--contenders", default="", metavar="A,B", help="only these contenders (default: all)"
     )
-    parser.add_argument("--seed", type=int, default=None, help="override the scenarios' seed")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="the first seed (default: the scenario's own)"
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=5,
+        metavar="N",
+        help="run each scenario on N seeds (the first and the next N-1) and report means with "
+        "95%% intervals (default: 5)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, metavar="W", help="processes (default: every core)"
+    )
+    parser.add_argument(
+        "--dask",
+        default="",
+        metavar="ADDRESS",
+        help="run on this Dask distributed scheduler (tcp://host:8786) instead of local processes",
+    )
     parser.add_argument("--out", type=Path, default=Path("simulation"), metavar="DIR")
     parser.add_argument(
         "--duration", default="", metavar="DURATION", help="cut every scenario to this long"
@@ -71,8 +97,8 @@ class ProgressBar:
 
 def run(args: argparse.Namespace) -> int:
     from simulator.contenders import CONTENDERS
-    from simulator.report import table, write_summary
-    from simulator.runner import run_scenario
+    from simulator.jobs import DaskUnavailableError
+    from simulator.report import seeded_table, write_seeded_summary
     from simulator.scenario import ScenarioError, load_scenario, named_scenarios
     from tas.durations import DurationError, parse_duration
 
@@ -83,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("tas simulate: name a scenario or give --all", file=sys.stderr)
         print(f"named scenarios: {', '.join(named)}", file=sys.stderr)
+        return 2
+    if args.seeds < 1 or (args.workers is not None and args.workers < 1):
+        print("tas simulate: --seeds and --workers must be at least 1", file=sys.stderr)
         return 2
     contenders = [c.strip() for c in args.contenders.split(",") if c.strip()] or list(CONTENDERS)
     unknown = [c for c in contenders if c not in CONTENDERS]
@@ -110,27 +139,96 @@ def run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"  {problem}", file=sys.stderr)
         return 1
+    if duration is not None:
+        scenarios = [s.with_duration(duration) for s in scenarios]
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     _log_to(out / "simulate.log")
-    results = []
     started = time.perf_counter()
-    for scenario in scenarios:
-        if duration is not None:
-            scenario = scenario.with_duration(duration)
-        bar = ProgressBar(scenario.name, sys.stderr)
-        result = run_scenario(scenario, contenders=contenders, seed=args.seed, progress=bar)
+    bar = ProgressBar("simulate", sys.stderr)
+    try:
+        results = run_seeded(
+            scenarios,
+            contenders=contenders,
+            seeds=args.seeds,
+            base_seed=args.seed,
+            workers=args.workers,
+            dask_address=args.dask or None,
+            log_path=out / "simulate.log",
+            progress=lambda done, total: bar(f"{done}/{total} runs", done / total),
+        )
+    except DaskUnavailableError as error:
         bar.done()
-        results.append(result)
-        print(table(result) + "\n", flush=True)
-        if not args.no_charts:
+        print(f"tas simulate: {error}", file=sys.stderr)
+        return 2
+    bar.done()
+    for result in results:
+        print(seeded_table(result) + "\n", flush=True)
+        if not args.no_charts and result.first is not None:
             from simulator.charts import write_charts
 
-            for path in write_charts(result, out):
+            for path in write_charts(result.first, out):
                 print(f"  chart: {path}")
-    write_summary(results, out / "summary.json")
+    write_seeded_summary(results, out / "summary.json")
     print(f"summary: {out / 'summary.json'} ({time.perf_counter() - started:.1f} s)")
     return 0
+
+
+def run_seeded(
+    scenarios: Sequence[Scenario],
+    *,
+    contenders: Sequence[str],
+    seeds: int,
+    base_seed: int | None,
+    workers: int | None,
+    dask_address: str | None,
+    log_path: Path,
+    progress: Callable[[int, int], None],
+) -> list[SeededResult]:
+    """Every scenario x seed x contender as one batch of jobs (so all cores stay busy across
+    scenarios), then grouped back per scenario. The first seed's runs keep their series for
+    the charts."""
+    from simulator.jobs import Job, run_jobs
+    from simulator.report import SeededResult
+    from simulator.runner import RunResult, ScenarioResult
+    from simulator.seeds import SeededFigures, seeds_for
+
+    jobs = []
+    plans: list[tuple[Scenario, list[int]]] = []
+    for scenario in scenarios:
+        chosen = seeds_for(scenario.seed if base_seed is None else base_seed, seeds)
+        plans.append((scenario, chosen))
+        for seed in chosen:
+            for contender in contenders:
+                jobs.append(Job(scenario, contender, seed, keep_series=seed == chosen[0]))
+    finished = iter(
+        run_jobs(
+            jobs,
+            workers=workers,
+            dask_address=dask_address,
+            log_path=log_path,
+            progress=progress,
+        )
+    )
+    results = []
+    for scenario, chosen in plans:
+        seeded = SeededResult(scenario, chosen, first=ScenarioResult(scenario, chosen[0]))
+        for _seed in chosen:
+            for _contender in contenders:
+                job = next(finished)
+                if job.figures is None:
+                    seeded.unavailable[job.contender] = job.unavailable
+                    continue
+                figures = seeded.contenders.setdefault(job.contender, SeededFigures(job.contender))
+                figures.by_seed[job.seed] = job.figures
+                if job.series is not None and seeded.first is not None:
+                    seeded.first.results[job.contender] = RunResult(
+                        job.contender, job.figures, job.series, list(job.eviction_times)
+                    )
+        if seeded.first is not None:
+            seeded.first.unavailable = dict(seeded.unavailable)
+        results.append(seeded)
+    return results
 
 
 def _log_to(path: Path) -> None:
@@ -140,5 +238,6 @@ def _log_to(path: Path) -> None:
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
+        old.close()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)

@@ -1,0 +1,727 @@
+"""Scenario families: distributions to draw scenarios from, so results hold beyond the few
+scenarios anyone wrote (and could have tuned for).
+
+A family file (YAML, `scenarios/families/default.yaml` is the reference) gives, for everything a
+scenario holds, either a fixed value or a distribution:
+
+- a plain value: always that value;
+- a list: one item, each as likely (`[15s, 30s]`);
+- `{uniform: [a, b]}`: a real number between a and b;
+- `{int: [a, b]}`: a whole number from a to b, both included;
+- a mapping of weights where a family names options (`shapes: {steady: 1, bursty: 2}`).
+
+Scenario `i` of a family is drawn from its own random stream (`"<family seed>/<i>"`), so drawing
+200 scenarios and then 20 gives the same first 20, and a scenario never depends on the others.
+Each drawn scenario is a plain scenario document, validated by the scenario reader like any file
+and saved beside the sweep's results, so any result can be replayed with `tas simulate FILE`.
+
+What a draw builds, in order: the pipeline; the nodes (one size, or each node's own when the
+draw says mixed); the fleet's CPU load, split over workloads whose pods have a usage shape
+(steady, bursty, ramp, a daily trace, or a skewed mix of heavy and idle pods behind identical
+requests) and requests at a drawn usage/request ratio, scaled down if the requests would not fit
+the fleet; the policies (a drawn set, each workload linked to one); then the events each drawn
+with its own probability: a node turning unhealthy, a health value flapping, a metric outage, a
+bogus metric, a cordon, a third of the nodes tainted while load arrives, a scale-up, a burst of
+new pods, nodes added, a node removed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tas.durations import DurationError, format_duration, parse_duration
+from tas.quantity import parse_quantity
+
+FAMILIES = Path(__file__).resolve().parent.parent / "scenarios" / "families"
+
+#: The events a family may draw, each with its probability.
+EVENT_KINDS = (
+    "set-health",
+    "health-flap",
+    "metric-outage",
+    "bogus-metric",
+    "cordon",
+    "taint-release",
+    "scale-up",
+    "burst",
+    "add-nodes",
+    "remove-nodes",
+)
+SHAPES = ("steady", "bursty", "ramp", "trace", "skewed")
+_TOP_KEYS = {
+    "name",
+    "description",
+    "seed",
+    "scenario",
+    "metrics",
+    "nodes",
+    "load",
+    "usagePerRequest",
+    "workloads",
+    "policies",
+    "events",
+}
+
+
+class FamilyError(Exception):
+    """A family file that cannot be used; `problems` lists every reason, each with its path."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    weight: float
+    documents: tuple[Mapping[str, Any], ...]
+    #: A health metric the set's policies judge: starting value, and the value that violates.
+    health_metric: str = ""
+    healthy: float = 0.0
+    unhealthy: float = 0.0
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    seed: int
+    raw: Mapping[str, Any]
+    policy_sets: tuple[PolicySet, ...]
+    source: str = ""
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def family_path(name: str) -> Path:
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml") or candidate.exists():
+        return candidate
+    return FAMILIES / f"{name}.yaml"
+
+
+def named_families() -> list[str]:
+    return sorted(p.stem for p in FAMILIES.glob("*.yaml"))
+
+
+def load_family(name_or_path: str) -> Family:
+    path = family_path(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise FamilyError([f"{path}: cannot read: {error}"]) from error
+    try:
+        document = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as error:
+        raise FamilyError([f"{path}: not valid YAML: {error}"]) from error
+    return read_family(document, source=str(path), base=path.parent)
+
+
+def read_family(document: object, *, source: str = "", base: Path) -> Family:
+    """Check every field (all problems listed at once), then draw one scenario as a last
+    check, so a family that reads well but draws nonsense is refused here, not mid-sweep."""
+    prefix = f"{source}: " if source else ""
+    problems: list[str] = []
+    if not isinstance(document, dict):
+        raise FamilyError([f"{prefix}(document): must be a mapping"])
+    for key in sorted(set(map(str, document)) - _TOP_KEYS):
+        problems.append(f"{key}: unknown field (known: {', '.join(sorted(_TOP_KEYS))})")
+    name = document.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append("name: must be a non-empty string")
+    seed = document.get("seed", 1)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        problems.append("seed: must be a whole number")
+    checker = _Checker(problems)
+    checker.section(document, "scenario", _DURATIONS_SCENARIO, required=("duration",))
+    checker.section(document, "metrics", _DURATIONS_METRICS)
+    checker.nodes(document.get("nodes"))
+    checker.draw(document.get("load", 0.7), "load", _number_between(0.01, 3.0))
+    checker.draw(document.get("usagePerRequest", 1.0), "usagePerRequest", _number_between(0.05, 20))
+    checker.workloads(document.get("workloads"))
+    checker.events(document.get("events") or {})
+    policy_sets = checker.policies(document.get("policies"), base)
+    if problems:
+        raise FamilyError([f"{prefix}{p}" for p in problems])
+    family = Family(
+        name=str(name),
+        description=str(document.get("description", "")),
+        seed=int(seed),
+        raw=document,
+        policy_sets=policy_sets,
+        source=source,
+    )
+    from simulator.scenario import ScenarioError, read_scenario
+
+    try:
+        read_scenario(draw_scenario(family, 0), source="", base=base)
+    except ScenarioError as error:
+        raise FamilyError(
+            [f"{prefix}draws an unusable scenario: {p}" for p in error.problems]
+        ) from error
+    return family
+
+
+_DURATIONS_SCENARIO = (
+    "duration",
+    "step",
+    "warmup",
+    "startupDelay",
+    "syncPeriod",
+    "deschedulingInterval",
+)
+_DURATIONS_METRICS = ("scrapeInterval", "window", "delay")
+
+
+def _number_between(low: float, high: float) -> Any:
+    def check(value: object) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "must be a number"
+        if not low <= value <= high:
+            return f"must be between {low:g} and {high:g}"
+        return None
+
+    return check
+
+
+def _duration_check(value: object) -> str | None:
+    try:
+        seconds = float(value) if isinstance(value, int | float) else parse_duration(str(value))
+    except DurationError as error:
+        return str(error)
+    return None if seconds >= 0 else "must not be negative"
+
+
+def _quantity_check(value: object) -> str | None:
+    try:
+        amount = parse_quantity(value if isinstance(value, int | float | str) else str(value))
+    except ValueError as error:
+        return str(error)
+    return None if amount > 0 else "must be more than zero"
+
+
+class _Checker:
+    """Every problem with its path; nothing stops at the first."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+
+    def draw(self, spec: object, path: str, check: Any) -> None:
+        """A value or a distribution over values that `check` accepts."""
+        if isinstance(spec, list):
+            if not spec:
+                self.problems.append(f"{path}: an empty list has nothing to draw")
+            for i, item in enumerate(spec):
+                self.draw(item, f"{path}[{i}]", check)
+            return
+        if isinstance(spec, dict):
+            if len(spec) == 1 and next(iter(spec)) in ("uniform", "int"):
+                kind, bounds = next(iter(spec.items()))
+                if not (isinstance(bounds, list) and len(bounds) == 2):
+                    self.problems.append(f"{path}.{kind}: must be [low, high]")
+                    return
+                for i, bound in enumerate(bounds):
+                    if kind == "int" and (isinstance(bound, bool) or not isinstance(bound, int)):
+                        self.problems.append(f"{path}.{kind}[{i}]: must be a whole number")
+                        continue
+                    reason = check(bound)
+                    if reason:
+                        self.problems.append(f"{path}.{kind}[{i}]: {reason}")
+                if all(isinstance(b, int | float) for b in bounds) and bounds[0] > bounds[1]:
+                    self.problems.append(f"{path}.{kind}: low is above high")
+                return
+            self.problems.append(
+                f"{path}: a distribution is {{uniform: [a, b]}} or {{int: [a, b]}}"
+            )
+            return
+        reason = check(spec)
+        if reason:
+            self.problems.append(f"{path}: {reason}")
+
+    def weights(self, spec: object, path: str, known: Sequence[str]) -> None:
+        if not isinstance(spec, dict) or not spec:
+            self.problems.append(f"{path}: must map options to weights ({', '.join(known)})")
+            return
+        for key, weight in spec.items():
+            if key not in known:
+                self.problems.append(f"{path}.{key}: unknown (known: {', '.join(known)})")
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+                self.problems.append(f"{path}.{key}: a weight is a number of at least 0")
+        if all(isinstance(w, int | float) for w in spec.values()) and sum(spec.values()) <= 0:
+            self.problems.append(f"{path}: the weights add up to nothing")
+
+    def section(
+        self,
+        document: Mapping[str, Any],
+        key: str,
+        durations: Sequence[str],
+        required: Sequence[str] = (),
+    ) -> None:
+        body = document.get(key) or {}
+        if not isinstance(body, dict):
+            self.problems.append(f"{key}: must be a mapping")
+            return
+        for field_name in required:
+            if field_name not in body:
+                self.problems.append(f"{key}.{field_name}: required")
+        for field_name, spec in body.items():
+            if field_name not in durations:
+                self.problems.append(f"{key}.{field_name}: unknown (known: {', '.join(durations)})")
+                continue
+            self.draw(spec, f"{key}.{field_name}", _duration_check)
+
+    def nodes(self, body: object) -> None:
+        if not isinstance(body, dict):
+            self.problems.append("nodes: required, a mapping with count and sizes")
+            return
+        self.draw(body.get("count"), "nodes.count", _number_between(1, 2000))
+        self.draw(body.get("mixedSizes", 0.0), "nodes.mixedSizes", _number_between(0, 1))
+        sizes = body.get("sizes")
+        if not isinstance(sizes, list) or not sizes:
+            self.problems.append("nodes.sizes: a list of {weight, cpu, memory}")
+            return
+        for i, size in enumerate(sizes):
+            where = f"nodes.sizes[{i}]"
+            if not isinstance(size, dict):
+                self.problems.append(f"{where}: must be a mapping")
+                continue
+            for field_name in ("cpu", "memory"):
+                reason = _quantity_check(size.get(field_name))
+                if reason:
+                    self.problems.append(f"{where}.{field_name}: {reason}")
+            reason = _number_between(0, 1e6)(size.get("weight", 1))
+            if reason:
+                self.problems.append(f"{where}.weight: {reason}")
+
+    def workloads(self, body: object) -> None:
+        if not isinstance(body, dict):
+            self.problems.append("workloads: required, a mapping with count, podCpu and shapes")
+            return
+        self.draw(body.get("count"), "workloads.count", _number_between(1, 50))
+        self.draw(body.get("podCpu"), "workloads.podCpu", _quantity_check)
+        self.draw(body.get("memoryPerCore", "2Gi"), "workloads.memoryPerCore", _quantity_check)
+        self.weights(body.get("shapes"), "workloads.shapes", SHAPES)
+
+    def events(self, body: object) -> None:
+        if not isinstance(body, dict):
+            self.problems.append("events: must map event kinds to probabilities")
+            return
+        for kind, probability in body.items():
+            if kind not in EVENT_KINDS:
+                self.problems.append(f"events.{kind}: unknown (known: {', '.join(EVENT_KINDS)})")
+            reason = _number_between(0, 1)(probability)
+            if reason:
+                self.problems.append(f"events.{kind}: a probability {reason}")
+
+    def policies(self, body: object, base: Path) -> tuple[PolicySet, ...]:
+        if not isinstance(body, list) or not body:
+            self.problems.append("policies: a list of {weight, files, health?}")
+            return ()
+        sets: list[PolicySet] = []
+        for i, entry in enumerate(body):
+            where = f"policies[{i}]"
+            if not isinstance(entry, dict) or not isinstance(entry.get("files"), list):
+                self.problems.append(f"{where}: must be {{weight, files: [...], health?}}")
+                continue
+            documents: list[Mapping[str, Any]] = []
+            for j, name in enumerate(entry["files"]):
+                try:
+                    loaded = yaml.safe_load((base / str(name)).read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+                    self.problems.append(f"{where}.files[{j}]: cannot read {name}: {error}")
+                    continue
+                if not isinstance(loaded, dict):
+                    self.problems.append(f"{where}.files[{j}]: not a TASPolicy document")
+                    continue
+                documents.append(loaded)
+            weight = entry.get("weight", 1)
+            reason = _number_between(0, 1e6)(weight)
+            if reason:
+                self.problems.append(f"{where}.weight: {reason}")
+                weight = 0
+            health = entry.get("health") or {}
+            if not isinstance(health, dict) or (
+                health and not {"metric", "healthy", "unhealthy"} <= set(health)
+            ):
+                self.problems.append(f"{where}.health: must be {{metric, healthy, unhealthy}}")
+                health = {}
+            sets.append(
+                PolicySet(
+                    weight=float(weight),
+                    documents=tuple(documents),
+                    health_metric=str(health.get("metric", "")),
+                    healthy=float(health.get("healthy", 0)),
+                    unhealthy=float(health.get("unhealthy", 0)),
+                )
+            )
+        return tuple(sets)
+
+
+# ------------------------------------------------------------------------------ drawing
+
+
+class _Draw:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def value(self, spec: Any) -> Any:
+        if isinstance(spec, list):
+            return self.value(self.rng.choice(spec))
+        if isinstance(spec, dict):
+            ((kind, (low, high)),) = spec.items()
+            if kind == "int":
+                return self.rng.randint(int(low), int(high))
+            return self.rng.uniform(float(low), float(high))
+        return spec
+
+    def seconds(self, spec: Any) -> float:
+        value = self.value(spec)
+        return float(value) if isinstance(value, int | float) else parse_duration(str(value))
+
+    def quantity(self, spec: Any) -> float:
+        value = self.value(spec)
+        return parse_quantity(value if isinstance(value, int | float) else str(value))
+
+    def weighted(self, weights: Mapping[str, float]) -> str:
+        names = sorted(weights)
+        return self.rng.choices(names, weights=[float(weights[n]) for n in names])[0]
+
+
+def _cores(value: float) -> str:
+    return f"{max(1, round(value * 1000))}m"
+
+
+def _mib(value: float) -> str:
+    return f"{max(1, round(value / 2**20))}Mi"
+
+
+def draw_scenario(family: Family, index: int) -> dict[str, Any]:
+    """Scenario `index` of the family, as a scenario document."""
+    raw = family.raw
+    draw = _Draw(random.Random(f"{family.seed}/{index}"))
+    timing = raw.get("scenario") or {}
+    duration = draw.seconds(timing["duration"])
+    warmup = min(draw.seconds(timing.get("warmup", "5m")), duration / 3)
+    step = draw.seconds(timing.get("step", "5s"))
+    metrics = raw.get("metrics") or {}
+    document: dict[str, Any] = {
+        "name": f"{family.name}-{index:04d}",
+        "description": f"Drawn from the {family.name} family (scenario {index}).",
+        "duration": format_duration(duration),
+        "step": format_duration(step),
+        "seed": draw.rng.randrange(1, 2**31),
+        "warmup": format_duration(warmup),
+        "startupDelay": format_duration(draw.seconds(timing.get("startupDelay", "10s"))),
+        "syncPeriod": format_duration(draw.seconds(timing.get("syncPeriod", "10s"))),
+        "deschedulingInterval": format_duration(
+            draw.seconds(timing.get("deschedulingInterval", "60s"))
+        ),
+        "metrics": {
+            key: format_duration(draw.seconds(metrics.get(key, default)))
+            for key, default in (("scrapeInterval", "15s"), ("window", "1m"), ("delay", "0s"))
+        },
+    }
+    policy_set = family.policy_sets[
+        draw.rng.choices(
+            range(len(family.policy_sets)), weights=[s.weight for s in family.policy_sets]
+        )[0]
+    ]
+    nodes, capacity = _draw_nodes(draw, raw["nodes"], policy_set)
+    document["nodes"] = nodes
+    document["workloads"] = _draw_workloads(draw, raw, policy_set, capacity, duration)
+    document["policies"] = [dict(d) for d in policy_set.documents]
+    document["events"] = _draw_events(
+        draw, raw.get("events") or {}, document, policy_set, duration, warmup
+    )
+    return document
+
+
+def _draw_nodes(
+    draw: _Draw, spec: Mapping[str, Any], policy_set: PolicySet
+) -> tuple[list[dict[str, Any]], tuple[float, float]]:
+    count = int(draw.value(spec["count"]))
+    sizes = spec["sizes"]
+    weights = [float(s.get("weight", 1)) for s in sizes]
+    mixed = draw.rng.random() < float(draw.value(spec.get("mixedSizes", 0.0)))
+    first = draw.rng.choices(sizes, weights=weights)[0]
+    nodes: list[dict[str, Any]] = []
+    cpu_total = memory_total = 0.0
+    for i in range(1, count + 1):
+        size = draw.rng.choices(sizes, weights=weights)[0] if mixed else first
+        node: dict[str, Any] = {
+            "name": f"node-{i:02d}",
+            "cpu": size["cpu"],
+            "memory": size["memory"],
+        }
+        if policy_set.health_metric:
+            node["metrics"] = {policy_set.health_metric: policy_set.healthy}
+        nodes.append(node)
+        cpu_total += parse_quantity(str(size["cpu"]))
+        memory_total += parse_quantity(str(size["memory"]))
+    return nodes, (cpu_total, memory_total)
+
+
+def _policy_of(document: Mapping[str, Any]) -> tuple[str, str]:
+    metadata = document.get("metadata") or {}
+    return str(metadata.get("namespace", "default")), str(metadata.get("name", ""))
+
+
+def _deschedules(document: Mapping[str, Any]) -> bool:
+    strategies = (document.get("spec") or {}).get("strategies") or {}
+    return "deschedule" in strategies
+
+
+def _draw_workloads(
+    draw: _Draw,
+    raw: Mapping[str, Any],
+    policy_set: PolicySet,
+    capacity: tuple[float, float],
+    duration: float,
+) -> list[dict[str, Any]]:
+    cpu_capacity, memory_capacity = capacity
+    spec = raw["workloads"]
+    count = int(draw.value(spec["count"]))
+    load = float(draw.value(raw.get("load", 0.7)))
+    shares = [draw.rng.uniform(0.5, 1.5) for _ in range(count)]
+    total_share = sum(shares)
+    workloads: list[dict[str, Any]] = []
+    for i, share in enumerate(shares):
+        pod_cpu = draw.quantity(spec["podCpu"])
+        demand = load * cpu_capacity * share / total_share
+        replicas = max(1, round(demand / pod_cpu))
+        ratio = float(draw.value(raw.get("usagePerRequest", 1.0)))
+        memory_per_core = draw.quantity(spec.get("memoryPerCore", "2Gi"))
+        shape = draw.weighted(spec["shapes"])
+        namespace, policy = _policy_of(draw.rng.choice(policy_set.documents))
+        workload: dict[str, Any] = {
+            "name": f"{shape}-{i + 1}",
+            "namespace": namespace,
+            "replicas": replicas,
+            "requests": {"cpu": pod_cpu / ratio, "memory": pod_cpu * memory_per_core * 0.8},
+            "labels": {"app": f"{shape}-{i + 1}", "telemetry-policy": policy},
+        }
+        deschedules = any(
+            _deschedules(d) and _policy_of(d) == (namespace, policy) for d in policy_set.documents
+        )
+        if deschedules:
+            # As TAS's demo pod spec: the label the controller sets is what a descheduler
+            # without TAS's rules (RemovePodsViolatingNodeAffinity) acts on.
+            workload["nodeAffinity"] = [
+                {
+                    "matchExpressions": [
+                        {"key": policy, "operator": "NotIn", "values": ["violating"]}
+                    ]
+                }
+            ]
+        memory = {"profile": "steady", "value": _mib(pod_cpu * memory_per_core * 0.6)}
+        if shape == "skewed":
+            # The PSI evaluation's case: heavy and idle pods behind identical requests.
+            workload["usageMix"] = [
+                {
+                    "share": 1,
+                    "cpu": {"profile": "steady", "value": _cores(pod_cpu * 1.9)},
+                    "memory": memory,
+                },
+                {"share": 1, "cpu": {"profile": "idle", "value": "50m"}, "memory": memory},
+            ]
+        else:
+            workload["usage"] = {
+                "cpu": _usage_shape(draw, shape, pod_cpu, duration),
+                "memory": memory,
+            }
+        workloads.append(workload)
+    _fit_requests(workloads, cpu_capacity, memory_capacity)
+    for workload in workloads:
+        workload["requests"] = {
+            "cpu": _cores(workload["requests"]["cpu"]),
+            "memory": _mib(workload["requests"]["memory"]),
+        }
+    return workloads
+
+
+def _fit_requests(workloads: list[dict[str, Any]], cpu: float, memory: float) -> None:
+    """Requests that leave room: at most 85% of the fleet, so the drawn load decides what
+    happens, not a cluster that cannot place its pods at all."""
+    for resource, capacity in (("cpu", cpu), ("memory", memory)):
+        asked = sum(w["requests"][resource] * w["replicas"] for w in workloads)
+        if asked > 0.85 * capacity:
+            factor = 0.85 * capacity / asked
+            for workload in workloads:
+                workload["requests"][resource] *= factor
+
+
+def _usage_shape(draw: _Draw, shape: str, mean: float, duration: float) -> dict[str, Any]:
+    rng = draw.rng
+    if shape == "steady":
+        return {"profile": "steady", "value": _cores(mean)}
+    if shape == "bursty":
+        return {
+            "profile": "bursty",
+            "mean": _cores(mean),
+            "peak": _cores(mean * rng.uniform(1.4, 2.6)),
+            "period": format_duration(rng.choice((60.0, 120.0, 180.0, 300.0))),
+            "jitter": round(rng.uniform(0.2, 0.8), 2),
+        }
+    if shape == "ramp":
+        start, end = sorted((mean * rng.uniform(0.3, 0.8), mean * rng.uniform(1.2, 1.7)))
+        if rng.random() < 0.5:
+            start, end = end, start
+        return {
+            "profile": "ramp",
+            "start": _cores(start),
+            "end": _cores(end),
+            "from": format_duration(round(duration * 0.2)),
+            "to": format_duration(round(duration * 0.7)),
+        }
+    # A day's shape squeezed into the run: a quiet night, a morning rise, a peak, an evening
+    # fall, with noise; its mean is the drawn pod usage.
+    phase = rng.uniform(0, 2 * math.pi)
+    points = []
+    for k in range(13):
+        t = duration * k / 12
+        level = 1 + 0.6 * math.sin(2 * math.pi * k / 12 + phase) + rng.uniform(-0.15, 0.15)
+        points.append([round(t, 1), round(max(0.05, mean * level), 3)])
+    return {"profile": "trace", "points": points}
+
+
+def _draw_events(
+    draw: _Draw,
+    probabilities: Mapping[str, float],
+    document: Mapping[str, Any],
+    policy_set: PolicySet,
+    duration: float,
+    warmup: float,
+) -> list[dict[str, Any]]:
+    rng = draw.rng
+    nodes = [n["name"] for n in document["nodes"]]
+    workloads = document["workloads"]
+    events: list[dict[str, Any]] = []
+
+    def when(low: float = 0.0, high: float = 0.8) -> float:
+        return round(rng.uniform(max(warmup * 0.5, duration * low), duration * high))
+
+    def happens(kind: str) -> bool:
+        return rng.random() < float(probabilities.get(kind, 0.0))
+
+    def at(seconds: float) -> str:
+        return format_duration(seconds)
+
+    health = policy_set.health_metric
+    if health and happens("set-health"):
+        node, start = rng.choice(nodes), when(0.1, 0.5)
+        events.append(
+            {
+                "at": at(start),
+                "set-health": {"nodes": [node], "metric": health, "value": policy_set.unhealthy},
+            }
+        )
+        back = start + rng.uniform(duration * 0.1, duration * 0.4)
+        if back < duration:
+            events.append(
+                {
+                    "at": at(round(back)),
+                    "set-health": {"nodes": [node], "metric": health, "value": policy_set.healthy},
+                }
+            )
+    if health and happens("health-flap"):
+        node, t = rng.choice(nodes), when(0.1, 0.3)
+        flip = rng.uniform(45, 180)
+        bad = True
+        while t < duration * 0.9:
+            value = policy_set.unhealthy if bad else policy_set.healthy
+            events.append(
+                {"at": at(t), "set-health": {"nodes": [node], "metric": health, "value": value}}
+            )
+            t, bad = round(t + flip), not bad
+        if not bad:
+            events.append(
+                {
+                    "at": at(min(t, duration - 1)),
+                    "set-health": {"nodes": [node], "metric": health, "value": policy_set.healthy},
+                }
+            )
+    if happens("metric-outage"):
+        events.append(
+            {"at": at(when(0.1, 0.6)), "metric-outage": {"for": at(round(rng.uniform(120, 600)))}}
+        )
+    if health and happens("bogus-metric"):
+        events.append(
+            {
+                "at": at(when(0.1, 0.6)),
+                "bogus-metric": {
+                    "metric": health,
+                    "value": policy_set.unhealthy,
+                    "for": at(round(rng.uniform(120, 300))),
+                },
+            }
+        )
+    if len(nodes) > 2 and happens("cordon"):
+        node, start = rng.choice(nodes), when(0.1, 0.5)
+        events.append({"at": at(start), "cordon": {"nodes": [node]}})
+        events.append(
+            {"at": at(round(start + rng.uniform(120, 600))), "uncordon": {"nodes": [node]}}
+        )
+    if len(nodes) > 2 and happens("taint-release"):
+        tainted = sorted(rng.sample(nodes, max(1, len(nodes) // 3)))
+        start = round(max(60.0, warmup * 0.5))
+        events.append(
+            {
+                "at": at(start),
+                "taint": {
+                    "nodes": tainted,
+                    "key": "maintenance",
+                    "value": "true",
+                    "effect": "NoSchedule",
+                },
+            }
+        )
+        events.append(
+            {
+                "at": at(round(start + rng.uniform(300, 900))),
+                "untaint": {"nodes": tainted, "key": "maintenance"},
+            }
+        )
+    if happens("scale-up"):
+        workload = rng.choice(workloads)
+        grown = max(workload["replicas"] + 1, round(workload["replicas"] * rng.uniform(1.2, 1.6)))
+        events.append(
+            {"at": at(when(0.2, 0.6)), "scale": {"workload": workload["name"], "replicas": grown}}
+        )
+    if happens("burst"):
+        base = rng.choice(workloads)
+        burst = copy.deepcopy(base)
+        burst["name"] = "burst"
+        burst["replicas"] = 0
+        burst["labels"] = {**base["labels"], "app": "burst"}
+        workloads.append(burst)
+        size = max(3, round(len(nodes) * rng.uniform(2, 6)))
+        events.append(
+            {
+                "at": at(when(0.2, 0.5)),
+                "scale": {"workload": "burst", "replicas": size, "burst": True},
+            }
+        )
+    if happens("add-nodes"):
+        size = document["nodes"][0]
+        added = {
+            "name": "added-{i}",
+            "count": rng.randint(1, 3),
+            "cpu": size["cpu"],
+            "memory": size["memory"],
+        }
+        if health:
+            added["metrics"] = {health: policy_set.healthy}
+        events.append({"at": at(when(0.2, 0.6)), "add-nodes": added})
+    untouched = [n for n in nodes if not any(n in str(e) for e in events)]
+    if len(nodes) > 3 and untouched and happens("remove-nodes"):
+        events.append({"at": at(when(0.3, 0.7)), "remove-nodes": {"nodes": [untouched[-1]]}})
+    return events

@@ -1,0 +1,77 @@
+"""One scenario on several seeds: which seeds, and the figures over them.
+
+The seeds of a scenario are its own seed and the next ones (`seed, seed+1, ...`), or, with
+`--seed S`, S and the next ones: a run on 5 seeds always includes the run on 1, so a table
+can be traced back to a single-seed run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator.figures import Figures
+from simulator.stats import Interval, aggregate, clear_best, nest
+
+#: The figure that decides "best" in a sweep, and the one the README leads with.
+HEADLINE = "work_lost.core_seconds"
+
+
+def seeds_for(base: int, count: int) -> list[int]:
+    if count < 1:
+        raise ValueError("at least one seed")
+    return [base + i for i in range(count)]
+
+
+@dataclass
+class SeededFigures:
+    """One contender's figures on each seed of one scenario."""
+
+    contender: str
+    by_seed: dict[int, Figures] = field(default_factory=dict)
+
+    def intervals(self) -> dict[str, Interval]:
+        return aggregate([self.by_seed[s] for s in sorted(self.by_seed)])
+
+    def means(self) -> dict[str, Any]:
+        """The figures' shape with each number replaced by its mean over the seeds. A value
+        that is missing on some seeds (a median of no evacuations) is the mean of the rest,
+        and stays missing (None) where it is missing on every seed."""
+        found = {path: i.mean for path, i in self.intervals().items()}
+        shape: dict[str, Any] = {}
+        for seed in sorted(self.by_seed):
+            _merge_shape(shape, self.by_seed[seed])
+        return _fill(shape, found, "")
+
+    def ci95(self) -> dict[str, Any]:
+        return nest({path: [i.low, i.high] for path, i in self.intervals().items()})
+
+
+def best_by_figure(
+    contenders: Mapping[str, SeededFigures], figures: Sequence[str]
+) -> dict[str, str | None]:
+    """For each figure path (lower is better), the clear best contender or None (a tie)."""
+    found: dict[str, str | None] = {}
+    intervals = {name: seeded.intervals() for name, seeded in contenders.items()}
+    for figure in figures:
+        present = {name: ivs[figure] for name, ivs in intervals.items() if figure in ivs}
+        found[figure] = clear_best(present)
+    return found
+
+
+def _merge_shape(shape: dict[str, Any], figures: Mapping[str, Any]) -> None:
+    for key, value in figures.items():
+        if isinstance(value, Mapping):
+            _merge_shape(shape.setdefault(key, {}), value)
+        else:
+            shape.setdefault(key, None)
+
+
+def _fill(shape: Mapping[str, Any], found: Mapping[str, float], prefix: str) -> dict[str, Any]:
+    return {
+        key: _fill(value, found, f"{prefix}{key}.")
+        if isinstance(value, dict)
+        else found.get(f"{prefix}{key}")
+        for key, value in shape.items()
+    }

@@ -1,0 +1,219 @@
+"""`tas sweep`: many drawn scenarios, every contender, several seeds, one verdict per contender.
+
+Per contender, over the N scenarios of a family (`sweep.json`):
+- `best_share`: the share of scenarios where it is the clear best on work lost: its 95%
+  interval over the seeds lies wholly below every other contender's (`simulator.stats`); a
+  scenario where the best intervals overlap counts for nobody;
+- `work_lost_vs_requests` and `stall_vs_requests`: its mean over the seeds divided by plain
+  kube-scheduler's (`requests`) in the same scenario, with one unit added to both sides (1
+  core-second, 1 node-second) so a scenario where neither loses anything reads 1.0 rather than
+  0/0; the median (p50) and the 90th percentile (p90) over scenarios: below 1 is better;
+- `max_evictions_per_pod_hour.p95`: the 95th percentile over every run (scenario x seed) of
+  the most evictions of one pod in an hour: the churn a user meets on a bad day;
+- `violating_placements.total`: summed over every run.
+
+The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
+so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
+Same family, count, seeds and contenders give byte-identical files, however the runs are spread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simulator.family import Family, draw_scenario
+from simulator.figures import percentile
+from simulator.jobs import Job, JobResult, Progress, run_jobs
+from simulator.report import rounded
+from simulator.scenario import Scenario, read_scenario
+from simulator.seeds import HEADLINE, SeededFigures, seeds_for
+from simulator.stats import clear_best, numeric_leaves
+
+BASELINE = "requests"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    family: Family
+    count: int
+    seeds: int
+    contenders: tuple[str, ...]
+
+
+def draw_scenarios(family: Family, count: int, out: Path) -> list[Scenario]:
+    """Draw, save and read back the family's first `count` scenarios: what runs is exactly
+    what was saved."""
+    folder = out / "scenarios"
+    folder.mkdir(parents=True, exist_ok=True)
+    scenarios = []
+    base = Path(family.source).parent if family.source else Path(".")
+    for index in range(count):
+        document = draw_scenario(family, index)
+        path = folder / f"{document['name']}.yaml"
+        path.write_text(
+            f"# Drawn from {family.source or family.name}, scenario {index}.\n"
+            + yaml.safe_dump(document, sort_keys=False),
+            encoding="utf-8",
+        )
+        scenarios.append(read_scenario(document, source=str(path), base=base))
+    return scenarios
+
+
+def plan_jobs(scenarios: Sequence[Scenario], contenders: Sequence[str], seeds: int) -> list[Job]:
+    return [
+        Job(scenario, contender, seed)
+        for scenario in scenarios
+        for seed in seeds_for(scenario.seed, seeds)
+        for contender in contenders
+    ]
+
+
+def run_sweep(
+    plan: SweepPlan,
+    out: Path,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    scenarios = draw_scenarios(plan.family, plan.count, out)
+    jobs = plan_jobs(scenarios, plan.contenders, plan.seeds)
+    results = run_jobs(
+        jobs,
+        workers=workers,
+        dask_address=dask_address,
+        log_path=out / "sweep.log",
+        progress=progress,
+    )
+    verdict = summarize(results, plan.contenders, len(scenarios))
+    _write_json(out / "sweep.json", verdict)
+    _write_json(out / "runs.json", runs_document(results))
+    return verdict
+
+
+def _write_json(path: Path, document: Mapping[str, Any]) -> None:
+    path.write_text(json.dumps(rounded(document), indent=2, sort_keys=True) + "\n", "utf-8")
+
+
+def runs_document(results: Sequence[JobResult]) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    for result in results:
+        entry = runs.setdefault(result.scenario, {}).setdefault(result.contender, {})
+        entry[str(result.seed)] = (
+            result.figures if result.figures is not None else {"unavailable": result.unavailable}
+        )
+    return {"runs": runs}
+
+
+def by_scenario(results: Sequence[JobResult]) -> dict[str, dict[str, SeededFigures]]:
+    grouped: dict[str, dict[str, SeededFigures]] = {}
+    for result in results:
+        if result.figures is None:
+            continue
+        contenders = grouped.setdefault(result.scenario, {})
+        seeded = contenders.setdefault(result.contender, SeededFigures(result.contender))
+        seeded.by_seed[result.seed] = result.figures
+    return grouped
+
+
+def summarize(
+    results: Sequence[JobResult], contenders: Sequence[str], scenario_count: int
+) -> dict[str, Any]:
+    grouped = by_scenario(results)
+    wins = dict.fromkeys(contenders, 0)
+    ratios: dict[str, dict[str, list[float]]] = {
+        c: {"work_lost": [], "stall": []} for c in contenders
+    }
+    churn: dict[str, list[float]] = {c: [] for c in contenders}
+    violating = dict.fromkeys(contenders, 0.0)
+    for result in results:
+        if result.figures is None:
+            continue
+        leaves = numeric_leaves(result.figures)
+        churn[result.contender].append(leaves.get("evictions.max_per_pod_hour", 0.0))
+        violating[result.contender] += leaves.get("violating_placements", 0.0)
+    for name in sorted(grouped):
+        seeded = grouped[name]
+        headline = {c: s.intervals()[HEADLINE] for c, s in seeded.items()}
+        winner = clear_best(headline)
+        if winner is not None:
+            wins[winner] += 1
+        baseline = seeded.get(BASELINE)
+        if baseline is None:
+            continue
+        base_means = baseline.intervals()
+        for contender, figures in seeded.items():
+            means = figures.intervals()
+            for key, path in (("work_lost", HEADLINE), ("stall", "stall")):
+                if path in means and path in base_means:
+                    ratios[contender][key].append(
+                        (means[path].mean + 1.0) / (base_means[path].mean + 1.0)
+                    )
+    verdict: dict[str, Any] = {}
+    for contender in contenders:
+        verdict[contender] = {
+            "best_share": wins[contender] / scenario_count if scenario_count else 0.0,
+            "work_lost_vs_requests": _quantiles(ratios[contender]["work_lost"]),
+            "stall_vs_requests": _quantiles(ratios[contender]["stall"]),
+            "max_evictions_per_pod_hour": {"p95": percentile(churn[contender], 95)},
+            "violating_placements": {"total": int(violating[contender])},
+        }
+    return {"scenarios": scenario_count, "contenders": verdict}
+
+
+def _quantiles(values: Sequence[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p90": None}
+    return {"p50": percentile(values, 50), "p90": percentile(values, 90)}
+
+
+def table(verdict: Mapping[str, Any]) -> str:
+    """The sweep's verdict as a terminal table."""
+    header = (
+        "contender",
+        "best",
+        "lost p50",
+        "lost p90",
+        "stall p50",
+        "stall p90",
+        "churn p95",
+        "viol.place",
+    )
+    rows = [header]
+    for contender, v in verdict["contenders"].items():
+        rows.append(
+            (
+                contender,
+                f"{v['best_share']:.0%}",
+                _ratio(v["work_lost_vs_requests"]["p50"]),
+                _ratio(v["work_lost_vs_requests"]["p90"]),
+                _ratio(v["stall_vs_requests"]["p50"]),
+                _ratio(v["stall_vs_requests"]["p90"]),
+                f"{v['max_evictions_per_pod_hour']['p95']:.0f}",
+                str(v["violating_placements"]["total"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return (
+        f"{verdict['scenarios']} scenarios; ratios against requests (below 1 is better)\n"
+        + "\n".join(lines)
+    )
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"

@@ -1,0 +1,279 @@
+"""Results over many seeds and many generated scenarios (`tas simulate --seeds`, `tas sweep`).
+
+Covered:
+- a figure over seeds is a mean with a Student-t 95% interval; "best" needs an interval wholly
+  below every other's, and overlapping intervals are a tie;
+- the default family reads, every scenario it draws is a valid scenario, draws are the same
+  whatever the count, and over 200 draws it covers every event kind, every usage shape, mixed
+  node sizes and every policy set the named scenarios use;
+- a bad family is refused with every problem listed; random documents never crash the reader;
+- `tas simulate --seeds N` writes means, intervals, the seeds and the clear bests, and its
+  table says which seeds;
+- `tas sweep` writes sweep.json in the documented shape, saves every drawn scenario so it can
+  be replayed with `tas simulate`, and gives byte-identical files with one process, a process
+  pool, and a local Dask cluster of worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from distributed import LocalCluster
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simulator.family import (
+    EVENT_KINDS,
+    FAMILIES,
+    SHAPES,
+    FamilyError,
+    draw_scenario,
+    load_family,
+    read_family,
+)
+from simulator.scenario import read_scenario
+from simulator.stats import Interval, clear_best, interval, t_quantile
+from tas_cli.main import main
+
+# ------------------------------------------------------------------------------ statistics
+
+
+def test_an_interval_is_the_mean_plus_minus_t_times_the_standard_error() -> None:
+    found = interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    half = 2.776 * math.sqrt(2.5) / math.sqrt(5)
+    assert found.mean == pytest.approx(3.0)
+    assert (found.low, found.high) == pytest.approx((3.0 - half, 3.0 + half))
+
+
+def test_one_seed_gives_a_point_not_an_interval() -> None:
+    assert interval([7.0]) == Interval(7.0, 7.0, 7.0, 1)
+
+
+def test_many_seeds_use_the_normal_quantile() -> None:
+    assert t_quantile(2) == pytest.approx(4.303)
+    assert t_quantile(200) == pytest.approx(1.96)
+
+
+@pytest.mark.parametrize(
+    ("intervals", "best"),
+    [
+        pytest.param(
+            {"a": Interval(1, 0.5, 1.5, 5), "b": Interval(3, 2, 4, 5)}, "a", id="disjoint"
+        ),
+        pytest.param(
+            {"a": Interval(1, 0.5, 2.5, 5), "b": Interval(3, 2, 4, 5)}, None, id="overlap-is-a-tie"
+        ),
+        pytest.param(
+            {
+                "a": Interval(1, 0.5, 1.5, 5),
+                "b": Interval(3, 2, 4, 5),
+                "c": Interval(1.2, 1.0, 1.4, 5),
+            },
+            None,
+            id="a-third-contender-overlaps-the-leader",
+        ),
+        pytest.param({"a": Interval(1, 0.5, 1.5, 5)}, None, id="alone-is-best-of-nothing"),
+    ],
+)
+def test_best_needs_an_interval_below_every_other(
+    intervals: dict[str, Interval], best: str | None
+) -> None:
+    assert clear_best(intervals) == best
+
+
+# ------------------------------------------------------------------------------ families
+
+
+def test_every_scenario_the_default_family_draws_is_a_valid_scenario() -> None:
+    family = load_family("default")
+    for index in range(60):
+        read_scenario(draw_scenario(family, index), base=FAMILIES)
+
+
+def test_a_draw_depends_on_its_index_only() -> None:
+    assert draw_scenario(load_family("default"), 17) == draw_scenario(load_family("default"), 17)
+    assert draw_scenario(load_family("default"), 17) != draw_scenario(load_family("default"), 18)
+
+
+def test_the_default_family_covers_what_the_named_scenarios_do() -> None:
+    family = load_family("default")
+    events: Counter[str] = Counter()
+    shapes: Counter[str] = Counter()
+    policies: Counter[tuple[str, ...]] = Counter()
+    mixed = bursts = 0
+    for index in range(200):
+        document = draw_scenario(family, index)
+        for event in document["events"]:
+            events.update(k for k in event if k != "at")
+            bursts += bool(event.get("scale", {}).get("burst"))
+        for workload in document["workloads"]:
+            shapes[workload["name"].rsplit("-", 1)[0]] += 1
+        sizes = {(n["cpu"], n["memory"]) for n in document["nodes"]}
+        mixed += len(sizes) > 1
+        policies[tuple(sorted(p["metadata"]["name"] for p in document["policies"]))] += 1
+    drawn_kinds = {
+        "set-health", "metric-outage", "bogus-metric", "cordon", "uncordon", "taint", "untaint",
+        "scale", "add-nodes", "remove-nodes",
+    }  # fmt: skip
+    assert drawn_kinds <= set(events), events
+    assert set(SHAPES) - {"burst"} <= set(shapes), shapes
+    assert mixed >= 20
+    assert bursts >= 20
+    assert len(policies) == 4, policies
+
+
+def _family(**changes: Any) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((FAMILIES / "default.yaml").read_text())
+    document.update(changes)
+    return document
+
+
+def test_a_bad_family_lists_every_problem() -> None:
+    document = _family(
+        load={"uniform": [0.9, 0.2]},
+        events={"earthquake": 0.5, "cordon": 2},
+        nodes={"count": {"int": [3, 2.5]}, "sizes": [{"cpu": "lots", "memory": "1Gi"}]},
+        colour="blue",
+    )
+    with pytest.raises(FamilyError) as raised:
+        read_family(document, source="bad.yaml", base=FAMILIES)
+    text = "\n".join(raised.value.problems)
+    for expected in (
+        "colour: unknown field",
+        "load.uniform: low is above high",
+        "events.earthquake: unknown",
+        "events.cordon: a probability must be between 0 and 1",
+        "nodes.count.int[1]: must be a whole number",
+        "nodes.sizes[0].cpu",
+    ):
+        assert expected in text
+    assert all(p.startswith("bad.yaml: ") for p in raised.value.problems)
+
+
+_plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
+    ),
+    max_leaves=20,
+)
+_keys = st.sampled_from(
+    ["name", "seed", "scenario", "metrics", "nodes", "load", "usagePerRequest", "workloads",
+     "policies", "events"]
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_keys, _plain, max_size=8))
+def test_no_family_document_crashes_the_reader(changes: dict[str, Any]) -> None:
+    problems: tuple[str, ...] = ()
+    try:
+        read_family(_family(**changes), base=FAMILIES)
+    except FamilyError as error:
+        problems = error.problems or ("(a FamilyError that names no problem)",)
+        assert all(isinstance(p, str) and p for p in problems)
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+def test_simulate_on_several_seeds_reports_means_intervals_and_clear_bests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["simulate", "health-demo", "--duration", "5m", "--seeds", "3", "--workers", "1",
+         "--contenders", "requests,ours", "--no-charts", "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert code == 0
+    entry = json.loads((tmp_path / "summary.json").read_text())["scenarios"]["health-demo"]
+    assert entry["seeds"] == [1, 2, 3]
+    for contender in ("requests", "ours"):
+        low, high = entry["ci95"][contender]["work_lost"]["core_seconds"]
+        assert low <= entry["contenders"][contender]["work_lost"]["core_seconds"] <= high
+    # requests never evicts and ours does, on every seed: a clear difference, not a tie.
+    assert entry["best"]["evictions.total"] == "requests"
+    assert "health-demo (seeds 1..3, means, 5 min)" in capsys.readouterr().out
+
+
+def _sweep(out: Path, *extra: str) -> int:
+    return main(
+        ["sweep", "--count", "3", "--seeds", "2", "--contenders", "requests,tas,ours",
+         "--out", str(out), *extra]
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sweep-1")
+    assert _sweep(out, "--workers", "1") == 0
+    return out
+
+
+def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -> None:
+    verdict = json.loads((one_process / "sweep.json").read_text())
+    assert verdict["scenarios"] == 3
+    assert set(verdict["contenders"]) == {"requests", "tas", "ours"}
+    for figures in verdict["contenders"].values():
+        assert set(figures) == {
+            "best_share", "work_lost_vs_requests", "stall_vs_requests",
+            "max_evictions_per_pod_hour", "violating_placements",
+        }  # fmt: skip
+        assert 0 <= figures["best_share"] <= 1
+        assert set(figures["work_lost_vs_requests"]) == {"p50", "p90"}
+    # requests against itself is 1.0 in every scenario.
+    assert verdict["contenders"]["requests"]["work_lost_vs_requests"] == {"p50": 1.0, "p90": 1.0}
+
+
+def test_every_drawn_scenario_is_saved_and_replays(one_process: Path, tmp_path: Path) -> None:
+    saved = sorted((one_process / "scenarios").glob("*.yaml"))
+    assert [p.stem for p in saved] == ["default-0000", "default-0001", "default-0002"]
+    runs = json.loads((one_process / "runs.json").read_text())["runs"]
+    first = yaml.safe_load(saved[0].read_text())
+    code = main(
+        ["simulate", str(saved[0]), "--seeds", "1", "--workers", "1", "--contenders", "ours",
+         "--no-charts", "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert code == 0
+    replay = json.loads((tmp_path / "summary.json").read_text())["scenarios"]["default-0000"]
+    swept = runs["default-0000"]["ours"][str(first["seed"])]
+    assert replay["contenders"]["ours"]["work_lost"]["core_seconds"] == pytest.approx(
+        swept["work_lost"]["core_seconds"], rel=1e-5
+    )
+
+
+def test_a_process_pool_gives_the_same_bytes(one_process: Path, tmp_path: Path) -> None:
+    assert _sweep(tmp_path, "--workers", "2") == 0
+    for name in ("sweep.json", "runs.json"):
+        assert (tmp_path / name).read_bytes() == (one_process / name).read_bytes()
+
+
+def test_a_dask_cluster_gives_the_same_bytes(one_process: Path, tmp_path: Path) -> None:
+    # make test installs the [sim] extra: a missing `distributed` fails here, never skips.
+    with LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster:
+        assert _sweep(tmp_path, "--dask", cluster.scheduler_address) == 0
+    for name in ("sweep.json", "runs.json"):
+        assert (tmp_path / name).read_bytes() == (one_process / name).read_bytes()
+
+
+def test_a_bad_family_file_exits_1_listing_its_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    family = tmp_path / "family.yaml"
+    family.write_text(yaml.safe_dump(_family(load="high", events={"flood": 1})))
+    assert main(["sweep", "--family", str(family), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "load: must be a number" in err
+    assert "events.flood: unknown" in err
+
+
+def test_every_event_kind_is_named_in_the_default_family() -> None:
+    family = yaml.safe_load((FAMILIES / "default.yaml").read_text())
+    assert set(family["events"]) == set(EVENT_KINDS)
