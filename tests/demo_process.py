@@ -2,44 +2,43 @@
 
 `start_demo(tmp_path)` starts it on free loopback ports with a fast sync period, waits until
 the dashboard's API answers, and hands back its URLs and a way to poll `/api/` until a
-condition holds. The process is stopped (SIGTERM) at the end.
+condition holds. The process (a `tests.processes.Process`, its output in `<dir>/tas-run.log`)
+is stopped (SIGTERM) at the end.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 
+from tests.processes import Process, free_port, tas_command
+
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
 class DemoProcess:
-    process: subprocess.Popen[str]
+    server: Process
     dashboard: str
     extender: str
     metrics: Path
-    output: list[str] = field(default_factory=list)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        assert self.server.popen is not None, "tas run is not running"
+        return self.server.popen
+
+    @property
+    def output(self) -> list[str]:
+        return self.server.output().splitlines()
 
     def get(self, path: str) -> Any:
         response = httpx.get(f"{self.dashboard}{path}", timeout=5)
@@ -66,34 +65,20 @@ class DemoProcess:
     def set_health(self, node: str, value: str) -> None:
         """Exactly what a user types in a second terminal."""
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tas_cli",
-                "set-health",
-                node,
-                value,
-                "--dir",
-                str(self.metrics),
-            ],
+            tas_command("set-health", node, value, "--dir", str(self.metrics)),
             check=True,
             capture_output=True,
             timeout=30,
         )
 
 
-def _drain(process: subprocess.Popen[str], into: list[str]) -> None:
-    assert process.stdout is not None
-    for line in process.stdout:
-        into.append(line.rstrip("\n"))
-
-
 @contextlib.contextmanager
 def start_demo(directory: Path, *extra: str) -> Iterator[DemoProcess]:
     dashboard_port, extender_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "tas_cli", "run",
+    dashboard = f"http://127.0.0.1:{dashboard_port}"
+    server = Process(
+        tas_command(
+            "run",
             "--dir", str(directory),
             "--listen", f"127.0.0.1:{extender_port}",
             "--dashboard", f"127.0.0.1:{dashboard_port}",
@@ -101,37 +86,25 @@ def start_demo(directory: Path, *extra: str) -> Iterator[DemoProcess]:
             "--descheduling-interval", "0.6",
             "--duration", "120",
             *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        ),
+        dashboard,
+        None,
+        directory / "tas-run.log",
     )  # fmt: skip
     demo = DemoProcess(
-        process,
-        dashboard=f"http://127.0.0.1:{dashboard_port}",
+        server,
+        dashboard=dashboard,
         extender=f"http://127.0.0.1:{extender_port}",
         metrics=directory / "metrics",
     )
-    threading.Thread(target=_drain, args=(process, demo.output), daemon=True).start()
-    try:
 
-        def answering() -> bool | None:
-            try:
-                state = demo.get("/api/state")
-            except httpx.HTTPError:
-                return None
-            return True if state.get("nodes") else None
+    def answering() -> bool:
+        try:
+            state = demo.get("/api/state")
+        except httpx.HTTPError:
+            return False
+        return bool(state.get("nodes"))
 
-        demo.wait_for("dashboard API answering with nodes", answering, timeout=60)
+    with server:
+        server.start(60, ready=answering)
         yield demo
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()

@@ -39,11 +39,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +55,7 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.metrics.textfile import write_node_series
 from tests.deploy.pipeline import rendered
 from tests.k8s_emulator import Access, KubeEmulator
+from tests.processes import Process, free_port, tas_command
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "deploy" / "cluster"
@@ -253,44 +249,12 @@ BOTH_SOURCES = pytest.mark.parametrize(
 # --- running a component --------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@dataclass
-class Process:
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def terminate(self) -> int:
-        """SIGTERM, as kubelet stops a container; the exit code."""
-        self.popen.send_signal(signal.SIGTERM)
-        return self.popen.wait(timeout=TIMEOUT)
-
-
 @contextlib.contextmanager
 def component(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Process]:
-    with log.open("wb") as output:
-        popen = subprocess.Popen(
-            [sys.executable, "-m", "tas_cli", *args],
-            cwd=ROOT,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
-        )
-    process = Process(popen, log)
-    try:
+    """A component as its Deployment runs it (started; stopped at the end)."""
+    with Process(tas_command(*args), "", None, log, env=env) as process:
+        process.start()
         yield process
-    finally:
-        if popen.poll() is None:
-            popen.kill()
-            popen.wait(timeout=10)
 
 
 def eventually(

@@ -37,6 +37,7 @@ import pytest
 from tas.cluster.leader import LeaderElector
 from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
+from tests.processes import free_port
 
 #: The longest a component may take from the signal (or the end of its single cycle) to exit.
 STOP_SECONDS = 2.0
@@ -187,13 +188,6 @@ def command(form: str, component: str, *args: str) -> list[str]:
 
 def sources(kubeconfig: Path, metrics: Path) -> list[str]:
     return ["--kubeconfig", str(kubeconfig), "--metrics", f"textfile:{metrics}"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def logged_at(line: str) -> float:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from tas_cli import controller
 from tas_cli.controller import build_parser
 from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
+from tests.processes import free_port
 
 
 def test_defaults_match_the_documented_command_line() -> None:
@@ -44,13 +44,6 @@ def test_tas_controller_takes_the_same_arguments() -> None:
     controller.add_parser(commands)
     args = parser.parse_args(["controller", "--metrics", "textfile:/x", "--sync-period", "5s"])
     assert (args.command, args.sync_period, args.handler) == ("controller", 5.0, controller.run)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def controller_command(*args: str) -> list[str]:

@@ -1,22 +1,20 @@
 """Real `prometheus-node-exporter` and `prometheus` processes on 127.0.0.1 for integration tests.
 
-Each process gets a free port, its own files under a test tmp dir, and is stopped by the test
-that started it. Missing binaries fail the test with what to install: `make test` installs them
-(scripts/ensure-debs.sh), so a skip here would only hide that the real path went untested.
+Each process (a `tests.processes.Process`) gets a free port, its own files under a test tmp
+dir, and is stopped by the test that started it. Missing binaries fail the test with what to
+install: `make test` installs them (scripts/ensure-debs.sh), so a skip here would only hide that
+the real path went untested.
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
 import ssl
-import subprocess
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.processes import Process, free_port
 
 NODE_EXPORTER = "prometheus-node-exporter"
 PROMETHEUS = "prometheus"
@@ -30,56 +28,6 @@ def binary(name: str) -> str:
             f"(or apt-get install prometheus prometheus-node-exporter)"
         )
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class Process:
-    """One started server: its command line, URL and log file; `start()` waits until it serves."""
-
-    args: list[str]
-    url: str
-    ready_path: str
-    log: Path
-    #: What the readiness check trusts: a CA file for a server with a private certificate.
-    verify: ssl.SSLContext | bool = True
-    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-
-    def start(self, timeout: float = 20.0) -> None:
-        with self.log.open("ab") as log:
-            self.popen = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.popen.poll() is not None:
-                pytest.fail(f"{self.args[0]} exited: {self.log.read_text()[-2000:]}")
-            try:
-                answer = httpx.get(self.url + self.ready_path, timeout=1.0, verify=self.verify)
-                if answer.status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        pytest.fail(
-            f"{self.args[0]} did not get ready in {timeout}s: {self.log.read_text()[-2000:]}"
-        )
-
-    def stop(self) -> None:
-        if self.popen is None:
-            return
-        self.popen.terminate()
-        try:
-            self.popen.wait(10)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait(5)
-        self.popen = None
 
 
 def node_exporter(textfile_dir: Path, log: Path) -> Process:

@@ -23,7 +23,8 @@ from prometheus_client import CollectorRegistry
 from tas.metrics import RefreshingMetricView, open_metric_view
 from tas.metrics.textfile import write_node_series
 from tas.types import MetricColumns, MetricName
-from tests.metrics.processes import Process, node_exporter, prometheus
+from tests.metrics.processes import node_exporter, prometheus
+from tests.processes import Process
 
 pytestmark = pytest.mark.integration
 
@@ -241,5 +242,5 @@ def test_a_prometheus_outage_keeps_values_until_max_age_and_recovers_after_resta
         assert view.failing == {}
     finally:
         view.stop()
-        if cluster.prometheus.popen is None:
+        if not cluster.prometheus.running:
             cluster.prometheus.start()

@@ -32,7 +32,8 @@ from tas.metrics.pod_usage import SERIES, PrometheusPodUsage, open_pod_usage
 from tas.metrics.prometheus import PrometheusClient
 from tas.types import Namespace, NodeName
 from tests.metrics.certificates import server_pki
-from tests.metrics.processes import Process, node_exporter, prometheus
+from tests.metrics.processes import node_exporter, prometheus
+from tests.processes import Process
 
 pytestmark = pytest.mark.integration
 

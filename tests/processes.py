@@ -1,0 +1,120 @@
+"""Real processes for tests: one way to start a program, wait until it serves, and stop it.
+
+`Process(args, url, ready_path, log)` is a program with its output in a log file. `start()`
+launches it and waits until `url + ready_path` answers 200 (or until `ready()`, when a test
+knows better what ready means), failing with the log's tail if the program exits or the time
+runs out; `stop()` sends SIGTERM, as kubelet does, and kills it after a grace period.
+`free_port()` finds a loopback port; `tas_command(...)` is the `tas` command line of this
+interpreter.
+
+Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
+(tests/demo_process.py) and the components under RBAC (tests/test_rbac.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def tas_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tas_cli", *args]
+
+
+@dataclass
+class Process:
+    """One program: its command line, where it serves, and its log file (see the module)."""
+
+    args: list[str]
+    url: str
+    #: Readiness: a GET of `url + ready_path` answers 200; None: started is ready.
+    ready_path: str | None
+    log: Path
+    #: What the readiness check trusts: a CA file for a server with a private certificate.
+    verify: ssl.SSLContext | bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self, timeout: float = 20.0, *, ready: Callable[[], bool] | None = None) -> None:
+        with self.log.open("ab") as log:
+            self.popen = subprocess.Popen(
+                self.args,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+            )
+        check = ready or self._answers
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.popen.poll() is not None:
+                pytest.fail(f"{self.args[0]} exited: {self.output()[-2000:]}")
+            if check():
+                return
+            time.sleep(0.1)
+        self.stop()
+        pytest.fail(f"{self.args[0]} did not get ready in {timeout}s: {self.output()[-2000:]}")
+
+    def _answers(self) -> bool:
+        if self.ready_path is None:
+            return True
+        try:
+            answer = httpx.get(self.url + self.ready_path, timeout=1.0, verify=self.verify)
+        except httpx.HTTPError:
+            return False
+        return answer.status_code == 200
+
+    @property
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def terminate(self, timeout: float = 10.0) -> int:
+        """SIGTERM, as kubelet stops a container; the exit code."""
+        assert self.popen is not None, "not started"
+        self.popen.send_signal(signal.SIGTERM)
+        return self.popen.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 10 s; nothing when not running."""
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        try:
+            self.terminate()
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(5)
+
+    def __enter__(self) -> Process:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
