@@ -310,40 +310,39 @@ def _run_async(coroutine: Coroutine[Any, Any, _T]) -> _T:
 
 def in_process(verb: str, body: bytes) -> Callable[[], bytes]:
     """The work of one request without HTTP: decode (nodes kept as raw bytes, validated),
-    decide, encode."""
-    from extender.decide import decide_filter, decide_prioritize
+    decide through the extender's own service (recorded and counted as the app does), encode."""
+    from prometheus_client import CollectorRegistry
+
+    from extender.decisions import DecisionLog
+    from extender.self_metrics import ExtenderMetrics
+    from extender.service import DecisionReporter, ExtenderService
+    from extender.settings import ExtenderSettings
     from extender.wire import decode_args, encode_filter_result, encode_priorities
     from tas.metrics.static import StaticMetricView
     from tas.policies.model import load_policies_text
     from tas.policies.store import PolicyStore
-    from tas.rules import ScoreMode
 
     store = PolicyStore()
     store.replace(load_policies_text(POLICY).policies)
-    columns = StaticMetricView(metric_values()).columns()
+    settings = ExtenderSettings()
+    reporter = DecisionReporter(
+        DecisionLog(settings.decision_log_size), ExtenderMetrics(CollectorRegistry())
+    )
+    service = ExtenderService(
+        store=store,
+        metrics=StaticMetricView(metric_values()),
+        settings=settings,
+        record=reporter.record,
+    )
 
     def run_filter() -> bytes:
         args = decode_args(body)
-        decision = decide_filter(
-            pod=args.pod,
-            candidates=args.candidates,
-            snapshot=store.snapshot(),
-            metrics=columns,
-            now=0.0,
-        )
+        decision = service.filter(args.pod, args.candidates)
         return encode_filter_result(args=args, failed=decision.failed, unresolvable=True)
 
     def run_prioritize() -> bytes:
         args = decode_args(body)
-        decision = decide_prioritize(
-            pod=args.pod,
-            candidates=args.candidates,
-            snapshot=store.snapshot(),
-            metrics=columns,
-            mode=ScoreMode.PROPORTIONAL,
-            now=0.0,
-        )
-        return encode_priorities(decision.scores)
+        return encode_priorities(service.prioritize(args.pod, args.candidates).scores)
 
     return run_filter if verb == "filter" else run_prioritize
 

@@ -17,9 +17,12 @@ What it does, in kube-scheduler's order:
 4. the best total wins; ties are broken at random (reservoir sampling) when given a random
    generator, by node name otherwise (reproducible tests).
 
-An extender that fails is skipped when `ignorable` (kube-scheduler's behaviour), otherwise the
-pod stays pending. Only pods that link a policy are sent to the extender (`managedResources` on
-real clusters). The extender's answers are never trusted beyond the nodes it was asked about.
+The extender's filter and prioritize are separate calls, as in kube-scheduler: a filter that
+fails is skipped when the extender is `ignorable` (otherwise the pod stays pending), and its
+prioritize is still asked; a prioritize that fails only leaves the extender's scores out. When
+one node is left, it is taken without scoring (and the extender is not asked to prioritize).
+Only pods that link a policy are sent to the extender (`managedResources` on real clusters).
+The extender's answers are never trusted beyond the nodes it was asked about.
 
 Not modelled: the default PodTopologySpread, InterPodAffinity and ImageLocality scores (equal
 for every node of the workloads modelled here, apart from topology spreading), preemption and
@@ -31,7 +34,10 @@ Sources (kubernetes/kubernetes, pkg/scheduler): default plugin weights in
 pods that request nothing, `resource_allocation.go`); `balanced_allocation.go` (`(1 - std) *
 100` of the requested fractions, best-effort pods skipped); `tainttoleration/taint_toleration.go`
 (intolerable PreferNoSchedule taints, reverse-normalized); `schedule_one.go`
-(`numFeasibleNodesToFind`, `nextStartNodeIndex`, extender scores x weight x 10, `selectHost`).
+(`numFeasibleNodesToFind`, `nextStartNodeIndex`, `findNodesThatPassExtenders`: an ignorable
+extender's failed filter is skipped; `schedulePod`: one feasible node is not scored;
+`prioritizeNodes`: a failed extender prioritize is ignored, its scores x weight x 10;
+`selectHost`).
 """
 
 from __future__ import annotations
@@ -333,22 +339,31 @@ class EmbeddedScheduler:
         names = [table.names[i] for i in chosen]
         reasons: dict[str, str] = {}
         extender_scores: Mapping[NodeName, int] = {}
-        extender = self._extender
-        if names and extender is not None and POLICY_LABEL in pod.labels:
+        extender = self._extender if POLICY_LABEL in pod.labels else None
+        if names and extender is not None:
+            # findNodesThatPassExtenders: a failed filter of an ignorable extender skips that
+            # extender's filter only; otherwise the pod fails to schedule.
             try:
                 answer = extender.filter(pod, names)
+            except ExtenderError as error:
+                if not extender.ignorable:
+                    return self._pending(pod, f"extender failed: {error}")
+                log.warning("Extender filter failed, skipped (ignorable): %s", error)
+            else:
                 asked = set(names)
                 kept = set(answer.passed)
                 names = [n for n in names if n in kept]
                 reasons.update({n: r for n, r in answer.failed.items() if n in asked})
-                if names:
-                    scores = extender.prioritize(pod, names)
-                    allowed = set(names)
-                    extender_scores = {n: s for n, s in scores.items() if n in allowed}
+        # schedulePod: one feasible node is taken without scoring. prioritizeNodes: a failed
+        # prioritize only leaves that extender's scores out, ignorable or not.
+        if len(names) > 1 and extender is not None:
+            try:
+                scores = extender.prioritize(pod, names)
             except ExtenderError as error:
-                if not extender.ignorable:
-                    return self._pending(pod, f"extender failed: {error}")
-                log.warning("Extender call failed, ignored (ignorable): %s", error)
+                log.debug("Extender prioritize failed, no scores from it: %s", error)
+            else:
+                allowed = set(names)
+                extender_scores = {n: s for n, s in scores.items() if n in allowed}
         if not names:
             for i, node in enumerate(table.nodes):
                 if node.name not in reasons:

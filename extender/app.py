@@ -2,12 +2,13 @@
 
 The two verbs are plain Starlette endpoints on the FastAPI application: they read raw bytes and
 answer raw bytes through the `wire` codec, because request validation by models would copy whole
-Node objects. Every client mistake is answered with a 4xx and a JSON `Error` reason.
+Node objects. Every client mistake is answered with a 4xx and a JSON `Error` reason. What is
+decided, and how it is logged and counted, is `ExtenderService`'s (`extender/service.py`, the
+same code the simulator and the benchmarks call): a route decodes, calls it and encodes.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -18,9 +19,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from extender.decide import decide_filter, decide_prioritize
-from extender.decisions import Decision, DecisionLog, Outcome, Verb
+from extender.decisions import DecisionLog, Verb
 from extender.self_metrics import ExtenderMetrics
+from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import (
     ExtenderArgs,
@@ -34,11 +35,6 @@ from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
 from tas.placements import Estimates
 from tas.policies.store import PolicyStore
-from tas.vocabulary import POLICY_LABEL
-
-log = logging.getLogger(__name__)
-
-BREAKER_LOG_SECONDS = 60.0
 
 _JSON = "application/json"
 _DEFAULT_DECISIONS_SHOWN = 20
@@ -102,23 +98,15 @@ def create_app(
     )
     telemetry = ExtenderMetrics(registry)
     log_book = decisions if decisions is not None else DecisionLog(settings.decision_log_size)
+    service = ExtenderService(
+        store=store,
+        metrics=metrics,
+        settings=settings,
+        clock=clock,
+        estimates=estimates,
+        record=DecisionReporter(log_book, telemetry).record,
+    )
     unresolvable = not settings.tas_compat_failed_nodes
-
-    breaker_warned: dict[str, float] = {}  # policy -> when its open breaker was last logged
-
-    def remember(decision: Decision) -> None:
-        log_book.record(decision)
-        telemetry.count_decision(decision)
-        if decision.outcome is Outcome.BREAKER_OPEN:
-            # Loud on purpose (scheduling goes on without telemetry until the metric is
-            # fixed), but once a minute per policy, not once per pending pod.
-            if decision.time - breaker_warned.get(decision.policy, -BREAKER_LOG_SECONDS) >= (
-                BREAKER_LOG_SECONDS
-            ):
-                breaker_warned[decision.policy] = decision.time
-                log.warning("Circuit breaker open for %s: %s", decision.policy, decision.reason)
-            return
-        _log_decision(decision)
 
     def verb_endpoint(
         verb: Verb, answer: Callable[[ExtenderArgs], bytes]
@@ -147,35 +135,11 @@ def create_app(
         return endpoint
 
     def answer_filter(args: ExtenderArgs) -> bytes:
-        extra = None
-        if estimates is not None and settings.filters_on_estimates(
-            args.pod.namespace, args.pod.labels.get(POLICY_LABEL)
-        ):
-            extra = estimates()
-        decision = decide_filter(
-            pod=args.pod,
-            candidates=args.candidates,
-            snapshot=store.snapshot(),
-            metrics=metrics.columns(),
-            now=clock.now().timestamp(),
-            max_violating_share=settings.max_violating_node_share,
-            estimates=extra,
-        )
-        remember(decision)
+        decision = service.filter(args.pod, args.candidates)
         return encode_filter_result(args=args, failed=decision.failed, unresolvable=unresolvable)
 
     def answer_prioritize(args: ExtenderArgs) -> bytes:
-        decision = decide_prioritize(
-            pod=args.pod,
-            candidates=args.candidates,
-            snapshot=store.snapshot(),
-            metrics=metrics.columns(),
-            mode=settings.score_mode,
-            now=clock.now().timestamp(),
-            estimates=estimates() if estimates is not None else None,
-        )
-        remember(decision)
-        return encode_priorities(decision.scores)
+        return encode_priorities(service.prioritize(args.pod, args.candidates).scores)
 
     app.add_route("/scheduler/filter", verb_endpoint(Verb.FILTER, answer_filter), methods=["POST"])
     app.add_route(
@@ -220,43 +184,3 @@ def create_app(
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     return app
-
-
-def _log_decision(decision: Decision) -> None:
-    if not log.isEnabledFor(logging.INFO):
-        return
-    if decision.outcome is not Outcome.APPLIED:
-        log.info(
-            "%s %s: every node %s (%s)",
-            decision.verb.value,
-            decision.pod,
-            "passes" if decision.verb is Verb.FILTER else "scores the same",
-            decision.reason,
-        )
-        return
-    if decision.verb is Verb.FILTER:
-        passed = [n for n in decision.candidates if n not in decision.failed]
-        log.info("Filtered nodes available for %s: %s", decision.policy, " ".join(passed))
-        for node, reason in decision.failed.items():
-            log.info("%s violating %s", node, reason)
-    else:
-        ranked = sorted(decision.scores.items(), key=lambda item: -item[1])
-        log.info(
-            "Scores for %s (%s): %s",
-            decision.pod,
-            decision.policy,
-            " ".join(f"{node}={score}" for node, score in ranked),
-        )
-    _log_estimates(decision)
-
-
-def _log_estimates(decision: Decision) -> None:
-    for metric, extra in decision.estimates.items():
-        measured = decision.metrics.get(metric, {})
-        shown = " ".join(
-            f"{node}={measured[node]:.3g}+{value:.3g}"
-            for node, value in sorted(extra.items())
-            if node in measured
-        )
-        if shown:
-            log.info("Recent placements on %s (measured+estimate): %s", metric, shown)

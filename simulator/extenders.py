@@ -1,29 +1,38 @@
 """The two extenders the kube-scheduler model calls in-process (`embedded.scheduler.Extender`).
 
-- `OursExtender` is this project's extender: the same `extender.decide` functions the HTTP
-  routes call, on the contender's metric view (with its staleness check) and policy store,
-  with herd control: the recent placements' estimates (`tas.placements`) the embedded
-  cluster feeds, added when it scores (and when it filters, for the policies named).
-- `TasExtender` answers as Intel TAS does (intel/platform-aware-scheduling,
-  telemetry-aware-scheduling/pkg/telemetryscheduler/telemetryscheduler.go and
+- `OursExtender` is this project's extender: a thin adapter to the `ExtenderService` that
+  `tas extender`'s HTTP routes call (`extender/service.py`), built with the settings `tas
+  extender` builds from its defaults (the circuit breaker's `max_violating_node_share`, the
+  score mode, estimates in scoring only), on the contender's metric view (with its staleness
+  check) and policy store, with herd control: the recent placements' estimates
+  (`tas.placements`) the embedded cluster feeds.
+- `TasExtender` answers as Intel TAS does today (intel/platform-aware-scheduling at c4c90e3,
+  telemetry-aware-scheduling/pkg/telemetryscheduler/telemetryscheduler.go, and
   pkg/strategies/core/operator.go):
-  filter removes nodes violating the pod's dontschedule rules, and fails (HTTP 404) when the
-  pod's policy is missing or has no dontschedule strategy; prioritize orders the candidates
-  that have a value by the first scheduleonmetric rule (`sort.Slice`, so ties fall in any
-  order, and `Equals` is not sorted at all: Go's map order) and scores them `10 - i`, going
-  negative past the eleventh node; candidates without a value are left out (kube-scheduler adds
-  nothing for them). TAS's metric cache never checks sample times: its view never goes stale.
-  Its shipped scheduler configuration uses `weight: 1` and `ignorable: true`
+  - filter (`filterNodes`): fails (HTTP 404) when the pod's policy is missing; keeps every
+    node ("Returning all nodes") when the policy has no dontschedule rule (since "Fix
+    handling of nil dontschedule strategy", 416bf0c, 2022; older releases answered 404);
+    otherwise removes the nodes that violate the dontschedule rules.
+  - prioritize (`prioritizeNodes`, `prioritizeNodesForRule`): an empty list (no scores, HTTP
+    200) when the policy is missing or has no scheduleonmetric rule; otherwise it orders the
+    candidates that have a value by the first scheduleonmetric rule (`sort.Slice`, so ties
+    fall in any order, and `Equals` is not sorted at all: Go's map order) and scores them
+    `10 - i`, going negative past the eleventh node; candidates without a value are left out
+    (kube-scheduler adds nothing for them).
+  TAS's metric cache never checks sample times: its view never goes stale. Its shipped
+  scheduler configuration uses `weight: 1` and `ignorable: true`
   (deploy/extender-configuration/scheduler-config.yaml).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from embedded.scheduler import ExtenderError, FilterAnswer
-from extender.decide import decide_filter, decide_prioritize
+from extender.decisions import DecisionLog
+from extender.service import DecisionReporter, ExtenderService
+from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
 from simulator.clock import VirtualClock
 from tas.cluster.model import Pod
@@ -32,7 +41,7 @@ from tas.metrics.view import MetricView
 from tas.placements import Estimates, PlacementTracker
 from tas.policies.model import Operator, StrategyName, TASPolicy
 from tas.policies.store import PolicyStore
-from tas.rules import ScoreMode, filter_nodes
+from tas.rules import filter_nodes
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 
@@ -48,6 +57,9 @@ def pod_info(pod: Pod) -> PodInfo:
 
 
 class OursExtender:
+    """The embedded scheduler's `Extender` over the shipped `ExtenderService`: only the
+    conversions between the scheduler model's types and the service's are here."""
+
     ignorable = True
 
     def __init__(
@@ -57,54 +69,37 @@ class OursExtender:
         view: MetricView,
         clock: VirtualClock,
         weight: int = OURS_WEIGHT,
-        mode: ScoreMode = ScoreMode.PROPORTIONAL,
         placements: PlacementTracker | None = None,
-        filter_on_estimates: frozenset[str] = frozenset(),
+        settings: ExtenderSettings | None = None,
     ) -> None:
         self.weight = weight
-        self._store = store
-        self._view = view
-        self._clock = clock
-        self._mode = mode
-        self._placements = placements
-        self._filter_on = filter_on_estimates
+        estimates: Callable[[], Estimates] | None = None
+        if placements is not None and isinstance(view, RefreshingMetricView):
+            # What `tas extender` wires (tas_cli.extender._estimator), on the virtual clock.
+            def estimates() -> Estimates:
+                return placements.estimates(sample_times=view.sample_times(), now=clock.time())
 
-    def _estimates(self) -> Estimates | None:
-        if self._placements is None or not isinstance(self._view, RefreshingMetricView):
-            return None
-        return self._placements.estimates(
-            sample_times=self._view.sample_times(), now=self._clock.time()
+        # `tas extender` with no flags builds `ExtenderSettings()` (tests/simulator/
+        # test_ours_is_the_shipped_extender.py checks it): the breaker's share, score mode and
+        # filtering on estimates as users get them.
+        settings = settings if settings is not None else ExtenderSettings()
+        self.service = ExtenderService(
+            store=store,
+            metrics=view,
+            settings=settings,
+            clock=clock,
+            estimates=estimates,
+            record=DecisionReporter(DecisionLog(settings.decision_log_size)).record,
         )
 
     def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
-        name = pod.labels.get(POLICY_LABEL)
-        chosen = name is not None and (
-            name in self._filter_on or f"{pod.namespace}/{name}" in self._filter_on
-        )
-        decision = decide_filter(
-            pod=pod_info(pod),
-            candidates=candidates,
-            snapshot=self._store.snapshot(),
-            metrics=self._view.columns(),
-            now=self._clock.time(),
-            estimates=self._estimates() if chosen else None,
-        )
-        failed = decision.failed
+        failed = self.service.filter(pod_info(pod), candidates).failed
         return FilterAnswer(
             [n for n in candidates if n not in failed], {str(n): r for n, r in failed.items()}
         )
 
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
-        decision = decide_prioritize(
-            pod=pod_info(pod),
-            candidates=candidates,
-            snapshot=self._store.snapshot(),
-            metrics=self._view.columns(),
-            mode=self._mode,
-            now=self._clock.time(),
-            estimates=self._estimates(),
-        )
-        return decision.scores
+        return self.service.prioritize(pod_info(pod), candidates).scores
 
 
 class TasExtender:
@@ -123,27 +118,29 @@ class TasExtender:
         self._view = view
         self._rng = rng
 
-    def _policy(self, pod: Pod) -> TASPolicy:
+    def _policy(self, pod: Pod) -> TASPolicy | None:
         name = pod.labels.get(POLICY_LABEL)
-        policy = self._store.snapshot().get(
+        return self._store.snapshot().get(
             PolicyKey(Namespace(pod.namespace), PolicyName(name or ""))
         )
-        if policy is None:
-            raise ExtenderError(f"404: no policy {name!r} for pod {pod.namespace}/{pod.name}")
-        return policy
 
     def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
         policy = self._policy(pod)
+        if policy is None:
+            # filterNodes: getPolicyFromPod fails -> nil -> Filter writes 404.
+            raise ExtenderError(f"404: no policy for pod {pod.namespace}/{pod.name}")
         if policy.strategy(StrategyName.DONTSCHEDULE) is None:
-            raise ExtenderError("404: no dontschedule strategy found")
+            # filterNodes: getDontScheduleStrategy fails -> "Returning all nodes".
+            return FilterAnswer(list(candidates))
         result = filter_nodes(policy, self._view.columns(), candidates)
         return FilterAnswer(list(result.passed), dict.fromkeys(result.failed, "Node violates"))
 
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
         policy = self._policy(pod)
-        strategy = policy.strategy(StrategyName.SCHEDULEONMETRIC)
+        strategy = None if policy is None else policy.strategy(StrategyName.SCHEDULEONMETRIC)
         if strategy is None:
-            raise ExtenderError("404: no scheduling rule found")
+            # prioritizeNodes: a missing policy or scheduling rule -> an empty HostPriorityList.
+            return {}
         rule = strategy.rules[0]
         column = self._view.columns().get(rule.metricname, {})
         found = [(node, column[node]) for node in candidates if node in column]

@@ -7,6 +7,10 @@ Covered:
 - the extender's filter removes nodes (with its reasons), its priorities count x weight x 10,
   and nodes it names but was not asked about are ignored;
 - a failing extender: ignored when `ignorable`, the pod stays pending otherwise;
+- filter and prioritize are separate calls, as kube-scheduler makes them: an ignorable
+  extender whose filter fails still has its priorities counted, a failing prioritize leaves
+  only its scores out (even when not ignorable), and one node left is taken without asking
+  for priorities;
 - only pods linking a policy are sent to the extender;
 - over HTTP: `HttpExtender` against the real extender on a real uvicorn server keeps the demo
   pod off an unhealthy node.
@@ -69,6 +73,7 @@ class ScriptedExtender:
         failed: Mapping[str, str] | None = None,
         scores: Mapping[str, int] | None = None,
         error: str | None = None,
+        prioritize_error: str | None = None,
         weight: int = 5,
         ignorable: bool = True,
     ) -> None:
@@ -78,7 +83,9 @@ class ScriptedExtender:
         self._failed = dict(failed or {})
         self._scores = dict(scores or {})
         self._error = error
+        self._prioritize_error = prioritize_error
         self.asked: list[str] = []
+        self.prioritized: list[tuple[str, list[NodeName]]] = []
 
     def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
         self.asked.append(pod.name)
@@ -88,6 +95,9 @@ class ScriptedExtender:
         return FilterAnswer(passed, self._failed)
 
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
+        self.prioritized.append((pod.name, list(candidates)))
+        if self._prioritize_error:
+            raise ExtenderError(self._prioritize_error)
         return {NodeName(n): s for n, s in self._scores.items()}
 
 
@@ -160,6 +170,47 @@ def test_a_failing_extender_is_handled_as_kube_scheduler_does(
     assert placement.node == expected_node
     if expected_node is None:
         assert "extender failed: connection refused" in placement.reason
+
+
+def busy_b_and_a_linked_pod() -> list[Pod]:
+    """b is fuller: least-allocated prefers a by 25 points unless the extender's scores count."""
+    busy = dataclasses.replace(make_pod("busy", cpu=2.0), node_name=NodeName("b"))
+    return [busy, make_pod("p", policy="demo")]
+
+
+def test_an_ignorable_extender_whose_filter_fails_still_has_its_priorities_counted() -> None:
+    # kube-scheduler skips only the failed filter (findNodesThatPassExtenders) and still asks
+    # for priorities (prioritizeNodes): Intel TAS's 404 on a filter keeps its scores.
+    pods = busy_b_and_a_linked_pod()
+    extender = ScriptedExtender(error="404", scores={"a": 0, "b": 1}, weight=5)
+    cluster = cluster_of(make_node("a"), make_node("b"), pods=pods)
+    assert EmbeddedScheduler(cluster, extender=extender).schedule(pods[1]).node == "b"
+    assert extender.prioritized == [("p", ["a", "b"])]
+
+
+@pytest.mark.parametrize("ignorable", [True, False], ids=["ignorable", "not ignorable"])
+def test_a_failing_prioritize_leaves_out_only_the_extenders_scores(ignorable: bool) -> None:
+    # prioritizeNodes ignores a prioritize error for every extender; the filter still counts.
+    extender = ScriptedExtender(
+        passed=["b", "c"],
+        failed={"a": "unhealthy"},
+        prioritize_error="timeout",
+        ignorable=ignorable,
+    )
+    busy = dataclasses.replace(make_pod("busy", cpu=2.0), node_name=NodeName("b"))
+    pod = make_pod("p", policy="demo")
+    nodes = (make_node("a"), make_node("b"), make_node("c"))
+    cluster = cluster_of(*nodes, pods=[busy, pod])
+    placement = EmbeddedScheduler(cluster, extender=extender).schedule(pod)
+    assert placement.node == "c"  # a was filtered out; b is fuller
+
+
+def test_one_node_left_is_taken_without_asking_the_extender_for_priorities() -> None:
+    extender = ScriptedExtender(passed=["b"], failed={"a": "unhealthy"})
+    cluster = cluster_of(make_node("a"), make_node("b"), pods=[make_pod("p", policy="demo")])
+    (placement,) = EmbeddedScheduler(cluster, extender=extender).schedule_pending()
+    assert placement.node == "b"
+    assert extender.prioritized == []
 
 
 def test_only_pods_linking_a_policy_are_sent_to_the_extender() -> None:

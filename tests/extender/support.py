@@ -18,8 +18,10 @@ from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
+from tas.placements import Estimates
 from tas.policies.files import load_policy_path
 from tas.policies.model import TASPolicy
 from tas.policies.store import PolicyStore
@@ -89,9 +91,13 @@ def running_extender(
     settings: ExtenderSettings | None = None,
     ssl_context: ssl.SSLContext | None = None,
     client_verify: ssl.SSLContext | bool = True,
+    store: PolicyStore | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+    estimates: Callable[[], Estimates] | None = None,
 ) -> Iterator[RunningExtender]:
-    """The real application on a real uvicorn server on a free 127.0.0.1 port."""
-    store = PolicyStore()
+    """The real application on a real uvicorn server on a free 127.0.0.1 port (on `store`
+    when given, else a new one holding `policies`)."""
+    store = store if store is not None else PolicyStore()
     if policies is not None:
         store.replace(policies)
     registry = CollectorRegistry()
@@ -102,6 +108,8 @@ def running_extender(
         settings=settings or ExtenderSettings(),
         registry=registry,
         decisions=decisions,
+        clock=clock,
+        estimates=estimates,
     )
     with (
         ExtenderServer(app, ssl_context=ssl_context, log_level="warning") as server,
