@@ -23,7 +23,12 @@
   end count with the time so far);
 - `herd_ratio` (scenarios with a burst): the most pods of the burst placed on one node over the
   fair share (burst size / schedulable nodes);
-- `oom_kills`: pods ended because their node ran out of memory.
+- `oom_kills`: pods the kernel's OOM killer ended because their node ran out of memory between
+  the kubelet's housekeeping passes;
+- `kubelet_evictions`: pods the kubelet evicted for node memory pressure (its documented
+  order; the node is tainted `node.kubernetes.io/memory-pressure` meanwhile);
+- `live_migrations` (scenarios with `migration: live` workloads): evictions KubeVirt turned
+  into live migrations (the VM ran on its node while its memory was copied, then paused).
 """
 
 from __future__ import annotations
@@ -276,7 +281,10 @@ class FigureRecorder:
             "stall": self.stall,
             "pending_seconds": {"p95": percentile(waits, 95)},
             "oom_kills": world.oom_kills,
+            "kubelet_evictions": world.kubelet_evictions,
         }
+        if any(w.migration == "live" for w in world.scenario.workloads):
+            figures["live_migrations"] = world.migrations
         if world.bursts:
             ratios = []
             for burst in world.bursts:

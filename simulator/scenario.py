@@ -66,6 +66,17 @@ class Pipeline:
 
 
 @dataclass(frozen=True)
+class LiveMigration:
+    """What a live migration costs (KubeVirt's pre-copy: memory is copied to the target while
+    the VM runs on the source, then the VM pauses to switch over)."""
+
+    #: Bytes copied per second.
+    bandwidth: float = 1024.0**3
+    #: The switch-over pause, seconds.
+    pause: float = 0.5
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     name: str
     cpu: float
@@ -96,6 +107,9 @@ class WorkloadSpec:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     node_affinity: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    #: "restart" (an evicted pod starts again elsewhere) or "live" (a VM's launcher pod: an
+    #: eviction is a live migration, as KubeVirt answers it).
+    migration: str = "restart"
 
 
 class EventKind(enum.StrEnum):
@@ -148,6 +162,7 @@ class Scenario:
     sync_period: float = 10.0
     descheduling_interval: float = 60.0
     pipeline: Pipeline = field(default_factory=Pipeline)
+    live_migration: LiveMigration = field(default_factory=LiveMigration)
     policies: tuple[Mapping[str, Any], ...] = ()
     contenders: Mapping[str, ContenderSettings] = field(default_factory=dict)
     events: tuple[Event, ...] = ()
@@ -294,6 +309,15 @@ class _Reader:
             window=self.duration(metrics.get("window"), "metrics.window", 60.0),
             delay=self.duration(metrics.get("delay"), "metrics.delay", 0.0),
         )
+        migration = doc.get("liveMigration") or {}
+        live_migration = LiveMigration(
+            bandwidth=self.quantity(
+                migration.get("bandwidth"), "liveMigration.bandwidth", LiveMigration.bandwidth
+            ),
+            pause=self.duration(migration.get("pause"), "liveMigration.pause", LiveMigration.pause),
+        )
+        if live_migration.bandwidth <= 0:
+            self.problem("liveMigration.bandwidth", "must be more than 0")
         sync_period = self.duration(doc.get("syncPeriod"), "syncPeriod", 10.0)
         interval = self.duration(doc.get("deschedulingInterval"), "deschedulingInterval", 60.0)
         warmup = self.duration(doc.get("warmup"), "warmup", 600.0)
@@ -342,6 +366,7 @@ class _Reader:
             sync_period=sync_period,
             descheduling_interval=interval,
             pipeline=pipeline,
+            live_migration=live_migration,
             nodes=nodes,
             workloads=workloads,
             policies=policies,
@@ -458,6 +483,7 @@ class _Reader:
             node_selector=dict(raw.get("nodeSelector") or {}),
             node_affinity=terms,
             tolerations=tolerations,
+            migration=raw.get("migration", "restart"),
         )
 
     def variant(self, raw: Mapping[str, Any], path: str, *, share: float) -> UsageVariant:

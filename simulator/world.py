@@ -51,6 +51,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     QoSClass,
     Taint,
+    TaintEffect,
 )
 from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
 
@@ -59,6 +60,21 @@ IntArray = npt.NDArray[np.int64]
 
 #: Replicas per block in which a workload's usage shares are met exactly.
 _BLOCK = 64
+
+#: The kubelet's node-pressure eviction, as Kubernetes documents it (kubernetes.io/docs/
+#: concepts/scheduling-eviction/node-pressure-eviction/): the default hard threshold
+#: `memory.available<100Mi`, checked every `housekeeping-interval` (10s); while it is met the
+#: node has the MemoryPressure condition, and for `eviction-pressure-transition-period` (5m)
+#: after; the node lifecycle controller taints a node with that condition
+#: `node.kubernetes.io/memory-pressure:NoSchedule` (taint-nodes-by-condition), so the scheduler
+#: sends no new pod there. The kubelet evicts at most one pod per housekeeping pass
+#: (kubernetes/kubernetes pkg/kubelet/eviction/eviction_manager.go `synchronize`), ranked:
+#: pods whose usage exceeds their request first, then by priority (lowest first), then by
+#: usage above the request (most first).
+MEMORY_EVICTION_THRESHOLD = 100.0 * 2**20
+HOUSEKEEPING_INTERVAL = 10.0
+PRESSURE_TRANSITION_PERIOD = 300.0
+MEMORY_PRESSURE_TAINT = Taint("node.kubernetes.io/memory-pressure", TaintEffect.NO_SCHEDULE)
 
 #: The pod annotation that names a pod's usage stream (copied into replacements).
 SLOT_ANNOTATION = "simulator.telemetry-aware-scheduling/slot"
@@ -144,7 +160,17 @@ class World:
         self.slot_pod: list[str | None] = []
         self.slot_node = _Grow(-1, np.int64)
         self.slot_since = _Grow(math.nan)
+        #: When the slot's pod starts using its node: bind + start-up delay, or, for a live
+        #: migration's target, bind + memory copy + pause.
+        self.slot_ready = _Grow(math.nan)
+        #: A VM being live-migrated keeps running on its source node (`slot_ghost_node`) until
+        #: its memory is copied (`slot_ghost_until`; infinite while the target is pending).
+        self.slot_ghost_node = _Grow(-1, np.int64)
+        self.slot_ghost_until = _Grow(-math.inf)
         self.slot_instance = _Grow(0, np.int64)
+        self._live = [w.migration == "live" for w in scenario.workloads]
+        #: Pods ended outside the Eviction API (kubelet, garbage collector): VMs restart.
+        self._killing = False
         self.pod_slot: dict[tuple[str, str], int] = {}
         self.workload_index = {w.name: i for i, w in enumerate(scenario.workloads)}
         self.workload_slots: list[list[int]] = [[] for _ in scenario.workloads]
@@ -154,6 +180,11 @@ class World:
         self.created_at: dict[tuple[str, str], float] = {}
         self.pending_durations: list[float] = []
         self.oom_kills = 0
+        self.kubelet_evictions = 0
+        #: Per node index: when its memory signal last met the eviction threshold.
+        self._memory_pressure_seen: dict[int, float] = {}
+        self._next_housekeeping = 0.0
+        self.migrations = 0
         self.bursts: list[Burst] = []
         self._events = list(scenario.events)
         self.outages: list[tuple[float, float]] = []
@@ -193,7 +224,7 @@ class World:
     def remove_node(self, name: NodeName) -> None:
         # The pod garbage collector deletes pods bound to a node that is gone; owners recreate.
         for pod in self.cluster.list_pods(node=name):
-            self.cluster.kill_pod(pod.namespace, pod.name)
+            self._kill(pod.namespace, pod.name)
         self.cluster.remove_node(name)
         self.present.data[self.node_index[name]] = 0.0
         for column in self.gauges.values():
@@ -250,6 +281,9 @@ class World:
             self.slot_pod.append(None)
             self.slot_node.append(-1)
             self.slot_since.append(math.nan)
+            self.slot_ready.append(math.nan)
+            self.slot_ghost_node.append(-1)
+            self.slot_ghost_until.append(-math.inf)
             self.slot_instance.append(0)
             self.workload_slots[w].append(slot)
             name = (
@@ -324,9 +358,18 @@ class World:
         if change.type is ChangeType.DELETED:
             slot = self.pod_slot.get(key)
             if slot is not None and self.slot_pod[slot] == change.name:
+                node = int(self.slot_node.data[slot])
+                running = node >= 0 and self.clock.elapsed >= float(self.slot_ready.data[slot])
+                if self._live[self.slot_workload[slot]] and running and not self._killing:
+                    # KubeVirt answers the eviction of a VM's launcher pod with a live
+                    # migration (/work/shared/seeds/001: "that VM is live migrated instead of
+                    # being evicted"): the VM runs on where it was until its target is up.
+                    self.slot_ghost_node.data[slot] = node
+                    self.slot_ghost_until.data[slot] = math.inf
                 self.slot_pod[slot] = None
                 self.slot_node.data[slot] = -1
                 self.slot_since.data[slot] = math.nan
+                self.slot_ready.data[slot] = math.nan
             if key in self.created_at:
                 self.pending_durations.append(self.clock.elapsed - self.created_at.pop(key))
             return
@@ -345,8 +388,19 @@ class World:
             if pod.node_name is None:
                 self.created_at[key] = self.clock.elapsed
         if pod.node_name is not None and int(self.slot_node.data[slot]) < 0:
+            now = self.clock.elapsed
             self.slot_node.data[slot] = self.node_index[pod.node_name]
-            self.slot_since.data[slot] = self.clock.elapsed
+            self.slot_since.data[slot] = now
+            self.slot_ready.data[slot] = now + self.scenario.startup_delay
+            if float(self.slot_ghost_until.data[slot]) == math.inf:
+                # The target pod is up: the memory is copied while the VM still runs on the
+                # source, then the VM pauses and resumes on the target.
+                migration = self.scenario.live_migration
+                memory = float(self.memory_bank.values(now)[slot])
+                copied = now + memory / migration.bandwidth
+                self.slot_ghost_until.data[slot] = copied
+                self.slot_ready.data[slot] = copied + migration.pause
+                self.migrations += 1
             created = self.created_at.pop(key, None)
             if created is not None:
                 self.pending_durations.append(self.clock.elapsed - created)
@@ -417,16 +471,21 @@ class World:
         slot_cpu = self.cpu_bank.values(t)
         slot_memory = self.memory_bank.values(t)
         nodes = np.asarray(self.slot_node.view, dtype=np.int64)
-        since = np.asarray(self.slot_since.view, dtype=np.float64)
+        ready = np.asarray(self.slot_ready.view, dtype=np.float64)
         live = np.array([p is not None for p in self.slot_pod], dtype=np.bool_)
         with np.errstate(invalid="ignore"):
-            running = (nodes >= 0) & (t >= since + self.scenario.startup_delay)
-        demand = np.bincount(nodes[running], weights=slot_cpu[running], minlength=n)[:n].astype(
-            np.float64
-        )
-        used = np.bincount(nodes[running], weights=slot_memory[running], minlength=n)[:n].astype(
-            np.float64
-        )
+            running = (nodes >= 0) & (t >= ready)
+        ghost_nodes = np.asarray(self.slot_ghost_node.view, dtype=np.int64)
+        ghosts = (ghost_nodes >= 0) & (t < np.asarray(self.slot_ghost_until.view)) & ~running
+        where = np.concatenate([nodes[running], ghost_nodes[ghosts]])
+        demand = np.bincount(
+            where, weights=np.concatenate([slot_cpu[running], slot_cpu[ghosts]]), minlength=n
+        )[:n].astype(np.float64)
+        used = np.bincount(
+            where,
+            weights=np.concatenate([slot_memory[running], slot_memory[ghosts]]),
+            minlength=n,
+        )[:n].astype(np.float64)
         safe_cores = np.where(cores > 0, cores, 1.0)
         utilization = np.where(present, np.minimum(demand, cores) / safe_cores, 0.0)
         pressure = np.where(present, cpu_pressures(demand, cores), 0.0)
@@ -449,10 +508,74 @@ class World:
             running=running,
             demand_total=float(slot_cpu[live].sum()),
             stalled=stalled,
-            displaced=float(slot_cpu[live & ~running].sum()),
+            # A VM still running on its source node while it migrates is not displaced.
+            displaced=float(slot_cpu[live & ~running & ~ghosts].sum()),
         )
 
     def kill_out_of_memory(self, state: ModelState) -> int:
+        """A node's memory running out, as Kubernetes handles it: the kubelet's node-pressure
+        eviction at each housekeeping pass (condition, taint, one pod evicted in its order),
+        and the kernel's OOM killer between passes, when use exceeds the node's memory. Each
+        pod ended is recreated by its owner and scheduled like any pod. Returns how many."""
+        ended = self._kubelet_memory_eviction(state)
+        if ended:
+            state = self.model(state.t)
+        return ended + self._kernel_oom(state)
+
+    def _kubelet_memory_eviction(self, state: ModelState) -> int:
+        t = state.t
+        if t + 1e-9 < self._next_housekeeping:
+            return 0
+        self._next_housekeeping = t + HOUSEKEEPING_INTERVAL
+        capacity = np.asarray(self.memory.view, dtype=np.float64)
+        met = np.flatnonzero(
+            state.present & (capacity - state.memory_used < MEMORY_EVICTION_THRESHOLD)
+        )
+        for index in met:
+            self._memory_pressure_seen[int(index)] = t
+        nodes = np.asarray(self.slot_node.view, dtype=np.int64)
+        evicted = 0
+        for i, seen in sorted(self._memory_pressure_seen.items()):
+            name = self.node_names[i]
+            condition = bool(state.present[i]) and t - seen < PRESSURE_TRANSITION_PERIOD
+            if not condition:
+                del self._memory_pressure_seen[i]
+            if bool(state.present[i]):
+                self._set_memory_pressure_taint(name, condition)
+            if seen == t and condition:
+                victim = self._kubelet_victim(state, np.flatnonzero(state.running & (nodes == i)))
+                if victim is not None:
+                    workload = self.scenario.workloads[self.slot_workload[victim]]
+                    name_of = self.slot_pod[victim]
+                    assert name_of is not None
+                    self._kill(Namespace(workload.namespace), name_of)
+                    evicted += 1
+        self.kubelet_evictions += evicted
+        return evicted
+
+    def _kubelet_victim(self, state: ModelState, slots: npt.NDArray[np.intp]) -> int | None:
+        """The kubelet's memory eviction order (`rankMemoryPressure`: exceeds requests, then
+        priority, then usage above requests); ties by name, for determinism."""
+        ranked: list[tuple[bool, int, float, str, int]] = []
+        for slot in slots:
+            name = self.slot_pod[slot]
+            if name is None:
+                continue
+            workload = self.scenario.workloads[self.slot_workload[slot]]
+            used = float(state.slot_memory[slot])
+            request = workload.requests.get("memory", 0.0)
+            ranked.append((used <= request, workload.priority, request - used, name, int(slot)))
+        return min(ranked)[-1] if ranked else None
+
+    def _set_memory_pressure_taint(self, name: NodeName, tainted: bool) -> None:
+        node = self.cluster.get_node(name)
+        has = any(t.key == MEMORY_PRESSURE_TAINT.key for t in node.taints)
+        if has == tainted:
+            return
+        others = tuple(t for t in node.taints if t.key != MEMORY_PRESSURE_TAINT.key)
+        self.cluster.set_node_taints(name, (*others, MEMORY_PRESSURE_TAINT) if tainted else others)
+
+    def _kernel_oom(self, state: ModelState) -> int:
         """Nodes above their memory end their largest pods (recreated by their owners)."""
         kills = 0
         capacity = np.asarray(self.memory.view, dtype=np.float64)
@@ -470,10 +593,18 @@ class World:
             for name in oom_victims(usages, float(capacity[i])):
                 slot = next(s for s in slots if self.slot_pod[s] == name)
                 workload = self.scenario.workloads[self.slot_workload[slot]]
-                self.cluster.kill_pod(Namespace(workload.namespace), name)
+                self._kill(Namespace(workload.namespace), name)
                 kills += 1
         self.oom_kills += kills
         return kills
+
+    def _kill(self, namespace: Namespace, name: str) -> None:
+        """End a pod outside the Eviction API: a VM among them crashes and restarts."""
+        self._killing = True
+        try:
+            self.cluster.kill_pod(namespace, name)
+        finally:
+            self._killing = False
 
     def true_columns(self, state: ModelState, names: Sequence[str]) -> MetricColumns:
         """What a rule would see on true model values, now (no scrape, no lag)."""

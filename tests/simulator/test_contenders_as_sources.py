@@ -16,6 +16,10 @@ Covered:
   threshold that requests alone would pick, scores by real usage plus the estimates of pods
   bound since the last metrics, and stands aside on metrics older than 5 minutes; Volcano's
   per-pod usage exists after two scrapes of a pod;
+- VMs migrate, pods restart: an evicted `migration: live` pod keeps running on its node while
+  its memory is copied, then pauses; an evicted pod restarts after its start-up delay;
+- the kubelet acts on memory: at its threshold it evicts (usage over request first), taints
+  the node MemoryPressure, and the replacement goes elsewhere: no OOM kill loop;
 - `stall`: PSI "some" integrated over time per node and summed: a node at 80% utilization loses
   no work (no demand above its cores) but stalls for the Erlang C share of the time.
 """
@@ -25,13 +29,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 from descheduler.cycle import Descheduler
+from descheduler.framework import Result
 from descheduler.kubedescheduler import expand
 from descheduler.plugins import low_node_utilization
-from descheduler.self_metrics import Result
 from embedded.cluster import InMemoryCluster
 from embedded.workload import erlang_c
 from simulator.baselines import (
@@ -442,3 +447,130 @@ def test_volcanos_pod_usage_appears_after_two_scrapes_not_a_window_later() -> No
     volcano = source.volcano_pod_usage()
     assert len(volcano) == 8
     assert all(cpu == pytest.approx(0.8) for cpu, _ in volcano.values())
+
+
+# ------------------------------------------------------------- VMs migrate, pods restart
+
+MIGRATING = """
+name: migrating
+duration: 2m
+step: 1s
+seed: 1
+warmup: 10s
+startupDelay: 15s
+liveMigration: {{bandwidth: 1Gi, pause: 2s}}
+nodes:
+  - {{name: "worker-{{i}}", count: 2, cpu: 8, memory: 32Gi}}
+workloads:
+  - name: app
+    replicas: 1
+    migration: {migration}
+    requests: {{cpu: "1", memory: 4Gi}}
+    usage: {{cpu: {{profile: steady, value: "2"}}, memory: {{profile: steady, value: 4Gi}}}}
+"""
+
+
+def _evict_and_follow(migration: str) -> list[tuple[float, float, float, float]]:
+    """(t, demand on the source node, on the other node, displaced demand) each second from
+    30s, when the pod is evicted and its node cordoned, so the replacement goes to the other."""
+    import dataclasses
+
+    from embedded.scheduler import EmbeddedScheduler
+    from simulator.world import World
+
+    scenario = load_scenario_text(MIGRATING.format(migration=migration))
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=1)
+    scheduler = EmbeddedScheduler(world.cluster, extender=None)
+    seen: list[tuple[float, float, float, float]] = []
+    source = target = -1
+    for second in range(0, 60):
+        t = float(second)
+        clock.advance_to(t)
+        if second == 30:
+            (pod,) = world.cluster.list_pods()
+            node = world.cluster.get_node(NodeName(str(pod.node_name)))
+            world.cluster.update_node(dataclasses.replace(node, unschedulable=True))
+            world.cluster.evict_pod(pod.namespace, pod.name, reason="test")
+            source = world.node_index[node.name]
+            target = 1 - source
+        scheduler.schedule_pending()
+        state = world.model(t)
+        if second >= 30:
+            demand = state.demand
+            seen.append((t, float(demand[source]), float(demand[target]), state.displaced))
+    return seen
+
+
+def test_an_evicted_vm_keeps_running_while_its_memory_is_copied_then_pauses() -> None:
+    seen = _evict_and_follow("live")
+    # 4Gi at 1Gi/s: 4s more on the source, then a 2s pause, then on the target.
+    on_source = [t for t, here, _, _ in seen if here == 2.0]
+    paused = [t for t, here, there, displaced in seen if here == there == 0 and displaced == 2]
+    on_target = [t for t, _, there, _ in seen if there == 2.0]
+    assert on_source == [30.0, 31.0, 32.0, 33.0]
+    assert paused == [34.0, 35.0]
+    assert on_target == [float(t) for t in range(36, 60)]
+
+
+def test_an_evicted_pod_restarts_after_its_start_up_delay() -> None:
+    seen = _evict_and_follow("restart")
+    stopped = [t for t, here, there, displaced in seen if here == there == 0 and displaced == 2]
+    assert stopped == [float(t) for t in range(30, 45)]
+
+
+# ---------------------------------------------------------------- the kubelet and memory
+
+# worker-2 holds a pod that requests 12Gi of its 16Gi and uses little; two pods on worker-1
+# request 1Gi each and grow from 6Gi to 9Gi between 1m and 4m: together past worker-1's 16Gi.
+# By requests, worker-1 is the emptier node, so a replacement would go back there.
+LEAKING = """
+name: leaking
+duration: 8m
+step: 5s
+seed: 1
+warmup: 1m
+startupDelay: 10s
+deschedulingInterval: 1h
+nodes:
+  - {name: "worker-{i}", count: 2, cpu: 8, memory: 16Gi}
+workloads:
+  - name: reserver
+    replicas: 1
+    priority: 1000
+    requests: {cpu: "1", memory: 12Gi}
+    nodeSelector: {kubernetes.io/hostname: worker-2}
+    usage: {cpu: {profile: steady, value: 100m}, memory: {profile: steady, value: 1Gi}}
+  - name: leaky
+    replicas: 2
+    requests: {cpu: "1", memory: 1Gi}
+    usage:
+      cpu: {profile: steady, value: 100m}
+      memory: {profile: ramp, start: 6Gi, end: 9Gi, from: 1m, to: 4m}
+"""
+
+
+def test_the_kubelet_evicts_at_its_threshold_and_its_taint_keeps_the_replacement_away() -> None:
+    scenario = load_scenario_text(LEAKING)
+    result = run_contender(scenario, _contender("requests", scenario), seed=1)
+    figures = result.figures
+    # The kubelet acts at its threshold, before the kernel must: one pod evicted, its
+    # replacement kept off the tainted node, and no OOM kill at all.
+    assert figures["kubelet_evictions"] == 1
+    assert figures["oom_kills"] == 0
+
+
+def test_the_kubelet_ranks_pods_over_their_request_then_priority_then_excess() -> None:
+    from simulator.world import World
+
+    scenario = load_scenario_text(LEAKING)
+    world = World(scenario, clock=VirtualClock(), seed=1)
+    from embedded.scheduler import EmbeddedScheduler
+
+    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
+    state = world.model(200.0)
+    leaky = world.workload_slots[world.workload_index["leaky"]]
+    reserver = world.workload_slots[world.workload_index["reserver"]]
+    # The reserver uses less than it requests: ranked after every pod over its request.
+    victim = world._kubelet_victim(state, np.array([*reserver, *leaky]))
+    assert victim in leaky
