@@ -80,8 +80,8 @@ class OursExtender:
                 return placements.estimates(sample_times=view.sample_times(), now=clock.time())
 
         # `tas extender` with no flags builds `ExtenderSettings()` (tests/simulator/
-        # test_ours_is_the_shipped_extender.py checks it): the breaker's share, score mode and
-        # filtering on estimates as users get them.
+        # test_extenders.py checks it): the breaker's share, score mode and filtering on
+        # estimates as users get them.
         settings = settings if settings is not None else ExtenderSettings()
         self.service = ExtenderService(
             store=store,

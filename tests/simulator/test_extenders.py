@@ -44,7 +44,7 @@ from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
 from tas.types import MetricName, Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
-from tas_cli.extender import build_parser
+from tas_cli.extender import ExtenderCommandSettings, build_parser
 from tests.builders import make_policy, rule
 from tests.extender.support import running_extender
 
@@ -229,14 +229,9 @@ def test_with_recent_placements_ours_and_tas_extender_add_the_same_estimates() -
 
 
 def test_ours_runs_with_the_settings_tas_extender_builds_from_its_defaults() -> None:
-    defaults = build_parser().parse_args(["--metrics", "textfile:/nowhere"])
+    no_flags = build_parser().parse_args(["--metrics", "textfile:/nowhere"])
     built = OursExtender(store=PolicyStore(), view=StaticMetricView(), clock=VirtualClock())
-    shipped = built.service.settings
-    assert shipped.max_violating_node_share == defaults.max_violating_node_share
-    assert shipped.score_mode is defaults.score_mode
-    assert shipped.filter_estimate_policies == frozenset(defaults.filter_on_estimates)
-    assert shipped.tas_compat_failed_nodes == defaults.tas_compat_failed_nodes
-    assert shipped.decision_log_size == defaults.decision_log_size
+    assert built.service.settings == ExtenderCommandSettings.from_args(no_flags).app
 
 
 # -- TAS ----------------------------------------------------------------------------------------
