@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck imports unit bench deps debs clean e2e-kind
+.PHONY: run test lint typecheck imports unit bench compare deps debs clean e2e-kind
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ unit: $(STAMP) debs
 ## make bench: speed and scale figures, each printed next to a floor measured in the same run.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## make compare: the evidence behind the README's comparison: every named scenario on 5 seeds,
+## and 200 scenarios drawn from the default family on 3 seeds, on every core (about an hour on 2).
+compare: $(STAMP)
+	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
+	$(BIN)/tas sweep --family default --count 200 --seeds 3 --out comparison/sweep
 
 ## make e2e-kind: the kind walkthrough (docs/deploy.md): a cluster with the extender wired in,
 ## the image, the metrics pipeline and the health demo. Opt-in; skips where docker or kind is missing.

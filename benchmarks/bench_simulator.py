@@ -5,8 +5,7 @@ Figures:
   TASViolations, LoadAware and the soft tainter) for one virtual hour; goal <= 30 s;
 - next to a floor measured in the same run: the `requests` contender on the same scenario
   (the model, the pipeline and the kube-scheduler model alone, no component deciding);
-- every named scenario for every contender (what `tas simulate --all` runs), with its tables;
-  goal <= 300 s.
+- every named scenario on several seeds and a sweep: `bench_comparison`.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import time
 
 from benchmarks.report import Figure, print_figure
 from simulator.contenders import Contender, resolve
-from simulator.report import table
-from simulator.runner import run_contender, run_scenario
-from simulator.scenario import load_scenario, named_scenarios
+from simulator.runner import run_contender
+from simulator.scenario import load_scenario
 
 
 def _seconds(name: str) -> float:
@@ -35,14 +33,8 @@ def main() -> None:
     try:
         floor = _seconds("requests")
         ours = _seconds("ours")
-        started = time.perf_counter()
-        tables = [table(run_scenario(load_scenario(name))) for name in named_scenarios()]
-        every = time.perf_counter() - started
     finally:
         logging.disable(logging.NOTSET)
-    for text in tables:
-        print("\n" + text)
-    print()
     print_figure(
         Figure(
             "scale-500, one virtual hour, ours",
@@ -53,7 +45,6 @@ def main() -> None:
             max_value=30.0,
         )
     )
-    print_figure(Figure("every named scenario, every contender", every, "s", max_value=300.0))
 
 
 if __name__ == "__main__":

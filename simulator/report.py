@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simulator.runner import ScenarioResult
-from simulator.scenario import Scenario
-from simulator.seeds import SeededFigures, best_by_figure
+from simulator.seeds import SeededFigures, SeededResult, best_by_figure
 
 #: Significant digits kept in summary.json: enough to compare, few enough to read and diff.
 DIGITS = 6
@@ -105,18 +103,6 @@ def table(result: ScenarioResult) -> str:
 
 
 # ------------------------------------------------------------------------------ several seeds
-
-
-@dataclass
-class SeededResult:
-    """One scenario on several seeds: each contender's figures per seed, and the first seed's
-    runs in full (series, eviction times) for the charts."""
-
-    scenario: Scenario
-    seeds: list[int]
-    contenders: dict[str, SeededFigures] = field(default_factory=dict)
-    unavailable: dict[str, str] = field(default_factory=dict)
-    first: ScenarioResult | None = None
 
 
 def seeded_summary(results: Sequence[SeededResult]) -> dict[str, Any]:

@@ -7,11 +7,15 @@ can be traced back to a single-seed run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from simulator.figures import Figures
+from simulator.jobs import Job, run_jobs
+from simulator.runner import RunResult, ScenarioResult
+from simulator.scenario import Scenario
 from simulator.stats import Interval, aggregate, clear_best, nest
 
 #: The figure that decides "best" in a sweep, and the one the README leads with.
@@ -46,6 +50,70 @@ class SeededFigures:
 
     def ci95(self) -> dict[str, Any]:
         return nest({path: [i.low, i.high] for path, i in self.intervals().items()})
+
+
+@dataclass
+class SeededResult:
+    """One scenario on several seeds: each contender's figures per seed, and the first seed's
+    runs in full (series, eviction times) for the charts."""
+
+    scenario: Scenario
+    seeds: list[int]
+    contenders: dict[str, SeededFigures] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    first: ScenarioResult | None = None
+
+
+def run_seeded(
+    scenarios: Sequence[Scenario],
+    *,
+    contenders: Sequence[str],
+    seeds: int,
+    base_seed: int | None,
+    workers: int | None,
+    dask_address: str | None,
+    log_path: Path,
+    progress: Callable[[int, int], None],
+) -> list[SeededResult]:
+    """Every scenario x seed x contender as one batch of jobs (so all cores stay busy across
+    scenarios), then grouped back per scenario. The first seed's runs keep their series for
+    the charts."""
+    jobs = []
+    plans: list[tuple[Scenario, list[int]]] = []
+    for scenario in scenarios:
+        chosen = seeds_for(scenario.seed if base_seed is None else base_seed, seeds)
+        plans.append((scenario, chosen))
+        for seed in chosen:
+            for contender in contenders:
+                jobs.append(Job(scenario, contender, seed, keep_series=seed == chosen[0]))
+    finished = iter(
+        run_jobs(
+            jobs,
+            workers=workers,
+            dask_address=dask_address,
+            log_path=log_path,
+            progress=progress,
+        )
+    )
+    results = []
+    for scenario, chosen in plans:
+        seeded = SeededResult(scenario, chosen, first=ScenarioResult(scenario, chosen[0]))
+        for _seed in chosen:
+            for _contender in contenders:
+                job = next(finished)
+                if job.figures is None:
+                    seeded.unavailable[job.contender] = job.unavailable
+                    continue
+                figures = seeded.contenders.setdefault(job.contender, SeededFigures(job.contender))
+                figures.by_seed[job.seed] = job.figures
+                if job.series is not None and seeded.first is not None:
+                    seeded.first.results[job.contender] = RunResult(
+                        job.contender, job.figures, job.series, list(job.eviction_times)
+                    )
+        if seeded.first is not None:
+            seeded.first.unavailable = dict(seeded.unavailable)
+        results.append(seeded)
+    return results
 
 
 def best_by_figure(

@@ -13,13 +13,11 @@ import argparse
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from simulator.report import SeededResult
-    from simulator.scenario import Scenario
+    pass
 
 
 def add_parser(commands: Any) -> None:
@@ -100,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.jobs import DaskUnavailableError
     from simulator.report import seeded_table, write_seeded_summary
     from simulator.scenario import ScenarioError, load_scenario, named_scenarios
+    from simulator.seeds import run_seeded
     from tas.durations import DurationError, parse_duration
 
     named = named_scenarios()
@@ -172,63 +171,6 @@ def run(args: argparse.Namespace) -> int:
     write_seeded_summary(results, out / "summary.json")
     print(f"summary: {out / 'summary.json'} ({time.perf_counter() - started:.1f} s)")
     return 0
-
-
-def run_seeded(
-    scenarios: Sequence[Scenario],
-    *,
-    contenders: Sequence[str],
-    seeds: int,
-    base_seed: int | None,
-    workers: int | None,
-    dask_address: str | None,
-    log_path: Path,
-    progress: Callable[[int, int], None],
-) -> list[SeededResult]:
-    """Every scenario x seed x contender as one batch of jobs (so all cores stay busy across
-    scenarios), then grouped back per scenario. The first seed's runs keep their series for
-    the charts."""
-    from simulator.jobs import Job, run_jobs
-    from simulator.report import SeededResult
-    from simulator.runner import RunResult, ScenarioResult
-    from simulator.seeds import SeededFigures, seeds_for
-
-    jobs = []
-    plans: list[tuple[Scenario, list[int]]] = []
-    for scenario in scenarios:
-        chosen = seeds_for(scenario.seed if base_seed is None else base_seed, seeds)
-        plans.append((scenario, chosen))
-        for seed in chosen:
-            for contender in contenders:
-                jobs.append(Job(scenario, contender, seed, keep_series=seed == chosen[0]))
-    finished = iter(
-        run_jobs(
-            jobs,
-            workers=workers,
-            dask_address=dask_address,
-            log_path=log_path,
-            progress=progress,
-        )
-    )
-    results = []
-    for scenario, chosen in plans:
-        seeded = SeededResult(scenario, chosen, first=ScenarioResult(scenario, chosen[0]))
-        for _seed in chosen:
-            for _contender in contenders:
-                job = next(finished)
-                if job.figures is None:
-                    seeded.unavailable[job.contender] = job.unavailable
-                    continue
-                figures = seeded.contenders.setdefault(job.contender, SeededFigures(job.contender))
-                figures.by_seed[job.seed] = job.figures
-                if job.series is not None and seeded.first is not None:
-                    seeded.first.results[job.contender] = RunResult(
-                        job.contender, job.figures, job.series, list(job.eviction_times)
-                    )
-        if seeded.first is not None:
-            seeded.first.unavailable = dict(seeded.unavailable)
-        results.append(seeded)
-    return results
 
 
 def _log_to(path: Path) -> None:
