@@ -74,9 +74,11 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def parse_value(text: str) -> float:
+def parse_value(text: object) -> float:
+    # Not always a string: argparse hands a positional typed as a lone `--` after `--` over
+    # as an empty list (a known argparse quirk), and that must be a usage error, not a crash.
     try:
-        value = float(text)
+        value = float(text) if isinstance(text, str) else math.nan
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
