@@ -2,8 +2,10 @@
 
 Pure: takes validated policies, metric columns (fresh values only, see `tas.metrics.view`) and
 node names, and returns decisions as data. Every policy is evaluated once per cycle with
-`tas.rules` (column-wise, one pass per rule), and the per-node merge walks only the nodes a
-policy names, so a cycle costs nodes x rules plus the number of labels produced.
+`tas.rules`, column-wise: each metric's column is scanned once for all the rules that read it
+(`narrow_columns`), every rule then scans only the nodes near its metric's thresholds, and the
+per-node merge walks only the nodes a policy names. A cycle costs nodes x metrics plus the
+nodes near a threshold x rules plus the number of labels produced.
 
 Node labels the controller places:
 - `<policy>=violating` on nodes violating the policy's deschedule strategy (the bare policy
@@ -21,13 +23,13 @@ want, the policy whose key sorts first wins, so the outcome never depends on dic
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
 
 from tas.breaker import DEFAULT_MAX_SHARE, BreakerVerdict
-from tas.policies.model import Strategy, StrategyName, TASPolicy
-from tas.rules import RuleHit, labeling_labels, violations
-from tas.types import MetricColumns, NodeName, PolicyKey
+from tas.policies.model import Rule, Strategy, StrategyName, TASPolicy
+from tas.rules import RuleHit, labeling_by_key, narrow_columns, violation_map
+from tas.types import MetricColumns, MetricName, NodeName, PolicyKey
 from tas.vocabulary import VIOLATING
 
 NodeHits = Mapping[NodeName, tuple[RuleHit, ...]]
@@ -42,8 +44,9 @@ class PolicyEvaluation:
     deschedule: NodeHits
     #: Nodes violating the dontschedule strategy (empty without one); used for status only.
     dontschedule: NodeHits
-    #: Labels the labeling strategy wants per node (nodes wanting none are absent).
-    labels: Mapping[NodeName, Mapping[str, str]]
+    #: Labels the labeling strategy wants, by label key: key -> node -> value (`tas.rules.
+    #: labeling_by_key`; nodes wanting none are absent).
+    labels: Mapping[str, Mapping[NodeName, str]]
     #: Why the deschedule verdict is held (`tas.breaker`): too many nodes violate at once, so
     #: only nodes already labelled stay violating. None when the breaker is closed.
     held: str | None = None
@@ -53,44 +56,94 @@ class PolicyEvaluation:
         return StrategyName.DESCHEDULE in self.policy.strategies
 
 
-def evaluate_policy(
-    policy: TASPolicy,
-    metrics: MetricColumns,
-    nodes: Collection[NodeName],
-    *,
-    labelled: Collection[NodeName] = (),
-    max_violating_share: float = DEFAULT_MAX_SHARE,
+_ENFORCED = (StrategyName.DESCHEDULE, StrategyName.DONTSCHEDULE, StrategyName.LABELING)
+
+
+def _enforced_rules(policies: Iterable[TASPolicy]) -> list[Rule]:
+    """The rules of the strategies the controller evaluates (scheduleonmetric is not one)."""
+    return [
+        rule
+        for policy in policies
+        for name in _ENFORCED
+        if (strategy := policy.strategy(name)) is not None
+        for rule in strategy.rules
+    ]
+
+
+class _CycleColumns:
+    """What every policy of a cycle reads, prepared once for all of them.
+
+    `narrowed` holds each metric's column cut down to the nodes where some policy's rule may be
+    true (`tas.rules.narrow_columns`), so a metric is scanned once per cycle, not once per rule.
+    The breaker needs the nodes that have values, which the narrowed columns no longer say; it
+    reads the full columns, and only for the rare strategy that violates on enough nodes to
+    possibly open it.
+    """
+
+    def __init__(
+        self, metrics: MetricColumns, nodes: Collection[NodeName], rules: Iterable[Rule]
+    ) -> None:
+        self.metrics = metrics
+        self.nodes: Set[NodeName] = nodes if isinstance(nodes, set | frozenset) else set(nodes)
+        self.narrowed = narrow_columns(metrics, rules, self.nodes)
+        self._present: dict[MetricName, int] = {}
+
+    def present(self, metric: MetricName) -> int:
+        """How many of the nodes have a value for `metric`."""
+        count = self._present.get(metric)
+        if count is None:
+            column = self.metrics.get(metric, {})
+            keys = column.keys()
+            count = len(keys) if keys <= self.nodes else len(keys & self.nodes)
+            self._present[metric] = count
+        return count
+
+    def with_values(self, strategy: Strategy) -> int:
+        """How many of the nodes have a value for any of the strategy's metrics."""
+        seen: set[NodeName] = set()
+        for rule in strategy.rules:
+            seen.update(self.metrics.get(rule.metricname, {}))
+        return len(seen & self.nodes)
+
+    def breaker_may_open(self, strategy: Strategy, violating: int, max_share: float) -> bool:
+        """False when the breaker is surely closed, without counting nodes across metrics.
+
+        Nodes with a value for one rule's metric are a lower bound on the nodes with values,
+        so at most `max_share` of that bound violating means at most `max_share` of the whole.
+        """
+        return not any(violating <= max_share * self.present(r.metricname) for r in strategy.rules)
+
+
+def _evaluate(
+    policy: TASPolicy, shared: _CycleColumns, labelled: Collection[NodeName], max_share: float
 ) -> PolicyEvaluation:
-    """Evaluate the strategies the controller enforces or reports, over `nodes` only.
+    """The strategies the controller enforces or reports, over the cycle's nodes.
 
     `labelled` are the nodes carrying `<policy>=violating` now: when the breaker is open they
     are the only ones that may stay violating.
     """
     deschedule = policy.strategy(StrategyName.DESCHEDULE)
     dontschedule = policy.strategy(StrategyName.DONTSCHEDULE)
-    found = violations(deschedule, metrics, nodes) if deschedule else {}
+    # The narrowed columns hold only the cycle's nodes: no node filter needed (None).
+    columns = shared.narrowed
+    found: NodeHits = violation_map(deschedule, columns) if deschedule else {}
     held = None
-    if deschedule is not None and found:
-        verdict = BreakerVerdict(
-            frozenset(found), _with_values(deschedule, metrics, nodes), max_violating_share
-        )
+    if (
+        deschedule is not None
+        and found
+        and shared.breaker_may_open(deschedule, len(found), max_share)
+    ):
+        verdict = BreakerVerdict(frozenset(found), shared.with_values(deschedule), max_share)
         if verdict.open:
             held = verdict.describe()
-            found = {node: hits for node, hits in found.items() if node in labelled}
+            found = {node: found[node] for node in found if node in labelled}
     return PolicyEvaluation(
         policy=policy,
         deschedule=found,
-        dontschedule=violations(dontschedule, metrics, nodes) if dontschedule else {},
-        labels=labeling_labels(policy, metrics, nodes),
+        dontschedule=violation_map(dontschedule, columns) if dontschedule else {},
+        labels=labeling_by_key(policy, columns),
         held=held,
     )
-
-
-def _with_values(strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName]) -> int:
-    seen: set[NodeName] = set()
-    for rule in strategy.rules:
-        seen.update(metrics.get(rule.metricname, {}))
-    return len(seen & set(nodes))
 
 
 @dataclass(frozen=True)
@@ -116,15 +169,14 @@ def compute_desired(
 
     `labelled` maps a bare label key (policy name) to the nodes labelled violating now.
     """
-    node_set = nodes if isinstance(nodes, frozenset | set) else frozenset(nodes)
+    shared = _CycleColumns(metrics, nodes, _enforced_rules(policies.values()))
     now_labelled = labelled or {}
     evaluations = {
-        key: evaluate_policy(
+        key: _evaluate(
             policies[key],
-            metrics,
-            node_set,
-            labelled=now_labelled.get(policies[key].name, ()),
-            max_violating_share=max_violating_share,
+            shared,
+            now_labelled.get(policies[key].name, ()),
+            max_violating_share,
         )
         for key in sorted(policies)
     }
@@ -132,11 +184,18 @@ def compute_desired(
     for evaluation in evaluations.values():
         name = evaluation.policy.name
         for node in evaluation.deschedule:
-            node_labels.setdefault(node, {})[name] = VIOLATING
-        for node, labels in evaluation.labels.items():
-            wanted = node_labels.setdefault(node, {})
-            for label_key, value in labels.items():
-                wanted.setdefault(label_key, value)
+            wanted = node_labels.get(node)
+            if wanted is None:
+                node_labels[node] = {name: VIOLATING}
+            else:
+                wanted[name] = VIOLATING
+        for label_key, values in evaluation.labels.items():
+            for node, value in values.items():
+                wanted = node_labels.get(node)
+                if wanted is None:
+                    node_labels[node] = {label_key: value}
+                else:
+                    wanted.setdefault(label_key, value)
     deschedule_keys = frozenset(e.policy.name for e in evaluations.values() if e.has_deschedule)
     return DesiredState(
         evaluations=evaluations, node_labels=node_labels, deschedule_keys=deschedule_keys

@@ -13,9 +13,19 @@ from __future__ import annotations
 
 import math
 import operator as op
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import (
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    Set,
+)
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import chain
 
 from tas.policies.model import (
     LogicalOperator,
@@ -26,7 +36,7 @@ from tas.policies.model import (
     TASPolicy,
     format_number,
 )
-from tas.types import MetricColumn, MetricColumns, NodeName, PolicyName
+from tas.types import MetricColumn, MetricColumns, MetricName, NodeName, PolicyName
 from tas.vocabulary import LABELING_PREFIX
 
 _COMPARE: dict[Operator, Callable[[float, float], bool]] = {
@@ -105,6 +115,72 @@ def _true_nodes(
     return _scan(rule.operator, rule.target, present)
 
 
+_UPPER = frozenset({Operator.GREATER_THAN, Operator.GREATER_OR_EQUAL, Operator.EQUALS})
+_LOWER = frozenset({Operator.LESS_THAN, Operator.LESS_OR_EQUAL})
+
+
+def narrow_columns(
+    metrics: MetricColumns, rules: Iterable[Rule], nodes: Collection[NodeName] | None = None
+) -> dict[MetricName, MetricColumn]:
+    """Each metric's column cut down, in one pass, to the nodes where one of `rules` may be true.
+
+    Every rule in `rules` is true on exactly the same nodes, with the same values, over the
+    narrowed columns as over `metrics` restricted to `nodes`: a node is dropped only when its
+    value lies below every lower bound (`>`, `>=`, `==` targets) and above every upper bound
+    (`<`, `<=` targets) of its metric's rules. Evaluating many rules on one metric (a
+    controller cycle: every policy's rules) then costs one pass over the column plus passes over
+    the few nodes near a threshold, rather than a full pass per rule. The narrowed columns serve
+    rule evaluation only: they no longer say which nodes have values.
+    """
+    by_metric: dict[MetricName, list[Rule]] = {}
+    for rule in rules:
+        by_metric.setdefault(rule.metricname, []).append(rule)
+    wanted = nodes if nodes is None or isinstance(nodes, Set) else frozenset(nodes)
+    narrowed: dict[MetricName, MetricColumn] = {}
+    for metric, metric_rules in by_metric.items():
+        column = metrics.get(metric)
+        if not column:
+            continue
+        if any(r.operator is Operator.NOT_EQUALS or math.isnan(r.target) for r in metric_rules):
+            # `!=` is true almost everywhere, and a NaN target would poison min/max: keep all.
+            low, high = -math.inf, math.inf
+        else:
+            low = min((r.target for r in metric_rules if r.operator in _UPPER), default=math.inf)
+            high = max((r.target for r in metric_rules if r.operator in _LOWER), default=-math.inf)
+        narrowed[metric] = _narrow(column, low, high, wanted)
+    return narrowed
+
+
+def _narrow(
+    column: MetricColumn, low: float, high: float, nodes: Set[NodeName] | None
+) -> MetricColumn:
+    """The entries of `column` (among `nodes`) with value >= low or value <= high."""
+    if nodes is not None and len(nodes) < len(column):
+        get = column.get
+        column = {n: v for n in nodes if (v := get(n)) is not None}
+        nodes = None
+    if low == -math.inf or high == math.inf:
+        if nodes is None or column.keys() <= nodes:
+            return column
+        return {n: v for n, v in column.items() if n in nodes}
+    # One comprehension per shape, as in `_scan`: this is the one full pass over the column.
+    items = column.items()
+    if high == -math.inf:
+        kept = {n: v for n, v in items if v >= low}
+    elif low == math.inf:
+        kept = {n: v for n, v in items if v <= high}
+    else:
+        kept = {n: v for n, v in items if v >= low or v <= high}
+    # Values first, node set second: the few nodes kept are all that need a set lookup.
+    return kept if nodes is None else {n: v for n, v in kept.items() if n in nodes}
+
+
+def _per_rule(
+    strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName] | None
+) -> list[tuple[Rule, dict[NodeName, float]]]:
+    return [(rule, _true_nodes(rule, _column(metrics, rule), nodes)) for rule in strategy.rules]
+
+
 def violations(
     strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
 ) -> dict[NodeName, tuple[RuleHit, ...]]:
@@ -113,7 +189,7 @@ def violations(
     anyOf: at least one rule true. allOf: every rule true (a missing metric makes its rule
     false, so allOf cannot be met then). `nodes=None` evaluates every node with values.
     """
-    per_rule = [(rule, _true_nodes(rule, _column(metrics, rule), nodes)) for rule in strategy.rules]
+    per_rule = _per_rule(strategy, metrics, nodes)
     if strategy.logical_operator is LogicalOperator.ALL_OF:
         common = set(per_rule[0][1]).intersection(*(hits for _, hits in per_rule[1:]))
         return {
@@ -124,6 +200,57 @@ def violations(
         for node, value in hits.items():
             found.setdefault(node, []).append(RuleHit(rule, value))
     return {node: tuple(found_hits) for node, found_hits in found.items()}
+
+
+class ViolationMap(Mapping[NodeName, tuple[RuleHit, ...]]):
+    """`violations` as a mapping whose rule hits are built for the nodes they are asked for.
+
+    Equal to what `violations` returns. Finding the violating nodes costs one dict entry per
+    node; the `RuleHit`s (an object per rule true on a node) are built on access. A controller
+    cycle needs the violating nodes of every policy but the hits of only the few nodes it
+    writes an Event for, and objects built and kept per hit make the garbage collector's full
+    passes, which walk every object, run more often as the cluster grows.
+    """
+
+    __slots__ = ("_nodes", "_per_rule")
+
+    def __init__(
+        self, per_rule: Sequence[tuple[Rule, Mapping[NodeName, float]]], nodes: Iterable[NodeName]
+    ) -> None:
+        self._per_rule = per_rule
+        self._nodes: dict[NodeName, None] = dict.fromkeys(nodes)
+
+    def __getitem__(self, node: NodeName) -> tuple[RuleHit, ...]:
+        if node not in self._nodes:
+            raise KeyError(node)
+        return tuple(RuleHit(rule, hits[node]) for rule, hits in self._per_rule if node in hits)
+
+    def __iter__(self) -> Iterator[NodeName]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._nodes
+
+    def keys(self) -> KeysView[NodeName]:
+        return self._nodes.keys()
+
+    def __repr__(self) -> str:
+        return f"ViolationMap({dict(self.items())!r})"
+
+
+def violation_map(
+    strategy: Strategy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
+) -> ViolationMap:
+    """`violations` with rule hits built on access (see `ViolationMap`)."""
+    per_rule = _per_rule(strategy, metrics, nodes)
+    if strategy.logical_operator is LogicalOperator.ALL_OF:
+        common = set(per_rule[0][1]).intersection(*(hits for _, hits in per_rule[1:]))
+        return ViolationMap(per_rule, common)
+    # Nodes in the order `violations` finds them: the first rule's, then each next rule's new.
+    return ViolationMap(per_rule, chain.from_iterable(hits for _, hits in per_rule))
 
 
 def violation_reason(policy_name: str, hits: Iterable[RuleHit]) -> str:
@@ -272,28 +399,51 @@ def labeling_labels(
     When true rules write one key: GreaterThan (and GreaterOrEqual) keep the largest value,
     LessThan (and LessOrEqual) the smallest, Equals and ties the earliest rule.
     """
+    wanted: dict[NodeName, dict[str, str]] = {}
+    for key, values in labeling_by_key(policy, metrics, nodes).items():
+        for node, value in values.items():
+            node_labels = wanted.get(node)
+            if node_labels is None:
+                wanted[node] = {key: value}
+            else:
+                node_labels[key] = value
+    return wanted
+
+
+def labeling_by_key(
+    policy: TASPolicy, metrics: MetricColumns, nodes: Collection[NodeName] | None = None
+) -> dict[str, dict[NodeName, str]]:
+    """`labeling_labels` by label key: node label key -> node -> value (see there).
+
+    One dict per label key rather than one per node: a controller cycle merges every policy's
+    labels, and per-node containers kept per policy would feed the garbage collector.
+    """
     strategy = policy.strategy(StrategyName.LABELING)
     if strategy is None:
         return {}
-    per_rule = [(rule, _true_nodes(rule, _column(metrics, rule), nodes)) for rule in strategy.rules]
+    per_rule = _per_rule(strategy, metrics, nodes)
     if strategy.logical_operator is LogicalOperator.ALL_OF:
         common = set(per_rule[0][1]).intersection(*(hits for _, hits in per_rule[1:]))
         per_rule = [
             (rule, {n: v for n, v in hits.items() if n in common}) for rule, hits in per_rule
         ]
-    chosen: dict[NodeName, dict[str, tuple[str, float, Operator]]] = {}
+    # Per label key (as the rule writes it): the chosen value and the value that chose it.
+    chosen: dict[str, tuple[dict[NodeName, str], dict[NodeName, float]]] = {}
     for rule, hits in per_rule:
+        if not hits:
+            continue
         preference = _higher_is_better(rule.operator)
-        for node, value in hits.items():
-            node_labels = chosen.setdefault(node, {})
-            for label in rule.labels:
-                current = node_labels.get(label.key)
+        for label in rule.labels:
+            entry = chosen.get(label.key)
+            if entry is None:
+                chosen[label.key] = (dict.fromkeys(hits, label.value), dict(hits))
+                continue
+            values, deciding = entry
+            text = label.value
+            for node, value in hits.items():
+                current = deciding.get(node)
                 if current is None or (
-                    preference is not None
-                    and (value > current[1] if preference else value < current[1])
+                    preference is not None and (value > current if preference else value < current)
                 ):
-                    node_labels[label.key] = (label.value, value, rule.operator)
-    return {
-        node: {labeling_key(policy.name, key): item[0] for key, item in node_labels.items()}
-        for node, node_labels in chosen.items()
-    }
+                    values[node], deciding[node] = text, value
+    return {labeling_key(policy.name, key): values for key, (values, _) in chosen.items()}
