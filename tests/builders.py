@@ -4,12 +4,16 @@ to them. Node and pod builders take an optional mutator (`apply=`), as STYLE.md 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
 from tas.policies.model import TASPolicy, parse_policy
-from tas.types import MetricColumns, MetricName, NodeName
+from tas.types import MetricColumns, MetricName, Namespace, NodeName
+from tas.vocabulary import POLICY_LABEL
+
+GiB = 2.0**30
 
 
 def rule(metric: str, operator: str, target: Any = 0, labels: Sequence[str] = ()) -> dict[str, Any]:
@@ -59,6 +63,66 @@ def metrics(values: Mapping[str, Mapping[str, float]]) -> MetricColumns:
 
 def nodes(*names: str) -> list[NodeName]:
     return [NodeName(n) for n in names]
+
+
+def make_node(
+    name: str,
+    *,
+    cpu: float = 8.0,
+    memory: float = 32 * GiB,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    taints: Sequence[Taint] = (),
+    hostname: bool = True,
+    apply: Callable[[Node], Node] | None = None,
+) -> Node:
+    """A Ready node with `cpu` cores, `memory` bytes and 110 pods allocatable, labelled with its
+    hostname as kubelet labels it (unless `hostname=False`); `apply` changes anything else."""
+    node = Node(
+        name=NodeName(name),
+        labels={**({"kubernetes.io/hostname": name} if hostname else {}), **(labels or {})},
+        annotations=dict(annotations or {}),
+        taints=tuple(taints),
+        allocatable={"cpu": cpu, "memory": memory, "pods": 110.0},
+    )
+    return apply(node) if apply is not None else node
+
+
+def make_pod(
+    name: str,
+    *,
+    node: str | None = None,
+    namespace: str = "default",
+    cpu: float = 0.0,
+    memory: float = 0.0,
+    labels: Mapping[str, str] | None = None,
+    policy: str | None = None,
+    owner: str | None = None,
+    owner_kind: str = "ReplicaSet",
+    phase: str | None = None,
+    created: datetime | None = None,
+    apply: Callable[[Pod], Pod] | None = None,
+) -> Pod:
+    """A pod, Running on `node` (Pending without one), linked to `policy` (the
+    `telemetry-policy` label), controlled by `owner`, requesting what is given (Burstable when
+    it requests anything, BestEffort otherwise); `apply` changes anything else."""
+    all_labels = dict(labels or {})
+    if policy is not None:
+        all_labels[POLICY_LABEL] = policy
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    pod = Pod(
+        namespace=Namespace(namespace),
+        name=name,
+        uid=f"uid-{namespace}-{name}",
+        labels=all_labels,
+        node_name=NodeName(node) if node is not None else None,
+        phase=phase or ("Running" if node is not None else "Pending"),
+        owners=(OwnerReference(owner_kind, owner, controller=True),) if owner else (),
+        requests=requests,
+        qos_class=QoSClass.BURSTABLE if requests else QoSClass.BEST_EFFORT,
+        creation_timestamp=created,
+    )
+    return apply(pod) if apply is not None else pod
 
 
 class ManualClock:

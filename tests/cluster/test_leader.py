@@ -17,29 +17,12 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tas.cluster.leader import LeaderElector
+from tests.builders import ManualClock
 from tests.k8s_emulator import KubeEmulator
-
-
-class ManualClock:
-    """A `tas.clock.Clock` that moves only when told to."""
-
-    def __init__(self) -> None:
-        self.current = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.current
-
-    def sleep(self, seconds: float, stop: threading.Event) -> bool:
-        self.advance(seconds)
-        return stop.is_set()
-
-    def advance(self, seconds: float) -> None:
-        self.current += timedelta(seconds=seconds)
 
 
 def elector(

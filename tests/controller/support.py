@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,11 +17,12 @@ from prometheus_client import CollectorRegistry
 from policy_controller.reconciler import CycleReport, Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.breaker import DEFAULT_MAX_SHARE
-from tas.cluster.model import Node, Pod
+from tas.cluster.model import Node
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, Namespace, NodeName
+from tests import builders
 from tests.instrumented_cluster import InstrumentedCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,37 +35,10 @@ def health_policy_document() -> dict[str, Any]:
     return document
 
 
-def make_node(
-    name: str,
-    *,
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    apply: Callable[[Node], Node] | None = None,
-) -> Node:
-    node = Node(NodeName(name), labels=dict(labels or {}), annotations=dict(annotations or {}))
-    return apply(node) if apply is not None else node
-
-
-def make_pod(
-    name: str,
-    *,
-    node: str | None,
-    namespace: str = DEMO_NAMESPACE,
-    policy: str | None = "demo-policy",
-    labels: Mapping[str, str] | None = None,
-    apply: Callable[[Pod], Pod] | None = None,
-) -> Pod:
-    all_labels = dict(labels or {})
-    if policy is not None:
-        all_labels["telemetry-policy"] = policy
-    pod = Pod(
-        Namespace(namespace),
-        name,
-        labels=all_labels,
-        node_name=NodeName(node) if node is not None else None,
-        phase="Running" if node is not None else "Pending",
-    )
-    return apply(pod) if apply is not None else pod
+#: Nodes with only the labels a test gives: the controller's label writes are compared whole.
+make_node = functools.partial(builders.make_node, hostname=False)
+#: The demo app's pods: in the demo namespace, linked to demo-policy.
+make_pod = functools.partial(builders.make_pod, namespace=DEMO_NAMESPACE, policy="demo-policy")
 
 
 class AgingMetricView:

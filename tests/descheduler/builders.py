@@ -4,7 +4,7 @@ cluster, each stating only what a test cares about (`make_pod(name, node=..., ap
 from __future__ import annotations
 
 import dataclasses
-import threading
+import functools
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,74 +15,28 @@ from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import PodUsageSource
 from descheduler.self_metrics import DeschedulerMetrics
-from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
+from tas.cluster.model import Node, Pod
 from tas.metrics.static import StaticMetricView
 from tas.policies.model import TASPolicy
-from tas.types import Namespace, NodeName, PolicyKey
+from tas.types import PolicyKey
+from tests import builders
 from tests.instrumented_cluster import InstrumentedCluster
 
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-class FakeClock:
-    """Time that moves only when told to (or when a schedule sleeps)."""
+#: Time that moves only when told to (or when a schedule sleeps).
+FakeClock = builders.ManualClock
 
-    def __init__(self, start: datetime = START) -> None:
-        self.current = start
-        self.slept: list[float] = []
-
-    def now(self) -> datetime:
-        return self.current
-
-    def advance(self, seconds: float) -> None:
-        self.current += timedelta(seconds=seconds)
-
-    def sleep(self, seconds: float, stop: threading.Event) -> bool:
-        self.slept.append(seconds)
-        self.advance(seconds)
-        return stop.is_set()
-
-
-def make_node(
-    name: str,
-    *,
-    cpu: float = 8,
-    memory: float = 32e9,
-    labels: Mapping[str, str] | None = None,
-    apply: Callable[[Node], Node] | None = None,
-) -> Node:
-    node = Node(
-        name=NodeName(name),
-        labels={"kubernetes.io/hostname": name, **(labels or {})},
-        allocatable={"cpu": cpu, "memory": memory, "pods": 110},
-    )
-    return apply(node) if apply else node
-
-
-def make_pod(
-    name: str,
-    *,
-    node: str | None = "node-a",
-    namespace: str = "default",
-    owner: str | None = "rs",
-    owner_kind: str = "ReplicaSet",
-    cpu: float = 0.0,
-    labels: Mapping[str, str] | None = None,
-    apply: Callable[[Pod], Pod] | None = None,
-) -> Pod:
-    owners = (OwnerReference(owner_kind, owner, controller=True),) if owner else ()
-    pod = Pod(
-        namespace=Namespace(namespace),
-        name=name,
-        uid=f"uid-{namespace}-{name}",
-        labels=dict(labels or {}),
-        node_name=NodeName(node) if node else None,
-        owners=owners,
-        requests={"cpu": cpu} if cpu else {},
-        qos_class=QoSClass.BURSTABLE if cpu else QoSClass.BEST_EFFORT,
-        creation_timestamp=START - timedelta(hours=1),
-    )
-    return apply(pod) if apply else pod
+#: The descheduler's suite: pods run on node-a, owned by a ReplicaSet, an hour old.
+make_node = functools.partial(builders.make_node, memory=32e9)
+make_pod = functools.partial(
+    builders.make_pod,
+    node="node-a",
+    owner="rs",
+    phase="Running",
+    created=START - timedelta(hours=1),
+)
 
 
 def replace(**changes: Any) -> Callable[[Any], Any]:

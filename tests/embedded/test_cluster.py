@@ -17,6 +17,7 @@ Covered:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -36,43 +37,28 @@ from tas.cluster.interface import (
 )
 from tas.cluster.model import (
     LabelSelector,
-    Node,
     ObjectReference,
-    OwnerReference,
-    Pod,
     PodDisruptionBudget,
     Taint,
     TaintEffect,
 )
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tests import builders
 from tests.instrumented_cluster import InstrumentedCluster
 
 NS = Namespace("default")
 
 
-def make_node(name: str, *, apply: Callable[[Node], Node] | None = None) -> Node:
-    node = Node(name=NodeName(name), labels={"kubernetes.io/hostname": name})
-    return apply(node) if apply else node
-
-
-def make_pod(
-    name: str,
-    *,
-    node: str | None = "n1",
-    owner: str | None = "web-rs",
-    owner_kind: str = "ReplicaSet",
-    apply: Callable[[Pod], Pod] | None = None,
-) -> Pod:
-    pod = Pod(
-        namespace=NS,
-        name=name,
-        labels={"app": "web", "telemetry-policy": "demo"},
-        node_name=NodeName(node) if node else None,
-        phase="Running" if node else "Pending",
-        owners=(OwnerReference(owner_kind, owner, controller=True),) if owner else (),
-        requests={"cpu": 0.5},
-    )
-    return apply(pod) if apply else pod
+make_node = builders.make_node
+#: The web ReplicaSet's pods, linked to policy demo, on n1.
+make_pod = functools.partial(
+    builders.make_pod,
+    node="n1",
+    cpu=0.5,
+    labels={"app": "web"},
+    policy="demo",
+    owner="web-rs",
+)
 
 
 def policy_doc(name: str = "demo", namespace: str | None = "default") -> dict[str, Any]:

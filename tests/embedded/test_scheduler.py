@@ -19,6 +19,7 @@ Covered:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -28,30 +29,15 @@ from embedded.extender_client import HttpExtender
 from embedded.scheduler import EmbeddedScheduler, ExtenderError, FilterAnswer
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
 from tas.types import Namespace, NodeName
-from tas.vocabulary import POLICY_LABEL
+from tests import builders
 from tests.extender.support import health_policies, health_view, running_extender
 
 NAMESPACE = Namespace("default")
 
 
-def make_node(name: str, *, cpu: float = 4.0, taints: tuple[Taint, ...] = ()) -> Node:
-    return Node(
-        name=NodeName(name),
-        labels={"kubernetes.io/hostname": name},
-        allocatable={"cpu": cpu, "memory": 8 * 2**30, "pods": 110.0},
-        taints=taints,
-    )
-
-
-def make_pod(name: str, *, cpu: float = 1.0, policy: str | None = None) -> Pod:
-    return Pod(
-        namespace=NAMESPACE,
-        name=name,
-        labels={POLICY_LABEL: policy} if policy else {},
-        node_name=None,
-        phase="Pending",
-        requests={"cpu": cpu, "memory": 2**20},
-    )
+make_node = functools.partial(builders.make_node, cpu=4.0, memory=8 * builders.GiB)
+#: Pending pods asking for a core (and a MiB).
+make_pod = functools.partial(builders.make_pod, cpu=1.0, memory=2**20)
 
 
 def cluster_of(*nodes: Node, pods: Sequence[Pod] = ()) -> InMemoryCluster:

@@ -17,6 +17,7 @@ Covered:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ import pytest
 from extender.decide import decide_filter, decide_prioritize
 from extender.wire import PodInfo
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import OwnerReference, Pod, PodCondition
+from tas.cluster.model import Pod, PodCondition
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
 from tas.placements import (
@@ -40,6 +41,7 @@ from tas.placements import (
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
 from tas.types import MetricName, Namespace, NodeName
+from tests import builders
 from tests.builders import ManualClock, make_policy, metrics, rule
 
 CPU_PRESSURE = MetricName("cpu_pressure")
@@ -50,23 +52,10 @@ WINDOW = 60.0
 T0 = 1_700_000_000.0
 
 
-def make_pod(
-    name: str,
-    *,
-    node: str | None = "node-a",
-    cpu: float = 1.0,
-    owner: str = "web",
-    apply: Callable[[Pod], Pod] | None = None,
-) -> Pod:
-    pod = Pod(
-        namespace=Namespace("default"),
-        name=name,
-        node_name=NodeName(node) if node else None,
-        requests={"cpu": cpu, "memory": 1024.0**3},
-        owners=(OwnerReference("ReplicaSet", owner, controller=True),),
-        labels={"telemetry-policy": "p"},
-    )
-    return apply(pod) if apply is not None else pod
+#: Pods of the `web` ReplicaSet linked to policy p, on node-a, asking for a core and a GiB.
+make_pod = functools.partial(
+    builders.make_pod, node="node-a", cpu=1.0, memory=builders.GiB, owner="web", policy="p"
+)
 
 
 def at(seconds: float) -> datetime:

@@ -10,35 +10,21 @@ Covered:
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import random
 from collections import Counter
 
 from embedded.cluster import InMemoryCluster
 from embedded.scheduler import EmbeddedScheduler, num_feasible_nodes_to_find
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
-from tas.types import Namespace, NodeName
+from tests import builders
 
 GiB = 2.0**30
 
 
-def make_node(name: str, *, cpu: float = 8.0, memory: float = 32 * GiB, **changes: object) -> Node:
-    node = Node(
-        name=NodeName(name),
-        labels={"kubernetes.io/hostname": name},
-        allocatable={"cpu": cpu, "memory": memory, "pods": 110.0},
-    )
-    return dataclasses.replace(node, **changes)  # type: ignore[arg-type]
-
-
-def make_pod(name: str, *, cpu: float = 1.0, memory: float = GiB, node: str | None = None) -> Pod:
-    return Pod(
-        namespace=Namespace("default"),
-        name=name,
-        node_name=NodeName(node) if node else None,
-        phase="Running" if node else "Pending",
-        requests={"cpu": cpu, "memory": memory},
-    )
+make_node = builders.make_node
+#: Pods asking for a core and a GiB.
+make_pod = functools.partial(builders.make_pod, cpu=1.0, memory=GiB)
 
 
 def cluster_of(nodes: list[Node], pods: list[Pod]) -> InMemoryCluster:
