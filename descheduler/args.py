@@ -14,7 +14,7 @@ Label selectors come in the two shapes Kubernetes users write: the structured
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +152,18 @@ class FieldReader:
             self.problem(self.at(key), f"must be a list of strings, got {value!r}")
             return ()
         return tuple(value)
+
+    def strings_of(self, key: str, known: Sequence[str], *, what: str = "") -> tuple[str, ...]:
+        """A list of strings each of which must be one of `known` (each other one is a
+        problem at its index, `what` naming what it is: "unknown state 'x'; known: ...")."""
+        found = self.strings(key)
+        for index, value in enumerate(found):
+            if value not in known:
+                self.problem(
+                    f"{self.at(key)}[{index}]",
+                    f"unknown {what + ' ' if what else ''}{value!r}; known: {', '.join(known)}",
+                )
+        return found
 
     def integers(self, key: str) -> tuple[int, ...]:
         value = self.get(key)

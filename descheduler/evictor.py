@@ -310,16 +310,7 @@ class PodEvictor:
             return False
         full_reason = f"{strategy}: {reason}"
         if self.rails.dry_run:
-            log.info(
-                'Evicted pod in dry run mode pod="%s/%s" node="%s" strategy="%s" profile="%s" '
-                'reason="%s"',
-                pod.namespace,
-                pod.name,
-                pod.node_name,
-                strategy,
-                self.profile,
-                reason,
-            )
+            self._log_evicted(pod, strategy, reason, " in dry run mode")
             self._done(pod, strategy, full_reason, Result.DRY_RUN)
             return True
         try:
@@ -335,15 +326,7 @@ class PodEvictor:
             self._failure_event(pod, str(error))
             return False
         if result.outcome is EvictionOutcome.EVICTED:
-            log.info(
-                'Evicted pod pod="%s/%s" node="%s" strategy="%s" profile="%s" reason="%s"',
-                pod.namespace,
-                pod.name,
-                pod.node_name,
-                strategy,
-                self.profile,
-                reason,
-            )
+            self._log_evicted(pod, strategy, reason, "")
             self.rails.cooldown.record(owner_key(pod), self.state.now, evacuation=self.evacuating)
             self._done(pod, strategy, full_reason, Result.EVICTED)
             self._event(
@@ -398,6 +381,19 @@ class PodEvictor:
         if not self.fits_elsewhere(pod, among=among):
             return "no other Ready node would accept it (nodeFit)"
         return None
+
+    def _log_evicted(self, pod: Pod, strategy: str, reason: str, mode: str) -> None:
+        # Upstream's words, so its users can grep for them.
+        log.info(
+            'Evicted pod%s pod="%s/%s" node="%s" strategy="%s" profile="%s" reason="%s"',
+            mode,
+            pod.namespace,
+            pod.name,
+            pod.node_name,
+            strategy,
+            self.profile,
+            reason,
+        )
 
     def _done(self, pod: Pod, strategy: str, reason: str, result: str) -> None:
         self.rails.budget.record(node=pod.node_name, namespace=pod.namespace)

@@ -16,7 +16,8 @@ interface: filter, pre-eviction filter, evict), the evictor asks an `EvictorFilt
 `EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch, and neither imports the
 other: `descheduler.evictor` implements the one, the DefaultEvictor plugin the other, and the
 cycle wires them. What an eviction came to (`Result`), the eviction order (`sort_candidates`)
-and the loop every node-by-node plugin ends with (`evict_node_by_node`) live here too.
+and the loop every node-by-node plugin ends with (`PluginContext.evict_node_by_node`)
+live here too.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class EvictorFilter(Protocol):
         ...
 
 
+#: The nodes a pod may go to, where a plugin narrows them (None: any Ready node).
+Among = Collection[NodeName] | None
+
+
 class Evictor(Protocol):
     """What a plugin evicts through: one profile's evictor for one cycle, every rail on the
     path (upstream's `Evictor` handle). `descheduler.evictor.PodEvictor` is the one there is."""
@@ -126,44 +131,15 @@ class Evictor(Protocol):
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         ...
 
-    def evict(
-        self,
-        pod: Pod,
-        *,
-        strategy: str,
-        reason: str,
-        among: Collection[NodeName] | None = None,
-    ) -> bool:
-        """Evict (or in Predictive mode, report) the pod if every rail allows; True if done."""
+    def evict(self, pod: Pod, *, strategy: str, reason: str, among: Among = None) -> bool:
+        """Evict (or in Predictive mode, report) the pod if every rail allows; True if done.
+        `among`: the nodes nodeFit may place it on (None: any Ready node)."""
         ...
 
 
 #: Pods to evict with the reason for each, grouped by the node they run on (None: not
 #: grouped, so no per-node limit moves the loop on).
 Candidates = Iterable[tuple[NodeName | None, Iterable[tuple[Pod, str]]]]
-
-
-def evict_node_by_node(
-    evictor: Evictor,
-    *,
-    strategy: str,
-    candidates: Candidates,
-    evicted: Callable[[Pod], None] | None = None,
-) -> None:
-    """The loop upstream's deschedule plugins end with: evict each candidate in turn; on a
-    refusal stop when the cycle's limits are spent and give up on the node when its own limit
-    is. Candidates are generated lazily, so each is judged after the evictions before it;
-    `evicted` hears of each pod evicted (a plugin whose view changes when one leaves)."""
-    for node, pods in candidates:
-        for pod, reason in pods:
-            if evictor.evict(pod, strategy=strategy, reason=reason):
-                if evicted is not None:
-                    evicted(pod)
-                continue
-            if evictor.stopped:
-                return
-            if evictor.node_exhausted(node):
-                break
 
 
 #: Per-pod usage, as a share of its node (signal -> 0..100), where it is measured.
@@ -240,6 +216,30 @@ class PluginContext:
             return None
         return self.pod_usage_source(self.evictor.state)
 
+    def evict_node_by_node(
+        self,
+        *,
+        strategy: str,
+        candidates: Candidates,
+        evicted: Callable[[Pod], None] | None = None,
+    ) -> None:
+        """The loop upstream's deschedule plugins end with: evict each candidate in turn; on
+        a refusal stop when the cycle's limits are spent, and give up on the node when its own
+        limit is. Candidates are generated lazily, so each is judged after the evictions before
+        it; `evicted` hears of each pod evicted (a plugin whose view changes when one leaves).
+        """
+        evictor = self.evictor
+        for node, pods in candidates:
+            for pod, reason in pods:
+                if evictor.evict(pod, strategy=strategy, reason=reason):
+                    if evicted is not None:
+                        evicted(pod)
+                    continue
+                if evictor.stopped:
+                    return
+                if evictor.node_exhausted(node):
+                    break
+
 
 @dataclass(frozen=True, eq=False)
 class Plugin(Generic[A]):
@@ -272,6 +272,33 @@ class Plugin(Generic[A]):
     #: may leave a violating node in the same cycle, and only this plugin's own earlier
     #: evictions start its cooldown (a rebalancing move must not delay leaving a bad node).
     evacuates: bool = False
+
+    @classmethod
+    def serving(
+        cls,
+        point: ExtensionPoint,
+        name: PluginName,
+        *,
+        args: tuple[type[A], Callable[[FieldReader], A]],
+        run: Callable[[A, PluginContext], None],
+        telemetry: bool = False,
+        evacuates: bool = False,
+        metric_names: Callable[[A], set[MetricName]] | None = None,
+        runs_while_breaker_open: bool = False,
+    ) -> Plugin[A]:
+        """A plugin a cycle runs at one point: `args` is its arguments type and their parser."""
+        args_type, parse_args = args
+        return cls(
+            name=name,
+            points=frozenset({point}),
+            args_type=args_type,
+            parse_args=parse_args,
+            run=run,
+            telemetry=telemetry,
+            metric_names=metric_names,
+            runs_while_breaker_open=runs_while_breaker_open,
+            evacuates=evacuates,
+        )
 
 
 AnyPlugin = Plugin[Any]

@@ -400,7 +400,43 @@ def nothing_to_do(
     return None
 
 
-def report(
+def report_classes(
+    classified: Callable[[Classification], None],
+    *,
+    usages: Mapping[NodeName, Mapping[str, float]],
+    low: Mapping[str, float],
+    high: Mapping[str, float],
+    under: Sequence[NodeInfo],
+    over: Sequence[NodeInfo],
+    destinations: int,
+    number_of_nodes: int,
+    no_destination: str,
+) -> bool:
+    """Hand the classification to the cycle (metrics, soft taints) and say whether upstream
+    would go on to evict: False, with why logged, when `nothing_to_do` stops it."""
+    nothing = nothing_to_do(
+        under=len(under),
+        destinations=destinations,
+        nodes=len(usages),
+        number_of_nodes=number_of_nodes,
+        no_destination=no_destination,
+    )
+    classified(
+        _classification(
+            usages=usages,
+            low=low,
+            high=high,
+            under=[i.node.name for i in under],
+            over=[i.node.name for i in over],
+            nothing_to_do=nothing,
+        )
+    )
+    if nothing is not None:
+        log.info('"%s"', nothing)
+    return nothing is None
+
+
+def _classification(
     *,
     usages: Mapping[NodeName, Mapping[str, float]],
     low: Mapping[str, float],
@@ -409,7 +445,6 @@ def report(
     over: Sequence[NodeName],
     nothing_to_do: str | None,
 ) -> Classification:
-    """The classification as the cycle reports it (metrics, soft taints)."""
     categories = {
         node: Category.UNDERUTILIZED
         if node in under

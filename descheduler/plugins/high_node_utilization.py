@@ -22,11 +22,10 @@ from descheduler.utilization import (
     evict_from_sources,
     group_nodes,
     log,
-    nothing_to_do,
     parse_evictable_namespaces,
     parse_thresholds,
     percentages,
-    report,
+    report_classes,
     requests_snapshot,
 )
 from tas.cluster.model import Node, Pod
@@ -54,11 +53,7 @@ def parse_args(r: FieldReader) -> HighNodeUtilizationArgs:
     thresholds = parse_thresholds(r, "thresholds")
     if not thresholds:
         r.problem(r.at("thresholds"), "no resource threshold is configured")
-    modes = r.strings("evictionModes")
-    for index, mode in enumerate(modes):
-        if mode not in {m.value for m in EvictionMode}:
-            known = ", ".join(m.value for m in EvictionMode)
-            r.problem(f"{r.at('evictionModes')}[{index}]", f"unknown mode {mode!r}; known: {known}")
+    modes = r.strings_of("evictionModes", tuple(EvictionMode), what="mode")
     return HighNodeUtilizationArgs(
         thresholds=thresholds,
         number_of_nodes=r.integer("numberOfNodes", 0) or 0,
@@ -83,25 +78,17 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
 
     under, targets = group_nodes(nodes, snapshot, percent, category, full, args.resources)
     log.info('"Number of underutilized nodes" totalNumber=%d', len(under))
-    nothing = nothing_to_do(
-        under=len(under),
+    if not report_classes(
+        context.classified,
+        usages=percent,
+        low=args.thresholds,
+        high=full,
+        under=under,
+        over=[],
         destinations=len(targets),
-        nodes=len(nodes),
         number_of_nodes=args.number_of_nodes,
         no_destination="No node is available to schedule the pods, nothing to do here",
-    )
-    context.classified(
-        report(
-            usages=percent,
-            low=args.thresholds,
-            high=full,
-            under=[i.node.name for i in under],
-            over=[],
-            nothing_to_do=nothing,
-        )
-    )
-    if nothing is not None:
-        log.info('"%s"', nothing)
+    ):
         return
     under.sort(key=lambda i: (i.total, i.node.name))
     thresholded = set(args.thresholds)
@@ -130,10 +117,6 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
     )
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.BALANCE}),
-    args_type=HighNodeUtilizationArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE, NAME, args=(HighNodeUtilizationArgs, parse_args), run=run
 )

@@ -14,7 +14,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
     sort_candidates,
 )
 from tas.cluster.model import Node, Pod
@@ -81,18 +80,13 @@ def run(args: InterPodAntiAffinityArgs, context: PluginContext) -> None:
         # A pod evicted no longer clashes with the rest.
         by_namespace[pod.namespace].remove(pod)
 
-    evict_node_by_node(
-        evictor,
+    context.evict_node_by_node(
         strategy=NAME,
         candidates=((node.name, candidates(node)) for node in state.ready_nodes),
         evicted=evicted,
     )
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=InterPodAntiAffinityArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.DESCHEDULE, NAME, args=(InterPodAntiAffinityArgs, parse_args), run=run
 )

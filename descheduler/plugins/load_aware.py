@@ -332,11 +332,10 @@ def _reason(node: str, usage: Mapping[str, float], c: Classification, signals: l
     return f"node {node} is overutilized: " + ", ".join(parts)
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.BALANCE}),
-    args_type=LoadAwareArgs,
-    parse_args=parse_args,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE,
+    NAME,
+    args=(LoadAwareArgs, parse_args),
     run=run,
     telemetry=True,
     metric_names=wanted_metric_names,

@@ -36,12 +36,11 @@ from descheduler.utilization import (
     group_nodes,
     log,
     metrics_server_snapshot,
-    nothing_to_do,
     parse_evictable_namespaces,
     parse_thresholds,
     percentages,
     prometheus_snapshot,
-    report,
+    report_classes,
     requests_snapshot,
 )
 from tas.cluster.model import Node
@@ -176,25 +175,17 @@ def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
     under, over = group_nodes(nodes, snapshot, percent, category, highs, args.extended_resources)
     log.info('"Number of underutilized nodes" totalNumber=%d', len(under))
     log.info('"Number of overutilized nodes" totalNumber=%d', len(over))
-    nothing = nothing_to_do(
-        under=len(under),
+    if not report_classes(
+        context.classified,
+        usages=percent,
+        low=lows,
+        high=highs,
+        under=under,
+        over=over,
         destinations=len(over),
-        nodes=len(nodes),
         number_of_nodes=args.number_of_nodes,
         no_destination="All nodes are under target utilization, nothing to do here",
-    )
-    context.classified(
-        report(
-            usages=percent,
-            low=lows,
-            high=highs,
-            under=[i.node.name for i in under],
-            over=[i.node.name for i in over],
-            nothing_to_do=nothing,
-        )
-    )
-    if nothing is not None:
-        log.info('"%s"', nothing)
+    ):
         return
     over.sort(key=lambda i: (-i.total, i.node.name))
 
@@ -227,10 +218,6 @@ def _reason(node: str, usage: dict[str, float], highs: dict[str, float]) -> str:
     return f"node {node} is overutilized: " + ", ".join(over)
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.BALANCE}),
-    args_type=LowNodeUtilizationArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE, NAME, args=(LowNodeUtilizationArgs, parse_args), run=run
 )

@@ -19,7 +19,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
 )
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection
@@ -36,15 +35,9 @@ class NodeAffinityArgs:
 
 
 def parse_args(r: FieldReader) -> NodeAffinityArgs:
-    kinds = r.strings("nodeAffinityType")
+    kinds = r.strings_of("nodeAffinityType", (REQUIRED, PREFERRED))
     if not kinds:
         r.problem(r.at("nodeAffinityType"), f"is required: {REQUIRED} and/or {PREFERRED}")
-    for index, kind in enumerate(kinds):
-        if kind not in (REQUIRED, PREFERRED):
-            r.problem(
-                f"{r.at('nodeAffinityType')}[{index}]",
-                f"unknown {kind!r}; known: {REQUIRED}, {PREFERRED}",
-            )
     return NodeAffinityArgs(node_affinity_type=kinds or (REQUIRED,), pods=r.pod_selection())
 
 
@@ -75,7 +68,7 @@ def run(args: NodeAffinityArgs, context: PluginContext) -> None:
         for kind in args.node_affinity_type
         for node in nodes
     )
-    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+    context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
 def _candidates(
@@ -94,10 +87,6 @@ def _candidates(
             yield pod, reason
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=NodeAffinityArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.DESCHEDULE, NAME, args=(NodeAffinityArgs, parse_args), run=run
 )

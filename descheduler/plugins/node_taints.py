@@ -15,7 +15,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
 )
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
 
@@ -60,7 +59,7 @@ def relevant(taint: Taint, args: NodeTaintsArgs) -> bool:
 def run(args: NodeTaintsArgs, context: PluginContext) -> None:
     evictor = context.evictor
     candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
-    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+    context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
 def _candidates(args: NodeTaintsArgs, node: Node, evictor: Evictor) -> Iterator[tuple[Pod, str]]:
@@ -85,10 +84,4 @@ def _candidates(args: NodeTaintsArgs, node: Node, evictor: Evictor) -> Iterator[
             )
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=NodeTaintsArgs,
-    parse_args=parse_args,
-    run=run,
-)
+PLUGIN = Plugin.serving(ExtensionPoint.DESCHEDULE, NAME, args=(NodeTaintsArgs, parse_args), run=run)

@@ -14,7 +14,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
 )
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Pod
@@ -98,13 +97,7 @@ def _conditions(r: FieldReader) -> tuple[ConditionFilter, ...]:
 
 def parse_args(r: FieldReader) -> PodLifeTimeArgs:
     seconds = r.integer("maxPodLifeTimeSeconds", None)
-    states = r.strings("states")
-    for index, state in enumerate(states):
-        if state not in STATES:
-            r.problem(
-                f"{r.at('states')}[{index}]",
-                f"unknown state {state!r}; known: " + ", ".join(STATES),
-            )
+    states = r.strings_of("states", STATES, what="state")
     kinds = r.child("ownerKinds")
     include, exclude = kinds.strings("include"), kinds.strings("exclude")
     kinds.finish()
@@ -217,13 +210,9 @@ def run(args: PodLifeTimeArgs, context: PluginContext) -> None:
 
     # Oldest first over every node (upstream's order), so no node's limit ends the loop.
     candidates = [(None, ((pod, reason(pod)) for pod in found))]
-    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+    context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=PodLifeTimeArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.DESCHEDULE, NAME, args=(PodLifeTimeArgs, parse_args), run=run
 )

@@ -15,7 +15,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
 )
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection, untolerated_taint
@@ -119,13 +118,9 @@ def run(args: RemoveDuplicatesArgs, context: PluginContext) -> None:
                 f"{len(here) + 1} pods of {group[1]}/{group[2]} on {node_name}, even share {share}"
             )
             candidates.append((node_name, [(pod, reason) for pod in here[share - 1 :]]))
-    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+    context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.BALANCE}),
-    args_type=RemoveDuplicatesArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE, NAME, args=(RemoveDuplicatesArgs, parse_args), run=run
 )

@@ -16,7 +16,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
 )
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Node, Pod
@@ -90,7 +89,7 @@ def why_not(pod: Pod, args: RemoveFailedPodsArgs, state: CycleState) -> str | No
 def run(args: RemoveFailedPodsArgs, context: PluginContext) -> None:
     evictor = context.evictor
     candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
-    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+    context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
 def _candidates(
@@ -106,10 +105,6 @@ def _candidates(
             yield pod, "pod failed" + (f" ({pod.reason})" if pod.reason else "")
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=RemoveFailedPodsArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.DESCHEDULE, NAME, args=(RemoveFailedPodsArgs, parse_args), run=run
 )

@@ -20,7 +20,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
     sort_candidates,
 )
 from descheduler.state import CycleState
@@ -54,7 +53,7 @@ def parse_args(r: FieldReader) -> TASViolationsArgs:
 def run(args: TASViolationsArgs, context: PluginContext) -> None:
     candidates = _candidates(args, context.evictor.state)
     # Lowest priority first over every node, so no node's limit ends the loop.
-    evict_node_by_node(context.evictor, strategy=NAME, candidates=[(None, candidates)])
+    context.evict_node_by_node(strategy=NAME, candidates=[(None, candidates)])
 
 
 def _candidates(args: TASViolationsArgs, state: CycleState) -> Iterator[tuple[Pod, str]]:
@@ -85,11 +84,10 @@ def _policies_of(pod: Pod, state: CycleState) -> list[TASPolicy]:
     return found
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=TASViolationsArgs,
-    parse_args=parse_args,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.DESCHEDULE,
+    NAME,
+    args=(TASViolationsArgs, parse_args),
     run=run,
     telemetry=True,
     evacuates=True,

@@ -14,7 +14,6 @@ from descheduler.framework import (
     Plugin,
     PluginContext,
     PluginName,
-    evict_node_by_node,
 )
 from tas.cluster.model import Node, Pod
 
@@ -34,13 +33,7 @@ def parse_args(r: FieldReader) -> TooManyRestartsArgs:
     threshold = r.integer("podRestartThreshold", None, minimum=1)
     if threshold is None and r.raw.get("podRestartThreshold") is None:
         r.problem(r.at("podRestartThreshold"), "is required (at least 1)")
-    states = r.strings("states")
-    for index, state in enumerate(states):
-        if state not in STATES:
-            r.problem(
-                f"{r.at('states')}[{index}]",
-                f"unknown state {state!r}; known: " + ", ".join(STATES),
-            )
+    states = r.strings_of("states", STATES, what="state")
     return TooManyRestartsArgs(
         pod_restart_threshold=threshold or 1,
         including_init_containers=r.boolean("includingInitContainers", False),
@@ -66,7 +59,7 @@ def in_states(pod: Pod, args: TooManyRestartsArgs) -> bool:
 def run(args: TooManyRestartsArgs, context: PluginContext) -> None:
     evictor = context.evictor
     candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
-    evict_node_by_node(evictor, strategy=NAME, candidates=candidates)
+    context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
 def _candidates(args: TooManyRestartsArgs, node: Node, evictor: Evictor) -> list[tuple[Pod, str]]:
@@ -85,10 +78,6 @@ def _candidates(args: TooManyRestartsArgs, node: Node, evictor: Evictor) -> list
     return [(pod, f"{count} restarts, threshold {threshold}") for count, pod in found]
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.DESCHEDULE}),
-    args_type=TooManyRestartsArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.DESCHEDULE, NAME, args=(TooManyRestartsArgs, parse_args), run=run
 )

@@ -35,13 +35,7 @@ class TopologySpreadArgs:
 
 
 def parse_args(r: FieldReader) -> TopologySpreadArgs:
-    constraints = r.strings("constraints")
-    for index, name in enumerate(constraints):
-        if name not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            r.problem(
-                f"{r.at('constraints')}[{index}]",
-                f"unknown {name!r}; known: {DO_NOT_SCHEDULE}, {SCHEDULE_ANYWAY}",
-            )
+    constraints = r.strings_of("constraints", (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY))
     return TopologySpreadArgs(
         constraints=frozenset(constraints or (DO_NOT_SCHEDULE,)),
         topology_balance_node_fit=r.boolean("topologyBalanceNodeFit", True),
@@ -240,10 +234,6 @@ def _balance(
         ordered[i] = (ordered[i][0], ordered[i][1] + moving)
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.BALANCE}),
-    args_type=TopologySpreadArgs,
-    parse_args=parse_args,
-    run=run,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE, NAME, args=(TopologySpreadArgs, parse_args), run=run
 )
