@@ -1,23 +1,31 @@
 #!/bin/sh
-# Make sure the real Prometheus and node-exporter binaries the metrics integration tests start
-# are present. As root, install the missing ones with apt-get (Debian packages); otherwise say
-# exactly what to install and fail, so `make test` never skips the real-parts tests silently.
+# Make sure the real programs the tests start are present, as Debian packages: by default the
+# Prometheus and node-exporter binaries the metrics integration tests start; or the
+# `package:command` pairs given (scripts/ensure-browser.sh asks for Chromium and ChromeDriver).
+# As root, install the missing packages with apt-get; otherwise say exactly what to install and
+# fail, so `make test` never skips the real-parts tests silently.
 set -eu
 
+name="${ENSURE_NAME:-ensure-debs}"
+[ "$#" -gt 0 ] || set -- prometheus:prometheus prometheus-node-exporter:prometheus-node-exporter
+
 missing=""
-command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || missing="$missing prometheus"
-command -v prometheus-node-exporter >/dev/null 2>&1 || [ -x /usr/bin/prometheus-node-exporter ] \
-    || missing="$missing prometheus-node-exporter"
+for wanted in "$@"; do
+    package="${wanted%%:*}"
+    program="${wanted#*:}"
+    command -v "$program" >/dev/null 2>&1 || [ -x "/usr/bin/$program" ] \
+        || missing="$missing $package"
+done
 
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "ensure-debs: missing:$missing" >&2
-    echo "ensure-debs: install them first, e.g. 'sudo apt-get install$missing'" >&2
+    echo "$name: missing:$missing" >&2
+    echo "$name: install them first, e.g. 'sudo apt-get install$missing'" >&2
     exit 1
 fi
 
-echo "ensure-debs: installing$missing with apt-get" >&2
+echo "$name: installing$missing with apt-get" >&2
 export DEBIAN_FRONTEND=noninteractive
 # The packages' maintainer scripts would start system services; we run our own processes.
 policy=/usr/sbin/policy-rc.d
