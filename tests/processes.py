@@ -13,6 +13,7 @@ Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -23,7 +24,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import httpx
 import pytest
@@ -43,7 +43,7 @@ def tas_command(*args: str) -> list[str]:
 
 
 @dataclass
-class Process:
+class Process(contextlib.AbstractContextManager["Process"]):
     """One program: its command line, where it serves, and its log file (see the module)."""
 
     args: list[str]
@@ -108,13 +108,5 @@ class Process:
             self.popen.kill()
             self.popen.wait(5)
 
-    def __enter__(self) -> Process:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()

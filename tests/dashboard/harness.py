@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from types import TracebackType
 
 import httpx
 
@@ -79,12 +78,7 @@ class Harness:
         self.tick()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop.set()
         self.client.close()
         self.server.stop(5)
