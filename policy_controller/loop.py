@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
+from datetime import datetime
 
 from policy_controller.reconciler import CycleReport, Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from tas.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class ControllerLoop:
         *,
         sync_period: float,
         is_leader: Callable[[], bool] = _always,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if sync_period <= 0:
             raise ValueError("sync_period must be positive")
@@ -40,8 +41,8 @@ class ControllerLoop:
         self._sync_period = sync_period
         self._is_leader = is_leader
         self._clock = clock
-        self._last_tick: float | None = None
-        self._started = clock()
+        self._last_tick: datetime | None = None
+        self._started = clock.now()
 
     @property
     def sync_period(self) -> float:
@@ -49,7 +50,7 @@ class ControllerLoop:
 
     def tick(self) -> CycleReport | None:
         """One period: reconcile if leading; None when not leading or when the cycle failed."""
-        self._last_tick = self._clock()
+        self._last_tick = self._clock.now()
         leading = self._is_leader()
         self._metrics.leader.set(1 if leading else 0)
         if not leading:
@@ -65,14 +66,16 @@ class ControllerLoop:
     def run(self, stop: threading.Event) -> None:
         """Tick every sync period until `stop` is set (meant for a thread of its own)."""
         while not stop.is_set():
-            started = self._clock()
+            started = self._clock.now()
             self.tick()
-            stop.wait(max(0.0, self._sync_period - (self._clock() - started)))
+            spent = (self._clock.now() - started).total_seconds()
+            self._clock.sleep(max(0.0, self._sync_period - spent), stop)
 
     def healthy(self) -> bool:
         """False when the loop has not ticked for several periods (stuck or dead)."""
         last = self._last_tick if self._last_tick is not None else self._started
-        return self._clock() - last <= max(5 * self._sync_period, 30.0)
+        idle = (self._clock.now() - last).total_seconds()
+        return idle <= max(5 * self._sync_period, 30.0)
 
     def ready(self) -> bool:
         return self._reconciler.ready

@@ -186,7 +186,7 @@ def run_contender(
             policies=policies,
             metric_view=view,
             metrics=ControllerMetrics(CollectorRegistry()),
-            wall_clock=clock.now,
+            clock=clock,
         )
     descheduler = None
     soft_tainter = None

@@ -396,7 +396,7 @@ def _run(settings: RunCommandSettings) -> int:
             policies=store,
             metric_view=view,
             metrics=ControllerMetrics(CollectorRegistry()),
-            wall_clock=setup.clock.now,
+            clock=setup.clock,
         )
         scheduler = EmbeddedScheduler(cluster, extender=http_extender)
         print_banner(dashboard.url, extender.url, setup.banner(dashboard.url, extender.url))

@@ -106,7 +106,7 @@ class Harness:
             metrics=ControllerMetrics(self.registry),
             status_refresh_cycles=self.status_refresh_cycles,
             max_violating_share=self.max_violating_share,
-            wall_clock=lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+            clock=builders.ManualClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),
         )
 
     def reconcile(self) -> CycleReport:

@@ -26,6 +26,7 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION
+from tests.builders import ManualClock
 from tests.controller.support import DEMO_NAMESPACE, AgingMetricView, health_policy_document
 from tests.k8s_emulator import KubeEmulator
 
@@ -61,7 +62,7 @@ class Controller:
             metric_view=self.view,
             metrics=ControllerMetrics(CollectorRegistry()),
             status_refresh_cycles=0,
-            wall_clock=lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+            clock=ManualClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),
         )
 
     def reconcile(self) -> None:

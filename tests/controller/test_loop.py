@@ -34,6 +34,7 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.probes import ProbeServer
 from tas.types import NodeName
+from tests.builders import ManualClock
 from tests.controller.support import AgingMetricView, health_policy_document, make_node
 from tests.instrumented_cluster import InstrumentedCluster
 from tests.k8s_emulator import KubeEmulator
@@ -212,18 +213,18 @@ def test_run_ticks_every_period_until_stopped() -> None:
 
 
 def test_the_loop_is_unhealthy_when_it_has_not_ticked_for_several_periods() -> None:
-    now = [100.0]
+    clock = ManualClock()
     cluster = demo_cluster()
     store = PolicyStore()
     metrics = ControllerMetrics(CollectorRegistry())
     reconciler = Reconciler(
         cluster=cluster, policies=store, metric_view=AgingMetricView(max_age=30), metrics=metrics
     )
-    loop = ControllerLoop(reconciler, metrics, sync_period=10, clock=lambda: now[0])
+    loop = ControllerLoop(reconciler, metrics, sync_period=10, clock=clock)
     assert loop.healthy()
-    now[0] += 49
+    clock.advance(49)
     assert loop.healthy()
-    now[0] += 2
+    clock.advance(2)
     assert not loop.healthy()
     loop.tick()
     assert loop.healthy()
