@@ -21,6 +21,7 @@ from pathlib import Path
 from benchmarks.report import Figure, print_figure
 from simulator.contenders import CONTENDERS
 from simulator.family import load_family
+from simulator.goals import report, sweep_goals
 from simulator.jobs import default_workers, run_jobs
 from simulator.report import seeded_table
 from simulator.scenario import load_scenario, named_scenarios
@@ -68,6 +69,7 @@ def main() -> None:
     for result in results:
         print("\n" + seeded_table(result))
     print("\n" + table(verdict) + "\n")
+    print(report("ours against its goals on this sweep", sweep_goals(verdict)) + "\n")
     print_figure(
         Figure(
             f"tas simulate --all --seeds 3 ({workers} workers)", simulate_all, "s", max_value=600.0

@@ -8,9 +8,14 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   kube-scheduler's (`requests`) in the same scenario, with one unit added to both sides (1
   core-second, 1 node-second) so a scenario where neither loses anything reads 1.0 rather than
   0/0; the median (p50) and the 90th percentile (p90) over scenarios: below 1 is better;
-- `max_evictions_per_pod_hour.p95`: the 95th percentile over every run (scenario x seed) of
-  the most evictions of one pod in an hour: the churn a user meets on a bad day;
-- `violating_placements.total`: summed over every run.
+- `best_or_tied_share.{work_lost,stall}`: the share of scenarios where it has the lowest mean
+  or an interval that overlaps the lowest mean's: not shown worse than the best;
+- `worse_than_requests.scenarios`: scenarios where its work lost interval lies wholly above
+  requests': worse beyond doubt;
+- `max_evictions_per_pod_hour`: the 95th percentile (`p95`) and the maximum (`max`) over every
+  run (scenario x seed) of the most evictions of one pod in an hour: the churn a user meets;
+- `violating_placements`: `total` summed over every run, and `none_share`, the share of
+  scenarios where no seed placed a pod on a node violating its policy.
 
 The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
 so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
@@ -33,7 +38,7 @@ from simulator.jobs import Job, JobResult, Progress, run_jobs
 from simulator.report import rounded
 from simulator.scenario import Scenario, read_scenario
 from simulator.seeds import HEADLINE, SeededFigures, seeds_for
-from simulator.stats import clear_best, numeric_leaves
+from simulator.stats import Interval, clear_best, numeric_leaves
 
 BASELINE = "requests"
 
@@ -123,49 +128,83 @@ def by_scenario(results: Sequence[JobResult]) -> dict[str, dict[str, SeededFigur
     return grouped
 
 
+class _Tally:
+    """What one contender gathers over a sweep, scenario by scenario and run by run."""
+
+    def __init__(self) -> None:
+        self.clear_wins = 0
+        self.best_or_tied = {"work_lost": 0, "stall": 0}
+        self.worse_than_requests = 0
+        self.ratios: dict[str, list[float]] = {"work_lost": [], "stall": []}
+        self.churn: list[float] = []
+        self.violating = 0.0
+        self.clean_scenarios = 0
+
+
+#: The sweep's figures by dotted path in a run's figures.
+_JUDGED = (("work_lost", HEADLINE), ("stall", "stall"))
+
+
 def summarize(
     results: Sequence[JobResult], contenders: Sequence[str], scenario_count: int
 ) -> dict[str, Any]:
-    grouped = by_scenario(results)
-    wins = dict.fromkeys(contenders, 0)
-    ratios: dict[str, dict[str, list[float]]] = {
-        c: {"work_lost": [], "stall": []} for c in contenders
-    }
-    churn: dict[str, list[float]] = {c: [] for c in contenders}
-    violating = dict.fromkeys(contenders, 0.0)
+    tallies = {c: _Tally() for c in contenders}
     for result in results:
-        if result.figures is None:
-            continue
-        leaves = numeric_leaves(result.figures)
-        churn[result.contender].append(leaves.get("evictions.max_per_pod_hour", 0.0))
-        violating[result.contender] += leaves.get("violating_placements", 0.0)
+        if result.figures is not None:
+            leaves = numeric_leaves(result.figures)
+            tally = tallies[result.contender]
+            tally.churn.append(leaves.get("evictions.max_per_pod_hour", 0.0))
+            tally.violating += leaves.get("violating_placements", 0.0)
+    grouped = by_scenario(results)
     for name in sorted(grouped):
-        seeded = grouped[name]
-        headline = {c: s.intervals()[HEADLINE] for c, s in seeded.items()}
-        winner = clear_best(headline)
-        if winner is not None:
-            wins[winner] += 1
-        baseline = seeded.get(BASELINE)
-        if baseline is None:
-            continue
-        base_means = baseline.intervals()
-        for contender, figures in seeded.items():
-            means = figures.intervals()
-            for key, path in (("work_lost", HEADLINE), ("stall", "stall")):
-                if path in means and path in base_means:
-                    ratios[contender][key].append(
-                        (means[path].mean + 1.0) / (base_means[path].mean + 1.0)
-                    )
+        _tally_scenario(grouped[name], tallies)
     verdict: dict[str, Any] = {}
-    for contender in contenders:
+    for contender, tally in tallies.items():
+        share = (lambda n: n / scenario_count) if scenario_count else (lambda n: 0.0)
         verdict[contender] = {
-            "best_share": wins[contender] / scenario_count if scenario_count else 0.0,
-            "work_lost_vs_requests": _quantiles(ratios[contender]["work_lost"]),
-            "stall_vs_requests": _quantiles(ratios[contender]["stall"]),
-            "max_evictions_per_pod_hour": {"p95": percentile(churn[contender], 95)},
-            "violating_placements": {"total": int(violating[contender])},
+            "best_share": share(tally.clear_wins),
+            "best_or_tied_share": {k: share(v) for k, v in tally.best_or_tied.items()},
+            "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
+            "stall_vs_requests": _quantiles(tally.ratios["stall"]),
+            "worse_than_requests": {"scenarios": tally.worse_than_requests},
+            "max_evictions_per_pod_hour": {
+                "p95": percentile(tally.churn, 95),
+                "max": max(tally.churn, default=0.0),
+            },
+            "violating_placements": {
+                "total": int(tally.violating),
+                "none_share": share(tally.clean_scenarios),
+            },
         }
     return {"scenarios": scenario_count, "contenders": verdict}
+
+
+def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _Tally]) -> None:
+    intervals = {c: s.intervals() for c, s in seeded.items()}
+    for key, path in _JUDGED:
+        present = {c: ivs[path] for c, ivs in intervals.items() if path in ivs}
+        if key == "work_lost":
+            winner = clear_best(present)
+            if winner is not None:
+                tallies[winner].clear_wins += 1
+        if present:
+            leader = min(present.values(), key=lambda i: i.mean)
+            for contender, found in present.items():
+                if found.overlaps(leader) or found.mean <= leader.mean:
+                    tallies[contender].best_or_tied[key] += 1
+    baseline = intervals.get(BASELINE, {})
+    for contender, ivs in intervals.items():
+        tally = tallies[contender]
+        if ivs.get("violating_placements", _ZERO).high == 0:
+            tally.clean_scenarios += 1
+        for key, path in _JUDGED:
+            if path in ivs and path in baseline:
+                tally.ratios[key].append((ivs[path].mean + 1.0) / (baseline[path].mean + 1.0))
+        if HEADLINE in ivs and HEADLINE in baseline and ivs[HEADLINE].low > baseline[HEADLINE].high:
+            tally.worse_than_requests += 1
+
+
+_ZERO = Interval(0.0, 0.0, 0.0, 1)
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float | None]:

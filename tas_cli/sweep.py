@@ -47,6 +47,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulator.contenders import CONTENDERS
     from simulator.family import FamilyError, load_family, named_families
+    from simulator.goals import OURS, report, sweep_goals
     from simulator.jobs import DaskUnavailableError, configure_run_logging
     from simulator.sweep import BASELINE, SweepPlan, run_sweep, table
 
@@ -102,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"tas sweep: {error}", file=sys.stderr)
         return 2
     print(table(verdict))
+    if OURS in contenders:
+        print("\n" + report("ours against its goals on this sweep", sweep_goals(verdict)))
     elapsed = time.perf_counter() - started
     print(f"sweep: {args.out / 'sweep.json'} ({elapsed:.1f} s)")
     return 0

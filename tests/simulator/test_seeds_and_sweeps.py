@@ -221,13 +221,21 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     assert set(verdict["contenders"]) == {"requests", "tas", "ours"}
     for figures in verdict["contenders"].values():
         assert set(figures) == {
-            "best_share", "work_lost_vs_requests", "stall_vs_requests",
-            "max_evictions_per_pod_hour", "violating_placements",
+            "best_share", "best_or_tied_share", "work_lost_vs_requests", "stall_vs_requests",
+            "worse_than_requests", "max_evictions_per_pod_hour", "violating_placements",
         }  # fmt: skip
-        assert 0 <= figures["best_share"] <= 1
+        assert 0 <= figures["best_share"] <= figures["best_or_tied_share"]["work_lost"] <= 1
+        assert (
+            figures["max_evictions_per_pod_hour"]["p95"]
+            <= figures["max_evictions_per_pod_hour"]["max"]
+        )
         assert set(figures["work_lost_vs_requests"]) == {"p50", "p90"}
-    # requests against itself is 1.0 in every scenario.
-    assert verdict["contenders"]["requests"]["work_lost_vs_requests"] == {"p50": 1.0, "p90": 1.0}
+    # requests against itself is 1.0 in every scenario, and never worse than itself.
+    requests = verdict["contenders"]["requests"]
+    assert requests["work_lost_vs_requests"] == {"p50": 1.0, "p90": 1.0}
+    assert requests["worse_than_requests"] == {"scenarios": 0}
+    # Every scenario has a best or tied contender on work lost.
+    assert max(c["best_or_tied_share"]["work_lost"] for c in verdict["contenders"].values()) > 0
 
 
 def test_every_drawn_scenario_is_saved_and_replays(one_process: Path, tmp_path: Path) -> None:

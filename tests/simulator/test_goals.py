@@ -1,0 +1,99 @@
+"""The goals ours is held to, judged from sweep.json and summary.json.
+
+Covered: each sweep goal is MET at its limit and MISSED just past it; a figure that is missing
+is not judged (never counted as met); the named-scenario goals need intervals that do not
+overlap, not merely a lower mean.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from simulator.goals import named_goals, report, sweep_goals
+
+
+def _verdict() -> dict[str, Any]:
+    return {
+        "scenarios": 200,
+        "contenders": {
+            "ours": {
+                "best_share": 0.5,
+                "best_or_tied_share": {"work_lost": 0.9, "stall": 0.95},
+                "work_lost_vs_requests": {"p50": 0.3, "p90": 0.6},
+                "stall_vs_requests": {"p50": 0.5, "p90": 0.8},
+                "worse_than_requests": {"scenarios": 0},
+                "max_evictions_per_pod_hour": {"p95": 2, "max": 3},
+                "violating_placements": {"total": 4, "none_share": 0.95},
+            }
+        },
+    }
+
+
+def test_every_sweep_goal_is_met_at_its_limit() -> None:
+    goals = sweep_goals(_verdict())
+    assert [g.met for g in goals] == [True] * 7
+    assert report("t", goals).startswith("t: 7 of 7 met")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "goal"),
+    [
+        pytest.param(("best_or_tied_share", "work_lost"), 0.89, 0, id="best-or-tied-lost"),
+        pytest.param(("best_or_tied_share", "stall"), 0.5, 1, id="best-or-tied-stall"),
+        pytest.param(("work_lost_vs_requests", "p90"), 0.61, 2, id="ratio-p90"),
+        pytest.param(("worse_than_requests", "scenarios"), 1, 3, id="worse-than-requests"),
+        pytest.param(("max_evictions_per_pod_hour", "p95"), 2.5, 4, id="churn-p95"),
+        pytest.param(("max_evictions_per_pod_hour", "max"), 4, 5, id="churn-max"),
+        pytest.param(("violating_placements", "none_share"), 0.94, 6, id="violations"),
+    ],
+)
+def test_a_sweep_goal_is_missed_just_past_its_limit(
+    path: tuple[str, str], value: float, goal: int
+) -> None:
+    verdict = copy.deepcopy(_verdict())
+    verdict["contenders"]["ours"][path[0]][path[1]] = value
+    goals = sweep_goals(verdict)
+    assert goals[goal].met is False
+    assert "MISSED" in goals[goal].line()
+    assert sum(g.met is False for g in goals) == 1
+
+
+def test_a_missing_figure_is_not_judged_and_not_counted() -> None:
+    goals = sweep_goals({"scenarios": 3, "contenders": {"requests": {}}})
+    assert all(g.met is None for g in goals)
+    assert report("t", goals).startswith("t: 0 of 0 met")
+
+
+def _summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
+    def figures(interval: list[float]) -> dict[str, Any]:
+        return {
+            "work_lost": {"core_seconds": interval},
+            "stall": interval,
+            "pressure_spread": {"p95": interval},
+        }
+
+    return {
+        "scenarios": {
+            "psi-taint-release": {"ci95": {"ours": figures(ours), "psi-profile": figures(theirs)}},
+            "psi-skewed": {
+                "contenders": {
+                    "ours": {"pressure_spread": {"p95": 0.2}},
+                    "requests": {"pressure_spread": {"p95": 0.4}},
+                }
+            },
+        }
+    }
+
+
+def test_beating_a_contender_needs_intervals_that_do_not_overlap() -> None:
+    clear = named_goals(_summary([1.0, 2.0], [2.5, 3.0]))
+    assert [g.met for g in clear] == [True, True, True, True]
+    overlapping = named_goals(_summary([1.0, 2.6], [2.5, 3.0]))
+    assert [g.met for g in overlapping[:3]] == [False, False, False]
+
+
+def test_named_goals_not_run_are_not_judged() -> None:
+    assert all(g.met is None for g in named_goals({"scenarios": {}}))
