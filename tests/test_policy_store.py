@@ -5,14 +5,19 @@ Covered:
 - the metric names of current policies are known (what the metric view must refresh);
 - a directory of files: invalid files are reported and skipped, valid ones apply;
 - the watcher reloads when a file is edited, added or removed, and not otherwise;
+- a following thread outlives a failing reload: logged, and the next poll still runs;
 - duplicates keep the first definition and say so.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from pathlib import Path
+
+import pytest
 
 from tas.policies.files import PolicyFileWatcher, into_store
 from tas.policies.model import StrategyName
@@ -98,3 +103,29 @@ def test_a_missing_path_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     store = PolicyStore()
     PolicyFileWatcher(tmp_path / "absent.yaml", into_store(store)).poll()
     assert "no such file" in store.snapshot().problems[0].message
+
+
+def test_a_failing_reload_is_logged_and_the_watcher_keeps_polling(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "p.yaml").write_text("{}")
+    calls: list[int] = []
+    failed_once = threading.Event()
+    stop = threading.Event()
+
+    def reload(path: Path) -> None:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            failed_once.set()
+            raise OSError("disk gone for a moment")
+        stop.set()
+
+    watcher = PolicyFileWatcher(tmp_path, reload)
+    thread = threading.Thread(target=watcher.run, args=(stop, 0.01), daemon=True)
+    with caplog.at_level(logging.ERROR):
+        thread.start()
+        assert failed_once.wait(5)
+        os.utime(tmp_path / "p.yaml", ns=(2, 2))  # a change after the failed reload
+        thread.join(5)
+    assert calls == [0, 1]
+    assert f"Reloading policies from {tmp_path} failed" in caplog.text

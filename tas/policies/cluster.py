@@ -11,16 +11,13 @@ Triggered by the cluster's change notifications (`attach`), or by polling (`run`
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tas.cluster.interface import Cluster, ClusterChange, ObservableCluster, ResourceKind
 from tas.policies.model import PolicyProblem, PolicyValidationError, TASPolicy, parse_policy
-from tas.policies.store import PolicyStore
-
-log = logging.getLogger(__name__)
+from tas.policies.store import PolicyStore, run_every
 
 _Signature = tuple[tuple[str, str], ...]
 
@@ -72,12 +69,7 @@ class ClusterPolicyLoader:
 
     def run(self, stop: threading.Event, interval: float = 5.0) -> None:
         """Poll until `stop` is set (for clusters without notifications, or as a safety net)."""
-        while not stop.is_set():
-            try:
-                self.sync()
-            except Exception:  # the loader must outlive a bad moment of the cluster
-                log.exception("Loading policies from the cluster failed")
-            stop.wait(interval)
+        run_every(self.sync, stop, interval, failed="Loading policies from the cluster failed")
 
 
 def _parse_all(

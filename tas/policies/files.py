@@ -8,15 +8,12 @@ policy file takes effect without a restart. What a reload does is the caller's: 
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from tas.policies.model import LoadResult, PolicyProblem, TASPolicy, load_policies_text
-from tas.policies.store import PolicyStore
-
-log = logging.getLogger(__name__)
+from tas.policies.store import PolicyStore, run_every
 
 POLICY_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -89,9 +86,4 @@ class PolicyFileWatcher:
 
     def run(self, stop: threading.Event, interval: float = 1.0) -> None:
         """Poll until `stop` is set; meant for a daemon thread."""
-        while not stop.is_set():
-            try:
-                self.poll()
-            except Exception:  # a watcher thread must survive anything a file can do
-                log.exception("Reloading policies from %s failed", self._path)
-            stop.wait(interval)
+        run_every(self.poll, stop, interval, failed=f"Reloading policies from {self._path} failed")

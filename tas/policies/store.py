@@ -102,3 +102,19 @@ def _log_changes(previous: PolicySnapshot, current: PolicySnapshot) -> None:
     for problem in current.problems:
         if problem in new_problems:
             log.error("Invalid policy skipped: %s", problem)
+
+
+def run_every(
+    step: Callable[[], object], stop: threading.Event, interval: float, *, failed: str
+) -> None:
+    """Call `step` every `interval` seconds until `stop` is set; meant for a daemon thread.
+
+    A follower of policies must outlive a bad file or a bad moment of the cluster: a failing
+    step is logged (`failed` says what failed) and the next one runs on time.
+    """
+    while not stop.is_set():
+        try:
+            step()
+        except Exception:
+            log.exception("%s", failed)
+        stop.wait(interval)
