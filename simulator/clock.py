@@ -24,7 +24,7 @@ class VirtualClock:
         return self._start + timedelta(seconds=self.elapsed)
 
     def time(self) -> float:
-        """Unix seconds, for the parts that take a float clock (the metric view)."""
+        """Unix seconds (`now()` as a float): sample times and estimates are Unix seconds."""
         return self._base + self.elapsed
 
     def sleep(self, seconds: float, stop: threading.Event) -> bool:
