@@ -23,13 +23,15 @@ want, the policy whose key sorts first wins, so the outcome never depends on dic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping, Set
 from dataclasses import dataclass
+from itertools import islice
 
 from tas.breaker import DEFAULT_MAX_SHARE, BreakerVerdict
 from tas.policies.model import Rule, Strategy, StrategyName, TASPolicy
 from tas.rules import RuleHit, labeling_by_key, narrow_columns, violation_map
-from tas.types import MetricColumns, MetricName, NodeName, PolicyKey
+from tas.types import MetricColumns, NodeName, PolicyKey
 from tas.vocabulary import VIOLATING
 
 NodeHits = Mapping[NodeName, tuple[RuleHit, ...]]
@@ -75,9 +77,8 @@ class _CycleColumns:
 
     `narrowed` holds each metric's column cut down to the nodes where some policy's rule may be
     true (`tas.rules.narrow_columns`), so a metric is scanned once per cycle, not once per rule.
-    The breaker needs the nodes that have values, which the narrowed columns no longer say; it
-    reads the full columns, and only for the rare strategy that violates on enough nodes to
-    possibly open it.
+    The breaker needs the nodes that have values, which the narrowed columns no longer say: it
+    reads the full columns, only as far as it takes to show that it stays closed.
     """
 
     def __init__(
@@ -86,17 +87,6 @@ class _CycleColumns:
         self.metrics = metrics
         self.nodes: Set[NodeName] = nodes if isinstance(nodes, set | frozenset) else set(nodes)
         self.narrowed = narrow_columns(metrics, rules, self.nodes)
-        self._present: dict[MetricName, int] = {}
-
-    def present(self, metric: MetricName) -> int:
-        """How many of the nodes have a value for `metric`."""
-        count = self._present.get(metric)
-        if count is None:
-            column = self.metrics.get(metric, {})
-            keys = column.keys()
-            count = len(keys) if keys <= self.nodes else len(keys & self.nodes)
-            self._present[metric] = count
-        return count
 
     def with_values(self, strategy: Strategy) -> int:
         """How many of the nodes have a value for any of the strategy's metrics."""
@@ -106,12 +96,23 @@ class _CycleColumns:
         return len(seen & self.nodes)
 
     def breaker_may_open(self, strategy: Strategy, violating: int, max_share: float) -> bool:
-        """False when the breaker is surely closed, without counting nodes across metrics.
+        """False when the breaker surely stays closed, shown without counting every node.
 
-        Nodes with a value for one rule's metric are a lower bound on the nodes with values,
-        so at most `max_share` of that bound violating means at most `max_share` of the whole.
+        Any nodes with a value for one of the strategy's metrics are a lower bound on the nodes
+        with values: once `violating <= max_share * bound`, the breaker cannot open. Counting
+        just enough of one column for that costs in proportion to the violations, not to the
+        cluster; a whole count is left to `with_values`, for a strategy that may really open.
         """
-        return not any(violating <= max_share * self.present(r.metricname) for r in strategy.rules)
+        if not max_share > 0:
+            return True
+        enough = math.ceil(violating / max_share)
+        contains = self.nodes.__contains__
+        for rule in strategy.rules:
+            column = self.metrics.get(rule.metricname, {})
+            bound = sum(map(contains, islice(column, min(enough, len(column)))))
+            if violating <= max_share * bound:
+                return False
+        return True
 
 
 def _evaluate(
