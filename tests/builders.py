@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from embedded.cluster import InMemoryCluster
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
 from tas.policies.model import TASPolicy, parse_policy
 from tas.types import MetricColumns, MetricName, Namespace, NodeName
@@ -123,6 +124,16 @@ def make_pod(
         creation_timestamp=created,
     )
     return apply(pod) if apply is not None else pod
+
+
+def cluster_of(*nodes: Node, pods: Sequence[Pod] = ()) -> InMemoryCluster:
+    """An in-memory cluster holding `nodes` and `pods`."""
+    cluster = InMemoryCluster()
+    for node in nodes:
+        cluster.add_node(node)
+    for pod in pods:
+        cluster.add_pod(pod)
+    return cluster
 
 
 class ManualClock:

@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from embedded.cluster import InMemoryCluster
 from embedded.extender_client import HttpExtender
 from embedded.scheduler import EmbeddedScheduler, ExtenderError, FilterAnswer
-from tas.cluster.model import Node, Pod, Taint, TaintEffect
+from tas.cluster.model import Pod, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 from tests import builders
+from tests.builders import cluster_of
 from tests.extender.support import health_policies, health_view, running_extender
 
 NAMESPACE = Namespace("default")
@@ -38,15 +38,6 @@ NAMESPACE = Namespace("default")
 make_node = functools.partial(builders.make_node, cpu=4.0, memory=8 * builders.GiB)
 #: Pending pods asking for a core (and a MiB).
 make_pod = functools.partial(builders.make_pod, cpu=1.0, memory=2**20)
-
-
-def cluster_of(*nodes: Node, pods: Sequence[Pod] = ()) -> InMemoryCluster:
-    cluster = InMemoryCluster()
-    for node in nodes:
-        cluster.add_node(node)
-    for pod in pods:
-        cluster.add_pod(pod)
-    return cluster
 
 
 class ScriptedExtender:

@@ -14,10 +14,10 @@ import functools
 import random
 from collections import Counter
 
-from embedded.cluster import InMemoryCluster
 from embedded.scheduler import EmbeddedScheduler, num_feasible_nodes_to_find
-from tas.cluster.model import Node, Pod, Taint, TaintEffect
+from tas.cluster.model import Taint, TaintEffect
 from tests import builders
+from tests.builders import cluster_of
 
 GiB = 2.0**30
 
@@ -27,31 +27,22 @@ make_node = builders.make_node
 make_pod = functools.partial(builders.make_pod, cpu=1.0, memory=GiB)
 
 
-def cluster_of(nodes: list[Node], pods: list[Pod]) -> InMemoryCluster:
-    cluster = InMemoryCluster()
-    for node in nodes:
-        cluster.add_node(node)
-    for pod in pods:
-        cluster.add_pod(pod)
-    return cluster
-
-
 def test_balanced_allocation_prefers_the_node_whose_fractions_stay_close() -> None:
     # Both nodes have the same free CPU and memory in total; on "skewed" the pod would make
     # CPU 75% used and memory 6% used, on "even" both near 40%.
     skewed = make_pod("cpu-heavy", cpu=5.0, memory=GiB, node="skewed")
     even = make_pod("even", cpu=2.0, memory=12 * GiB, node="even")
     pod = make_pod("p", cpu=1.0, memory=GiB)
-    cluster = cluster_of([make_node("skewed"), make_node("even")], [skewed, even, pod])
+    cluster = cluster_of(make_node("skewed"), make_node("even"), pods=[skewed, even, pod])
     assert EmbeddedScheduler(cluster, extender=None).schedule(pod).node == "even"
 
 
 def test_a_prefer_no_schedule_taint_lowers_the_score_but_does_not_filter() -> None:
     soft = make_node("soft", taints=(Taint("hot", TaintEffect.PREFER_NO_SCHEDULE, "true"),))
     pod = make_pod("p")
-    cluster = cluster_of([soft, make_node("plain")], [pod])
+    cluster = cluster_of(soft, make_node("plain"), pods=[pod])
     assert EmbeddedScheduler(cluster, extender=None).schedule(pod).node == "plain"
-    only_soft = cluster_of([soft], [pod])
+    only_soft = cluster_of(soft, pods=[pod])
     assert EmbeddedScheduler(only_soft, extender=None).schedule(pod).node == "soft"
 
 
@@ -70,7 +61,7 @@ def test_ties_are_broken_at_random_and_reproducibly() -> None:
         chosen = []
         for trial in range(40):
             pod = make_pod(f"p{trial}")
-            cluster = cluster_of(nodes, [pod])
+            cluster = cluster_of(*nodes, pods=[pod])
             scheduler = EmbeddedScheduler(cluster, extender=None, rng=random.Random(seed + trial))
             chosen.append(scheduler.schedule(pod).node)
         return chosen
