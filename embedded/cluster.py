@@ -37,6 +37,7 @@ from embedded.owners import replacement_for
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import (
     ChangeListener,
+    ChangeListeners,
     ChangeType,
     ClusterChange,
     ClusterError,
@@ -122,7 +123,7 @@ class InMemoryCluster:
         self._policies: dict[PolicyKey, dict[str, Any]] = {}
         self._events: list[RecordedEvent] = []
         self._evictions: list[EvictionRecord] = []
-        self._listeners: list[ChangeListener] = []
+        self._listeners = ChangeListeners()
         # What only some descheduler configurations read (see `set_extras`).
         self._priority_classes: dict[str, int] = {}
         self._namespaces: dict[str, NamespaceInfo] = {}
@@ -295,15 +296,7 @@ class InMemoryCluster:
     # ----------------------------------------------------------------- change notification
 
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     # ----------------------------------------------------------------- setup and inspection
 
@@ -594,8 +587,7 @@ class InMemoryCluster:
     def _notify(self, changes: Sequence[ClusterChange]) -> None:
         if not changes:
             return
-        with self._lock:
-            listeners = tuple(self._listeners)
+        listeners = self._listeners.current()
         for change in changes:
             for listener in listeners:
                 listener(change)

@@ -15,6 +15,7 @@ Errors:
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -172,3 +173,30 @@ class ObservableCluster(Cluster, Protocol):
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
         """Call `listener` after every change (from the changing thread); returns unsubscribe."""
         ...
+
+
+class ChangeListeners:
+    """The listeners of an `ObservableCluster`, for both implementations to keep one way.
+
+    `current()` is a snapshot: the caller tells each listener outside any lock, so a listener
+    may read the cluster (or subscribe another) without deadlocking.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: list[ChangeListener] = []
+
+    def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def current(self) -> tuple[ChangeListener, ...]:
+        with self._lock:
+            return tuple(self._listeners)

@@ -45,6 +45,7 @@ from tas.cluster.convert import (
 from tas.cluster.informer import Backoff, Informer, Raw, Sleep
 from tas.cluster.interface import (
     ChangeListener,
+    ChangeListeners,
     ChangeType,
     ClusterChange,
     ClusterError,
@@ -143,8 +144,7 @@ class KubernetesCluster:
         self._policy_api = client.PolicyV1Api(api_client)
         self._component = component
         self._clock = clock
-        self._listeners: list[ChangeListener] = []
-        self._listeners_lock = threading.Lock()
+        self._listeners = ChangeListeners()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         if policy_namespace:
@@ -242,15 +242,7 @@ class KubernetesCluster:
         self._threads.clear()
 
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
-        with self._listeners_lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._listeners_lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     def _notifier(self, kind: ResourceKind) -> Callable[[ChangeType, Raw], None]:
         def notify(type_: ChangeType, raw: Raw) -> None:
@@ -258,9 +250,7 @@ class KubernetesCluster:
             change = ClusterChange(
                 kind, type_, str(metadata.get("name", "")), str(metadata.get("namespace") or "")
             )
-            with self._listeners_lock:
-                listeners = tuple(self._listeners)
-            for listener in listeners:
+            for listener in self._listeners.current():
                 try:
                     listener(change)
                 except Exception:  # a listener's bug must not kill the watch thread
