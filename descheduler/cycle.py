@@ -24,20 +24,25 @@ import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from descheduler.classify import Classification
 from descheduler.config import DeschedulerConfig
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, EvictionDecision, PodEvictor
-from descheduler.framework import RUN_POINTS, AnyPlugin, PluginContext, PodUsageSource, Result
+from descheduler.framework import (
+    RUN_POINTS,
+    AnyPlugin,
+    PluginContext,
+    PodUsageSource,
+    PrometheusFactory,
+    Result,
+)
 from descheduler.plugins import soft_tainter, tas_violations
 from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
-from descheduler.usage import SERVICE_ACCOUNT_TOKEN, ClusterUsage, PrometheusQueries
+from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
 from descheduler.violations import BreakerJudgement, ViolationSource, judge_breaker
 from tas.clock import Clock
 from tas.cluster.interface import Cluster, ClusterError
@@ -82,12 +87,11 @@ class Descheduler:
         clock: Clock,
         metrics: DeschedulerMetrics | None = None,
         pod_usage: PodUsageSource | None = None,
-        prometheus_transport: Any = None,
-        token_file: Path | None = SERVICE_ACCOUNT_TOKEN,
+        prometheus: PrometheusFactory = service_account_prometheus,
     ) -> None:
-        """`prometheus_transport` (an httpx transport) and `token_file` are the seams of the
-        Prometheus client a `metricsProviders` entry asks for (tests pass a transport; the
-        token is read, on every query, if the file exists)."""
+        """`prometheus` builds the client for the Prometheus a `metricsProviders` entry names,
+        which the framework hands the plugins (upstream's `Handle.PrometheusClient`); the
+        default reads with the ServiceAccount token, tests and the simulator pass their own."""
         self.config = config
         self.cluster = cluster
         self.metric_view = metric_view
@@ -99,14 +103,12 @@ class Descheduler:
         self.cooldown = Cooldown(config.cooldown_seconds)
         #: Why the circuit breaker held evictions back in the last cycle (None: it did not).
         self.halted: str | None = None
-        prometheus = None
-        if config.prometheus_url:
-            prometheus = PrometheusQueries(
-                config.prometheus_url,
-                transport=prometheus_transport,
-                token_file=token_file,
-            )
-        self.usage = ClusterUsage(cluster, prometheus=prometheus)
+        self.prometheus = (
+            CycleCachedPrometheus(prometheus(config.prometheus_url))
+            if config.prometheus_url
+            else None
+        )
+        self.usage = ClusterUsage(cluster)
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""
@@ -164,6 +166,8 @@ class Descheduler:
             grace_period_seconds=self.config.grace_period_seconds,
         )
         self.usage.new_cycle()
+        if self.prometheus is not None:
+            self.prometheus.new_cycle()
         evictors = {
             profile.name: PodEvictor(
                 cluster=self.cluster,
@@ -212,6 +216,7 @@ class Descheduler:
             classified=functools.partial(self._classified, report, profile.name),
             pod_usage_source=self.pod_usage,
             usage=self.usage,
+            prometheus=self.prometheus,
         )
         plugin.run(profile.args_of(plugin), context)
 

@@ -152,7 +152,8 @@ class UsageError(Exception):
 
 
 class UsageSources(Protocol):
-    """Measured usage a plugin may ask for (LowNodeUtilization's `metricsUtilization`).
+    """The metrics server's measured usage, for a plugin that asks (LowNodeUtilization's
+    `metricsUtilization: KubernetesMetrics`; upstream's `Handle.MetricsCollector`).
 
     Each raises `UsageError` when its source cannot answer.
     """
@@ -165,9 +166,20 @@ class UsageSources(Protocol):
         """The metrics server's usage per pod, its containers summed, base units."""
         ...
 
-    def prometheus_query(self, query: str) -> Mapping[NodeName, float]:
-        """An instant query's value per node (its `instance` label), expected in 0..1."""
+
+class PrometheusClient(Protocol):
+    """The Prometheus of the policy's `metricsProviders`, as the framework hands it to plugins
+    (upstream's `Handle.PrometheusClient`)."""
+
+    def vector(self, query: str) -> Mapping[NodeName, float]:
+        """An instant query's value per node (its `instance` label), expected in 0..1; raises
+        `UsageError` when Prometheus cannot answer."""
         ...
+
+
+#: Builds the client for a Prometheus URL: how the descheduler is handed its Prometheus (the
+#: default reads with the ServiceAccount token; tests and the simulator pass a transport).
+PrometheusFactory = Callable[[str], PrometheusClient]
 
 
 class NoUsageSources:
@@ -178,9 +190,6 @@ class NoUsageSources:
 
     def pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         raise UsageError("no metrics server is configured")
-
-    def prometheus_query(self, query: str) -> Mapping[NodeName, float]:
-        raise UsageError("no Prometheus is configured (metricsProviders)")
 
 
 A = TypeVar("A")
@@ -209,6 +218,8 @@ class PluginContext:
     classified: Callable[[Classification], None]
     pod_usage_source: PodUsageSource | None = None
     usage: UsageSources = field(default_factory=NoUsageSources)
+    #: The policy's Prometheus (None: no `metricsProviders` Prometheus is configured).
+    prometheus: PrometheusClient | None = None
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, where a source measures it."""

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
 from descheduler.state import CycleState, PodKey, pod_key
 from tas.cluster.interface import Cluster, ClusterError
@@ -80,19 +81,39 @@ class PrometheusQueries:
             self._prometheus.close()
 
 
-class ClusterUsage:
-    """`descheduler.framework.UsageSources` over the cluster's metrics API and a Prometheus."""
+def service_account_prometheus(url: str) -> PrometheusQueries:
+    """The descheduler's Prometheus as it runs in a cluster: read with its ServiceAccount
+    token, as upstream does without `authToken` (the default `PrometheusFactory`)."""
+    return PrometheusQueries(url, token_file=SERVICE_ACCOUNT_TOKEN)
 
-    def __init__(self, cluster: Cluster, *, prometheus: PrometheusQueries | None = None) -> None:
-        self._cluster = cluster
-        self._prometheus = prometheus
-        self._nodes: Mapping[NodeName, Mapping[str, float]] | None = None
-        self._pods: Mapping[PodKey, Mapping[str, float]] | None = None
-        self._queries: dict[str, Mapping[NodeName, float]] = {}
+
+class CycleCachedPrometheus:
+    """A `descheduler.framework.PrometheusClient` that asks each query at most once a cycle."""
+
+    def __init__(self, client: framework.PrometheusClient) -> None:
+        self._client = client
+        self._answers: dict[str, Mapping[NodeName, float]] = {}
 
     def new_cycle(self) -> None:
-        """Forget what was read: the next questions read the sources again."""
-        self._nodes, self._pods, self._queries = None, None, {}
+        self._answers = {}
+
+    def vector(self, query: str) -> Mapping[NodeName, float]:
+        if query not in self._answers:
+            self._answers[query] = self._client.vector(query)
+        return self._answers[query]
+
+
+class ClusterUsage:
+    """`descheduler.framework.UsageSources` over the cluster's metrics API (metrics server)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self._nodes: Mapping[NodeName, Mapping[str, float]] | None = None
+        self._pods: Mapping[PodKey, Mapping[str, float]] | None = None
+
+    def new_cycle(self) -> None:
+        """Forget what was read: the next questions read the metrics server again."""
+        self._nodes, self._pods = None, None
 
     def node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
         if self._nodes is None:
@@ -109,13 +130,6 @@ class ClusterUsage:
             except ClusterError as error:
                 raise UsageError(f"cannot read pod metrics: {error}") from error
         return self._pods
-
-    def prometheus_query(self, query: str) -> Mapping[NodeName, float]:
-        if self._prometheus is None:
-            raise UsageError("no Prometheus is configured (metricsProviders)")
-        if query not in self._queries:
-            self._queries[query] = self._prometheus.vector(query)
-        return self._queries[query]
 
 
 #: LoadAware's CPU signals (and Volcano's `cpu`): moving a pod takes its CPU share off each.

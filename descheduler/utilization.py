@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import Category, Classification, Thresholds
-from descheduler.framework import Evictor, UsageError, UsageSources, sort_candidates
+from descheduler.framework import (
+    Evictor,
+    PrometheusClient,
+    UsageError,
+    UsageSources,
+    sort_candidates,
+)
 from descheduler.state import PodKey, pod_key
 from tas.cluster.model import Node, Pod
 from tas.types import NodeName
@@ -222,11 +228,16 @@ def metrics_server_snapshot(
 
 
 def prometheus_snapshot(
-    sources: UsageSources, query: str, nodes: Sequence[Node], pods: Mapping[NodeName, list[Pod]]
+    prometheus: PrometheusClient | None,
+    query: str,
+    nodes: Sequence[Node],
+    pods: Mapping[NodeName, list[Pod]],
 ) -> UsageSnapshot:
     """One value per node from a Prometheus query, 0..1 (upstream's `prometheusUsageClient`):
     `UsageError` when a node is missing or a value is out of range."""
-    values = sources.prometheus_query(query)
+    if prometheus is None:
+        raise UsageError("no Prometheus is configured (metricsProviders)")
+    values = prometheus.vector(query)
     usage: dict[NodeName, Usage] = {}
     for node in nodes:
         if node.name not in values:

@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import Result
+from descheduler.usage import PrometheusQueries
 from embedded.scheduler import EmbeddedScheduler, Extender
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
@@ -205,8 +206,9 @@ def run_contender(
                 if contender.spec.pod_usage
                 else None
             ),
-            prometheus_transport=PrometheusApi(source).transport(),
-            token_file=None,
+            prometheus=functools.partial(
+                PrometheusQueries, transport=PrometheusApi(source).transport()
+            ),
         )
         if contender.spec.openshift_soft_tainter:
             soft_tainter = OpenShiftSoftTainter.from_config(contender.config)

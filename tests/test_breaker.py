@@ -18,7 +18,7 @@ from extender.decisions import Outcome
 from extender.wire import PodInfo
 from policy_controller.desired import compute_desired
 from tas.breaker import MIN_NODES, judge_strategy
-from tas.policies.model import StrategyName
+from tas.policies.model import Strategy, StrategyName
 from tas.policies.store import PolicyStore
 from tas.types import Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
@@ -32,9 +32,11 @@ from tests.descheduler.builders import (
 )
 
 
-def health_strategy():  # type: ignore[no-untyped-def]
+def health_strategy() -> Strategy:
     policy = make_policy("p", dontschedule=[rule("health_metric", "Equals", 2)])
-    return policy.strategy(StrategyName.DONTSCHEDULE)
+    strategy = policy.strategy(StrategyName.DONTSCHEDULE)
+    assert strategy is not None
+    return strategy
 
 
 @pytest.mark.parametrize(

@@ -145,7 +145,7 @@ def _snapshot(args: LowNodeUtilizationArgs, context: PluginContext) -> UsageSnap
     if args.metrics_source is MetricsSource.KUBERNETES_METRICS:
         return metrics_server_snapshot(context.usage, nodes, pods, resources)
     if args.metrics_source is MetricsSource.PROMETHEUS:
-        return prometheus_snapshot(context.usage, args.prometheus_query, nodes, pods)
+        return prometheus_snapshot(context.prometheus, args.prometheus_query, nodes, pods)
     return requests_snapshot(nodes, pods, resources)
 
 

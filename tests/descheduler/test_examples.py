@@ -8,6 +8,7 @@ evicted.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from pathlib import Path
@@ -21,6 +22,7 @@ from descheduler.config import DeschedulerConfig, load_config_file, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.kubedescheduler import expand
 from descheduler.self_metrics import DeschedulerMetrics
+from descheduler.usage import PrometheusQueries
 from tas.metrics.static import StaticMetricView
 from tas.types import Namespace, NodeName
 from tests.descheduler.builders import FakeClock, cluster_with, make_node, make_pod, replace
@@ -86,8 +88,7 @@ def run_one_cycle(config: DeschedulerConfig, caplog: pytest.LogCaptureFixture) -
         mode=Mode.PREDICTIVE,
         clock=FakeClock(),
         metrics=DeschedulerMetrics(registry=CollectorRegistry()),
-        prometheus_transport=httpx.MockTransport(prometheus),
-        token_file=None,
+        prometheus=functools.partial(PrometheusQueries, transport=httpx.MockTransport(prometheus)),
     )
     with caplog.at_level(logging.INFO):
         report = descheduler.run_cycle()

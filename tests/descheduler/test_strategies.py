@@ -4,7 +4,8 @@ Covered: TASViolations from metrics, from node labels and from both agreeing, ne
 (missing) metrics, and the circuit breaker (a metric that makes 80% of nodes violate evicts
 nothing and says why, and evictions resume when it clears); the rules evaluated once per cycle
 (each metric column read once, and TASViolations acting on the evaluation the cycle state
-carries); RemovePodsViolatingNodeAffinity on a
+carries); the Prometheus the descheduler is handed reaching LowNodeUtilization through
+the framework, each query asked once a cycle; RemovePodsViolatingNodeAffinity on a
 TAS label, and its preferred variant; RemovePodsViolatingNodeTaints;
 RemovePodsViolatingInterPodAntiAffinity (one of a pair); RemovePodsHavingTooManyRestarts with
 and without init containers; PodLifeTime; RemoveDuplicates with ExcludeOwnerKinds; namespace
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from descheduler.cycle import Mode
+from descheduler.cycle import Descheduler, Mode
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
 from descheduler.framework import PluginContext
 from descheduler.plugins import tas_violations
@@ -44,6 +45,7 @@ from tas.vocabulary import POLICY_LABEL
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     START,
+    FakeClock,
     cluster_with,
     make_descheduler,
     make_node,
@@ -213,6 +215,52 @@ def test_tas_violations_acts_on_the_evaluation_the_cycle_state_carries() -> None
     assert [(d.name, d.reason) for d in rails.decisions] == [
         ("p", "TASViolations: node node-b violates policy demo-policy: as evaluated")
     ]
+
+
+class RecordedPrometheus:
+    """A Prometheus client answering fixed values, recording the URL and the queries."""
+
+    def __init__(self, url: str, values: Mapping[str, float], asked: list[str]) -> None:
+        self.url = url
+        self._values = {NodeName(n): v for n, v in values.items()}
+        self._asked = asked
+
+    def vector(self, query: str) -> Mapping[NodeName, float]:
+        self._asked.append(f"{self.url} {query}")
+        return self._values
+
+
+def test_the_framework_hands_low_node_utilization_the_prometheus_it_was_given() -> None:
+    pods = tuple(make_pod(f"hot-{i}", node="node-a", owner=f"rs-{i}") for i in range(3))
+    cluster = cluster_with(*five_nodes(), pods=pods)
+    lnu = {
+        "thresholds": {"MetricResource": 30},
+        "targetThresholds": {"MetricResource": 50},
+        "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "node_cpu"}},
+    }
+    config = policy_config(
+        "LowNodeUtilization",
+        args={"LowNodeUtilization": lnu},
+        evictor={"nodeFit": False},
+        metricsProviders=[{"source": "Prometheus", "prometheus": {"url": "http://prom:9090"}}],
+    )
+    load = {"node-a": 0.9, "node-b": 0.1, "node-c": 0.1, "node-d": 0.4, "node-e": 0.4}
+    asked: list[str] = []
+    descheduler = Descheduler(
+        config=config,
+        cluster=cluster,
+        metric_view=StaticMetricView(),
+        policies=dict,
+        mode=Mode.PREDICTIVE,
+        clock=FakeClock(),
+        prometheus=lambda url: RecordedPrometheus(url, load, asked),
+    )
+    report = descheduler.run_cycle()
+    # A Prometheus value says nothing about one pod: one pod leaves the hot node per cycle.
+    assert [d.node for d in report.decisions] == ["node-a"]
+    assert asked == ["http://prom:9090 node_cpu"]
+    descheduler.run_cycle()
+    assert asked == ["http://prom:9090 node_cpu"] * 2  # asked again next cycle, once
 
 
 def test_node_affinity_evicts_pods_whose_node_got_the_violating_label() -> None:
