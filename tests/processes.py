@@ -8,7 +8,8 @@ runs out; `stop()` sends SIGTERM, as kubelet does, and kills it after a grace pe
 interpreter.
 
 Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
-(tests/demo_process.py) and the components under RBAC (tests/test_rbac.py).
+(tests/demo_process.py), the extender (tests/cli/test_extender.py) and the components under
+RBAC (tests/test_rbac.py).
 """
 
 from __future__ import annotations

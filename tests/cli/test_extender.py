@@ -12,13 +12,9 @@ policy file, and reporting and skipping an invalid file while the valid policies
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -27,8 +23,9 @@ import yaml
 
 from tas.metrics.textfile import write_node_series
 from tas_cli import extender as cli
-from tests.extender.support import HEALTH_POLICY, ROOT, args_body
+from tests.extender.support import HEALTH_POLICY, args_body
 from tests.k8s_emulator import KubeEmulator
+from tests.processes import Process, free_port
 
 
 def test_starting_without_tls_or_insecure_http_is_refused(
@@ -65,28 +62,19 @@ def test_a_tas_command_line_without_cacert_refuses_to_start_when_tas_s_ca_is_mis
 
 
 def _started_log(argv: list[str], tmp_path: Path, port: int) -> str:
-    """The log of a real extender process until it serves /healthz (then it is stopped)."""
-    log_path = tmp_path / "extender.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "extender", *argv, "--listen", f"127.0.0.1:{port}",
-             "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        try:
-            _eventually(lambda: "Extender serving on" in log_path.read_text(), timeout=20)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(10)
-    return log_path.read_text()
+    """The log of a real extender process until it says it serves (then it is stopped)."""
+    args = [*argv, "--listen", f"127.0.0.1:{port}",
+            "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"]  # fmt: skip
+    with _extender(args, port, tmp_path / "extender.log") as process:
+        process.start(ready=lambda: "Extender serving on" in process.output())
+    return process.output()
 
 
 def test_serving_tls_without_a_client_ca_is_logged_as_a_warning(
     tmp_path: Path, server_files: tuple[Path, Path, Path]
 ) -> None:
     cert, key, _ = server_files
-    text = _started_log(["--cert", str(cert), "--key", str(key)], tmp_path, _free_port())
+    text = _started_log(["--cert", str(cert), "--key", str(key)], tmp_path, free_port())
     (line,) = [line for line in text.splitlines() if "WITHOUT client authentication" in line]
     assert "WARNING" in line
     assert "--cacert FILE" in line
@@ -97,7 +85,7 @@ def test_serving_mtls_logs_no_warning_about_client_authentication(
 ) -> None:
     cert, key, ca = server_files
     argv = ["--cert", str(cert), "--key", str(key), "--cacert", str(ca)]
-    text = _started_log(argv, tmp_path, _free_port())
+    text = _started_log(argv, tmp_path, free_port())
     assert "Extender serving on https://" in text
     assert "client authentication" not in text
 
@@ -125,24 +113,12 @@ def test_tas_extender_offers_the_same_options() -> None:
 # -- a real process ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_ready(client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the extender exited"
-        try:
-            if client.get("/readyz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("the extender did not become ready")
+def _extender(
+    args: list[str], port: int, log: Path, *, command: Sequence[str] = ("-m", "extender")
+) -> Process:
+    """`python -m extender ARGS` (or another command), ready once /readyz answers 200."""
+    executable = [sys.executable, *command] if command[0] == "-m" else list(command)
+    return Process([*executable, *args], f"http://127.0.0.1:{port}", "/readyz", log)
 
 
 def _eventually(check: object, timeout: float = 10.0) -> None:
@@ -166,27 +142,14 @@ def served(tmp_path: Path, policy_dir: Path) -> Iterator[tuple[httpx.Client, Pat
     metrics_dir = tmp_path / "metrics"
     for node, value in {"A": 0, "B": 1, "C": 0}.items():
         write_node_series(metrics_dir, node, {"node_health_metric": value})
-    port = _free_port()
-    log = (tmp_path / "extender.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "extender", "--policies", str(policy_dir),
-         "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
-         "--insecure-http", "--sync-period", "200ms"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            _wait_ready(client, process)
-            yield client, tmp_path / "extender.log"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    port = free_port()
+    args = ["--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}",
+            "--listen", f"127.0.0.1:{port}", "--insecure-http",
+            "--sync-period", "200ms"]  # fmt: skip
+    with _extender(args, port, tmp_path / "extender.log") as process:
+        process.start()
+        with httpx.Client(base_url=process.url, timeout=10) as client:
+            yield client, process.log
 
 
 def _filter(client: httpx.Client) -> dict[str, object]:
@@ -230,19 +193,13 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
     metrics_dir = tmp_path / "metrics"
     for node, value in {"A": 0, "B": 1, "C": 0}.items():
         write_node_series(metrics_dir, node, {"node_health_metric": value})
-    port = _free_port()
-    log = (tmp_path / "extender.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "extender",
-         "--kubeconfig", str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
-         "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
-         "--insecure-http", "--sync-period", "200ms"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            _wait_ready(client, process)
+    port = free_port()
+    args = ["--kubeconfig", str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
+            "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
+            "--insecure-http", "--sync-period", "200ms"]  # fmt: skip
+    with _extender(args, port, tmp_path / "extender.log") as process:
+        process.start()
+        with httpx.Client(base_url=process.url, timeout=10) as client:
             assert _filter(client)["NodeNames"] == ["A", "C"]
             # An update in the cluster takes effect: now value 0 violates, value 1 does not.
             rules = document["spec"]["strategies"]["dontschedule"]["rules"]
@@ -259,10 +216,6 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
             assert paths <= {"/apis/telemetry.intel.com/v1alpha1/taspolicies", "/api/v1/pods"}, (
                 paths
             )
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(10)
-        log.close()
 
 
 @pytest.mark.parametrize(
@@ -278,25 +231,17 @@ def test_an_intel_tas_command_line_starts_with_a_deprecation_notice_per_flag(
     metrics_dir = tmp_path / "metrics"
     for node, value in {"A": 0, "B": 1, "C": 0}.items():
         write_node_series(metrics_dir, node, {"node_health_metric": value})
-    port = _free_port()
-    log_path = tmp_path / "tas.log"
+    port = free_port()
     executable = [str(Path(sys.executable).parent / "tas"), *command[1:]]
     tas_flags = ["--unsafe", f"--port={port}", "--syncPeriod=2s", "--v=2"]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [*(executable if command[0] == "tas" else command), *tas_flags,
-             "--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-                _wait_ready(client, process)
-                assert _filter(client)["NodeNames"] == ["A", "C"]
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(10) == 0
-    text = log_path.read_text()
+    args = [*tas_flags, "--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}"]
+    started = executable if command[0] == "tas" else command
+    with _extender(args, port, tmp_path / "tas.log", command=started) as process:
+        process.start()
+        with httpx.Client(base_url=process.url, timeout=10) as client:
+            assert _filter(client)["NodeNames"] == ["A", "C"]
+        assert process.terminate() == 0
+    text = process.output()
     for old, new in [
         ("--unsafe", "--insecure-http"),
         (f"--port={port}", f"--listen 0.0.0.0:{port}"),
@@ -330,17 +275,10 @@ def test_the_breaker_share_flag_reaches_the_extender(
     metrics_dir = tmp_path / "metrics"
     for node in "ABC":
         write_node_series(metrics_dir, node, {"node_health_metric": 2})
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "extender", "--policies", str(policy_dir),
-         "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
-         "--insecure-http", *share],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            _wait_ready(client, process)
+    port = free_port()
+    args = ["--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}",
+            "--listen", f"127.0.0.1:{port}", "--insecure-http", *share]  # fmt: skip
+    with _extender(args, port, tmp_path / "extender.log") as process:
+        process.start()
+        with httpx.Client(base_url=process.url, timeout=10) as client:
             assert _filter(client)["NodeNames"] == kept
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(10)
