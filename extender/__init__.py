@@ -1,8 +1,10 @@
 """The scheduler extender: kube-scheduler's filter and prioritize verbs over HTTP.
 
 Modules: `jsonscan` and `wire` decode ExtenderArgs and encode results in the exact Go wire
-format; `decide` turns a pod, its policy and metric values into a decision; `decisions` keeps
-the recent ones for `/debug/decisions`; `app` builds the FastAPI application; `tls` and
+format; `decide` turns a pod, its policy and metric values into a decision; `service` is the
+whole decision path without a transport (store, view, settings, estimates; recorded, counted,
+logged), called by the routes, the simulator and the benchmarks; `decisions` keeps the recent
+ones for `/debug/decisions`; `app` builds the FastAPI application; `tls` and
 `server` serve it with uvicorn; `cli` is the command line shared by `tas extender` and
 `python -m extender`.
 """
