@@ -3,7 +3,9 @@
 #   1. certificates (scripts/gen-certs.sh) and a kind cluster whose kube-scheduler calls the
 #      extender (Way 1: deploy/kind/cluster.yaml + deploy/scheduler/kubeadm-patches);
 #   2. the image, built and loaded into the nodes (`kind load docker-image`);
-#   3. the metrics pipeline (deploy/metrics-pipeline) and the components (deploy/cluster);
+#   3. the components (deploy/cluster), then the metrics pipeline (deploy/metrics-pipeline), in
+#      the order of docs/deploy.md: the pipeline holds a Role in telemetry-aware-scheduling
+#      (Prometheus discovering the components), which that namespace must exist for;
 #   4. the health-metric demo: health set on the nodes with `docker exec` (kind nodes are
 #      containers; no ssh), the demo pod's node labelled violating, the pod evicted (the
 #      descheduler switched to Automatic) and placed elsewhere, the label gone after healing;
@@ -11,7 +13,8 @@
 #
 # Usage: scripts/e2e-kind.sh
 # Environment: TAS_KIND_CLUSTER (default tas-e2e), KIND_NODE_IMAGE (a kindest/node image; default
-# kind's own), TAS_KIND_KEEP=1 to keep the cluster and the work directory afterwards.
+# kind's own), TAS_KIND_KEEP=1 to keep the cluster and the work directory afterwards,
+# TAS_KIND_TIMEOUT (seconds each wait may take; default 240).
 # Needs docker (running), kind and kubectl, and network access for the images; without them it
 # prints why and exits 0 (skipped), so `make e2e-kind` is safe anywhere.
 set -euo pipefail
@@ -21,7 +24,7 @@ cluster=${TAS_KIND_CLUSTER:-tas-e2e}
 image=telemetry-aware-scheduling:0.1.0
 namespace=telemetry-aware-scheduling
 demo=health-metric-demo
-timeout=240
+timeout=${TAS_KIND_TIMEOUT:-240}
 
 skip() {
     printf 'e2e-kind: SKIPPED: %s\n' "$1" >&2
@@ -54,6 +57,7 @@ for tool in docker kind kubectl; do
 done
 docker info >/dev/null 2>&1 || skip "the docker daemon is not reachable (docker info failed)"
 [[ $cluster =~ ^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$ ]] || fail "bad TAS_KIND_CLUSTER: $cluster"
+[[ $timeout =~ ^[1-9][0-9]{0,4}$ ]] || fail "bad TAS_KIND_TIMEOUT: $timeout"
 if kind get clusters 2>/dev/null | grep -qx -- "$cluster"; then
     fail "a kind cluster named $cluster exists: delete it or set TAS_KIND_CLUSTER"
 fi
@@ -98,6 +102,14 @@ step "image $image, built and loaded into the nodes"
 docker build -t "$image" .
 kind load docker-image "$image" --name "$cluster"
 
+step "components (deploy/cluster)"
+kubectl apply -f deploy/cluster/namespace.yaml
+kubectl -n "$namespace" create secret generic tas-extender-tls \
+    --from-file=tls.crt="$work/certs/extender.crt" --from-file=tls.key="$work/certs/extender.key" \
+    --from-file=ca.crt="$work/certs/ca.crt"
+kubectl apply -k deploy/cluster
+kubectl wait --for=condition=Established crd/taspolicies.telemetry.intel.com --timeout=60s
+
 step "metrics pipeline (node-exporter, Prometheus)"
 kubectl apply -f deploy/metrics-pipeline/node-exporter/namespace.yaml
 kubectl -n monitoring create secret generic tas-extender-scrape-tls \
@@ -106,14 +118,6 @@ kubectl -n monitoring create secret generic tas-extender-scrape-tls \
 kubectl apply -k deploy/metrics-pipeline
 kubectl -n monitoring rollout status daemonset/tas-node-exporter --timeout="${timeout}s"
 kubectl -n monitoring rollout status deployment/prometheus-k8s --timeout="${timeout}s"
-
-step "components (deploy/cluster)"
-kubectl apply -f deploy/cluster/namespace.yaml
-kubectl -n "$namespace" create secret generic tas-extender-tls \
-    --from-file=tls.crt="$work/certs/extender.crt" --from-file=tls.key="$work/certs/extender.key" \
-    --from-file=ca.crt="$work/certs/ca.crt"
-kubectl apply -k deploy/cluster
-kubectl wait --for=condition=Established crd/taspolicies.telemetry.intel.com --timeout=60s
 for deployment in tas-extender tas-policy-controller tas-descheduler; do
     kubectl -n "$namespace" rollout status "deployment/$deployment" --timeout="${timeout}s"
 done
@@ -127,11 +131,15 @@ kubectl apply -f deploy/health-metric-demo/namespace.yaml
 kubectl apply -f deploy/health-metric-demo/health-policy.yaml \
     -f deploy/health-metric-demo/demo-app.yaml
 kubectl -n "$demo" rollout status deployment/demo-app --timeout="${timeout}s"
+# Only a filter request writes these lines (the extender's `_log_decision`): the policy applied
+# ("Filtered nodes available for demo-policy: ..."), or the pod let through because its metric
+# has not reached Prometheus yet ("filter health-metric-demo/demo-app-...: every node passes").
+# The policy store's "Policy health-metric-demo/demo-policy added" is no call from kube-scheduler.
 extender_called() {
     kubectl -n "$namespace" logs -l app.kubernetes.io/name=tas-extender --tail=-1 |
-        grep -q "demo-policy"
+        grep -qE "Filtered nodes available for demo-policy: |: filter $demo/demo-app-"
 }
-eventually "the extender logs a decision for demo-policy" extender_called
+eventually "kube-scheduler calls the extender for the demo pod" extender_called
 first=$(kubectl -n "$demo" get pods -l app=demo -o jsonpath='{.items[0].spec.nodeName}')
 [ -n "$first" ] || fail "the demo pod has no node"
 

@@ -7,7 +7,9 @@ Served resources (a table in `resources.py`): core/v1 nodes, pods (+ `eviction`,
 events, namespaces, serviceaccounts, persistentvolumeclaims; policy/v1 poddisruptionbudgets;
 coordination.k8s.io/v1 leases; telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the
 cluster-wide list); rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings,
-clusterrolebindings; scheduling.k8s.io/v1 priorityclasses; metrics.k8s.io/v1beta1 nodes and
+clusterrolebindings; scheduling.k8s.io/v1 priorityclasses; apps/v1 deployments and daemonsets,
+core/v1 configmaps, secrets and services, apiextensions.k8s.io/v1 customresourcedefinitions
+(stored as given: nothing runs them); metrics.k8s.io/v1beta1 nodes and
 pods (NodeMetrics and PodMetrics, stored as given); and the custom metrics API
 (custom.metrics.k8s.io/v1beta1 `nodes/*/<metric>`, as prometheus-adapter answers it:
 `custom_metrics.py`), whose values a test sets.
@@ -56,7 +58,8 @@ Test API::
 Resource names in the test API are the plurals of the table ("nodes", "pods", "events",
 "poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",
 "clusterroles", "rolebindings", "clusterrolebindings", "priorityclasses",
-"persistentvolumeclaims"), except where the plural is taken: the metrics.k8s.io resources are
+"persistentvolumeclaims", "deployments", "daemonsets", "configmaps", "secrets", "services",
+"customresourcedefinitions"), except where the plural is taken: the metrics.k8s.io resources are
 "nodemetrics" and "podmetrics".
 """
 

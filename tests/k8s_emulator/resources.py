@@ -59,6 +59,20 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
     ResourceType("/apis/metrics.k8s.io/v1beta1", "nodes", "NodeMetrics", False, name="nodemetrics"),
     ResourceType("/apis/metrics.k8s.io/v1beta1", "pods", "PodMetrics", True, name="podmetrics"),
+    # The rest of what `kubectl apply` sends from deploy/ (stored as given; nothing runs them),
+    # so that applying a manifest in the wrong order fails as it does on a cluster.
+    ResourceType("/apis/apps/v1", "deployments", "Deployment", True, has_status=True),
+    ResourceType("/apis/apps/v1", "daemonsets", "DaemonSet", True, has_status=True),
+    ResourceType("/api/v1", "configmaps", "ConfigMap", namespaced=True),
+    ResourceType("/api/v1", "secrets", "Secret", namespaced=True),
+    ResourceType("/api/v1", "services", "Service", namespaced=True, has_status=True),
+    ResourceType(
+        "/apis/apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        has_status=True,
+    ),
 )
 
 BY_PLURAL = {r.key: r for r in RESOURCES}

@@ -250,7 +250,7 @@ class KubeEmulator:
 
     def apply(self, documents: Iterable[Mapping[str, Any]]) -> list[Object]:
         """Create every object of a kind this emulator serves (Namespaces, ServiceAccounts,
-        RBAC, ...) from manifest documents; other kinds (Deployments, ConfigMaps) are skipped."""
+        RBAC, Deployments, ...) from manifest documents; other kinds are skipped."""
         created = []
         for document in documents:
             resource = BY_KIND.get((str(document.get("apiVersion")), str(document.get("kind"))))
