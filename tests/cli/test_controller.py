@@ -12,8 +12,6 @@ Covered (the shared argument types are in test_common.py):
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +23,7 @@ from tas_cli import controller
 from tas_cli.controller import build_parser
 from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
-from tests.processes import free_port
+from tests.processes import Process, free_port
 
 
 def test_defaults_match_the_documented_command_line() -> None:
@@ -88,34 +86,22 @@ def test_the_controller_labels_a_violating_node_and_stops_on_sigterm(
         "--listen",
         f"127.0.0.1:{port}",
     )
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
+    with Process(command, f"http://127.0.0.1:{port}", None, tmp_path / "controller.log") as process:
+        process.start()
+
+        def labelled() -> bool:
             node = api.get("nodes", "C")
             assert node is not None
-            if (node["metadata"].get("labels") or {}).get("demo-policy") == "violating":
-                break
-            assert process.poll() is None, "the controller exited early"
+            return (node["metadata"].get("labels") or {}).get("demo-policy") == "violating"
+
+        deadline = time.monotonic() + 30
+        while not labelled():
+            assert process.running, "the controller exited early"
             assert time.monotonic() < deadline, "node C was never labelled"
             time.sleep(0.1)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+        with httpx.Client(base_url=process.url, timeout=5) as client:
             assert client.get("/readyz").status_code == 200
             assert "tas_controller_label_writes_total" in client.get("/metrics").text
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-        assert process.stdout is not None
-        output = process.stdout.read()
-        process.stdout.close()
+        assert process.terminate(timeout=20) == 0
+    output = process.output()
     assert "Traceback" not in output, output
