@@ -120,12 +120,10 @@ class Evictor(Protocol):
         ...
 
     def fitting_nodes(
-        self,
-        pod: Pod,
-        *,
-        among: Collection[NodeName] | None = None,
-        include_current: bool = False,
-    ) -> tuple[NodeName, ...]: ...
+        self, pod: Pod, *, among: Among = None, include_current: bool = False
+    ) -> tuple[NodeName, ...]:
+        """The Ready nodes (of `among`) that would accept the pod, TAS rules included."""
+        ...
 
     def node_exhausted(self, node: NodeName | None) -> bool:
         """The per-node limit is reached for `node`: upstream moves on to the next node."""

@@ -9,13 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import (
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-    sort_candidates,
-)
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, sort_candidates
 from tas.cluster.model import Node, Pod
 from tas.types import NodeName
 

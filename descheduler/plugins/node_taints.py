@@ -9,13 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import (
-    Evictor,
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-)
+from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
 
 NAME = PluginName("RemovePodsViolatingNodeTaints")

@@ -9,12 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import (
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-)
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Pod
 

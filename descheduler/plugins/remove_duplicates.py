@@ -10,12 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.framework import (
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-)
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection, untolerated_taint
 from tas.types import NodeName

@@ -10,13 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import (
-    Evictor,
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-)
+from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Node, Pod
 

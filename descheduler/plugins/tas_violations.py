@@ -15,13 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.framework import (
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-    sort_candidates,
-)
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, sort_candidates
 from descheduler.state import CycleState
 from descheduler.violations import ViolationSource, violating_nodes
 from tas.cluster.model import Pod

@@ -8,13 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import (
-    Evictor,
-    ExtensionPoint,
-    Plugin,
-    PluginContext,
-    PluginName,
-)
+from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod
 
 NAME = PluginName("RemovePodsHavingTooManyRestarts")
