@@ -38,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,8 +52,8 @@ import yaml
 from tests.deploy.kustomize import render, strategic_merge
 from tests.k8s_emulator.resources import BY_KIND, BY_PLURAL, ResourceType
 
-#: kubeadm's kube-scheduler static Pod, as far as the script reads it (cmd/kubeadm/app/phases/
-#: controlplane/manifests.go: `command`, no `args`, host network, ClusterFirst DNS).
+#: kubeadm's kube-scheduler static Pod, as far as the script reads it (kubernetes, cmd/kubeadm/
+#: app/phases/controlplane/manifests.go: `command`, no `args`; host network, ClusterFirst DNS).
 KUBE_SCHEDULER = {
     "metadata": {
         "name": "kube-scheduler",
@@ -176,6 +177,9 @@ class StandIns(contextlib.AbstractContextManager["StandIns"]):
         except ToolError as error:
             call.err.write(f"{error}\n")
             code = 1
+        except Exception:  # a stand-in's own bug: shown in the script's output, never a hang
+            call.err.write(traceback.format_exc())
+            code = 2
         finally:
             for api in call.clients:
                 api.client.close()
