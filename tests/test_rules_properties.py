@@ -5,7 +5,10 @@ Covered:
 - a node that violates under allOf also violates under anyOf (same rules);
 - filter output is a subset of the input, in input order, and every removed node has a reason;
 - nodes without any metric value are never removed and never violate;
-- proportional scores respect the metric order (a better value never scores lower).
+- proportional scores respect the metric order (a better value never scores lower);
+- columns narrowed for a set of rules (`narrow_columns`) give every one of those rules exactly
+  the violations the full columns give, over any node list or none, and `violation_map` equals
+  `violations`, hits included.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tas.policies.model import Operator, StrategyName
-from tas.rules import ScoreMode, filter_nodes, score_nodes, violations
+from tas.rules import (
+    ScoreMode,
+    filter_nodes,
+    narrow_columns,
+    score_nodes,
+    violation_map,
+    violations,
+)
 from tas.types import MetricColumns, MetricName, NodeName
 from tests.builders import make_policy, rule
 
@@ -104,3 +114,30 @@ def test_a_better_value_never_scores_lower(
             better = column[a] > column[b] if higher else column[a] < column[b]
             if better:
                 assert scores[a] >= scores[b]
+
+
+@given(
+    rule_lists=st.lists(rules, min_size=1, max_size=4),
+    view=metric_views(),
+    candidates=st.one_of(st.none(), node_names),
+    logical=st.sampled_from(["anyOf", "allOf"]),
+)
+def test_narrowed_columns_give_the_narrowing_rules_the_same_violations(
+    rule_lists: list[list[dict[str, Any]]],
+    view: MetricColumns,
+    candidates: list[str] | None,
+    logical: str,
+) -> None:
+    nodes = None if candidates is None else [NodeName(c) for c in candidates]
+    strategies = [
+        make_policy(dontschedule=(logical, rule_list)).strategies[StrategyName.DONTSCHEDULE]
+        for rule_list in rule_lists
+    ]
+    narrowed = narrow_columns(view, [r for s in strategies for r in s.rules], nodes)
+    for strategy in strategies:
+        expected = violations(strategy, view, nodes)
+        assert violations(strategy, narrowed) == expected
+        found = violation_map(strategy, narrowed)
+        assert found == expected
+        assert len(found) == len(expected)
+        assert all(found[node] == hits for node, hits in expected.items())
