@@ -1,7 +1,8 @@
 """The DeschedulerPolicy file: what loads, what each plugin's arguments become, and that every
 problem is reported at once with its path. Every example under deploy/descheduler/ loads.
 
-Covered beyond that: upstream's top-level fields (the string nodeSelector, failure Events, the
+Covered beyond that: upstream's top-level fields (the string nodeSelector, read as the
+DefaultEvictor's is, in either form; failure Events, the
 grace period, metrics providers), the DefaultEvictor's podProtections form and its refusal to be
 mixed with the deprecated booleans, every new plugin's bad arguments with their paths, the
 profile's `ownerCooldown`, and that `LowNodeUtilization` is upstream's plugin on requests (its
@@ -154,6 +155,40 @@ def test_defaults_are_safe() -> None:
     assert evictor.node_fit
     assert evictor.protections == set(DEFAULT_PROTECTIONS)
     assert config.profiles[0].owner_cooldown is OwnerCooldown.TELEMETRY_PLUGINS
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        pytest.param("pool=workers,tier=a", id="upstream's string"),
+        pytest.param({"pool": "workers", "tier": "a"}, id="a mapping, for convenience"),
+    ],
+)
+def test_the_policy_and_the_default_evictor_read_a_node_selector_alike(
+    selector: str | dict[str, str],
+) -> None:
+    config = parse_config(
+        {
+            "apiVersion": "descheduler/v1alpha2",
+            "kind": "DeschedulerPolicy",
+            "nodeSelector": selector,
+            "profiles": [
+                {
+                    "name": "p",
+                    "pluginConfig": [
+                        {"name": "DefaultEvictor", "args": {"nodeSelector": selector}},
+                        {"name": "PodLifeTime", "args": {"maxPodLifeTimeSeconds": 60}},
+                    ],
+                    "plugins": {"deschedule": {"enabled": ["PodLifeTime"]}},
+                }
+            ],
+        }
+    )
+    wanted, other = {"pool": "workers", "tier": "a"}, {"pool": "workers", "tier": "b"}
+    for read in (config.node_selector, config.profiles[0].evictor.node_selector):
+        assert read is not None
+        assert read.matches(wanted)
+        assert not read.matches(other)
 
 
 def test_a_deviation_preset_sets_both_spans_for_the_named_signals() -> None:
