@@ -2,11 +2,10 @@
 problem is reported at once with its path. Every example under deploy/descheduler/ loads.
 
 Covered beyond that: upstream's top-level fields (the string nodeSelector, read as the
-DefaultEvictor's is, in either form; failure Events, the
-grace period, metrics providers), the DefaultEvictor's podProtections form and its refusal to be
-mixed with the deprecated booleans, every new plugin's bad arguments with their paths, the
-profile's `ownerCooldown`, and that `LowNodeUtilization` is upstream's plugin on requests (its
-telemetry namesake is `LoadAware`).
+DefaultEvictor's is, in either form; failure Events, the grace period, metrics providers), the
+DefaultEvictor's podProtections form and its refusal to be mixed with the deprecated booleans,
+every new plugin's bad arguments with their paths, the profile's `ownerCooldown`, and that
+`LowNodeUtilization` is upstream's plugin on requests (its telemetry namesake is `LoadAware`).
 """
 
 from __future__ import annotations
