@@ -147,7 +147,7 @@ class Descheduler:
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
         )
-        self._judge_breaker(
+        self._apply_breaker(
             judge_breaker(
                 state,
                 self._violation_source(),
@@ -220,7 +220,7 @@ class Descheduler:
         )
         plugin.run(profile.args_of(plugin), context)
 
-    def _judge_breaker(self, judgement: BreakerJudgement, *, in_scope: int) -> None:
+    def _apply_breaker(self, judgement: BreakerJudgement, *, in_scope: int) -> None:
         """Hold evictions back while the breaker is open; say so when it opens and closes."""
         reason = judgement.reason
         if reason is not None:
