@@ -38,7 +38,9 @@ class Job:
     scenario: Scenario
     contender: str
     seed: int
-    #: Keep the per-step series (the charts need one seed's, the figures none).
+    #: Keep the per-node series and the eviction times (the node chart draws one seed's).
+    #: Every job keeps the spread and the evictions over time, one number per sampled step,
+    #: so the spread chart can draw their interval over the seeds.
     keep_series: bool = False
 
 
@@ -50,6 +52,7 @@ class JobResult:
     #: None when the contender cannot run this scenario (`unavailable` says why).
     figures: Figures | None
     unavailable: str = ""
+    #: None only when unavailable; without `keep_series`, only its `t`, `spread` and `evictions`.
     series: Series | None = None
     eviction_times: tuple[float, ...] = field(default=())
 
@@ -69,8 +72,19 @@ def run_job(job: Job) -> JobResult:
         job.contender,
         job.seed,
         result.figures,
-        series=result.series if job.keep_series else None,
+        series=result.series if job.keep_series else _spread_only(result.series),
         eviction_times=tuple(result.eviction_times) if job.keep_series else (),
+    )
+
+
+def _spread_only(series: Series) -> Series:
+    """What the spread chart needs of a seed: a few thousand numbers, where the per-node
+    values are nodes times that."""
+    return Series(
+        every=series.every,
+        t=list(series.t),
+        spread=list(series.spread),
+        evictions=list(series.evictions),
     )
 
 

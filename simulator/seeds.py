@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulator.figures import Figures
+from simulator.figures import Figures, Series
 from simulator.jobs import Job, run_jobs
 from simulator.runner import RunResult, ScenarioResult
 from simulator.scenario import Scenario
@@ -54,14 +54,17 @@ class SeededFigures:
 
 @dataclass
 class SeededResult:
-    """One scenario on several seeds: each contender's figures per seed, and the first seed's
-    runs in full (series, eviction times) for the charts."""
+    """One scenario on several seeds: each contender's figures per seed, the first seed's
+    runs in full (series, eviction times) for the node chart, and each contender's series on
+    every seed (`series[contender][seed]`: the first seed's in full, the others' spread and
+    evictions over time only) for the spread chart's intervals."""
 
     scenario: Scenario
     seeds: list[int]
     contenders: dict[str, SeededFigures] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     first: ScenarioResult | None = None
+    series: dict[str, dict[int, Series]] = field(default_factory=dict)
 
 
 def run_seeded(
@@ -76,8 +79,8 @@ def run_seeded(
     progress: Callable[[int, int], None],
 ) -> list[SeededResult]:
     """Every scenario x seed x contender as one batch of jobs (so all cores stay busy across
-    scenarios), then grouped back per scenario. The first seed's runs keep their series for
-    the charts."""
+    scenarios), then grouped back per scenario. The first seed's runs keep their series in
+    full for the node chart; every run keeps its spread and evictions over time."""
     jobs = []
     plans: list[tuple[Scenario, list[int]]] = []
     for scenario in scenarios:
@@ -106,7 +109,9 @@ def run_seeded(
                     continue
                 figures = seeded.contenders.setdefault(job.contender, SeededFigures(job.contender))
                 figures.by_seed[job.seed] = job.figures
-                if job.series is not None and seeded.first is not None:
+                if job.series is not None:
+                    seeded.series.setdefault(job.contender, {})[job.seed] = job.series
+                if job.seed == chosen[0] and job.series is not None and seeded.first is not None:
                     seeded.first.results[job.contender] = RunResult(
                         job.contender, job.figures, job.series, list(job.eviction_times)
                     )

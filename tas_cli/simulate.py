@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.contenders import CONTENDERS
     from simulator.goals import named_goals, report
     from simulator.jobs import DaskUnavailableError
-    from simulator.report import seeded_summary, seeded_table, write_seeded_summary
+    from simulator.report import summary, table, write_summary
     from simulator.scenario import ScenarioError, load_scenario, named_scenarios
     from simulator.seeds import run_seeded
     from tas.durations import DurationError, parse_duration
@@ -163,16 +163,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bar.done()
     for result in results:
-        print(seeded_table(result) + "\n", flush=True)
-        if not args.no_charts and result.first is not None:
+        print(table(result) + "\n", flush=True)
+        if not args.no_charts:
             from simulator.charts import write_charts
 
-            for path in write_charts(result.first, out):
+            for path in write_charts(result, out):
                 print(f"  chart: {path}")
-    write_seeded_summary(results, out / "summary.json")
+    write_summary(results, out / "summary.json")
     judged = {"psi-taint-release", "psi-skewed"} & {r.scenario.name for r in results}
     if judged and "ours" in contenders:
-        goals = named_goals(seeded_summary(results))
+        goals = named_goals(summary(results))
         print(report("ours against its goals on the named scenarios", goals) + "\n")
     print(f"summary: {out / 'summary.json'} ({time.perf_counter() - started:.1f} s)")
     return 0
