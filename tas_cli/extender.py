@@ -19,19 +19,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from extender.app import create_app
-from extender.server import ExtenderServer, tune_allocator
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, server_ssl_context, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ResourceKind
-from tas.metrics.errors import MetricFetchError
-from tas.metrics.refreshing import RefreshingMetricView
 from tas.placements import (
     DEFAULT_RESOURCES,
     DEFAULT_WINDOW,
@@ -40,12 +36,14 @@ from tas.placements import (
     follow_pods,
 )
 from tas.policies.store import PolicyStore
-from tas.policies.wanted import want_policy_metrics
 from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
 from tas.types import MetricName
 from tas_cli import common
 from tas_cli.tas_compat import TAS_DEFAULT_CACERT
+
+if TYPE_CHECKING:
+    from tas.metrics.refreshing import RefreshingMetricView
 
 log = logging.getLogger("extender")
 
@@ -272,6 +270,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(settings: ExtenderCommandSettings) -> int:
+    # Imported here, not at the top: FastAPI, uvicorn and the metric sources' httpx are most
+    # of the start-up time, and `tas extender --help` (or a refused command line) needs none.
+    from extender.app import create_app
+    from extender.server import ExtenderServer, tune_allocator
+    from tas.policies.wanted import want_policy_metrics
+
     ssl_context = _server_tls(settings)
 
     registry = CollectorRegistry()
@@ -367,6 +371,8 @@ def _follow_pod_usage(
 ) -> None:
     """With a Prometheus source, the workloads' observed per-pod usage becomes the estimate of
     their new pods (refreshed every sync period); other sources leave requests as estimates."""
+    from tas.metrics.errors import MetricFetchError
+
     usage = common.open_pod_usage(metrics)
     if usage is None:
         return

@@ -1,42 +1,103 @@
-"""The `tas` command line: one subcommand per job, each a thin wiring of library parts."""
+"""The `tas` command line: one subcommand per job, each a thin wiring of library parts.
+
+Only the chosen subcommand's module is imported (`COMMANDS` names each module and its help line),
+so `tas extender` starts without the simulator's numpy and matplotlib or the dashboard, and a
+cluster image carries only the base install. A command that needs an extra (`EXTRAS`, the
+`[project.optional-dependencies]` of pyproject.toml) says which one to install, exit 2, before
+anything imports what is missing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tas_cli import (
-    common,
-    controller,
-    demo,
-    descheduler,
-    extender,
-    run,
-    set_health,
-    simulate,
-    sweep,
-    validate,
-)
-from tas_cli.tas_compat import Component
+if TYPE_CHECKING:
+    from tas_cli.tas_compat import Component
+
+DISTRIBUTION = "telemetry-aware-scheduling"
 
 
-def build_parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: the module whose `add_parser` builds it, the line `tas --help` shows for
+    it (the same words the module registers; tests/cli/test_lazy_commands.py compares them),
+    and the extra it needs beyond the base install, if any."""
+
+    module: str
+    help: str
+    extra: str | None = None
+
+
+#: The modules each extra brings (import names), the ones a command's code imports. `distributed`
+#: (in `[sim]`, for `--dask` only) is checked where it is used (`simulator.jobs`).
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "demo": ("numpy", "jsonschema"),
+    "sim": ("numpy", "jsonschema", "matplotlib"),
+}
+
+#: In the order `tas --help` lists them.
+COMMANDS: dict[str, Command] = {
+    "run": Command(
+        "tas_cli.run",
+        "the health-metric demo on the embedded cluster, with a live dashboard",
+        extra="demo",
+    ),
+    "validate": Command(
+        "tas_cli.validate", "validate TASPolicy files (YAML or JSON, multi-document)"
+    ),
+    "set-health": Command(
+        "tas_cli.set_health",
+        "set a node's health_metric (textfile directory, or a real node over ssh)",
+    ),
+    "demo": Command(
+        "tas_cli.demo", "control a running `make run` from the terminal (scale, load, unload)"
+    ),
+    "extender": Command(
+        "tas_cli.extender", "run the kube-scheduler extender (filter and prioritize over HTTPS)"
+    ),
+    "controller": Command(
+        "tas_cli.controller", "run the policy controller: node and pod labels and policy status"
+    ),
+    "descheduler": Command(
+        "tas_cli.descheduler",
+        "evict pods that telemetry says should move (Predictive by default)",
+    ),
+    "simulate": Command(
+        "tas_cli.simulate",
+        "measure the closed loop against the systems it replaces, on a virtual clock",
+        extra="sim",
+    ),
+    "sweep": Command(
+        "tas_cli.sweep", "run every contender on many scenarios drawn from a family", extra="sim"
+    ),
+}
+
+
+def build_parser(*, load: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The `tas` parser. The commands in `load` (default: every one) get their full parsers,
+    which imports their modules; the others are listed by name and help line only."""
     parser = argparse.ArgumentParser(
         prog="tas",
         description="Telemetry-aware scheduling: extender, policy controller and descheduler.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run.add_parser(commands)
-    validate.add_parser(commands)
-    set_health.add_parser(commands)
-    demo.add_parser(commands)
-    extender.add_parser(commands)
-    controller.add_parser(commands)
-    descheduler.add_parser(commands)
-    simulate.add_parser(commands)
-    sweep.add_parser(commands)
+    for name, command in COMMANDS.items():
+        if load is None or name in load:
+            importlib.import_module(command.module).add_parser(commands)
+        else:
+            commands.add_parser(name, help=command.help)
     return parser
+
+
+def missing_modules(extra: str) -> list[str]:
+    """The modules of `extra` that cannot be imported here (found without importing them)."""
+    return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
 
 
 #: The commands that accept Intel TAS's own flags (translated, with a deprecation warning).
@@ -44,12 +105,25 @@ TAS_COMPONENTS: tuple[Component, ...] = ("extender", "controller")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     arguments = sys.argv[1:] if argv is None else list(argv)
-    component = next((c for c in TAS_COMPONENTS if arguments[:1] == [c]), None)
+    # `tas` has no options of its own but -h, so a command, if any, is the first argument.
+    chosen = arguments[0] if arguments and arguments[0] in COMMANDS else None
+    extra = COMMANDS[chosen].extra if chosen is not None else None
+    missing = missing_modules(extra) if extra is not None else []
+    if missing:
+        print(
+            f"tas {chosen}: needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"pip install '{DISTRIBUTION}[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
+    parser = build_parser(load=() if chosen is None else (chosen,))
+    component = next((c for c in TAS_COMPONENTS if chosen == c), None)
     if component is None:
         args = parser.parse_args(arguments)
     else:
+        from tas_cli import common  # with the component, which imports it anyway
+
         args = common.parse_with_tas_flags(
             parser, arguments[1:], component=component, prefix=[component]
         )
