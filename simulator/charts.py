@@ -33,6 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from simulator.contenders import CONTENDERS
 from simulator.figures import Series
@@ -45,22 +46,11 @@ NODE_LINES = 8
 
 _WIDTH = 13.0
 _DPI = 90
-_PALETTE = [
-    f"tab:{name}"
-    for name in (
-        "blue",
-        "orange",
-        "green",
-        "red",
-        "purple",
-        "brown",
-        "pink",
-        "gray",
-        "olive",
-        "cyan",
-    )
-]
-#: The quantities of the node chart: how to read them from a series, the title, the colours.
+_PALETTE = (
+    "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
+    "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan",
+)  # fmt: skip
+#: The node chart's columns: the `Series` attribute, its title, its heatmap's colour map.
 _QUANTITIES: tuple[tuple[str, str, str], ...] = (
     ("utilization", "CPU utilization", "viridis"),
     ("pressure", "CPU pressure (PSI some)", "inferno"),
@@ -136,8 +126,9 @@ def band_over_seeds(
     ordered = [by_seed[seed] for seed in sorted(by_seed)]
     if not ordered:
         raise ValueError("a band needs at least one seed")
-    length = min(min(len(s.t), len(values(s))) for s in ordered)
-    found = [interval([float(values(s)[i]) for s in ordered]) for i in range(length)]
+    columns = [values(s) for s in ordered]
+    length = min(min(len(s.t), len(column)) for s, column in zip(ordered, columns, strict=True))
+    found = [interval([float(column[i]) for column in columns]) for i in range(length)]
     return Band(
         t=list(ordered[0].t[:length]),
         mean=[i.mean for i in found],
@@ -254,7 +245,8 @@ def _heatmap(
     ax: Axes, series: Series, values: list[list[float]], nodes: Sequence[str], colours: str
 ) -> AxesImage:
     matrix = np.full((len(nodes), len(values)), np.nan)
-    rows = [nodes.index(name) for name in series.nodes]
+    position = {name: i for i, name in enumerate(nodes)}
+    rows = [position[name] for name in series.nodes]
     for k, sample in enumerate(values):
         for i, value in enumerate(sample[: len(rows)]):
             matrix[rows[i], k] = value
@@ -329,6 +321,10 @@ def draw_spread_chart(result: SeededResult) -> Figure | None:
     )
     top.set_ylabel("pressure spread\n(std across nodes)")
     bottom.set_ylabel("evictions (cumulative)")
+    # Counts: whole ticks, and a zero line that stays in view when nothing was evicted.
+    bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
+    highest = max(1.0, bottom.get_ylim()[1])
+    bottom.set_ylim(-0.04 * highest, highest)
     bottom.set_xlabel("minutes (dotted: end of warm-up)")
     return figure
 

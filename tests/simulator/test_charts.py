@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
@@ -101,7 +102,14 @@ def run(scenario: Scenario, seeds: int, tmp: Path) -> SeededResult:
 
 @pytest.fixture(scope="module")
 def twelve_nodes(tmp_path_factory: pytest.TempPathFactory) -> SeededResult:
-    return run(skewed(12, name="skewed-12"), 2, tmp_path_factory.mktemp("twelve"))
+    """12 nodes, and a 13th that joins at 4 minutes; 2 seeds."""
+
+    def grow(document: dict[str, Any]) -> None:
+        document["events"] = [
+            {"at": "4m", "add-nodes": {"name": "worker-13", "cpu": 8, "memory": "32Gi"}}
+        ]
+
+    return run(skewed(12, name="skewed-12", apply=grow), 2, tmp_path_factory.mktemp("twelve"))
 
 
 @pytest.fixture(scope="module")
@@ -158,14 +166,17 @@ def test_past_eight_nodes_every_panel_is_a_heatmap_on_one_colour_scale(
         assert not ax.lines
         image: AxesImage = ax.images[0]
         assert image.get_clim() == (0.0, 1.0)
-        rows, columns = image.get_array().shape  # type: ignore[union-attr]
-        assert rows == 12
-        assert columns == len(twelve_nodes.first.results["ours"].series.t)
-    assert [t.get_text() for t in drawn[0].get_yticklabels()][:3] == [
-        "worker-1",
-        "worker-2",
-        "worker-3",
-    ]
+        values = image.get_array()
+        assert isinstance(values, np.ma.MaskedArray)
+        t = twelve_nodes.first.results["ours"].series.t
+        assert values.shape == (13, len(t))
+        # The node that joined late is blank (masked), not idle, before it joined.
+        blank = np.ma.getmaskarray(values)
+        assert blank[12, [k for k, at in enumerate(t) if at < 240.0]].all()
+        assert not blank[12, [k for k, at in enumerate(t) if at > 240.0]].any()
+        assert not blank[:12].any()
+    labels = [t.get_text() for t in drawn[0].get_yticklabels()]
+    assert labels == [f"worker-{i}" for i in range(1, 14)]  # worker-2 before worker-10
 
 
 def test_up_to_eight_nodes_each_node_is_one_line_in_the_same_colour_in_every_panel(
@@ -235,7 +246,7 @@ def test_every_seeds_spread_comes_back_and_only_the_first_seeds_nodes(
         first, second = (twelve_nodes.series[contender][seed] for seed in (7, 8))
         assert len(second.spread) == len(second.t) == len(first.t) > 100
         assert len(second.evictions) == len(second.t)
-        assert len(first.nodes) == 12
+        assert len(first.nodes) == 13
         assert first.pressure
         assert (second.nodes, second.pressure, second.utilization) == ([], [], [])
     assert twelve_nodes.series["ours"][7].spread != twelve_nodes.series["ours"][8].spread
