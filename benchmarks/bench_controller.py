@@ -253,7 +253,7 @@ def _small() -> tuple[float, float, float]:
     steady = _evaluation_cpu(cluster, store, view, warm=True) * 1000
     cold = _evaluation_cpu(cluster, store, view, warm=False) * 1000
     for name, value, max_ratio in (
-        ("policy evaluation CPU (rules + per-node merge)", desired, DESIRED_MAX_RATIO),
+        ("policy evaluation CPU (rules + merge by label key)", desired, DESIRED_MAX_RATIO),
         ("steady cycle evaluation CPU (+ diffs, statuses)", steady, STEADY_MAX_RATIO),
         ("cold cycle evaluation CPU (every node diffed)", cold, None),
     ):

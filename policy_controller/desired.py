@@ -24,7 +24,7 @@ want, the policy whose key sorts first wins, so the outcome never depends on dic
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Set
+from collections.abc import Collection, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from itertools import islice
 
@@ -147,13 +147,94 @@ def _evaluate(
     )
 
 
+class WantedLabels(Mapping[NodeName, Mapping[str, str]]):
+    """The owned labels wanted per node, kept by label key: key -> node -> value.
+
+    Policies produce labels a key at a time, and a steady cycle only needs to know which nodes'
+    wanted labels changed since the last cycle (`changed_since`: one comparison per key, in C),
+    not every node's labels. So a node's labels are gathered when asked for, and all nodes'
+    at once when so many are asked for that one pass over every key is cheaper: a cycle pays
+    per node only for the nodes it diffs.
+    """
+
+    __slots__ = ("_by_key", "_entry_count", "_lookups", "_per_node")
+
+    def __init__(self, by_key: Mapping[str, Mapping[NodeName, str]]) -> None:
+        self._by_key = by_key
+        self._per_node: dict[NodeName, dict[str, str]] | None = None
+        self._lookups = 0
+        self._entry_count = -1
+
+    @classmethod
+    def of_nodes(cls, per_node: Mapping[NodeName, Mapping[str, str]]) -> WantedLabels:
+        by_key: dict[str, dict[NodeName, str]] = {}
+        for node, labels in per_node.items():
+            for key, value in labels.items():
+                by_key.setdefault(key, {})[node] = value
+        return cls(by_key)
+
+    @property
+    def by_key(self) -> Mapping[str, Mapping[NodeName, str]]:
+        return self._by_key
+
+    def transpose(self) -> Mapping[NodeName, Mapping[str, str]]:
+        """Every node's labels, built once."""
+        if self._per_node is None:
+            per_node: dict[NodeName, dict[str, str]] = {}
+            for key, values in self._by_key.items():
+                for node, value in values.items():
+                    labels = per_node.get(node)
+                    if labels is None:
+                        per_node[node] = {key: value}
+                    else:
+                        labels[key] = value
+            self._per_node = per_node
+        return self._per_node
+
+    def changed_since(self, previous: WantedLabels) -> set[NodeName]:
+        """Nodes whose wanted labels differ from `previous`'s."""
+        changed: set[NodeName] = set()
+        empty: Mapping[NodeName, str] = {}
+        for key in self._by_key.keys() | previous.by_key.keys():
+            now, before = self._by_key.get(key, empty), previous.by_key.get(key, empty)
+            if now != before:
+                changed.update(n for n in now.keys() | before.keys() if now.get(n) != before.get(n))
+        return changed
+
+    def __getitem__(self, node: NodeName) -> Mapping[str, str]:
+        if self._per_node is not None:
+            return self._per_node[node]
+        # A lookup costs one probe per key; transposing, one step per (key, node) entry.
+        self._lookups += 1
+        if self._lookups * len(self._by_key) > self._entries():
+            return self.transpose()[node]
+        labels = {k: v for k, values in self._by_key.items() if (v := values.get(node)) is not None}
+        if not labels:
+            raise KeyError(node)
+        return labels
+
+    def _entries(self) -> int:
+        if self._entry_count < 0:
+            self._entry_count = sum(map(len, self._by_key.values()))
+        return self._entry_count
+
+    def __iter__(self) -> Iterator[NodeName]:
+        return iter(self.transpose())
+
+    def __len__(self) -> int:
+        return len(self.transpose())
+
+    def __repr__(self) -> str:
+        return f"WantedLabels({dict(self.transpose())!r})"
+
+
 @dataclass(frozen=True)
 class DesiredState:
     """Every policy's evaluation and the owned labels each node should carry."""
 
     evaluations: Mapping[PolicyKey, PolicyEvaluation]
     #: Owned node labels wanted per node (nodes wanting none are absent).
-    node_labels: Mapping[NodeName, Mapping[str, str]]
+    node_labels: WantedLabels
     #: Bare label keys (policy names) of current policies that have a deschedule strategy.
     deschedule_keys: frozenset[str]
 
@@ -166,7 +247,7 @@ def compute_desired(
     labelled: Mapping[str, Collection[NodeName]] | None = None,
     max_violating_share: float = DEFAULT_MAX_SHARE,
 ) -> DesiredState:
-    """Evaluate every policy over `nodes` and merge the labels they want per node.
+    """Evaluate every policy over `nodes` and merge the labels they want, by label key.
 
     `labelled` maps a bare label key (policy name) to the nodes labelled violating now.
     """
@@ -181,23 +262,20 @@ def compute_desired(
         )
         for key in sorted(policies)
     }
-    node_labels: dict[NodeName, dict[str, str]] = {}
+    by_key: dict[str, dict[NodeName, str]] = {}
     for evaluation in evaluations.values():
         name = evaluation.policy.name
-        for node in evaluation.deschedule:
-            wanted = node_labels.get(node)
-            if wanted is None:
-                node_labels[node] = {name: VIOLATING}
+        if evaluation.deschedule:
+            marks = by_key.get(name)
+            if marks is None:
+                by_key[name] = dict.fromkeys(evaluation.deschedule, VIOLATING)
             else:
-                wanted[name] = VIOLATING
+                marks.update(dict.fromkeys(evaluation.deschedule, VIOLATING))
         for label_key, values in evaluation.labels.items():
-            for node, value in values.items():
-                wanted = node_labels.get(node)
-                if wanted is None:
-                    node_labels[node] = {label_key: value}
-                else:
-                    wanted.setdefault(label_key, value)
+            merged = by_key.get(label_key)
+            # New dicts, never the evaluation's own; an earlier policy keeps a key it set.
+            by_key[label_key] = dict(values) if merged is None else {**values, **merged}
     deschedule_keys = frozenset(e.policy.name for e in evaluations.values() if e.has_deschedule)
     return DesiredState(
-        evaluations=evaluations, node_labels=node_labels, deschedule_keys=deschedule_keys
+        evaluations=evaluations, node_labels=WantedLabels(by_key), deschedule_keys=deschedule_keys
     )

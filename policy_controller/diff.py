@@ -29,6 +29,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from policy_controller.desired import WantedLabels
 from tas.cluster.model import Node, Pod
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import (
@@ -149,12 +150,15 @@ class NodeDiffer:
 
     A node is skipped when its resourceVersion, its wanted labels and the deschedule keys are
     what they were when it last needed no patch: `diff_node` is a function of exactly these, so
-    the answer (no patch) cannot have changed.
+    the answer (no patch) cannot have changed. Wanted labels are compared a label key at a time
+    (`WantedLabels.changed_since`), so a settled node costs a version check, not a comparison
+    of its labels.
     """
 
     def __init__(self) -> None:
-        self._settled: dict[NodeName, tuple[str, Mapping[str, str]]] = {}
+        self._settled: dict[NodeName, str] = {}
         self._keys: frozenset[str] = frozenset()
+        self._wanted = WantedLabels({})
 
     def diff(
         self,
@@ -162,24 +166,30 @@ class NodeDiffer:
         wanted: Mapping[NodeName, Mapping[str, str]],
         deschedule_keys: frozenset[str],
     ) -> list[NodePatch]:
+        if not isinstance(wanted, WantedLabels):
+            wanted = WantedLabels.of_nodes(wanted)
         previous = self._settled if deschedule_keys == self._keys else {}
-        settled: dict[NodeName, tuple[str, Mapping[str, str]]] = {}
+        changed = wanted.changed_since(self._wanted) if previous else set()
+        settled: dict[NodeName, str] = {}
+        unsettled = []
+        for node in nodes:
+            name = node.name
+            version = node.resource_version
+            if previous.get(name) == version and name not in changed:
+                settled[name] = version
+            else:
+                unsettled.append(node)
         empty: Mapping[str, str] = {}
         patches = []
-        for node in nodes:
-            want = wanted.get(node.name, empty)
-            version = node.resource_version
-            last = previous.get(node.name)
-            if last is not None and last[0] == version and last[1] == want:
-                settled[node.name] = last
-                continue
-            patch = diff_node(node, want, deschedule_keys)
+        for node in unsettled:
+            patch = diff_node(node, wanted.get(node.name, empty), deschedule_keys)
             if patch is not None:
                 patches.append(patch)
-            elif version:
-                settled[node.name] = (version, want)
+            elif node.resource_version:
+                settled[node.name] = node.resource_version
         self._settled = settled
         self._keys = deschedule_keys
+        self._wanted = wanted
         return patches
 
 

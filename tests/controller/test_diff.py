@@ -11,6 +11,8 @@ Covered:
   node recovers or the policy is gone; never added across namespaces; foreign `violate` values
   kept; finished and terminating pods skipped;
 - the steady-state differ skips a node only while its resourceVersion and wanted labels stay;
+  over any sequence of cycles (wanted labels changing by key, nodes edited by others, patches
+  applied) it gives exactly the patches of diffing every node (hypothesis);
 - properties (hypothesis): applying the patches converges in one step (a second diff is empty)
   and leaves foreign labels untouched; after a change of the policies, patches touch exactly
   the labels whose desired value changed.
@@ -25,7 +27,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy_controller.desired import compute_desired
+from policy_controller.desired import WantedLabels, compute_desired
 from policy_controller.diff import NodeDiffer, NodePatch, diff_node, diff_nodes, diff_pods
 from tas.cluster.model import Node
 from tas.policies.model import TASPolicy
@@ -299,3 +301,48 @@ def test_the_differ_skips_settled_nodes_and_rediffs_changed_ones() -> None:
     # The wanted labels changed while the node did not: diffed again.
     (patch,) = differ.diff([settled], {}, keys)
     assert patch.remove == ("demo-policy",)
+
+
+_KEYS = ["p1", "p2", "telemetry.aware.scheduling.p1/a", "telemetry.aware.scheduling.p2/a"]
+_VALUES = ["violating", "1", "2"]
+wanted_rounds = st.dictionaries(
+    st.sampled_from(["A", "B", "C", "D"]),
+    st.dictionaries(st.sampled_from(_KEYS), st.sampled_from(_VALUES), max_size=3),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rounds=st.lists(
+        st.tuples(wanted_rounds, st.lists(st.sampled_from(["A", "B", "C", "D"]), max_size=2)),
+        min_size=1,
+        max_size=6,
+    ),
+    keys=st.sampled_from([frozenset({"p1"}), frozenset({"p1", "p2"})]),
+)
+def test_the_differ_gives_the_patches_of_diffing_every_node_over_any_cycles(
+    rounds: list[tuple[dict[str, dict[str, str]], list[str]]], keys: frozenset[str]
+) -> None:
+    cluster = {
+        name: make_node(name, apply=lambda n: dataclasses.replace(n, resource_version="1"))
+        for name in ("A", "B", "C", "D")
+    }
+    version = 1
+    differ = NodeDiffer()
+    for wanted_per_node, edited in rounds:
+        for name in edited:  # someone else changes the node: our labels may go
+            version += 1
+            cluster[name] = dataclasses.replace(
+                cluster[name], labels={"other": str(version)}, resource_version=str(version)
+            )
+        nodes = list(cluster.values())
+        wanted = WantedLabels.of_nodes(
+            {NodeName(n): labels for n, labels in wanted_per_node.items() if labels}
+        )
+        patches = differ.diff(nodes, wanted, keys)
+        assert patches == diff_nodes(nodes, wanted_per_node, keys)  # type: ignore[arg-type]
+        for patch in patches:  # the cluster applies them, with a new resourceVersion
+            version += 1
+            cluster[patch.node] = dataclasses.replace(
+                apply_patch(cluster[patch.node], patch), resource_version=str(version)
+            )
