@@ -33,6 +33,10 @@ volcano-sh/descheduler README) and its plugin (`pkg/framework/plugins/loadaware`
 
 Where Go's map order makes Volcano's choice random (which over-used resource is noted first
 when both CPU and memory are over), this baseline picks CPU, deterministically.
+
+Two more parts of the contenders live here, beside their descheduler: the OpenShift operator's
+soft tainter (`OpenShiftSoftTainter`, a controller of its own there) and the Volcano
+scheduler's `usage` plugin (`VolcanoUsage`, which Volcano's docs pair with LoadAware).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from descheduler.tainter import soft_taint
 from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thresholds
 from embedded.scheduler import MAX_EXTENDER_PRIORITY, FilterAnswer
 from tas.cluster.interface import Cluster
-from tas.cluster.model import Node, Pod, QoSClass
+from tas.cluster.model import Node, Pod
 from tas.fit import requested, untolerated_taint
 from tas.types import MetricName, NodeName
 
@@ -444,8 +448,9 @@ class VolcanoUsage:
     """
 
     nodes: Callable[[], Mapping[NodeName, Node]]
-    #: Pods bound to each node less than `metricsInterval` ago (the shadow cache's pods).
-    recent: Callable[[], Mapping[NodeName, Sequence[Pod]]]
+    #: Per node, the summed shadow estimates (cpu cores, memory bytes) of the pods bound to it
+    #: less than `metricsInterval` ago, before the risk factor (`volcano_estimate` each).
+    recent: Callable[[], Mapping[NodeName, tuple[float, float]]]
     now: Callable[[], float]
     weight: int = VOLCANO_USAGE_WEIGHT
     ignorable: bool = False
@@ -490,35 +495,35 @@ class VolcanoUsage:
             if node is None:
                 scores[name] = 0
                 continue
-            cpu, memory = self._composites(node, recent.get(name, ()))
+            cpu, memory = self._composites(node, recent.get(name, (0.0, 0.0)))
             share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
             scores[name] = round(share * MAX_EXTENDER_PRIORITY)
         return scores
 
-    def _composites(self, node: Node, recent: Sequence[Pod]) -> tuple[float, float]:
+    def _composites(self, node: Node, shadow: tuple[float, float]) -> tuple[float, float]:
         cpu_pct, memory_pct = self.usage.get(node.name, (0.0, 0.0))
-        capacity = {
-            "cpu": node.allocatable.get("cpu", 0.0),
-            "memory": node.allocatable.get("memory", 0.0),
-        }
-        real = {"cpu": cpu_pct / 100.0, "memory": memory_pct / 100.0}
-        shadow = dict.fromkeys(("cpu", "memory"), 0.0)
+        cores = node.allocatable.get("cpu", 0.0)
+        memory = node.allocatable.get("memory", 0.0)
 
-        def composite(resource: str) -> float:
-            if capacity[resource] <= 0:
-                return 0.0
-            value = real[resource] + shadow[resource] / capacity[resource]
-            return min(1.0, max(0.0, value))
+        def composites(factor: float) -> tuple[float, float]:
+            cpu = cpu_pct / 100.0 + (factor * shadow[0] / cores if cores > 0 else 0.0)
+            used = memory_pct / 100.0 + (factor * shadow[1] / memory if memory > 0 else 0.0)
+            return min(1.0, max(0.0, cpu)), min(1.0, max(0.0, used))
 
-        # Each recent pod's estimate uses the risk factor the node has when it is added
-        # (`warmUpShadowCache`: the composite load so far, weights 1:1).
-        for pod in recent:
-            load = (composite("cpu") + composite("memory")) / 2.0
-            risk = VOLCANO_RISK_FACTOR if load >= VOLCANO_RISK_THRESHOLD else 1.0
-            for resource in ("cpu", "memory"):
-                if pod.qos_class is QoSClass.BEST_EFFORT:
-                    shadow[resource] += VOLCANO_BEST_EFFORT[resource] * risk
-                else:
-                    request = pod.requests.get(resource, 0.0)
-                    shadow[resource] += min(request, request * VOLCANO_REQUEST_RATIO * risk)
-        return composite("cpu"), composite("memory")
+        # Volcano picks each pod's risk factor from the node's composite load as the pod is
+        # added to its shadow cache; here once per node, from the load with every estimate.
+        cpu, used = composites(1.0)
+        if (cpu + used) / 2.0 >= VOLCANO_RISK_THRESHOLD:
+            return composites(VOLCANO_RISK_FACTOR)
+        return cpu, used
+
+
+def volcano_estimate(requests: Mapping[str, float]) -> tuple[float, float]:
+    """One pod's shadow estimate before the risk factor (estimator.go `EstimatePodResource`
+    with no limits: request x request_ratio; `EstimateBestEffortResource` for BestEffort)."""
+    if not any(requests.get(r, 0.0) for r in ("cpu", "memory")):
+        return VOLCANO_BEST_EFFORT["cpu"], VOLCANO_BEST_EFFORT["memory"]
+    return (
+        requests.get("cpu", 0.0) * VOLCANO_REQUEST_RATIO,
+        requests.get("memory", 0.0) * VOLCANO_REQUEST_RATIO,
+    )

@@ -27,6 +27,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Descheduler, Mode
@@ -35,7 +36,12 @@ from descheduler.usage import PrometheusQueries
 from embedded.scheduler import EmbeddedScheduler, Extender
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from simulator.baselines import VOLCANO_METRICS_INTERVAL, OpenShiftSoftTainter, VolcanoUsage
+from simulator.baselines import (
+    VOLCANO_METRICS_INTERVAL,
+    OpenShiftSoftTainter,
+    VolcanoUsage,
+    volcano_estimate,
+)
 from simulator.clock import VirtualClock
 from simulator.contenders import (
     CONTENDERS,
@@ -296,22 +302,33 @@ def _feed_placements(tracker: PlacementTracker, world: World, source: ModelSourc
 
 
 def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
-    """Volcano's `usage` plugin over the world: nodes, and the pods bound in the last
-    `metricsInterval` (its shadow load cache)."""
+    """Volcano's `usage` plugin over the world: nodes, and the estimates of pods bound in the
+    last `metricsInterval` (its shadow load cache), summed per node with arrays (a burst of
+    thousands of pods is scored pod by pod)."""
+    estimates = np.array(
+        [volcano_estimate(w.requests) for w in world.scenario.workloads], dtype=np.float64
+    ).reshape(-1, 2)
 
     def nodes() -> dict[NodeName, Node]:
         return {node.name: node for node in world.cluster.list_nodes()}
 
-    def recent() -> dict[NodeName, list[Pod]]:
-        since = clock.elapsed - VOLCANO_METRICS_INTERVAL
-        found: dict[NodeName, list[Pod]] = {}
-        for pod in world.cluster.list_pods():
-            slot = world.slot_of(pod.namespace, pod.name)
-            if pod.node_name is None or slot is None:
-                continue
-            if float(world.slot_since.data[slot]) > since:
-                found.setdefault(pod.node_name, []).append(pod)
-        return found
+    def recent() -> dict[NodeName, tuple[float, float]]:
+        since = np.asarray(world.slot_since.view, dtype=np.float64)
+        where = np.asarray(world.slot_node.view, dtype=np.int64)
+        with np.errstate(invalid="ignore"):
+            slots = np.flatnonzero(
+                (where >= 0) & (since > clock.elapsed - VOLCANO_METRICS_INTERVAL)
+            )
+        if not len(slots):
+            return {}
+        workloads = np.fromiter((world.slot_workload[s] for s in slots), np.int64, len(slots))
+        n = world.node_count
+        cpu = np.bincount(where[slots], weights=estimates[workloads, 0], minlength=n)
+        memory = np.bincount(where[slots], weights=estimates[workloads, 1], minlength=n)
+        return {
+            world.node_names[i]: (float(cpu[i]), float(memory[i]))
+            for i in np.flatnonzero((cpu > 0) | (memory > 0))
+        }
 
     return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
 

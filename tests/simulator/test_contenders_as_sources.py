@@ -44,6 +44,7 @@ from simulator.baselines import (
     OVERUTILIZED_TAINT,
     OpenShiftSoftTainter,
     VolcanoUsage,
+    volcano_estimate,
 )
 from simulator.clock import VirtualClock
 from simulator.contenders import PSI_PROFILE, Contender, resolve
@@ -413,9 +414,10 @@ def test_volcanos_usage_filter_and_score_follow_real_usage_while_metrics_are_fre
 
 def test_pods_bound_since_the_last_metrics_count_by_their_estimate() -> None:
     nodes = {NodeName("a"): _node("a"), NodeName("b"): _node("b")}
-    newcomers = [make_pod(f"new-{i}", cpu=2.0) for i in range(3)]
+    newcomers = [volcano_estimate({"cpu": 2.0, "memory": 2.0**30}) for _ in range(3)]
+    shadow = (sum(c for c, _ in newcomers), sum(m for _, m in newcomers))
     plugin = VolcanoUsage(
-        nodes=lambda: nodes, recent=lambda: {NodeName("a"): newcomers}, now=lambda: 0.0
+        nodes=lambda: nodes, recent=lambda: {NodeName("a"): shadow}, now=lambda: 0.0
     )
     plugin.refresh({NodeName("a"): (10.0, 10.0), NodeName("b"): (10.0, 10.0)})
     scores = plugin.prioritize(make_pod("p"), [NodeName("a"), NodeName("b")])
