@@ -4,7 +4,8 @@ Everything the page shows comes from the JSON API under `/api/` (docs/dashboard.
 scripts and tests read too; `/api/stream` pushes the same data as server-sent events, so the
 page updates without reloading. Controls are POSTs whose bodies are validated by
 `dashboard.controls` before the demo acts (`embedded.demo.DemoWorld`); every mistake is a 4xx
-with `{"error": reason}`, never a 500.
+with `{"error": reason}`, never a 500. A dashboard listening beyond loopback refuses its controls
+(403) unless told otherwise (`dashboard.controls.control_access`); reading stays open.
 
 Built by `create_dashboard_app(...)` around its collaborators; served by the same uvicorn
 wrapper as the extender (`extender.server.ExtenderServer`).
@@ -29,7 +30,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dashboard.controls import (
+    LOCAL_ACCESS,
     MAX_BODY_BYTES,
+    ControlAccess,
     ControlError,
     parse_add_load,
     parse_scale,
@@ -107,8 +110,10 @@ def create_dashboard_app(
     stop: threading.Event,
     static_dir: Path = STATIC,
     clock: Clock = SYSTEM_CLOCK,
+    access: ControlAccess = LOCAL_ACCESS,
 ) -> Starlette:
-    """The application (nothing global: every collaborator is given)."""
+    """The application (nothing global: every collaborator is given). `access`: whether the
+    control endpoints act, from the address it is served on (`control_access`)."""
 
     async def page(request: Request) -> Response:
         return FileResponse(static_dir / "index.html", headers={"Cache-Control": "no-cache"})
@@ -117,7 +122,8 @@ def create_dashboard_app(
         return Response(status_code=204)
 
     async def api_index(request: Request) -> Response:
-        return _json({"endpoints": ENDPOINTS, "docs": "docs/dashboard.md"})
+        controls = {"allowed": access.allowed, "reason": access.reason or None}
+        return _json({"endpoints": ENDPOINTS, "docs": "docs/dashboard.md", "controls": controls})
 
     async def state(request: Request) -> Response:
         return _json(recorder.state())
@@ -201,6 +207,8 @@ def create_dashboard_app(
         act: Callable[[Request, bytes], Awaitable[tuple[dict[str, Any], str]]],
     ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
+            if not access.allowed:  # before the body is read: nothing of it is acted on
+                return _error(403, access.reason)
             try:
                 body = await _body(request)
                 result, summary = await act(request, body)

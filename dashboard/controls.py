@@ -11,10 +11,15 @@ out, or a `ControlError` whose status and message say what was wrong:
 
 Unknown nodes and workloads (404) and conflicts (409) are the demo's to judge
 (`embedded.demo.DemoError`).
+
+Who may use the controls at all is decided here too, from the address the dashboard listens on
+(`control_access`): the controls have no authentication, so beyond loopback they are refused
+(403, with the reason) unless `--allow-remote-controls` says otherwise.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 from collections.abc import Mapping
@@ -29,6 +34,52 @@ class ControlError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ControlAccess:
+    """Whether the control endpoints act; `notice`: what `tas run` says at start (empty when
+    there is nothing to say); `reason`: the 403's message when they do not act."""
+
+    allowed: bool
+    notice: str = ""
+    reason: str = ""
+
+
+#: Loopback, where only this machine's users can reach the controls.
+LOCAL_ACCESS = ControlAccess(allowed=True)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a listen address) is reachable from this machine only. An empty host or
+    0.0.0.0/:: is every interface; a name other than localhost is not known to be loopback."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def control_access(host: str, *, allow_remote: bool) -> ControlAccess:
+    """The controls' access for a dashboard listening on `host` (`--dashboard HOST:PORT`)."""
+    if is_loopback(host):
+        return LOCAL_ACCESS
+    where = host or "every interface"
+    if allow_remote:
+        return ControlAccess(
+            allowed=True,
+            notice=f"Dashboard controls are ON for the network (--allow-remote-controls): "
+            f"anyone who reaches {where} can set health, add load and scale, unauthenticated",
+        )
+    return ControlAccess(
+        allowed=False,
+        notice=f"Dashboard controls are OFF: it listens on {where}, beyond loopback, and they "
+        "have no authentication; the page and the read-only API stay on "
+        "(--allow-remote-controls turns the controls on)",
+        reason=f"the controls are off: the dashboard listens on {where}, beyond loopback "
+        "(start tas run with --allow-remote-controls to allow them from the network)",
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from dashboard.app import Controls, create_dashboard_app
+from dashboard.controls import control_access
 from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
 from descheduler.config import ConfigError, DeschedulerConfig, load_config_file
 from descheduler.cycle import Descheduler, Mode
@@ -97,7 +98,14 @@ def add_parser(commands: Any) -> None:
         type=common.listen_address,
         default=("127.0.0.1", 8080),
         metavar="HOST:PORT",
-        help="the dashboard and its JSON API (default 127.0.0.1:8080)",
+        help="the dashboard and its JSON API (default 127.0.0.1:8080); beyond loopback its "
+        "controls are refused unless --allow-remote-controls",
+    )
+    parser.add_argument(
+        "--allow-remote-controls",
+        action="store_true",
+        help="serve the dashboard's controls (set health, add load, scale: no authentication) "
+        "on a --dashboard address beyond loopback too",
     )
     parser.add_argument("--policies", type=Path, default=DEMO / "health-policy.yaml")
     parser.add_argument(
@@ -156,6 +164,7 @@ class RunCommandSettings:
     dir: Path
     listen: tuple[str, int]
     dashboard: tuple[str, int]
+    allow_remote_controls: bool
     policies: Path
     descheduler_config: Path
     mode: str
@@ -175,6 +184,7 @@ class RunCommandSettings:
             dir=args.dir,
             listen=args.listen,
             dashboard=args.dashboard,
+            allow_remote_controls=args.allow_remote_controls,
             policies=args.policies,
             descheduler_config=args.descheduler_config,
             mode=args.mode,
@@ -373,8 +383,9 @@ def _run(settings: RunCommandSettings) -> int:
                 "metricsDir": str(metrics_dir),
             },
         )
+        access = control_access(settings.dashboard[0], allow_remote=settings.allow_remote_controls)
         dashboard_app = create_dashboard_app(
-            recorder=recorder, world=setup.controls, stop=life.stop
+            recorder=recorder, world=setup.controls, stop=life.stop, access=access
         )
         dashboard = _server(dashboard_app, settings.dashboard, "the dashboard")
         servers = (dashboard, extender)
@@ -400,6 +411,8 @@ def _run(settings: RunCommandSettings) -> int:
         )
         scheduler = EmbeddedScheduler(cluster, extender=http_extender)
         print_banner(dashboard.url, extender.url, setup.banner(dashboard.url, extender.url))
+        if access.notice:
+            log.warning("%s", access.notice)
         loop = Loop(
             cluster=cluster,
             telemetry=setup.telemetry,

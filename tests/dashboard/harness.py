@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from dashboard.app import create_dashboard_app
+from dashboard.controls import LOCAL_ACCESS, ControlAccess
 from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
 from descheduler.cycle import CycleReport
 from embedded.demo import DemoWorld, build_demo_cluster, profile_of, write_start_metrics
@@ -31,7 +32,7 @@ POLICY = REPO / "deploy" / "health-metric-demo" / "health-policy.yaml"
 
 
 class Harness:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, access: ControlAccess = LOCAL_ACCESS) -> None:
         self.metrics = directory / "metrics"
         write_start_metrics(self.metrics)
         self.cluster = build_demo_cluster()
@@ -53,7 +54,9 @@ class Harness:
             info={"mode": "Automatic", "deschedulingInterval": 2.0, "extender": "-"},
         )
         self.stop = threading.Event()
-        app = create_dashboard_app(recorder=self.recorder, world=self.world, stop=self.stop)
+        app = create_dashboard_app(
+            recorder=self.recorder, world=self.world, stop=self.stop, access=access
+        )
         self.server = ExtenderServer(app, port=0, log_level="warning")
         self.url = self.server.url
         self.client = httpx.Client(base_url=self.url, timeout=10)
