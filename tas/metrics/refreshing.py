@@ -17,6 +17,8 @@ import math
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from operator import itemgetter
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -27,6 +29,9 @@ from tas.metrics.source import Fetched, MetricSource, SampleColumn
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
+
+_VALUE = itemgetter(0)  # Sample.value
+_TIMESTAMP = itemgetter(1)  # Sample.timestamp
 
 
 def default_max_age(sync_period: float) -> float:
@@ -42,8 +47,19 @@ class _Column:
     #: Read time after which some value in `fresh` is stale: rebuild then.
     expires_at: float
     oldest: float
-    #: The sample time of each fresh value (for recent-placement estimates).
-    times: Mapping[NodeName, float]
+    #: Samples measured before this are stale (not in `fresh`).
+    limit: float
+
+    @cached_property
+    def times(self) -> Mapping[NodeName, float]:
+        """The sample time of each fresh value (for recent-placement estimates).
+
+        Built on first use: only the extender's herd control reads it, and every fetch
+        rebuilds every column.
+        """
+        if self.oldest >= self.limit:
+            return dict(zip(self.samples, map(_TIMESTAMP, self.samples.values()), strict=True))
+        return {n: s.timestamp for n, s in self.samples.items() if s.timestamp >= self.limit}
 
 
 @dataclass(frozen=True)
@@ -51,10 +67,14 @@ class _State:
     columns: Mapping[MetricName, _Column]
     published: MetricColumns
     expires_at: float
-    times: Mapping[MetricName, Mapping[NodeName, float]]
+
+    @cached_property
+    def times(self) -> Mapping[MetricName, Mapping[NodeName, float]]:
+        # Cached: one mapping per state, which herd control recognises by identity.
+        return {name: column.times for name, column in self.columns.items()}
 
 
-_EMPTY = _State(columns={}, published={}, expires_at=math.inf, times={})
+_EMPTY = _State(columns={}, published={}, expires_at=math.inf)
 
 
 class RefreshingMetricView:
@@ -178,8 +198,7 @@ class RefreshingMetricView:
         for name in wanted:
             answer = fetched.columns.get(name)
             if answer is not None:
-                finite = {n: s for n, s in answer.items() if math.isfinite(s.value)}
-                columns[name] = self._column(finite, now)
+                columns[name] = self._column(_finite(answer), now)
             elif name in state.columns:  # not answered: keep the last good values
                 columns[name] = self._column(state.columns[name].samples, now)
         return self._state_of(columns)
@@ -196,15 +215,18 @@ class RefreshingMetricView:
             return state.published
 
     def _column(self, samples: SampleColumn, now: float) -> _Column:
+        # Every fetch rebuilds every column, on the thread readers share the GIL with: passes
+        # run in C (map, zip, dict) where they can, a Python loop only over stale samples.
         limit = now - self.max_age
-        fresh: dict[NodeName, float] = {}
-        times: dict[NodeName, float] = {}
-        for node, s in samples.items():
-            if s.timestamp >= limit:
-                fresh[node], times[node] = s.value, s.timestamp
-        expires = min(times.values()) + self.max_age if times else math.inf
-        oldest = min((s.timestamp for s in samples.values()), default=math.inf)
-        return _Column(samples=samples, fresh=fresh, expires_at=expires, oldest=oldest, times=times)
+        oldest = min(map(_TIMESTAMP, samples.values()), default=math.inf)
+        if oldest >= limit:  # every sample fresh, the usual case
+            fresh = dict(zip(samples, map(_VALUE, samples.values()), strict=True))
+            expires = oldest + self.max_age
+        else:
+            fresh = {node: s.value for node, s in samples.items() if s.timestamp >= limit}
+            stamps = (s.timestamp for s in samples.values() if s.timestamp >= limit)
+            expires = min(stamps, default=math.inf) + self.max_age
+        return _Column(samples, fresh, expires_at=expires, oldest=oldest, limit=limit)
 
     @staticmethod
     def _state_of(columns: Mapping[MetricName, _Column]) -> _State:
@@ -212,7 +234,6 @@ class RefreshingMetricView:
             columns=columns,
             published={name: column.fresh for name, column in columns.items()},
             expires_at=min((c.expires_at for c in columns.values()), default=math.inf),
-            times={name: column.times for name, column in columns.items()},
         )
 
     def _note_errors(self, fetched: Fetched) -> None:
@@ -239,6 +260,13 @@ class RefreshingMetricView:
             for name, column in self._state.columns.items()
             if math.isfinite(column.oldest)
         }
+
+
+def _finite(answer: SampleColumn) -> SampleColumn:
+    """The samples with a finite value: a NaN or infinity is no usable value."""
+    if all(map(math.isfinite, map(_VALUE, answer.values()))):
+        return dict(answer)
+    return {node: s for node, s in answer.items() if math.isfinite(s.value)}
 
 
 class _AgeCollector(Collector):
