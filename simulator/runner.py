@@ -56,11 +56,11 @@ from simulator.figures import FigureRecorder, Figures, Series
 from simulator.pipeline import VOLCANO_HISTORY, ModelSource, PrometheusApi, ScrapeStore
 from simulator.scenario import Scenario
 from simulator.world import InformerOrder, World
-from tas.cluster.interface import NotFoundError
+from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
 from tas.metrics.source import Fetched, Sample
-from tas.placements import PlacementTracker, follow_pods
+from tas.placements import PlacementTracker, follow_cluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
@@ -245,7 +245,7 @@ def run_contender(
         if t + 1e-9 >= next_sync:
             view.refresh_once()
             if placements is not None:
-                _feed_placements(placements, world, source)
+                _feed_placements(placements, source)
             if reconciler is not None:
                 reconciler.reconcile()
             if usage_plugin is not None:
@@ -279,8 +279,9 @@ def run_contender(
 
 
 def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:
-    """Herd control as `tas extender` runs it, fed by the embedded cluster's pod changes.
-    A pod shows in a sample once it has started and a whole averaging window has passed."""
+    """Herd control as `tas extender` runs it (`follow_cluster`: pods, and each node's capacity
+    from its allocatable), fed by the embedded cluster's changes. A pod shows in a sample once
+    it has started and a whole averaging window has passed."""
     tracker = PlacementTracker(window=scenario.pipeline.window + scenario.startup_delay)
     cluster = world.cluster
 
@@ -290,12 +291,21 @@ def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) ->
         except NotFoundError:
             return None
 
-    cluster.subscribe(follow_pods(tracker, find_pod, clock))
+    def find_node(name: str) -> Node | None:
+        try:
+            return cluster.get_node(NodeName(name))
+        except NotFoundError:
+            return None
+
+    listen = follow_cluster(tracker, find_pod=find_pod, find_node=find_node, clock=clock)
+    cluster.subscribe(listen)
+    # The nodes that were there first, as an informer's first list tells them (ADDED).
+    for node in cluster.list_nodes():
+        listen(ClusterChange(ResourceKind.NODE, ChangeType.ADDED, node.name))
     return tracker
 
 
-def _feed_placements(tracker: PlacementTracker, world: World, source: ModelSource) -> None:
-    tracker.set_capacity({node.name: node.allocatable for node in world.cluster.list_nodes()})
+def _feed_placements(tracker: PlacementTracker, source: ModelSource) -> None:
     tracker.set_usage(
         {key: {"cpu": cpu, "memory": memory} for key, (cpu, memory) in source.pod_usage().items()}
     )

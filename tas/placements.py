@@ -2,33 +2,50 @@
 
 Metrics lag placements: a node that looks cold keeps looking cold until a sample whose
 averaging window starts after the pod began to run. Until then every pod of a burst would go
-there. So, per node, the pods bound since its samples were taken each carry an estimated load
-(the mean observed usage of their workload's other pods where known, else their requests scaled
-by how much the pods with known usage use beyond their requests: the fleet's usage/requests
-ratio, never below 1, since a burst of a new workload is as under-requested as the rest), and
-the extender adds it, as a share of the node's capacity, to the node's value of every metric
-mapped to a resource (`DEFAULT_RESOURCES`) until the node's sample covers the pod:
+there. So, per node, the pods bound since its samples were taken each carry an estimated load,
+and the extender adds it, as a share of the node's capacity (its Node's allocatable, else a
+default), to the node's value of every metric mapped to a resource (`DEFAULT_RESOURCES`) until
+the node's sample covers the pod:
 
     sample time > bind time + window
 
 `window` is the metrics' averaging window plus whatever else keeps a new pod out of a sample
 (its start-up, the scrape delay). A sample taken part-way through holds part of the pod's load
 already, so the estimate shrinks linearly from the whole load (a sample from before the bind)
-to nothing (a sample that covers the pod). Pure: `PlacementTracker` holds what it was told (binds,
-usage) and answers from values it is given (sample times, now); the feeds (the pod watch in
-`tas extender`, the embedded cluster in the simulator) and the clock live in the wiring.
+to nothing (a sample that covers the pod).
+
+A pod's estimated load, per resource, is the first of:
+- its own measured usage, once a per-pod usage feed reports it;
+- a high percentile (`USAGE_PERCENTILE`) of what its workload's pods use, one value per pod:
+  a workload mean hides a mix of busy and idle replicas behind equal requests (1.7 and 0.05
+  cores averaging 1.2), and a burst then lands as if every pod were average. The percentile
+  assumes a new pod may be one of the busy ones until its own usage says otherwise;
+- its requests, scaled by the fleet's usage/requests ratio (never below 1: a burst of a new
+  workload is as under-requested as the rest).
+
+Nodes without a value (the rule, docs/recent-placements.md): a node whose every pod is a recent
+placement (it joined, or was emptied, since the placements' horizon) is known to run nothing
+else, so while it has no sample of a metric its value is its placements' estimated load alone,
+0 when it has none. It fills up, is filtered (where estimates are filtered on) and loses score
+like any node, and never violates on missing data alone: only the load placed there counts.
+A node without a value that also runs pods the tracker cannot estimate stays without one
+(absent values never violate, and never score), and a metric nobody reports gets no value.
+
+Pure: `PlacementTracker` holds what it was told (binds, nodes, usage) and answers from values
+it is given (sample times, now); the feeds (the pod and node watches in `tas extender`, the
+embedded cluster in the simulator: both `follow_cluster`) and the clock live in the wiring.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import Pod
+from tas.cluster.model import Node, Pod
 from tas.types import MetricColumns, MetricName, NodeName
 
 #: Metric -> the pod resource whose share of the node's capacity estimates its rise. CPU
@@ -41,8 +58,12 @@ DEFAULT_RESOURCES: Mapping[MetricName, str] = {
 }
 DEFAULT_WINDOW = 90.0
 #: Placements are forgotten this long after their window even without a covering sample (a
-#: node whose metrics stopped is stale anyway, and stale values are never estimated upon).
+#: node whose metrics stopped is stale anyway: once its pods are no longer recent, it stays
+#: without a value).
 FORGET_AFTER = 600.0
+#: The percentile of a workload's per-pod usage a new pod of it is estimated at: high, so a
+#: workload with a few busy replicas among idle ones is not taken for an average one.
+USAGE_PERCENTILE = 90.0
 
 PodKey = tuple[str, str]
 #: namespace, owner kind, owner name (the pod's own name for a pod without a controller).
@@ -108,37 +129,63 @@ def estimate_load(
     default_capacity: Mapping[str, float],
     usage: Mapping[WorkloadKey, Mapping[str, float]],
     request_scale: Mapping[str, float] | None = None,
+    pod_usage: Mapping[PodKey, Mapping[str, float]] | None = None,
+    only_placed: Collection[NodeName] = (),
 ) -> dict[MetricName, dict[NodeName, float]]:
     """Per metric and node, the share of capacity that placements not yet covered add.
 
-    A node's value is only estimated upon when it has one (sample_times names it): a node
-    without a value stays without one (absent values never violate, and never score).
+    `usage` is each workload's per-pod estimate, `pod_usage` each pod's own measured usage
+    (preferred). A node with a sample time for the metric is estimated upon as the module
+    docstring says. A node without one gets a value only when it is in `only_placed` (it runs
+    nothing but recent placements) and the metric has samples elsewhere: every placement counts
+    whole, and the node is listed even with nothing to add (0, its known load). Other nodes
+    without a value stay without one.
     """
     found: dict[MetricName, dict[NodeName, float]] = {}
     scale = request_scale or {}
+    own_usage = pod_usage or {}
+    measured = {metric: times for metric in resources if (times := sample_times.get(metric))}
+    if only_placed:
+        for metric, times in measured.items():
+            column = found.setdefault(metric, {})
+            for node in only_placed:
+                if node not in times:
+                    column[node] = 0.0
     for placement in placements:
-        load = usage.get(placement.workload)
-        if not load:
-            load = {r: v * scale.get(r, 1.0) for r, v in placement.requests.items()}
+        own = own_usage.get((placement.namespace, placement.name), {})
+        peers = usage.get(placement.workload, {})
         cap = capacity.get(placement.node) or default_capacity
         for metric, resource in resources.items():
-            times = sample_times.get(metric)
+            times = measured.get(metric)
             if times is None:
                 continue
             sampled = times.get(placement.node)
-            if sampled is None or is_covered(placement, sampled, window):
+            if sampled is None:
+                if placement.node not in only_placed:
+                    continue
+                share = 1.0  # no sample yet: none of the pod's load is in one
+            elif is_covered(placement, sampled, window):
                 continue
-            amount = load.get(resource, 0.0) * uncovered_share(placement, sampled, window)
+            else:
+                share = uncovered_share(placement, sampled, window)
+            load = own.get(resource)
+            if load is None:
+                load = peers.get(resource)
+            if load is None:
+                load = placement.requests.get(resource, 0.0) * scale.get(resource, 1.0)
+            amount = load * share
             size = cap.get(resource) or default_capacity.get(resource, 0.0)
             if amount <= 0 or size <= 0:
                 continue
             column = found.setdefault(metric, {})
             column[placement.node] = column.get(placement.node, 0.0) + amount / size
-    return found
+    return {metric: column for metric, column in found.items() if column}
 
 
 def add_estimates(columns: MetricColumns, estimates: Estimates) -> MetricColumns:
-    """`columns` with each estimate added to the node's measured value (new mappings)."""
+    """`columns` with each estimate added to the node's measured value (new mappings). A node
+    the estimates name without a measured value (one that runs only recent placements) gets
+    the estimate alone; a metric without any measured value gets nothing."""
     if not estimates:
         return columns
     merged = dict(columns)
@@ -148,10 +195,16 @@ def add_estimates(columns: MetricColumns, estimates: Estimates) -> MetricColumns
             continue
         column: dict[NodeName, float] = dict(measured)
         for node, value in extra.items():
-            if node in column:
-                column[node] += value
+            column[node] = column.get(node, 0.0) + value
         merged[metric] = column
     return merged
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The nearest-rank percentile `q` (0..100) of `values` (which must not be empty)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
 
 
 def only_metrics(estimates: Estimates, metrics: Iterable[MetricName]) -> Estimates:
@@ -159,10 +212,11 @@ def only_metrics(estimates: Estimates, metrics: Iterable[MetricName]) -> Estimat
 
 
 class PlacementTracker:
-    """The recent placements, told by a feed (`observe`, `forget`, `set_usage`).
+    """The recent placements, told by a feed (`observe`, `forget`, `set_node`, `set_usage`).
 
     Thread-safe: the feed calls from a watch thread while requests read. Reads cost one pass
-    over the placements still uncovered (a few per node that just received pods).
+    over the placements still uncovered (a few per node that just received pods) and the
+    nodes that run nothing else.
     """
 
     def __init__(
@@ -172,20 +226,29 @@ class PlacementTracker:
         resources: Mapping[MetricName, str] = DEFAULT_RESOURCES,
         default_capacity: Mapping[str, float] | None = None,
         forget_after: float = FORGET_AFTER,
+        usage_percentile: float = USAGE_PERCENTILE,
     ) -> None:
         if not window >= 0 or not math.isfinite(window):
             raise ValueError(f"window must be a non-negative number of seconds, not {window!r}")
+        if not 0 < usage_percentile <= 100:
+            raise ValueError(f"usage_percentile must be in (0, 100], not {usage_percentile!r}")
         self.window = window
         self.resources = dict(resources)
         self.default_capacity = dict(default_capacity or {})
         self.forget_after = forget_after
+        self.usage_percentile = usage_percentile
         self._lock = threading.Lock()
         self._recent: dict[PodKey, Placement] = {}
-        self._bound: dict[PodKey, WorkloadKey] = {}
+        #: Every bound pod seen: its workload and node (a binding never changes).
+        self._bound: dict[PodKey, tuple[WorkloadKey, NodeName]] = {}
         self._requests: dict[PodKey, Mapping[str, float]] = {}
+        #: Per node, how many bound pods it runs, and how many of them are recent placements.
+        self._on_node: dict[NodeName, int] = {}
+        self._recent_on_node: dict[NodeName, int] = {}
         self._scale: dict[str, float] = {}
         self._capacity: dict[NodeName, Mapping[str, float]] = {}
         self._usage: dict[WorkloadKey, Mapping[str, float]] = {}
+        self._pod_usage: dict[PodKey, Mapping[str, float]] = {}
         #: Bumped by every change the estimates depend on other than a new placement; with the
         #: identity of the sample times (the view hands out the same mapping until it
         #: refreshes) it keys the cache.
@@ -210,56 +273,85 @@ class PlacementTracker:
             if key in self._bound:
                 return
             workload = workload_of(pod)
-            self._bound[key] = workload
+            node = pod.node_name
+            self._bound[key] = (workload, node)
+            self._on_node[node] = self._on_node.get(node, 0) + 1
             self._requests[key] = pod.requests
             bound_at = bind_time(pod)
             bound_at = now if bound_at is None else min(bound_at, now)
             if now - bound_at <= self.window + self.forget_after:
                 placement = Placement(
-                    pod.namespace, pod.name, pod.node_name, bound_at, workload, pod.requests
+                    pod.namespace, pod.name, node, bound_at, workload, pod.requests
                 )
                 self._recent[key] = placement
+                self._recent_on_node[node] = self._recent_on_node.get(node, 0) + 1
                 self._fresh.append(placement)
-
-    def forget(self, namespace: str, name: str) -> None:
-        with self._lock:
-            self._bound.pop((namespace, name), None)
-            self._requests.pop((namespace, name), None)
-            if self._recent.pop((namespace, name), None) is not None:
+            else:
+                # The node now runs a pod no estimate describes.
                 self._generation += 1
 
+    def forget(self, namespace: str, name: str) -> None:
+        key = (namespace, name)
+        with self._lock:
+            bound = self._bound.pop(key, None)
+            self._requests.pop(key, None)
+            self._pod_usage.pop(key, None)
+            if bound is not None:
+                _count_down(self._on_node, bound[1])
+                self._generation += 1
+            placement = self._recent.pop(key, None)
+            if placement is not None:
+                _count_down(self._recent_on_node, placement.node)
+
     def set_capacity(self, capacity: Mapping[NodeName, Mapping[str, float]]) -> None:
+        """Every node's capacity (its allocatable) at once; nodes not named are gone."""
         with self._lock:
             if capacity != self._capacity:
                 self._capacity = dict(capacity)
                 self._generation += 1
 
-    def set_usage(self, usage: Mapping[PodKey, Mapping[str, float]]) -> None:
-        """Observed per-pod usage (cores, bytes), of pods measured over a whole window: each
-        workload's mean becomes the estimate of its new pods."""
+    def set_node(self, node: NodeName, allocatable: Mapping[str, float] | None) -> None:
+        """One node's capacity (its Node's allocatable), None when the node is gone."""
         with self._lock:
-            sums: dict[WorkloadKey, dict[str, float]] = {}
-            counts: dict[WorkloadKey, int] = {}
+            if allocatable is None:
+                if self._capacity.pop(node, None) is not None:
+                    self._generation += 1
+            elif self._capacity.get(node) != allocatable:
+                self._capacity[node] = dict(allocatable)
+                self._generation += 1
+
+    def set_usage(self, usage: Mapping[PodKey, Mapping[str, float]]) -> None:
+        """Observed per-pod usage (cores, bytes): a recent placement's own usage becomes its
+        estimate, and a high percentile of each workload's per-pod usage that of its pods
+        not measured yet."""
+        with self._lock:
+            values: dict[WorkloadKey, dict[str, list[float]]] = {}
             used: dict[str, float] = {}
             requested: dict[str, float] = {}
-            for key, values in usage.items():
-                workload = self._bound.get(key)
-                if workload is None:
+            own: dict[PodKey, Mapping[str, float]] = {}
+            for key, measured in usage.items():
+                bound = self._bound.get(key)
+                if bound is None:
                     continue
+                if key in self._recent:
+                    own[key] = dict(measured)
                 requests = self._requests.get(key, {})
-                total = sums.setdefault(workload, {})
-                for resource, value in values.items():
-                    total[resource] = total.get(resource, 0.0) + value
+                per_resource = values.setdefault(bound[0], {})
+                for resource, value in measured.items():
+                    per_resource.setdefault(resource, []).append(value)
                     if requests.get(resource, 0.0) > 0:
                         used[resource] = used.get(resource, 0.0) + value
                         requested[resource] = requested.get(resource, 0.0) + requests[resource]
-                counts[workload] = counts.get(workload, 0) + 1
             usage_of: dict[WorkloadKey, Mapping[str, float]] = {
-                w: {r: v / counts[w] for r, v in total.items()} for w, total in sums.items()
+                workload: {
+                    resource: percentile(found, self.usage_percentile)
+                    for resource, found in per_resource.items()
+                }
+                for workload, per_resource in values.items()
             }
             scale = {r: max(1.0, used[r] / requested[r]) for r in requested}
-            if usage_of != self._usage or scale != self._scale:
-                self._usage, self._scale = usage_of, scale
+            if usage_of != self._usage or scale != self._scale or own != self._pod_usage:
+                self._usage, self._scale, self._pod_usage = usage_of, scale, own
                 self._generation += 1
 
     # -- the reads -------------------------------------------------------------------------
@@ -268,14 +360,23 @@ class PlacementTracker:
         with self._lock:
             return list(self._recent.values())
 
+    def only_placed(self) -> frozenset[NodeName]:
+        """The known nodes (with a capacity or a bound pod) running nothing but recent
+        placements: a node without a value among them is valued at their estimates."""
+        with self._lock:
+            return self._only_placed()
+
+    def _only_placed(self) -> frozenset[NodeName]:
+        known = self._capacity.keys() | self._on_node.keys()
+        on_node, recent = self._on_node, self._recent_on_node
+        return frozenset(n for n in known if on_node.get(n, 0) == recent.get(n, 0))
+
     def estimates(self, *, sample_times: SampleTimes, now: float) -> Estimates:
-        """Per metric and node, what to add (cached until the placements, the usage or the
-        sample times change: requests between two metric refreshes cost a lookup)."""
+        """Per metric and node, what to add (cached until the placements, the nodes, the
+        usage or the sample times change: requests between two metric refreshes cost a
+        lookup)."""
         with self._lock:
             self._prune(now)
-            if not self._recent:
-                self._fresh = []
-                return {}
             generation, times, cached = self._cached
             incremental = generation == self._generation and times is sample_times
             if incremental and not self._fresh:
@@ -284,8 +385,10 @@ class PlacementTracker:
             self._fresh = []
             generation = self._generation
             usage = self._usage
+            pod_usage = self._pod_usage
             capacity = self._capacity
             scale = self._scale
+            only_placed = self._only_placed()
         computed = estimate_load(
             placements,
             sample_times=sample_times,
@@ -295,6 +398,8 @@ class PlacementTracker:
             default_capacity=self.default_capacity,
             usage=usage,
             request_scale=scale,
+            pod_usage=pod_usage,
+            only_placed=only_placed,
         )
         found: Estimates = _added(cached, computed) if incremental else computed
         with self._lock:
@@ -305,9 +410,19 @@ class PlacementTracker:
         horizon = self.window + self.forget_after
         old = [k for k, p in self._recent.items() if now - p.bound_at > horizon]
         for key in old:
-            del self._recent[key]
+            placement = self._recent.pop(key)
+            _count_down(self._recent_on_node, placement.node)
+            self._pod_usage.pop(key, None)
         if old:
             self._generation += 1
+
+
+def _count_down(counts: dict[NodeName, int], node: NodeName) -> None:
+    left = counts.get(node, 0) - 1
+    if left > 0:
+        counts[node] = left
+    else:
+        counts.pop(node, None)
 
 
 def _added(base: Estimates, more: Estimates) -> Estimates:
@@ -325,7 +440,7 @@ def follow_pods(
     find_pod: Callable[[str, str], Pod | None],
     clock: Clock,
 ) -> Callable[[ClusterChange], None]:
-    """A cluster change listener (`ObservableCluster.subscribe`) that feeds `tracker`."""
+    """A cluster change listener (`ObservableCluster.subscribe`) that feeds `tracker` pods."""
 
     def listen(change: ClusterChange) -> None:
         if change.kind is not ResourceKind.POD:
@@ -336,5 +451,28 @@ def follow_pods(
         pod = find_pod(change.namespace, change.name)
         if pod is not None:
             tracker.observe(pod, now=clock.now().timestamp())
+
+    return listen
+
+
+def follow_cluster(
+    tracker: PlacementTracker,
+    *,
+    find_pod: Callable[[str, str], Pod | None],
+    find_node: Callable[[str], Node | None],
+    clock: Clock,
+) -> Callable[[ClusterChange], None]:
+    """A listener that feeds `tracker` pods (`follow_pods`) and each node's capacity from its
+    Node's allocatable, as node changes arrive (one node per change, never a full list: nodes
+    change often on a large cluster). What `tas extender` and the simulator's `ours` wire."""
+    pods = follow_pods(tracker, find_pod, clock)
+
+    def listen(change: ClusterChange) -> None:
+        if change.kind is ResourceKind.NODE:
+            node = None if change.type is ChangeType.DELETED else find_node(change.name)
+            allocatable = node.allocatable if node is not None else None
+            tracker.set_node(NodeName(change.name), allocatable or None)
+            return
+        pods(change)
 
     return listen

@@ -267,6 +267,10 @@ class KubernetesCluster:
         pods = self._pods.items()
         return pods if node is None else [p for p in pods if p.node_name == node]
 
+    def find_node(self, name: str) -> Node | None:
+        """One node from the cache (None when it is not there)."""
+        return self._nodes.get(name)
+
     def find_pod(self, namespace: str, name: str) -> Pod | None:
         """One pod from the cache (None when it is not there)."""
         return self._pods.get(f"{namespace}/{name}")

@@ -4,9 +4,18 @@ and expires once they cover it (sample time > bind time + window), on a fake clo
 Covered:
 - the estimate of one placement against its node's sample time: whole before the bind,
   shrinking while the window holds part of the pod's run, gone once covered (table);
-- the load estimated: the workload's observed mean usage where known, else the requests scaled
-  by the fleet's usage/requests ratio (never below 1); shares of the node's capacity or the
-  default capacity; only mapped metrics; nodes without a value stay without one;
+- the load estimated: the pod's own measured usage once known, else a high percentile of its
+  workload's per-pod usage (a mix of busy and idle replicas is not taken for its mean), else
+  the requests scaled by the fleet's usage/requests ratio (never below 1); shares of the
+  node's capacity (its Node's allocatable, fed by node changes) or the default capacity; only
+  mapped metrics;
+- nodes without a value: one that runs only recent placements (just joined) is valued at
+  their estimates (0 when empty), so it fills up, loses score and is filtered like any node;
+  one that also runs older pods stays without a value, and so does every node of a metric
+  nobody reports;
+- at the extender's level: a burst against one empty new node and several hot ones spreads
+  instead of piling on the new node; on 8- and 32-core nodes each node's allocatable sizes
+  the estimate;
 - the tracker fed by pod changes: bound pods once, bind time from PodScheduled, then the start
   time, then the clock; deleted and finished pods forgotten; old placements pruned;
 - prioritize adds estimates (the cold node of a burst stops winning), filter only when the
@@ -26,9 +35,11 @@ from typing import Any
 import pytest
 
 from extender.decide import decide_filter, decide_prioritize
+from extender.service import ExtenderService
+from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import Pod, PodCondition
+from tas.cluster.model import Node, Pod, PodCondition
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
 from tas.placements import (
@@ -36,11 +47,12 @@ from tas.placements import (
     PlacementTracker,
     add_estimates,
     estimate_load,
+    follow_cluster,
     follow_pods,
 )
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
-from tas.types import MetricName, Namespace, NodeName
+from tas.types import MetricColumns, MetricName, Namespace, NodeName
 from tests import builders
 from tests.builders import ManualClock, make_policy, metrics, rule
 
@@ -207,13 +219,199 @@ def test_shares_use_the_nodes_capacity_where_known_and_only_mapped_metrics_get_o
     assert found == {CPU_UTILIZATION: {NODE: 0.25}, CPU_PRESSURE: {NODE: 0.25}}
 
 
-def test_estimates_add_to_measured_values_only() -> None:
+def test_estimates_add_to_measured_values_and_stand_alone_only_where_given() -> None:
     columns = metrics({"cpu_pressure": {"node-a": 0.1}, "health_metric": {"node-a": 1}})
-    extra = {CPU_PRESSURE: {NODE: 0.2, NodeName("node-b"): 0.5}}
+    extra = {CPU_PRESSURE: {NODE: 0.2, NodeName("node-b"): 0.5}, HEALTH: {}}
     merged = add_estimates(columns, extra)
-    assert merged[CPU_PRESSURE] == pytest.approx({NODE: 0.3})
+    # node-b has no value: the estimates name it only when it runs nothing but placements.
+    assert merged[CPU_PRESSURE] == pytest.approx({NODE: 0.3, NodeName("node-b"): 0.5})
     assert merged[HEALTH] is columns[HEALTH]
     assert columns[CPU_PRESSURE] == {NODE: 0.1}  # the view's columns are never changed
+    # A metric no node reports gets no column from estimates alone.
+    assert CPU_UTILIZATION not in add_estimates(columns, {CPU_UTILIZATION: {NODE: 0.2}})
+
+
+# --- nodes without a value ------------------------------------------------------------------
+
+NEW = NodeName("new-1")
+HOT = NodeName("node-a")
+
+
+def test_a_node_that_runs_only_recent_placements_is_valued_at_their_estimates() -> None:
+    t = tracker()
+    t.set_node(HOT, {"cpu": 8.0})
+    t.set_node(NEW, {"cpu": 8.0})
+    t.observe(make_pod("web-old", apply=bound_at(-5000)), now=T0)  # on node-a, long ago
+    times = {CPU_UTILIZATION: {HOT: T0 - 5}}
+    # Empty and unmeasured: known to run nothing, so 0 (not absent).
+    assert t.estimates(sample_times=times, now=T0) == {CPU_UTILIZATION: {NEW: 0.0}}
+    for index in range(3):
+        t.observe(make_pod(f"web-{index}", node="new-1", apply=bound_at(0)), now=T0)
+    # Every pod counts whole: no sample holds any of their load.
+    assert t.estimates(sample_times=times, now=T0 + 1)[CPU_UTILIZATION][NEW] == pytest.approx(3 / 8)
+    # Once the node has a sample, the usual rule: only what the sample misses.
+    covered = {CPU_UTILIZATION: {HOT: T0 - 5, NEW: T0 + WINDOW + 1}}
+    assert NEW not in t.estimates(sample_times=covered, now=T0 + WINDOW + 2).get(
+        CPU_UTILIZATION, {}
+    )
+
+
+def test_an_unmeasured_node_running_older_pods_or_an_unreported_metric_stays_without_a_value() -> (
+    None
+):
+    t = tracker()
+    t.set_node(NEW, {"cpu": 8.0})
+    t.observe(make_pod("web-old", node="new-1", apply=bound_at(-5000)), now=T0)
+    t.observe(make_pod("web-1", node="new-1", apply=bound_at(0)), now=T0)
+    # node-a is measured, new-1 is not and runs a pod no estimate describes.
+    assert t.estimates(sample_times={CPU_UTILIZATION: {HOT: T0}}, now=T0 + 1) == {}
+    t.forget("default", "web-old")  # now new-1 runs only the recent placement
+    found = t.estimates(sample_times={CPU_UTILIZATION: {HOT: T0}}, now=T0 + 1)
+    assert found == {CPU_UTILIZATION: {NEW: pytest.approx(1 / 8)}}
+    # No node reports the metric (an outage): no value is invented for any node.
+    assert t.estimates(sample_times={CPU_UTILIZATION: {}}, now=T0 + 1) == {}
+
+
+def test_a_joined_node_fills_up_and_is_filtered_but_never_violates_on_missing_data_alone() -> None:
+    policies = store()
+    measured = metrics({"cpu_pressure": {"warm": 0.2}})  # new-1 has no sample yet
+    candidates = [NodeName("warm"), NEW]
+    t = tracker(resources={CPU_PRESSURE: "cpu"})
+    t.set_node(NEW, {"cpu": 8.0})
+    times = {CPU_PRESSURE: {NodeName("warm"): T0}}
+
+    def failed() -> set[str]:
+        decision = decide_filter(
+            pod=POD,
+            candidates=candidates,
+            snapshot=policies.snapshot(),
+            metrics=measured,
+            now=T0,
+            estimates=t.estimates(sample_times=times, now=T0 + 1),
+        )
+        return set(decision.failed)
+
+    assert failed() == set()  # missing data alone never violates
+    for index in range(5):  # 5 cores of 8: 0.625, over the 0.6 target
+        t.observe(make_pod(f"web-{index}", node="new-1", apply=bound_at(0)), now=T0)
+    assert failed() == {"new-1"}
+
+
+def test_the_simulated_and_shipped_feeds_take_each_nodes_allocatable_from_node_changes() -> None:
+    t = tracker()
+    nodes = {"small": Node(NodeName("small"), allocatable={"cpu": 8.0})}
+    listen = follow_cluster(
+        t, find_pod=lambda namespace, name: None, find_node=nodes.get, clock=ManualClock(T0)
+    )
+    listen(ClusterChange(ResourceKind.NODE, ChangeType.ADDED, "small"))
+    t.observe(make_pod("web-1", node="small", apply=bound_at(0)), now=T0)
+    times = {CPU_UTILIZATION: {NodeName("small"): T0 - 1}}
+    assert t.estimates(sample_times=times, now=T0)[CPU_UTILIZATION] == {"small": 1 / 8}
+    nodes["small"] = Node(NodeName("small"), allocatable={"cpu": 4.0})  # resized
+    listen(ClusterChange(ResourceKind.NODE, ChangeType.MODIFIED, "small"))
+    assert t.estimates(sample_times=times, now=T0)[CPU_UTILIZATION] == {"small": 1 / 4}
+    listen(ClusterChange(ResourceKind.NODE, ChangeType.DELETED, "small"))
+    assert t.estimates(sample_times=times, now=T0)[CPU_UTILIZATION] == {"small": 1 / 8}
+
+
+# --- what pods really use (issue 26) --------------------------------------------------------
+
+
+def test_a_workload_of_busy_and_idle_replicas_is_estimated_at_its_busy_pods_not_its_mean() -> None:
+    """psi-taint-release's batch workload: 1.7-core and 0.05-core replicas, 1 core requested
+    each. The mean (1.15) would let a node take a busy pod it has no room for."""
+    t = tracker()
+    usage: dict[tuple[str, str], dict[str, float]] = {}
+    for index in range(9):
+        t.observe(make_pod(f"web-old-{index}", apply=bound_at(-5000)), now=T0)
+        usage[("default", f"web-old-{index}")] = {"cpu": 1.7 if index % 3 else 0.05}
+    t.observe(make_pod("web-new", apply=bound_at(0)), now=T0)
+    t.set_usage(usage)
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(1.7 / 8.0)
+
+
+def test_a_placed_pods_own_measured_usage_replaces_its_workloads_estimate() -> None:
+    t = tracker()
+    t.observe(make_pod("web-old", apply=bound_at(-5000)), now=T0)
+    t.observe(make_pod("web-new", apply=bound_at(0)), now=T0)
+    t.set_usage({("default", "web-old"): {"cpu": 1.7}})
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(1.7 / 8.0)
+    t.set_usage({("default", "web-old"): {"cpu": 1.7}, ("default", "web-new"): {"cpu": 0.05}})
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(0.05 / 8.0)
+
+
+# --- at the extender's level ----------------------------------------------------------------
+
+
+def burst_against(
+    measured: dict[str, float],
+    allocatable: dict[str, float],
+    *,
+    pods: int,
+    pod_cpu: float = 1.0,
+) -> dict[str, int]:
+    """`pods` pods of one burst, each asking the shipped service (filter, then prioritize,
+    then bound to the best node, as kube-scheduler does with a dominant extender weight)
+    before any new sample: how many land on each node."""
+    clock = ManualClock(T0)
+    columns = metrics({"cpu_pressure": measured})
+    t = tracker(resources={CPU_PRESSURE: "cpu"}, default_capacity={"cpu": 16.0})
+    nodes = {n: Node(NodeName(n), allocatable={"cpu": cpu}) for n, cpu in allocatable.items()}
+    listen = follow_cluster(
+        t, find_pod=lambda namespace, name: None, find_node=nodes.get, clock=clock
+    )
+    for name in nodes:
+        listen(ClusterChange(ResourceKind.NODE, ChangeType.ADDED, name))
+    times = {CPU_PRESSURE: dict.fromkeys(map(NodeName, measured), T0)}
+    service = ExtenderService(
+        store=store(),
+        metrics=_Columns(columns),
+        settings=ExtenderSettings(),
+        clock=clock,
+        estimates=lambda: t.estimates(sample_times=times, now=clock.now().timestamp()),
+    )
+    candidates = [NodeName(n) for n in allocatable]
+    placed: dict[str, int] = dict.fromkeys(allocatable, 0)
+    for index in range(pods):
+        pod = replace(POD, name=f"burst-{index}")
+        kept = [n for n in candidates if n not in service.filter(pod, candidates).failed]
+        scores = service.prioritize(pod, kept).scores
+        best = max(kept, key=lambda n: (scores[n], -placed[n], n))  # ties: the emptier node
+        placed[best] += 1
+        t.observe(
+            make_pod(f"burst-{index}", node=best, cpu=pod_cpu, owner="burst", apply=bound_at(0)),
+            now=T0,
+        )
+    return placed
+
+
+class _Columns:
+    def __init__(self, columns: MetricColumns) -> None:
+        self._columns = columns
+
+    def columns(self) -> MetricColumns:
+        return self._columns
+
+
+def test_a_burst_against_one_empty_new_node_and_several_hot_ones_spreads() -> None:
+    hot = {f"hot-{i}": 0.45 for i in range(5)}
+    placed = burst_against(hot, {**dict.fromkeys(hot, 8.0), "new-1": 8.0}, pods=18)
+    fair = 18 / 6
+    # Before: the new node had no value, so no estimate either; it kept scoring 0 and the
+    # burst piled on the hot nodes by their lagging values. Now it takes pods until its
+    # estimated load reaches theirs, and the rest spread: no node gets more than twice its
+    # fair share (herd control's promise, docs/recent-placements.md).
+    assert placed["new-1"] >= fair, placed
+    assert max(placed.values()) <= 2 * fair, placed
+
+
+def test_on_mixed_node_sizes_each_nodes_allocatable_sizes_the_estimate() -> None:
+    """Two equally cold nodes, 8 and 32 cores: a core is an eighth of one and a 32nd of the
+    other, so the 32-core node takes about four times as many pods of a burst. With one
+    default capacity for both (the extender before it read Nodes) they split it evenly."""
+    placed = burst_against({"small": 0.0, "large": 0.0}, {"small": 8.0, "large": 32.0}, pods=20)
+    assert placed["large"] >= 3 * placed["small"], placed
+    assert placed["small"] >= 2, placed
 
 
 # --- decisions ------------------------------------------------------------------------------
