@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck imports unit bench compare deps debs clean e2e-kind
+.PHONY: run test lint typecheck imports unit bench compare deps debs clean e2e-kind lock
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,25 @@ bench: $(STAMP)
 compare: $(STAMP)
 	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
 	$(BIN)/tas sweep --family default --count 200 --seeds 3 --out comparison/sweep
+
+## make lock: the hashed lock files, from pyproject.toml: requirements.lock (the base install, what
+## the image installs), requirements-demo.lock, requirements-sim.lock and requirements-test.lock
+## (the base and those extras; test: make test's [test,sim]), and requirements-build.lock (the
+## image's build backend). Each is `pip install --require-hashes --no-deps -r FILE`-ready, for
+## Python 3.11 on every platform; a pin moves only when pyproject.toml asks, or with
+## `make lock LOCK_FLAGS=--upgrade`. tests/test_lock.py fails when a lock is out of date.
+LOCK_FLAGS ?=
+UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes --universal --python-version 3.11 \
+	--custom-compile-command 'make lock' $(LOCK_FLAGS)
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet 'uv>=0.5'
+	$(UV_COMPILE) pyproject.toml -o requirements.lock
+	$(UV_COMPILE) pyproject.toml --extra demo -o requirements-demo.lock
+	$(UV_COMPILE) pyproject.toml --extra sim -o requirements-sim.lock
+	$(UV_COMPILE) pyproject.toml --extra test --extra sim -o requirements-test.lock
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
+		| $(UV_COMPILE) - -o requirements-build.lock
 
 ## make e2e-kind: the kind walkthrough (docs/deploy.md): a cluster with the extender wired in,
 ## the image, the metrics pipeline and the health demo. Opt-in; skips where docker or kind is missing.
