@@ -23,10 +23,11 @@ from simulator.contenders import CONTENDERS
 from simulator.family import load_family
 from simulator.goals import report, sweep_goals
 from simulator.jobs import default_workers, run_jobs
-from simulator.report import seeded_table
+from simulator.report import table as scenario_table
 from simulator.scenario import load_scenario, named_scenarios
 from simulator.seeds import run_seeded
-from simulator.sweep import SweepPlan, draw_scenarios, plan_jobs, run_sweep, table
+from simulator.sweep import SweepPlan, draw_scenarios, plan_jobs, run_sweep
+from simulator.sweep import table as sweep_table
 
 
 def _noop(done: int, total: int) -> None:
@@ -67,8 +68,8 @@ def main() -> None:
         finally:
             logging.disable(logging.NOTSET)
     for result in results:
-        print("\n" + seeded_table(result))
-    print("\n" + table(verdict) + "\n")
+        print("\n" + scenario_table(result))
+    print("\n" + sweep_table(verdict) + "\n")
     print(report("ours against its goals on this sweep", sweep_goals(verdict)) + "\n")
     print_figure(
         Figure(

@@ -348,3 +348,15 @@ def resolve(name: str, settings: ContenderSettings | None = None) -> Contender |
                 f"the descheduler config reader rejects its DeschedulerPolicy: {shown}{more}",
             )
     return Contender(spec, settings.extender_weight or spec.weight, config)
+
+
+def choose_contenders(text: str) -> list[str]:
+    """`--contenders a,b`: those contenders in that order, or every one for an empty text.
+    Raises ValueError naming the unknown ones and the known ones."""
+    chosen = [c.strip() for c in text.split(",") if c.strip()] or list(CONTENDERS)
+    unknown = [c for c in chosen if c not in CONTENDERS]
+    if unknown:
+        raise ValueError(
+            f"unknown contender(s) {', '.join(unknown)}; known: {', '.join(CONTENDERS)}"
+        )
+    return chosen

@@ -1,5 +1,5 @@
-"""What a simulation leaves behind: `summary.json` (the same bytes for the same seed) and one
-terminal table per scenario (a row per contender, a column per figure)."""
+"""What a simulation leaves behind: `summary.json` (the same bytes for the same seeds) and one
+terminal table per scenario (a row per contender, a column per figure, means over the seeds)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.runner import ScenarioResult
 from simulator.seeds import SeededFigures, SeededResult, best_by_figure
 
 #: Significant digits kept in summary.json: enough to compare, few enough to read and diff.
@@ -47,27 +46,6 @@ def rounded(value: Any) -> Any:
     return value
 
 
-def summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
-    scenarios: dict[str, Any] = {}
-    for result in results:
-        entry: dict[str, Any] = {
-            "seed": result.seed,
-            "duration_seconds": result.scenario.duration,
-            "contenders": {
-                name: rounded(run.figures) for name, run in sorted(result.results.items())
-            },
-        }
-        if result.unavailable:
-            entry["unavailable"] = dict(sorted(result.unavailable.items()))
-        scenarios[result.scenario.name] = entry
-    return {"scenarios": scenarios}
-
-
-def write_summary(results: Sequence[ScenarioResult], path: Path) -> None:
-    text = json.dumps(summary(results), indent=2, sort_keys=True) + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def _cell(figures: Mapping[str, Any], figure: str, key: str | None, fmt: str) -> str:
     value = figures.get(figure)
     if key is not None and isinstance(value, Mapping):
@@ -77,35 +55,7 @@ def _cell(figures: Mapping[str, Any], figure: str, key: str | None, fmt: str) ->
     return fmt.format(value)
 
 
-def table(result: ScenarioResult) -> str:
-    """One scenario's figures as a fixed-width table."""
-    names = list(result.results)
-    columns = [c for c in COLUMNS if any(c[1] in result.results[n].figures for n in names)]
-    header = ["contender", *(c[0] for c in columns)]
-    rows = [
-        [name, *(_cell(result.results[name].figures, f, k, fmt) for _, f, k, fmt in columns)]
-        for name in names
-    ]
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(row: Sequence[str]) -> str:
-        first = row[0].ljust(widths[0])
-        return "  ".join(
-            [first, *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
-        )
-
-    scenario = result.scenario
-    title = f"{scenario.name} (seed {result.seed}, {scenario.duration / 60:g} min)"
-    out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-    for name, reason in sorted(result.unavailable.items()):
-        out.append(f"{name}: unavailable: {reason}")
-    return "\n".join(out)
-
-
-# ------------------------------------------------------------------------------ several seeds
-
-
-def seeded_summary(results: Sequence[SeededResult]) -> dict[str, Any]:
+def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
     """`scenarios.<name>.contenders.<c>.<figure>`: the mean over the seeds;
     `scenarios.<name>.ci95.<c>.<figure>`: its 95% interval `[low, high]`;
     `scenarios.<name>.seeds`: the seeds; `scenarios.<name>.best.<figure>`: the contender
@@ -127,8 +77,8 @@ def seeded_summary(results: Sequence[SeededResult]) -> dict[str, Any]:
     return {"scenarios": scenarios}
 
 
-def write_seeded_summary(results: Sequence[SeededResult], path: Path) -> None:
-    text = json.dumps(seeded_summary(results), indent=2, sort_keys=True) + "\n"
+def write_summary(results: Sequence[SeededResult], path: Path) -> None:
+    text = json.dumps(summary(results), indent=2, sort_keys=True) + "\n"
     path.write_text(text, encoding="utf-8")
 
 
@@ -142,7 +92,7 @@ def _judged_figures(contenders: Mapping[str, SeededFigures]) -> list[str]:
     return paths
 
 
-def seeded_table(result: SeededResult) -> str:
+def table(result: SeededResult) -> str:
     """The means over the seeds, a row per contender; `*` marks a figure where that contender
     is clearly best (its 95% interval lies below every other contender's)."""
     means = {name: s.means() for name, s in result.contenders.items()}

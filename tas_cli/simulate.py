@@ -94,7 +94,7 @@ class ProgressBar:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.contenders import CONTENDERS
+    from simulator.contenders import choose_contenders
     from simulator.goals import named_goals, report
     from simulator.jobs import DaskUnavailableError
     from simulator.report import summary, table, write_summary
@@ -113,14 +113,10 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds < 1 or (args.workers is not None and args.workers < 1):
         print("tas simulate: --seeds and --workers must be at least 1", file=sys.stderr)
         return 2
-    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()] or list(CONTENDERS)
-    unknown = [c for c in contenders if c not in CONTENDERS]
-    if unknown:
-        print(
-            f"tas simulate: unknown contender(s) {', '.join(unknown)}; "
-            f"known: {', '.join(CONTENDERS)}",
-            file=sys.stderr,
-        )
+    try:
+        contenders = choose_contenders(args.contenders)
+    except ValueError as error:
+        print(f"tas simulate: {error}", file=sys.stderr)
         return 2
     try:
         duration = parse_duration(args.duration) if args.duration else None

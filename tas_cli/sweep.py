@@ -45,7 +45,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.contenders import CONTENDERS
+    from simulator.contenders import choose_contenders
     from simulator.family import FamilyError, load_family, named_families
     from simulator.goals import OURS, report, sweep_goals
     from simulator.jobs import DaskUnavailableError, configure_run_logging
@@ -57,13 +57,10 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         print("tas sweep: --workers must be at least 1", file=sys.stderr)
         return 2
-    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()] or list(CONTENDERS)
-    unknown = [c for c in contenders if c not in CONTENDERS]
-    if unknown:
-        print(
-            f"tas sweep: unknown contender(s) {', '.join(unknown)}; known: {', '.join(CONTENDERS)}",
-            file=sys.stderr,
-        )
+    try:
+        contenders = choose_contenders(args.contenders)
+    except ValueError as error:
+        print(f"tas sweep: {error}", file=sys.stderr)
         return 2
     if BASELINE not in contenders:
         # Every ratio is against plain kube-scheduler: without it there is nothing to divide by.
