@@ -9,14 +9,20 @@ tested exactly:
   low = clamp(avg - thresholds, 0, 100) and high = clamp(avg + targetThresholds, 0, 100);
 - nothing is to be done unless there are underutilized and overutilized nodes, not every node
   is underutilized, and more than `numberOfNodes` nodes are underutilized;
-- capacity to move = the sum over underutilized nodes of (high - usage), per signal.
+- capacity to move = the sum over underutilized nodes of (high - usage), per signal;
+- hysteresis (`hold_overutilized`, across cycles): a node seen overutilized keeps that class
+  for `hold_seconds` after it was last seen so, unless its usage falls to the low threshold
+  (the second threshold) or it loses its fresh usage. The soft taint follows the class, so it
+  does not flap when a node hovers around the high threshold (or the average moves it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from tas.types import NodeName
 
@@ -61,6 +67,11 @@ class Classification:
     nothing_to_do: str | None = None
     #: Nodes without a fresh value for every signal: never classified, never acted on.
     unknown: tuple[NodeName, ...] = ()
+    #: Hysteresis (`hold_overutilized`): an overutilized node keeps its class this long after
+    #: it was last seen overutilized, unless its usage falls to the low threshold (0: none).
+    hold_seconds: float = 0.0
+    #: Nodes overutilized only because they are held (their usage is not above high now).
+    held: tuple[NodeName, ...] = ()
 
 
 def _clamp(value: float) -> float:
@@ -141,3 +152,43 @@ def _nothing_to_do(nodes: int, under: int, over: int, number_of_nodes: int) -> s
 
 def still_over(usage: Usage, high: Mapping[str, float], signals: Sequence[str]) -> bool:
     return any(usage[s] > high[s] for s in signals)
+
+
+#: When each node was last seen overutilized (the memory `hold_overutilized` keeps).
+LastOver = Mapping[NodeName, datetime]
+
+
+def hold_overutilized(
+    c: Classification, last_over: LastOver, now: datetime
+) -> tuple[Classification, dict[NodeName, datetime]]:
+    """The classification with hysteresis on the overutilized class, and the new memory.
+
+    A node over its high threshold now is overutilized (and remembered at `now`). A node that
+    was overutilized less than `c.hold_seconds` ago stays overutilized, unless every signal is
+    at or below its low threshold now (it crossed the second threshold) or it has no fresh
+    usage (a class needs fresh evidence).
+    """
+    memory = dict.fromkeys(c.overutilized, now)
+    if c.hold_seconds <= 0:
+        return c, memory
+    held: list[NodeName] = []
+    for node, seen in last_over.items():
+        usage = c.usages.get(node)
+        if node in memory or usage is None:
+            continue
+        if (now - seen).total_seconds() >= c.hold_seconds:
+            continue
+        if all(usage[s] <= c.thresholds.low[s] for s in c.thresholds.low):
+            continue
+        held.append(node)
+        memory[node] = seen
+    if not held:
+        return c, memory
+    categories = dict(c.categories)
+    categories.update(dict.fromkeys(held, Category.OVERUTILIZED))
+    over = tuple(sorted((*c.overutilized, *held), key=lambda n: (-total(c.usages[n]), n)))
+    under = tuple(n for n in c.underutilized if n not in held)
+    settled = dataclasses.replace(
+        c, categories=categories, overutilized=over, underutilized=under, held=tuple(sorted(held))
+    )
+    return settled, memory

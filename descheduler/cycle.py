@@ -13,6 +13,9 @@ The policies' deschedule rules are evaluated once per cycle, into the cycle stat
 breaker (`tas.breaker`, as in the extender and the controller) judges that evaluation and
 TASViolations acts on it.
 
+A classification's hysteresis (a node keeps its overutilized class, and so its soft taint, for a
+hold time) is applied here, where a memory outlives the cycle.
+
 When the circuit breaker trips, every node that violates at that moment gets a Warning Event
 (`DeschedulingHalted`), so `kubectl describe node` shows why nothing moves.
 """
@@ -24,8 +27,9 @@ import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from descheduler.classify import Classification
+from descheduler.classify import Classification, hold_overutilized
 from descheduler.config import DeschedulerConfig
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, EvictionDecision, PodEvictor
 from descheduler.framework import (
@@ -109,6 +113,9 @@ class Descheduler:
             else None
         )
         self.usage = ClusterUsage(cluster)
+        #: Per profile, when each node was last seen overutilized: the classification's
+        #: hysteresis (`descheduler.classify.hold_overutilized`) outlives a cycle.
+        self.last_over: dict[str, dict[NodeName, datetime]] = {}
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""
@@ -259,6 +266,16 @@ class Descheduler:
     def _classified(
         self, report: CycleReport, profile: str, classification: Classification
     ) -> None:
+        classification, self.last_over[profile] = hold_overutilized(
+            classification, self.last_over.get(profile, {}), self.clock.now()
+        )
+        for node in classification.held:
+            log.info(
+                '"Node keeps its class" category="%s" node="%s" holdSeconds=%g',
+                classification.categories[node],
+                node,
+                classification.hold_seconds,
+            )
         report.classifications[profile] = classification
         if self.metrics is not None:
             self.metrics.record_classification(classification)

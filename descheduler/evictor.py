@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from descheduler.args import NamespaceFilter, PodSelection
-from descheduler.framework import EvictorFilter, Result
+from descheduler.framework import FULL, EvictorFilter, OwnerGuard, Result
 from descheduler.nodefit import fitting_nodes
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState, pod_key
@@ -142,9 +142,11 @@ class Cooldown:
         self._last: dict[OwnerKey, datetime] = {}
         self._last_evacuation: dict[OwnerKey, datetime] = {}
 
-    def blocked(self, key: OwnerKey, now: datetime) -> bool:
+    def blocked(self, key: OwnerKey, now: datetime, *, share: float = 1.0) -> bool:
+        """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
+        predicted gain is clear waits less, `OwnerGuard`)."""
         last = self._last.get(key)
-        return last is not None and (now - last).total_seconds() < self.seconds
+        return last is not None and (now - last).total_seconds() < self.seconds * share
 
     def evacuation_blocked(self, key: OwnerKey, now: datetime) -> bool:
         """Evacuated in an earlier cycle (not this one: `now` is the cycle's) and cooling."""
@@ -302,9 +304,10 @@ class PodEvictor:
         strategy: str,
         reason: str,
         among: Collection[NodeName] | None = None,
+        guard: OwnerGuard = FULL,
     ) -> bool:
         """Evict (or in Predictive mode, report) the pod if every rail allows; True if done."""
-        why_not = self._blocked(pod, among=among)
+        why_not = self._blocked(pod, among=among, guard=guard)
         if why_not is not None:
             log.debug("Not evicting %s/%s (%s): %s", pod.namespace, pod.name, strategy, why_not)
             return False
@@ -354,7 +357,9 @@ class PodEvictor:
         self._failure_event(pod, result.message)
         return False
 
-    def _blocked(self, pod: Pod, *, among: Collection[NodeName] | None) -> str | None:
+    def _blocked(
+        self, pod: Pod, *, among: Collection[NodeName] | None, guard: OwnerGuard = FULL
+    ) -> str | None:
         if pod_key(pod) in self.state.evicted:
             return "already evicted in this cycle"
         protected = self.protection(pod)
@@ -375,7 +380,11 @@ class PodEvictor:
             if self.evacuating:
                 cooling = rails.cooldown.evacuation_blocked(owner, self.state.now)
             else:
-                cooling = owner in rails.owners or rails.cooldown.blocked(owner, self.state.now)
+                cooling = (
+                    not guard.several_per_cycle
+                    if owner in rails.owners
+                    else rails.cooldown.blocked(owner, self.state.now, share=guard.share)
+                )
             if cooling:
                 return f"owner {owner[1]}/{owner[2]} is cooling down"
         if not self.fits_elsewhere(pod, among=among):

@@ -89,6 +89,25 @@ class EvictorFilter(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class OwnerGuard:
+    """How much of the owner cooldown a move must respect: the cooldown sized to the gain.
+
+    A move nobody predicted, or whose predicted gain is marginal, waits the whole cooldown,
+    one pod per owner per cycle (`FULL`). A plugin that predicts a clear gain
+    (`descheduler.plugins.load_aware`) may pass a smaller `share`: the owner's last eviction
+    need only be that share of the cooldown ago, and with `several_per_cycle` more pods of the
+    owner may go in the same cycle. The eviction limits and the PDBs hold either way.
+    """
+
+    share: float = 1.0
+    several_per_cycle: bool = False
+
+
+#: The whole cooldown, one pod per owner per cycle.
+FULL = OwnerGuard()
+
+
 #: The nodes a pod may go to, where a plugin narrows them (None: any Ready node).
 Among = Collection[NodeName] | None
 
@@ -129,9 +148,18 @@ class Evictor(Protocol):
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         ...
 
-    def evict(self, pod: Pod, *, strategy: str, reason: str, among: Among = None) -> bool:
+    def evict(
+        self,
+        pod: Pod,
+        *,
+        strategy: str,
+        reason: str,
+        among: Among = None,
+        guard: OwnerGuard = ...,
+    ) -> bool:
         """Evict (or in Predictive mode, report) the pod if every rail allows; True if done.
-        `among`: the nodes nodeFit may place it on (None: any Ready node)."""
+        `among`: the nodes nodeFit may place it on (None: any Ready node); `guard`: how much
+        of the owner cooldown the move respects (default `FULL`)."""
         ...
 
 

@@ -11,7 +11,8 @@ random choice comes from a seed the caller gives).
 - CPU: a node's demand D is the sum of its pods' usage, its capacity C its cores.
   Utilization = min(D, C) / C. Pressure (PSI `some`, 0..1) = the Erlang C probability that
   work must wait for one of C servers at offered load D (1 when D >= C): small at moderate
-  load, steep towards saturation (C = 8: about 0.06 at 50%, 0.46 at 80%, 0.84 at 95%).
+  load, steep towards saturation (C = 8: about 0.06 at 50%, 0.46 at 80%, 0.84 at 95%). The
+  formula is `tas.pressure.erlang_c`, the one the descheduler predicts a move's relief with.
 - Work lost to stalls = max(0, D - C) per unit of time.
 - Memory: pressure rises from 0 at 85% of capacity to 1 at 100%; above 100% the kernel's OOM
   killer (here, the kubelet's node-pressure eviction) ends the largest pod.
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from tas.pressure import erlang_c as erlang_c  # the workload model's formula, exported here too
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -259,24 +262,6 @@ def trace_value(points: Sequence[tuple[float, float]], t: float, *, loop: bool =
 
 
 # ------------------------------------------------------------------------------ CPU
-
-
-def erlang_c(servers: int, load: float) -> float:
-    """The probability that work must wait, with `servers` servers at offered load `load`.
-
-    Computed through Erlang B's stable recursion: B(0) = 1, B(k) = A B(k-1) / (k + A B(k-1)),
-    then C = c B / (c - A (1 - B)). 1 when the load reaches the servers (the queue grows).
-    """
-    if servers < 1:
-        raise ValueError(f"servers must be at least 1, got {servers}")
-    if load <= 0:
-        return 0.0
-    if load >= servers:
-        return 1.0
-    b = 1.0
-    for k in range(1, servers + 1):
-        b = load * b / (k + load * b)
-    return min(1.0, servers * b / (servers - load * (1.0 - b)))
 
 
 #: The utilizations (0..1) at which `_pressure_table` holds Erlang C.

@@ -26,6 +26,7 @@ the upstream plugin on requests (`descheduler.plugins.low_node_utilization`).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import logging
@@ -35,8 +36,10 @@ from dataclasses import dataclass, field
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import Category, Classification, ThresholdSpec, classify, still_over
 from descheduler.framework import (
+    FULL,
     Evictor,
     ExtensionPoint,
+    OwnerGuard,
     Plugin,
     PluginContext,
     PluginName,
@@ -46,7 +49,8 @@ from descheduler.framework import (
 from descheduler.signals import Signal, metric_names, node_usages
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Node, Pod
-from tas.types import MetricName
+from tas.pressure import MoveCost, NodeLoad, Prediction, predict
+from tas.types import MetricName, NodeName
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +84,27 @@ class LoadAwareArgs:
     use_deviation_thresholds: bool = False
     number_of_nodes: int = 0
     namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    #: A move must pay (CPU signals): nodes whose CPU pressure (measured, or predicted from
+    #: their load) is below this are not rebalanced, however uneven they look.
+    at_risk_pressure: float = 0.25
+    #: What a move costs: the pod's work for this long (a restart or a live migration) ...
+    restart_seconds: float = 30.0
+    #: ... spread over the time its relief is counted (the owner cooldown's default).
+    payback_seconds: float = 300.0
+    #: A gain at least this many times the cost is clear: the owner waits half the cooldown
+    #: and several of its pods may move in one cycle. A smaller gain waits the whole cooldown.
+    clear_gain: float = 4.0
+    #: Hysteresis: an overutilized node keeps its class (and soft taint) this long after it
+    #: was last seen overutilized, unless its usage falls to the low threshold.
+    hold_seconds: float = 120.0
+
+    @property
+    def cost(self) -> MoveCost:
+        return MoveCost(
+            restart_seconds=self.restart_seconds,
+            payback_seconds=self.payback_seconds,
+            hot_pressure=self.at_risk_pressure,
+        )
 
     @property
     def signals(self) -> tuple[Signal, ...]:
@@ -150,12 +175,18 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
                     f"{r.at('thresholds')}.{signal}",
                     f"{low:g} is above targetThresholds.{signal} {targets[signal]:g}",
                 )
+    defaults = LoadAwareArgs()
     return LoadAwareArgs(
         thresholds=thresholds,
         target_thresholds=targets,
         use_deviation_thresholds=deviation,
         number_of_nodes=number_of_nodes,
         namespaces=namespaces,
+        at_risk_pressure=r.number("atRiskPressure", defaults.at_risk_pressure, low=0, high=1),
+        restart_seconds=r.number("restartSeconds", defaults.restart_seconds, low=0, high=3600),
+        payback_seconds=r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400),
+        clear_gain=r.number("clearGain", defaults.clear_gain, low=1, high=1000),
+        hold_seconds=r.number("holdSeconds", defaults.hold_seconds, low=0, high=86400),
     )
 
 
@@ -218,7 +249,8 @@ def log_classification(c: Classification) -> None:
 
 
 def run(args: LoadAwareArgs, context: PluginContext) -> None:
-    context.classified(rebalance(args, context.evictor, pod_usage=context.pod_usage()))
+    c = rebalance(args, context.evictor, pod_usage=context.pod_usage())
+    context.classified(dataclasses.replace(c, hold_seconds=args.hold_seconds))
 
 
 def rebalance(
@@ -236,10 +268,13 @@ def rebalance(
         " ".join(f"{s}={_fmt(v)}" for s, v in capacity.items()),
     )
     measured = pod_usage or {}
+    model = StallModel.of(args, state, c) if all(s in CPU_SIGNALS for s in signals) else None
     for node in c.overutilized:
         if evictor.stopped:
             log.warning("LoadAware stops: %s", evictor.stopped)
             return c
+        if model is not None and not model.at_risk(node):
+            continue
         usage = dict(c.usages[node])
         pods = state.pods_on(node)
         removable = [p for p in pods if evictor.evictable(p, namespaces=args.namespaces)]
@@ -267,12 +302,28 @@ def rebalance(
                 return c
             if unknown_moved:
                 break  # a move nobody could estimate: see what it changed first
+            if model is not None and not model.at_risk(node):
+                break  # relieved enough: what is left is unevenness, not stall
             relief = measured.get(pod_key(pod)) or estimate_relief(pod, state.nodes[node], signals)
             reason = _reason(node, usage, c, signals)
-            if not evictor.evict(pod, strategy=NAME, reason=reason, among=c.underutilized):
+            guard = FULL
+            move: tuple[NodeName, Prediction] | None = None
+            if model is not None:
+                move = model.best_move(pod, node, relief, evictor, c.underutilized)
+                if move is None:
+                    continue  # it does not pay, or nothing predicts it: never on a guess
+                destination, prediction = move
+                reason = f"{reason}; {prediction.describe(node, destination)}"
+                if prediction.gain >= args.clear_gain:
+                    guard = CLEAR
+            if not evictor.evict(
+                pod, strategy=NAME, reason=reason, among=c.underutilized, guard=guard
+            ):
                 if evictor.stopped:
                     return c
                 continue
+            if model is not None and move is not None:
+                model.moved(node, *move)
             if relief is None:
                 unknown_moved = True
                 continue
@@ -283,6 +334,101 @@ def rebalance(
             if evictor.stopped:
                 return c
     return c
+
+
+#: The signals the CPU stall model (`tas.pressure`) speaks for.
+CPU_SIGNALS = frozenset({Signal.CPU_UTILIZATION, Signal.CPU_PRESSURE, Signal.CPU_COMBINED})
+
+#: A clear gain: half the owner cooldown, several pods of one owner per cycle.
+CLEAR = OwnerGuard(share=0.5, several_per_cycle=True)
+
+
+@dataclass
+class StallModel:
+    """A move must pay: each node's load as measured, and what a move is predicted to do.
+
+    The load is anchored on the measurements (`tas.pressure.NodeLoad.measured`: utilization
+    times cores, or the load the measured PSI implies where that says more), and moves made
+    this cycle are added to it, so each prediction sees the moves before it.
+    """
+
+    args: LoadAwareArgs
+    loads: dict[NodeName, NodeLoad]
+
+    @classmethod
+    def of(cls, args: LoadAwareArgs, state: CycleState, c: Classification) -> StallModel:
+        utilization = state.metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
+        psi = state.metrics.get(MetricName(Signal.CPU_PRESSURE), {})
+        loads: dict[NodeName, NodeLoad] = {}
+        for name in c.categories:
+            node = state.nodes.get(name)
+            cores = node.allocatable.get("cpu", 0.0) if node is not None else 0.0
+            if cores <= 0 or (name not in utilization and name not in psi):
+                continue  # nothing to predict with: the node is never rebalanced on a guess
+            loads[name] = NodeLoad.measured(
+                cores, utilization=utilization.get(name), psi=psi.get(name)
+            )
+        return cls(args, loads)
+
+    def at_risk(self, node: NodeName) -> bool:
+        load = self.loads.get(node)
+        if load is None:
+            log.info('"Node has no CPU load to predict with, not rebalanced" node="%s"', node)
+            return False
+        if load.pressure < self.args.at_risk_pressure:
+            log.info(
+                '"Node is not at risk of stalling, not rebalanced" node="%s" pressure=%.2f '
+                "atRiskPressure=%g",
+                node,
+                load.pressure,
+                self.args.at_risk_pressure,
+            )
+            return False
+        return True
+
+    def best_move(
+        self,
+        pod: Pod,
+        node: NodeName,
+        relief: Mapping[str, float] | None,
+        evictor: Evictor,
+        among: tuple[NodeName, ...],
+    ) -> tuple[NodeName, Prediction] | None:
+        """Where the pod would go (the fitting node that stalls least with it) and what the
+        move is predicted to do there; None when nothing predicts it or it does not pay."""
+        source = self.loads[node]
+        usage = _cores(relief, source.cores)
+        if usage <= 0:
+            log.info('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
+            return None
+        destinations = [d for d in evictor.fitting_nodes(pod, among=among) if d in self.loads]
+        if not destinations:
+            return None
+        destination = min(destinations, key=lambda d: (self.loads[d].plus(usage).pressure, d))
+        prediction = predict(usage, source, self.loads[destination], self.args.cost)
+        if not prediction.pays:
+            log.info(
+                '"Move does not pay" pod="%s/%s" node="%s" %s',
+                pod.namespace,
+                pod.name,
+                node,
+                prediction.describe(node, destination),
+            )
+            return None
+        return destination, prediction
+
+    def moved(self, node: NodeName, destination: NodeName, prediction: Prediction) -> None:
+        self.loads[node] = prediction.source_after
+        self.loads[destination] = self.loads[destination].plus(prediction.usage)
+
+
+def _cores(relief: Mapping[str, float] | None, cores: float) -> float:
+    """The pod's CPU in cores, from its relief on a CPU signal (a share 0..100 of its node:
+    measured usage, or its requests where usage is not measured)."""
+    if not relief:
+        return 0.0
+    share = max((relief.get(s, 0.0) for s in CPU_SIGNALS), default=0.0)
+    return share / 100.0 * cores
 
 
 #: The request behind each signal, for estimating a move when per-pod usage is unknown.

@@ -10,9 +10,18 @@ the combined CPU signal and the 0..1 -> 0..100 scaling.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from descheduler.classify import Category, ThresholdSpec, classify, thresholds_for
+from descheduler.classify import (
+    Category,
+    ThresholdSpec,
+    classify,
+    hold_overutilized,
+    thresholds_for,
+)
 from descheduler.plugins.load_aware import PRESETS, DeviationPreset
 from descheduler.signals import Signal, combined_cpu, metric_names, node_usages
 from tas.types import MetricName, NodeName
@@ -198,3 +207,39 @@ def test_the_combined_signal_switches_on_the_fleet_average() -> None:
         N("c"): {"cpu_combined": 0.0},
     }
     assert metric_names([Signal.CPU_COMBINED]) == {"cpu_utilization", "cpu_pressure"}
+
+
+# ------------------------------------------------------------------------------ hysteresis
+
+HELD_SPEC = ThresholdSpec(thresholds={"cpu": 20}, target_thresholds={"cpu": 70})
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("usage", "seconds_since_over", "held"),
+    [
+        pytest.param(60, 30, True, id="below high, within the hold: keeps its class"),
+        pytest.param(60, 120, False, id="the hold is over: follows its usage"),
+        pytest.param(20, 30, False, id="fell to the low threshold: released at once"),
+        pytest.param(None, 30, False, id="no fresh usage: no class to keep"),
+    ],
+)
+def test_an_overutilized_node_keeps_its_class_for_the_hold_time_unless_it_falls_to_low(
+    usage: float | None, seconds_since_over: float, held: bool
+) -> None:
+    values = {"node-b": 10.0, "node-c": 50.0} | ({"node-a": usage} if usage is not None else {})
+    c = replace(classify(usages(**values), HELD_SPEC), hold_seconds=120)
+    now = T0 + timedelta(seconds=seconds_since_over)
+    settled, memory = hold_overutilized(c, {NodeName("node-a"): T0}, now)
+    assert ("node-a" in settled.overutilized) is held
+    assert ("node-a" in settled.held) is held
+    assert (memory.get(NodeName("node-a")) == T0) is held
+
+
+def test_a_node_over_its_high_threshold_is_remembered_now_and_without_a_hold_nothing_is_kept() -> (
+    None
+):
+    c = classify(usages(**{"node-a": 90.0, "node-b": 60.0}), HELD_SPEC)
+    settled, memory = hold_overutilized(c, {NodeName("node-b"): T0}, T0 + timedelta(seconds=5))
+    assert settled.overutilized == ("node-a",)  # hold_seconds 0: no hysteresis
+    assert memory == {"node-a": T0 + timedelta(seconds=5)}

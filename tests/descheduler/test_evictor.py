@@ -20,7 +20,12 @@ from prometheus_client import CollectorRegistry
 from descheduler.args import FieldReader
 from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
-from descheduler.framework import PREFER_NO_EVICTION_ANNOTATION, sort_candidates
+from descheduler.framework import (
+    FULL,
+    PREFER_NO_EVICTION_ANNOTATION,
+    OwnerGuard,
+    sort_candidates,
+)
 from descheduler.plugins import default_evictor
 from descheduler.plugins.default_evictor import EvictorArgs, ProtectionRules
 from descheduler.self_metrics import DeschedulerMetrics
@@ -467,6 +472,32 @@ def test_the_cooldown_spares_an_owner_evicted_from_a_moment_ago() -> None:
     after = evictor_on(cluster, cooldown=cooldown)
     after.state.now = clock.now()
     assert after.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+
+
+def test_a_clear_gain_moves_several_pods_of_an_owner_and_waits_half_the_cooldown() -> None:
+    clock = FakeClock()
+    cooldown = Cooldown(600)
+    pods = [make_pod(f"web-{i}", owner="rs") for i in range(1, 5)]
+    cluster = two_nodes(*pods)
+    clear = OwnerGuard(share=0.5, several_per_cycle=True)
+
+    def pod(name: str) -> Pod:
+        return cluster.get_pod(Namespace("default"), name)
+
+    first = evictor_on(cluster, cooldown=cooldown)
+    assert first.evict(pod("web-1"), strategy="T", reason="r", guard=clear)
+    # A clear gain: a second pod of the owner in the same cycle; a marginal one waits.
+    assert first.evict(pod("web-2"), strategy="T", reason="r", guard=clear)
+    assert not first.evict(pod("web-3"), strategy="T", reason="r", guard=FULL)
+    # Half the cooldown later a clear gain may move the owner again; a marginal one may not.
+    clock.advance(300)
+    later = evictor_on(cluster, cooldown=cooldown)
+    later.state.now = clock.now()
+    assert not later.evict(pod("web-3"), strategy="T", reason="r")
+    assert later.evict(pod("web-3"), strategy="T", reason="r", guard=clear)
+    # The limits still hold for a clear gain.
+    limited = evictor_on(cluster, cooldown=Cooldown(600), limits=Limits(per_node=0))
+    assert not limited.evict(pod("web-4"), strategy="T", reason="r", guard=clear)
 
 
 def test_an_open_circuit_breaker_blocks_every_eviction() -> None:

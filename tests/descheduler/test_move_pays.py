@@ -1,0 +1,165 @@
+"""A move must pay (issue 26): the stall model's prediction, and LoadAware acting on it.
+
+The prediction (`tas.pressure`) as tables: the Erlang C pressure the simulator's workload model
+exports is the one the descheduler predicts with; a move's relief, burden and cost; a move that
+would make the destination the next hot node never pays. Then LoadAware through a real cycle:
+nodes not at risk of stalling are not rebalanced however uneven they look; a clear gain moves
+several pods of one owner in a cycle while a marginal one waits for the cooldown; every
+eviction's reason carries its prediction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from descheduler.framework import Result
+from embedded.workload import cpu_pressures
+from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predict, pressure
+from tests.descheduler.builders import (
+    cluster_with,
+    make_descheduler,
+    make_node,
+    make_pod,
+    policy_config,
+)
+
+
+@pytest.mark.parametrize(
+    ("utilization", "expected"),
+    [(0.5, 0.06), (0.8, 0.46), (0.95, 0.84)],
+)
+def test_pressure_is_the_specs_erlang_c(utilization: float, expected: float) -> None:
+    # /work/shared/spec/simulator.md: C = 8, about 0.06 at 50%, 0.46 at 80%, 0.84 at 95%.
+    assert pressure(utilization * 8, 8) == pytest.approx(expected, abs=0.005)
+    assert erlang_c(8, 8.0) == 1.0
+
+
+def test_the_workload_model_exports_the_pressure_the_descheduler_predicts_with() -> None:
+    demand = np.array([1.0, 4.0, 6.5, 7.9, 3.0, 12.0])
+    cores = np.array([8.0, 8.0, 8.0, 8.0, 4.0, 16.0])
+    exported = cpu_pressures(demand, cores)
+    predicted = [pressure(d, c) for d, c in zip(demand, cores, strict=True)]
+    assert exported == pytest.approx(predicted, abs=1e-3)
+
+
+@pytest.mark.parametrize("psi", [0.01, 0.2, 0.5, 0.9])
+@pytest.mark.parametrize("cores", [4.0, 8.0, 16.0])
+def test_the_load_a_measured_psi_implies_gives_that_psi_back(psi: float, cores: float) -> None:
+    assert pressure(load_for_pressure(psi, cores), cores) == pytest.approx(psi, abs=1e-6)
+
+
+def test_a_bursty_node_whose_psi_says_more_than_its_utilization_is_judged_on_its_psi() -> None:
+    calm = NodeLoad.measured(8, utilization=0.6, psi=None)
+    bursty = NodeLoad.measured(8, utilization=0.6, psi=0.5)
+    assert calm.load == pytest.approx(4.8)
+    assert bursty.pressure == pytest.approx(0.5, abs=1e-6)
+    assert bursty.load > calm.load
+
+
+COST = MoveCost(restart_seconds=30, payback_seconds=300, hot_pressure=0.25)
+
+
+@pytest.mark.parametrize(
+    ("usage", "source", "destination", "pays", "why"),
+    [
+        (1.0, 7.6, 1.0, True, "from a saturated node to an idle one"),
+        (1.0, 5.0, 5.0, False, "between two equally loaded nodes: the burden eats the relief"),
+        (1.0, 3.0, 0.5, False, "from a node that barely stalls: the restart costs more"),
+        (3.0, 7.0, 5.0, False, "the destination would be the next hot node"),
+        (0.0, 7.6, 1.0, False, "a pod that uses nothing relieves nothing"),
+    ],
+)
+def test_a_move_pays_when_its_relief_less_its_burden_exceeds_its_cost(
+    usage: float, source: float, destination: float, pays: bool, why: str
+) -> None:
+    prediction = predict(usage, NodeLoad(8, source), NodeLoad(8, destination), COST)
+    assert prediction.pays is pays, why
+    assert prediction.relief == pytest.approx(
+        NodeLoad(8, source).stalled - NodeLoad(8, source - usage).stalled
+    )
+    assert prediction.cost == pytest.approx(usage * 30 / 300)
+
+
+def test_a_longer_restart_turns_a_paying_move_into_one_that_waits() -> None:
+    source, destination = NodeLoad(8, 6.0), NodeLoad(8, 2.0)
+    quick = predict(0.5, source, destination, MoveCost(restart_seconds=10))
+    slow = predict(0.5, source, destination, MoveCost(restart_seconds=600))
+    assert quick.pays
+    assert not slow.pays
+    assert quick.gain == pytest.approx(slow.gain * 60)
+
+
+# ---------------------------------------------------------------------- LoadAware in a cycle
+
+
+def load_aware(**extra: Any) -> dict[str, dict[str, Any]]:
+    return {
+        "LoadAware": {
+            "deviationThresholds": "AsymmetricLow",
+            "resources": ["cpu_combined"],
+            **extra,
+        }
+    }
+
+
+def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> None:
+    pods = tuple(make_pod(f"app-{i}", owner=f"rs-{i}", cpu=0.8) for i in range(6))
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    # node-a at 60% of 8 cores (PSI 0.14), the others at 10%: far above the average + 10, but
+    # nothing there waits for a CPU.
+    metrics = {
+        "cpu_utilization": {"node-a": 0.6, "node-b": 0.1, "node-c": 0.1},
+        "cpu_pressure": {"node-a": 0.14, "node-b": 0.0, "node-c": 0.0},
+    }
+    report = make_descheduler(
+        cluster, policy_config("LoadAware", args=load_aware()), metrics=metrics
+    ).run_cycle()
+    assert report.classifications["test"].overutilized == ("node-a",)
+    assert report.decisions == []
+
+
+def saturated(**extra: Any) -> list[Any]:
+    """node-a saturated by eight 1-core pods of one owner, two idle nodes; one cycle with the
+    owner cooldown on."""
+    pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0) for i in range(8))
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    metrics = {
+        "cpu_utilization": {"node-a": 1.0, "node-b": 0.1, "node-c": 0.1},
+        "cpu_pressure": {"node-a": 0.95, "node-b": 0.0, "node-c": 0.0},
+    }
+    config = policy_config(
+        "LoadAware",
+        args=load_aware(**extra),
+        evictionCooldownSeconds=300,
+        maxNoOfPodsToEvictPerNode=5,
+    )
+    report = make_descheduler(cluster, config, metrics=metrics).run_cycle()
+    return report.by_result(Result.EVICTED)
+
+
+def test_a_clear_gain_moves_several_pods_of_one_owner_in_a_cycle() -> None:
+    evicted = saturated()
+    # 8 -> 7 -> 6 -> 5 cores: PSI 0.14 at 5 cores, no longer at risk, so three pods go.
+    assert len(evicted) == 3
+    assert {d.node for d in evicted} == {"node-a"}
+
+
+def test_a_marginal_gain_moves_one_pod_of_an_owner_per_cycle() -> None:
+    # The same moves, judged marginal (a gain under 1000 times the cost): the owner waits.
+    assert len(saturated(clearGain=1000)) == 1
+
+
+def test_a_move_that_does_not_pay_is_not_made() -> None:
+    # A restart as long as the payback horizon, ten times over: no move pays for it.
+    assert saturated(restartSeconds=3000, paybackSeconds=300) == []
+
+
+def test_every_eviction_states_its_prediction() -> None:
+    (first, *_) = saturated()
+    assert first.reason.startswith("LoadAware: node node-a is overutilized: cpu_combined 100")
+    assert "moving 1.00 cores: pressure 1.00 -> " in first.reason
+    assert "on node-a, 0.00 -> " in first.reason
+    assert "stalled cores vs cost 0.100 (gain x" in first.reason
