@@ -82,9 +82,17 @@ COMMANDS: dict[str, Command] = {
 def build_parser(*, load: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The `tas` parser. The commands in `load` (default: every one) get their full parsers,
     which imports their modules; the others are listed by name and help line only."""
+    needs = []
+    for extra in EXTRAS:
+        names = [f"tas {name}" for name, c in COMMANDS.items() if c.extra == extra]
+        verb = "needs" if len(names) == 1 else "need"
+        needs.append(f"{' and '.join(names)} {verb} [{extra}]")
     parser = argparse.ArgumentParser(
         prog="tas",
         description="Telemetry-aware scheduling: extender, policy controller and descheduler.",
+        epilog="Extras: "
+        + "; ".join(needs)
+        + f" (pip install '{DISTRIBUTION}[EXTRA]'). The others run on the base install.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():

@@ -3,7 +3,7 @@
 Covered: a real `tas extender` process, serving and answering a filter request, never loads
 numpy, matplotlib, selenium or the dashboard (what a cluster pod carries is the base install);
 `tas --help` imports no command's module, yet lists every command with the help line its module
-registers; a command whose extra is missing (its modules blocked as if not installed) exits 2
+registers, and which commands need which extra; a command whose extra is missing (its modules blocked as if not installed) exits 2
 with one line naming the extra to install, and no traceback, while the cluster's commands still
 run; `tas_cli.main.EXTRAS` names the modules pyproject.toml's extras install.
 
@@ -97,6 +97,8 @@ def test_tas_help_imports_no_command_s_module_and_lists_every_command(tmp_path: 
     )
     for name in COMMANDS:
         assert f"\n    {name} " in done.stdout or f"\n    {name}\n" in done.stdout, name
+    said = " ".join(done.stdout.split())
+    assert "tas run needs [demo]; tas simulate and tas sweep need [sim]" in said
 
 
 def test_the_help_lines_of_the_lazy_parser_are_the_ones_the_modules_register() -> None:
