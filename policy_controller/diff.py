@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from policy_controller.desired import WantedLabels
 from tas.cluster.model import Node, Pod
-from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.types import Namespace, NodeName, PolicyKey
 from tas.vocabulary import (
     LABELING_PREFIX,
     OWNED_ANNOTATION,
@@ -193,35 +193,35 @@ class NodeDiffer:
         return patches
 
 
-def wanted_violation(pod: Pod, violating: Mapping[PolicyKey, Collection[NodeName]]) -> str | None:
-    """The `violate` value the pod should carry, or None."""
-    linked = pod.labels.get(POLICY_LABEL)
-    if not linked or pod.node_name is None:
-        return None
-    nodes = violating.get(PolicyKey(pod.namespace, PolicyName(linked)))
-    return linked if nodes is not None and pod.node_name in nodes else None
-
-
 def diff_pods(
     pods: Iterable[Pod], violating: Mapping[PolicyKey, Collection[NodeName]]
 ) -> list[PodPatch]:
     """Pod label patches; `violating` maps every current deschedule policy to its nodes."""
+    # Policy name -> violating nodes, per namespace: a pod finds its policy with two lookups
+    # of strings whose hashes are cached, not by building a PolicyKey per pod.
+    by_namespace: dict[str, dict[str, Collection[NodeName]]] = {}
+    for key, violated in violating.items():
+        by_namespace.setdefault(key.namespace, {})[key.name] = violated
+    none: dict[str, Collection[NodeName]] = {}
     patches = []
     for pod in pods:
         labels = pod.labels
-        current = labels.get(POD_VIOLATION_LABEL)
-        if current is None and POLICY_LABEL not in labels:
-            continue
+        if POLICY_LABEL not in labels and POD_VIOLATION_LABEL not in labels:
+            continue  # most pods: neither links a policy nor carries our label
         if pod.phase in _FINISHED_PHASES or pod.deletion_timestamp is not None:
             continue
-        want = wanted_violation(pod, violating)
+        current = labels.get(POD_VIOLATION_LABEL)
+        linked = labels.get(POLICY_LABEL)
+        policies = by_namespace.get(pod.namespace, none)
+        want = None
+        if linked and pod.node_name is not None:
+            nodes = policies.get(linked)
+            if nodes is not None and pod.node_name in nodes:
+                want = linked
         if want == current:
             continue
         if want is not None:
             patches.append(PodPatch(pod.namespace, pod.name, {POD_VIOLATION_LABEL: want}))
-        elif current is not None and (
-            current == labels.get(POLICY_LABEL)
-            or PolicyKey(pod.namespace, PolicyName(current)) in violating
-        ):
+        elif current is not None and (current == linked or current in policies):
             patches.append(PodPatch(pod.namespace, pod.name, remove=(POD_VIOLATION_LABEL,)))
     return patches

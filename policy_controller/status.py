@@ -8,8 +8,9 @@ when the last write is `refresh_cycles` cycles old, so a steady state writes alm
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from heapq import nsmallest
 from typing import Any
 
 from policy_controller.desired import PolicyEvaluation
@@ -25,14 +26,9 @@ _MESSAGE_NODES = 5
 _REPORTED = (StrategyName.DESCHEDULE, StrategyName.DONTSCHEDULE)
 
 
-def _names(nodes: Iterable[NodeName], limit: int) -> list[str]:
-    return [str(node) for node in sorted(nodes)[:limit]]
-
-
-def _phrase(strategy: str, nodes: Iterable[NodeName]) -> str:
-    ordered = sorted(nodes)
-    shown = ", ".join(ordered[:_MESSAGE_NODES])
-    more = f" and {len(ordered) - _MESSAGE_NODES} more" if len(ordered) > _MESSAGE_NODES else ""
+def _phrase(strategy: str, first: Sequence[NodeName], count: int) -> str:
+    shown = ", ".join(first[:_MESSAGE_NODES])
+    more = f" and {count - _MESSAGE_NODES} more" if count > _MESSAGE_NODES else ""
     return f"{strategy} on {shown}{more}"
 
 
@@ -43,10 +39,12 @@ def policy_status(evaluation: PolicyEvaluation) -> dict[str, Any]:
         StrategyName.DONTSCHEDULE: evaluation.dontschedule,
     }
     present = [s for s in _REPORTED if s in evaluation.policy.strategies]
-    listed = {s.value: _names(found[s], MAX_LISTED_NODES) for s in present}
+    # The first names in order, without sorting them all: a cycle does this for every policy.
+    first = {s: nsmallest(MAX_LISTED_NODES, found[s]) for s in present}
+    listed = {s.value: [str(node) for node in first[s]] for s in present}
     violating = set().union(*(found[s].keys() for s in present))
     if violating:
-        parts = [_phrase(s.value, found[s]) for s in present if found[s]]
+        parts = [_phrase(s.value, first[s], len(found[s])) for s in present if found[s]]
         count = len(violating)
         message = f"{count} node{'s' if count != 1 else ''} violating: " + "; ".join(parts)
     elif present:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator as op
+from bisect import bisect_left, bisect_right
 from collections.abc import (
     Callable,
     Collection,
@@ -104,6 +105,8 @@ def _true_nodes(
     Columns hold only finite values (the metric view's contract), so no NaN checks here.
     """
     if nodes is None:
+        if type(column) is _SortedColumn:
+            return column.true_nodes(rule.operator, rule.target)
         return _scan(rule.operator, rule.target, column.items())
     if len(nodes) >= len(column):
         wanted = nodes if isinstance(nodes, set | frozenset) else set(nodes)
@@ -115,6 +118,7 @@ def _true_nodes(
     return _scan(rule.operator, rule.target, present)
 
 
+_VALUE_OF = op.itemgetter(1)
 _UPPER = frozenset({Operator.GREATER_THAN, Operator.GREATER_OR_EQUAL, Operator.EQUALS})
 _LOWER = frozenset({Operator.LESS_THAN, Operator.LESS_OR_EQUAL})
 
@@ -172,7 +176,44 @@ def _narrow(
     else:
         kept = {n: v for n, v in items if v >= low or v <= high}
     # Values first, node set second: the few nodes kept are all that need a set lookup.
-    return kept if nodes is None else {n: v for n, v in kept.items() if n in nodes}
+    return _SortedColumn(
+        kept.items() if nodes is None else [e for e in kept.items() if e[0] in nodes]
+    )
+
+
+class _SortedColumn(dict[NodeName, float]):
+    """A narrowed column that also holds its nodes in value order.
+
+    Each of the many rules reading the metric then finds the nodes it is true on by bisecting
+    the values and slicing, in C, rather than by comparing every value again. Only narrowed
+    columns are sorted: they are small, and hold no NaN (which fails every bound), so the
+    order is total.
+    """
+
+    __slots__ = ("_nodes", "_values")
+
+    def __init__(self, entries: Iterable[tuple[NodeName, float]]) -> None:
+        ordered = sorted(entries, key=_VALUE_OF)
+        super().__init__(ordered)
+        self._nodes = [node for node, _ in ordered]
+        self._values = [value for _, value in ordered]
+
+    def true_nodes(self, operator: Operator, target: float) -> dict[NodeName, float]:
+        """Nodes whose value makes `value <operator> target` true (as `_scan`)."""
+        nodes, values = self._nodes, self._values
+        if operator is Operator.GREATER_THAN:
+            start, end = bisect_right(values, target), len(values)
+        elif operator is Operator.GREATER_OR_EQUAL:
+            start, end = bisect_left(values, target), len(values)
+        elif operator is Operator.LESS_THAN:
+            start, end = 0, bisect_left(values, target)
+        elif operator is Operator.LESS_OR_EQUAL:
+            start, end = 0, bisect_right(values, target)
+        elif operator is Operator.EQUALS:
+            start, end = bisect_left(values, target), bisect_right(values, target)
+        else:
+            return _scan(operator, target, self.items())
+        return dict(zip(nodes[start:end], values[start:end], strict=True))
 
 
 def _per_rule(
