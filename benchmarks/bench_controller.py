@@ -173,7 +173,7 @@ def _evaluation_cpu(
 
 
 def _desired_cpu(cluster: InMemoryCluster, store: PolicyStore, view: StaticMetricView) -> float:
-    """Median process CPU seconds of evaluating every policy and merging labels per node."""
+    """Median process CPU seconds of evaluating every policy and merging labels by key."""
     names = frozenset(n.name for n in cluster.list_nodes())
     policies = store.snapshot().policies
     columns = view.columns()

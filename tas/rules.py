@@ -6,7 +6,10 @@ data. A node without a value for a rule's metric never makes that rule true: mis
 metrics fail open for scheduling and never cause a violation.
 
 Evaluation works column by column: one pass over a metric's values per rule, so the cost is
-linear in nodes x rules, with no per-node policy lookups.
+linear in nodes x rules, with no per-node policy lookups. Many rules over the same metrics (a
+controller cycle) first cut each column down once to the nodes near their thresholds
+(`narrow_columns`), which also sorts what is left so that each rule bisects it: then the cost
+is nodes x metrics plus what the rules find.
 """
 
 from __future__ import annotations
