@@ -3,8 +3,8 @@
 - The base install, made the image's way (Dockerfile) in a throwaway virtualenv: every
   dependency from requirements.lock with `--require-hashes --no-deps`, then the project with
   `--no-deps`. Its site-packages (pip included, as in any virtualenv) goal <= 230 MB; there,
-  `tas extender --help` works, and `tas run` and `tas simulate` say which extra they need
-  (exit 2, one line) instead of failing at import.
+  `tas validate`, `tas controller --help` and `tas descheduler --help` work, and `tas run` and
+  `tas simulate` say which extra they need (exit 2, one line) instead of failing at import.
 - `tas extender --help` (goal <= 0.35 s) and `tas --help` (goal <= 0.5 s): the median of 5 real
   processes of the base install's `tas`, next to the interpreter's own start (`python -c pass`)
   as the floor.
@@ -31,6 +31,7 @@ GOAL_EXTENDER_HELP_S = 0.35
 GOAL_HELP_S = 0.5
 RUNS = 5
 INSTALL_TIMEOUT_S = 600.0
+DEMO_POLICY = ROOT / "deploy" / "health-metric-demo" / "health-policy.yaml"
 
 
 def _run(args: list[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
@@ -76,6 +77,13 @@ def median_seconds(args: list[str]) -> float:
     return statistics.median(times)
 
 
+def runs(python: Path, args: list[str]) -> None:
+    """`tas ARGS` on the base install exits 0."""
+    done = _run([str(python.parent / "tas"), *args])
+    print(f"  base install: tas {args[0]} -> exit {done.returncode} "
+          f"| goal: exit 0: {'MET' if done.returncode == 0 else 'MISSED'}")  # fmt: skip
+
+
 def say_extra(python: Path, args: list[str], extra: str) -> None:
     """`tas ARGS` on the base install: one line naming the extra, exit 2, no traceback."""
     done = _run([str(python.parent / "tas"), *args])
@@ -97,6 +105,9 @@ def main() -> None:
                     max_value=GOAL_SITE_PACKAGES_MB,
                 )
             )
+            runs(python, ["validate", str(DEMO_POLICY)])
+            runs(python, ["controller", "--help"])
+            runs(python, ["descheduler", "--help"])
             say_extra(python, ["run", "--duration", "1s"], "demo")
             say_extra(python, ["simulate", "--all"], "sim")
             where = "the base install"
