@@ -49,6 +49,7 @@ from tas_cli.tas_compat import Component, TasFlagError, translate_tas_flags
 if TYPE_CHECKING:
     from tas.cluster.interface import ObservableCluster, ResourceKind
     from tas.cluster.kubernetes import KubernetesCluster
+    from tas.metrics.kubelet import KubeletPodUsage
     from tas.metrics.pod_usage import PrometheusPodUsage
     from tas.metrics.refreshing import RefreshingMetricView
 
@@ -345,6 +346,48 @@ def open_pod_usage(metrics: MetricsSettings) -> PrometheusPodUsage | None:
         )
     except MetricSourceError as error:
         raise SetupError(f"--metrics-config: {error}") from error
+
+
+class PodUsageFeed(Protocol):
+    """Per-pod usage, as `PrometheusPodUsage` and `KubeletPodUsage` both answer it."""
+
+    def fetch(self) -> dict[tuple[str, str], dict[str, float]]: ...
+
+    def close(self) -> None: ...
+
+
+#: Kubelets are read no more often than this: each read is one request per node through the
+#: API server, and the kubelet refreshes its container stats every 10-15 s anyway.
+KUBELET_MIN_PERIOD = 15.0
+
+
+def open_kubelet_pod_usage(cluster: KubernetesCluster, metrics: MetricsSettings) -> KubeletPodUsage:
+    """Per-pod usage from every node's kubelet (`/metrics/resource` through the API server's
+    node proxy, with the process's own connection; RBAC `nodes/proxy` get), for a process
+    whose metrics do not come from Prometheus. Nodes are the cluster's node cache."""
+    from tas.cluster.interface import ClusterError
+    from tas.metrics.errors import MetricFetchError
+    from tas.metrics.kubelet import KubeletPodUsage
+    from tas.metrics.refreshing import default_max_age
+
+    def read(node: str, path: str) -> str:
+        try:
+            return cluster.read_node_proxy(node, path)
+        except ClusterError as error:
+            raise MetricFetchError(str(error)) from error
+
+    period = kubelet_period(metrics)
+    return KubeletPodUsage(
+        read,
+        lambda: [node.name for node in cluster.list_nodes()],
+        # Two reads make the first rate; a value is fresh for a few periods.
+        max_age=max(metrics.max_age or default_max_age(metrics.sync_period), 3 * period),
+        rate_window=4 * period,
+    )
+
+
+def kubelet_period(metrics: MetricsSettings) -> float:
+    return max(metrics.sync_period, KUBELET_MIN_PERIOD)
 
 
 @runtime_checkable

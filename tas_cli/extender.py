@@ -1,8 +1,9 @@
 """`tas extender` (and `python -m extender`): the scheduler extender's process.
 
 Wires the policy store (files or the cluster's TASPolicy objects), the recent placements fed by
-a pod watch (herd control, `tas.placements`; TASPolicies and pods are all the extender's RBAC
-lets it list and watch), the metric view, the FastAPI application and its uvicorn server with
+pod and node watches (herd control, `tas.placements`: binds, and each node's allocatable as its
+capacity) and by the pods' usage (Prometheus, else the kubelets through the node proxy), the
+metric view, the FastAPI application and its uvicorn server with
 TLS.
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
 installed here make that second delivery a clean stop (exit 0) instead of a kill.
@@ -33,7 +34,7 @@ from tas.placements import (
     DEFAULT_WINDOW,
     Estimates,
     PlacementTracker,
-    follow_pods,
+    follow_cluster,
 )
 from tas.policies.store import PolicyStore
 from tas.quantity import parse_quantity
@@ -43,6 +44,7 @@ from tas_cli import common
 from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 if TYPE_CHECKING:
+    from tas.cluster.kubernetes import KubernetesCluster
     from tas.metrics.refreshing import RefreshingMetricView
 
 log = logging.getLogger("extender")
@@ -136,8 +138,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_resource_quantity,
         action="append",
         metavar="RESOURCE=QUANTITY",
-        help="the capacity estimates are shares of (the extender does not read Nodes; "
-        "repeat; default cpu=16, memory=64Gi)",
+        help="the capacity estimates are shares of where a node's allocatable (read from its "
+        "Node) does not say (repeat; default cpu=16, memory=64Gi)",
     )
     placements.add_argument(
         "--filter-on-estimates",
@@ -290,17 +292,25 @@ def _serve(settings: ExtenderCommandSettings) -> int:
         if settings.policies is None:
             watched.append(ResourceKind.POLICY)
         if tracker is not None:
-            watched.append(ResourceKind.POD)
+            # Pods for the placements, Nodes for each node's capacity (its allocatable).
+            watched += [ResourceKind.POD, ResourceKind.NODE]
         if watched:
             # Only these caches: the extender needs nothing else, and its RBAC allows nothing
             # else. /readyz stays false until the first complete policy list has loaded.
             cluster = common.open_cluster(common.kube_api_client(settings.kube), watched=watched)
             if tracker is not None:
-                cluster.subscribe(follow_pods(tracker, cluster.find_pod, SYSTEM_CLOCK))
+                cluster.subscribe(
+                    follow_cluster(
+                        tracker,
+                        find_pod=cluster.find_pod,
+                        find_node=cluster.find_node,
+                        clock=SYSTEM_CLOCK,
+                    )
+                )
             cluster.start()
             life.on_close(cluster.stop)  # aborts the watch stream
-        if tracker is not None:
-            _follow_pod_usage(settings.metrics, tracker, life)
+        if tracker is not None and cluster is not None:
+            _follow_pod_usage(settings.metrics, tracker, life, cluster)
         source = common.follow_policies(
             settings.policies,
             store,
@@ -367,28 +377,39 @@ def _server_tls(settings: ExtenderCommandSettings) -> ssl.SSLContext | None:
 
 
 def _follow_pod_usage(
-    metrics: common.MetricsSettings, tracker: PlacementTracker, life: common.Lifetime
+    metrics: common.MetricsSettings,
+    tracker: PlacementTracker,
+    life: common.Lifetime,
+    cluster: KubernetesCluster,
 ) -> None:
-    """With a Prometheus source, the workloads' observed per-pod usage becomes the estimate of
-    their new pods (refreshed every sync period); other sources leave requests as estimates."""
+    """The pods' observed usage feeds the placements' estimates: from the Prometheus of
+    `--metrics prometheus:URL` every sync period, else from every node's kubelet
+    (`/metrics/resource` through the node proxy, `tas.metrics.kubelet`) every
+    `common.kubelet_period`."""
     from tas.metrics.errors import MetricFetchError
 
-    usage = common.open_pod_usage(metrics)
+    usage: common.PodUsageFeed | None = common.open_pod_usage(metrics)
+    period = metrics.sync_period
     if usage is None:
-        return
-    life.on_close(lambda _seconds: usage.close())
+        usage = common.open_kubelet_pod_usage(cluster, metrics)
+        period = common.kubelet_period(metrics)
+    feed = usage
+    life.on_close(lambda _seconds: feed.close())
 
     def follow(stop: threading.Event, period: float) -> None:
         while not stop.is_set():
             try:
                 tracker.set_usage(
-                    {key: {"cpu": v["cpu"]} for key, v in usage.fetch().items() if "cpu" in v}
+                    {
+                        key: {r: values[r] for r in ("cpu", "memory") if r in values}
+                        for key, values in feed.fetch().items()
+                    }
                 )
             except MetricFetchError as error:
                 log.debug("No per-pod usage for recent placements: %s", error)
             stop.wait(period)
 
-    life.in_background(follow, life.stop, metrics.sync_period, name="pod-usage")
+    life.in_background(follow, life.stop, period, name="pod-usage")
 
 
 def _estimator(tracker: PlacementTracker, view: RefreshingMetricView) -> Callable[[], Estimates]:

@@ -18,8 +18,10 @@ Covered, per component:
   configurations read (namespace labels, claims' storage classes, the metrics server), it
   reads them;
 - the extender (policies from the cluster, no --policies) filters the demo request with the
-  cluster's TASPolicy: node-b and node-c fail, node-a passes; it lists and watches pods for
-  its recent placements (herd control, on by default);
+  cluster's TASPolicy: node-b and node-c fail, node-a passes; for its recent placements (herd
+  control, on by default) it lists and watches pods and nodes (each node's allocatable), and,
+  its metrics not coming from Prometheus, reads every node's kubelet `/metrics/resource`
+  through the node proxy (`nodes/proxy` get) for the pods' usage;
 - each of them once more with `--metrics custom-metrics` under the overlay
   deploy/custom-metrics (TAS's way: its ClusterRole, its command lines), reading
   `health_metric` from the emulator's custom metrics API as prometheus-adapter serves it:
@@ -151,6 +153,36 @@ def node(name: str, *, taints: Sequence[Mapping[str, str]] = ()) -> Document:
     }
 
 
+def kubelet_resource_page(node_name: str, pods: Mapping[str, float]) -> str:
+    """A kubelet's `/metrics/resource` page (the series metrics-server reads), for pods of the
+    demo namespace using the given core-seconds so far."""
+    stamp = int(time.time() * 1000)
+    lines = [
+        "# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the "
+        "container in core-seconds",
+        "# TYPE container_cpu_usage_seconds_total counter",
+        *(
+            f'container_cpu_usage_seconds_total{{container="app",namespace="{DEMO_NAMESPACE}",'
+            f'pod="{pod}"}} {seconds} {stamp}'
+            for pod, seconds in pods.items()
+        ),
+        "# HELP container_memory_working_set_bytes [STABLE] Current working set of the container "
+        "in bytes",
+        "# TYPE container_memory_working_set_bytes gauge",
+        *(
+            f'container_memory_working_set_bytes{{container="app",namespace="{DEMO_NAMESPACE}",'
+            f'pod="{pod}"}} 1.2e+07 {stamp}'
+            for pod in pods
+        ),
+        "# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node",
+        "# TYPE node_cpu_usage_seconds_total counter",
+        f"node_cpu_usage_seconds_total 1234.5 {stamp}",
+        "# TYPE resource_scrape_error gauge",
+        "resource_scrape_error 0",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def demo_pod(name: str, node_name: str) -> Document:
     """A pod of the demo Deployment (deploy/health-metric-demo), as its ReplicaSet makes it."""
     documents = yaml.safe_load_all((DEMO / "demo-app.yaml").read_text(encoding="utf-8"))
@@ -231,6 +263,9 @@ def demo(request: pytest.FixtureRequest, kube_emulator: KubeEmulator, tmp_path: 
     api.create("nodes", node("node-b"))
     api.create("nodes", node("node-c"))
     api.create("pods", demo_pod("demo-app-6558d5ffbf-5lw2t", "node-c"))
+    for name in HEALTH:
+        pods = {"demo-app-6558d5ffbf-5lw2t": 42.0} if name == "node-c" else {}
+        api.set_kubelet_page(name, "metrics/resource", kubelet_resource_page(name, pods))
     metrics = tmp_path / "metrics"
     for name, value in HEALTH.items():
         write_node_series(metrics, name, {"node_health_metric": value})
@@ -479,6 +514,11 @@ def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_rol
         )
         assert process.terminate() == 0, process.output()
     demo.check_least_privilege(account)
+    user = f"system:serviceaccount:{NAMESPACE}:{account}"
+    kubelet_reads = {
+        (r.path, r.status) for r in demo.api.requests if r.user == user and "/proxy/" in r.path
+    }
+    assert ("/api/v1/nodes/node-c/proxy/metrics/resource", 200) in kubelet_reads
 
 
 # --- the defect -----------------------------------------------------------------------------

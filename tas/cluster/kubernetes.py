@@ -25,6 +25,7 @@ import json
 import logging
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -322,6 +323,37 @@ class KubernetesCluster:
             key = (Namespace(str(metadata.get("namespace", ""))), str(metadata.get("name", "")))
             found[key] = metrics_usage_from_api(item)
         return found
+
+    def read_node_proxy(self, node: str, path: str) -> str:
+        """The text a node's kubelet answers at `path` (e.g. `metrics/resource`), through the
+        API server's node proxy (`/api/v1/nodes/<node>/proxy/<path>`: RBAC `nodes/proxy`
+        get). The path is sent as is: the generated client would quote its slashes."""
+        url = f"/api/v1/nodes/{urllib.parse.quote(node, safe='')}/proxy/{path.lstrip('/')}"
+        return _api_call(f"read {url}", lambda: self._get_text(url))
+
+    def _get_text(self, url: str) -> str:
+        api: Any = self._api_client  # the call differs between client generations
+        headers = {"Accept": "text/plain"}
+        timeout = self._call["_request_timeout"]
+        if hasattr(api, "param_serialize"):  # kubernetes >= 35: the openapi-generator 7 client
+            method, full, headers, _, _ = api.param_serialize(
+                "GET", url, header_params=headers, auth_settings=["BearerToken"]
+            )
+            response = api.call_api(method, full, header_params=headers, _request_timeout=timeout)
+            data = response.read()
+            if not 200 <= response.status <= 299:
+                raise ApiException(status=response.status, reason=response.reason)
+        else:
+            data = api.call_api(
+                url,
+                "GET",
+                header_params=headers,
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _preload_content=False,
+                _request_timeout=timeout,
+            ).data
+        return bytes(data).decode("utf-8", errors="replace")
 
     def _metrics(self, plural: str) -> list[Raw]:
         raw = _api_call(
