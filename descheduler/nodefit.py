@@ -4,7 +4,11 @@ turns a running pod into a pending one.
 The check is kube-scheduler's filters (`tas.fit`, shared with the embedded scheduler model, so
 the descheduler and the scheduler agree about a placement), the upstream descheduler's
 inter-pod anti-affinity check against the pods already on the node, and the one upstream cannot
-do: the pod's TASPolicy `dontschedule` rules must pass on the node.
+do: the pod's TASPolicy `dontschedule` rules must pass on the node. A node without a value of
+a metric that gets estimates (one that just joined: no sample yet) is judged, as the extender
+judges it (`tas.placements`), at its estimated load: what its pods request, as a share of its
+allocatable. So a fresh node is a valid target while it has room, and stops being one once
+what already landed there would violate; missing data alone never rules it out.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from tas.cluster.model import Node, Pod
 from tas.fit import holds_resources, rejection
+from tas.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load, workload_of
 from tas.policies.model import TASPolicy
 from tas.rules import filter_nodes
-from tas.types import MetricColumns, NodeName
+from tas.types import MetricColumns, MetricName, NodeName
 
 
 def anti_affinity_clash(pod: Pod, node: Node, pods_on_node: Iterable[Pod]) -> Pod | None:
@@ -55,4 +60,40 @@ def fitting_nodes(
     ]
     if policy is None or not fit:
         return tuple(fit)
-    return filter_nodes(policy, metrics, fit).passed
+    unmeasured = _unmeasured_at_estimate(
+        metrics, [n for n in candidates if n.name in fit], pods_by_node
+    )
+    return filter_nodes(policy, add_estimates(metrics, unmeasured), fit).passed
+
+
+def _unmeasured_at_estimate(
+    metrics: MetricColumns,
+    nodes: Sequence[Node],
+    pods_by_node: Mapping[NodeName, Sequence[Pod]],
+    resources: Mapping[MetricName, str] = DEFAULT_RESOURCES,
+) -> dict[MetricName, dict[NodeName, float]]:
+    """For the nodes without a value of a metric others report, their pods' requests as a
+    share of their allocatable (`tas.placements.estimate_load` with every pod uncovered)."""
+    missing = [
+        node
+        for node in nodes
+        if any(metrics.get(m) and node.name not in metrics.get(m, {}) for m in resources)
+    ]
+    if not missing:
+        return {}
+    placements = [
+        Placement(pod.namespace, pod.name, node.name, 0.0, workload_of(pod), pod.requests)
+        for node in missing
+        for pod in pods_by_node.get(node.name, ())
+        if holds_resources(pod)
+    ]
+    return estimate_load(
+        placements,
+        sample_times={m: dict.fromkeys(metrics.get(m, {}), 0.0) for m in resources},
+        window=0.0,
+        resources=resources,
+        capacity={node.name: node.allocatable for node in missing},
+        default_capacity={},
+        usage={},
+        only_placed=frozenset(node.name for node in missing),
+    )

@@ -3,7 +3,9 @@
 Covered: Ready and schedulable, node selector, required node affinity, NoSchedule/NoExecute
 taints (PreferNoSchedule ignored), requests against allocatable minus what is already there,
 `telemetry/scheduling` ignored for fit (TAS issue 90), and the pod's TASPolicy dontschedule
-rules: a pod whose only other nodes violate them is not evicted.
+rules: a pod whose only other nodes violate them is not evicted; a freshly joined node with no
+sample yet is a target at its estimated load (its pods' requests over its allocatable): valid
+while that passes the rules, not once what landed there would violate.
 """
 
 from __future__ import annotations
@@ -158,3 +160,20 @@ def test_a_pod_whose_only_other_nodes_violate_its_dontschedule_rules_is_not_evic
     # Once one other node is healthy again, the pod may go.
     view.set_column(MetricName("health_metric"), {**health, "node-c": 0})
     assert [d.name for d in descheduler.run_cycle().decisions] == ["demo"]
+
+
+def test_a_freshly_joined_node_without_samples_is_a_target_at_its_estimated_load() -> None:
+    policy = make_policy("psi", dontschedule=[rule("cpu_pressure", "GreaterThan", 0.6)])
+    pod = make_pod("p", node="hot", cpu=1)
+    nodes = [make_node("hot", cpu=8), make_node("warm", cpu=8), make_node("joined", cpu=8)]
+    measured = metrics({"cpu_pressure": {"hot": 0.9, "warm": 0.7}})  # joined: no sample yet
+
+    def targets(on_joined: int) -> tuple[str, ...]:
+        landed = [make_pod(f"new-{i}", node="joined", cpu=1) for i in range(on_joined)]
+        return fitting_nodes(
+            pod, nodes, pods_by_node={"joined": landed}, policy=policy, metrics=measured
+        )
+
+    assert targets(0) == ("joined",)  # missing data alone never rules it out
+    assert targets(4) == ("joined",)  # 4 of 8 cores: 0.5
+    assert targets(5) == ()  # 5 of 8 cores: 0.625, over the target
