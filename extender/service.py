@@ -146,10 +146,14 @@ def _log_decision(decision: Decision) -> None:
 def _log_estimates(decision: Decision) -> None:
     for metric, extra in decision.estimates.items():
         measured = decision.metrics.get(metric, {})
+        # A node without a measured value (it runs only recent placements) shows "-".
         shown = " ".join(
-            f"{node}={measured[node]:.3g}+{value:.3g}"
+            f"{node}={_shown(measured.get(node))}+{value:.3g}"
             for node, value in sorted(extra.items())
-            if node in measured
         )
         if shown:
             log.info("Recent placements on %s (measured+estimate): %s", metric, shown)
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"

@@ -27,6 +27,7 @@ Covered:
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -35,7 +36,8 @@ from typing import Any
 import pytest
 
 from extender.decide import decide_filter, decide_prioritize
-from extender.service import ExtenderService
+from extender.decisions import DecisionLog
+from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
@@ -505,6 +507,26 @@ def test_the_decision_log_shows_the_estimate_next_to_the_measured_value() -> Non
     assert nodes["cold"]["estimates"] == {"cpu_pressure": 0.3}
     assert "estimates" not in nodes["warm"]
     assert "recent placements" in decision.reason
+
+
+def test_the_log_line_shows_an_unmeasured_nodes_estimate_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    decision = decide_prioritize(
+        pod=POD,
+        candidates=[*CANDIDATES, NEW],
+        snapshot=store().snapshot(),
+        metrics=MEASURED,
+        mode=ScoreMode.PROPORTIONAL,
+        now=T0,
+        estimates={CPU_PRESSURE: {NodeName("cold"): 0.3, NEW: 0.125}},
+    )
+    with caplog.at_level(logging.INFO, logger="extender.app"):
+        DecisionReporter(DecisionLog(10)).record(decision)
+    assert "Recent placements on cpu_pressure (measured+estimate): cold=0+0.3 new-1=-+0.125" in (
+        caplog.text
+    )
+    assert decision.scores[NEW] == 10  # the coldest now: 0.125 against 0.2 and 0.3
 
 
 # --- the view's sample times ----------------------------------------------------------------
