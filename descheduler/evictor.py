@@ -12,7 +12,8 @@ In the order a pod meets them:
 5. the per-owner `Cooldown` and "one pod per owner per cycle": a workload evicted from is left
    alone for a while. It guards the telemetry-driven plugins (and, where a profile opts them
    in, the classic ones: `ownerCooldown: AllPlugins`); the classic plugins otherwise behave
-   exactly as upstream's;
+   exactly as upstream's. A plugin that predicts a move's gain sizes the cooldown to it
+   (`descheduler.framework.OwnerGuard`);
 6. the Eviction API, so PodDisruptionBudgets hold (a refusal is counted, logged, and skipped),
    or in Predictive mode a "would evict" line that is logged and counted like a real one.
 
@@ -32,6 +33,7 @@ import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from descheduler.args import NamespaceFilter, PodSelection
 from descheduler.framework import FULL, EvictorFilter, OwnerGuard, Result
@@ -118,6 +120,7 @@ class EvictionBudget:
 
 
 OwnerKey = tuple[str, str, str]
+_K = TypeVar("_K")
 
 
 def owner_key(pod: Pod) -> OwnerKey:
@@ -141,6 +144,8 @@ class Cooldown:
         self.seconds = seconds
         self._last: dict[OwnerKey, datetime] = {}
         self._last_evacuation: dict[OwnerKey, datetime] = {}
+        #: Nodes pods were evacuated from, and when (rebalancing does not fill them again).
+        self._evacuated_nodes: dict[NodeName, datetime] = {}
 
     def blocked(self, key: OwnerKey, now: datetime, *, share: float = 1.0) -> bool:
         """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
@@ -153,16 +158,30 @@ class Cooldown:
         last = self._last_evacuation.get(key)
         return last is not None and last < now and (now - last).total_seconds() < self.seconds
 
-    def record(self, key: OwnerKey, now: datetime, *, evacuation: bool = False) -> None:
+    def record(
+        self,
+        key: OwnerKey,
+        now: datetime,
+        *,
+        evacuation: bool = False,
+        node: NodeName | None = None,
+    ) -> None:
         if self.seconds > 0:
             self._last[key] = now
             if evacuation:
                 self._last_evacuation[key] = now
-        # Forget owners whose cooldown is over, so the maps stay as small as the recent past.
+                if node is not None:
+                    self._evacuated_nodes[node] = now
+        # Forget what is cool again, so the maps stay as small as the recent past.
         self._last = self._recent(self._last, now)
         self._last_evacuation = self._recent(self._last_evacuation, now)
+        self._evacuated_nodes = self._recent(self._evacuated_nodes, now)
 
-    def _recent(self, last: dict[OwnerKey, datetime], now: datetime) -> dict[OwnerKey, datetime]:
+    def evacuated_nodes(self, now: datetime) -> set[NodeName]:
+        """Nodes pods were evacuated from within the cooldown."""
+        return set(self._recent(self._evacuated_nodes, now))
+
+    def _recent(self, last: dict[_K, datetime], now: datetime) -> dict[_K, datetime]:
         return {k: t for k, t in last.items() if (now - t).total_seconds() < self.seconds}
 
 
@@ -297,6 +316,10 @@ class PodEvictor:
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         return self.rails.budget.node_exhausted(node)
 
+    def recently_evacuated(self) -> set[NodeName]:
+        """Nodes an evacuating plugin emptied within the owner cooldown (this cycle too)."""
+        return self.rails.cooldown.evacuated_nodes(self.state.now)
+
     def evict(
         self,
         pod: Pod,
@@ -330,7 +353,9 @@ class PodEvictor:
             return False
         if result.outcome is EvictionOutcome.EVICTED:
             self._log_evicted(pod, strategy, reason, "")
-            self.rails.cooldown.record(owner_key(pod), self.state.now, evacuation=self.evacuating)
+            self.rails.cooldown.record(
+                owner_key(pod), self.state.now, evacuation=self.evacuating, node=pod.node_name
+            )
             self._done(pod, strategy, full_reason, Result.EVICTED)
             self._event(
                 pod,

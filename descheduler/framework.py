@@ -148,6 +148,11 @@ class Evictor(Protocol):
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         ...
 
+    def recently_evacuated(self) -> Collection[NodeName]:
+        """Nodes an evacuating plugin emptied within the owner cooldown: a rebalancing plugin
+        does not fill them again (a flapping health metric would empty them again)."""
+        ...
+
     def evict(
         self,
         pod: Pod,

@@ -19,6 +19,16 @@ move (the rule docs/descheduler.md states):
   most one such pod per node per cycle, and none after it on that node;
 - always within the eviction limits (per node, per namespace, total) and the owner cooldown.
 
+On the CPU signals a move must also pay (`StallModel`, the formulas in `tas.pressure`): a node
+whose pressure is below `atRiskPressure` is not rebalanced, however uneven; a pod moves only
+when the stall it is predicted to take off its node, less what it adds to the fitting node that
+would stall least with it, exceeds what its restart costs, and never when it would make that
+node the next hot one; a pod nothing describes stays (never a move on a guess). The prediction
+is in the eviction's reason; a clear gain (`clearGain` times the cost) waits half the owner
+cooldown and may move several pods of one owner in a cycle (`CLEAR`). The classification it
+hands the cycle carries `holdSeconds`, the hysteresis that keeps a hot node's class and soft
+taint from flapping (`descheduler.classify.hold_overutilized`).
+
 It runs even while the circuit breaker is open: its classification feeds the metrics and the
 soft taints (the evictor still stops its evictions). The name `LowNodeUtilization` belongs to
 the upstream plugin on requests (`descheduler.plugins.low_node_utilization`).
@@ -30,7 +40,7 @@ import dataclasses
 import enum
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
@@ -268,7 +278,11 @@ def rebalance(
         " ".join(f"{s}={_fmt(v)}" for s, v in capacity.items()),
     )
     measured = pod_usage or {}
-    model = StallModel.of(args, state, c) if all(s in CPU_SIGNALS for s in signals) else None
+    model = (
+        StallModel.of(args, state, c, measured, avoid=evictor.recently_evacuated())
+        if all(s in CPU_SIGNALS for s in signals)
+        else None
+    )
     for node in c.overutilized:
         if evictor.stopped:
             log.warning("LoadAware stops: %s", evictor.stopped)
@@ -355,8 +369,20 @@ class StallModel:
     args: LoadAwareArgs
     loads: dict[NodeName, NodeLoad]
 
+    #: Nodes no pod is moved to: evacuated (a policy's deschedule rule) within the cooldown,
+    #: so a flapping health metric does not have rebalancing fill a node it will empty again.
+    avoid: frozenset[NodeName] = frozenset()
+
     @classmethod
-    def of(cls, args: LoadAwareArgs, state: CycleState, c: Classification) -> StallModel:
+    def of(
+        cls,
+        args: LoadAwareArgs,
+        state: CycleState,
+        c: Classification,
+        measured: PodUsage,
+        *,
+        avoid: Collection[NodeName] = (),
+    ) -> StallModel:
         utilization = state.metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = state.metrics.get(MetricName(Signal.CPU_PRESSURE), {})
         loads: dict[NodeName, NodeLoad] = {}
@@ -365,10 +391,17 @@ class StallModel:
             cores = node.allocatable.get("cpu", 0.0) if node is not None else 0.0
             if cores <= 0 or (name not in utilization and name not in psi):
                 continue  # nothing to predict with: the node is never rebalanced on a guess
-            loads[name] = NodeLoad.measured(
-                cores, utilization=utilization.get(name), psi=psi.get(name)
-            )
-        return cls(args, loads)
+            load = NodeLoad.measured(cores, utilization=utilization.get(name), psi=psi.get(name))
+            if measured and name in utilization:
+                # The node's metrics lag its pods: pods that arrived since are not in them yet,
+                # pods that left still are. Where per-pod usage is measured, the pods on the
+                # node now (measured, or their requests until they are) correct the load by
+                # what changed since: without it the next cycle would move pods again onto a
+                # node that already received, and off one that already gave.
+                now = sum(_pod_cores(p, measured, cores) for p in state.pods_on(name))
+                load = load.plus(now - utilization[name] * cores)
+            loads[name] = load
+        return cls(args, loads, frozenset(avoid))
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)
@@ -401,7 +434,11 @@ class StallModel:
         if usage <= 0:
             log.info('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
             return None
-        destinations = [d for d in evictor.fitting_nodes(pod, among=among) if d in self.loads]
+        destinations = [
+            d
+            for d in evictor.fitting_nodes(pod, among=among)
+            if d in self.loads and d not in self.avoid
+        ]
         if not destinations:
             return None
         destination = min(destinations, key=lambda d: (self.loads[d].plus(usage).pressure, d))
@@ -420,6 +457,14 @@ class StallModel:
     def moved(self, node: NodeName, destination: NodeName, prediction: Prediction) -> None:
         self.loads[node] = prediction.source_after
         self.loads[destination] = self.loads[destination].plus(prediction.usage)
+
+
+def _pod_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
+    """The pod's CPU in cores: measured, or its requests until it is."""
+    usage = measured.get(pod_key(pod))
+    if usage is not None:
+        return _cores(usage, cores)
+    return pod.requests.get("cpu", 0.0)
 
 
 def _cores(relief: Mapping[str, float] | None, cores: float) -> float:

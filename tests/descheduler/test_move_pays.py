@@ -10,15 +10,23 @@ eviction's reason carries its prediction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 
-from descheduler.framework import Result
+from descheduler.cycle import Descheduler
+from descheduler.evictor import EvictionDecision
+from descheduler.framework import PodUsage, PodUsageSource, Result
+from descheduler.state import CycleState, pod_key
 from embedded.workload import cpu_pressures
+from tas.cluster.model import Pod
 from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predict, pressure
+from tas.types import NodeName
 from tests.descheduler.builders import (
+    START,
     cluster_with,
     make_descheduler,
     make_node,
@@ -121,11 +129,18 @@ def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> N
     assert report.decisions == []
 
 
-def saturated(**extra: Any) -> list[Any]:
+def saturated(
+    *extra_pods: Pod,
+    prepare: Callable[[Descheduler], None] | None = None,
+    pod_usage: PodUsageSource | None = None,
+    **extra: Any,
+) -> list[EvictionDecision]:
     """node-a saturated by eight 1-core pods of one owner, two idle nodes; one cycle with the
     owner cooldown on."""
     pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0) for i in range(8))
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    cluster = cluster_with(
+        make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods + extra_pods
+    )
     metrics = {
         "cpu_utilization": {"node-a": 1.0, "node-b": 0.1, "node-c": 0.1},
         "cpu_pressure": {"node-a": 0.95, "node-b": 0.0, "node-c": 0.0},
@@ -136,8 +151,10 @@ def saturated(**extra: Any) -> list[Any]:
         evictionCooldownSeconds=300,
         maxNoOfPodsToEvictPerNode=5,
     )
-    report = make_descheduler(cluster, config, metrics=metrics).run_cycle()
-    return report.by_result(Result.EVICTED)
+    descheduler = make_descheduler(cluster, config, metrics=metrics, pod_usage=pod_usage)
+    if prepare is not None:
+        prepare(descheduler)
+    return descheduler.run_cycle().by_result(Result.EVICTED)
 
 
 def test_a_clear_gain_moves_several_pods_of_one_owner_in_a_cycle() -> None:
@@ -163,3 +180,32 @@ def test_every_eviction_states_its_prediction() -> None:
     assert "moving 1.00 cores: pressure 1.00 -> " in first.reason
     assert "on node-a, 0.00 -> " in first.reason
     assert "stalled cores vs cost 0.100 (gain x" in first.reason
+
+
+def test_pods_that_arrived_since_the_metrics_were_taken_count_on_their_node() -> None:
+    # node-b looks as idle as node-c, but four 1-core pods just landed there: the node's metrics
+    # do not show them yet, and their usage is not measured yet, so their requests stand in.
+    arrived = tuple(make_pod(f"new-{i}", node="node-b", owner="new", cpu=1.0) for i in range(4))
+
+    def measured(state: CycleState) -> PodUsage:
+        # Every pod that ran through the window: web's eight, each 1 core of 8 (12.5%).
+        return {pod_key(p): {"cpu_combined": 12.5} for p in state.pods if p.name.startswith("web-")}
+
+    evicted = saturated(*arrived, pod_usage=measured)
+    assert evicted
+    assert all("on node-c" in d.reason for d in evicted)
+
+
+def test_no_pod_is_moved_to_a_node_evacuated_within_the_cooldown() -> None:
+    def evacuated_node_b(descheduler: Descheduler) -> None:
+        # TASViolations emptied node-b a minute ago (a health metric that may flap back).
+        descheduler.cooldown.record(
+            ("default", "ReplicaSet", "other"),
+            START - timedelta(minutes=1),
+            evacuation=True,
+            node=NodeName("node-b"),
+        )
+
+    evicted = saturated(prepare=evacuated_node_b)
+    assert evicted
+    assert all("on node-c" in d.reason for d in evicted)
