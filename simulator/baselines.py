@@ -53,7 +53,7 @@ from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
 from descheduler.tainter import soft_taint
 from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thresholds
-from embedded.scheduler import MAX_EXTENDER_PRIORITY, FilterAnswer
+from embedded.scheduler import MAX_NODE_SCORE, FilterAnswer
 from tas.cluster.interface import Cluster
 from tas.cluster.model import Node, Pod
 from tas.fit import requested, untolerated_taint
@@ -442,9 +442,10 @@ class VolcanoUsage:
     `NodeMetricsAvg`: `avg_over_time(...rate(node_cpu_seconds_total{mode="idle"}[5m])...[10m:
     30s])`, memory likewise over 10m), refreshed by the caller (`refresh`).
 
-    Kube-scheduler's extender scores are whole numbers 0..10 weighed by `weight` x 10, so the
-    score is the plugin's divided by 10 x usage.weight and rounded: usage.weight 5 gives the
-    same 0..500 range, in steps of 50.
+    The scheduler model adds an extender's whole-number score times `weight` x 10. The plugin
+    runs inside Volcano's scheduler, not behind the extender API's 0..10 range, so it answers
+    0..50 with weight 1: the plugin's own 0..500 (usage.weight 5 x MaxNodeScore 100), in steps
+    of 10 rather than of 50, so the estimates of a few new pods already tell nodes apart.
     """
 
     nodes: Callable[[], Mapping[NodeName, Node]]
@@ -452,7 +453,7 @@ class VolcanoUsage:
     #: less than `metricsInterval` ago, before the risk factor (`volcano_estimate` each).
     recent: Callable[[], Mapping[NodeName, tuple[float, float]]]
     now: Callable[[], float]
-    weight: int = VOLCANO_USAGE_WEIGHT
+    weight: int = 1
     ignorable: bool = False
     usage: dict[NodeName, tuple[float, float]] = field(default_factory=dict)
     metrics_time: float | None = None
@@ -497,7 +498,7 @@ class VolcanoUsage:
                 continue
             cpu, memory = self._composites(node, recent.get(name, (0.0, 0.0)))
             share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
-            scores[name] = round(share * MAX_EXTENDER_PRIORITY)
+            scores[name] = round(share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT / 10)
         return scores
 
     def _composites(self, node: Node, shadow: tuple[float, float]) -> tuple[float, float]:
