@@ -309,6 +309,7 @@ class _Checker:
         self.draw(body.get("count"), "workloads.count", _number_between(1, 50))
         self.draw(body.get("podCpu"), "workloads.podCpu", _quantity_check)
         self.draw(body.get("memoryPerCore", "2Gi"), "workloads.memoryPerCore", _quantity_check)
+        self.draw(body.get("liveMigration", 0.0), "workloads.liveMigration", _number_between(0, 1))
         self.weights(body.get("shapes"), "workloads.shapes", SHAPES)
 
     def events(self, body: object) -> None:
@@ -437,7 +438,9 @@ def draw_scenario(family: Family, index: int) -> dict[str, Any]:
     ]
     nodes, capacity = _draw_nodes(draw, raw["nodes"], policy_set)
     document["nodes"] = nodes
-    document["workloads"] = _draw_workloads(draw, raw, policy_set, capacity, duration)
+    document["workloads"] = _draw_workloads(
+        draw, raw, policy_set, capacity, duration, stream=(family.seed, index)
+    )
     document["policies"] = [dict(d) for d in policy_set.documents]
     document["events"] = _draw_events(
         draw, raw.get("events") or {}, document, policy_set, duration, warmup
@@ -486,8 +489,11 @@ def _draw_workloads(
     policy_set: PolicySet,
     capacity: tuple[float, float],
     duration: float,
+    *,
+    stream: tuple[int, int],
 ) -> list[dict[str, Any]]:
     cpu_capacity, memory_capacity = capacity
+    family_seed, index = stream
     spec = raw["workloads"]
     count = int(draw.value(spec["count"]))
     load = float(draw.value(raw.get("load", 0.7)))
@@ -522,6 +528,11 @@ def _draw_workloads(
                     ]
                 }
             ]
+        # A workload of VMs (KubeVirt launcher pods: an eviction is a live migration) is drawn
+        # from its own stream, so adding the option moved no other draw of the family.
+        vms = random.Random(f"{family_seed}/{index}/migration/{i}")
+        if vms.random() < float(draw.value(spec.get("liveMigration", 0.0))):
+            workload["migration"] = "live"
         memory = {"profile": "steady", "value": _mib(pod_cpu * memory_per_core * 0.6)}
         if shape == "skewed":
             # The PSI evaluation's case: heavy and idle pods behind identical requests.

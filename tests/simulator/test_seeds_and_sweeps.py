@@ -106,9 +106,10 @@ def test_the_default_family_covers_what_the_named_scenarios_do() -> None:
     events: Counter[str] = Counter()
     shapes: Counter[str] = Counter()
     policies: Counter[tuple[str, ...]] = Counter()
-    mixed = bursts = 0
+    mixed = bursts = vms = 0
     for index in range(200):
         document = draw_scenario(family, index)
+        vms += any(w.get("migration") == "live" for w in document["workloads"])
         for event in document["events"]:
             events.update(k for k in event if k != "at")
             bursts += bool(event.get("scale", {}).get("burst"))
@@ -125,6 +126,7 @@ def test_the_default_family_covers_what_the_named_scenarios_do() -> None:
     assert set(SHAPES) - {"burst"} <= set(shapes), shapes
     assert mixed >= 20
     assert bursts >= 20
+    assert vms >= 20
     assert len(policies) == 4, policies
 
 
