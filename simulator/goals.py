@@ -7,7 +7,9 @@ They come from the project's issues, and they are checked on results, never used
   violating placement in at least 95% of scenarios;
 - on the named scenarios (`summary.json`, several seeds): in psi-taint-release, ours beats
   psi-profile on work lost, stall and spread (intervals that do not overlap); in psi-skewed,
-  ours' spread p95 is at most half of requests'.
+  ours' spread p95 is at most half of requests'; in scale-out (issue 25), ours' work lost is at
+  most requests-lnu's (intervals allowed: not worse beyond them), its herd ratio at most 1.5
+  and it makes no violating placement.
 
 A goal whose figures are missing (a contender or scenario not run) is not judged, and says so.
 """
@@ -112,7 +114,30 @@ def named_goals(summary: Mapping[str, Any]) -> list[Goal]:
         goals.append(Goal(name, None, "not run"))
     else:
         goals.append(_at_most(name, ours / requests, 0.5, "{:.2f}x"))
-    return goals
+    return [*goals, *_scale_out_goals(summary)]
+
+
+def _scale_out_goals(summary: Mapping[str, Any]) -> list[Goal]:
+    scenario = "scale-out"
+    ours = _get(summary, "scenarios", scenario, "ci95", OURS, "work_lost", "core_seconds")
+    lnu = _get(summary, "scenarios", scenario, "ci95", "requests-lnu", "work_lost", "core_seconds")
+    name = f"{scenario}: ours' work lost at most requests-lnu's"
+    if ours is None or lnu is None:
+        lost = Goal(name, None, "not run")
+    else:
+        shown = f"ours [{ours[0]:.4g}, {ours[1]:.4g}], requests-lnu [{lnu[0]:.4g}, {lnu[1]:.4g}]"
+        lost = Goal(name, ours[0] <= lnu[1], shown)
+    figures = ("scenarios", scenario, "contenders", OURS)
+    return [
+        lost,
+        _at_most(f"{scenario}: ours' herd ratio", _get(summary, *figures, "herd_ratio"), 1.5),
+        _at_most(
+            f"{scenario}: ours' violating placements",
+            _get(summary, *figures, "violating_placements"),
+            0,
+            "{:.1f}",
+        ),
+    ]
 
 
 def report(title: str, goals: Sequence[Goal]) -> str:
