@@ -28,7 +28,7 @@ from tas.cluster.interface import ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
-from tas_cli import common
+from tas_cli import common, subcommand
 
 log = logging.getLogger("policy_controller")
 
@@ -70,14 +70,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "controller",
         help="run the policy controller: node and pod labels and policy status",
         description="Every sync period, evaluate every policy's deschedule and labeling "
         "strategies, patch only the labels that differ, and keep each policy's status current.",
+        handler=run,
     )
     add_arguments(parser)
-    parser.set_defaults(handler=run)
 
 
 @dataclass(frozen=True)
@@ -115,13 +116,10 @@ def run(args: argparse.Namespace) -> int:
     settings = ControllerCommandSettings.from_args(args)
     common.configure_logging(settings.log_level)
     common.warn_tas_flags(settings.tas_flag_notices)
-    try:
-        return _control(settings)
-    except common.SetupError as error:
-        print(f"tas controller: {error}", file=sys.stderr)
-        return 2
+    return _control(settings)
 
 
+@subcommand.exit_2_on_setup_error("controller")
 def _control(settings: ControllerCommandSettings) -> int:
     registry = CollectorRegistry()
     api_client = common.kube_api_client(settings.kube)

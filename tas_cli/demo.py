@@ -14,15 +14,19 @@ from typing import Any
 
 import httpx
 
+from tas_cli import subcommand
+
 DEFAULT_URL = "http://127.0.0.1:8080"
 TIMEOUT_SECONDS = 10.0
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "demo",
         help="control a running `make run` from the terminal (scale, load, unload)",
         description="Call the dashboard's control API of a running `tas run` (docs/dashboard.md).",
+        handler=run,
     )
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the dashboard (default {DEFAULT_URL})")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -34,7 +38,6 @@ def add_parser(commands: Any) -> None:
     load.add_argument("cores", type=float)
     unload = actions.add_parser("unload", help="remove the load added to a node")
     unload.add_argument("node")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

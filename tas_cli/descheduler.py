@@ -35,7 +35,7 @@ from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
-from tas_cli import common
+from tas_cli import common, subcommand
 
 log = logging.getLogger("descheduler")
 
@@ -110,14 +110,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "descheduler",
         help="evict pods that telemetry says should move (Predictive by default)",
         description="Evict pods whose node violates their TASPolicy, rebalance load on real "
         "telemetry, and run the classic descheduler strategies, all through the Eviction API.",
+        handler=run,
     )
     add_arguments(parser)
-    parser.set_defaults(handler=run)
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
-from tas_cli import common
+from tas_cli import common, subcommand
 
 log = logging.getLogger("tas.run")
 
@@ -78,12 +78,14 @@ SHUTDOWN_SECONDS = 1.5
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "run",
         help="the health-metric demo on the embedded cluster, with a live dashboard",
         description="Run the extender, the policy controller, the descheduler and a small "
         "scheduler against an in-memory cluster whose node metrics are textfiles, and serve "
         "a dashboard that shows the loop and offers the demo's controls.",
+        handler=run,
     )
     parser.add_argument("--dir", type=Path, default=Path("run"), help="state directory (run/)")
     parser.add_argument(
@@ -154,7 +156,6 @@ def add_parser(commands: Any) -> None:
         metavar="DURATION",
         help="stop after this long (default 0: never)",
     )
-    parser.set_defaults(handler=run)
 
 
 @dataclass(frozen=True)
@@ -204,11 +205,7 @@ def run(args: argparse.Namespace) -> int:
     # The dashboard's decision log tells all of it; the terminal keeps evictions and changes.
     for noisy in ("httpx", "uvicorn.error", "descheduler.plugins.load_aware", "descheduler.cycle"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        return _run(settings)
-    except common.SetupError as error:
-        print(f"tas run: {error}", file=sys.stderr)
-        return 2
+    return _run(settings)
 
 
 def positive_number(text: str) -> float:
@@ -319,6 +316,7 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
     )
 
 
+@subcommand.exit_2_on_setup_error("run")
 def _run(settings: RunCommandSettings) -> int:
     metrics_dir: Path = settings.dir / "metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tas.metrics.textfile import format_value, write_node_series
+from tas_cli import subcommand
 
 SERIES = "node_health_metric"
 REMOTE_DIR = "/tmp/node-metrics"
@@ -46,11 +47,13 @@ class SetHealthError(Exception):
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "set-health",
         help="set a node's health_metric (textfile directory, or a real node over ssh)",
         description=f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series; "
         f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node.",
+        handler=run,
     )
     parser.add_argument("node", metavar="NODE")
     parser.add_argument("value", metavar="VALUE", help="a finite number, e.g. 0, 1, 2")
@@ -71,7 +74,6 @@ def add_parser(commands: Any) -> None:
         metavar="DIR",
         help=f"with --ssh: the node-exporter textfile directory (default {REMOTE_DIR})",
     )
-    parser.set_defaults(handler=run)
 
 
 def parse_value(text: object) -> float:

@@ -15,20 +15,22 @@ from typing import Any
 
 from tas.policies.files import policy_files
 from tas.policies.model import load_policies_text
+from tas_cli import subcommand
 
 STDIN = "-"
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "validate",
         help="validate TASPolicy files (YAML or JSON, multi-document)",
         description="Print every problem of every policy, one per line; exit 1 if any. A "
         "directory means its *.yaml, *.yml and *.json files; - reads standard input "
         "(kubectl get taspolicies -A -o yaml | tas validate -).",
+        handler=run,
     )
     parser.add_argument("files", nargs="+", metavar="FILE|DIR|-")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
