@@ -25,7 +25,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -445,37 +445,27 @@ def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
         raise common.SetupError(f"cannot listen on {host}:{port} for {what}: {error}") from error
 
 
+@dataclass(kw_only=True)
 class Loop:
     """One tick per sync period (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        cluster: InMemoryCluster,
-        telemetry: Telemetry,
-        view: Any,
-        policy_files: PolicyFileWatcher | None,
-        loader: ClusterPolicyLoader,
-        scheduler: EmbeddedScheduler,
-        reconciler: Reconciler,
-        descheduler: Descheduler,
-        recorder: Recorder,
-        latest: list[TelemetryStep],
-        interval: float,
-    ) -> None:
-        self.cluster = cluster
-        self.telemetry = telemetry
-        self.view = view
-        self.policy_files = policy_files
-        self.loader = loader
-        self.scheduler = scheduler
-        self.reconciler = reconciler
-        self.descheduler = descheduler
-        self.recorder = recorder
-        self.latest = latest
-        self.interval = interval
-        self.next_cycle = time.monotonic() + interval
-        self.shown = ""
+    cluster: InMemoryCluster
+    telemetry: Telemetry
+    view: Any
+    policy_files: PolicyFileWatcher | None
+    loader: ClusterPolicyLoader
+    scheduler: EmbeddedScheduler
+    reconciler: Reconciler
+    descheduler: Descheduler
+    recorder: Recorder
+    latest: list[TelemetryStep]
+    interval: float
+    next_cycle: float = field(init=False)
+    #: The cluster state last printed, so the terminal shows only changes.
+    shown: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.next_cycle = time.monotonic() + self.interval
 
     def tick(self) -> None:
         now = time.time()
