@@ -215,11 +215,18 @@ class Recorder:
     # ------------------------------------------------------------------ the log
 
     def _append(
-        self, kind: str, summary: str, *, source: str, time: float, details: Mapping[str, Any]
+        self,
+        kind: str,
+        summary: str,
+        *,
+        source: str,
+        details: Mapping[str, Any],
+        time: float | None = None,
     ) -> Json:
+        """Log one entry; without a `time`, it happened now (a write seen as it is made)."""
         entry = {
             "id": self._next_id,
-            "time": time,
+            "time": self._clock.now().timestamp() if time is None else time,
             "kind": kind,
             "source": source,
             "summary": summary,
@@ -318,7 +325,6 @@ class Recorder:
                     "label",
                     f"node {node.name}: {', '.join(parts)}",
                     source="controller",
-                    time=self._clock.now().timestamp(),
                     details={"node": node.name, "set": added, "removed": removed},
                 )
         taints = sorted(_taint_text(t) for t in node.taints)
@@ -332,7 +338,6 @@ class Recorder:
                 "taint",
                 f"node {node.name}: {', '.join(parts)}",
                 source="descheduler",
-                time=self._clock.now().timestamp(),
                 details={"node": node.name, "added": added_t, "removed": removed_t},
             )
         self._bump()
@@ -354,7 +359,6 @@ class Recorder:
             "label",
             f"pod {key} on {pod.node_name}: {text}",
             source="controller",
-            time=self._clock.now().timestamp(),
             details={"pod": key, "node": pod.node_name, POD_VIOLATION_LABEL: value},
         )
         self._bump()
