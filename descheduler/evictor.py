@@ -120,6 +120,10 @@ class EvictionBudget:
 
 
 OwnerKey = tuple[str, str, str]
+#: How long the nodes pods were evacuated from are remembered: an hour, the horizon over which
+#: a pod's evictions are counted (a node evacuated again and again, a flapping health metric,
+#: would otherwise be refilled by rebalancing and emptied again).
+EVACUATED_NODE_MEMORY = 3600.0
 _K = TypeVar("_K")
 
 
@@ -145,7 +149,7 @@ class Cooldown:
         self._last: dict[OwnerKey, datetime] = {}
         self._last_evacuation: dict[OwnerKey, datetime] = {}
         #: Nodes pods were evacuated from, and when (rebalancing does not fill them again).
-        self._evacuated_nodes: dict[NodeName, datetime] = {}
+        self._evacuated_nodes: dict[NodeName, list[datetime]] = {}
 
     def blocked(self, key: OwnerKey, now: datetime, *, share: float = 1.0) -> bool:
         """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
@@ -171,18 +175,35 @@ class Cooldown:
             if evacuation:
                 self._last_evacuation[key] = now
                 if node is not None:
-                    self._evacuated_nodes[node] = now
+                    times = self._evacuated_nodes.setdefault(node, [])
+                    if not times or times[-1] != now:  # one evacuation per cycle
+                        times.append(now)
         # Forget what is cool again, so the maps stay as small as the recent past.
         self._last = self._recent(self._last, now)
         self._last_evacuation = self._recent(self._last_evacuation, now)
-        self._evacuated_nodes = self._recent(self._evacuated_nodes, now)
+        memory = max(self.seconds, EVACUATED_NODE_MEMORY)
+        self._evacuated_nodes = {
+            n: kept
+            for n, times in self._evacuated_nodes.items()
+            if (kept := [t for t in times if (now - t).total_seconds() < memory])
+        }
 
-    def evacuated_nodes(self, now: datetime) -> set[NodeName]:
-        """Nodes pods were evacuated from within the cooldown."""
-        return set(self._recent(self._evacuated_nodes, now))
+    def evacuated_nodes(self, now: datetime, *, within: float) -> set[NodeName]:
+        """Nodes to keep pods away from: evacuated within the cooldown, or flapping (evacuated
+        in two cycles or more) within `within` seconds (at most `EVACUATED_NODE_MEMORY`, or
+        the cooldown if longer, is remembered)."""
+        found: set[NodeName] = set()
+        for node, times in self._evacuated_nodes.items():
+            ages = [(now - t).total_seconds() for t in times]
+            if min(ages) < self.seconds or sum(age < within for age in ages) >= 2:
+                found.add(node)
+        return found
 
-    def _recent(self, last: dict[_K, datetime], now: datetime) -> dict[_K, datetime]:
-        return {k: t for k, t in last.items() if (now - t).total_seconds() < self.seconds}
+    def _recent(
+        self, last: dict[_K, datetime], now: datetime, seconds: float | None = None
+    ) -> dict[_K, datetime]:
+        keep = self.seconds if seconds is None else seconds
+        return {k: t for k, t in last.items() if (now - t).total_seconds() < keep}
 
 
 # ------------------------------------------------------------------------------- evicting
@@ -316,9 +337,10 @@ class PodEvictor:
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         return self.rails.budget.node_exhausted(node)
 
-    def recently_evacuated(self) -> set[NodeName]:
-        """Nodes an evacuating plugin emptied within the owner cooldown (this cycle too)."""
-        return self.rails.cooldown.evacuated_nodes(self.state.now)
+    def recently_evacuated(self, within: float) -> set[NodeName]:
+        """Nodes an evacuating plugin emptied less than `within` seconds ago (this cycle too;
+        nothing when the owner cooldown is off)."""
+        return self.rails.cooldown.evacuated_nodes(self.state.now, within=within)
 
     def evict(
         self,

@@ -148,9 +148,9 @@ class Evictor(Protocol):
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         ...
 
-    def recently_evacuated(self) -> Collection[NodeName]:
-        """Nodes an evacuating plugin emptied within the owner cooldown: a rebalancing plugin
-        does not fill them again (a flapping health metric would empty them again)."""
+    def recently_evacuated(self, within: float) -> Collection[NodeName]:
+        """Nodes an evacuating plugin emptied less than `within` seconds ago: a rebalancing
+        plugin does not fill them again (a flapping health metric would empty them again)."""
         ...
 
     def evict(

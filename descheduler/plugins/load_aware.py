@@ -107,6 +107,9 @@ class LoadAwareArgs:
     #: Hysteresis: an overutilized node keeps its class (and soft taint) this long after it
     #: was last seen overutilized, unless its usage falls to the low threshold.
     hold_seconds: float = 120.0
+    #: No pod is moved to a node an evacuating plugin emptied within the owner cooldown, or in
+    #: two cycles or more within this long (a flapping health metric).
+    avoid_evacuated_seconds: float = 3600.0
 
     @property
     def cost(self) -> MoveCost:
@@ -197,6 +200,9 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         payback_seconds=r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400),
         clear_gain=r.number("clearGain", defaults.clear_gain, low=1, high=1000),
         hold_seconds=r.number("holdSeconds", defaults.hold_seconds, low=0, high=86400),
+        avoid_evacuated_seconds=r.number(
+            "avoidEvacuatedSeconds", defaults.avoid_evacuated_seconds, low=0, high=3600
+        ),
     )
 
 
@@ -279,7 +285,9 @@ def rebalance(
     )
     measured = pod_usage or {}
     model = (
-        StallModel.of(args, state, c, measured, avoid=evictor.recently_evacuated())
+        StallModel.of(
+            args, state, c, measured, avoid=evictor.recently_evacuated(args.avoid_evacuated_seconds)
+        )
         if all(s in CPU_SIGNALS for s in signals)
         else None
     )
@@ -369,8 +377,9 @@ class StallModel:
     args: LoadAwareArgs
     loads: dict[NodeName, NodeLoad]
 
-    #: Nodes no pod is moved to: evacuated (a policy's deschedule rule) within the cooldown,
-    #: so a flapping health metric does not have rebalancing fill a node it will empty again.
+    #: Nodes no pod is moved to: evacuated (a policy's deschedule rule) within the cooldown, or
+    #: again and again within `avoidEvacuatedSeconds`, so a flapping health metric does not
+    #: have rebalancing fill a node it will empty again.
     avoid: frozenset[NodeName] = frozenset()
 
     @classmethod

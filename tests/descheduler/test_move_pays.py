@@ -196,16 +196,27 @@ def test_pods_that_arrived_since_the_metrics_were_taken_count_on_their_node() ->
     assert all("on node-c" in d.reason for d in evicted)
 
 
-def test_no_pod_is_moved_to_a_node_evacuated_within_the_cooldown() -> None:
+@pytest.mark.parametrize(
+    ("minutes_ago", "avoided"),
+    [
+        pytest.param((2,), True, id="evacuated within the owner cooldown: avoided"),
+        pytest.param((50,), False, id="evacuated once, long ago: a destination again"),
+        pytest.param((50, 20), True, id="evacuated twice within the hour: flapping, avoided"),
+    ],
+)
+def test_no_pod_is_moved_to_a_node_just_evacuated_or_evacuated_again_and_again(
+    minutes_ago: tuple[int, ...], avoided: bool
+) -> None:
     def evacuated_node_b(descheduler: Descheduler) -> None:
-        # TASViolations emptied node-b a minute ago (a health metric that may flap back).
-        descheduler.cooldown.record(
-            ("default", "ReplicaSet", "other"),
-            START - timedelta(minutes=1),
-            evacuation=True,
-            node=NodeName("node-b"),
-        )
+        # TASViolations emptied node-b (a health metric that may flap back).
+        for minutes in minutes_ago:
+            descheduler.cooldown.record(
+                ("default", "ReplicaSet", "other"),
+                START - timedelta(minutes=minutes),
+                evacuation=True,
+                node=NodeName("node-b"),
+            )
 
     evicted = saturated(prepare=evacuated_node_b)
     assert evicted
-    assert all("on node-c" in d.reason for d in evicted)
+    assert any("on node-b" in d.reason for d in evicted) is not avoided
