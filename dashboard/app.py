@@ -42,6 +42,7 @@ from dashboard.recorder import Recorder
 from embedded.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.model import Pod
+from tas.request_body import BodyTooLargeError, read_limited
 
 log = logging.getLogger(__name__)
 
@@ -93,14 +94,10 @@ def _error(status: int, message: str) -> Response:
 
 async def _body(request: Request) -> bytes:
     """The request body, refused once it grows past what any control needs."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise ControlError(413, f"the body is over {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await read_limited(request.stream(), limit=MAX_BODY_BYTES)
+    except BodyTooLargeError as error:
+        raise ControlError(413, str(error)) from error
 
 
 def create_dashboard_app(
