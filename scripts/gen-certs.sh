@@ -17,45 +17,27 @@ namespace=telemetry-aware-scheduling
 service=tas-extender
 days=365
 
-usage() {
-    sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
-    exit 2
+prog=gen-certs
+usage_lines=14
+
+take_option() {
+    taken=2
+    case "$1" in
+    --namespace) namespace=${2-} ;;
+    --service) service=${2-} ;;
+    --days) days=${2-} ;;
+    *) return 1 ;;
+    esac
 }
 
-fail() {
-    printf 'gen-certs: %s\n' "$1" >&2
-    exit 2
-}
+# shellcheck source=scripts/lib/options.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib/options.sh"
 
 # A DNS-1123 label: what Kubernetes allows for namespace and Service names.
 dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
 
-while [ "$#" -gt 0 ]; do
-    case "$1" in
-    --namespace)
-        [ "$#" -ge 2 ] || usage
-        namespace=$2
-        shift 2
-        ;;
-    --service)
-        [ "$#" -ge 2 ] || usage
-        service=$2
-        shift 2
-        ;;
-    --days)
-        [ "$#" -ge 2 ] || usage
-        days=$2
-        shift 2
-        ;;
-    -h | --help) usage ;;
-    --)
-        shift
-        break
-        ;;
-    -*) fail "unknown option: $1" ;;
-    *) break ;;
-    esac
-done
+parse_options "$@"
+set -- "${operands[@]}"
 [ "$#" -eq 1 ] || usage
 out=$1
 

@@ -795,6 +795,42 @@ def test_set_health_refuses_bad_input_before_running_anything(
     assert not (tmp_path / "INJECTED").exists()
 
 
+@pytest.mark.parametrize(
+    ("script", "args", "said"),
+    [
+        pytest.param(GEN_CERTS, ["--days"], "Make the certificates", id="gen-certs: no value"),
+        pytest.param(
+            GEN_CERTS,
+            ["--nope", "x"],
+            "gen-certs: unknown option: --nope",
+            id="gen-certs: unknown option",
+        ),
+        pytest.param(GEN_CERTS, ["--help"], "Usage: scripts/gen-certs.sh", id="gen-certs: help"),
+        pytest.param(
+            SET_HEALTH, ["--dir"], "Set a node's `health_metric`", id="set-health: no value"
+        ),
+        pytest.param(
+            SET_HEALTH,
+            ["-x", "n", "1"],
+            "set-health: unknown option: -x",
+            id="set-health: unknown option",
+        ),
+        pytest.param(
+            SET_HEALTH, ["-h"], "set-health.sh --local DIR NODE VALUE", id="set-health: help"
+        ),
+    ],
+)
+def test_the_scripts_answer_a_bad_option_or_help_with_exit_2_before_doing_anything(
+    script: Path, args: list[str], said: str, tmp_path: Path
+) -> None:
+    # One option parser for both (scripts/lib/options.sh): a missing value and -h/--help print
+    # the script's header as its usage, an unknown option is named.
+    result = _run([str(script), *args], cwd=tmp_path)
+    assert result.returncode == 2
+    assert said in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- certificates ---------------------------------------------------------------------------
 
 needs_openssl = pytest.mark.skipif(

@@ -15,16 +15,6 @@
 # a strict pattern first, and what runs on the node is a fixed script given quoted arguments.
 set -euo pipefail
 
-usage() {
-    sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
-    exit 2
-}
-
-fail() {
-    printf 'set-health: %s\n' "$1" >&2
-    exit 2
-}
-
 # Single-quote for a POSIX shell: the remote side runs the command through the user's shell.
 quote() {
     local escaped=${1//\'/\'\\\'\'}
@@ -36,36 +26,28 @@ remote_dir=/tmp/node-metrics
 local_dir=""
 via=ssh
 
-while [ "$#" -gt 0 ]; do
+prog=set-health
+usage_lines=15
+
+take_option() {
+    taken=2
     case "$1" in
-    --ssh-user)
-        [ "$#" -ge 2 ] || usage
-        ssh_user=$2
-        shift 2
-        ;;
-    --dir)
-        [ "$#" -ge 2 ] || usage
-        remote_dir=$2
-        shift 2
-        ;;
-    --local)
-        [ "$#" -ge 2 ] || usage
-        local_dir=$2
-        shift 2
-        ;;
+    --ssh-user) ssh_user=${2-} ;;
+    --dir) remote_dir=${2-} ;;
+    --local) local_dir=${2-} ;;
     --docker)
         via=docker
-        shift
+        taken=1
         ;;
-    -h | --help) usage ;;
-    --)
-        shift
-        break
-        ;;
-    -*) fail "unknown option: $1" ;;
-    *) break ;;
+    *) return 1 ;;
     esac
-done
+}
+
+# shellcheck source=scripts/lib/options.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/../../scripts/lib/options.sh"
+
+parse_options "$@"
+set -- "${operands[@]}"
 [ "$#" -eq 2 ] || usage
 node=$1
 value=$2

@@ -191,7 +191,7 @@ def test_the_walkthrough_stages_every_file_kind_mounts() -> None:
 
 @pytest.mark.parametrize(
     "script",
-    [*sorted((ROOT / "scripts").glob("*.sh")), DEPLOY / "health-metric-demo" / "set-health.sh"],
+    [*sorted((ROOT / "scripts").rglob("*.sh")), DEPLOY / "health-metric-demo" / "set-health.sh"],
 )
 def test_scripts_are_valid_bash(script: Path) -> None:
     result = subprocess.run(
