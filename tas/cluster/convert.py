@@ -53,6 +53,11 @@ def _dict(value: Any) -> Json:
     return value if isinstance(value, Mapping) else {}
 
 
+def _sections(raw: Json) -> tuple[Json, Json, Json]:
+    """An object's metadata, spec and status, each {} where it is missing or not an object."""
+    return _dict(raw.get("metadata")), _dict(raw.get("spec")), _dict(raw.get("status"))
+
+
 def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -88,11 +93,7 @@ def taint_to_api(taint: Taint) -> dict[str, str]:
 
 
 def node_from_api(raw: Json) -> Node:
-    metadata, spec, status = (
-        _dict(raw.get("metadata")),
-        _dict(raw.get("spec")),
-        _dict(raw.get("status")),
-    )
+    metadata, spec, status = _sections(raw)
     ready = any(
         _dict(c).get("type") == "Ready" and _dict(c).get("status") == "True"
         for c in _list(status.get("conditions"))
@@ -301,11 +302,7 @@ def _restarts(statuses: Any) -> int:
 
 
 def pod_from_api(raw: Json) -> Pod:
-    metadata, spec, status = (
-        _dict(raw.get("metadata")),
-        _dict(raw.get("spec")),
-        _dict(raw.get("status")),
-    )
+    metadata, spec, status = _sections(raw)
     owners = tuple(
         OwnerReference(
             kind=str(_dict(o).get("kind", "")),
@@ -375,7 +372,7 @@ def namespace_from_api(raw: Json) -> NamespaceInfo:
 
 
 def pvc_from_api(raw: Json) -> PersistentVolumeClaim:
-    metadata, spec = _dict(raw.get("metadata")), _dict(raw.get("spec"))
+    metadata, spec, _ = _sections(raw)
     return PersistentVolumeClaim(
         namespace=Namespace(str(metadata.get("namespace", "default"))),
         name=str(metadata.get("name", "")),
@@ -395,11 +392,7 @@ def metrics_usage_from_api(raw: Json) -> dict[str, float]:
 
 
 def pdb_from_api(raw: Json) -> PodDisruptionBudget:
-    metadata, spec, status = (
-        _dict(raw.get("metadata")),
-        _dict(raw.get("spec")),
-        _dict(raw.get("status")),
-    )
+    metadata, spec, status = _sections(raw)
     return PodDisruptionBudget(
         namespace=Namespace(str(metadata.get("namespace", "default"))),
         name=str(metadata.get("name", "")),
