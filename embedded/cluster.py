@@ -47,6 +47,7 @@ from tas.cluster.interface import (
     NotFoundError,
     PolicyDocument,
     ResourceKind,
+    policy_key_of,
 )
 from tas.cluster.model import (
     NamespaceInfo,
@@ -57,7 +58,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.types import Namespace, NodeName, PolicyKey
 
 
 class WriteKind(enum.StrEnum):
@@ -90,15 +91,6 @@ class EvictionRecord:
     time: datetime
     #: The pod the owner created in its place, if any.
     replacement: str | None = None
-
-
-def policy_key_of(document: Mapping[str, Any]) -> PolicyKey:
-    """The key of a TASPolicy document (namespace defaults to `default`, as the API does)."""
-    metadata = document.get("metadata")
-    if not isinstance(metadata, Mapping) or not metadata.get("name"):
-        raise ValueError("a TASPolicy document needs metadata.name")
-    namespace = metadata.get("namespace") or "default"
-    return PolicyKey(Namespace(str(namespace)), PolicyName(str(metadata["name"])))
 
 
 class InMemoryCluster:

@@ -42,7 +42,7 @@ from descheduler.framework import PodUsage
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
 from descheduler.state import CycleState
-from embedded.cluster import InMemoryCluster, policy_key_of
+from embedded.cluster import InMemoryCluster
 from embedded.demo import (
     DEMO_APP,
     NODES,
@@ -61,6 +61,7 @@ from extender.settings import ExtenderSettings
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.clock import Clock, SystemClock
+from tas.cluster.interface import policy_key_of
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.files import PolicyFileWatcher, policy_files

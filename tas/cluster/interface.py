@@ -29,7 +29,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.types import Namespace, NodeName, PolicyKey
+from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 
 
 class ClusterError(Exception):
@@ -68,6 +68,15 @@ class PolicyDocument:
 
     key: PolicyKey
     body: Mapping[str, Any]
+
+
+def policy_key_of(document: Mapping[str, Any]) -> PolicyKey:
+    """The key of a TASPolicy document (namespace defaults to `default`, as the API does)."""
+    metadata = document.get("metadata")
+    if not isinstance(metadata, Mapping) or not metadata.get("name"):
+        raise ValueError("a TASPolicy document needs metadata.name")
+    namespace = metadata.get("namespace") or "default"
+    return PolicyKey(Namespace(str(namespace)), PolicyName(str(metadata["name"])))
 
 
 class Cluster(Protocol):
