@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -272,11 +272,7 @@ class DemoWorld:
             pods,
             key=lambda p: (p.node_name is not None, -(p.creation_timestamp or _EPOCH).timestamp()),
         )[: max(0, before - replicas)]
-        for pod in doomed:
-            try:
-                self.cluster.remove_pod(pod.namespace, pod.name)
-            except NotFoundError:
-                continue  # evicted meanwhile; its replacement counts next time
+        self._remove(doomed)
         return before
 
     def add_load(self, node: str, cores: float) -> Pod:
@@ -305,14 +301,7 @@ class DemoWorld:
     def clear_load(self, node: str) -> list[str]:
         """Remove every stress pod from `node`; returns their names."""
         self._node(node)
-        removed = []
-        for pod in self.load_pods(node):
-            try:
-                self.cluster.remove_pod(pod.namespace, pod.name)
-            except NotFoundError:
-                continue
-            removed.append(pod.name)
-        return removed
+        return self._remove(self.load_pods(node))
 
     def load_pods(self, node: str) -> Sequence[Pod]:
         return [
@@ -320,6 +309,18 @@ class DemoWorld:
             for p in self.cluster.list_pods(node=NodeName(node))
             if LOAD_CORES_ANNOTATION in p.annotations
         ]
+
+    def _remove(self, pods: Iterable[Pod]) -> list[str]:
+        """Delete the pods; one gone meanwhile (evicted: its replacement counts next time) is
+        skipped. Returns the names deleted."""
+        removed = []
+        for pod in pods:
+            try:
+                self.cluster.remove_pod(pod.namespace, pod.name)
+            except NotFoundError:
+                continue
+            removed.append(pod.name)
+        return removed
 
     def _node(self, node: str) -> Node:
         try:
