@@ -14,19 +14,20 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
-if TYPE_CHECKING:
-    pass
+from tas_cli import subcommand
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "simulate",
         help="measure the closed loop against the systems it replaces, on a virtual clock",
         description="Run scenarios on a virtual clock against several contenders (requests, "
         "requests-lnu, tas, psi-profile, volcano-loadaware, ours) and report the same figures "
         "for each.",
+        handler=run,
     )
     parser.add_argument(
         "scenarios", nargs="*", metavar="SCENARIO", help="a named scenario or a YAML file"
@@ -60,7 +61,6 @@ def add_parser(commands: Any) -> None:
         "--duration", default="", metavar="DURATION", help="cut every scenario to this long"
     )
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
-    parser.set_defaults(handler=run)
 
 
 class ProgressBar:

@@ -14,14 +14,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tas_cli import subcommand
+
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
+    parser = subcommand.add_command(
+        commands,
         "sweep",
         help="run every contender on many scenarios drawn from a family",
         description="Draw N scenarios from a family file (distributions over nodes, workloads, "
         "pipelines and faults), run every contender on each over several seeds, in parallel, "
         "and report how often each is clearly best and how it compares with requests.",
+        handler=run,
     )
     parser.add_argument(
         "--family", default="default", metavar="FILE|NAME", help="a family file or a named family"
@@ -41,7 +45,6 @@ def add_parser(commands: Any) -> None:
         help="run on this Dask distributed scheduler (tcp://host:8786) instead of local processes",
     )
     parser.add_argument("--out", type=Path, default=Path("sweep"), metavar="DIR")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
