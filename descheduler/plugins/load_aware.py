@@ -291,6 +291,15 @@ def rebalance(
         if all(s in CPU_SIGNALS for s in signals)
         else None
     )
+    # Where pods may go: the underutilized nodes (upstream's rule); with the stall model, any
+    # node not overutilized (nor evacuated lately), for the prediction to judge.
+    targets = c.underutilized
+    if model is not None:
+        targets = tuple(
+            n
+            for n, category in c.categories.items()
+            if category is not Category.OVERUTILIZED and n not in model.avoid
+        )
     for node in c.overutilized:
         if evictor.stopped:
             log.warning("LoadAware stops: %s", evictor.stopped)
@@ -316,10 +325,11 @@ def rebalance(
         per_pod = all(pod_key(p) in measured for p in removable)
         candidates = _order(removable, measured, signals) if per_pod else sort_candidates(removable)
         unknown_moved = False
+        unpaid = 0
         for pod in candidates:
             if not still_over(usage, c.thresholds.high, signals):
                 break
-            if any(capacity[s] <= 0 for s in signals):
+            if model is None and any(capacity[s] <= 0 for s in signals):
                 log.info('"No more capacity to move pods to underutilized nodes"')
                 return c
             if unknown_moved:
@@ -331,21 +341,21 @@ def rebalance(
             guard = FULL
             move: tuple[NodeName, Prediction] | None = None
             if model is not None:
-                move = model.best_move(pod, node, relief, evictor, c.underutilized)
+                move = model.best_move(pod, node, relief, evictor, targets)
                 if move is None:
+                    unpaid += 1
                     continue  # it does not pay, or nothing predicts it: never on a guess
                 destination, prediction = move
                 reason = f"{reason}; {prediction.describe(node, destination)}"
                 if prediction.gain >= args.clear_gain:
                     guard = CLEAR
-            if not evictor.evict(
-                pod, strategy=NAME, reason=reason, among=c.underutilized, guard=guard
-            ):
+            if not evictor.evict(pod, strategy=NAME, reason=reason, among=targets, guard=guard):
                 if evictor.stopped:
                     return c
                 continue
             if model is not None and move is not None:
                 model.moved(node, *move)
+                unpaid = 0
             if relief is None:
                 unknown_moved = True
                 continue
@@ -355,6 +365,9 @@ def rebalance(
                 capacity[s] -= moved
             if evictor.stopped:
                 return c
+        if unpaid:
+            # One line, not one per pod: the per-pod predictions are at debug level.
+            log.info('"No move off the node pays" node="%s" pods=%d', node, unpaid)
     return c
 
 
@@ -441,7 +454,7 @@ class StallModel:
         source = self.loads[node]
         usage = _cores(relief, source.cores)
         if usage <= 0:
-            log.info('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
+            log.debug('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
             return None
         destinations = [
             d
@@ -449,11 +462,12 @@ class StallModel:
             if d in self.loads and d not in self.avoid
         ]
         if not destinations:
+            log.debug('"No node to move the pod to" pod="%s/%s"', pod.namespace, pod.name)
             return None
         destination = min(destinations, key=lambda d: (self.loads[d].plus(usage).pressure, d))
         prediction = predict(usage, source, self.loads[destination], self.args.cost)
         if not prediction.pays:
-            log.info(
+            log.debug(
                 '"Move does not pay" pod="%s/%s" node="%s" %s',
                 pod.namespace,
                 pod.name,
