@@ -35,6 +35,7 @@ from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
 from tas.placements import Estimates
 from tas.policies.store import PolicyStore
+from tas.request_body import BodyTooLargeError, read_limited
 
 _JSON = "application/json"
 _DEFAULT_DECISIONS_SHOWN = 20
@@ -66,14 +67,12 @@ async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _RejectedError(413, f"the body is larger than the limit of {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _RejectedError(413, f"the body is larger than the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await read_limited(request.stream(), limit=limit)
+    except BodyTooLargeError as error:
+        raise _RejectedError(
+            413, f"the body is larger than the limit of {error.limit} bytes"
+        ) from error
 
 
 def create_app(
