@@ -28,6 +28,15 @@ from simulator.scenario import Scenario
 #: Called after each finished run with (done, total).
 Progress = Callable[[int, int], None]
 
+#: The reference rows of every comparison (issue 23), run as jobs like the contenders but
+#: never contenders themselves: `limit`, the fluid bound (`simulator.limit`), and
+#: `clairvoyant`, the shipped `ours` reading true values (`run_contender(clairvoyant=True)`).
+LIMIT = "limit"
+CLAIRVOYANT = "clairvoyant"
+REFERENCES = (LIMIT, CLAIRVOYANT)
+#: The contender the clairvoyant reference runs.
+CLAIRVOYANT_OF = "ours"
+
 
 class DaskUnavailableError(RuntimeError):
     """`--dask` was asked for, but the `distributed` package is not installed."""
@@ -61,12 +70,18 @@ def run_job(job: Job) -> JobResult:
     """One run, start to end. Importable at module level, so process pools and Dask workers
     can call it by reference."""
     from simulator.contenders import Unavailable, resolve
+    from simulator.limit import fluid_limit
     from simulator.runner import run_contender
 
-    resolved = resolve(job.contender, job.scenario.contenders.get(job.contender))
+    if job.contender == LIMIT:
+        figures = fluid_limit(job.scenario, seed=job.seed)
+        return JobResult(job.scenario.name, job.contender, job.seed, figures)
+    clairvoyant = job.contender == CLAIRVOYANT
+    runs = CLAIRVOYANT_OF if clairvoyant else job.contender
+    resolved = resolve(runs, job.scenario.contenders.get(runs))
     if isinstance(resolved, Unavailable):
         return JobResult(job.scenario.name, job.contender, job.seed, None, resolved.reason)
-    result = run_contender(job.scenario, resolved, seed=job.seed)
+    result = run_contender(job.scenario, resolved, seed=job.seed, clairvoyant=clairvoyant)
     return JobResult(
         job.scenario.name,
         job.contender,

@@ -67,6 +67,12 @@ VOLCANO_POD_RANGE = 120.0
 VOLCANO_HISTORY = VOLCANO_PERIOD + VOLCANO_RATE_RANGE
 
 
+def perfect(step: float) -> Pipeline:
+    """A pipeline without lag: a scrape every step, a rate over the last step alone, no delay.
+    A value read at t is the model's value at t (the clairvoyant reference)."""
+    return Pipeline(scrape_interval=step, window=step, delay=0.0)
+
+
 @dataclass(frozen=True)
 class Scrape:
     t: float
@@ -170,17 +176,22 @@ class ModelSource:
 
     kind = "simulator"
 
-    def __init__(self, store: ScrapeStore, clock: VirtualClock) -> None:
+    def __init__(self, store: ScrapeStore, clock: VirtualClock, *, faults: bool = True) -> None:
+        """`faults=False`: the scenario's outages and bogus exporter values never reach the
+        reader (the clairvoyant reference reads true values)."""
         self.store = store
         self.clock = clock
+        self.faults = faults
+
+    def _outage(self, now: float) -> bool:
+        return self.faults and any(start <= now < end for start, end in self.store.world.outages)
 
     def close(self) -> None:
         return None
 
     def fetch(self, names: frozenset[MetricName]) -> Fetched:
         now = self.clock.elapsed
-        world = self.store.world
-        if any(start <= now < end for start, end in world.outages):
+        if self._outage(now):
             return Fetched(errors={"source": "metrics source unavailable (scenario outage)"})
         start, end = self.store.window_at(now)
         columns: dict[MetricName, SampleColumn] = {}
@@ -221,6 +232,8 @@ class ModelSource:
         self, name: str, t: float, values: Mapping[NodeName, float], end: Scrape
     ) -> Mapping[NodeName, float]:
         world = self.store.world
+        if not self.faults:
+            return values
         for begin, finish, metric, value, nodes in world.bogus:
             if metric == name and begin <= t < finish:
                 targets = nodes or frozenset(self._per_node(end.memory_utilization, end.present))
@@ -322,7 +335,7 @@ class ModelSource:
         5-minute CPU busy rate and of the memory in use. None during an outage."""
         now = self.clock.elapsed
         world = self.store.world
-        if any(start <= now < end for start, end in world.outages):
+        if self._outage(now):
             return None
         store = self.store
         n = world.node_count

@@ -9,7 +9,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.seeds import SeededFigures, SeededResult, best_by_figure
+from simulator.jobs import CLAIRVOYANT, CLAIRVOYANT_OF, LIMIT
+from simulator.seeds import (
+    GAIN_FIGURES,
+    SeededFigures,
+    SeededResult,
+    best_by_figure,
+    shares_of_gain,
+)
 
 #: Significant digits kept in summary.json: enough to compare, few enough to read and diff.
 DIGITS = 6
@@ -59,7 +66,12 @@ def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
     """`scenarios.<name>.contenders.<c>.<figure>`: the mean over the seeds;
     `scenarios.<name>.ci95.<c>.<figure>`: its 95% interval `[low, high]`;
     `scenarios.<name>.seeds`: the seeds; `scenarios.<name>.best.<figure>`: the contender
-    whose interval lies below every other's, or null for a tie."""
+    whose interval lies below every other's, or null for a tie;
+    `scenarios.<name>.references.{limit,clairvoyant}`: the reference rows' means (never in
+    `best`), `references_ci95` their intervals; `share_of_gain.<c>.{work_lost,stall}`: each
+    contender's (and clairvoyant's) share of the gain from requests to the limit;
+    `gaps.{pipeline,rules}.{work_lost,stall}`: ours - clairvoyant (what the metric pipeline
+    costs) and clairvoyant - limit (what the decision rules cost)."""
     scenarios: dict[str, Any] = {}
     for result in results:
         ordered = dict(sorted(result.contenders.items()))
@@ -71,10 +83,33 @@ def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
             "ci95": {name: rounded(s.ci95()) for name, s in ordered.items()},
             "best": best_by_figure(ordered, _judged_figures(ordered)),
         }
+        if result.references:
+            references = dict(sorted(result.references.items()))
+            entry["references"] = {name: rounded(s.means()) for name, s in references.items()}
+            entry["references_ci95"] = {name: rounded(s.ci95()) for name, s in references.items()}
+            entry["share_of_gain"] = rounded(shares_of_gain(result))
+            entry["gaps"] = rounded(gaps(result))
         if result.unavailable:
             entry["unavailable"] = dict(sorted(result.unavailable.items()))
         scenarios[result.scenario.name] = entry
     return {"scenarios": scenarios}
+
+
+def gaps(result: SeededResult) -> dict[str, dict[str, float]]:
+    """Where the gap from ours to the limit comes from, on the means over the seeds:
+    `pipeline` = ours - clairvoyant, `rules` = clairvoyant - limit; empty without them."""
+    ours = result.contenders.get(CLAIRVOYANT_OF)
+    clairvoyant = result.references.get(CLAIRVOYANT)
+    limit = result.references.get(LIMIT)
+    if ours is None or clairvoyant is None or limit is None:
+        return {}
+    o, c, lim = ours.intervals(), clairvoyant.intervals(), limit.intervals()
+    found: dict[str, dict[str, float]] = {"pipeline": {}, "rules": {}}
+    for key, path in GAIN_FIGURES.items():
+        if path in o and path in c and path in lim:
+            found["pipeline"][key] = o[path].mean - c[path].mean
+            found["rules"][key] = c[path].mean - lim[path].mean
+    return found
 
 
 def write_summary(results: Sequence[SeededResult], path: Path) -> None:
@@ -92,6 +127,15 @@ def _judged_figures(contenders: Mapping[str, SeededFigures]) -> list[str]:
     return paths
 
 
+def _gain_cells(
+    shares: Mapping[str, Mapping[str, float | None]], name: str, columns: Sequence[str]
+) -> list[str]:
+    if not columns:
+        return []
+    found = shares.get(name, {})
+    return ["-" if (value := found.get(key)) is None else f"{value:.0%}" for key in GAIN_FIGURES]
+
+
 def table(result: SeededResult) -> str:
     """The means over the seeds, a row per contender; `*` marks a figure where that contender
     is clearly best (its 95% interval lies below every other contender's)."""
@@ -99,7 +143,9 @@ def table(result: SeededResult) -> str:
     best = best_by_figure(result.contenders, _judged_figures(result.contenders))
     names = list(result.contenders)
     columns = [c for c in COLUMNS if any(c[1] in means[n] for n in names)]
-    header = ["contender", *(c[0] for c in columns)]
+    shares = shares_of_gain(result)
+    gain_columns = [f"gain {key.replace('_', ' ')}" for key in GAIN_FIGURES] if shares else []
+    header = ["contender", *(c[0] for c in columns), *gain_columns]
     rows = []
     for name in names:
         row = [name]
@@ -107,7 +153,15 @@ def table(result: SeededResult) -> str:
             cell = _cell(means[name], figure, key, fmt)
             path = figure if key is None else f"{figure}.{key}"
             row.append(cell + ("*" if best.get(path) == name and len(result.seeds) > 1 else ""))
-        rows.append(row)
+        rows.append(row + _gain_cells(shares, name, gain_columns))
+    for name in (LIMIT, CLAIRVOYANT):
+        reference = result.references.get(name)
+        if reference is None:
+            continue
+        found = reference.means()
+        cells = [_cell(found, figure, key, fmt) for _, figure, key, fmt in columns]
+        gains = ["100%"] * len(gain_columns) if name == LIMIT else []
+        rows.append([f"{name} (ref)", *cells, *(gains or _gain_cells(shares, name, gain_columns))])
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
 
     def line(row: Sequence[str]) -> str:
@@ -121,6 +175,17 @@ def table(result: SeededResult) -> str:
     said = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}, means"
     title = f"{scenario.name} ({said}, {scenario.duration / 60:g} min)"
     out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    if result.references:
+        out.append(
+            "(ref): references, not contenders: limit = the fluid bound (demand divisible, "
+            "free to move within the node capacities), clairvoyant = ours reading true values "
+            "(no scrape interval, window or delay)"
+        )
+    if gain_columns:
+        out.append(
+            "gain: share of the achievable gain, (requests - row) / (requests - limit); "
+            "- where requests is already at the limit"
+        )
     if len(seeds) > 1:
         out.append(
             f"* clearly best: its 95% interval over {len(seeds)} seeds lies below every other "

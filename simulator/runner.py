@@ -53,7 +53,13 @@ from simulator.contenders import (
 )
 from simulator.extenders import OursExtender, TasExtender
 from simulator.figures import FigureRecorder, Figures, Series
-from simulator.pipeline import VOLCANO_HISTORY, ModelSource, PrometheusApi, ScrapeStore
+from simulator.pipeline import (
+    VOLCANO_HISTORY,
+    ModelSource,
+    PrometheusApi,
+    ScrapeStore,
+    perfect,
+)
 from simulator.scenario import Scenario
 from simulator.world import InformerOrder, World
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
@@ -143,14 +149,20 @@ def run_contender(
     *,
     seed: int,
     progress: Progress | None = None,
+    clairvoyant: bool = False,
 ) -> RunResult:
+    """One contender's run. `clairvoyant`: the same run reading true model values, with no
+    scrape interval, window or delay and no outage or bogus value (the clairvoyant reference:
+    what the contender's rules do with perfect information)."""
+    if clairvoyant:
+        scenario = dataclasses.replace(scenario, pipeline=perfect(scenario.step))
     clock = VirtualClock()
     world = World(scenario, clock=clock, seed=seed)
     for document in scenario.policies:
         world.cluster.apply_policy(document)
     volcano = contender.spec.volcano_scheduler
     store_ = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY if volcano else 0.0)
-    source = ModelSource(store_, clock)
+    source = ModelSource(store_, clock, faults=not clairvoyant)
     view = RefreshingMetricView(
         QueryAnswers(source, clock) if contender.spec.staleness is Staleness.QUERY else source,
         sync_period=scenario.sync_period,

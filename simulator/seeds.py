@@ -13,13 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from simulator.figures import Figures, Series
-from simulator.jobs import Job, run_jobs
+from simulator.jobs import CLAIRVOYANT, LIMIT, REFERENCES, Job, run_jobs
 from simulator.runner import RunResult, ScenarioResult
 from simulator.scenario import Scenario
 from simulator.stats import Interval, aggregate, clear_best, nest
 
 #: The figure that decides "best" in a sweep, and the one the README leads with.
 HEADLINE = "work_lost.core_seconds"
+#: Plain kube-scheduler: what every gain is measured from.
+BASELINE = "requests"
+#: The figures on which "the share of the achievable gain" is given, by dotted path.
+GAIN_FIGURES = {"work_lost": HEADLINE, "stall": "stall"}
+#: Below this much achievable gain (1 core-second, 1 node-second) the share is not given:
+#: where requests is already at the limit, any ratio is noise over nothing.
+NEGLIGIBLE_GAIN = 1.0
 
 
 def seeds_for(base: int, count: int) -> list[int]:
@@ -65,6 +72,10 @@ class SeededResult:
     unavailable: dict[str, str] = field(default_factory=dict)
     first: ScenarioResult | None = None
     series: dict[str, dict[int, Series]] = field(default_factory=dict)
+    #: The reference rows (`simulator.jobs.REFERENCES`) on the same seeds: never contenders,
+    #: never judged "best", only a measure of how far every contender is from what is
+    #: possible. A reference that cannot run (ours unavailable) is absent.
+    references: dict[str, SeededFigures] = field(default_factory=dict)
 
 
 def run_seeded(
@@ -80,7 +91,8 @@ def run_seeded(
 ) -> list[SeededResult]:
     """Every scenario x seed x contender as one batch of jobs (so all cores stay busy across
     scenarios), then grouped back per scenario. The first seed's runs keep their series in
-    full for the node chart; every run keeps its spread and evictions over time."""
+    full for the node chart; every run keeps its spread and evictions over time. The
+    reference rows run as jobs of the same batch, on the same seeds."""
     jobs = []
     plans: list[tuple[Scenario, list[int]]] = []
     for scenario in scenarios:
@@ -89,6 +101,7 @@ def run_seeded(
         for seed in chosen:
             for contender in contenders:
                 jobs.append(Job(scenario, contender, seed, keep_series=seed == chosen[0]))
+            jobs.extend(Job(scenario, reference, seed) for reference in REFERENCES)
     finished = iter(
         run_jobs(
             jobs,
@@ -115,6 +128,13 @@ def run_seeded(
                     seeded.first.results[job.contender] = RunResult(
                         job.contender, job.figures, job.series, list(job.eviction_times)
                     )
+            for _reference in REFERENCES:
+                job = next(finished)
+                if job.figures is not None:
+                    reference = seeded.references.setdefault(
+                        job.contender, SeededFigures(job.contender)
+                    )
+                    reference.by_seed[job.seed] = job.figures
         if seeded.first is not None:
             seeded.first.unavailable = dict(seeded.unavailable)
         results.append(seeded)
@@ -148,3 +168,36 @@ def _fill(shape: Mapping[str, Any], found: Mapping[str, float], prefix: str) -> 
         else found.get(f"{prefix}{key}")
         for key, value in shape.items()
     }
+
+
+def share_of_gain(baseline: float, value: float, limit: float) -> float | None:
+    """(baseline - value) / (baseline - limit): 1 reaches the limit, 0 is no better than
+    the baseline, negative is worse; None where there is (almost) nothing to gain."""
+    achievable = baseline - limit
+    if achievable < NEGLIGIBLE_GAIN:
+        return None
+    return (baseline - value) / achievable
+
+
+def shares_of_gain(result: SeededResult) -> dict[str, dict[str, float | None]]:
+    """Per contender (and the clairvoyant reference), its share of the achievable gain on
+    each of `GAIN_FIGURES`, from the means over the seeds; empty without requests or the
+    limit."""
+    base = result.contenders.get(BASELINE)
+    limit = result.references.get(LIMIT)
+    if base is None or limit is None:
+        return {}
+    rows = dict(result.contenders)
+    if CLAIRVOYANT in result.references:
+        rows[CLAIRVOYANT] = result.references[CLAIRVOYANT]
+    base_means, limit_means = base.intervals(), limit.intervals()
+    shares: dict[str, dict[str, float | None]] = {}
+    for name, seeded in rows.items():
+        means = seeded.intervals()
+        shares[name] = {
+            key: share_of_gain(base_means[path].mean, means[path].mean, limit_means[path].mean)
+            if path in means and path in base_means and path in limit_means
+            else None
+            for key, path in GAIN_FIGURES.items()
+        }
+    return shares

@@ -15,7 +15,14 @@ Per contender, over the N scenarios of a family (`sweep.json`):
 - `max_evictions_per_pod_hour`: the 95th percentile (`p95`) and the maximum (`max`) over every
   run (scenario x seed) of the most evictions of one pod in an hour: the churn a user meets;
 - `violating_placements`: `total` summed over every run, and `none_share`, the share of
-  scenarios where no seed placed a pod on a node violating its policy.
+  scenarios where no seed placed a pod on a node violating its policy;
+- `share_of_gain.{work_lost,stall}`: its share of the achievable gain, (requests - it) /
+  (requests - limit) on the means over the seeds, over the scenarios where requests is not
+  already at the limit: the median (p50) and the worst tenth (p10); `scenarios` counts them.
+
+`references` holds the reference rows (`simulator.jobs.REFERENCES`, never contenders, never
+"best"): `limit` and `clairvoyant` with their `*_vs_requests` ratios, clairvoyant with its
+`share_of_gain` too.
 
 The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
 so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
@@ -34,13 +41,20 @@ import yaml
 
 from simulator.family import Family, draw_scenario
 from simulator.figures import percentile
-from simulator.jobs import Job, JobResult, Progress, run_jobs
+from simulator.jobs import LIMIT, REFERENCES, Job, JobResult, Progress, run_jobs
 from simulator.report import rounded
 from simulator.scenario import Scenario, read_scenario
-from simulator.seeds import HEADLINE, SeededFigures, seeds_for
+from simulator.seeds import (
+    BASELINE as BASELINE,
+)
+from simulator.seeds import (
+    GAIN_FIGURES,
+    HEADLINE,
+    SeededFigures,
+    seeds_for,
+    share_of_gain,
+)
 from simulator.stats import Interval, clear_best, numeric_leaves
-
-BASELINE = "requests"
 
 
 @dataclass(frozen=True)
@@ -70,12 +84,20 @@ def draw_scenarios(family: Family, count: int, out: Path) -> list[Scenario]:
     return scenarios
 
 
-def plan_jobs(scenarios: Sequence[Scenario], contenders: Sequence[str], seeds: int) -> list[Job]:
+def plan_jobs(
+    scenarios: Sequence[Scenario],
+    contenders: Sequence[str],
+    seeds: int,
+    *,
+    references: bool = True,
+) -> list[Job]:
+    """Every scenario x seed x contender, and the reference rows on the same seeds."""
+    rows = [*contenders, *(REFERENCES if references else ())]
     return [
-        Job(scenario, contender, seed)
+        Job(scenario, row, seed)
         for scenario in scenarios
         for seed in seeds_for(scenario.seed, seeds)
-        for contender in contenders
+        for row in rows
     ]
 
 
@@ -139,6 +161,7 @@ class _Tally:
         self.churn: list[float] = []
         self.violating = 0.0
         self.clean_scenarios = 0
+        self.gains: dict[str, list[float]] = {"work_lost": [], "stall": []}
 
 
 #: The sweep's figures by dotted path in a run's figures.
@@ -149,15 +172,18 @@ def summarize(
     results: Sequence[JobResult], contenders: Sequence[str], scenario_count: int
 ) -> dict[str, Any]:
     tallies = {c: _Tally() for c in contenders}
+    references = {r: _Tally() for r in REFERENCES}
     for result in results:
-        if result.figures is not None:
+        if result.figures is not None and result.contender in tallies:
             leaves = numeric_leaves(result.figures)
             tally = tallies[result.contender]
             tally.churn.append(leaves.get("evictions.max_per_pod_hour", 0.0))
             tally.violating += leaves.get("violating_placements", 0.0)
     grouped = by_scenario(results)
     for name in sorted(grouped):
-        _tally_scenario(grouped[name], tallies)
+        rows = grouped[name]
+        _tally_scenario({c: s for c, s in rows.items() if c in tallies}, tallies)
+        _tally_references(rows, tallies, references)
     verdict: dict[str, Any] = {}
     for contender, tally in tallies.items():
         share = (lambda n: n / scenario_count) if scenario_count else (lambda n: 0.0)
@@ -175,8 +201,53 @@ def summarize(
                 "total": int(tally.violating),
                 "none_share": share(tally.clean_scenarios),
             },
+            "share_of_gain": _gains(tally),
         }
-    return {"scenarios": scenario_count, "contenders": verdict}
+    found: dict[str, Any] = {}
+    for reference, tally in references.items():
+        found[reference] = {
+            "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
+            "stall_vs_requests": _quantiles(tally.ratios["stall"]),
+        }
+        if reference != LIMIT:
+            found[reference]["share_of_gain"] = _gains(tally)
+    return {"scenarios": scenario_count, "contenders": verdict, "references": found}
+
+
+def _tally_references(
+    rows: Mapping[str, SeededFigures],
+    tallies: Mapping[str, _Tally],
+    references: Mapping[str, _Tally],
+) -> None:
+    """The ratios of the reference rows against requests, and every row's share of the
+    achievable gain (none where requests is already at the limit)."""
+    means = {row: s.intervals() for row, s in rows.items()}
+    baseline, limit = means.get(BASELINE, {}), means.get(LIMIT, {})
+    for row, found in means.items():
+        tally = tallies.get(row) or references.get(row)
+        if tally is None:
+            continue
+        for key, path in GAIN_FIGURES.items():
+            if path not in found or path not in baseline:
+                continue
+            if row in references:
+                ratio = (found[path].mean + 1.0) / (baseline[path].mean + 1.0)
+                tally.ratios[key].append(ratio)
+            if row != LIMIT and path in limit:
+                gain = share_of_gain(baseline[path].mean, found[path].mean, limit[path].mean)
+                if gain is not None:
+                    tally.gains[key].append(gain)
+
+
+def _gains(tally: _Tally) -> dict[str, Any]:
+    return {
+        key: {
+            "p50": percentile(values, 50) if values else None,
+            "p10": percentile(values, 10) if values else None,
+            "scenarios": len(values),
+        }
+        for key, values in tally.gains.items()
+    }
 
 
 def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _Tally]) -> None:
@@ -224,6 +295,8 @@ def table(verdict: Mapping[str, Any]) -> str:
         "stall p90",
         "churn p95",
         "viol.place",
+        "gain lost p50",
+        "gain stall p50",
     )
     rows = [header]
     for contender, v in verdict["contenders"].items():
@@ -237,6 +310,24 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _ratio(v["stall_vs_requests"]["p90"]),
                 f"{v['max_evictions_per_pod_hour']['p95']:.0f}",
                 str(v["violating_placements"]["total"]),
+                _share(v["share_of_gain"]["work_lost"]["p50"]),
+                _share(v["share_of_gain"]["stall"]["p50"]),
+            )
+        )
+    for reference, v in verdict.get("references", {}).items():
+        gains = v.get("share_of_gain")
+        rows.append(
+            (
+                f"{reference} (ref)",
+                "-",
+                _ratio(v["work_lost_vs_requests"]["p50"]),
+                _ratio(v["work_lost_vs_requests"]["p90"]),
+                _ratio(v["stall_vs_requests"]["p50"]),
+                _ratio(v["stall_vs_requests"]["p90"]),
+                "-",
+                "-",
+                _share(gains["work_lost"]["p50"]) if gains else "100%",
+                _share(gains["stall"]["p50"]) if gains else "100%",
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -251,7 +342,14 @@ def table(verdict: Mapping[str, Any]) -> str:
     return (
         f"{verdict['scenarios']} scenarios; ratios against requests (below 1 is better)\n"
         + "\n".join(lines)
+        + "\n(ref): references, not contenders: limit = the fluid bound, clairvoyant = ours "
+        "reading true values; gain: share of the achievable gain, (requests - row) / "
+        "(requests - limit), median over the scenarios with any gain to make"
     )
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _ratio(value: float | None) -> str:

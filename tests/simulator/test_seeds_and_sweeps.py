@@ -8,7 +8,8 @@ Covered:
   node sizes and every policy set the named scenarios use;
 - a bad family is refused with every problem listed; random documents never crash the reader;
 - `tas simulate --seeds N` writes means, intervals, the seeds and the clear bests, and its
-  table says which seeds;
+  table says which seeds; the reference rows (limit, clairvoyant) are in summary.json and
+  the table, never judged best;
 - `tas sweep` writes sweep.json in the documented shape, saves every drawn scenario so it can
   be replayed with `tas simulate`, and gives byte-identical files with one process, a process
   pool, and a local Dask cluster of worker processes.
@@ -200,7 +201,21 @@ def test_simulate_on_several_seeds_reports_means_intervals_and_clear_bests(
         assert low <= entry["contenders"][contender]["work_lost"]["core_seconds"] <= high
     # requests never evicts and ours does, on every seed: a clear difference, not a tie.
     assert entry["best"]["evictions.total"] == "requests"
-    assert "health-demo (seeds 1..3, means, 5 min)" in capsys.readouterr().out
+    # The reference rows: in summary.json with the same figures, never judged best.
+    assert set(entry["references"]) == {"limit", "clairvoyant"}
+    limit = entry["references"]["limit"]
+    assert (
+        limit["work_lost"]["core_seconds"]
+        <= entry["contenders"]["ours"]["work_lost"]["core_seconds"]
+    )
+    assert "limit" not in entry["best"].values()
+    assert "clairvoyant" not in entry["best"].values()
+    assert set(entry["share_of_gain"]["ours"]) == {"work_lost", "stall"}
+    assert set(entry["gaps"]) == {"pipeline", "rules"}
+    out = capsys.readouterr().out
+    assert "health-demo (seeds 1..3, means, 5 min)" in out
+    assert "limit (ref)" in out
+    assert "clairvoyant (ref)" in out
 
 
 def _sweep(out: Path, *extra: str) -> int:
@@ -225,6 +240,7 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
         assert set(figures) == {
             "best_share", "best_or_tied_share", "work_lost_vs_requests", "stall_vs_requests",
             "worse_than_requests", "max_evictions_per_pod_hour", "violating_placements",
+            "share_of_gain",
         }  # fmt: skip
         assert 0 <= figures["best_share"] <= figures["best_or_tied_share"]["work_lost"] <= 1
         assert (
@@ -238,6 +254,10 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     assert requests["worse_than_requests"] == {"scenarios": 0}
     # Every scenario has a best or tied contender on work lost.
     assert max(c["best_or_tied_share"]["work_lost"] for c in verdict["contenders"].values()) > 0
+    # The reference rows, apart from the contenders: the limit loses no more than requests.
+    assert set(verdict["references"]) == {"limit", "clairvoyant"}
+    assert verdict["references"]["limit"]["work_lost_vs_requests"]["p90"] <= 1.0
+    assert set(verdict["references"]["clairvoyant"]["share_of_gain"]) == {"work_lost", "stall"}
 
 
 def test_every_drawn_scenario_is_saved_and_replays(one_process: Path, tmp_path: Path) -> None:

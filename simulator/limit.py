@@ -1,0 +1,273 @@
+"""The fluid limit: the least work lost and the least stall any placement could reach.
+
+A reference for every comparison (issue 23), not a contender: it schedules nothing. Each step,
+the demand of every pod that should be running is treated as divisible and free to move
+between nodes within the same node capacities, and two figures are computed analytically
+from the same workload model the contenders are judged on (`embedded.workload`):
+
+- **work lost**: demand that no placement can serve this step. That is the demand above the
+  capacity of the nodes the pods' constraints allow: with the pods grouped by the set of nodes
+  they may use, a max-flow/min-cut bound (the deficiency form of Hall's theorem): the most,
+  over every union A of groups, of demand(A) - cores(nodes allowed to A). With one group that
+  is demand above total capacity. A node counts as allowed to a group once it has been
+  schedulable for it (ready, not cordoned, taints tolerated, selector and affinity matched) at
+  some step since it joined: a cordon or a NoSchedule taint added later leaves the pods
+  already there running, so a contender could still use it. Add to that the demand of pods a
+  scale event has just created, during the start-up delay: no system runs a pod before it has
+  been created and started;
+- **stall** (PSI `some` summed over nodes, as `simulator.figures`): the least of any placement
+  that loses no more work than that, i.e. one that keeps every node within its cores (the
+  placements that lose least overload no node while the total fits). Each node's pressure is
+  Erlang C at its load (`embedded.workload.cpu_pressures`); its lower convex envelope is a
+  lower bound of it, and the least sum of convex envelopes for the served demand is a water
+  filling: the cheapest slopes first. On identical nodes below the curve's inflection that is
+  exactly equalized utilization; on mixed node sizes and near saturation equalized
+  utilization is not the least (larger nodes wait less at the same utilization, and a node at
+  exactly 100% stalls no more than at 96%), so the envelope is used and no contender can
+  honestly come in below it.
+
+Nothing evicts, nothing restarts, memory is not modelled (an OOM kill only adds work lost).
+The world is stepped through its events and its usage model only (no scheduler, no
+pipeline), so this costs a fraction of one contender's run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from embedded.workload import cpu_pressures
+from simulator.clock import VirtualClock
+from simulator.figures import Figures
+from simulator.scenario import EventKind, Scenario
+from simulator.world import World
+from tas.cluster.model import Node, Pod
+from tas.fit import matches_node_selection, untolerated_taint
+from tas.types import Namespace
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Utilization points at which a node's pressure curve is sampled for its convex envelope: the
+#: workload model's own table grid (`embedded.workload`: 2001 points over 0..1), so the
+#: envelope of these points lies under the curve the figures are judged on everywhere.
+_GRID = np.linspace(0.0, 1.0, 2001)
+#: Above this many distinct node sets, only the single groups and their union are checked
+#: (still a lower bound, only less tight); named and drawn scenarios have a handful.
+_MAX_EXACT_GROUPS = 12
+
+
+def _envelope(cores: float) -> tuple[FloatArray, FloatArray]:
+    """The lower convex envelope of one node's pressure against its load (cores), as
+    segments: (slope, length) with the slopes rising (Andrew's monotone chain, lower hull)."""
+    x = _GRID * cores
+    y = cpu_pressures(x, np.full_like(x, cores))
+    hull: list[int] = []
+    for i in range(len(x)):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # Drop b when it lies on or above the line from a to i.
+            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    points = np.array(hull)
+    lengths = np.diff(x[points])
+    slopes = np.diff(y[points]) / np.where(lengths > 0, lengths, 1.0)
+    return slopes, lengths
+
+
+class _StallCurve:
+    """The least summed pressure of a set of nodes for a served demand (water filling over
+    every node's envelope segments, cheapest first)."""
+
+    def __init__(self, cores: Sequence[float]) -> None:
+        slopes: list[FloatArray] = []
+        lengths: list[FloatArray] = []
+        for size, count in sorted(_count(cores).items()):
+            s, n = _envelope(size)
+            slopes.append(s)
+            lengths.append(n * count)
+        if slopes:
+            every_slope = np.concatenate(slopes)
+            every_length = np.concatenate(lengths)
+            order = np.argsort(every_slope, kind="stable")
+            length = every_length[order]
+            cost = every_slope[order] * length
+        else:
+            length = cost = np.zeros(0)
+        self._load = np.concatenate([[0.0], np.cumsum(length)])
+        self._cost = np.concatenate([[0.0], np.cumsum(cost)])
+
+    def least(self, served: float) -> float:
+        if served <= 0.0:
+            return 0.0
+        if served >= self._load[-1]:
+            return float(self._cost[-1])
+        return float(np.interp(served, self._load, self._cost))
+
+
+def _count(values: Sequence[float]) -> dict[float, int]:
+    counted: dict[float, int] = {}
+    for value in values:
+        counted[value] = counted.get(value, 0) + 1
+    return counted
+
+
+class _Epoch:
+    """What holds between two steps with events: the nodes, which node sets each workload may
+    use, and the cut bounds over unions of those sets."""
+
+    def __init__(self, world: World, allowed: npt.NDArray[np.bool_]) -> None:
+        present = np.asarray(world.present.view) > 0
+        cores = np.asarray(world.cores.view, dtype=np.float64)
+        usable = allowed & present[np.newaxis, :]
+        sets: dict[bytes, int] = {}
+        self.group_of_workload = np.zeros(len(usable), dtype=np.int64)
+        masks: list[npt.NDArray[np.bool_]] = []
+        for w, row in enumerate(usable):
+            key = row.tobytes()
+            if key not in sets:
+                sets[key] = len(masks)
+                masks.append(row)
+            self.group_of_workload[w] = sets[key]
+        count = len(masks)
+        if count <= _MAX_EXACT_GROUPS:
+            unions = [
+                combo
+                for size in range(1, count + 1)
+                for combo in itertools.combinations(range(count), size)
+            ]
+        else:
+            unions = [(g,) for g in range(count)] + [tuple(range(count))]
+        self.members = np.zeros((len(unions), count), dtype=np.float64)
+        self.capacity = np.zeros(len(unions), dtype=np.float64)
+        for u, combo in enumerate(unions):
+            self.members[u, list(combo)] = 1.0
+            nodes = np.zeros(len(present), dtype=np.bool_)
+            for g in combo:
+                nodes |= masks[g]
+            self.capacity[u] = float(cores[nodes].sum())
+        self.groups = count
+        self.stall = _StallCurve([float(c) for c in cores[present]])
+
+    def unservable(self, demand_by_group: FloatArray) -> float:
+        if not len(self.capacity):
+            return float(demand_by_group.sum())
+        short = self.members @ demand_by_group - self.capacity
+        return max(0.0, float(short.max()))
+
+
+def _probe(world: World, w: int) -> Pod:
+    workload = world.scenario.workloads[w]
+    return Pod(
+        namespace=Namespace(workload.namespace),
+        name="probe",
+        node_selector=dict(workload.node_selector),
+        required_node_affinity=workload.node_affinity,
+        tolerations=workload.tolerations,
+    )
+
+
+def _schedulable(pod: Pod, node: Node) -> bool:
+    return (
+        node.ready
+        and not node.unschedulable
+        and matches_node_selection(pod, node)
+        and untolerated_taint(pod, node.taints) is None
+    )
+
+
+def fluid_limit(scenario: Scenario, *, seed: int) -> Figures:
+    """The limit's figures for one scenario and seed, in the shape of a contender's
+    `work_lost` and `stall` (`simulator.figures`), after the same warm-up."""
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=seed)
+    probes = [_probe(world, w) for w in range(len(scenario.workloads))]
+    #: allowed[w, node index]: the node has been schedulable for workload w since it joined.
+    allowed = np.zeros((len(probes), 0), dtype=np.bool_)
+    #: When each slot's pod was created by a scale event (the initial pods: time 0).
+    born = np.zeros(0)
+    steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
+    demand_total = overflow = starting = stall = 0.0
+    epoch: _Epoch | None = None
+    for index in range(steps):
+        t = index * scenario.step
+        clock.advance_to(t)
+        due = world.due_events(t)
+        for event in due:
+            if event.kind is EventKind.SCALE:
+                _scale(world, event.workload, event.replicas, born, t)
+            else:
+                world.apply(event, t)
+        slots = len(world.slot_workload)
+        if slots > len(born):
+            born = np.concatenate([born, np.full(slots - len(born), t)])
+        if epoch is None or due:
+            allowed = _admit(world, probes, allowed)
+            epoch = _Epoch(world, allowed)
+        if t < scenario.warmup:
+            continue
+        usage = world.cpu_bank.values(t)
+        live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
+        # Ready exactly when a pod bound in its creation step would be (`World._on_change`).
+        ready = live & (t >= born + scenario.startup_delay)
+        groups = epoch.group_of_workload[np.asarray(world.slot_workload, dtype=np.int64)]
+        by_group = np.bincount(groups[ready], weights=usage[ready], minlength=epoch.groups)
+        lost_here = epoch.unservable(by_group.astype(np.float64))
+        served = float(by_group.sum()) - lost_here
+        dt = scenario.step
+        demand_total += float(usage[live].sum()) * dt
+        overflow += lost_here * dt
+        starting += float(usage[live & ~ready].sum()) * dt
+        stall += epoch.stall.least(served) * dt
+    lost = overflow + starting
+    return {
+        "work_lost": {
+            "core_seconds": lost,
+            "share": lost / demand_total if demand_total > 0 else 0.0,
+            "stalled": overflow,
+            "displaced": starting,
+        },
+        "stall": stall,
+    }
+
+
+def _scale(world: World, name: str, replicas: int, born: FloatArray, t: float) -> None:
+    """A scale event as it meets a cluster where every pod runs: scaling down removes the
+    newest pods (`World.scale` ranks pending pods first, and here every pod is pending, which
+    would remove the oldest streams and leave the limit different demand from the
+    contenders')."""
+    w = world.workload_index[name]
+    workload = world.scenario.workloads[w]
+    live = [s for s in world.workload_slots[w] if world.slot_pod[s] is not None]
+    if replicas >= len(live):
+        world.scale(workload, replicas, t, burst=False)
+        return
+    newest = sorted(live, key=lambda s: (-float(born[s]) if s < len(born) else -t, -s))
+    for slot in newest[: len(live) - replicas]:
+        pod = world.slot_pod[slot]
+        assert pod is not None
+        world.cluster.remove_pod(Namespace(workload.namespace), pod)
+
+
+def _admit(
+    world: World, probes: Sequence[Pod], allowed: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """`allowed` grown to the world's nodes, with the nodes schedulable now added; a node
+    that has left forgets what it allowed (a node of that name joining later is new)."""
+    n = world.node_count
+    grown = np.zeros((len(probes), n), dtype=np.bool_)
+    grown[:, : allowed.shape[1]] = allowed
+    present = np.asarray(world.present.view) > 0
+    grown[:, ~present] = False
+    for node in world.cluster.list_nodes():
+        i = world.node_index[node.name]
+        for w, probe in enumerate(probes):
+            if not grown[w, i] and _schedulable(probe, node):
+                grown[w, i] = True
+    return grown

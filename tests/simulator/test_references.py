@@ -1,0 +1,264 @@
+"""The reference rows of every comparison (issue 23): `limit` and `clairvoyant`.
+
+Covered:
+- the limit is the fluid bound: on a hand-computed scenario its work lost is the demand above
+  total capacity, plus the demand above the nodes a pod's constraints allow, plus the start-up
+  of pods a scale event creates; its stall is Erlang C at equalized utilization on identical
+  nodes below saturation;
+- no contender beats the limit, on work lost or on stall, on any seed of any named scenario
+  or of scenarios drawn from the default family (a contender below it is a bug in the model or
+  in the bound);
+- the clairvoyant run is ours' code: on a scenario whose pipeline has no lag and no faults, it
+  gives ours' figures exactly; it reads through an outage and a bogus exporter;
+- the share of the achievable gain: (requests - row) / (requests - limit), none where there is
+  nothing to gain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from embedded.workload import cpu_pressure
+from simulator.clock import VirtualClock
+from simulator.contenders import CONTENDERS, choose_contenders
+from simulator.family import FAMILIES, draw_scenario, load_family
+from simulator.jobs import CLAIRVOYANT, LIMIT, REFERENCES, Job, JobResult, run_job, run_jobs
+from simulator.limit import fluid_limit
+from simulator.pipeline import ModelSource, ScrapeStore, perfect
+from simulator.scenario import (
+    SCENARIOS,
+    EventKind,
+    Scenario,
+    load_scenario,
+    named_scenarios,
+    read_scenario,
+)
+from simulator.seeds import share_of_gain
+from simulator.sweep import plan_jobs
+from simulator.world import CPU_UTILIZATION, World
+from tas.types import MetricName
+
+#: Floating-point slack on sums of thousands of steps.
+SLACK = 1e-6
+MEMORY = {"profile": "steady", "value": "100Mi"}
+
+
+def _scenario(**changes: Any) -> Scenario:
+    """Two 4-core nodes, one steady workload of 5 pods at 2 cores each (10 cores of demand),
+    a 10-minute run on 10 s steps with a 1-minute warm-up."""
+    document: dict[str, Any] = {
+        "name": "fluid",
+        "duration": "10m",
+        "step": "10s",
+        "warmup": "1m",
+        "startupDelay": "30s",
+        "seed": 3,
+        "nodes": [
+            {"name": "a", "cpu": 4, "memory": "16Gi", "labels": {"zone": "x"}},
+            {"name": "b", "cpu": 4, "memory": "16Gi", "labels": {"zone": "y"}},
+        ],
+        "workloads": [
+            {
+                "name": "steady",
+                "replicas": 5,
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+                "usage": {
+                    "cpu": {"profile": "steady", "value": 2},
+                    "memory": {"profile": "steady", "value": "100Mi"},
+                },
+            }
+        ],
+    }
+    document.update(changes)
+    return read_scenario(document, base=SCENARIOS)
+
+
+def test_the_limit_loses_the_demand_above_total_capacity() -> None:
+    figures = fluid_limit(_scenario(), seed=3)
+    # 10 cores wanted, 8 cores in all, for the 9 minutes after the warm-up.
+    assert figures["work_lost"]["core_seconds"] == pytest.approx(2.0 * 540)
+    assert figures["work_lost"]["share"] == pytest.approx(0.2)
+    # Every node full: PSI 1 on both.
+    assert figures["stall"] == pytest.approx(2.0 * 540)
+
+
+def test_the_limit_loses_the_demand_above_the_nodes_a_pods_constraints_allow() -> None:
+    scenario = _scenario(
+        workloads=[
+            {
+                "name": "pinned",
+                "replicas": 3,
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+                "nodeSelector": {"zone": "x"},
+                "usage": {
+                    "cpu": {"profile": "steady", "value": 2},
+                    "memory": {"profile": "steady", "value": "100Mi"},
+                },
+            },
+            {
+                "name": "free",
+                "replicas": 1,
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+                "usage": {
+                    "cpu": {"profile": "steady", "value": 1},
+                    "memory": {"profile": "steady", "value": "100Mi"},
+                },
+            },
+        ]
+    )
+    figures = fluid_limit(scenario, seed=3)
+    # 7 cores fit in 8, but the pinned 6 cores may only use node a's 4.
+    assert figures["work_lost"]["core_seconds"] == pytest.approx(2.0 * 540)
+
+
+def test_the_limit_counts_the_start_up_of_pods_a_scale_event_creates() -> None:
+    scenario = _scenario(
+        workloads=[
+            {
+                "name": "light",
+                "replicas": 1,
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+                "usage": {
+                    "cpu": {"profile": "steady", "value": 1},
+                    "memory": {"profile": "steady", "value": "100Mi"},
+                },
+            }
+        ],
+        events=[{"at": "5m", "scale": {"workload": "light", "replicas": 3}}],
+    )
+    figures = fluid_limit(scenario, seed=3)
+    # Two new pods of 1 core wait out the 30 s start-up; nothing else is lost.
+    assert figures["work_lost"]["displaced"] == pytest.approx(2.0 * 30)
+    assert figures["work_lost"]["stalled"] == 0.0
+
+
+def test_the_limits_stall_on_identical_nodes_is_erlang_c_at_equalized_utilization() -> None:
+    scenario = _scenario(
+        workloads=[
+            {
+                "name": "half",
+                "replicas": 4,
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+                "usage": {
+                    "cpu": {"profile": "steady", "value": 1},
+                    "memory": {"profile": "steady", "value": "100Mi"},
+                },
+            }
+        ]
+    )
+    figures = fluid_limit(scenario, seed=3)
+    assert figures["work_lost"]["core_seconds"] == 0.0
+    # 4 cores over two 4-core nodes: 2 each, 50% (below the curve's inflection).
+    assert figures["stall"] == pytest.approx(2 * cpu_pressure(2.0, 4.0) * 540, rel=1e-3)
+
+
+# ---------------------------------------------------------------------- never beaten
+
+
+def _assert_none_below_the_limit(results: list[JobResult]) -> None:
+    limits = {(r.scenario, r.seed): r.figures for r in results if r.contender == LIMIT}
+    assert limits
+    checked = 0
+    for result in results:
+        if result.figures is None or result.contender == LIMIT:
+            continue
+        limit = limits[(result.scenario, result.seed)]
+        assert limit is not None
+        where = f"{result.contender} on {result.scenario} seed {result.seed}"
+        lost = result.figures["work_lost"]["core_seconds"]
+        assert lost >= limit["work_lost"]["core_seconds"] - SLACK, where
+        assert result.figures["stall"] >= limit["stall"] - SLACK, where
+        checked += 1
+    assert checked
+
+
+def _cut(scenario: Scenario, seconds: float) -> Scenario:
+    return scenario.with_duration(min(scenario.duration, seconds))
+
+
+@pytest.mark.parametrize("name", sorted(named_scenarios()))
+def test_no_contender_beats_the_limit_in_a_named_scenario(name: str) -> None:
+    scenario = load_scenario(name)
+    # The big one is cut short to keep the suite quick; its events and load start early.
+    if name == "scale-500":
+        scenario = _cut(scenario, 900.0)
+    jobs = plan_jobs([scenario], list(CONTENDERS), 1)
+    _assert_none_below_the_limit(run_jobs(jobs, workers=1))
+
+
+def test_no_contender_beats_the_limit_in_drawn_scenarios() -> None:
+    family = load_family("default")
+    scenarios = [
+        _cut(read_scenario(draw_scenario(family, index), base=FAMILIES), 1200.0)
+        for index in range(4)
+    ]
+    jobs = plan_jobs(scenarios, list(CONTENDERS), 1)
+    _assert_none_below_the_limit(run_jobs(jobs, workers=1))
+
+
+# ----------------------------------------------------------------------- clairvoyant
+
+
+def test_the_references_are_not_contenders() -> None:
+    assert not set(REFERENCES) & set(CONTENDERS)
+    for reference in REFERENCES:
+        with pytest.raises(ValueError, match=reference):
+            choose_contenders(reference)
+
+
+def test_clairvoyant_is_ours_when_the_pipeline_has_no_lag() -> None:
+    scenario = load_scenario("psi-skewed").with_duration(900.0)
+    assert not any(
+        e.kind in (EventKind.METRIC_OUTAGE, EventKind.BOGUS_METRIC) for e in scenario.events
+    )
+    lagless = dataclasses.replace(scenario, pipeline=perfect(scenario.step))
+    ours = run_job(Job(lagless, "ours", 4))
+    assert ours.figures is not None
+    assert run_job(Job(lagless, CLAIRVOYANT, 4)).figures == ours.figures
+    # Whatever the scenario's pipeline, clairvoyant reads through it...
+    assert run_job(Job(scenario, CLAIRVOYANT, 4)).figures == ours.figures
+    # ...where ours meets its 15 s scrapes and 1-minute window, and decides otherwise.
+    assert run_job(Job(scenario, "ours", 4)).figures != ours.figures
+
+
+def test_clairvoyant_reads_through_outages_and_bogus_values() -> None:
+    scenario = load_scenario("metric-outage")
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=1)
+    store = ScrapeStore(world, perfect(scenario.step))
+    for t in (0.0, scenario.step):
+        clock.advance_to(t)
+        store.integrate(world.model(t), scenario.step)
+        store.maybe_scrape(t)
+    world.outages.append((0.0, 1e9))
+    world.bogus.append((0.0, 1e9, str(CPU_UTILIZATION), 99.0, frozenset()))
+    names = frozenset({MetricName(CPU_UTILIZATION)})
+    assert ModelSource(store, clock).fetch(names).errors
+    true = ModelSource(store, clock, faults=False).fetch(names)
+    assert not true.errors
+    values = [s.value for s in true.columns[MetricName(CPU_UTILIZATION)].values()]
+    assert values
+    assert all(0.0 <= v <= 1.0 for v in values)
+
+
+# ------------------------------------------------------------------- share of the gain
+
+
+@pytest.mark.parametrize(
+    ("requests", "value", "limit", "share"),
+    [
+        pytest.param(100.0, 100.0, 0.0, 0.0, id="no-better-than-requests"),
+        pytest.param(100.0, 0.0, 0.0, 1.0, id="at-the-limit"),
+        pytest.param(100.0, 60.0, 20.0, 0.5, id="half-way"),
+        pytest.param(100.0, 120.0, 20.0, -0.25, id="worse-than-requests"),
+        pytest.param(10.5, 10.0, 10.0, None, id="nothing-to-gain"),
+    ],
+)
+def test_the_share_of_the_achievable_gain(
+    requests: float, value: float, limit: float, share: float | None
+) -> None:
+    found = share_of_gain(requests, value, limit)
+    assert found == (None if share is None else pytest.approx(share))
