@@ -68,6 +68,10 @@ COMMANDS: dict[str, Command] = {
         "tas_cli.descheduler",
         "evict pods that telemetry says should move (Predictive by default)",
     ),
+    "replay": Command(
+        "tas_cli.replay",
+        "what a policy (and a changed one) would have done over your recorded history",
+    ),
     "simulate": Command(
         "tas_cli.simulate",
         "measure the closed loop against the systems it replaces, on a virtual clock",

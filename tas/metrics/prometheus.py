@@ -33,7 +33,7 @@ import httpx
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.names import derived, derived_promql, promql_selector, series_names
-from tas.metrics.promql_answer import AnswerError, Vector, read_vector
+from tas.metrics.promql_answer import AnswerError, Matrix, Vector, read_answer, read_vector
 from tas.metrics.source import Fetched, Sample
 from tas.types import MetricName, NodeName
 
@@ -70,6 +70,29 @@ class PrometheusClient:
             if warning not in self._warned:  # once each: a query is asked every sync period
                 self._warned.add(warning)
                 log.warning("Prometheus warns about %r: %s", query, warning)
+        return answer
+
+    def matrix(self, query: str, *, start: float, end: float, step: float) -> Matrix:
+        """The range vector `query` evaluates to at each step from `start` to `end` (Unix
+        seconds), as `/api/v1/query_range` answers it (`tas replay` reads history this way).
+
+        Raises `MetricFetchError` as `vector` does, and when the answer is not a matrix."""
+        url = self.url.rstrip("/") + "/api/v1/query_range"
+        params = {"query": query, "start": repr(start), "end": repr(end), "step": repr(step)}
+        try:
+            response = self._client.get(url, params=params)
+        except (httpx.HTTPError, OSError) as error:
+            raise MetricFetchError(f"{url}: {error}") from error
+        try:
+            answer = read_answer(response.status_code, response.content)
+        except AnswerError as error:
+            raise error.at(f"{url} for {query!r}") from error
+        if not isinstance(answer, Matrix):
+            raise AnswerError(
+                f"gives a {type(answer).__name__.lower()}, not a range of values",
+                status_code=response.status_code,
+                where=f"{url} for {query!r}",
+            )
         return answer
 
     def close(self) -> None:

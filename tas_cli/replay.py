@@ -1,0 +1,245 @@
+"""`tas replay`: what the policies would have done over a window of the cluster's own history.
+
+Reads the policies' metrics and the pods (kube-state-metrics) from Prometheus with range
+queries (`tas.replay.prometheus`), evaluates every policy at every step with the rule engine and
+the breaker (`tas.replay.evaluate`), writes DIR/replay.json and prints a summary; PNG timelines
+when matplotlib (the `[sim]` extra) is installed. `--compare` replays a second version of the
+policies over the same history and prints the difference; `--scenario-out` writes the window
+as a `tas simulate` scenario.
+
+Runs on the base install. Bad input (a time, an empty or oversized window, a policy file with
+errors, an unreachable Prometheus) is one line on stderr and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tas.durations import format_duration
+from tas.metrics.config import load_metrics_config
+from tas.metrics.errors import MetricFetchError, MetricSourceError
+from tas.metrics.prometheus import open_prometheus
+from tas.metrics.refreshing import default_max_age
+from tas.policies.files import load_policy_path, policy_files
+from tas.policies.model import TASPolicy
+from tas.replay import timeline
+from tas.replay.evaluate import Replay, compare, replay_policies
+from tas.replay.history import ReplayInputError, make_window, parse_time
+from tas.replay.prometheus import read_history
+from tas.replay.scenario import build_scenario
+from tas_cli import subcommand
+from tas_cli.common import SetupError, duration
+
+
+def add_parser(commands: Any) -> None:
+    parser = subcommand.add_command(
+        commands,
+        "replay",
+        help="what a policy (and a changed one) would have done over your recorded history",
+        description="Replay policies over a window of Prometheus history: violating intervals, "
+        "would-be evictions, filtered placements and breaker time per policy (DIR/replay.json, "
+        "a summary, PNG timelines with matplotlib). --compare replays a second version; "
+        "--scenario-out writes the window as a tas simulate scenario.",
+        handler=run,
+    )
+    parser.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL")
+    parser.add_argument(
+        "--start", default="-7d", metavar="T", help="RFC 3339, now, or -7d, -36h (default -7d)"
+    )
+    parser.add_argument("--end", default="now", metavar="T", help="as --start (default now)")
+    parser.add_argument(
+        "--step", type=duration, default=30.0, metavar="DURATION", help="default 30s"
+    )
+    parser.add_argument("--policies", required=True, type=Path, metavar="FILE|DIR")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="FILE|DIR",
+        help="a second version of the policies: print what it changes",
+    )
+    parser.add_argument("--out", type=Path, default=Path("replay"), metavar="DIR")
+    parser.add_argument(
+        "--scenario-out", type=Path, metavar="FILE", help="write the window as a scenario"
+    )
+    parser.add_argument(
+        "--metric-max-age",
+        type=duration,
+        metavar="DURATION",
+        help="older samples count as missing, as in the live components (default 30s)",
+    )
+    parser.add_argument(
+        "--metrics-config",
+        type=Path,
+        metavar="FILE",
+        help="PromQL overrides, node label, token and CA files (as the components')",
+    )
+    parser.add_argument(
+        "--max-violating-share",
+        type=float,
+        default=0.5,
+        metavar="SHARE",
+        help="the circuit breaker's share (default 0.5, as the components')",
+    )
+    parser.add_argument("--no-charts", action="store_true", help="skip the PNG timelines")
+
+
+@subcommand.exit_2_on_setup_error("replay")
+def run(args: argparse.Namespace) -> int:
+    now = time.time()
+    try:
+        window = make_window(
+            parse_time(args.start, now=now), parse_time(args.end, now=now), args.step
+        )
+    except ReplayInputError as error:
+        raise SetupError(str(error)) from error
+    policies = _load(args.policies, "--policies")
+    other = _load(args.compare, "--compare") if args.compare is not None else ()
+    max_age = args.metric_max_age if args.metric_max_age is not None else default_max_age(2.0)
+    metrics = {
+        r.metricname for p in (*policies, *other) for s in p.strategies.values() for r in s.rules
+    }
+    try:
+        config = load_metrics_config(args.metrics_config)
+        client = open_prometheus(args.prometheus, config=config)
+    except MetricSourceError as error:
+        raise SetupError(str(error)) from error
+    print(
+        f"Reading {window.count:,} steps of {format_duration(window.step)} "
+        f"({len(metrics)} metrics, pods) from {args.prometheus} ...",
+        file=sys.stderr,
+    )
+    try:
+        history = read_history(
+            client,
+            sorted(metrics, key=str),
+            window,
+            max_age=max_age,
+            promql=config.promql,
+            node_label=config.node_label,
+            rate_window=config.rate_window,
+            scenario=args.scenario_out is not None,
+        )
+    except MetricFetchError as error:
+        raise SetupError(f"cannot read the history from Prometheus: {error}") from error
+    finally:
+        client.close()
+    if not any(history.metrics.get(m) for m in metrics):
+        print(
+            f"tas replay: warning: Prometheus has no values for {', '.join(sorted(metrics))} "
+            "in this window: nothing can violate",
+            file=sys.stderr,
+        )
+    replay = replay_policies(policies, history, max_share=args.max_violating_share)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "replay.json").write_text(json.dumps(replay.as_json(), indent=1) + "\n")
+    print_summary(replay, sys.stdout)
+    _charts(replay, args.out, skip=args.no_charts)
+    if other:
+        second = replay_policies(other, history, max_share=args.max_violating_share)
+        (args.out / "replay-compare.json").write_text(json.dumps(second.as_json(), indent=1) + "\n")
+        print_comparison(replay, second, sys.stdout)
+    if args.scenario_out is not None:
+        _write_scenario(args.scenario_out, history, policy_documents(args.policies))
+    print(f"Wrote {args.out / 'replay.json'}", file=sys.stderr)
+    return 0
+
+
+def _load(path: Path, flag: str) -> tuple[TASPolicy, ...]:
+    result = load_policy_path(path)
+    if result.problems:
+        raise SetupError(f"{flag} {path} has errors: " + "; ".join(str(p) for p in result.problems))
+    if not result.policies:
+        raise SetupError(f"{flag} {path}: no TASPolicy found")
+    return result.policies
+
+
+def policy_documents(path: Path) -> list[dict[str, Any]]:
+    """The policy documents under `path`, as written (for a scenario's `policies`)."""
+    documents: list[dict[str, Any]] = []
+    for file in policy_files(path):
+        for document in yaml.safe_load_all(file.read_text(encoding="utf-8")):
+            if isinstance(document, dict) and document.get("kind") == "TASPolicy":
+                documents.append(document)
+    return documents
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h"
+
+
+def print_summary(replay: Replay, out: Any) -> None:
+    window = replay.window
+    print(
+        f"Replayed {window.count:,} steps of {format_duration(window.step)} "
+        f"({_hours(window.end - window.start)}):",
+        file=out,
+    )
+    print(
+        f"  {'policy':32} {'nodes':>5} {'violating':>10} {'dontsched':>10} "
+        f"{'evictions':>9} {'filtered':>8} {'breaker':>8}",
+        file=out,
+    )
+    for key, result in sorted(replay.policies.items()):
+        violating = sum(1 for r in result.nodes.values() if r.violating_seconds > 0)
+        seconds = sum(r.violating_seconds for r in result.nodes.values())
+        blocked = sum(r.dontschedule_seconds for r in result.nodes.values())
+        print(
+            f"  {key:32} {violating:5} {_hours(seconds):>10} {_hours(blocked):>10} "
+            f"{len(result.would_evict):9} {len(result.filtered_placements):8} "
+            f"{_hours(result.breaker_open_seconds):>8}",
+            file=out,
+        )
+
+
+def print_comparison(first: Replay, second: Replay, out: Any) -> None:
+    print("Compared with --compare (first -> second):", file=out)
+    for diff in compare(first, second):
+        print(
+            f"  {diff.key}: violating nodes {diff.nodes[0]} -> {diff.nodes[1]}, "
+            f"node-hours {_hours(diff.violating_seconds[0])} -> "
+            f"{_hours(diff.violating_seconds[1])}, "
+            f"evictions {diff.evictions[0]} -> {diff.evictions[1]}, "
+            f"filtered placements {diff.filtered[0]} -> {diff.filtered[1]}",
+            file=out,
+        )
+
+
+def _charts(replay: Replay, out: Path, *, skip: bool) -> None:
+    if skip:
+        return
+    if not timeline.available():
+        print(
+            "tas replay: no PNG timelines: they need matplotlib "
+            "(pip install 'telemetry-aware-scheduling[sim]'); replay.json is complete",
+            file=sys.stderr,
+        )
+        return
+    for key, result in sorted(replay.policies.items()):
+        timeline.draw_timeline(key, result, replay.window, out / timeline.file_name(key))
+
+
+def _write_scenario(path: Path, history: Any, policies: Sequence[dict[str, Any]]) -> None:
+    document = build_scenario(history, name=_scenario_name(path), policies=policies)
+    if not document["nodes"]:
+        raise SetupError(
+            "--scenario-out: no node has kube_node_status_allocatable in this window: "
+            "is kube-state-metrics scraped?"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False, width=120))
+    print(f"Wrote {path}: tas simulate {path}", file=sys.stderr)
+
+
+def _scenario_name(path: Path) -> str:
+    import re
+
+    name = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-")[:63].strip("-")
+    return name or "replayed"
