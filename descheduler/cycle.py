@@ -116,6 +116,9 @@ class Descheduler:
         #: Per profile, when each node was last seen overutilized: the classification's
         #: hysteresis (`descheduler.classify.hold_overutilized`) outlives a cycle.
         self.last_over: dict[str, dict[NodeName, datetime]] = {}
+        #: Per profile, since when each node has been overutilized at every cycle (before the
+        #: hysteresis): what a plugin confirms a hot node with.
+        self.over_since: dict[str, dict[NodeName, datetime]] = {}
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""
@@ -222,6 +225,7 @@ class Descheduler:
             ),
             classified=functools.partial(self._classified, report, profile.name),
             pod_usage_source=self.pod_usage,
+            over_since=self.over_since.get(profile.name, {}),
             usage=self.usage,
             prometheus=self.prometheus,
         )
@@ -266,8 +270,11 @@ class Descheduler:
     def _classified(
         self, report: CycleReport, profile: str, classification: Classification
     ) -> None:
+        since = self.over_since.get(profile, {})
+        now = self.clock.now()
+        self.over_since[profile] = {n: since.get(n, now) for n in classification.overutilized}
         classification, self.last_over[profile] = hold_overutilized(
-            classification, self.last_over.get(profile, {}), self.clock.now()
+            classification, self.last_over.get(profile, {}), now
         )
         for node in classification.held:
             log.info(

@@ -251,6 +251,9 @@ class PluginContext:
     usage: UsageSources = field(default_factory=NoUsageSources)
     #: The policy's Prometheus (None: no `metricsProviders` Prometheus is configured).
     prometheus: PrometheusClient | None = None
+    #: The nodes the profile's classification found overutilized at every cycle since the
+    #: time given, up to the previous cycle (a plugin confirms a hot node across cycles).
+    over_since: Mapping[NodeName, datetime] = field(default_factory=dict)
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, where a source measures it."""

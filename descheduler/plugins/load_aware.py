@@ -42,6 +42,7 @@ import json
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import Category, Classification, ThresholdSpec, classify, still_over
@@ -107,6 +108,9 @@ class LoadAwareArgs:
     #: Hysteresis: an overutilized node keeps its class (and soft taint) this long after it
     #: was last seen overutilized, unless its usage falls to the low threshold.
     hold_seconds: float = 120.0
+    #: A node is rebalanced only once it has been overutilized at this many cycles in a row (1
+    #: or 2): a burst that passes within a cycle is not worth a restart.
+    confirm_cycles: int = 2
     #: No pod is moved to a node an evacuating plugin emptied within the owner cooldown, or in
     #: two cycles or more within this long (a flapping health metric).
     avoid_evacuated_seconds: float = 3600.0
@@ -200,6 +204,8 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         payback_seconds=r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400),
         clear_gain=r.number("clearGain", defaults.clear_gain, low=1, high=1000),
         hold_seconds=r.number("holdSeconds", defaults.hold_seconds, low=0, high=86400),
+        confirm_cycles=r.integer("confirmCycles", defaults.confirm_cycles, minimum=1, maximum=2)
+        or defaults.confirm_cycles,
         avoid_evacuated_seconds=r.number(
             "avoidEvacuatedSeconds", defaults.avoid_evacuated_seconds, low=0, high=3600
         ),
@@ -265,12 +271,18 @@ def log_classification(c: Classification) -> None:
 
 
 def run(args: LoadAwareArgs, context: PluginContext) -> None:
-    c = rebalance(args, context.evictor, pod_usage=context.pod_usage())
+    c = rebalance(
+        args, context.evictor, pod_usage=context.pod_usage(), over_since=context.over_since
+    )
     context.classified(dataclasses.replace(c, hold_seconds=args.hold_seconds))
 
 
 def rebalance(
-    args: LoadAwareArgs, evictor: Evictor, *, pod_usage: PodUsage | None = None
+    args: LoadAwareArgs,
+    evictor: Evictor,
+    *,
+    pod_usage: PodUsage | None = None,
+    over_since: Mapping[NodeName, datetime] | None = None,
 ) -> Classification:
     state = evictor.state
     c = classify_nodes(args, state)
@@ -286,7 +298,12 @@ def rebalance(
     measured = pod_usage or {}
     model = (
         StallModel.of(
-            args, state, c, measured, avoid=evictor.recently_evacuated(args.avoid_evacuated_seconds)
+            args,
+            state,
+            c,
+            measured,
+            avoid=evictor.recently_evacuated(args.avoid_evacuated_seconds),
+            confirmed=_confirmed(args, c, over_since or {}),
         )
         if all(s in CPU_SIGNALS for s in signals)
         else None
@@ -390,6 +407,8 @@ class StallModel:
     args: LoadAwareArgs
     loads: dict[NodeName, NodeLoad]
 
+    #: Sources confirmed: overutilized at `confirmCycles` cycles in a row (this one included).
+    confirmed: frozenset[NodeName] = frozenset()
     #: Nodes no pod is moved to: evacuated (a policy's deschedule rule) within the cooldown, or
     #: again and again within `avoidEvacuatedSeconds`, so a flapping health metric does not
     #: have rebalancing fill a node it will empty again.
@@ -404,6 +423,7 @@ class StallModel:
         measured: PodUsage,
         *,
         avoid: Collection[NodeName] = (),
+        confirmed: Collection[NodeName] = (),
     ) -> StallModel:
         utilization = state.metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = state.metrics.get(MetricName(Signal.CPU_PRESSURE), {})
@@ -423,12 +443,19 @@ class StallModel:
                 now = sum(_pod_cores(p, measured, cores) for p in state.pods_on(name))
                 load = load.plus(now - utilization[name] * cores)
             loads[name] = load
-        return cls(args, loads, frozenset(avoid))
+        return cls(args, loads, frozenset(confirmed), frozenset(avoid))
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)
         if load is None:
             log.info('"Node has no CPU load to predict with, not rebalanced" node="%s"', node)
+            return False
+        if node not in self.confirmed:
+            log.info(
+                '"Node is not overutilized for %d cycles in a row yet, not rebalanced" node="%s"',
+                self.args.confirm_cycles,
+                node,
+            )
             return False
         if load.pressure < self.args.at_risk_pressure:
             log.info(
@@ -480,6 +507,16 @@ class StallModel:
     def moved(self, node: NodeName, destination: NodeName, prediction: Prediction) -> None:
         self.loads[node] = prediction.source_after
         self.loads[destination] = self.loads[destination].plus(prediction.usage)
+
+
+def _confirmed(
+    args: LoadAwareArgs, c: Classification, over_since: Mapping[NodeName, datetime]
+) -> set[NodeName]:
+    """The overutilized nodes that were so at the cycle before too (`confirmCycles` 2): a
+    burst that passes within a cycle is not worth a restart."""
+    if args.confirm_cycles <= 1:
+        return set(c.overutilized)
+    return {n for n in c.overutilized if n in over_since}
 
 
 def _pod_cores(pod: Pod, measured: PodUsage, cores: float) -> float:

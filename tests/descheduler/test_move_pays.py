@@ -23,8 +23,9 @@ from descheduler.framework import PodUsage, PodUsageSource, Result
 from descheduler.state import CycleState, pod_key
 from embedded.workload import cpu_pressures
 from tas.cluster.model import Pod
+from tas.metrics.static import StaticMetricView
 from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predict, pressure
-from tas.types import NodeName
+from tas.types import MetricName, NodeName
 from tests.descheduler.builders import (
     START,
     cluster_with,
@@ -135,8 +136,8 @@ def saturated(
     pod_usage: PodUsageSource | None = None,
     **extra: Any,
 ) -> list[EvictionDecision]:
-    """node-a saturated by eight 1-core pods of one owner, two idle nodes; one cycle with the
-    owner cooldown on."""
+    """node-a saturated by eight 1-core pods of one owner, two idle nodes; two cycles with the
+    owner cooldown on: the evictions of the second."""
     pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0) for i in range(8))
     cluster = cluster_with(
         make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods + extra_pods
@@ -154,6 +155,8 @@ def saturated(
     descheduler = make_descheduler(cluster, config, metrics=metrics, pod_usage=pod_usage)
     if prepare is not None:
         prepare(descheduler)
+    # The first cycle sees node-a hot; the second confirms it (`confirmCycles` 2) and acts.
+    assert descheduler.run_cycle().decisions == []
     return descheduler.run_cycle().by_result(Result.EVICTED)
 
 
@@ -220,3 +223,19 @@ def test_no_pod_is_moved_to_a_node_just_evacuated_or_evacuated_again_and_again(
     evicted = saturated(prepare=evacuated_node_b)
     assert evicted
     assert any("on node-b" in d.reason for d in evicted) is not avoided
+
+
+def test_a_node_hot_at_one_cycle_only_is_not_rebalanced() -> None:
+    pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0) for i in range(8))
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    hot = {"node-a": 1.0, "node-b": 0.1, "node-c": 0.1}
+    calm = {"node-a": 0.15, "node-b": 0.1, "node-c": 0.1}
+    view = StaticMetricView({"cpu_utilization": hot})
+    config = policy_config("LoadAware", args=load_aware())
+    descheduler = make_descheduler(cluster, config, metrics=view)
+    # A burst: hot at one cycle, calm at the next, hot again: never two cycles in a row.
+    for utilization in (hot, calm, hot):
+        view.set_column(MetricName("cpu_utilization"), utilization)
+        assert descheduler.run_cycle().decisions == []
+    # Hot at two cycles in a row: confirmed, and rebalanced.
+    assert descheduler.run_cycle().by_result(Result.EVICTED)

@@ -161,7 +161,15 @@ def psi_cluster(cpu: float = 0.5) -> InstrumentedCluster:
     return cluster_with(*(make_node(n) for n in WORKERS), pods=pods)
 
 
-LOAD_AWARE = {"LoadAware": {"deviationThresholds": "AsymmetricLow", "resources": ["cpu_pressure"]}}
+# Acting at the first cycle a node is hot (the default waits for a second one to confirm it:
+# tests/descheduler/test_move_pays.py), so each cycle of these stories moves what it finds.
+LOAD_AWARE = {
+    "LoadAware": {
+        "deviationThresholds": "AsymmetricLow",
+        "resources": ["cpu_pressure"],
+        "confirmCycles": 1,
+    }
+}
 
 
 def run_psi_cycles(cluster: InstrumentedCluster, cycles: int = 5) -> list[list[str]]:
