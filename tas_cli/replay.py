@@ -52,7 +52,10 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL")
     parser.add_argument(
-        "--start", default="-7d", metavar="T", help="RFC 3339, now, or -7d, -36h (default -7d)"
+        "--start",
+        default="-7d",
+        metavar="T",
+        help="RFC 3339, now, -7d, -36h, or Unix seconds (default -7d)",
     )
     parser.add_argument("--end", default="now", metavar="T", help="as --start (default now)")
     parser.add_argument(

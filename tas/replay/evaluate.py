@@ -11,8 +11,10 @@ does) and the circuit breaker (`tas.breaker`) decide, exactly as the live compon
   policy's namespace) from a violating node, once, at the first step it is found there; only
   labelled pods, and nothing while the breaker holds.
 - **dontschedule**: the nodes the extender would filter; a pod of the policy that started on
-  one of them is a `filtered_placement` (the extender would have sent it elsewhere), unless the
-  breaker was open on the strategy then (the extender fails open).
+  one of them is a `filtered_placement` (the extender would have sent it elsewhere). While the
+  breaker is open on the strategy no node counts (the extender fails open when dontschedule
+  would remove every candidate; the replay, which does not know each pod's candidates, takes
+  an open breaker as that case).
 
 A step's verdict holds until the next step: an interval is `[first violating step, first step
 not violating)`, the last one cut at the window's end.
@@ -193,18 +195,20 @@ def replay_policies(
             if dontschedule is None:
                 continue
             filtered = violation_map(dontschedule, narrowed)
-            filtering[key].advance(set(filtered.keys()), at)
-            arrivals = placed[key].get(index)
-            if not arrivals or not filtered:
-                continue
+            blocked = set(filtered.keys())
             if (
-                _may_open(dontschedule.rules, view, len(filtered), max_share)
-                and _verdict(dontschedule, view, filtered, max_share).open
+                blocked
+                and _may_open(dontschedule.rules, view, len(blocked), max_share)
+                and _verdict(dontschedule, view, blocked, max_share).open
             ):
-                continue  # the extender fails open: the placement stood
+                blocked = set()  # the extender fails open: every node kept
+            filtering[key].advance(blocked, at)
+            arrivals = placed[key].get(index)
+            if not arrivals or not blocked:
+                continue
             for pod in arrivals:
                 node = _first_node(pod, index)
-                if node is not None and node in filtered:
+                if node is not None and node in blocked:
                     result.filtered_placements.append(
                         {
                             "time": at,

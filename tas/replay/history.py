@@ -67,11 +67,16 @@ class Window:
 
 
 def parse_time(text: str, *, now: float) -> float:
-    """Unix seconds from RFC 3339 (`2026-11-17T00:00:00Z`), `now`, or `-<duration>` before now
-    (`-7d`, `-36h`, `-1d12h`: Go durations plus `d` and `w`)."""
+    """Unix seconds from RFC 3339 (`2026-11-17T00:00:00Z`), `now`, `-<duration>` before now
+    (`-7d`, `-36h`, `-1d12h`: Go durations plus `d` and `w`), or Unix seconds (as Prometheus's
+    API takes them)."""
     stripped = text.strip()
     if stripped == "now":
         return now
+    try:
+        return float(stripped)
+    except ValueError:
+        pass
     relative = _RELATIVE.fullmatch(stripped)
     if relative is not None:
         amount = relative["amount"]
@@ -86,7 +91,8 @@ def parse_time(text: str, *, now: float) -> float:
         moment = datetime.fromisoformat(stripped.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as error:
         raise ReplayInputError(
-            f"{text!r} is not a time: write RFC 3339 (2026-11-17T00:00:00Z), now, or -7d"
+            f"{text!r} is not a time: write RFC 3339 (2026-11-17T00:00:00Z), now, -7d, "
+            "or Unix seconds"
         ) from error
     if moment.tzinfo is None:
         raise ReplayInputError(f"{text!r} has no time zone: add Z or an offset such as +01:00")
