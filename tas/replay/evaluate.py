@@ -47,6 +47,16 @@ class PolicyReplay:
     would_evict: list[dict[str, Any]] = field(default_factory=list)
     filtered_placements: list[dict[str, Any]] = field(default_factory=list)
     breaker_open_seconds: float = 0.0
+    #: When the breaker held the deschedule strategy, as [start, end] (for the timeline).
+    breaker_open_intervals: list[list[float]] = field(default_factory=list)
+
+    def hold(self, start: float, end: float) -> None:
+        self.breaker_open_seconds += end - start
+        spans = self.breaker_open_intervals
+        if spans and spans[-1][1] == start:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +72,7 @@ class PolicyReplay:
             "would_evict": self.would_evict,
             "filtered_placements": self.filtered_placements,
             "breaker_open_seconds": self.breaker_open_seconds,
+            "breaker_open_intervals": self.breaker_open_intervals,
         }
 
 
@@ -186,7 +197,7 @@ def replay_policies(
                 ):
                     # Nothing newly violates while the breaker holds; labels already there stay.
                     held = True
-                    result.breaker_open_seconds += _span(window, index)
+                    result.hold(at, at + _span(window, index))
                     nodes.intersection_update(violating[key].open)
             violating[key].advance(nodes, at)
             if nodes and not held:

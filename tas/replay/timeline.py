@@ -51,6 +51,10 @@ def draw_timeline(key: str, result: PolicyReplay, window: Window, path: Path) ->
         axes.broken_barh(spans, (row - 0.4, 0.8), color="#f2c14e", alpha=0.6)
         spans = [((s - window.start) / hours, (e - s) / hours) for s, e in record.intervals]
         axes.broken_barh(spans, (row - 0.3, 0.6), color="#d1495b")
+    for start, end in result.breaker_open_intervals:
+        axes.axvspan(
+            (start - window.start) / hours, (end - window.start) / hours, color="#999", alpha=0.3
+        )
     index = {node: row for row, node in enumerate(rows)}
     evictions = [
         ((e["time"] - window.start) / hours, index[e["node"]])
@@ -66,8 +70,8 @@ def draw_timeline(key: str, result: PolicyReplay, window: Window, path: Path) ->
     axes.set_xlabel("hours since the window's start")
     open_hours = result.breaker_open_seconds / hours
     axes.set_title(
-        f"{key}: violating (red), dontschedule (yellow), would-be evictions (x); "
-        f"breaker open {open_hours:.1f} h"
+        f"{key}: violating (red), dontschedule (yellow), would-be evictions (x), "
+        f"breaker open (grey, {open_hours:.1f} h)"
     )
     handles = [
         Patch(color="#d1495b", label="violating"),

@@ -47,7 +47,14 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield process.url
 
 
-def replay(workdir: Path, url: str, *extra: str, target: float = 0.5, step: str = "30s") -> Any:
+def replay(
+    workdir: Path,
+    url: str,
+    *extra: str,
+    target: float = 0.5,
+    step: str = "30s",
+    charts: bool = False,
+) -> Any:
     policy = workdir / "policy.yaml"
     policy.write_text(POLICY.format(target=target))
     return subprocess.run(
@@ -65,7 +72,7 @@ def replay(workdir: Path, url: str, *extra: str, target: float = 0.5, step: str 
             str(policy),
             "--out",
             str(workdir / "out"),
-            "--no-charts",
+            *([] if charts else ["--no-charts"]),
             *extra,
         ),
         capture_output=True,
@@ -86,6 +93,7 @@ def replayed(prometheus: str, tmp_path_factory: pytest.TempPathFactory) -> tuple
         str(compare),
         "--scenario-out",
         str(workdir / "history.yaml"),
+        charts=True,
     )
     assert done.returncode == 0, done.stderr
     return done, workdir
@@ -121,6 +129,7 @@ def test_a_scrape_gap_longer_than_the_max_age_is_missing_and_never_violates(
 def test_the_breaker_holds_a_fleet_wide_jump(replayed: tuple[Any, Path]) -> None:
     result = report(replayed[1])
     assert result["breaker_open_seconds"] == 300
+    assert relative(result["breaker_open_intervals"]) == [[2400, 2700]]
     for record in result["nodes"].values():
         assert all(end - T0 <= 1530 for _, end in record["intervals"])
     assert all(e["time"] - T0 < 2400 for e in result["would_evict"])
@@ -144,6 +153,11 @@ def test_a_pod_placed_on_a_node_dontschedule_removes_is_a_filtered_placement(
     assert [(p["pod"], p["node"], p["time"] - T0) for p in placements] == [
         ("default/web-3", "node-a", 870)
     ]
+
+
+def test_a_png_timeline_is_drawn_per_policy(replayed: tuple[Any, Path]) -> None:
+    png = replayed[1] / "out" / "timeline-default-health.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_compare_prints_what_a_raised_threshold_changes(replayed: tuple[Any, Path]) -> None:
