@@ -86,7 +86,11 @@ def make_history(nodes: int = NODES, days: float = DAYS, step: float = STEP) -> 
         node = NodeName(f"node-{p % nodes:03d}")
         pods.append(
             PodHistory(
-                "default", f"pod-{p}", [node] * count, policy=f"policy-{p % POLICIES}", started=0.0
+                "default",
+                f"pod-{p}",
+                [(0, count - 1, node)],
+                policy=f"policy-{p % POLICIES}",
+                started=0.0,
             )
         )
     return History(window, metrics, pods)

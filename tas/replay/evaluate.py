@@ -131,7 +131,7 @@ def _placements(pods: Iterable[PodHistory], window: Window) -> dict[int, list[Po
     step they are seen on a node when kube-state-metrics has no start time for them."""
     at: dict[int, list[PodHistory]] = {}
     for pod in pods:
-        first = next((i for i, node in enumerate(pod.nodes) if node is not None), None)
+        first = pod.first_step()
         if first is None:
             continue
         if pod.started is not None:
@@ -147,16 +147,9 @@ def _by_node(pods: Iterable[PodHistory]) -> dict[NodeName, list[PodHistory]]:
     """The pods ever seen on each node: an eviction looks only at the violating nodes' pods."""
     found: dict[NodeName, list[PodHistory]] = {}
     for pod in pods:
-        for node in {n for n in pod.nodes if n is not None}:
+        for node in {node for _, _, node in pod.spans}:
             found.setdefault(node, []).append(pod)
     return found
-
-
-def _first_node(pod: PodHistory, index: int) -> NodeName | None:
-    for node in pod.nodes[index:]:
-        if node is not None:
-            return node
-    return None
 
 
 def replay_policies(
@@ -218,7 +211,7 @@ def replay_policies(
             if not arrivals or not blocked:
                 continue
             for pod in arrivals:
-                node = _first_node(pod, index)
+                node = pod.next_node(index)
                 if node is not None and node in blocked:
                     result.filtered_placements.append(
                         {
@@ -269,7 +262,7 @@ def _evict(
 ) -> None:
     for node in sorted(nodes.intersection(on_node)):
         for pod in on_node[node]:
-            if pod.nodes[index] != node or pod.key in evicted:
+            if pod.node_at(index) != node or pod.key in evicted:
                 continue
             evicted.add(pod.key)
             result.would_evict.append(

@@ -105,10 +105,16 @@ def read_pods(client: PrometheusClient, window: Window, *, max_age: float) -> li
         )
         pod = pods.get((namespace, name))
         if pod is None:
-            pods[namespace, name] = pod = PodHistory(namespace, name, [None] * window.count)
+            pods[namespace, name] = pod = PodHistory(namespace, name)
+        # One series' spans at a time; a pod with several series (a label that changed) gets
+        # its spans put in order and joined below.
+        on_node = PodHistory(namespace, name)
         for index, value in enumerate(present):
             if value is not None:
-                pod.nodes[index] = NodeName(node)
+                on_node.add(index, NodeName(node))
+        pod.spans.extend(on_node.spans)
+    for pod in pods.values():
+        pod.spans = _joined(pod.spans)
     for labels in _label_sets(client, 'kube_pod_labels{label_telemetry_policy!=""}', window):
         pod = pods.get((labels.get("namespace", ""), labels.get("pod", "")))
         if pod is not None:
@@ -122,6 +128,17 @@ def read_pods(client: PrometheusClient, window: Window, *, max_age: float) -> li
         if pod is not None and series.points:
             pod.started = series.points[-1][1]
     return sorted(pods.values(), key=lambda p: (p.namespace, p.name))
+
+
+def _joined(spans: list[tuple[int, int, NodeName]]) -> list[tuple[int, int, NodeName]]:
+    """Spans in order, overlapping or adjacent ones on the same node made one."""
+    joined: list[tuple[int, int, NodeName]] = []
+    for first, last, node in sorted(spans):
+        if joined and joined[-1][2] == node and first <= joined[-1][1] + 1:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], last), node)
+        elif not joined or last > joined[-1][1]:
+            joined.append((max(first, joined[-1][1] + 1) if joined else first, last, node))
+    return joined
 
 
 def _label_sets(

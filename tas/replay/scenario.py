@@ -40,7 +40,21 @@ def _workload_name(text: str, taken: set[str]) -> str:
 
 
 def _running(pods: Sequence[PodHistory], index: int) -> list[PodHistory]:
-    return [p for p in pods if p.nodes[index] is not None]
+    return [p for p in pods if p.node_at(index) is not None]
+
+
+def _counts(pods: Sequence[PodHistory], steps: int) -> list[int]:
+    """How many of `pods` run at each step (from their spans: no pass over pods per step)."""
+    change = [0] * (steps + 1)
+    for pod in pods:
+        for first, last, _ in pod.spans:
+            change[first] += 1
+            change[last + 1] -= 1
+    counts, running = [], 0
+    for delta in change[:steps]:
+        running += delta
+        counts.append(running)
+    return counts
 
 
 def _trace(
@@ -104,7 +118,7 @@ def build_scenario(
             else:
                 usage[resource] = {"profile": "steady", "value": request}
                 without_usage.append(f"{namespace}/{owner} {resource}")
-        counts = [len(_running(pods, i)) for i in range(window.count)]
+        counts = _counts(pods, window.count)
         entry: dict[str, Any] = {
             "name": workload,
             "namespace": namespace,

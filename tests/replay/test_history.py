@@ -68,6 +68,17 @@ def test_a_sample_older_than_the_max_age_is_missing_at_the_step() -> None:
     assert fresh_steps(window, values, sampled, max_age=30.0) == [1.0, 1.0, None, None]
 
 
+def test_a_pod_recreated_on_another_node_is_on_each_for_its_own_steps() -> None:
+    pod = PodHistory("default", "db-0")
+    for index in (0, 1, 2):
+        pod.add(index, NodeName("a"))
+    for index in (5, 6):
+        pod.add(index, NodeName("b"))
+    assert pod.spans == [(0, 2, "a"), (5, 6, "b")]
+    assert [pod.node_at(i) for i in range(8)] == ["a", "a", "a", None, None, "b", "b", None]
+    assert pod.next_node(3) == "b"
+
+
 def policy(target: float) -> TASPolicy:
     rule = {"metricname": "health_metric", "operator": "GreaterThan", "target": target}
     return parse_policy(
@@ -84,9 +95,9 @@ def history(values: dict[str, list[float | None]]) -> History:
     count = len(next(iter(values.values())))
     window = Window(0.0, 30.0 * (count - 1), 30.0)
     pods = [
-        PodHistory("default", "labelled", [NodeName("a")] * count, policy="health"),
-        PodHistory("default", "unlabelled", [NodeName("a")] * count),
-        PodHistory("other", "elsewhere", [NodeName("a")] * count, policy="health"),
+        PodHistory("default", "labelled", [(0, count - 1, NodeName("a"))], policy="health"),
+        PodHistory("default", "unlabelled", [(0, count - 1, NodeName("a"))]),
+        PodHistory("other", "elsewhere", [(0, count - 1, NodeName("a"))], policy="health"),
     ]
     metric = {NodeName(n): [None if x is None else float(x) for x in v] for n, v in values.items()}
     return History(window, {MetricName("health_metric"): metric}, pods)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.processes import tas_command
 from tests.replay.history import T0, backfilled_prometheus
@@ -179,6 +180,17 @@ def test_the_scenario_written_from_the_history_loads_and_runs(replayed: tuple[An
     from simulator.runner import run_contender
     from simulator.scenario import load_scenario
 
+    document = yaml.safe_load((replayed[1] / "history.yaml").read_text())
+    (web,) = [w for w in document["workloads"] if w["name"] == "web-abc"]
+    assert web["replicas"] == 2  # web-1 and web-2 at the window's start
+    assert web["labels"] == {"telemetry-policy": "health"}
+    assert web["requests"] == {"cpu": 0.5, "memory": 2**28}
+    assert web["usage"]["cpu"]["profile"] == "trace"
+    # 0.25 cores per pod; rate() extrapolates a new pod's first minute, so a step may differ.
+    cores = [round(v, 3) for _, v in web["usage"]["cpu"]["points"]]
+    assert cores.count(0.25) >= len(cores) - 2
+    assert {round(v) for _, v in web["usage"]["memory"]["points"]} == {100_000_000}
+    assert {"at": 900.0, "scale": {"workload": "web-abc", "replicas": 3}} in document["events"]
     scenario = load_scenario(str(replayed[1] / "history.yaml"))
     assert [n.name for n in scenario.nodes] == ["node-a", "node-b", "node-c", "node-d"]
     contender = resolve("ours")
