@@ -116,8 +116,8 @@ class Descheduler:
         #: Per profile, when each node was last seen overutilized: the classification's
         #: hysteresis (`descheduler.classify.hold_overutilized`) outlives a cycle.
         self.last_over: dict[str, dict[NodeName, datetime]] = {}
-        #: Per profile, since when each node has been overutilized at every cycle (before the
-        #: hysteresis): what a plugin confirms a hot node with.
+        #: Per profile, since when each node has been overutilized (or held so) at every
+        #: cycle: what a plugin confirms a hot node with.
         self.over_since: dict[str, dict[NodeName, datetime]] = {}
 
     def wanted_metrics(self) -> set[MetricName]:
@@ -270,12 +270,14 @@ class Descheduler:
     def _classified(
         self, report: CycleReport, profile: str, classification: Classification
     ) -> None:
-        since = self.over_since.get(profile, {})
         now = self.clock.now()
-        self.over_since[profile] = {n: since.get(n, now) for n in classification.overutilized}
         classification, self.last_over[profile] = hold_overutilized(
             classification, self.last_over.get(profile, {}), now
         )
+        # Held nodes continue a streak: a signal that flips between cycles (the combined CPU
+        # signal switching at the fleet's 80%) does not restart the confirmation.
+        since = self.over_since.get(profile, {})
+        self.over_since[profile] = {n: since.get(n, now) for n in classification.overutilized}
         for node in classification.held:
             log.info(
                 '"Node keeps its class" category="%s" node="%s" holdSeconds=%g',

@@ -512,8 +512,8 @@ class StallModel:
 def _confirmed(
     args: LoadAwareArgs, c: Classification, over_since: Mapping[NodeName, datetime]
 ) -> set[NodeName]:
-    """The overutilized nodes that were so at the cycle before too (`confirmCycles` 2): a
-    burst that passes within a cycle is not worth a restart."""
+    """The overutilized nodes that were so (or held so by the hysteresis) at the cycle before
+    too (`confirmCycles` 2): a burst that passes within a cycle is not worth a restart."""
     if args.confirm_cycles <= 1:
         return set(c.overutilized)
     return {n for n in c.overutilized if n in over_since}

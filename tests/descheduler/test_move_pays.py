@@ -28,6 +28,7 @@ from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predic
 from tas.types import MetricName, NodeName
 from tests.descheduler.builders import (
     START,
+    FakeClock,
     cluster_with,
     make_descheduler,
     make_node,
@@ -231,11 +232,14 @@ def test_a_node_hot_at_one_cycle_only_is_not_rebalanced() -> None:
     hot = {"node-a": 1.0, "node-b": 0.1, "node-c": 0.1}
     calm = {"node-a": 0.15, "node-b": 0.1, "node-c": 0.1}
     view = StaticMetricView({"cpu_utilization": hot})
+    clock = FakeClock(START)
     config = policy_config("LoadAware", args=load_aware())
-    descheduler = make_descheduler(cluster, config, metrics=view)
-    # A burst: hot at one cycle, calm at the next, hot again: never two cycles in a row.
-    for utilization in (hot, calm, hot):
+    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
+    # A burst: hot at one cycle, then calm past the hold (120 s), then hot again: never
+    # overutilized (nor held so) at two cycles in a row.
+    for utilization in (hot, calm, calm, calm, hot):
         view.set_column(MetricName("cpu_utilization"), utilization)
         assert descheduler.run_cycle().decisions == []
+        clock.advance(60)
     # Hot at two cycles in a row: confirmed, and rebalanced.
     assert descheduler.run_cycle().by_result(Result.EVICTED)
