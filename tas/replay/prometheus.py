@@ -88,14 +88,20 @@ def read_metric(
     return columns
 
 
-def read_pods(client: PrometheusClient, window: Window, *, max_age: float) -> list[PodHistory]:
+def read_pods(
+    client: PrometheusClient, window: Window, *, max_age: float, labelled_only: bool = False
+) -> list[PodHistory]:
     """Pods and where they ran, their policy label, owner and start time (kube-state-metrics).
 
     A pod is on a node at a step when its `kube_pod_info` sample there is fresh (`max_age`):
     kube-state-metrics drops a deleted pod's series, and Prometheus would otherwise carry it
-    for five minutes."""
+    for five minutes. `labelled_only`: only pods with a `telemetry-policy` label (all a replay
+    acts on), so a week of a big cluster's other pods is not read for nothing."""
     pods: dict[tuple[str, str], PodHistory] = {}
-    for series in _ask(client, "timestamp(kube_pod_info)", window).values():
+    query = "timestamp(kube_pod_info)"
+    if labelled_only:
+        query += ' and on (namespace, pod) kube_pod_labels{label_telemetry_policy!=""}'
+    for series in _ask(client, query, window).values():
         namespace, name = series.labels.get("namespace"), series.labels.get("pod")
         node = series.labels.get("node")
         if not namespace or not name or not node:
@@ -214,7 +220,7 @@ def read_history(
         )
         for metric in sorted(metrics)
     }
-    pods = read_pods(client, window, max_age=max_age)
+    pods = read_pods(client, window, max_age=max_age, labelled_only=not scenario)
     history = History(window, columns, pods)
     if scenario:
         history.allocatable = read_scenario_inputs(

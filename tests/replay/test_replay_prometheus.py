@@ -172,7 +172,12 @@ def test_a_window_of_more_steps_than_prometheus_answers_at_once_is_read_in_piece
 ) -> None:
     done = replay(tmp_path, prometheus, step="0.3s")  # 12,001 steps
     assert done.returncode == 0, done.stderr
-    assert relative(report(tmp_path)["nodes"]["node-a"]["intervals"]) == [[600, 1200]]
+    result = report(tmp_path)
+    assert relative(result["nodes"]["node-a"]["intervals"]) == [[600, 1200]]
+    assert [(e["pod"], e["time"] - T0) for e in result["would_evict"]] == [
+        ("default/web-1", 600),
+        ("default/web-3", 900),
+    ]
 
 
 def test_the_scenario_written_from_the_history_loads_and_runs(replayed: tuple[Any, Path]) -> None:
