@@ -26,6 +26,7 @@ import yaml
 from tas.durations import format_duration
 from tas.metrics.config import load_metrics_config
 from tas.metrics.errors import MetricFetchError, MetricSourceError
+from tas.metrics.names import derived
 from tas.metrics.prometheus import open_prometheus
 from tas.metrics.refreshing import default_max_age
 from tas.policies.files import load_policy_path, policy_files
@@ -35,6 +36,7 @@ from tas.replay.evaluate import Replay, compare, replay_policies
 from tas.replay.history import ReplayInputError, make_window, parse_time
 from tas.replay.prometheus import read_history
 from tas.replay.scenario import build_scenario
+from tas.types import MetricName
 from tas_cli import subcommand
 from tas_cli.common import SetupError, duration
 
@@ -150,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
         (args.out / "replay-compare.json").write_text(json.dumps(second.as_json(), indent=1) + "\n")
         print_comparison(replay, second, sys.stdout)
     if args.scenario_out is not None:
-        _write_scenario(args.scenario_out, history, policy_documents(args.policies))
+        gauges = [m for m in metrics if derived(m) is None]
+        _write_scenario(args.scenario_out, history, policy_documents(args.policies), gauges)
     print(f"Wrote {args.out / 'replay.json'}", file=sys.stderr)
     return 0
 
@@ -229,8 +232,13 @@ def _charts(replay: Replay, out: Path, *, skip: bool) -> None:
         timeline.draw_timeline(key, result, replay.window, out / timeline.file_name(key))
 
 
-def _write_scenario(path: Path, history: Any, policies: Sequence[dict[str, Any]]) -> None:
-    document = build_scenario(history, name=_scenario_name(path), policies=policies)
+def _write_scenario(
+    path: Path,
+    history: Any,
+    policies: Sequence[dict[str, Any]],
+    gauges: Sequence[MetricName],
+) -> None:
+    document = build_scenario(history, name=_scenario_name(path), policies=policies, gauges=gauges)
     if not document["nodes"]:
         raise SetupError(
             "--scenario-out: no node has kube_node_status_allocatable in this window: "

@@ -14,16 +14,21 @@ What the history becomes, and what it assumes (docs/replay.md says the same to t
   value is skipped (the trace holds between points); a workload with no usage recorded at all
   uses its requests as steady usage, and is named in the scenario's description.
 - **events**: a `scale` event wherever the number of a workload's running pods changes.
+- **node metrics**: the policies' metrics that the simulator does not compute itself (not
+  pressure nor utilization: `gauges`, e.g. `health_metric`) start at each node's first
+  recorded value, and a `set-health` event sets them wherever the recorded value changes; a
+  missing value holds the last one.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from tas.replay.history import History, PodHistory, Steps
+from tas.types import MetricName, NodeName
 
 MAX_POINTS = 2000
 _NAME = re.compile(r"[^a-z0-9-]+")
@@ -77,10 +82,46 @@ def _steps(pod: PodHistory, series: str) -> Steps | None:
     return pod.cpu if series == "cpu" else pod.memory
 
 
+def _gauges(
+    history: History, gauges: Collection[MetricName], nodes: Collection[str]
+) -> tuple[dict[str, dict[str, float]], list[dict[str, Any]]]:
+    """Each node's starting value of each gauge, and a `set-health` event per change (the
+    nodes changing to one value at one step in one event)."""
+    window = history.window
+    starting: dict[str, dict[str, float]] = {}
+    changes: dict[tuple[int, MetricName, float], list[NodeName]] = {}
+    for metric in sorted(gauges):
+        for node, steps in sorted(history.metrics.get(metric, {}).items()):
+            if node not in nodes:
+                continue
+            last: float | None = None
+            for index, value in enumerate(steps):
+                if value is None or value == last:
+                    continue
+                if last is None and index == 0:
+                    starting.setdefault(node, {})[metric] = value
+                else:
+                    changes.setdefault((index, metric, value), []).append(node)
+                last = value
+    events = [
+        {
+            "at": window.time(index) - window.start,
+            "set-health": {"nodes": sorted(names), "metric": metric, "value": value},
+        }
+        for (index, metric, value), names in sorted(changes.items())
+    ]
+    return starting, events
+
+
 def build_scenario(
-    history: History, *, name: str, policies: Sequence[Mapping[str, Any]] = ()
+    history: History,
+    *,
+    name: str,
+    policies: Sequence[Mapping[str, Any]] = (),
+    gauges: Collection[MetricName] = (),
 ) -> dict[str, Any]:
-    """The scenario document (see the module for what it assumes)."""
+    """The scenario document (see the module for what it assumes); `gauges` are the metrics
+    carried as node metrics set by events."""
     window = history.window
     duration = window.end - window.start
     every = max(1, math.ceil(window.count / MAX_POINTS))
@@ -94,6 +135,11 @@ def build_scenario(
         for node, alloc in sorted(history.allocatable.items())
         if alloc.get("cpu", 0) > 0 and alloc.get("memory", 0) > 0
     ]
+    sized = {str(node["name"]) for node in nodes}
+    starting, gauge_events = _gauges(history, gauges, sized)
+    for node in nodes:
+        if starting.get(str(node["name"])):
+            node["metrics"] = starting[str(node["name"])]
     groups: dict[tuple[str, str, str], list[PodHistory]] = {}
     for pod in history.pods:
         if pod.owner_kind and pod.owner_name:
@@ -103,7 +149,7 @@ def build_scenario(
         groups.setdefault(key, []).append(pod)
     taken: set[str] = set()
     workloads: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = list(gauge_events)
     without_usage: list[str] = []
     for (namespace, kind, owner), pods in sorted(groups.items()):
         workload = _workload_name(owner, taken)

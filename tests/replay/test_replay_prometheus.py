@@ -196,6 +196,12 @@ def test_the_scenario_written_from_the_history_loads_and_runs(replayed: tuple[An
     assert cores.count(0.25) >= len(cores) - 2
     assert {round(v) for _, v in web["usage"]["memory"]["points"]} == {100_000_000}
     assert {"at": 900.0, "scale": {"workload": "web-abc", "replicas": 3}} in document["events"]
+    health = [(e["at"], e["set-health"]) for e in document["events"] if "set-health" in e]
+    assert health[:2] == [
+        (600.0, {"nodes": ["node-a"], "metric": "health_metric", "value": 1.0}),
+        (1200.0, {"nodes": ["node-a"], "metric": "health_metric", "value": 0.0}),
+    ]
+    assert document["nodes"][0]["metrics"] == {"health_metric": 0.0}
     scenario = load_scenario(str(replayed[1] / "history.yaml"))
     assert [n.name for n in scenario.nodes] == ["node-a", "node-b", "node-c", "node-d"]
     contender = resolve("ours")
