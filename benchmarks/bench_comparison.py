@@ -3,7 +3,9 @@ process pool scales.
 
 Figures:
 - every named scenario, every contender, 3 seeds, on a process pool over every core, with its
-  tables (what the README's comparison is made from, at 5 seeds, by `make compare`);
+  tables (what the README's comparison is made from, at 5 seeds, by `make compare`), the
+  reference rows (limit, clairvoyant) and each contender's share of the achievable gain among
+  them;
 - a sweep of 20 drawn scenarios x 3 seeds x every contender on the same pool;
 - the pool's scaling: the same batch of runs on one process, then on every core. Efficiency is
   (one-process time / pool time) / cores, the speed-up each added core brings; goal >= 0.8

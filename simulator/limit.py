@@ -16,17 +16,21 @@ from the same workload model the contenders are judged on (`embedded.workload`):
   scale event has just created, during the start-up delay: no system runs a pod before it has
   been created and started;
 - **stall** (PSI `some` summed over nodes, as `simulator.figures`): the least of any placement
-  that loses no more work than that, i.e. one that keeps every node within its cores (the
-  placements that lose least overload no node while the total fits). Each node's pressure is
-  Erlang C at its load (`embedded.workload.cpu_pressures`); its lower convex envelope is a
-  lower bound of it, and the least sum of convex envelopes for the served demand is a water
-  filling: the cheapest slopes first. On identical nodes below the curve's inflection that is
-  exactly equalized utilization; on mixed node sizes and near saturation equalized
-  utilization is not the least (larger nodes wait less at the same utilization, and a node at
-  exactly 100% stalls no more than at 96%), so the envelope is used and no contender can
-  honestly come in below it.
+  that loses no more work than that, i.e. one that keeps every node within its cores. Each
+  node's pressure is Erlang C at its load (`embedded.workload.cpu_pressures`), convex in the
+  load; the least sum for the served demand is a water filling over each node's convex
+  envelope (the curve itself where it is convex), cheapest slopes first. On identical nodes
+  that is equalized utilization; on mixed sizes the larger nodes take more (they wait less at
+  the same utilization), so equalized utilization would not be the least.
+
+Stall alone can be beaten, by losing more work: an overloaded node stalls no more than a full
+one, and pods pending or starting add no pressure. But no node's pressure rises by more than
+1 per core of load (the steepest, one server, is the load itself), so no placement has a lower
+stall + work lost (node-seconds + core-seconds) than the limit; the tests check both bounds.
 
 Nothing evicts, nothing restarts, memory is not modelled (an OOM kill only adds work lost).
+A scale-down removes the newest pods, as it does where every pod runs: which usage streams
+remain is then the contenders' (a contender with pods still pending may keep others).
 The world is stepped through its events and its usage model only (no scheduler, no
 pipeline), so this costs a fraction of one contender's run.
 """

@@ -184,7 +184,8 @@ def table(result: SeededResult) -> str:
     if gain_columns:
         out.append(
             "gain: share of the achievable gain, (requests - row) / (requests - limit); "
-            "- where requests is already at the limit"
+            "- where requests is already at the limit; a stall below the limit's (gain above "
+            "100%) is bought with work lost: overloaded nodes stall no more than full ones"
         )
     if len(seeds) > 1:
         out.append(

@@ -5,6 +5,10 @@ an independent job on a process pool over all cores (or a Dask cluster with `--d
 DIR/summary.json (means over the seeds, 95% intervals, the clear bests), PNG charts per scenario
 from its first seed, and a log of the components' own messages (DIR/simulate.log), and prints
 one table per scenario. A bad scenario file lists every problem with its path and exits 1.
+
+Every table and summary.json also carry two reference rows, never contenders: `limit` (the
+fluid bound, `simulator.limit`) and `clairvoyant` (ours reading true values, no pipeline lag),
+and each contender's share of the achievable gain, (requests - it) / (requests - limit).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ def add_parser(commands: Any) -> None:
         help="measure the closed loop against the systems it replaces, on a virtual clock",
         description="Run scenarios on a virtual clock against several contenders (requests, "
         "requests-lnu, tas, psi-profile, volcano-loadaware, ours) and report the same figures "
-        "for each.",
+        "for each, beside two references: the fluid limit and ours with perfect information "
+        "(clairvoyant).",
         handler=run,
     )
     parser.add_argument(

@@ -3,7 +3,9 @@
 Writes DIR/sweep.json (the verdict per contender), DIR/runs.json (every run's figures),
 DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`) and
 DIR/sweep.log (the components' own messages), and prints the verdict as a table. A bad family
-file lists every problem with its path and exits 1.
+file lists every problem with its path and exits 1. The reference rows (`limit`, `clairvoyant`)
+run on every scenario and seed too, and every contender's share of the achievable gain is
+given (`simulator.sweep`).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.contenders import choose_contenders
     from simulator.family import FamilyError, load_family, named_families
     from simulator.goals import OURS, report, sweep_goals
-    from simulator.jobs import DaskUnavailableError, configure_run_logging
+    from simulator.jobs import REFERENCES, DaskUnavailableError, configure_run_logging
     from simulator.sweep import BASELINE, SweepPlan, run_sweep, table
 
     if args.count < 1 or args.seeds < 1:
@@ -80,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sweep.log").write_text("", encoding="utf-8")
     configure_run_logging(str(args.out / "sweep.log"))
-    total = args.count * args.seeds * len(contenders)
+    # The reference rows are runs too (the limit a cheap one).
+    total = args.count * args.seeds * (len(contenders) + len(REFERENCES))
     started = time.perf_counter()
 
     def progress(done: int, of: int) -> None:
@@ -91,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.flush()
 
     print(
-        f"{family.name}: {args.count} scenarios x {args.seeds} seeds x {len(contenders)} "
-        f"contenders = {total} runs",
+        f"{family.name}: {args.count} scenarios x {args.seeds} seeds x ({len(contenders)} "
+        f"contenders + {len(REFERENCES)} references) = {total} runs",
         file=sys.stderr,
     )
     try:
