@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ from tas.policies.files import load_policy_path, policy_files
 from tas.policies.model import TASPolicy
 from tas.replay import timeline
 from tas.replay.evaluate import Replay, compare, replay_policies
-from tas.replay.history import ReplayInputError, make_window, parse_time
+from tas.replay.history import History, ReplayInputError, make_window, parse_time
 from tas.replay.prometheus import read_history
 from tas.replay.scenario import build_scenario
 from tas.types import MetricName
@@ -234,7 +235,7 @@ def _charts(replay: Replay, out: Path, *, skip: bool) -> None:
 
 def _write_scenario(
     path: Path,
-    history: Any,
+    history: History,
     policies: Sequence[dict[str, Any]],
     gauges: Sequence[MetricName],
 ) -> None:
@@ -250,7 +251,5 @@ def _write_scenario(
 
 
 def _scenario_name(path: Path) -> str:
-    import re
-
     name = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-")[:63].strip("-")
     return name or "replayed"
