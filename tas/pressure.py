@@ -18,7 +18,7 @@ it exports with it, and the descheduler predicts with it what an eviction will r
   costs the pod's work while it restarts (or migrates): u * restart seconds, spread over the
   time the move is expected to hold (the payback horizon). It pays when the relief, less the
   burden, exceeds that cost; a move that leaves B hot (at or above the at-risk pressure) and
-  stalling more than A then would only move the hot node, and never pays.
+  stalling as much as A did before would only move the hot node, and never pays.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class NodeLoad:
 class MoveCost:
     """What a move costs: the pod's work for `restart_seconds`, spread over `payback_seconds`;
     and the risk it must not take: a destination at or above `hot_pressure` afterwards, and
-    stalling more than the source then, would be the next hot node."""
+    stalling as much as the source did before, would be the next hot node."""
 
     restart_seconds: float = 30.0
     payback_seconds: float = 300.0
@@ -155,10 +155,10 @@ class Prediction:
 
     @property
     def moves_the_hot_node(self) -> bool:
-        """The destination would be hot, and stall more than the source, then: the move would
-        make it the next hot node."""
+        """The destination would be hot, and stall as much as the source did before the move:
+        the move would only make it the next hot node (a move must cool the hotter of the two)."""
         after = self.destination_after.pressure
-        return after >= self.hot_pressure and after > self.source_after.pressure
+        return after >= self.hot_pressure and after >= self.source.pressure
 
     @property
     def gain(self) -> float:
