@@ -16,10 +16,14 @@ to nothing (a sample that covers the pod).
 
 A pod's estimated load, per resource, is the first of:
 - its own measured usage, once a per-pod usage feed reports it;
-- a high percentile (`USAGE_PERCENTILE`) of what its workload's pods use, one value per pod:
-  a workload mean hides a mix of busy and idle replicas behind equal requests (1.7 and 0.05
-  cores averaging 1.2), and a burst then lands as if every pod were average. The percentile
-  assumes a new pod may be one of the busy ones until its own usage says otherwise;
+- what its workload's pods use, one value per pod: their mean by default, or a percentile
+  (`usage_percentile`, `tas extender --estimate-percentile`). A mean hides a mix of busy and
+  idle replicas behind equal requests (1.7 and 0.05 cores average 1.2), so one busy pod can
+  land where only an average one fits; a high percentile assumes every new pod is a busy one,
+  which overstates a burst's total and steers later pods to nodes known only by lagging values.
+  Measured on `tas sweep --family default --count 40 --seeds 2` (one frozen tree, A/B), p90
+  made 337 violating placements where the mean made 325, with 0.5% less work lost: the mean
+  stays the default, and the pod's own usage replaces it as soon as it is measured;
 - its requests, scaled by the fleet's usage/requests ratio (never below 1: a burst of a new
   workload is as under-requested as the rest).
 
@@ -61,9 +65,6 @@ DEFAULT_WINDOW = 90.0
 #: node whose metrics stopped is stale anyway: once its pods are no longer recent, it stays
 #: without a value).
 FORGET_AFTER = 600.0
-#: The percentile of a workload's per-pod usage a new pod of it is estimated at: high, so a
-#: workload with a few busy replicas among idle ones is not taken for an average one.
-USAGE_PERCENTILE = 90.0
 
 PodKey = tuple[str, str]
 #: namespace, owner kind, owner name (the pod's own name for a pod without a controller).
@@ -226,11 +227,13 @@ class PlacementTracker:
         resources: Mapping[MetricName, str] = DEFAULT_RESOURCES,
         default_capacity: Mapping[str, float] | None = None,
         forget_after: float = FORGET_AFTER,
-        usage_percentile: float = USAGE_PERCENTILE,
+        usage_percentile: float | None = None,
     ) -> None:
+        """`usage_percentile`: a new pod of a workload is estimated at this percentile of its
+        workload's per-pod usage; None (the default): at their mean."""
         if not window >= 0 or not math.isfinite(window):
             raise ValueError(f"window must be a non-negative number of seconds, not {window!r}")
-        if not 0 < usage_percentile <= 100:
+        if usage_percentile is not None and not 0 < usage_percentile <= 100:
             raise ValueError(f"usage_percentile must be in (0, 100], not {usage_percentile!r}")
         self.window = window
         self.resources = dict(resources)
@@ -322,7 +325,7 @@ class PlacementTracker:
 
     def set_usage(self, usage: Mapping[PodKey, Mapping[str, float]]) -> None:
         """Observed per-pod usage (cores, bytes): a recent placement's own usage becomes its
-        estimate, and a high percentile of each workload's per-pod usage that of its pods
+        estimate, and each workload's per-pod mean (or `usage_percentile`) that of its pods
         not measured yet."""
         with self._lock:
             values: dict[WorkloadKey, dict[str, list[float]]] = {}
@@ -344,8 +347,7 @@ class PlacementTracker:
                         requested[resource] = requested.get(resource, 0.0) + requests[resource]
             usage_of: dict[WorkloadKey, Mapping[str, float]] = {
                 workload: {
-                    resource: percentile(found, self.usage_percentile)
-                    for resource, found in per_resource.items()
+                    resource: self._per_pod(found) for resource, found in per_resource.items()
                 }
                 for workload, per_resource in values.items()
             }
@@ -353,6 +355,11 @@ class PlacementTracker:
             if usage_of != self._usage or scale != self._scale or own != self._pod_usage:
                 self._usage, self._scale, self._pod_usage = usage_of, scale, own
                 self._generation += 1
+
+    def _per_pod(self, values: list[float]) -> float:
+        if self.usage_percentile is None:
+            return math.fsum(values) / len(values)
+        return percentile(values, self.usage_percentile)
 
     # -- the reads -------------------------------------------------------------------------
 

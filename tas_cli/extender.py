@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import ssl
 import sys
 import threading
@@ -142,6 +143,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Node) does not say (repeat; default cpu=16, memory=64Gi)",
     )
     placements.add_argument(
+        "--estimate-percentile",
+        type=_percentile,
+        default=None,
+        metavar="P",
+        help="estimate a new pod at this percentile of its workload's per-pod usage instead "
+        "of their mean (e.g. 90 for workloads mixing busy and idle replicas; default: the "
+        "mean); a pod's own usage replaces it once measured",
+    )
+    placements.add_argument(
         "--filter-on-estimates",
         action="append",
         default=[],
@@ -157,6 +167,16 @@ def _metric_resource(text: str) -> tuple[MetricName, str]:
     if not sep or not metric.strip() or not resource.strip():
         raise argparse.ArgumentTypeError(f"expected METRIC=RESOURCE, not {text!r}")
     return MetricName(metric.strip()), resource.strip()
+
+
+def _percentile(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a percentile in (0, 100], not {text!r}")
+    return value
 
 
 def _resource_quantity(text: str) -> tuple[str, float]:
@@ -179,6 +199,8 @@ class PlacementSettings:
     window: float
     resources: Mapping[MetricName, str]
     default_capacity: Mapping[str, float]
+    #: `--estimate-percentile`; None: the workload's per-pod mean.
+    usage_percentile: float | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PlacementSettings:
@@ -192,6 +214,7 @@ class PlacementSettings:
             window=args.estimate_window,
             resources=dict(args.estimate_metric) if args.estimate_metric else DEFAULT_RESOURCES,
             default_capacity=capacity,
+            usage_percentile=args.estimate_percentile,
         )
 
 
@@ -246,6 +269,7 @@ def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
         window=settings.window,
         resources=settings.resources,
         default_capacity=settings.default_capacity,
+        usage_percentile=settings.usage_percentile,
     )
 
 

@@ -205,6 +205,30 @@ def test_recent_placements_default_to_on_only_with_the_clusters_policies(
     assert settings.default_capacity == {"cpu": 8.0, "memory": 64.0 * 1024**3}
 
 
+@pytest.mark.parametrize(
+    ("flags", "percentile"),
+    [
+        pytest.param([], None, id="the workload's mean by default"),
+        pytest.param(["--estimate-percentile", "90"], 90.0, id="a percentile when asked"),
+    ],
+)
+def test_the_estimate_percentile_reaches_the_tracker(
+    flags: list[str], percentile: float | None
+) -> None:
+    args = extender.build_parser().parse_args(["--metrics", "textfile:/m", *flags])
+    tracker = extender.placement_tracker(
+        extender.ExtenderCommandSettings.from_args(args).placements
+    )
+    assert tracker is not None
+    assert tracker.usage_percentile == percentile
+
+
+@pytest.mark.parametrize("bad", ["0", "101", "p90"])
+def test_an_estimate_percentile_outside_0_to_100_is_refused(bad: str) -> None:
+    with pytest.raises(SystemExit):
+        extender.build_parser().parse_args(["--metrics", "x", "--estimate-percentile", bad])
+
+
 def test_a_lifetime_joins_threads_in_order_then_runs_cleanups_last_first() -> None:
     order: list[str] = []
     budgets: list[float] = []

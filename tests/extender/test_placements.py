@@ -4,8 +4,8 @@ and expires once they cover it (sample time > bind time + window), on a fake clo
 Covered:
 - the estimate of one placement against its node's sample time: whole before the bind,
   shrinking while the window holds part of the pod's run, gone once covered (table);
-- the load estimated: the pod's own measured usage once known, else a high percentile of its
-  workload's per-pod usage (a mix of busy and idle replicas is not taken for its mean), else
+- the load estimated: the pod's own measured usage once known, else its workload's per-pod
+  mean (or a percentile, which takes a mix of busy and idle replicas for busy ones), else
   the requests scaled by the fleet's usage/requests ratio (never below 1); shares of the
   node's capacity (its Node's allocatable, fed by node changes) or the default capacity; only
   mapped metrics;
@@ -321,8 +321,9 @@ def test_the_simulated_and_shipped_feeds_take_each_nodes_allocatable_from_node_c
 
 def test_a_workload_of_busy_and_idle_replicas_is_estimated_at_its_busy_pods_not_its_mean() -> None:
     """psi-taint-release's batch workload: 1.7-core and 0.05-core replicas, 1 core requested
-    each. The mean (1.15) would let a node take a busy pod it has no room for."""
-    t = tracker()
+    each. The mean (1.15, the default) would let a node take a busy pod it has no room for;
+    `usage_percentile=90` estimates it as a busy one."""
+    t = tracker(usage_percentile=90.0)
     usage: dict[tuple[str, str], dict[str, float]] = {}
     for index in range(9):
         t.observe(make_pod(f"web-old-{index}", apply=bound_at(-5000)), now=T0)
@@ -330,6 +331,12 @@ def test_a_workload_of_busy_and_idle_replicas_is_estimated_at_its_busy_pods_not_
     t.observe(make_pod("web-new", apply=bound_at(0)), now=T0)
     t.set_usage(usage)
     assert estimate(t, sample_at=0, now=1) == pytest.approx(1.7 / 8.0)
+    by_mean = tracker()
+    by_mean.observe(make_pod("web-new", apply=bound_at(0)), now=T0)
+    for index in range(9):
+        by_mean.observe(make_pod(f"web-old-{index}", apply=bound_at(-5000)), now=T0)
+    by_mean.set_usage(usage)
+    assert estimate(by_mean, sample_at=0, now=1) == pytest.approx((6 * 1.7 + 3 * 0.05) / 9 / 8)
 
 
 def test_a_placed_pods_own_measured_usage_replaces_its_workloads_estimate() -> None:
