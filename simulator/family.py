@@ -22,7 +22,8 @@ requests) and requests at a drawn usage/request ratio, scaled down if the reques
 the fleet; the policies (a drawn set, each workload linked to one); then the events each drawn
 with its own probability: a node turning unhealthy, a health value flapping, a metric outage, a
 bogus metric, a cordon, a third of the nodes tainted while load arrives, a scale-up, a burst of
-new pods, nodes added, a node removed.
+new pods, nodes added, a node removed, and a scale-out (empty nodes join a hot fleet, then
+the pods waiting for them arrive in a burst).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ EVENT_KINDS = (
     "burst",
     "add-nodes",
     "remove-nodes",
+    "scale-out",
 )
 SHAPES = ("steady", "bursty", "ramp", "trace", "skewed")
 _TOP_KEYS = {
@@ -443,7 +445,7 @@ def draw_scenario(family: Family, index: int) -> dict[str, Any]:
     )
     document["policies"] = [dict(d) for d in policy_set.documents]
     document["events"] = _draw_events(
-        draw, raw.get("events") or {}, document, policy_set, duration, warmup
+        draw, raw.get("events") or {}, document, policy_set, duration, warmup, (family.seed, index)
     )
     return document
 
@@ -611,6 +613,7 @@ def _draw_events(
     policy_set: PolicySet,
     duration: float,
     warmup: float,
+    stream: tuple[int, int],
 ) -> list[dict[str, Any]]:
     rng = draw.rng
     nodes = [n["name"] for n in document["nodes"]]
@@ -735,4 +738,47 @@ def _draw_events(
     untouched = [n for n in nodes if not any(n in str(e) for e in events)]
     if len(nodes) > 3 and untouched and happens("remove-nodes"):
         events.append({"at": at(when(0.3, 0.7)), "remove-nodes": {"nodes": [untouched[-1]]}})
+    _draw_scale_out(probabilities, document, policy_set, duration, warmup, events, stream)
     return events
+
+
+def _draw_scale_out(
+    probabilities: Mapping[str, float],
+    document: Mapping[str, Any],
+    policy_set: PolicySet,
+    duration: float,
+    warmup: float,
+    events: list[dict[str, Any]],
+    stream: tuple[int, int],
+) -> None:
+    """A cluster autoscaler's answer to a hot fleet: empty nodes join, and the pods that were
+    waiting for them arrive in a burst seconds later (the named scale-out scenario's shape).
+    Drawn from its own random stream, so adding it moved no other draw of the family."""
+    rng = random.Random(f"{stream[0]}/{stream[1]}/scale-out")
+    if rng.random() >= float(probabilities.get("scale-out", 0.0)):
+        return
+    workloads = document["workloads"]
+    size = document["nodes"][0]
+    joined = rng.randint(2, 4)
+    added: dict[str, Any] = {
+        "name": "joined-{i}",
+        "count": joined,
+        "cpu": size["cpu"],
+        "memory": size["memory"],
+    }
+    if policy_set.health_metric:
+        added["metrics"] = {policy_set.health_metric: policy_set.healthy}
+    start = round(rng.uniform(max(warmup * 0.5, duration * 0.2), duration * 0.5))
+    events.append({"at": format_duration(start), "add-nodes": added})
+    arriving = copy.deepcopy(rng.choice([w for w in workloads if w["name"] != "burst"]))
+    arriving["name"] = "arriving"
+    arriving["replicas"] = 0
+    arriving["labels"] = {**arriving["labels"], "app": "arriving"}
+    workloads.append(arriving)
+    burst = max(3, round(joined * rng.uniform(3, 8)))
+    events.append(
+        {
+            "at": format_duration(start + round(rng.uniform(5, 60))),
+            "scale": {"workload": "arriving", "replicas": burst, "burst": True},
+        }
+    )

@@ -40,6 +40,7 @@ from simulator.family import (
 )
 from simulator.scenario import read_scenario
 from simulator.stats import Interval, clear_best, interval, t_quantile
+from tas.durations import parse_duration as _seconds
 from tas_cli.main import main
 
 # ------------------------------------------------------------------------------ statistics
@@ -107,10 +108,15 @@ def test_the_default_family_covers_what_the_named_scenarios_do() -> None:
     events: Counter[str] = Counter()
     shapes: Counter[str] = Counter()
     policies: Counter[tuple[str, ...]] = Counter()
-    mixed = bursts = vms = 0
+    mixed = bursts = vms = scale_outs = 0
     for index in range(200):
         document = draw_scenario(family, index)
         vms += any(w.get("migration") == "live" for w in document["workloads"])
+        joins = [_seconds(e["at"]) for e in document["events"] if "add-nodes" in e]
+        bursts_at = [
+            _seconds(e["at"]) for e in document["events"] if e.get("scale", {}).get("burst")
+        ]
+        scale_outs += any(0 < b - j <= 60 for j in joins for b in bursts_at)
         for event in document["events"]:
             events.update(k for k in event if k != "at")
             bursts += bool(event.get("scale", {}).get("burst"))
@@ -128,6 +134,8 @@ def test_the_default_family_covers_what_the_named_scenarios_do() -> None:
     assert mixed >= 20
     assert bursts >= 20
     assert vms >= 20
+    # Nodes joining a hot fleet and a burst arriving for them within a minute (scale-out).
+    assert scale_outs >= 15
     assert len(policies) == 4, policies
 
 
