@@ -358,6 +358,8 @@ def rebalance(
             guard = FULL
             move: tuple[NodeName, Prediction] | None = None
             if model is not None:
+                if model.settling(pod, state.now):
+                    continue
                 move = model.best_move(pod, node, relief, evictor, targets)
                 if move is None:
                     unpaid += 1
@@ -444,6 +446,12 @@ class StallModel:
                 load = load.plus(now - utilization[name] * cores)
             loads[name] = load
         return cls(args, loads, frozenset(confirmed), frozenset(avoid))
+
+    def settling(self, pod: Pod, now: datetime) -> bool:
+        """Placed less than the payback horizon ago: the move (or placement) that put it there
+        was counted on to hold that long, and a pod just moved must not be moved again."""
+        placed = pod.creation_timestamp
+        return placed is not None and (now - placed).total_seconds() < self.args.payback_seconds
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)

@@ -243,3 +243,21 @@ def test_a_node_hot_at_one_cycle_only_is_not_rebalanced() -> None:
         clock.advance(60)
     # Hot at two cycles in a row: confirmed, and rebalanced.
     assert descheduler.run_cycle().by_result(Result.EVICTED)
+
+
+def test_a_pod_placed_within_the_payback_horizon_is_not_moved() -> None:
+    # The eight pods on the saturated node started a minute ago (replacements of pods moved
+    # there): the move that placed them was counted on to hold for paybackSeconds (300).
+    young = tuple(
+        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(seconds=60))
+        for i in range(8)
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=young)
+    metrics = {
+        "cpu_utilization": {"node-a": 1.0, "node-b": 0.1},
+        "cpu_pressure": {"node-a": 0.95, "node-b": 0.0},
+    }
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    report = make_descheduler(cluster, config, metrics=metrics).run_cycle()
+    assert report.classifications["test"].overutilized == ("node-a",)
+    assert report.decisions == []
