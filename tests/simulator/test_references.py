@@ -165,7 +165,8 @@ def _assert_none_below_the_limit(results: list[JobResult]) -> None:
     """Work lost: never below the limit's. Stall: a placement can stall less only by losing
     more work (an overloaded node stalls no more than a full one), so the bound is on the
     two together: per core of demand moved off an overloaded node or out of pending, no node's
-    pressure rises by more than 1 (tested below), so stall + work lost (node-seconds + core-seconds) never drops below the limit's."""
+    pressure rises by more than 1 (tested below), so stall + work lost (node-seconds +
+    core-seconds) never drops below the limit's."""
     limits = {(r.scenario, r.seed): r.figures for r in results if r.contender == LIMIT}
     assert limits
     checked = 0
