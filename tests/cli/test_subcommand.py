@@ -10,12 +10,13 @@ Covered:
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tas_cli import common
-from tas_cli.main import main
 from tas_cli.subcommand import add_command, exit_2_on_setup_error
 
 
@@ -48,11 +49,17 @@ def test_a_setup_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err == "tas example: cannot listen on :80\n"
 
 
-def test_tas_run_without_its_policy_file_says_so_in_one_line_and_exits_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_tas_run_without_its_policy_file_says_so_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    # A real process, as a user meets it: `tas run` configures the process's logging (it
+    # quiets some loggers for the terminal), which must not leak into the tests that follow.
     missing = tmp_path / "none.yaml"
-    code = main(["run", "--dir", str(tmp_path / "run"), "--policies", str(missing)])
-    assert code == 2
-    err = capsys.readouterr().err
-    assert err.strip() == f"tas run: no policy at {missing} (give --policies FILE)"
+    command = [sys.executable, "-m", "tas_cli", "run", "--dir", str(tmp_path / "run")]
+    done = subprocess.run(
+        [*command, "--policies", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"tas run: no policy at {missing} (give --policies FILE)"
