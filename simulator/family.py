@@ -105,14 +105,15 @@ class Family:
 
 
 def family_path(name: str) -> Path:
-    candidate = Path(name)
-    if candidate.suffix in (".yaml", ".yml") or candidate.exists():
-        return candidate
-    return FAMILIES / f"{name}.yaml"
+    from simulator.scenario import named_file
+
+    return named_file(name, FAMILIES)
 
 
 def named_families() -> list[str]:
-    return sorted(p.stem for p in FAMILIES.glob("*.yaml"))
+    from simulator.scenario import names_in
+
+    return names_in(FAMILIES)
 
 
 def load_family(name_or_path: str) -> Family:

@@ -112,19 +112,20 @@ def gaps(result: SeededResult) -> dict[str, dict[str, float]]:
     return found
 
 
-def write_summary(results: Sequence[SeededResult], path: Path) -> None:
-    text = json.dumps(summary(results), indent=2, sort_keys=True) + "\n"
+def write_summary(document: Mapping[str, Any], path: Path) -> None:
+    """`summary(...)`'s document as summary.json (built once by the caller, who may read it
+    too: the goals do)."""
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     path.write_text(text, encoding="utf-8")
 
 
 def _judged_figures(contenders: Mapping[str, SeededFigures]) -> list[str]:
     """The table's figures (lower is better for every one of them), by dotted path."""
-    paths = []
-    for _, figure, key, _ in COLUMNS:
-        path = figure if key is None else f"{figure}.{key}"
-        if any(path in s.intervals() for s in contenders.values()):
-            paths.append(path)
-    return paths
+    known: set[str] = set()
+    for seeded in contenders.values():
+        known.update(seeded.intervals())
+    paths = [figure if key is None else f"{figure}.{key}" for _, figure, key, _ in COLUMNS]
+    return [path for path in paths if path in known]
 
 
 def _gain_cells(

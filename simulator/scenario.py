@@ -179,16 +179,26 @@ class Scenario:
 # ------------------------------------------------------------------------------ loading
 
 
-def scenario_path(name: str) -> Path:
-    """A named scenario's file (`health-demo` -> scenarios/health-demo.yaml), or a path."""
+def named_file(name: str, folder: Path) -> Path:
+    """A name the user typed: a YAML file's path, or a file of `folder` by its stem
+    (`health-demo` -> scenarios/health-demo.yaml). Scenarios and families resolve alike."""
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml") or candidate.exists():
         return candidate
-    return SCENARIOS / f"{name}.yaml"
+    return folder / f"{name}.yaml"
+
+
+def names_in(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.yaml"))
+
+
+def scenario_path(name: str) -> Path:
+    """A named scenario's file (`health-demo` -> scenarios/health-demo.yaml), or a path."""
+    return named_file(name, SCENARIOS)
 
 
 def named_scenarios() -> list[str]:
-    return sorted(p.stem for p in SCENARIOS.glob("*.yaml"))
+    return names_in(SCENARIOS)
 
 
 def load_scenario(name_or_path: str) -> Scenario:

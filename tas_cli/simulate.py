@@ -52,6 +52,16 @@ def add_parser(commands: Any) -> None:
         help="run each scenario on N seeds (the first and the next N-1) and report means with "
         "95%% intervals (default: 5)",
     )
+    add_spreading_options(parser)
+    parser.add_argument("--out", type=Path, default=Path("simulation"), metavar="DIR")
+    parser.add_argument(
+        "--duration", default="", metavar="DURATION", help="cut every scenario to this long"
+    )
+    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+
+
+def add_spreading_options(parser: argparse.ArgumentParser) -> None:
+    """Where the runs go, the same for `tas simulate` and `tas sweep`."""
     parser.add_argument(
         "--workers", type=int, default=None, metavar="W", help="processes (default: every core)"
     )
@@ -61,11 +71,6 @@ def add_parser(commands: Any) -> None:
         metavar="ADDRESS",
         help="run on this Dask distributed scheduler (tcp://host:8786) instead of local processes",
     )
-    parser.add_argument("--out", type=Path, default=Path("simulation"), metavar="DIR")
-    parser.add_argument(
-        "--duration", default="", metavar="DURATION", help="cut every scenario to this long"
-    )
-    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
 
 
 class ProgressBar:
@@ -170,10 +175,11 @@ def run(args: argparse.Namespace) -> int:
 
             for path in write_charts(result, out):
                 print(f"  chart: {path}")
-    write_summary(results, out / "summary.json")
+    document = summary(results)
+    write_summary(document, out / "summary.json")
     judged = {"psi-taint-release", "psi-skewed"} & {r.scenario.name for r in results}
     if judged and "ours" in contenders:
-        goals = named_goals(summary(results))
+        goals = named_goals(document)
         print(report("ours against its goals on the named scenarios", goals) + "\n")
     print(f"summary: {out / 'summary.json'} ({time.perf_counter() - started:.1f} s)")
     return 0

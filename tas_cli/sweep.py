@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tas_cli import subcommand
+from tas_cli.simulate import add_spreading_options
 
 
 def add_parser(commands: Any) -> None:
@@ -37,15 +38,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--contenders", default="", metavar="A,B", help="only these contenders (default: all)"
     )
-    parser.add_argument(
-        "--workers", type=int, default=None, metavar="W", help="processes (default: every core)"
-    )
-    parser.add_argument(
-        "--dask",
-        default="",
-        metavar="ADDRESS",
-        help="run on this Dask distributed scheduler (tcp://host:8786) instead of local processes",
-    )
+    add_spreading_options(parser)
     parser.add_argument("--out", type=Path, default=Path("sweep"), metavar="DIR")
 
 
