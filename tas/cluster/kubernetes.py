@@ -57,6 +57,7 @@ from tas.cluster.interface import (
     PolicyDocument,
     ResourceKind,
     TransientClusterError,
+    policy_key_of,
 )
 from tas.cluster.model import (
     NamespaceInfo,
@@ -67,7 +68,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.types import Namespace, NodeName, PolicyKey
 from tas.vocabulary import GROUP, PLURAL, VERSION
 
 log = logging.getLogger(__name__)
@@ -106,12 +107,9 @@ def _api_call(what: str, call: Callable[[], R]) -> R:
 
 
 def _policy_document(raw: Raw) -> PolicyDocument:
-    metadata = raw.get("metadata") or {}
-    key = PolicyKey(
-        Namespace(str(metadata.get("namespace") or "default")),
-        PolicyName(str(metadata.get("name", ""))),
-    )
-    return PolicyDocument(key, raw)
+    # The API server never lists an object without metadata.name, so `policy_key_of` (which
+    # refuses one) cannot fail here.
+    return PolicyDocument(policy_key_of(raw), raw)
 
 
 class KubernetesCluster:
