@@ -39,6 +39,19 @@ from tas.request_body import BodyTooLargeError, read_limited
 
 _JSON = "application/json"
 _DEFAULT_DECISIONS_SHOWN = 20
+#: What `GET /` lists: a person who opens the extender's address in a browser (the dashboard
+#: links it) learns what it serves instead of meeting a 404.
+ENDPOINTS = {
+    "POST /scheduler/filter": "kube-scheduler's filter call: ExtenderArgs in, "
+    "ExtenderFilterResult out (nodes a policy's dontschedule rules rule out)",
+    "POST /scheduler/prioritize": "kube-scheduler's prioritize call: ExtenderArgs in, "
+    "HostPriorityList out (scores from scheduleonmetric)",
+    "GET /debug/decisions?limit=N": "the last N filter and prioritize decisions with each "
+    "node's verdict, score and the values behind them (default 20)",
+    "GET /healthz": "liveness: ok",
+    "GET /readyz": "readiness: policies loaded and a metric refresh done",
+    "GET /metrics": "the extender's own Prometheus metrics",
+}
 
 
 class _RejectedError(Exception):
@@ -147,6 +160,10 @@ def create_app(
         methods=["POST"],
     )
 
+    async def index(request: Request) -> Response:
+        return JSONResponse({"service": "telemetry-aware scheduling extender",
+                             "endpoints": ENDPOINTS})  # fmt: skip
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -172,6 +189,7 @@ def create_app(
         content = orjson.dumps([d.to_json() for d in log_book.recent(limit)])
         return Response(content, media_type=_JSON)
 
+    app.add_route("/", index, methods=["GET"])
     app.add_route("/healthz", healthz, methods=["GET"])
     app.add_route("/readyz", readyz, methods=["GET"])
     app.add_route("/metrics", prometheus, methods=["GET"])

@@ -389,6 +389,19 @@ def test_an_unknown_path_gets_404_with_a_json_reason(demo: RunningExtender) -> N
     assert response.json()["Error"] == "Not Found"
 
 
+def test_the_extenders_address_opened_in_a_browser_lists_what_it_serves(
+    demo: RunningExtender,
+) -> None:
+    """The dashboard and `tas run` show the extender's address: opening it is not a 404."""
+    response = demo.client.get("/")
+    assert response.status_code == 200
+    endpoints = response.json()["endpoints"]
+    assert {"POST /scheduler/filter", "POST /scheduler/prioritize"} <= set(endpoints)
+    listed = [key.split()[1].split("?")[0] for key in endpoints if key.startswith("GET ")]
+    for path in listed:  # every GET it lists answers
+        assert demo.client.get(path).status_code == 200, path
+
+
 def test_large_nodes_bodies_are_answered_with_the_kept_nodes_byte_for_byte() -> None:
     names = [f"node-{i}" for i in range(200)]
     view = health_view({n: float(i % 3 == 1) for i, n in enumerate(names)})
