@@ -14,8 +14,9 @@ only copy it out:
   reads and `details` a script reads: extender filter and prioritize verdicts with reasons,
   the scheduler's placements, labels and taints written, the controller's Events, evictions
   with their reasons and outcomes, circuit-breaker trips, metric changes, controls used;
-- history: one point per tick (per-node CPU utilization and pressure with the fleet average,
-  the load-aware usage with its low and high thresholds, classification, evictions).
+- history: one point per tick, the last hour at a one-second sync period (per-node CPU
+  utilization and pressure with the fleet average, the load-aware usage with its low and high
+  thresholds, classification, evictions by strategy and node, each node's metric age).
 
 Log entries get increasing ids, so a reader asks for "everything after id N" and misses
 nothing that is still in the ring.
@@ -27,7 +28,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from descheduler.classify import Classification
 from descheduler.cycle import CycleReport
@@ -57,6 +58,21 @@ SHOWN_METRICS = tuple(
     )
 )
 FLEET = "fleet"
+#: An hour of history at `make run`'s one-second sync period (what the page's charts span).
+HISTORY_POINTS = 3600
+
+
+class SampleTimes(Protocol):
+    """What the recorder reads of the metric view for the metric-age view (a
+    `tas.metrics.refreshing.RefreshingMetricView` is one)."""
+
+    #: Past this age (seconds) a value is stale: the components no longer see it.
+    max_age: float
+
+    def sample_times(self) -> Mapping[MetricName, Mapping[NodeName, float]]:
+        """When each fresh value was measured (Unix seconds, the wall clock)."""
+        ...
+
 
 Json = dict[str, Any]
 
@@ -98,7 +114,9 @@ class Recorder:
         info: Mapping[str, Any],
         workloads: Callable[[], list[dict[str, object]]] = list,
         log_size: int = 2000,
-        history_points: int = 900,
+        history_points: int = HISTORY_POINTS,
+        metric_times: SampleTimes | None = None,
+        metric_clock: Clock = SYSTEM_CLOCK,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._cluster = cluster
@@ -115,6 +133,17 @@ class Recorder:
         self._evictions_total = 0
         self._evicted_this_tick = 0
         self._last_cycle: float | None = None
+        #: strategy -> node -> evictions since the last history point.
+        self._evicted_by: dict[str, dict[str, int]] = {}
+        self._metric_times = metric_times
+        #: The clock the view's samples are stamped on (file mtimes, scrape times): the wall
+        #: clock, also when `clock` is a scenario's.
+        self._metric_clock = metric_clock
+        #: node -> metric -> seconds since its newest value was measured, as of the last tick.
+        self._ages: dict[str, dict[str, float]] = {}
+        #: metric -> node -> when its newest value seen was measured: a value gone stale drops
+        #: out of the view, and its age keeps growing from here.
+        self._sampled: dict[MetricName, dict[NodeName, float]] = {}
         self._state: Json = {"time": None, "nodes": [], "pods": [], "policies": []}
         #: Bumped by every tick and every note: readers compare it to see if anything is new.
         self.version = 0
@@ -182,11 +211,14 @@ class Recorder:
         events = self._cluster.events
         # Read before taking our lock: the cluster's listeners take it while the cluster writes.
         statuses = {key: self._policy_status(key) for key in snapshot.policies}
+        times = self._metric_times.sample_times() if self._metric_times is not None else {}
         with self._lock:
             self._log_events(events)
+            self._ages = self._metric_ages(times, nodes)
             self._state = self._build_state(tick, nodes, pods, snapshot, statuses)
             self._history.append(self._point(tick, nodes, self._evicted_this_tick))
             self._evicted_this_tick = 0
+            self._evicted_by = {}
             self._bump()
 
     def _bump(self) -> None:
@@ -394,6 +426,10 @@ class Recorder:
             key = f"{decision.namespace}/{decision.name}"
             evicted = decision.result == Result.EVICTED
             made += evicted
+            if evicted:
+                by_node = self._evicted_by.setdefault(decision.strategy, {})
+                node = str(decision.node)
+                by_node[node] = by_node.get(node, 0) + 1
             verb = "evicted" if evicted else f"eviction {decision.result}:"
             replacement = replacements.get(key)
             summary = f"{verb} {key} from {decision.node} ({decision.strategy}): {decision.reason}"
@@ -514,6 +550,7 @@ class Recorder:
                     if classification
                     else {},
                     "pods": pods_on.get(node.name, []),
+                    "metricAge": self._ages.get(node.name, {}),
                 }
             )
         pod_json = [
@@ -549,6 +586,7 @@ class Recorder:
                 for policy in snapshot.policies.values()
             ],
             "policyProblems": [str(p) for p in snapshot.problems],
+            "metricMaxAge": None if self._metric_times is None else self._metric_times.max_age,
             "workloads": self._workloads(),
             "descheduler": {
                 "thresholds": thresholds,
@@ -593,6 +631,10 @@ class Recorder:
         names = [n.name for n in nodes]
         classification = self._classification
         point: Json = {"time": tick.now, "evictions": evicted}
+        if self._evicted_by:
+            point["evicted"] = {s: dict(by_node) for s, by_node in self._evicted_by.items()}
+        if self._ages:
+            point["metric_age"] = {n: max(a.values()) for n, a in self._ages.items() if a}
         for metric in ("cpu_utilization", "cpu_pressure"):
             column = tick.columns.get(MetricName(metric), {})
             known = {str(n): round(column[n], 4) for n in names if n in column}
@@ -613,6 +655,24 @@ class Recorder:
             }
         return point
 
+    def _metric_ages(
+        self, times: Mapping[MetricName, Mapping[NodeName, float]], nodes: Sequence[Node]
+    ) -> dict[str, dict[str, float]]:
+        """node -> metric -> age of the newest value measured, fresh or gone stale."""
+        for metric, column in times.items():
+            seen = self._sampled.setdefault(metric, {})
+            for node, stamp in column.items():
+                seen[node] = max(stamp, seen.get(node, stamp))
+        now = self._metric_clock.now().timestamp()
+        names = {n.name for n in nodes}
+        ages: dict[str, dict[str, float]] = {}
+        for metric, seen in self._sampled.items():
+            for node in seen.keys() - names:  # a node gone: forget it
+                del seen[node]
+            for node, stamp in seen.items():
+                ages.setdefault(node, {})[metric] = round(max(0.0, now - stamp), 1)
+        return ages
+
 
 def _taint_text(taint: Any) -> str:
     value = f"={taint.value}" if taint.value else ""
@@ -625,4 +685,4 @@ def _num(value: float | None) -> str:
     return f"{value:g}"
 
 
-__all__ = ["FLEET", "SHOWN_METRICS", "Recorder", "Tick"]
+__all__ = ["FLEET", "HISTORY_POINTS", "SHOWN_METRICS", "Recorder", "SampleTimes", "Tick"]

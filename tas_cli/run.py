@@ -373,6 +373,7 @@ def _run(settings: RunCommandSettings) -> int:
             policies=store,
             decisions=decisions,
             workloads=setup.workloads,
+            metric_times=view,  # each node's metric age on the page
             info={
                 "extender": extender.url,
                 "mode": settings.mode,

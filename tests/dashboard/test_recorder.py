@@ -10,6 +10,9 @@ reading the log after an id, by kind and with a limit.
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 from dashboard.recorder import Recorder, Tick
@@ -21,6 +24,8 @@ from embedded.demo import build_demo_cluster
 from embedded.scheduler import Placement
 from extender.decisions import Decision, DecisionLog, Outcome, Verb
 from tas.cluster.model import Taint, TaintEffect
+from tas.metrics import open_metric_view
+from tas.metrics.textfile import write_node_series
 from tas.policies.store import PolicyStore
 from tas.types import MetricName, Namespace, NodeName
 from tests.builders import ManualClock
@@ -201,3 +206,70 @@ def test_the_log_is_read_after_an_id_by_kind_and_newest_last() -> None:
     assert [e["summary"] for e in recorder.log(after=first + 1)] == ["c2", "c3", "c4", "o"]
     assert [e["summary"] for e in recorder.log(limit=2)] == ["c4", "o"]
     assert [e["summary"] for e in recorder.log(kinds={"other"})] == ["o"]
+
+
+def test_a_history_point_splits_its_evictions_by_strategy_and_node() -> None:
+    recorder, _, _ = make_recorder()
+
+    def evicted(name: str, node: str, strategy: str) -> EvictionDecision:
+        return EvictionDecision(NAMESPACE, name, NodeName(node), strategy, "why", "evicted")
+
+    report = CycleReport(
+        decisions=[
+            evicted("a", "node-c", "TASViolations"),
+            evicted("b", "node-c", "TASViolations"),
+            evicted("c", "node-d", "LoadAware"),
+            EvictionDecision(NAMESPACE, "d", NodeName("node-d"), "LoadAware", "why", "refused"),
+        ]
+    )
+    recorder.observe_cycle(10.0, report)
+    recorder.observe(Tick(now=10.0, columns={}))
+    recorder.observe(Tick(now=11.0, columns={}))
+    first, second = recorder.history()
+    assert first["evictions"] == 3
+    assert first["evicted"] == {"TASViolations": {"node-c": 2}, "LoadAware": {"node-d": 1}}
+    assert second["evictions"] == 0
+    assert "evicted" not in second, "a point counts only its own period's evictions"
+
+
+def test_a_nodes_metric_age_keeps_growing_once_its_values_go_stale(tmp_path: Path) -> None:
+    """The real textfile view: node-c's file is no longer rewritten, node-a's is."""
+    clock = ManualClock(time.time())
+    directory = tmp_path / "metrics"
+    directory.mkdir()
+
+    def write(node: str) -> None:
+        write_node_series(directory, node, {"health_metric": 0})
+        stamp = clock.now().timestamp()
+        os.utime(directory / f"{node}.prom", (stamp, stamp))
+
+    for node in ("node-a", "node-c"):
+        write(node)
+    view = open_metric_view(f"textfile:{directory}", sync_period=1.0, clock=clock)
+    view.set_wanted([MetricName("health_metric")])
+    recorder = Recorder(
+        cluster=build_demo_cluster(replicas=2),
+        policies=PolicyStore(),
+        decisions=DecisionLog(),
+        info={},
+        metric_times=view,
+        metric_clock=clock,
+    )
+
+    def tick() -> dict[str, Any]:
+        view.refresh_once()
+        recorder.observe(Tick(now=clock.now().timestamp(), columns=view.columns()))
+        return {n["name"]: n for n in recorder.state()["nodes"]}
+
+    clock.advance(2.0)
+    nodes = tick()
+    assert nodes["node-c"]["metricAge"] == {"health_metric": 2.0}
+    clock.advance(100.0)
+    write("node-a")
+    nodes = tick()
+    assert "health_metric" not in nodes["node-c"]["metrics"], "stale: the components lost it"
+    assert nodes["node-c"]["metricAge"] == {"health_metric": 102.0}
+    assert nodes["node-a"]["metricAge"] == {"health_metric": 0.0}
+    assert "node-b" not in recorder.history()[-1]["metric_age"], "node-b never reported"
+    assert recorder.history()[-1]["metric_age"]["node-c"] == 102.0
+    assert recorder.state()["metricMaxAge"] == view.max_age == 30.0
