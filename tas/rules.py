@@ -39,6 +39,7 @@ from tas.policies.model import (
     StrategyName,
     TASPolicy,
     format_number,
+    higher_is_better,
 )
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName, PolicyName
 from tas.vocabulary import LABELING_PREFIX
@@ -327,14 +328,6 @@ def filter_nodes(
     return FilterDecision(passed=passed, failed=failed, hits=found)
 
 
-def _higher_is_better(operator: Operator) -> bool | None:
-    if operator in (Operator.GREATER_THAN, Operator.GREATER_OR_EQUAL):
-        return True
-    if operator in (Operator.LESS_THAN, Operator.LESS_OR_EQUAL):
-        return False
-    return None
-
-
 def score_values(
     values: Mapping[NodeName, float],
     candidates: Iterable[NodeName],
@@ -416,7 +409,7 @@ def score_nodes(
     isfinite = math.isfinite
     values = {n: v for n in ordered if (v := get(n)) is not None and isfinite(v)}
     return score_values(
-        values, ordered, higher_is_better=_higher_is_better(rule.operator), mode=mode
+        values, ordered, higher_is_better=higher_is_better(rule.operator), mode=mode
     )
 
 
@@ -476,7 +469,7 @@ def labeling_by_key(
     for rule, hits in per_rule:
         if not hits:
             continue
-        preference = _higher_is_better(rule.operator)
+        preference = higher_is_better(rule.operator)
         for label in rule.labels:
             entry = chosen.get(label.key)
             if entry is None:

@@ -4,6 +4,10 @@ A directory is read as `--policies DIR` reads it (every `*.yaml`, `*.yml` and `*
 it, `tas.policies.files.policy_files`), so what validates here is what the components load; `-`
 reads standard input, so the cluster's own objects can be checked before switching from TAS:
 `kubectl get taspolicies -A -o yaml | tas validate -`.
+
+The check is the components' own (`tas.policies.model.load_policies_text`): an error here is a
+document the controller skips, and a warning is one it applies (as TAS would) although part of
+it does nothing, e.g. a second scheduleonmetric rule. Every line says `file:line:`.
 """
 
 from __future__ import annotations
@@ -25,19 +29,21 @@ def add_parser(commands: Any) -> None:
         commands,
         "validate",
         help="validate TASPolicy files (YAML or JSON, multi-document)",
-        description="Print every problem of every policy, one per line; exit 1 if any. A "
-        "directory means its *.yaml, *.yml and *.json files; - reads standard input "
-        "(kubectl get taspolicies -A -o yaml | tas validate -).",
+        description="Print every problem of every policy, one per line as FILE:LINE: ...; "
+        "exit 1 if any is an error (a policy the components would skip). Warnings are what "
+        "they apply but partly ignore. A directory means its *.yaml, *.yml and *.json files; "
+        "- reads standard input (kubectl get taspolicies -A -o yaml | tas validate -).",
         handler=run,
     )
     parser.add_argument("files", nargs="+", metavar="FILE|DIR|-")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too (for CI)")
 
 
 def run(args: argparse.Namespace) -> int:
     failed = False
     for name in args.files:
         for source, text in _texts(name):
-            if text is None or not _report(source, text):
+            if text is None or not _report(source, text, strict=args.strict):
                 failed = True
     return 1 if failed else 0
 
@@ -61,10 +67,15 @@ def _texts(name: str) -> list[tuple[str, str | None]]:
     return texts
 
 
-def _report(source: str, text: str) -> bool:
-    """Print what `text` holds; True when it is one or more valid policies and nothing else."""
+def _report(source: str, text: str, *, strict: bool) -> bool:
+    """Print what `text` holds; True when it is one or more valid policies and nothing else
+    (and, when `strict`, nothing ignored either)."""
     result = load_policies_text(text, source=source)
-    for problem in result.problems:
+    found = sorted(
+        (*result.problems, *result.warnings),
+        key=lambda p: (p.document or 0, p.line or 0, p.warning),
+    )
+    for problem in found:
         print(problem, file=sys.stderr)
     if result.problems:
         return False
@@ -72,5 +83,7 @@ def _report(source: str, text: str) -> bool:
         print(f"{source}: no TASPolicy found", file=sys.stderr)
         return False
     names = ", ".join(f"{p.namespace}/{p.name}" for p in result.policies)
-    print(f"{source}: ok ({names})")
-    return True
+    count = len(result.warnings)
+    warned = f", {count} warning{'s' if count > 1 else ''}" if count else ""
+    print(f"{source}: ok ({names}){warned}")
+    return not (strict and result.warnings)

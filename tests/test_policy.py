@@ -188,7 +188,9 @@ def test_a_bad_document_does_not_stop_the_good_ones() -> None:
     result = load_policies_text(json.dumps(bad) + "\n---\n" + json.dumps(good), source="x.yaml")
     assert [p.name for p in result.policies] == ["good"]
     assert len(result.problems) == 1
-    assert result.problems[0].source == "x.yaml[document 0]"
+    (problem,) = result.problems
+    assert (problem.source, problem.document, problem.line) == ("x.yaml", 1, 1)
+    assert str(problem).startswith("x.yaml:1: document 1: spec.strategies.dontschedule.rules[0]")
 
 
 def test_invalid_yaml_is_one_clear_problem() -> None:
@@ -274,7 +276,7 @@ def test_tas_validate_prints_both_problems_and_exits_1(tmp_path: Path) -> None:
     assert completed.returncode == 1
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 2
-    assert all(line.startswith(f"{bad}: spec.strategies.") for line in lines)
+    assert all(line.startswith(f"{bad}:1: spec.strategies.") for line in lines)
     assert "operator" in lines[0]
     assert "labels" in lines[1]
     assert f"{HEALTH_POLICY}: ok" in completed.stdout

@@ -1,9 +1,10 @@
 """Policies from the cluster: keeps a `PolicyStore` equal to the cluster's TASPolicy objects.
 
-Every document is validated with `tas.policies.model.parse_policy`; an invalid one becomes a problem
-(reported, not applied) while valid ones keep working. The store is replaced only when what a
-policy *says* changed: a status write by the controller changes the object's resourceVersion
-but not its meaning, and must not trigger another reconcile (that would loop).
+Every document is validated with `tas.policies.model.check_policy`; an invalid one becomes a
+problem (reported, not applied) while valid ones keep working, and warnings are reported too.
+The store is replaced only when what a policy *says* changed: a status write by the controller
+changes the object's resourceVersion but not its meaning, and must not trigger another
+reconcile (that would loop).
 
 Triggered by the cluster's change notifications (`attach`), or by polling (`run`).
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tas.cluster.interface import Cluster, ClusterChange, ObservableCluster, ResourceKind
-from tas.policies.model import PolicyProblem, PolicyValidationError, TASPolicy, parse_policy
+from tas.policies.model import PolicyProblem, TASPolicy, check_policy
 from tas.policies.store import PolicyStore, run_every
 
 _Signature = tuple[tuple[str, str], ...]
@@ -51,8 +52,7 @@ class ClusterPolicyLoader:
             signature = tuple(sorted((str(d.key), _meaning(d.body)) for d in documents))
             if signature == self._signature:
                 return False
-            policies, problems = _parse_all([(str(d.key), d.body) for d in documents])
-            self._store.replace(policies, problems)
+            self._store.replace(*_parse_all([(str(d.key), d.body) for d in documents]))
             self._signature = signature
             return True
 
@@ -74,12 +74,15 @@ class ClusterPolicyLoader:
 
 def _parse_all(
     documents: Sequence[tuple[str, Mapping[str, Any]]],
-) -> tuple[list[TASPolicy], list[PolicyProblem]]:
+) -> tuple[list[TASPolicy], list[PolicyProblem], list[PolicyProblem]]:
+    """(policies, problems, warnings) of the cluster's documents."""
     policies: list[TASPolicy] = []
     problems: list[PolicyProblem] = []
+    warnings: list[PolicyProblem] = []
     for source, body in documents:
-        try:
-            policies.append(parse_policy(body, source=f"taspolicy {source}"))
-        except PolicyValidationError as error:
-            problems.extend(error.problems)
-    return policies, problems
+        checked = check_policy(body, source=f"taspolicy {source}")
+        if checked.policy is not None:
+            policies.append(checked.policy)
+        problems.extend(checked.problems)
+        warnings.extend(checked.warnings)
+    return policies, problems, warnings

@@ -32,6 +32,7 @@ def load_policy_path(path: Path) -> LoadResult:
     """Every policy under `path`, and every problem; an unreadable file is a problem too."""
     policies: list[TASPolicy] = []
     problems: list[PolicyProblem] = []
+    warnings: list[PolicyProblem] = []
     if not path.exists():
         return LoadResult((), (PolicyProblem(str(path), "", "no such file or directory"),))
     for file in policy_files(path):
@@ -43,7 +44,8 @@ def load_policy_path(path: Path) -> LoadResult:
         result = load_policies_text(text, source=str(file))
         policies.extend(result.policies)
         problems.extend(result.problems)
-    return LoadResult(tuple(policies), tuple(problems))
+        warnings.extend(result.warnings)
+    return LoadResult(tuple(policies), tuple(problems), tuple(warnings))
 
 
 def _signature(path: Path) -> _Signature:
@@ -62,7 +64,7 @@ def into_store(store: PolicyStore) -> Callable[[Path], None]:
 
     def reload(path: Path) -> None:
         result = load_policy_path(path)
-        store.replace(result.policies, result.problems)
+        store.replace(result.policies, result.problems, result.warnings)
 
     return reload
 

@@ -5,6 +5,12 @@ evaluation in `tas.rules` cannot fail. Validation never stops at the first probl
 problem is reported with its path (policy, strategy, rule index, field), and a bad policy is
 rejected as a whole while other policies keep working.
 
+A problem is an error (the document is not applied) or a warning: something TAS and these
+components accept but that does not do what it seems to (a second scheduleonmetric rule, which
+only the first counts; `Equals` there, which orders nothing; a missing target, silently 0).
+`check_policy` finds both, and it is the one check: the components' loaders (files and the
+cluster) log its warnings, and `tas validate` prints them.
+
 Errors:
     PolicyError                 anything wrong with policy input
       PolicyValidationError     one policy document with one or more `PolicyProblem`s
@@ -15,7 +21,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -28,6 +34,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from tas.policies.documents import Document, read_documents
 from tas.quantity import QuantityError, parse_quantity
 from tas.types import MetricName, Namespace, PolicyKey, PolicyName
 from tas.vocabulary import GROUP, KIND, LABELING_PREFIX, VERSION
@@ -52,6 +59,15 @@ class Operator(enum.StrEnum):
     NOT_EQUALS = "NotEquals"
 
 
+def higher_is_better(operator: Operator) -> bool | None:
+    """How scheduleonmetric orders nodes by this operator; None: no preference (all equal)."""
+    if operator in (Operator.GREATER_THAN, Operator.GREATER_OR_EQUAL):
+        return True
+    if operator in (Operator.LESS_THAN, Operator.LESS_OR_EQUAL):
+        return False
+    return None
+
+
 class LogicalOperator(enum.StrEnum):
     ANY_OF = "anyOf"
     ALL_OF = "allOf"
@@ -66,15 +82,32 @@ class StrategyName(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class PolicyProblem:
-    """One thing wrong with one policy document; `path` is dotted, e.g. `spec.strategies.x`."""
+    """One thing wrong with one policy document; `path` is dotted, e.g. `spec.strategies.x`.
+
+    `line` (from 1) is where `path` is written, when the document came from a text;
+    `document` (from 1) is its place in a text of several documents.
+    """
 
     source: str
     path: str
     message: str
+    line: int | None = None
+    document: int | None = None
+    warning: bool = False
 
     def __str__(self) -> str:
-        where = f"{self.source}: " if self.source else ""
-        return f"{where}{self.path}: {self.message}"
+        """`file:line: document N: warning: path: message`, each part only when known."""
+        where = self.source
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        parts = [where] if where else []
+        if self.document is not None:
+            parts.append(f"document {self.document}")
+        if self.warning:
+            parts.append("warning")
+        if self.path:
+            parts.append(self.path)
+        return ": ".join([*parts, self.message])
 
 
 class PolicyError(Exception):
@@ -220,12 +253,6 @@ class TASPolicy(BaseModel):
         return self.strategies.get(name)
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    strategies: dict[str, Strategy]
-
-
 def _labeling_problems(strategy: Strategy) -> list[tuple[str, str]]:
     """Checks across labeling rules; (path below the strategy, message) pairs."""
     seen: dict[str, tuple[int, Operator]] = {}
@@ -278,18 +305,37 @@ def _message(item: ErrorDetails) -> str:
     return str(item["msg"]).removeprefix("Value error, ")
 
 
+@dataclass(frozen=True)
+class PolicyCheck:
+    """What one policy document is: the policy (None when it has errors), errors, warnings."""
+
+    policy: TASPolicy | None
+    problems: tuple[PolicyProblem, ...]
+    warnings: tuple[PolicyProblem, ...]
+
+
 def parse_policy(document: Mapping[str, Any], *, source: str = "") -> TASPolicy:
     """Validate one TASPolicy document (as read from YAML, JSON or the API server).
 
-    Raises `PolicyValidationError` listing every problem found.
+    Raises `PolicyValidationError` listing every problem found; warnings are not raised
+    (`check_policy` returns them).
     """
+    checked = check_policy(document, source=source)
+    if checked.policy is None:
+        raise PolicyValidationError(checked.problems)
+    return checked.policy
+
+
+def check_policy(document: Mapping[str, Any], *, source: str = "") -> PolicyCheck:
+    """Every error and warning of one TASPolicy document, and the policy when it has no error."""
     problems: list[PolicyProblem] = []
+    warnings: list[PolicyProblem] = []
 
     def problem(path: str, message: str) -> None:
         problems.append(PolicyProblem(source, path, message))
 
     if not isinstance(document, Mapping):
-        raise PolicyValidationError([PolicyProblem(source, "", "a policy must be a mapping")])
+        return PolicyCheck(None, (PolicyProblem(source, "", "a policy must be a mapping"),), ())
     metadata = document.get("metadata")
     if not isinstance(metadata, Mapping):
         metadata = {}
@@ -324,16 +370,22 @@ def parse_policy(document: Mapping[str, Any], *, source: str = "") -> TASPolicy:
                     f"spec.strategies.{strategy_name}",
                     f"unknown strategy {strategy_name!r}; known: {', '.join(sorted(known))}",
                 )
-        try:
-            parsed = _Spec.model_validate({"strategies": dict(raw)})
-        except ValidationError as error:
-            for item in error.errors():
-                problem(_location(("spec", *item["loc"])), _message(item))
-        else:
-            strategies = {StrategyName(k): v for k, v in parsed.strategies.items() if k in known}
-            labeling = strategies.get(StrategyName.LABELING)
-            for path, message in _labeling_problems(labeling) if labeling else []:
-                problem(f"spec.strategies.labeling.{path}", message)
+        # Each strategy on its own, so that one bad strategy does not hide what the others say.
+        for strategy_name, body in raw.items():
+            try:
+                strategy = Strategy.model_validate(body)
+            except ValidationError as error:
+                for item in error.errors():
+                    at = ("spec", "strategies", strategy_name, *item["loc"])
+                    problem(_location(at), _message(item))
+            else:
+                if strategy_name in known:
+                    strategies[StrategyName(strategy_name)] = strategy
+        labeling = strategies.get(StrategyName.LABELING)
+        for path, message in _labeling_problems(labeling) if labeling else []:
+            problem(f"spec.strategies.labeling.{path}", message)
+        for path, message in _ignored_parts(raw, strategies, name=name):
+            warnings.append(PolicyProblem(source, path, f"{label}: {message}", warning=True))
         deschedule = raw.get(StrategyName.DESCHEDULE)
         if deschedule is not None and name and not is_valid_label_name(name):
             problem(
@@ -346,53 +398,171 @@ def parse_policy(document: Mapping[str, Any], *, source: str = "") -> TASPolicy:
         for index, found in enumerate(problems):
             if not found.path.startswith("metadata"):
                 problems[index] = PolicyProblem(source, found.path, f"{label}: {found.message}")
-        raise PolicyValidationError(problems)
+        return PolicyCheck(None, tuple(problems), tuple(warnings))
     resource_version = metadata.get("resourceVersion", "")
-    return TASPolicy(
+    policy = TASPolicy(
         name=PolicyName(name),
         namespace=Namespace(namespace),
         strategies=strategies,
         resource_version=str(resource_version or ""),
     )
+    return PolicyCheck(policy, (), tuple(warnings))
+
+
+def _ignored_parts(
+    raw: Mapping[str, Any], strategies: Mapping[StrategyName, Strategy], *, name: str
+) -> list[tuple[str, str]]:
+    """What a valid policy says that TAS and these components accept but do not act on.
+
+    Warnings, not errors: the controller applies such a policy (as TAS does), so refusing it
+    here would make `tas validate` stricter than what runs. (path, message) pairs.
+    """
+    found: list[tuple[str, str]] = []
+    for strategy_name, strategy in strategies.items():
+        at = f"spec.strategies.{strategy_name.value}"
+        raw_rules = raw[strategy_name.value].get("rules") or []
+        if strategy.policy_name not in (None, "", name):
+            found.append(
+                (
+                    f"{at}.policyName",
+                    f"ignored: the policy is always metadata.name ({name!r}), as in TAS",
+                )
+            )
+        for index, rule in enumerate(strategy.rules):
+            if rule.labels and strategy_name is not StrategyName.LABELING:
+                found.append(
+                    (f"{at}.rules[{index}].labels", "ignored: only labeling rules write labels")
+                )
+            written = raw_rules[index] if index < len(raw_rules) else {}
+            if (
+                strategy_name is not StrategyName.SCHEDULEONMETRIC
+                and isinstance(written, Mapping)
+                and written.get("target") is None
+            ):
+                found.append(
+                    (
+                        f"{at}.rules[{index}]",
+                        f"no target: {rule.metricname} {rule.operator.value} compares with 0 "
+                        "(the default); write `target: 0` if 0 is meant",
+                    )
+                )
+        if strategy_name is StrategyName.SCHEDULEONMETRIC:
+            found.extend(_scheduleonmetric_ignored(strategy, at))
+    return found
+
+
+def _scheduleonmetric_ignored(strategy: Strategy, at: str) -> list[tuple[str, str]]:
+    # TAS's extender reads Rules[0] and nothing else (intel/platform-aware-scheduling,
+    # telemetry-aware-scheduling/pkg/telemetryscheduler/telemetryscheduler.go,
+    # getSchedulingRule); tas.rules.score_nodes does the same.
+    found: list[tuple[str, str]] = []
+    first = strategy.rules[0]
+    if higher_is_better(first.operator) is None:
+        found.append(
+            (
+                f"{at}.rules[0].operator",
+                f"{first.operator.value} orders nothing: every node with a value of "
+                f"{first.metricname} scores the same, so this strategy has no effect; use "
+                "LessThan (lower value scores higher) or GreaterThan (higher value scores higher)",
+            )
+        )
+    if first.target != 0:
+        found.append(
+            (
+                f"{at}.rules[0].target",
+                "ignored: scheduleonmetric orders nodes by the metric's value alone",
+            )
+        )
+    if len(strategy.rules) > 1:
+        extra = "rules[1]" if len(strategy.rules) == 2 else f"rules[1..{len(strategy.rules) - 1}]"
+        found.append(
+            (
+                f"{at}.rules[1]",
+                f"ignored: only the first scheduleonmetric rule orders nodes (as in TAS), so "
+                f"{extra} {'has' if len(strategy.rules) == 2 else 'have'} no effect",
+            )
+        )
+    return found
 
 
 @dataclass(frozen=True)
 class LoadResult:
-    """What a file or a text held: the valid policies and every problem of the invalid ones."""
+    """What a file or a text held: the valid policies, every problem of the invalid ones, and
+    the warnings of all (a policy with warnings is applied)."""
 
     policies: tuple[TASPolicy, ...]
     problems: tuple[PolicyProblem, ...]
+    warnings: tuple[PolicyProblem, ...] = ()
 
 
-def _documents(loaded: Iterable[object]) -> Iterable[object]:
-    for document in loaded:
-        if document is None:
-            continue
-        if isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List"):
-            items = document.get("items")
-            yield from items if isinstance(items, list) else []
-        else:
-            yield document
+def _items(document: Document) -> Iterable[tuple[str, object]]:
+    """(path prefix, body) of each policy a document holds: itself, or a `List`'s items."""
+    body = document.body
+    if isinstance(body, Mapping) and str(body.get("kind", "")).endswith("List"):
+        items = body.get("items")
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            yield f"items[{index}]", item
+    elif body is not None:
+        yield "", body
+
+
+def _duplicated(document: Document, prefix: str) -> bool:
+    """Whether a duplicate key touches the policy at `prefix`: inside it, or around the items
+    of a `List` (which then all read differently than written)."""
+    return any(
+        not prefix or d.path.startswith(f"{prefix}.") or not d.path.startswith("items[")
+        for d in document.duplicates
+    )
 
 
 def load_policies_text(text: str, *, source: str = "") -> LoadResult:
-    """Read every TASPolicy in a YAML or JSON text (multi-document and `List` kinds allowed)."""
+    """Read every TASPolicy in a YAML or JSON text (multi-document and `List` kinds allowed).
+
+    Every problem carries its line; in a text of several documents, the document's number
+    (from 1). A duplicate key is an error of its document, as `kubectl apply` makes it.
+    """
     try:
-        loaded = list(yaml.safe_load_all(text))
+        documents = list(read_documents(text))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
         reason = getattr(error, "problem", None) or str(error)
-        return LoadResult((), (PolicyProblem(source, where, f"not valid YAML: {reason}"),))
+        line = mark.line + 1 if mark is not None else None
+        problem = PolicyProblem(source, "", f"not valid YAML: {reason}", line=line)
+        return LoadResult((), (problem,))
+    several = len(documents) > 1
     policies: list[TASPolicy] = []
     problems: list[PolicyProblem] = []
-    for index, document in enumerate(_documents(loaded)):
-        where = source if len(loaded) == 1 else f"{source}[document {index}]"
-        if not isinstance(document, Mapping):
-            problems.append(PolicyProblem(where, "", "a policy document must be a mapping"))
-            continue
-        try:
-            policies.append(parse_policy(document, source=where))
-        except PolicyValidationError as error:
-            problems.extend(error.problems)
-    return LoadResult(tuple(policies), tuple(problems))
+    warnings: list[PolicyProblem] = []
+
+    def placed(found: PolicyProblem, document: Document, prefix: str) -> PolicyProblem:
+        path = f"{prefix}.{found.path}" if prefix and found.path else prefix or found.path
+        return replace(
+            found,
+            path=path,
+            line=document.line_of(path),
+            document=document.number if several else None,
+        )
+
+    for document in documents:
+        problems.extend(
+            PolicyProblem(
+                source,
+                duplicate.path,
+                f"duplicate key (also on line {duplicate.first_line}): YAML keeps only this "
+                "one, and kubectl apply refuses the file",
+                line=duplicate.line,
+                document=document.number if several else None,
+            )
+            for duplicate in document.duplicates
+        )
+        for prefix, body in _items(document):
+            if not isinstance(body, Mapping):
+                not_a_policy = PolicyProblem(source, "", "a policy document must be a mapping")
+                problems.append(placed(not_a_policy, document, prefix))
+                continue
+            checked = check_policy(body, source=source)
+            problems.extend(placed(p, document, prefix) for p in checked.problems)
+            warnings.extend(placed(w, document, prefix) for w in checked.warnings)
+            if checked.policy is not None and not _duplicated(document, prefix):
+                policies.append(checked.policy)
+    return LoadResult(tuple(policies), tuple(problems), tuple(warnings))

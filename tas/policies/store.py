@@ -21,10 +21,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class PolicySnapshot:
-    """Valid policies by key, the problems of the invalid ones, and a generation counter."""
+    """Valid policies by key, the problems of the invalid ones, the warnings (parts of policies
+    that are applied but do nothing), and a generation counter."""
 
     policies: Mapping[PolicyKey, TASPolicy] = field(default_factory=dict)
     problems: tuple[PolicyProblem, ...] = ()
+    warnings: tuple[PolicyProblem, ...] = ()
     generation: int = 0
     #: Every metric name some rule of some policy reads.
     metric_names: frozenset[MetricName] = frozenset()
@@ -56,7 +58,10 @@ class PolicyStore:
         self._listeners.append(listener)
 
     def replace(
-        self, policies: Iterable[TASPolicy], problems: Iterable[PolicyProblem] = ()
+        self,
+        policies: Iterable[TASPolicy],
+        problems: Iterable[PolicyProblem] = (),
+        warnings: Iterable[PolicyProblem] = (),
     ) -> PolicySnapshot:
         """Make `policies` the complete current set. Duplicate keys: the first one wins."""
         by_key: dict[PolicyKey, TASPolicy] = {}
@@ -79,6 +84,7 @@ class PolicyStore:
             snapshot = PolicySnapshot(
                 policies=MappingProxyType(by_key),
                 problems=tuple(all_problems),
+                warnings=tuple(warnings),
                 generation=previous.generation + 1,
                 metric_names=names,
             )
@@ -102,6 +108,10 @@ def _log_changes(previous: PolicySnapshot, current: PolicySnapshot) -> None:
     for problem in current.problems:
         if problem in new_problems:
             log.error("Invalid policy skipped: %s", problem)
+    new_warnings = set(current.warnings) - set(previous.warnings)
+    for warning in current.warnings:
+        if warning in new_warnings:
+            log.warning("Policy applied, but: %s", warning)
 
 
 def run_every(
