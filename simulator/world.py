@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,24 +36,18 @@ from simulator.scenario import Event, EventKind, NodeSpec, Scenario, WorkloadSpe
 from tas.cluster.interface import (
     ChangeType,
     ClusterChange,
-    EvictionResult,
     NotFoundError,
-    PolicyDocument,
     ResourceKind,
 )
 from tas.cluster.model import (
-    NamespaceInfo,
     Node,
-    ObjectReference,
     OwnerReference,
-    PersistentVolumeClaim,
     Pod,
-    PodDisruptionBudget,
     QoSClass,
     Taint,
     TaintEffect,
 )
-from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
+from tas.types import MetricColumns, MetricName, Namespace, NodeName
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -651,71 +645,7 @@ class InformerOrder:
         self._rng.shuffle(pods)
         return tuple(pods)
 
-    def list_nodes(self) -> Sequence[Node]:
-        return self._cluster.list_nodes()
-
-    def list_policy_documents(self) -> Sequence[PolicyDocument]:
-        return self._cluster.list_policy_documents()
-
-    def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
-        return self._cluster.list_pdbs()
-
-    def get_priority_class_value(self, name: str) -> int | None:
-        return self._cluster.get_priority_class_value(name)
-
-    def list_namespaces(self) -> Sequence[NamespaceInfo]:
-        return self._cluster.list_namespaces()
-
-    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
-        return self._cluster.list_persistent_volume_claims()
-
-    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
-        return self._cluster.list_node_metrics()
-
-    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
-        return self._cluster.list_pod_metrics()
-
-    def patch_node_labels(
-        self,
-        node: NodeName,
-        *,
-        set_labels: Mapping[str, str],
-        remove: Iterable[str] = (),
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
-        self._cluster.patch_node_labels(
-            node, set_labels=set_labels, remove=remove, annotations=annotations
-        )
-
-    def patch_pod_labels(
-        self,
-        namespace: Namespace,
-        name: str,
-        *,
-        set_labels: Mapping[str, str],
-        remove: Iterable[str] = (),
-    ) -> None:
-        self._cluster.patch_pod_labels(namespace, name, set_labels=set_labels, remove=remove)
-
-    def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
-        self._cluster.set_node_taints(node, taints)
-
-    def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None:
-        self._cluster.update_policy_status(key, status)
-
-    def emit_event(
-        self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
-    ) -> None:
-        self._cluster.emit_event(involved, reason=reason, message=message, warning=warning)
-
-    def evict_pod(
-        self,
-        namespace: Namespace,
-        name: str,
-        *,
-        reason: str,
-        grace_period_seconds: int | None = None,
-    ) -> EvictionResult:
-        return self._cluster.evict_pod(
-            namespace, name, reason=reason, grace_period_seconds=grace_period_seconds
-        )
+    def __getattr__(self, name: str) -> Any:
+        # Everything but `list_pods` is the cluster's own, so only the pod listing draws from
+        # the stream: the same seed meets the same order whatever else is read or written.
+        return getattr(self._cluster, name)

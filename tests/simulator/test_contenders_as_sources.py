@@ -276,6 +276,23 @@ def test_the_descheduler_lists_pods_in_a_seeded_order_not_by_name() -> None:
     assert first != names
 
 
+def test_only_the_pod_listing_draws_from_the_seeded_stream_everything_else_is_the_cluster() -> None:
+    """A read or write the descheduler makes besides listing pods neither shifts the order the
+    next listing meets nor misses the cluster (a seed's run stays the run it was)."""
+    from simulator.world import World
+
+    scenario = load_scenario_text(HOT.format(seed=1))
+    world = World(scenario, clock=VirtualClock(), seed=1)
+    quiet = InformerOrder(world.cluster, random.Random("1/x"))
+    busy = InformerOrder(world.cluster, random.Random("1/x"))
+    node = world.cluster.list_nodes()[0].name
+    assert busy.list_nodes() == world.cluster.list_nodes()
+    assert busy.list_pdbs() == world.cluster.list_pdbs()
+    busy.patch_node_labels(node, set_labels={"example.com/seen": "yes"})
+    assert world.cluster.get_node(node).labels["example.com/seen"] == "yes"
+    assert [p.name for p in busy.list_pods()] == [p.name for p in quiet.list_pods()]
+
+
 def test_the_pod_evicted_first_from_identical_pods_follows_the_seed_not_the_name(
     evicted: list[tuple[str, str]],
 ) -> None:
