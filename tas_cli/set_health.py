@@ -5,6 +5,12 @@ The quickest way to watch the health-metric demo react: the embedded default rea
 The file is rewritten atomically under the directory's writer lock, so `make run`'s own
 telemetry writes (which rewrite the same file every second) never lose the value.
 
+A typo must not look like success: the node must already have its file in the directory (every
+node of `make run` has one), otherwise the command fails and says which nodes exist, from the
+running `make run`'s dashboard (`GET /api/nodes`) or, when none answers, from the directory's
+files; `--create` writes a new node's file on purpose. A directory that does not exist is an
+error too, never created here (a mistyped `--dir` would otherwise be a new, unread directory).
+
 With `--ssh [USER@]HOST` it does what TAS's demo script does on a real node: it writes
 `node_health_metric VALUE` to `/tmp/node-metrics/text.prom` (`--remote-dir`) for that node's
 node-exporter textfile collector, as `deploy/health-metric-demo/set-health.sh` does. Nothing
@@ -16,21 +22,30 @@ command sshd hands the remote shell is a fixed script whose arguments are `shlex
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import math
+import os
 import re
 import shlex
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tas.metrics.textfile import format_value, write_node_series
+from tas.metrics.textfile import SUFFIX, format_value, node_file, write_node_series
 from tas_cli import subcommand
 
 SERIES = "node_health_metric"
 REMOTE_DIR = "/tmp/node-metrics"
 REMOTE_FILE = "text.prom"
 SSH_TIMEOUT_SECONDS = 30
+#: Where `make run` serves its dashboard, as `tas demo --url` (TAS_DEMO_URL overrides it).
+DEFAULT_URL = "http://127.0.0.1:8080"
+URL_ENVIRONMENT = "TAS_DEMO_URL"
+#: A dashboard on this machine answers at once; a slow answer is treated as no `make run`.
+DASHBOARD_TIMEOUT_SECONDS = 2.0
 
 _USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
@@ -62,6 +77,17 @@ def add_parser(commands: Any) -> None:
         type=Path,
         default=Path("run/metrics"),
         help="the textfile metrics directory (default: run/metrics)",
+    )
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        help="write NODE's file even though the directory has none yet (a new node)",
+    )
+    parser.add_argument(
+        "--url",
+        default=None,
+        help=f"the running `make run`'s dashboard, asked which nodes exist when NODE has no "
+        f"file (default ${URL_ENVIRONMENT} or {DEFAULT_URL})",
     )
     parser.add_argument(
         "--ssh",
@@ -116,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         value = parse_value(args.value)
         if args.ssh is not None:
             return _over_ssh(args.node, args.ssh, value, remote_dir=args.remote_dir)
+        url = args.url or os.environ.get(URL_ENVIRONMENT) or DEFAULT_URL
+        check_target(args.dir, args.node, create=args.create, url=url)
         write_node_series(args.dir, args.node, {SERIES: value})
     except SetHealthError as error:
         print(f"set-health: {error}", file=sys.stderr)
@@ -126,8 +154,60 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"set-health: cannot write {args.dir}: {error}", file=sys.stderr)
         return 1
-    print(f"{args.node}: {SERIES} {args.value} ({args.dir / (args.node + '.prom')})")
+    print(f"{args.node}: {SERIES} {args.value} ({node_file(args.dir, args.node)})")
     return 0
+
+
+def check_target(directory: Path, node: str, *, create: bool, url: str) -> None:
+    """Raise `SetHealthError` unless `directory` exists and holds `node`'s file (or `create`)."""
+    path = node_file(directory, node)  # a name that cannot be a file is refused first
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise SetHealthError(
+            f"{directory} {what} ({directory.resolve()}): is `make run` running, from this "
+            "directory? It creates run/metrics and prints the directory it uses. For a "
+            f"directory of your own: mkdir -p {directory}"
+        )
+    if create or path.exists():
+        return
+    live = dashboard_nodes(url)
+    if live is not None:
+        if node in live:
+            raise SetHealthError(
+                f"{directory} has no {path.name}, but {node} is a node of the running `make run` "
+                f"at {url}: is {directory} its metrics directory? (`make run` prints it)"
+            )
+        raise SetHealthError(
+            f"no node {node!r} in the running `make run` at {url}; its nodes: "
+            f"{', '.join(live)} (--create writes a new node's file)"
+        )
+    files = sorted(p.name.removesuffix(SUFFIX) for p in directory.glob(f"*{SUFFIX}"))
+    known = f"the nodes there: {', '.join(files)}" if files else "it has no node files"
+    raise SetHealthError(
+        f"no node {node!r} in {directory} ({known}; no `make run` answers at {url}); "
+        "--create writes a new node's file"
+    )
+
+
+def dashboard_nodes(url: str) -> list[str] | None:
+    """The node names a running `make run` serves at `url`, or None when none answers."""
+    if not url.startswith(("http://", "https://")):
+        raise SetHealthError(f"--url must be an http:// or https:// address, not {url!r}")
+    request = urllib.request.Request(
+        url.rstrip("/") + "/api/nodes", headers={"Accept": "application/json"}
+    )
+    # No proxy: the dashboard is `make run` on this machine (or one the user names), and a
+    # proxy from the environment would answer for it, or refuse, instead.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=DASHBOARD_TIMEOUT_SECONDS) as response:
+            answer = json.loads(response.read())
+    except (OSError, http.client.HTTPException, ValueError):  # refused, not HTTP, not JSON
+        return None
+    if not isinstance(answer, list):
+        return None
+    names = [entry.get("name") for entry in answer if isinstance(entry, dict)]
+    return [name for name in names if isinstance(name, str)] or None
 
 
 def _over_ssh(node: str, destination: str, value: float, *, remote_dir: str) -> int:

@@ -89,6 +89,13 @@ class TextfileSource:
 _Values = dict[MetricName, Sample]
 
 
+def node_file(directory: Path, node: str) -> Path:
+    """`<directory>/<node>.prom`; ValueError for a name that would be another path."""
+    if not node or node.startswith(".") or "/" in node or "\0" in node:
+        raise ValueError(f"node name {node!r} cannot be a file name")
+    return directory / f"{node}{SUFFIX}"
+
+
 def write_node_series(directory: Path, node: str, values: Mapping[str, float]) -> None:
     """Set some series in `<directory>/<node>.prom`, keeping the node's other series.
 
@@ -98,8 +105,7 @@ def write_node_series(directory: Path, node: str, values: Mapping[str, float]) -
     the directory's advisory lock (`<directory>/.lock`; readers never take it): otherwise a
     health value written between another writer's read and its rename would be lost.
     """
-    if not node or node.startswith(".") or "/" in node or "\0" in node:
-        raise ValueError(f"node name {node!r} cannot be a file name")
+    path = node_file(directory, node)
     for name, value in values.items():
         if not is_series_name(name):
             raise ValueError(f"metric name {name!r} is not a Prometheus series name")
@@ -110,7 +116,6 @@ def write_node_series(directory: Path, node: str, values: Mapping[str, float]) -
         ):
             raise ValueError(f"value {value!r} is not a finite number")
     with _locked(directory):
-        path = directory / f"{node}{SUFFIX}"
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:

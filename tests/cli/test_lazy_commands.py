@@ -140,7 +140,10 @@ def test_the_cluster_s_commands_run_without_any_extra(tmp_path: Path) -> None:
     blocked = ("numpy", "matplotlib", "jsonschema", "distributed")
     policy = tmp_path / "policy.yaml"
     policy.write_text(HEALTH_POLICY.read_text(encoding="utf-8"), encoding="utf-8")
-    for args in (["validate", str(policy)], ["set-health", "node-a", "1", "--dir", str(tmp_path)]):
+    for args in (
+        ["validate", str(policy)],
+        ["set-health", "node-a", "1", "--dir", str(tmp_path), "--create"],
+    ):
         done = subprocess.run(
             _runner(tmp_path / "modules.txt", *args, blocked=blocked),
             cwd=ROOT,

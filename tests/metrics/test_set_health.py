@@ -1,13 +1,22 @@
-"""`tas set-health NODE VALUE [--dir DIR]`.
+"""`tas set-health NODE VALUE [--dir DIR] [--create] [--url URL]`.
 
 Covers: writing `node_health_metric` for a node (keeping its other series), reading it back
 through the textfile source under the policy name `health_metric`, the default directory, and
 a clear error with exit code 2 for a value that is not a finite number.
+
+Loud on typos, as a user meets them (real `tas` processes; issue 21):
+- a node without a file in the directory exits 2, writes nothing, and names the nodes that
+  exist: the running `make run`'s (its dashboard API, at --url or $TAS_DEMO_URL) or, when none
+  answers, the directory's files; `--create` writes a new node's file on purpose;
+- a node of the running `make run` written to another directory is refused, saying so;
+- a missing `--dir` is an error naming the path and how to create it, and is not created.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +24,8 @@ import pytest
 from tas.metrics import open_metric_view
 from tas.types import MetricName
 from tas_cli import set_health
+from tests.demo_process import start_demo
+from tests.processes import free_port, tas_command
 
 
 def tas(*argv: str) -> int:
@@ -39,6 +50,8 @@ def test_the_default_directory_is_run_metrics(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "run" / "metrics").mkdir(parents=True)
+    (tmp_path / "run" / "metrics" / "node-1.prom").write_text("")
     assert tas("set-health", "node-1", "1.5") == 0
     assert (tmp_path / "run" / "metrics" / "node-1.prom").read_text() == "node_health_metric 1.5\n"
 
@@ -60,3 +73,86 @@ def test_a_node_name_that_cannot_be_a_file_exits_2(
 ) -> None:
     assert tas("set-health", "../x", "1", "--dir", str(tmp_path)) == 2
     assert "cannot be a file name" in capsys.readouterr().err
+
+
+def set_health_process(
+    *args: str, cwd: Path, url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`tas set-health ...` as typed in a terminal; `url` is what $TAS_DEMO_URL says."""
+    environment = dict(os.environ)
+    environment.pop("TAS_DEMO_URL", None)
+    if url is not None:
+        environment["TAS_DEMO_URL"] = url
+    return subprocess.run(
+        tas_command("set-health", *args),
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def nobody_answers() -> str:
+    """A dashboard address where no `make run` listens (a port just freed)."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+def test_an_unknown_node_exits_2_and_names_the_directory_s_nodes(tmp_path: Path) -> None:
+    (tmp_path / "node-a.prom").write_text("node_health_metric 0\n")
+    (tmp_path / "node-b.prom").write_text("node_health_metric 1\n")
+    url = nobody_answers()
+    done = set_health_process("node-zz", "2", "--dir", str(tmp_path), cwd=tmp_path, url=url)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"set-health: no node 'node-zz' in {tmp_path} (the nodes there: node-a, node-b; no "
+        f"`make run` answers at {url}); --create writes a new node's file\n"
+    )
+    assert sorted(p.name for p in tmp_path.glob("*.prom")) == ["node-a.prom", "node-b.prom"]
+
+
+def test_create_writes_a_new_node_s_file_on_purpose(tmp_path: Path) -> None:
+    (tmp_path / "node-a.prom").write_text("node_health_metric 0\n")
+    done = set_health_process(
+        "node-f", "1", "--dir", str(tmp_path), "--create", cwd=tmp_path, url=nobody_answers()
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "node-f.prom").read_text() == "node_health_metric 1\n"
+
+
+def test_a_missing_directory_is_an_error_and_is_not_created(tmp_path: Path) -> None:
+    done = set_health_process("node-c", "2", cwd=tmp_path, url=nobody_answers())
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"set-health: run/metrics does not exist ({tmp_path}/run/metrics)")
+    assert line.endswith("mkdir -p run/metrics")
+    typo = tmp_path / "metrcs"
+    done = set_health_process("node-c", "2", "--dir", str(typo), "--create", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{typo} does not exist" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_node_names_the_running_make_run_s_nodes(tmp_path: Path) -> None:
+    with start_demo(tmp_path) as demo:
+        metrics = str(demo.metrics)
+        done = set_health_process(
+            "node-zz", "2", "--dir", metrics, cwd=tmp_path, url=demo.dashboard
+        )
+        assert done.returncode == 2
+        assert done.stderr == (
+            f"set-health: no node 'node-zz' in the running `make run` at {demo.dashboard}; its "
+            "nodes: node-a, node-b, node-c, node-d, node-e (--create writes a new node's file)\n"
+        )
+        assert not (demo.metrics / "node-zz.prom").exists()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        done = set_health_process(
+            "node-c", "2", "--dir", str(elsewhere), "--url", demo.dashboard, cwd=tmp_path
+        )
+        assert done.returncode == 2
+        assert "node-c is a node of the running `make run`" in done.stderr
+        assert f"is {elsewhere} its metrics directory?" in done.stderr
+        assert list(elsewhere.iterdir()) == []
