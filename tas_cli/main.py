@@ -68,6 +68,10 @@ COMMANDS: dict[str, Command] = {
         "tas_cli.descheduler",
         "evict pods that telemetry says should move (Predictive by default)",
     ),
+    "explain": Command(
+        "tas_cli.explain",
+        "why a pod runs where it does and whether it would move; a node to every policy",
+    ),
     "replay": Command(
         "tas_cli.replay",
         "what a policy (and a changed one) would have done over your recorded history",

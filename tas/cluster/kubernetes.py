@@ -322,6 +322,17 @@ class KubernetesCluster:
             found[key] = metrics_usage_from_api(item)
         return found
 
+    def list_events(self, *, field_selector: str = "") -> list[Raw]:
+        """core/v1 Events in every namespace, as the API returns them (one call, not cached:
+        `tas explain` reads the evictions the descheduler recorded; RBAC `events` list)."""
+        raw = _api_call(
+            "list events",
+            lambda: self._core.list_event_for_all_namespaces(
+                field_selector=field_selector, **self._call
+            ),
+        )
+        return [item for item in _json(raw).get("items") or () if isinstance(item, dict)]
+
     def read_node_proxy(self, node: str, path: str) -> str:
         """The text a node's kubelet answers at `path` (e.g. `metrics/resource`), through the
         API server's node proxy (`/api/v1/nodes/<node>/proxy/<path>`: RBAC `nodes/proxy`
