@@ -13,6 +13,7 @@ Label selectors come in the two shapes Kubernetes users write: the structured
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,45 @@ class FieldReader:
                 )
         return found
 
+    def each(self, key: str) -> list[FieldReader]:
+        """A list of mappings, a reader for each (its path `key[index]`); absent: none."""
+        raw = self.get(key) or []
+        if not isinstance(raw, list):
+            self.problem(self.at(key), "must be a list")
+            return []
+        return [
+            FieldReader(item, f"{self.at(key)}[{index}]", self.problems)
+            for index, item in enumerate(raw)
+        ]
+
+    def percentages(
+        self, key: str, *, known: Sequence[str] = (), what: str = "resource", high: float = 100
+    ) -> dict[str, float]:
+        """A mapping of names (each one of `known`, when given) to percentages from 0 to
+        `high` (math.inf: no bound), as thresholds are written; each bad entry is a problem
+        at its own path and left out."""
+        raw = self.get(key)
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            self.problem(self.at(key), f"must map {what} names to percentages, got {raw!r}")
+            return {}
+        bounds = f"0..{high:g}" if math.isfinite(high) else "of 0 or more"
+        found: dict[str, float] = {}
+        for name, value in raw.items():
+            where = f"{self.at(key)}.{name}"
+            if known and name not in known:
+                self.problem(where, f"unknown {what} {name!r}; known: {', '.join(known)}")
+            elif (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 <= value <= high
+            ):
+                self.problem(where, f"must be a percentage {bounds}, got {value!r}")
+            else:
+                found[str(name)] = float(value)
+        return found
+
     def integers(self, key: str) -> tuple[int, ...]:
         value = self.get(key)
         if value is None:
@@ -246,12 +286,7 @@ def parse_label_selector(raw: object, path: str, problems: list[str]) -> LabelSe
     else:
         match_labels = dict(labels)
     expressions: list[Requirement] = []
-    raw_expressions = r.get("matchExpressions") or []
-    if not isinstance(raw_expressions, list):
-        r.problem(r.at("matchExpressions"), "must be a list")
-        raw_expressions = []
-    for index, item in enumerate(raw_expressions):
-        e = FieldReader(item, f"{r.at('matchExpressions')}[{index}]", problems)
+    for e in r.each("matchExpressions"):
         key = e.string("key")
         operator = e.string("operator")
         values = e.strings("values")

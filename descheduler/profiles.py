@@ -108,12 +108,7 @@ def _plugin_args(
     r: FieldReader, registry: Registry, problems: list[str]
 ) -> dict[PluginName, object]:
     args: dict[PluginName, object] = {}
-    configs = r.get("pluginConfig") or []
-    if not isinstance(configs, list):
-        r.problem(r.at("pluginConfig"), "must be a list")
-        configs = []
-    for index, item in enumerate(configs):
-        c = FieldReader(item, f"{r.at('pluginConfig')}[{index}]", problems)
+    for c in r.each("pluginConfig"):
         plugin = _resolve(registry, c.get("name"), c.at("name"), problems)
         arg_reader = FieldReader(c.get("args"), c.at("args"), problems)
         c.finish()

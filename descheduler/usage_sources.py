@@ -23,12 +23,7 @@ def parse_metrics_providers(r: FieldReader) -> tuple[bool, str | None]:
     metrics_server = collector.boolean("enabled", False)
     collector.finish()
     prometheus: str | None = None
-    raw = r.get("metricsProviders") or []
-    if not isinstance(raw, list):
-        r.problem("metricsProviders", "must be a list")
-        raw = []
-    for index, item in enumerate(raw):
-        p = FieldReader(item, f"metricsProviders[{index}]", r.problems)
+    for p in r.each("metricsProviders"):
         source = p.choice("source", ("KubernetesMetrics", "Prometheus"))
         settings = p.child("prometheus")
         url = settings.string("url")

@@ -43,23 +43,6 @@ Usage = dict[str, int]
 # ------------------------------------------------------------------------------ arguments
 
 
-def parse_thresholds(r: FieldReader, key: str) -> dict[str, float]:
-    raw = r.get(key)
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        r.problem(r.at(key), f"must map resource names to percentages, got {raw!r}")
-        return {}
-    found: dict[str, float] = {}
-    for name, value in raw.items():
-        where = f"{r.at(key)}.{name}"
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-            r.problem(where, f"must be a percentage 0..100, got {value!r}")
-            continue
-        found[str(name)] = float(value)
-    return found
-
-
 def parse_evictable_namespaces(r: FieldReader) -> NamespaceFilter:
     namespaces = r.namespaces("evictableNamespaces")
     if namespaces.include:

@@ -42,6 +42,7 @@ scheduler's `usage` plugin (`VolcanoUsage`, which Volcano's docs pair with LoadA
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -80,22 +81,8 @@ class VolcanoArgs:
 
 
 def _percentages(r: FieldReader, key: str) -> dict[str, float]:
-    raw = r.get(key)
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        r.problem(r.at(key), f"must be a mapping of resource to percent, got {raw!r}")
-        return {}
-    found: dict[str, float] = {}
-    for name, value in raw.items():
-        where = f"{r.at(key)}.{name}"
-        if name not in RESOURCES:
-            r.problem(where, f"unknown resource {name!r}; Volcano knows cpu, memory, pods")
-        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            r.problem(where, f"must be a non-negative number, got {value!r}")
-        else:
-            found[str(name)] = float(value)
-    return found
+    # Volcano checks no upper bound: a target above 100 only means no node is ever over it.
+    return r.percentages(key, known=RESOURCES, high=math.inf)
 
 
 def parse_args(r: FieldReader) -> VolcanoArgs:

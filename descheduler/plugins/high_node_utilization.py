@@ -23,7 +23,6 @@ from descheduler.utilization import (
     group_nodes,
     log,
     parse_evictable_namespaces,
-    parse_thresholds,
     percentages,
     report_classes,
     requests_snapshot,
@@ -50,7 +49,7 @@ class HighNodeUtilizationArgs:
 
 
 def parse_args(r: FieldReader) -> HighNodeUtilizationArgs:
-    thresholds = parse_thresholds(r, "thresholds")
+    thresholds = r.percentages("thresholds")
     if not thresholds:
         r.problem(r.at("thresholds"), "no resource threshold is configured")
     modes = r.strings_of("evictionModes", tuple(EvictionMode), what="mode")

@@ -132,24 +132,8 @@ class LoadAwareArgs:
 
 
 def _parse_signal_map(r: FieldReader, key: str) -> dict[Signal, float]:
-    raw = r.get(key)
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        r.problem(r.at(key), f"must be a mapping of signal to percent, got {raw!r}")
-        return {}
-    known = ", ".join(s.value for s in Signal)
-    result: dict[Signal, float] = {}
-    for name, value in raw.items():
-        where = f"{r.at(key)}.{name}"
-        if name not in {s.value for s in Signal}:
-            r.problem(where, f"unknown signal {name!r}; known: {known}")
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-            r.problem(where, f"must be a percentage 0..100, got {value!r}")
-            continue
-        result[Signal(name)] = float(value)
-    return result
+    known = [s.value for s in Signal]
+    return {Signal(n): v for n, v in r.percentages(key, known=known, what="signal").items()}
 
 
 def parse_args(r: FieldReader) -> LoadAwareArgs:

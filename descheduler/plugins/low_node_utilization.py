@@ -37,7 +37,6 @@ from descheduler.utilization import (
     log,
     metrics_server_snapshot,
     parse_evictable_namespaces,
-    parse_thresholds,
     percentages,
     prometheus_snapshot,
     report_classes,
@@ -100,8 +99,8 @@ def _parse_metrics(r: FieldReader) -> tuple[MetricsSource | None, str]:
 
 
 def parse_args(r: FieldReader) -> LowNodeUtilizationArgs:
-    low = parse_thresholds(r, "thresholds")
-    high = parse_thresholds(r, "targetThresholds")
+    low = r.percentages("thresholds")
+    high = r.percentages("targetThresholds")
     deviation = r.boolean("useDeviationThresholds", False)
     limits = r.child("evictionLimits")
     node_limit = limits.integer("node", None)

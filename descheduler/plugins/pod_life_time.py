@@ -65,13 +65,8 @@ class PodLifeTimeArgs:
 
 
 def _conditions(r: FieldReader) -> tuple[ConditionFilter, ...]:
-    raw = r.get("conditions") or []
-    if not isinstance(raw, list):
-        r.problem(r.at("conditions"), "must be a list")
-        return ()
     found = []
-    for index, item in enumerate(raw):
-        c = FieldReader(item, f"{r.at('conditions')}[{index}]", r.problems)
+    for c in r.each("conditions"):
         condition = ConditionFilter(
             type=c.string("type"),
             status=c.string("status"),

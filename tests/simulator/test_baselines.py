@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from descheduler.args import FieldReader
 from descheduler.cycle import Descheduler
 from descheduler.framework import Result
+from simulator.baselines import parse_args as parse_volcano_args
 from simulator.contenders import Contender, resolve
 from simulator.runner import run_contender
 from simulator.scenario import Scenario, load_scenario_text
@@ -151,3 +153,25 @@ def test_no_baseline_evicts_when_no_node_is_over_its_targets(
 ) -> None:
     assert _evictions(load_scenario_text(EVEN), contender) == 0
     assert evicted_from == []
+
+
+def test_volcano_takes_targets_above_100_as_volcano_does_and_refuses_negatives_and_unknowns() -> (
+    None
+):
+    problems: list[str] = []
+    args = parse_volcano_args(
+        FieldReader(
+            {
+                "thresholds": {"cpu": 10},
+                "targetThresholds": {"cpu": 120, "memory": -1, "gpu": 50},
+            },
+            "args",
+            problems,
+        )
+    )
+    assert args.thresholds == {"cpu": 10.0}
+    assert args.target_thresholds == {"cpu": 120.0}
+    assert problems == [
+        "args.targetThresholds.memory: must be a percentage of 0 or more, got -1",
+        "args.targetThresholds.gpu: unknown resource 'gpu'; known: cpu, memory, pods",
+    ]
