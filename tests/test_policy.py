@@ -9,7 +9,15 @@ Covered:
 - a bad document does not stop the good ones in the same text;
 - `tas validate` prints each problem on its own line and exits 1, 0 for good files; `-` reads
   standard input (what `kubectl get taspolicies -A -o yaml` writes, as the upgrade guide pipes
-  it), and a directory means every `*.yaml`, `*.yml` and `*.json` file in it.
+  it), and a directory means every `*.yaml`, `*.yml` and `*.json` file in it;
+- every problem says `file:line:`, documents are counted from 1, a `List`'s item by its path;
+- warnings where TAS and the controller accept a policy but ignore part of it (scheduleonmetric
+  with Equals, a second scheduleonmetric rule, a rule without target): exit 0 (1 with
+  --strict), since an error would refuse what the controller applies;
+- a duplicate YAML key is an error with both lines, and the policy is not applied (kubectl
+  apply refuses such a file);
+- one check: the controller's `--policies` loader and its cluster loader report exactly what
+  `tas validate` prints.
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from embedded.cluster import InMemoryCluster
+from tas.policies.cluster import ClusterPolicyLoader
+from tas.policies.files import into_store
 from tas.policies.model import (
     LogicalOperator,
     Operator,
@@ -30,6 +41,7 @@ from tas.policies.model import (
     load_policies_text,
     parse_policy,
 )
+from tas.policies.store import PolicyStore
 from tests.builders import policy_document, rule
 
 HEALTH_POLICY = Path(__file__).resolve().parents[1] / "deploy" / "policies" / "health-policy.yaml"
@@ -201,6 +213,7 @@ def test_invalid_yaml_is_one_clear_problem() -> None:
 
 
 def run_validate(*files: Path | str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`tas validate FILE...` as typed; a `--flag` among `files` is passed as it is."""
     return subprocess.run(
         [sys.executable, "-m", "tas_cli", "validate", *map(str, files)],
         input=stdin,
@@ -285,4 +298,171 @@ def test_tas_validate_prints_both_problems_and_exits_1(tmp_path: Path) -> None:
 def test_tas_validate_exits_0_for_valid_files() -> None:
     completed = run_validate(HEALTH_POLICY)
     assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""  # TAS's demo policy: its scheduleonmetric has no target
     assert "health-metric-demo/demo-policy" in completed.stdout
+
+
+HEAD = """\
+apiVersion: telemetry.intel.com/v1alpha1
+kind: TASPolicy
+metadata:
+  name: p
+spec:
+  strategies:
+"""  # six lines: a strategy's name is on line 7
+
+#: Policies TAS and the controller apply although part of what they say does nothing, with the
+#: warning `tas validate` prints (line, path, the message's start).
+IGNORED = [
+    pytest.param(
+        """\
+    scheduleonmetric:
+      rules:
+        - metricname: health_metric
+          operator: Equals
+""",
+        (10, "spec.strategies.scheduleonmetric.rules[0].operator", "Equals orders nothing"),
+        id="scheduleonmetric-equals",
+    ),
+    pytest.param(
+        """\
+    scheduleonmetric:
+      rules:
+        - metricname: health_metric
+          operator: LessThan
+        - metricname: cpu_pressure
+          operator: LessThan
+""",
+        (11, "spec.strategies.scheduleonmetric.rules[1]", "ignored: only the first"),
+        id="second-scheduleonmetric-rule",
+    ),
+    pytest.param(
+        """\
+    dontschedule:
+      rules:
+        - metricname: health_metric
+          operator: Equals
+          target: 1
+        - metricname: health_metric
+          operator: GreaterThan
+""",
+        (12, "spec.strategies.dontschedule.rules[1]", "no target: health_metric GreaterThan"),
+        id="rule-without-target",
+    ),
+]
+
+
+@pytest.mark.parametrize(("strategies", "expected"), IGNORED)
+def test_tas_validate_warns_where_tas_applies_a_policy_but_ignores_part_of_it(
+    tmp_path: Path, strategies: str, expected: tuple[int, str, str]
+) -> None:
+    line, path, start = expected
+    file = tmp_path / "p.yaml"
+    file.write_text(HEAD + strategies)
+    completed = run_validate(file)
+    assert completed.returncode == 0, completed.stderr
+    (warning,) = completed.stderr.splitlines()
+    assert warning.startswith(f"{file}:{line}: warning: {path}: policy 'p': {start}")
+    assert completed.stdout == f"{file}: ok (default/p), 1 warning\n"
+    strict = run_validate("--strict", file)
+    assert strict.returncode == 1
+    assert strict.stderr == completed.stderr
+
+
+def test_tas_validate_refuses_a_duplicate_key_naming_both_lines(tmp_path: Path) -> None:
+    file = tmp_path / "p.yaml"
+    file.write_text(
+        HEAD
+        + """\
+    dontschedule:
+      rules:
+        - metricname: health_metric
+          operator: Equals
+          target: 1
+          target: 2
+"""
+    )
+    completed = run_validate(file)
+    assert completed.returncode == 1
+    assert completed.stderr == (
+        f"{file}:12: spec.strategies.dontschedule.rules[0].target: duplicate key (also on line "
+        "11): YAML keeps only this one, and kubectl apply refuses the file\n"
+    )
+    assert completed.stdout == ""
+
+
+def test_every_problem_carries_its_line_and_documents_count_from_1(tmp_path: Path) -> None:
+    file = tmp_path / "two.yaml"
+    good = HEAD + "    dontschedule:\n      rules: [{metricname: m, operator: Equals, target: 1}]\n"
+    bad = HEAD.replace("name: p", "name: q") + (
+        "    deschedule:\n"  # line 17 of the file: the second document starts on line 10
+        "      rules:\n"
+        "        - metricname: m\n"
+        "          operator: Bigger\n"
+        "          target: 1\n"
+    )
+    file.write_text(good + "---\n" + bad)
+    completed = run_validate(file)
+    assert completed.returncode == 1
+    (line,) = completed.stderr.splitlines()
+    assert line.startswith(
+        f"{file}:19: document 2: spec.strategies.deschedule.rules[0].operator: policy 'q': "
+        "unknown operator 'Bigger'"
+    )
+
+
+def test_tas_validate_dash_names_a_list_item_and_its_line() -> None:
+    good = policy_document("good", dontschedule=[rule("m", "Equals", 1)])
+    bad = policy_document("bad", dontschedule=[rule("m", "Bigger", 1)])
+    text = kubectl_get_yaml(good, bad)
+    completed = run_validate("-", stdin=text)
+    assert completed.returncode == 1
+    (line,) = completed.stderr.splitlines()
+    operator_line = next(
+        number
+        for number, written in enumerate(text.splitlines(), start=1)
+        if "operator: Bigger" in written
+    )
+    assert line.startswith(
+        f"<stdin>:{operator_line}: items[1].spec.strategies.dontschedule.rules[0].operator: "
+        "policy 'bad': unknown operator 'Bigger'"
+    )
+
+
+@pytest.mark.parametrize(
+    "strategies",
+    [
+        *(pytest.param(case.values[0], id=case.id) for case in IGNORED),
+        pytest.param(
+            "    dontschedule:\n      rules:\n        - {metricname: m, operator: Bigger}\n",
+            id="unknown-operator",
+        ),
+        pytest.param(
+            "    deschedule:\n      rules: [{metricname: m, operator: Equals, target: 1}]\n"
+            "    deschedule:\n      rules: [{metricname: m, operator: Equals, target: 2}]\n",
+            id="duplicate-strategy",
+        ),
+    ],
+)
+def test_the_controller_s_loaders_report_what_tas_validate_prints(
+    tmp_path: Path, strategies: str
+) -> None:
+    file = tmp_path / "p.yaml"
+    file.write_text(HEAD + strategies)
+    printed = run_validate(file).stderr.splitlines()
+    from_files = PolicyStore()
+    into_store(from_files)(tmp_path)  # what `tas controller --policies DIR` runs
+    snapshot = from_files.snapshot()
+    assert [str(p) for p in (*snapshot.problems, *snapshot.warnings)] == printed
+    # The cluster holds what kubectl applied (no lines there): the same findings, by path.
+    document = yaml.safe_load(file.read_text())
+    cluster, from_cluster = InMemoryCluster(), PolicyStore()
+    cluster.apply_policy(document)
+    ClusterPolicyLoader(cluster, from_cluster).sync()
+    held = from_cluster.snapshot()
+    found_in_file = [(p.path, p.message) for p in (*snapshot.problems, *snapshot.warnings)]
+    if not any("duplicate key" in line for line in printed):
+        assert [(p.path, p.message) for p in (*held.problems, *held.warnings)] == found_in_file
+        assert (list(held.policies) == []) == bool(snapshot.problems)
+    else:  # the file is refused; the cluster never holds such an object (kubectl refuses it)
+        assert snapshot.policies == {}

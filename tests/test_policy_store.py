@@ -6,7 +6,9 @@ Covered:
 - a directory of files: invalid files are reported and skipped, valid ones apply;
 - the watcher reloads when a file is edited, added or removed, and not otherwise;
 - a following thread outlives a failing reload: logged, and the next poll still runs;
-- duplicates keep the first definition and say so.
+- duplicates keep the first definition and say so;
+- a policy with warnings (applied, part of it ignored) is applied, and each warning is logged
+  once, not at every reload.
 """
 
 from __future__ import annotations
@@ -129,3 +131,20 @@ def test_a_failing_reload_is_logged_and_the_watcher_keeps_polling(
         thread.join(5)
     assert calls == [0, 1]
     assert f"Reloading policies from {tmp_path} failed" in caplog.text
+
+
+def test_a_policy_with_warnings_applies_and_each_warning_is_logged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(tmp_path / "p.yaml", policy_document("p", scheduleonmetric=[rule("a", "Equals")]))
+    store = PolicyStore()
+    reload = into_store(store)
+    with caplog.at_level(logging.WARNING, logger="tas.policies.store"):
+        reload(tmp_path)
+        reload(tmp_path)
+    assert list(store.snapshot().policies) == [KEY]
+    (warning,) = store.snapshot().warnings
+    assert warning.path == "spec.strategies.scheduleonmetric.rules[0].operator"
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert logged == [f"Policy applied, but: {warning}"]
+    assert f"{tmp_path / 'p.yaml'}:1: warning: " in logged[0]
