@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from prometheus_client import CollectorRegistry
 
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from tas.metrics.refreshing import RefreshingMetricView
 
 log = logging.getLogger("tas")
+
+S = TypeVar("S")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -238,6 +240,17 @@ def add_sync_period_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_listen_argument(
+    parser: argparse.ArgumentParser,
+    *,
+    default: tuple[str, int] | None,
+    help: str,
+    flag: str = "--listen",
+) -> None:
+    """A `HOST:PORT` a server of the command binds (`default` None: no server unless given)."""
+    parser.add_argument(flag, type=listen_address, default=default, metavar="HOST:PORT", help=help)
+
+
 def add_log_level_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level",
@@ -279,6 +292,17 @@ def warn_tas_flags(notices: Iterable[str]) -> None:
 
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+
+
+def bind(address: tuple[str, int], server: Callable[[str, int], S]) -> S:
+    """`server(host, port)`, a server that binds its address as it is built. One that cannot
+    (the port is taken, the host is not this machine's) is a `SetupError` naming the address:
+    one line and exit 2, never a traceback."""
+    host, port = address
+    try:
+        return server(host, port)
+    except OSError as error:
+        raise SetupError(f"cannot listen on {host}:{port}: {error}") from error
 
 
 def kube_api_client(kube: KubeSettings) -> Any:

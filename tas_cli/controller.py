@@ -59,11 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("POD_NAMESPACE", "default"),
         metavar="NAMESPACE",
     )
-    parser.add_argument(
-        "--listen",
-        type=common.listen_address,
+    common.add_listen_argument(
+        parser,
         default=("127.0.0.1", 8081),
-        metavar="HOST:PORT",
         help="/healthz, /readyz and /metrics (default 127.0.0.1:8081)",
     )
     common.add_log_level_argument(parser)
@@ -167,9 +165,11 @@ def _control(settings: ControllerCommandSettings) -> int:
         )
         sync_period = settings.metrics.sync_period
         loop = ControllerLoop(reconciler, metrics, sync_period=sync_period, is_leader=is_leader)
-        host, port = settings.listen
-        server = ProbeServer(
-            host=host, port=port, registry=registry, healthy=loop.healthy, ready=loop.ready
+        server = common.bind(
+            settings.listen,
+            lambda host, port: ProbeServer(
+                host=host, port=port, registry=registry, healthy=loop.healthy, ready=loop.ready
+            ),
         )
         # Closed last registered first: the probe server, the watches, then the view (a
         # fetch still running has nothing to keep).

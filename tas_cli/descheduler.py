@@ -97,11 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run on a 5-field cron schedule, e.g. '*/10 * * * *' (the interval wins if both)",
     )
     common.add_sync_period_argument(parser)
-    parser.add_argument(
-        "--listen-metrics",
-        type=common.listen_address,
+    common.add_listen_argument(
+        parser,
+        flag="--listen-metrics",
         default=None,
-        metavar="HOST:PORT",
         help="serve /metrics here (e.g. 127.0.0.1:9103), with /healthz failing once cycles stop "
         f"({MISSED_CYCLES} scheduled cycles without one ending) and /readyz once policies are "
         "loaded; off by default",
@@ -240,18 +239,17 @@ def _deschedule(
     )
     if settings.listen_metrics:
         # From the start, so the probes answer while the caches fill (live: counted from now).
-        host, port = settings.listen_metrics
-        try:
-            server = ProbeServer(
+        server = common.bind(
+            settings.listen_metrics,
+            lambda host, port: ProbeServer(
                 host=host,
                 port=port,
                 registry=registry,
                 healthy=liveness.live,
                 ready=lambda: store.loaded,
                 name="descheduler",
-            )
-        except OSError as error:
-            raise common.SetupError(f"cannot listen on {host}:{port}: {error}") from error
+            ),
+        )
         life.on_close(server.stop)
         server.start()
         log.info("Metrics and probes on http://%s:%d", *server.address)

@@ -41,7 +41,7 @@ from tas.policies.store import PolicyStore
 from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
 from tas.types import MetricName
-from tas_cli import common
+from tas_cli import common, subcommand
 from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 if TYPE_CHECKING:
@@ -62,8 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_kubernetes_arguments(parser)
     common.add_metric_arguments(parser, required=True)
     common.add_sync_period_argument(parser)
-    parser.add_argument(
-        "--listen", type=common.listen_address, default=("0.0.0.0", 9001), metavar="HOST:PORT"
+    common.add_listen_argument(
+        parser,
+        default=("0.0.0.0", 9001),
+        help="/scheduler/filter, /scheduler/prioritize, the probes and /metrics (default "
+        "0.0.0.0:9001)",
     )
     parser.add_argument(
         "--insecure-http", action="store_true", help="serve plain HTTP (development only)"
@@ -288,13 +291,10 @@ def run(args: argparse.Namespace) -> int:
     settings = ExtenderCommandSettings.from_args(args)
     common.configure_logging(settings.log_level)
     common.warn_tas_flags(settings.tas_flag_notices)
-    try:
-        return _serve(settings)
-    except common.SetupError as error:
-        print(f"tas extender: {error}", file=sys.stderr)
-        return 2
+    return _serve(settings)
 
 
+@subcommand.exit_2_on_setup_error("extender")
 def _serve(settings: ExtenderCommandSettings) -> int:
     # Imported here, not at the top: FastAPI, uvicorn and the metric sources' httpx are most
     # of the start-up time, and `tas extender --help` (or a refused command line) needs none.
@@ -348,15 +348,15 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             settings=settings.app,
             registry=registry,
             estimates=_estimator(tracker, view) if tracker is not None else None,
+            cores=tracker.cores if tracker is not None else None,
         )
         tune_allocator(largest_body=settings.app.max_body_bytes)
-        host, port = settings.listen
-        try:
-            server = ExtenderServer(
+        server = common.bind(
+            settings.listen,
+            lambda host, port: ExtenderServer(
                 app, host=host, port=port, ssl_context=ssl_context, log_level=settings.log_level
-            )
-        except OSError as error:
-            raise common.SetupError(f"cannot listen on {host}:{port}: {error}") from error
+            ),
+        )
         # Also when uvicorn has not taken the signals over yet (see the module docstring).
         life.catch_signals(also=server.request_stop)
         view.start()

@@ -3,7 +3,7 @@
 Covered (the shared argument types are in test_common.py):
 - the documented defaults;
 - `tas controller` registers the same arguments;
-- a bad `--metrics` source exits 2 with the reason;
+- a bad `--metrics` source exits 2 with the reason, and so does a taken `--listen` port;
 - end to end in a subprocess against the API emulator, policies from the cluster and metrics
   from a textfile directory: node C at 2 gets `demo-policy=violating`, `/readyz` and `/metrics`
   answer, and SIGTERM stops the process cleanly (exit 0).
@@ -12,6 +12,7 @@ Covered (the shared argument types are in test_common.py):
 from __future__ import annotations
 
 import argparse
+import socket
 import subprocess
 import sys
 import time
@@ -62,6 +63,32 @@ def test_a_bad_metric_source_exits_2_with_the_reason(
     )
     assert done.returncode == 2
     assert "carrier-pigeon" in done.stderr
+
+
+def test_a_taken_probe_port_exits_2_naming_it_not_a_traceback(
+    tmp_path: Path, kube_emulator: KubeEmulator
+) -> None:
+    config = kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            controller_command(
+                "--kubeconfig", str(config), "--metrics", f"textfile:{metrics}",
+                "--policies", str(tmp_path / "policies.yaml"), "--listen", f"127.0.0.1:{port}",
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            check=False,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert f"tas controller: cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_the_controller_labels_a_violating_node_and_stops_on_sigterm(
