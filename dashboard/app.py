@@ -42,6 +42,8 @@ from dashboard.recorder import Recorder
 from embedded.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.model import Pod
+from tas.explain import NodeExplanation, PodExplanation, UnknownObjectError
+from tas.explain import to_json as explanation_json
 from tas.request_body import BodyTooLargeError, read_limited
 
 log = logging.getLogger(__name__)
@@ -64,11 +66,24 @@ ENDPOINTS = {
     "GET /api/decisions?after=ID&limit=N&kind=K": "the decision log, oldest first",
     "GET /api/history?after=TIME": "one point per sync period, for the charts",
     "GET /api/stream": "server-sent events: `update` with state, new log entries, new points",
+    "GET /api/explain/pod/{namespace}/{name}": "why the pod runs where it does, and whether "
+    "the descheduler would move it now (docs/explain.md)",
+    "GET /api/explain/node/{node}": "the node's metrics with their age, every policy's "
+    "verdict, labels, taints, recent evictions",
     "POST /api/nodes/{node}/health": '{"value": 2}: set the node\'s health_metric',
     "POST /api/nodes/{node}/load": '{"cores": 3}: pin a stress pod burning CPU to the node',
     "DELETE /api/nodes/{node}/load": "remove the node's stress pods",
     "POST /api/workloads/{name}/scale": '{"replicas": 6}: scale a workload (demo-app, web, ...)',
 }
+
+
+class Explaining(Protocol):
+    """What answers `/api/explain/...` (`tas_cli.explain.Explainer` over `tas run`'s parts).
+    Each raises `tas.explain.UnknownObjectError` for a name it does not know."""
+
+    def explain_pod(self, namespace: str, name: str) -> PodExplanation: ...
+
+    def explain_node(self, name: str) -> NodeExplanation: ...
 
 
 class Controls(Protocol):
@@ -108,9 +123,11 @@ def create_dashboard_app(
     static_dir: Path = STATIC,
     clock: Clock = SYSTEM_CLOCK,
     access: ControlAccess = LOCAL_ACCESS,
+    explainer: Explaining | None = None,
 ) -> Starlette:
     """The application (nothing global: every collaborator is given). `access`: whether the
-    control endpoints act, from the address it is served on (`control_access`)."""
+    control endpoints act, from the address it is served on (`control_access`); `explainer`
+    answers `/api/explain/...` (404 without one)."""
 
     async def page(request: Request) -> Response:
         return FileResponse(static_dir / "index.html", headers={"Cache-Control": "no-cache"})
@@ -200,6 +217,23 @@ def create_dashboard_app(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    async def explained(build: Callable[[Explaining], object]) -> Response:
+        if explainer is None:
+            return _error(404, "explanations are not served here")
+        try:  # in a thread: a dry descheduling cycle takes a while on a big cluster
+            found = await asyncio.to_thread(build, explainer)
+        except UnknownObjectError as error:
+            return _json({"error": str(error), "near": list(error.near)}, 404)
+        return _json(explanation_json(found))
+
+    async def explain_pod(request: Request) -> Response:
+        namespace, name = request.path_params["namespace"], request.path_params["name"]
+        return await explained(lambda e: e.explain_pod(namespace, name))
+
+    async def explain_node(request: Request) -> Response:
+        name = request.path_params["node"]
+        return await explained(lambda e: e.explain_node(name))
+
     def control(
         act: Callable[[Request, bytes], Awaitable[tuple[dict[str, Any], str]]],
     ) -> Callable[[Request], Awaitable[Response]]:
@@ -260,6 +294,8 @@ def create_dashboard_app(
         Route("/api/decisions", decisions, methods=["GET"]),
         Route("/api/history", history, methods=["GET"]),
         Route("/api/stream", stream, methods=["GET"]),
+        Route("/api/explain/pod/{namespace}/{name}", explain_pod, methods=["GET"]),
+        Route("/api/explain/node/{node}", explain_node, methods=["GET"]),
         Route("/api/nodes/{node}/health", control(set_health), methods=["POST"]),
         Route("/api/nodes/{node}/load", control(add_load), methods=["POST"]),
         Route("/api/nodes/{node}/load", control(clear_load), methods=["DELETE"]),

@@ -62,6 +62,7 @@ from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.clock import Clock, SystemClock
 from tas.cluster.interface import policy_key_of
+from tas.explain import parse_decisions
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.files import PolicyFileWatcher, policy_files
@@ -70,6 +71,7 @@ from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas_cli import common, subcommand
+from tas_cli.explain import Explainer, embedded_events
 
 log = logging.getLogger("tas.run")
 
@@ -385,7 +387,11 @@ def _run(settings: RunCommandSettings) -> int:
         )
         access = control_access(settings.dashboard[0], allow_remote=settings.allow_remote_controls)
         dashboard_app = create_dashboard_app(
-            recorder=recorder, world=setup.controls, stop=life.stop, access=access
+            recorder=recorder,
+            world=setup.controls,
+            stop=life.stop,
+            access=access,
+            explainer=explainer(cluster, view, store, decisions, descheduler, extender_settings),
         )
         dashboard = _server(dashboard_app, settings.dashboard, "the dashboard")
         servers = (dashboard, extender)
@@ -437,6 +443,28 @@ def _run(settings: RunCommandSettings) -> int:
                 break
             life.stop.wait(setup.sync_period)
     return 0
+
+
+def explainer(
+    cluster: InMemoryCluster,
+    view: Any,
+    store: PolicyStore,
+    decisions: DecisionLog,
+    descheduler: Descheduler,
+    extender: ExtenderSettings,
+) -> Explainer:
+    """`tas explain` over this run's live parts, for the dashboard's `/api/explain/...`: the
+    extender's decision log in-process (what its /debug/decisions serves), the cluster's
+    Events, and a dry run of the running descheduler's cycle with its memory."""
+    return Explainer(
+        cluster=cluster,
+        view=view,
+        policies=lambda: store.snapshot().policies,
+        decisions=lambda: parse_decisions([d.to_json() for d in decisions.recent()]),
+        events=embedded_events(lambda: cluster.events),
+        descheduler=descheduler,
+        score_mode=extender.score_mode,
+    )
 
 
 def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
