@@ -26,14 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tas.request_body import RejectedRequestError
+
 MAX_BODY_BYTES = 4096
 
 
-class ControlError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+class ControlError(RejectedRequestError):
+    """A control request refused: its status and why (the module docstring lists them)."""
 
 
 @dataclass(frozen=True, slots=True)

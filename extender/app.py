@@ -35,7 +35,8 @@ from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
 from tas.placements import Estimates
 from tas.policies.store import PolicyStore
-from tas.request_body import BodyTooLargeError, read_limited
+from tas.request_body import BodyTooLargeError, RejectedRequestError, read_limited
+from tas.types import NodeName
 
 _JSON = "application/json"
 _DEFAULT_DECISIONS_SHOWN = 20
@@ -54,13 +55,6 @@ ENDPOINTS = {
 }
 
 
-class _RejectedError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def _error_response(
     status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> Response:
@@ -76,14 +70,14 @@ def _is_json(content_type: str | None) -> bool:
 
 async def _read_body(request: Request, limit: int) -> bytes:
     if not _is_json(request.headers.get("content-type")):
-        raise _RejectedError(415, "Content-Type must be application/json")
+        raise RejectedRequestError(415, "Content-Type must be application/json")
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _RejectedError(413, f"the body is larger than the limit of {limit} bytes")
+        raise RejectedRequestError(413, f"the body is larger than the limit of {limit} bytes")
     try:
         return await read_limited(request.stream(), limit=limit)
     except BodyTooLargeError as error:
-        raise _RejectedError(
+        raise RejectedRequestError(
             413, f"the body is larger than the limit of {error.limit} bytes"
         ) from error
 
@@ -97,11 +91,13 @@ def create_app(
     decisions: DecisionLog | None = None,
     clock: Clock = SYSTEM_CLOCK,
     estimates: Callable[[], Estimates] | None = None,
+    cores: Callable[[NodeName], float] | None = None,
 ) -> FastAPI:
     """Build the extender application around its collaborators (nothing global).
 
     `estimates`, when given, answers the recent placements' extra load per metric and node
-    (`tas.placements.PlacementTracker.estimates` on the view's sample times)."""
+    (`tas.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
+    node's CPU cores (`PlacementTracker.cores`)."""
     app = FastAPI(
         title="Telemetry-aware scheduling extender",
         docs_url=None,
@@ -116,6 +112,7 @@ def create_app(
         settings=settings,
         clock=clock,
         estimates=estimates,
+        cores=cores,
         record=DecisionReporter(log_book, telemetry).record,
     )
     unresolvable = not settings.tas_compat_failed_nodes
@@ -130,7 +127,7 @@ def create_app(
             try:
                 body = await _read_body(request, settings.max_body_bytes)
                 args = decode_args(body)
-            except _RejectedError as rejected:
+            except RejectedRequestError as rejected:
                 telemetry.rejected_requests.labels(verb.value, str(rejected.status)).inc()
                 return _error_response(rejected.status, rejected.message)
             except WireError as error:
