@@ -71,19 +71,14 @@ class Cluster:
     def explain(
         self, *args: str, account: str | None = ACCOUNT, extender: str | None = None
     ) -> subprocess.CompletedProcess[str]:
+        flags = [
+            *("--kubeconfig", str(self.kubeconfig(account))),
+            *("--metrics", f"textfile:{self.metrics}"),
+            *("--descheduler-config", str(self.policy)),
+            *("--extender", extender or self.extender),
+        ]
         return subprocess.run(
-            tas_command(
-                "explain",
-                *args,
-                "--kubeconfig",
-                str(self.kubeconfig(account)),
-                "--metrics",
-                f"textfile:{self.metrics}",
-                "--descheduler-config",
-                str(self.policy),
-                "--extender",
-                extender or self.extender,
-            ),  # fmt: skip
+            tas_command("explain", *args, *flags),
             capture_output=True,
             text=True,
             timeout=60,
