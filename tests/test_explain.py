@@ -112,8 +112,9 @@ class World:
 
     def place(self, name: str, uid: str) -> None:
         """What kube-scheduler asks the extender for a pod: filter, then prioritize."""
-        info = PodInfo(name=name, namespace=Namespace(NS), uid=uid,
-                       labels={POLICY_LABEL: "demo-policy"})  # fmt: skip
+        info = PodInfo(
+            name=name, namespace=Namespace(NS), uid=uid, labels={POLICY_LABEL: "demo-policy"}
+        )
         candidates = [NodeName(n) for n in HEALTH]
         self.service.filter(info, candidates)
         self.service.prioritize(info, [NodeName("node-a")])
@@ -263,8 +264,16 @@ def test_a_nodes_recent_evictions_are_the_descheduler_events_from_it_newest_firs
         eviction_event("demo-3", "node-c", 200.0),
         EventFact(200.0, "Node", "", "node-c", "DeschedulingHalted", "held back"),
     ]
-    found = explain_node(node, nodes=[node], pods=[], policies={}, metrics={},
-                         sample_times={}, now=0.0, events=events)  # fmt: skip
+    found = explain_node(
+        node,
+        nodes=[node],
+        pods=[],
+        policies={},
+        metrics={},
+        sample_times={},
+        now=0.0,
+        events=events,
+    )
     assert [e.pod for e in found.evictions] == [f"{NS}/demo-3", f"{NS}/demo-1"]
     assert "Equals 2 (value 2)" in render_node(found)
 
@@ -287,8 +296,7 @@ def test_a_pod_that_is_gone_is_explained_by_its_eviction() -> None:
 
 
 def test_an_unknown_pod_lists_the_names_most_like_it() -> None:
-    pods = [make_pod(f"demo-app-6558d5ffbf-0000{i}", node="node-a", namespace=NS)
-            for i in range(3)]  # fmt: skip
+    pods = [make_pod(f"demo-app-6558d5ffbf-0000{i}", node="node-a", namespace=NS) for i in range(3)]
     with pytest.raises(UnknownObjectError) as caught:
         find_pod(pods, NS, "demo-app")
     assert caught.value.near[0] == f"{NS}/demo-app-6558d5ffbf-00000"

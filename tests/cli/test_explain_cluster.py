@@ -105,14 +105,20 @@ def cluster(kube_emulator: KubeEmulator, tmp_path: Path) -> Iterator[Cluster]:
     view = open_metric_view(f"textfile:{metrics}")
     want_policy_metrics(store, view)
     view.refresh_once()
-    app = create_app(store=store, metrics=view, settings=ExtenderSettings(),
-                     registry=CollectorRegistry(), decisions=DecisionLog())  # fmt: skip
+    app = create_app(
+        store=store,
+        metrics=view,
+        settings=ExtenderSettings(),
+        registry=CollectorRegistry(),
+        decisions=DecisionLog(),
+    )
     server = ExtenderServer(app, port=0, log_level="warning")
     server.start()
     stored = api.get("pods", POD, namespace=DEMO_NAMESPACE)
     assert stored is not None
-    pod = {"metadata": {key: stored["metadata"][key] for key in ("name", "namespace", "uid",
-                                                                 "labels")}}  # fmt: skip
+    pod = {
+        "metadata": {key: stored["metadata"][key] for key in ("name", "namespace", "uid", "labels")}
+    }
     with httpx.Client(base_url=server.url, timeout=10) as client:
         kept = client.post("/scheduler/filter", json={"Pod": pod, "NodeNames": list(HEALTH)})
         assert kept.json()["NodeNames"] == ["node-a"]
