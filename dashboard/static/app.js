@@ -4,7 +4,8 @@
 
 window.dashboardLoadId = Math.random().toString(36).slice(2);
 
-const HISTORY_SECONDS = 600;
+// The longest chart window (charts.js): an hour, what the recorder keeps at a 1 s sync period.
+const HISTORY_SECONDS = 3600;
 const LOG_ROWS = 400;
 const KINDS = {
   filter: "extender filter",

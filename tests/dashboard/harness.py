@@ -51,6 +51,7 @@ class Harness:
             policies=self.store,
             decisions=self.decisions,
             workloads=self.world.workloads,
+            metric_times=self.view,
             info={"mode": "Automatic", "deschedulingInterval": 2.0, "extender": "-"},
         )
         self.stop = threading.Event()

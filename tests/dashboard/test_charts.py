@@ -1,0 +1,267 @@
+"""The page's charts after an hour, in a real headless Chromium at 1600 px against the real
+dashboard server (the `Harness`: real uvicorn, recorder and textfile metric view) whose recorder
+was first given an hour of sync periods (one a second), then live ticks.
+
+Covered, as a reader sees it: the load-aware class is a timeline with one labelled row per node
+(sorted), each row coloured by the node's class; the policy's own threshold
+(`cpu_pressure GreaterThan 0.6`, psi-aware's dontschedule) is a labelled line at 0.6 in a colour
+no node uses; evictions are stacked by strategy (TAS violation, load-aware) and listed per node;
+the metric-age chart shows the age past which values are stale; the charts span the hour and
+redraw in well under a frame budget; no y-axis label is cut at a chart's left edge and no label
+runs out of its chart; a long taint chip stays inside its card; a node keeps its colour when
+another leaves or joins; above 8 nodes the per-node charts are heatmaps with a row per node.
+Screenshots: `test-artifacts/dashboard-charts.png`, `test-artifacts/dashboard-heatmap.png`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from dashboard.recorder import Tick
+from descheduler.classify import ThresholdSpec, classify
+from descheduler.cycle import CycleReport
+from descheduler.evictor import EvictionDecision
+from embedded.demo import NODE_CORES, NODE_MEMORY
+from tas.cluster.model import Node, Taint, TaintEffect
+from tas.policies.files import load_policy_path
+from tas.types import MetricName, Namespace, NodeName
+from tests.dashboard.harness import POLICY, REPO, Harness
+from tests.dashboard.test_browser import ARTIFACTS, browser
+
+__all__ = ["browser"]  # the Chromium fixture, shared with test_browser
+
+PSI_POLICY = REPO / "scenarios" / "policies" / "psi-aware.yaml"
+NAMESPACE = Namespace("health-metric-demo")
+HOUR = 3600
+SPEC = ThresholdSpec({"cpu_utilization": 35.0}, {"cpu_utilization": 80.0})
+#: The page's class colours (charts.js CLASSES), as the canvas holds them.
+OVERUTILIZED = (0xF2, 0x8C, 0x28)
+APPROPRIATE = (0xDF, 0xE3, 0xEA)
+UNDERUTILIZED = (0x8F, 0xBC, 0xEF)
+TAINT = "telemetry.aware.scheduling/overutilized-for-a-long-while"
+
+
+def _usage(node: str, t: float, end: float) -> float:
+    """node-a underutilized for the first half hour, overutilized for the second."""
+    if node == "node-a":
+        return 10.0 if t < end - HOUR / 2 else 90.0
+    return 50.0
+
+
+def _fill_history(harness: Harness, names: list[str], points: int) -> None:
+    """`points` sync periods, one a second, ending a second ago."""
+    harness.view.refresh_once()  # the metric files' ages
+    end = time.time() - 1
+    for i in range(points):
+        t = end - points + 1 + i
+        hot = t >= end - 1200  # node-b's CPU pressure past psi-aware's 0.6 for 20 minutes
+        columns = {
+            MetricName("cpu_utilization"): {NodeName(n): _usage(n, t, end) / 100 for n in names},
+            MetricName("cpu_pressure"): {
+                NodeName(n): 0.8 if n == "node-b" and hot else 0.1 for n in names
+            },
+        }
+        cycle = None
+        if i % 60 == 0 or i == points - 1:
+            usages = {NodeName(n): {"cpu_utilization": _usage(n, t, end)} for n in names}
+            cycle = CycleReport(
+                classifications={"relieve": classify(usages, SPEC)},
+                decisions=_evictions(t, end),
+            )
+        harness.recorder.observe(Tick(now=t, columns=columns, cycle=cycle))
+
+
+def _evictions(t: float, end: float) -> list[EvictionDecision]:
+    def evicted(pod: str, node: str, strategy: str) -> EvictionDecision:
+        return EvictionDecision(NAMESPACE, pod, NodeName(node), strategy, "why", "evicted")
+
+    if end - 660 < t <= end - 600:
+        return [evicted("a", "node-c", "TASViolations"), evicted("b", "node-c", "TASViolations")]
+    if end - 360 < t <= end - 300:
+        return [evicted("c", "node-d", "LoadAware")]
+    return []
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Harness:
+    running = Harness(tmp_path)
+    policies = load_policy_path(POLICY).policies + load_policy_path(PSI_POLICY).policies
+    running.store.replace(policies)
+    return running
+
+
+def _open(browser: webdriver.Chrome, harness: Harness) -> WebDriverWait[webdriver.Chrome]:
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    browser.get(f"{harness.url}/")
+    wait.until(lambda d: d.execute_script("return window.chartView && window.chartView.draws > 0"))
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#chart-class .row-label"))
+    return wait
+
+
+def _js(browser: webdriver.Chrome, script: str, *args: Any) -> Any:
+    return browser.execute_script(script, *args)
+
+
+#: The colour of the canvas pixel at a chart's (time, value), or (x share, row) for row charts.
+PIXEL = """
+const [id, x, y] = arguments;
+const u = view.charts[id].plot;
+const px = Math.round(u.valToPos(x, "x", true)), py = Math.round(u.valToPos(y, "y", true));
+return Array.from(u.ctx.getImageData(px, py, 1, 1).data.slice(0, 3));
+"""
+
+#: Every label box that leaves its chart, and every canvas with ink in its two leftmost
+#: pixel columns (a y-axis label cut at the chart's edge).
+CLIPPED = """
+const out = [];
+for (const root of document.querySelectorAll(".charts .uplot")) {
+  const box = root.getBoundingClientRect();
+  for (const label of root.querySelectorAll(".threshold-label, .row-label")) {
+    const r = label.getBoundingClientRect();
+    if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5
+        || r.bottom > box.bottom + 0.5 || label.scrollWidth > label.clientWidth + 1) {
+      out.push(`${root.dataset.chart}: ${label.textContent}`);
+    }
+  }
+  const canvas = root.querySelector("canvas");
+  const data = canvas.getContext("2d").getImageData(0, 0, 2, canvas.height).data;
+  for (let i = 3; i < data.length; i += 4) {
+    if (data[i] > 40) { out.push(`${root.dataset.chart}: ink at the left edge`); break; }
+  }
+}
+return out;
+"""
+
+LEGEND = """
+const u = view.charts[arguments[0]].plot;
+return u.series.slice(1).map((s) => [s.label, s._stroke || s.stroke]);
+"""
+
+
+def _legend(browser: webdriver.Chrome, chart: str) -> dict[str, str]:
+    """The chart's series, in the legend's order: label -> line colour."""
+    return dict(_js(browser, LEGEND, chart))
+
+
+def _near(colour: list[int], wanted: tuple[int, int, int], slack: int = 6) -> bool:
+    return all(abs(a - b) <= slack for a, b in zip(colour, wanted, strict=True))
+
+
+def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: Harness) -> None:
+    names = [f"node-{c}" for c in "abcde"]
+    _fill_history(harness, names, HOUR)
+    harness.cluster.set_node_taints(
+        NodeName("node-d"), [Taint(TAINT, TaintEffect.PREFER_NO_SCHEDULE, "true")]
+    )
+    with harness:
+        wait = _open(browser, harness)
+        now = _js(browser, "return view.points[view.points.length - 1].time")
+
+        # The class: one labelled row per node, sorted, each coloured by its class over time.
+        rows = _js(browser, "return [...document.querySelectorAll('#chart-class .row-label')]"
+                            ".map((e) => e.textContent)")  # fmt: skip
+        assert rows == names
+        row_of = {name: len(names) - 0.5 - i for i, name in enumerate(names)}
+        assert _near(_js(browser, PIXEL, "cls", now - 300, row_of["node-a"]), OVERUTILIZED)
+        assert _near(_js(browser, PIXEL, "cls", now - 3000, row_of["node-a"]), UNDERUTILIZED)
+        assert _near(_js(browser, PIXEL, "cls", now - 300, row_of["node-c"]), APPROPRIATE)
+
+        # The policy's threshold: a labelled line at 0.6, in a colour no node uses.
+        threshold = '.threshold-label[data-threshold="cpu_pressure GreaterThan 0.6"]'
+        label = browser.find_element(By.CSS_SELECTOR, f"#chart-pressure {threshold}")
+        assert label.text == "cpu_pressure GreaterThan 0.6 (psi-aware dontschedule)"
+        legend = _legend(browser, "pressure")
+        assert list(legend)[:5] == names
+        node_colours = {legend[n].lower() for n in names}
+        line = [_js(browser, PIXEL, "pressure", now - s, 0.6) for s in (3400, 3000, 2500)]
+        assert any(_near(c, (0xD1, 0x00, 0x1F), 30) for c in line), line
+        assert "#d1001f" not in node_colours
+        label_y = label.rect["y"] + label.rect["height"]
+        plot_top = _js(browser, "return view.charts.pressure.plot.over.getBoundingClientRect().top")
+        line_y = plot_top + _js(browser, "return view.charts.pressure.plot.valToPos(0.6, 'y')")
+        assert abs(label_y - line_y) < 4, "the label sits on its line"
+
+        # Evictions: stacked by strategy, and per node.
+        labels = browser.find_elements(By.CSS_SELECTOR, "#chart-evictions .u-label")
+        assert [e.text for e in labels] == ["TAS violation (2)", "load-aware (1)"]
+        by_node = {
+            row.get_attribute("data-node"): row.text
+            for row in browser.find_elements(By.CSS_SELECTOR, "#evictions-by-node .ebn-row")
+        }
+        assert by_node == {"node-c": "node-c\n2 TAS violation", "node-d": "node-d\n1 load-aware"}
+
+        # Metric age: every node's line, and the age past which the components lose a value.
+        stale = browser.find_element(By.CSS_SELECTOR, "#chart-age .threshold-label")
+        assert stale.text.startswith("stale after 30s")
+        ages = _js(browser, "return view.charts.age.plot.data.slice(1).map((s) => s[1800])")
+        assert len(ages) == 5
+        assert all(0 <= age < 30 for age in ages), ages
+        assert list(_legend(browser, "age")) == names
+
+        # The hour, legible and quick.
+        span = _js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
+        assert span == pytest.approx(HOUR, abs=5)
+        assert _js(browser, "return chartView.drawMs") < 250
+        assert not _js(browser, CLIPPED)
+        card = browser.find_element(By.CSS_SELECTOR, '[data-node="node-d"]').rect
+        chip = browser.find_element(By.CSS_SELECTOR, f'[data-node="node-d"] [data-taint="{TAINT}"]')
+        assert chip.rect["x"] + chip.rect["width"] <= card["x"] + card["width"]
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.execute_script("document.getElementById('charts-panel').scrollIntoView()")
+        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-charts.png"))
+
+        # A node leaves, another joins: the others keep their colours.
+        before = _legend(browser, "util")
+        harness.cluster.remove_node(NodeName("node-b"))
+        harness.cluster.add_node(_node("node-0"))
+        harness.tick()
+        wait.until(lambda d: "node-0" in _legend(d, "util"))
+        after = _legend(browser, "util")
+        assert list(after)[:5] == ["node-0", "node-a", "node-c", "node-d", "node-e"]
+        assert {n: after[n] for n in ("node-a", "node-c", "node-d", "node-e")} == {
+            n: before[n] for n in ("node-a", "node-c", "node-d", "node-e")
+        }
+        assert after["node-0"] == before["node-b"], "the colour the leaver freed"
+
+
+def _node(name: str) -> Node:
+    return Node(
+        name=NodeName(name),
+        labels={"kubernetes.io/hostname": name},
+        allocatable={"cpu": NODE_CORES, "memory": float(NODE_MEMORY), "pods": 110.0},
+    )
+
+
+def test_above_8_nodes_the_per_node_charts_are_heatmaps(
+    browser: webdriver.Chrome, harness: Harness
+) -> None:
+    extra = [f"node-{i}" for i in range(1, 8)]
+    for name in extra:
+        harness.cluster.add_node(_node(name))
+    names = sorted([f"node-{c}" for c in "abcde"] + extra)  # 12 nodes
+    _fill_history(harness, names, 900)
+    with harness:
+        _open(browser, harness)
+        for chart in ("util", "pressure", "usage", "class", "age"):
+            rows = browser.find_elements(By.CSS_SELECTOR, f"#chart-{chart} .row-label")
+            assert [r.text for r in rows] == names, chart
+        assert not browser.find_elements(By.CSS_SELECTOR, "#chart-util .u-legend .u-series")
+        now = _js(browser, "return view.points[view.points.length - 1].time")
+        row = {name: len(names) - 0.5 - i for i, name in enumerate(names)}
+        hot = _js(browser, PIXEL, "pressure", now - 60, row["node-b"])
+        calm = _js(browser, PIXEL, "pressure", now - 60, row["node-c"])
+        assert hot[0] > hot[2] + 60, f"node-b past psi-aware's 0.6 is red: {hot}"
+        assert calm[2] > calm[0], f"node-c at 0.1 is blue: {calm}"
+        assert not _js(browser, CLIPPED)
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.execute_script("document.getElementById('charts-panel').scrollIntoView()")
+        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-heatmap.png"))
