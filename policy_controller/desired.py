@@ -30,7 +30,7 @@ from itertools import islice
 
 from tas.breaker import DEFAULT_MAX_SHARE, BreakerVerdict
 from tas.policies.model import Rule, Strategy, StrategyName, TASPolicy
-from tas.rules import RuleHit, labeling_by_key, narrow_columns, violation_map
+from tas.rules import RuleHit, labeling_by_key, labels_by_node, narrow_columns, violation_map
 from tas.types import MetricColumns, NodeName, PolicyKey
 from tas.vocabulary import VIOLATING
 
@@ -180,15 +180,7 @@ class WantedLabels(Mapping[NodeName, Mapping[str, str]]):
     def transpose(self) -> Mapping[NodeName, Mapping[str, str]]:
         """Every node's labels, built once."""
         if self._per_node is None:
-            per_node: dict[NodeName, dict[str, str]] = {}
-            for key, values in self._by_key.items():
-                for node, value in values.items():
-                    labels = per_node.get(node)
-                    if labels is None:
-                        per_node[node] = {key: value}
-                    else:
-                        labels[key] = value
-            self._per_node = per_node
+            self._per_node = labels_by_node(self._by_key)
         return self._per_node
 
     def changed_since(self, previous: WantedLabels) -> set[NodeName]:

@@ -179,13 +179,10 @@ class NodeDiffer:
                 settled[name] = version
             else:
                 unsettled.append(node)
-        empty: Mapping[str, str] = {}
-        patches = []
+        patches = diff_nodes(unsettled, wanted, deschedule_keys)
+        patched = {patch.node for patch in patches}
         for node in unsettled:
-            patch = diff_node(node, wanted.get(node.name, empty), deschedule_keys)
-            if patch is not None:
-                patches.append(patch)
-            elif node.resource_version:
+            if node.name not in patched and node.resource_version:
                 settled[node.name] = node.resource_version
         self._settled = settled
         self._keys = deschedule_keys

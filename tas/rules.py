@@ -436,15 +436,22 @@ def labeling_labels(
     When true rules write one key: GreaterThan (and GreaterOrEqual) keep the largest value,
     LessThan (and LessOrEqual) the smallest, Equals and ties the earliest rule.
     """
-    wanted: dict[NodeName, dict[str, str]] = {}
-    for key, values in labeling_by_key(policy, metrics, nodes).items():
+    return labels_by_node(labeling_by_key(policy, metrics, nodes))
+
+
+def labels_by_node(
+    by_key: Mapping[str, Mapping[NodeName, str]],
+) -> dict[NodeName, dict[str, str]]:
+    """Labels by label key (key -> node -> value) as each node's labels (node -> key -> value)."""
+    per_node: dict[NodeName, dict[str, str]] = {}
+    for key, values in by_key.items():
         for node, value in values.items():
-            node_labels = wanted.get(node)
-            if node_labels is None:
-                wanted[node] = {key: value}
+            labels = per_node.get(node)
+            if labels is None:
+                per_node[node] = {key: value}
             else:
-                node_labels[key] = value
-    return wanted
+                labels[key] = value
+    return per_node
 
 
 def labeling_by_key(
