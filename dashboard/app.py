@@ -38,7 +38,7 @@ from dashboard.controls import (
     parse_scale,
     parse_set_health,
 )
-from dashboard.recorder import Recorder
+from dashboard.recorder import KINDS, Recorder
 from embedded.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.model import Pod
@@ -58,7 +58,7 @@ _JSON = "application/json"
 
 ENDPOINTS = {
     "GET /api/state": "everything the page shows now: nodes, pods, policies, workloads, "
-    "descheduler",
+    "descheduler, the scenario (with --scenario)",
     "GET /api/nodes": "every node: metric values, labels, taints, pods, load-aware class",
     "GET /api/nodes/{node}": "one node",
     "GET /api/pods": "every pod: node, phase, policy, violate label, CPU used",
@@ -164,9 +164,19 @@ def create_dashboard_app(
         if not after.isdigit() or not limit.isdigit():
             return _error(400, "after and limit must be whole numbers >= 0")
         kinds = set(params.getlist("kind")) or None
+        unknown = sorted((kinds or set()) - set(KINDS))
+        if unknown:
+            # A typo must not read as "nothing of that kind happened".
+            return _error(400, f"unknown kind {unknown[0]!r}; the kinds are {', '.join(KINDS)}")
         return _json(recorder.log(after=int(after), limit=int(limit), kinds=kinds))
 
     async def history(request: Request) -> Response:
+        unknown = sorted(set(request.query_params) - {"after"})
+        if unknown:
+            message = f"unknown parameter {unknown[0]!r}: /api/history takes after=TIME only"
+            if "kind" in unknown:
+                message += f" (kind= is the decision log's: {', '.join(KINDS)})"
+            return _error(400, message)
         raw = request.query_params.get("after")
         try:
             after = float(raw) if raw is not None else None

@@ -19,7 +19,11 @@ only copy it out:
   thresholds, classification, evictions by strategy and node, each node's metric age).
 
 Log entries get increasing ids, so a reader asks for "everything after id N" and misses
-nothing that is still in the ring.
+nothing that is still in the ring. Every time is read on one clock, the world's (`clock`: the
+wall clock for the health demo, the scenario's virtual clock with `--scenario`, which is also
+the clock the controller's Events and the extender's decisions carry), and no entry is stamped
+before the one logged ahead of it: a step stamped with its tick's start (a placement, an
+eviction) happened after the writes logged before it, so "newest first" holds in time too.
 """
 
 from __future__ import annotations
@@ -74,6 +78,21 @@ class SampleTimes(Protocol):
         ...
 
 
+#: Every kind of log entry, with what it tells (`/api/decisions?kind=` accepts only these).
+KINDS: Mapping[str, str] = {
+    "policy": "the policies loaded",
+    "metric": "a node's health_metric changed",
+    "filter": "an extender filter verdict",
+    "prioritize": "the extender's scores",
+    "schedule": "a placement, or why a pod stays pending",
+    "label": "a label written on a node or pod",
+    "event": "a controller or descheduler Event",
+    "taint": "a soft taint added or removed",
+    "eviction": "an eviction and its outcome",
+    "breaker": "the circuit breaker opened or closed",
+    "control": "a control used on the page or through the API",
+}
+
 Json = dict[str, Any]
 
 
@@ -113,6 +132,7 @@ class Recorder:
         decisions: DecisionLog,
         info: Mapping[str, Any],
         workloads: Callable[[], list[dict[str, object]]] = list,
+        scenario: Callable[[], Json | None] = lambda: None,
         log_size: int = 2000,
         history_points: int = HISTORY_POINTS,
         metric_times: SampleTimes | None = None,
@@ -124,9 +144,11 @@ class Recorder:
         self._decisions = decisions
         self._info = dict(info)
         self._workloads = workloads
+        self._scenario = scenario
         self._lock = threading.Lock()
         self._log: deque[Json] = deque(maxlen=log_size)
         self._next_id = 1
+        self._last_time = float("-inf")
         self._history: deque[Json] = deque(maxlen=history_points)
         self._seen = _Seen()
         self._classification: Classification | None = None
@@ -255,10 +277,13 @@ class Recorder:
         details: Mapping[str, Any],
         time: float | None = None,
     ) -> Json:
-        """Log one entry; without a `time`, it happened now (a write seen as it is made)."""
+        """Log one entry; without a `time`, it happened now (a write seen as it is made).
+        Never earlier than the entry before it (the module docstring says why)."""
+        stamp = self._clock.now().timestamp() if time is None else time
+        self._last_time = stamp = max(stamp, self._last_time)
         entry = {
             "id": self._next_id,
-            "time": self._clock.now().timestamp() if time is None else time,
+            "time": stamp,
             "kind": kind,
             "source": source,
             "summary": summary,
@@ -572,13 +597,17 @@ class Recorder:
         ]
         thresholds = None
         if classification is not None:
+            bounds = classification.thresholds
             thresholds = {
-                "low": dict(classification.thresholds.low),
-                "high": dict(classification.thresholds.high),
+                "low": dict(bounds.low),
+                "high": dict(bounds.high),
+                # Deviation thresholds: the fleet average they move with (None: fixed bounds).
+                "average": None if bounds.average is None else dict(bounds.average),
             }
         return {
             "time": tick.now,
             **self._info,
+            "scenario": self._scenario(),
             "nodes": node_json,
             "pods": pod_json,
             "policies": [
@@ -670,7 +699,8 @@ class Recorder:
             for node in seen.keys() - names:  # a node gone: forget it
                 del seen[node]
             for node, stamp in seen.items():
-                ages.setdefault(node, {})[metric] = round(max(0.0, now - stamp), 1)
+                # str(): a descheduler signal's name is an enum, and JSON keys are plain str.
+                ages.setdefault(node, {})[str(metric)] = round(max(0.0, now - stamp), 1)
         return ages
 
 
@@ -685,4 +715,4 @@ def _num(value: float | None) -> str:
     return f"{value:g}"
 
 
-__all__ = ["FLEET", "HISTORY_POINTS", "SHOWN_METRICS", "Recorder", "SampleTimes", "Tick"]
+__all__ = ["FLEET", "HISTORY_POINTS", "KINDS", "SHOWN_METRICS", "Recorder", "SampleTimes", "Tick"]

@@ -9,14 +9,26 @@ tick (the model's true values; the simulator's scrape lag is not modelled here).
 metric-outage event stops the writes, so values go stale as they would; a bogus-metric event
 writes its value; a set-health event writes the node's gauge, and `tas set-health` still works.
 
+The page shows the scenario as its own view (`ScenarioTelemetry.describe`, the state's
+`scenario`): its name and description, its clock and progress, and at its end the table
+`tas simulate` prints, for this run as `ours`: the simulator's own figures
+(`simulator.figures.FigureRecorder`, fed the model's true values, the placements and the
+evictions as the run makes them) and its own table (`simulator.report.table`). The figures are
+this live run's, not `tas simulate`'s: one model step per tick, and textfile metrics without
+the simulated scrape pipeline.
+
 At the scenario's end the world holds still (the components keep running) until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from descheduler.cycle import CycleReport
+from descheduler.framework import Result
 from embedded.demo import HEALTH_SERIES, DemoError
 from embedded.live_telemetry import (
     CPU_PRESSURE,
@@ -27,10 +39,15 @@ from embedded.live_telemetry import (
     PodKey,
     TelemetryStep,
 )
+from embedded.scheduler import Placement
+from simulator.figures import FigureRecorder
+from simulator.report import table
+from simulator.seeds import SeededFigures, SeededResult
 from simulator.world import World
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Pod
 from tas.metrics.textfile import write_node_series
+from tas.policies.model import parse_policy
 from tas.types import Namespace, NodeName
 
 
@@ -42,12 +59,23 @@ def series_of(metric: str) -> str:
 class ScenarioTelemetry:
     """Moves the world to wall time x speed and writes its node metrics (see the module)."""
 
-    def __init__(self, world: World, directory: Path, *, speed: float, started: float) -> None:
+    def __init__(
+        self, world: World, directory: Path, *, speed: float, started: float, seed: int
+    ) -> None:
         self._world = world
         self._directory = directory
         self._speed = speed
         self._started = started
+        self._seed = seed
         self._gauges: dict[tuple[str, NodeName], float] = {}
+        scenario = world.scenario
+        self._figures = FigureRecorder(
+            world, [parse_policy(d) for d in scenario.policies], warmup=scenario.warmup
+        )
+        #: Scenario seconds the figures have counted (None: not one step yet).
+        self._counted: float | None = None
+        #: The end's table, made once (`FigureRecorder.finish` closes the open episodes).
+        self._summary: str | None = None
 
     @property
     def elapsed(self) -> float:
@@ -68,6 +96,10 @@ class ScenarioTelemetry:
         state = world.model(t)
         if world.kill_out_of_memory(state):
             state = world.model(t)
+        if self._counted is None or t > self._counted:
+            # One model step per tick: the time since the last one is what it stands for.
+            self._figures.model(state, t - (self._counted or 0.0))
+            self._counted = t
         outage = any(start <= t < end for start, end in world.outages)
         loads: dict[NodeName, NodeLoad] = {}
         for i, node in enumerate(world.node_names):
@@ -92,6 +124,51 @@ class ScenarioTelemetry:
                 workload = scenario.workloads[world.slot_workload[slot]]
                 pod_cpu[(Namespace(workload.namespace), name)] = float(state.slot_cpu[slot])
         return TelemetryStep(time=now, nodes=loads, pod_cpu=pod_cpu)
+
+    def placed(self, placements: Sequence[Placement]) -> None:
+        """The scheduler's pass, judged by the figures (until the scenario's end)."""
+        if not self.finished:
+            self._figures.placed(placements)
+
+    def evicted(self, report: CycleReport) -> None:
+        """A descheduling cycle's evictions, counted by the figures (until the end)."""
+        if self.finished:
+            return
+        world = self._world
+        slots = [
+            slot
+            for d in report.decisions
+            if d.result == Result.EVICTED
+            and (slot := world.slot_of(d.namespace, d.name)) is not None
+        ]
+        self._figures.evicted(self.elapsed, slots)
+
+    def summary(self) -> str | None:
+        """At the end, the table `tas simulate` prints, for this run as `ours`."""
+        if self._summary is None and self.finished:
+            figures = SeededFigures("ours", {self._seed: self._figures.finish()})
+            result = SeededResult(
+                scenario=self._world.scenario, seeds=[self._seed], contenders={"ours": figures}
+            )
+            self._summary = table(result)
+        return self._summary
+
+    def describe(self) -> dict[str, Any]:
+        """The scenario as the page shows it (the state's `scenario`)."""
+        scenario = self._world.scenario
+        clock = self._world.clock
+        return {
+            "name": scenario.name,
+            "description": scenario.description.strip(),
+            "duration": scenario.duration,
+            "elapsed": round(self.elapsed, 3),
+            "speed": self._speed,
+            # The scenario clock's Unix time at 0 s: every time on the page is on this clock.
+            "start": clock.epoch(0.0),
+            "finished": self.finished,
+            "seed": self._seed,
+            "summary": self.summary(),
+        }
 
     def _values(self, load: NodeLoad, t: float) -> dict[str, float]:
         values = {

@@ -24,7 +24,7 @@ import math
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +37,7 @@ from dashboard.app import Controls, create_dashboard_app
 from dashboard.controls import control_access
 from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
 from descheduler.config import ConfigError, DeschedulerConfig, load_config_file
-from descheduler.cycle import Descheduler, Mode
+from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.framework import PodUsage
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
@@ -53,7 +53,7 @@ from embedded.demo import (
 )
 from embedded.extender_client import HttpExtender
 from embedded.live_telemetry import LiveTelemetry, TelemetryStep
-from embedded.scheduler import EmbeddedScheduler
+from embedded.scheduler import EmbeddedScheduler, Placement
 from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
@@ -225,6 +225,10 @@ class Telemetry(Protocol):
     def step(self, now: float) -> TelemetryStep: ...
 
 
+def _ignore(_: Any) -> None:
+    return None
+
+
 @dataclass
 class Setup:
     """The world one `tas run` acts on: the health demo, or a simulator scenario."""
@@ -241,6 +245,13 @@ class Setup:
     #: What to print under the URLs, given the dashboard's and the extender's.
     banner: Callable[[str, str], str]
     finished: Callable[[], bool] = lambda: False
+    #: The page's controls that act on this world (a scenario's load comes from its workloads).
+    offered: tuple[str, ...] = ("health", "load", "scale")
+    #: The state's `scenario`: None for the health demo.
+    describe: Callable[[], dict[str, Any] | None] = lambda: None
+    #: Told each scheduler pass and descheduling cycle (a scenario's figures count them).
+    placed: Callable[[Sequence[Placement]], None] = _ignore
+    cycled: Callable[[CycleReport], None] = _ignore
 
 
 def demo_setup(settings: RunCommandSettings, metrics_dir: Path) -> Setup:
@@ -289,10 +300,13 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
         why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
         raise common.SetupError(f"scenario {scenario.name}: {why}")
     clock = VirtualClock(start=datetime.now(UTC))
-    world = World(scenario, clock=clock, seed=settings.seed or scenario.seed)
+    seed = settings.seed or scenario.seed
+    world = World(scenario, clock=clock, seed=seed)
     for document in scenario.policies:
         world.cluster.apply_policy(document)
-    telemetry = ScenarioTelemetry(world, metrics_dir, speed=settings.speed, started=time.time())
+    telemetry = ScenarioTelemetry(
+        world, metrics_dir, speed=settings.speed, started=time.time(), seed=seed
+    )
     controls = ScenarioControls(world, metrics_dir)
     sync = settings.sync_period or max(0.2, scenario.sync_period / settings.speed)
     interval = settings.descheduling_interval or max(
@@ -316,6 +330,10 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
         policy_files=None,
         banner=lambda dashboard, extender: banner,
         finished=lambda: telemetry.finished,
+        offered=("health", "scale"),
+        describe=telemetry.describe,
+        placed=telemetry.placed,
+        cycled=telemetry.evicted,
     )
 
 
@@ -366,31 +384,40 @@ def _run(settings: RunCommandSettings) -> int:
         settings=extender_settings,
         registry=registry,
         decisions=decisions,
+        # The world's clock: a scenario's decisions carry its time, as its Events do.
+        clock=setup.clock,
     )
     with common.Lifetime("tas run", shutdown_seconds=SHUTDOWN_SECONDS) as life:
         life.catch_signals()
         extender = _server(extender_app, settings.listen, "the extender")
+        access = control_access(settings.dashboard[0], allow_remote=settings.allow_remote_controls)
         recorder = Recorder(
             cluster=cluster,
             policies=store,
             decisions=decisions,
             workloads=setup.workloads,
             metric_times=view,  # each node's metric age on the page
+            scenario=setup.describe,
+            clock=setup.clock,
             info={
                 "extender": extender.url,
                 "mode": settings.mode,
                 "syncPeriod": setup.sync_period,
                 "deschedulingInterval": setup.interval,
-                "scenario": settings.scenario,
                 "metricsDir": str(metrics_dir),
+                # The page offers only the controls that act (none where they are refused).
+                "controls": {
+                    "offered": list(setup.offered) if access.allowed else [],
+                    "reason": access.reason or None,
+                },
             },
         )
-        access = control_access(settings.dashboard[0], allow_remote=settings.allow_remote_controls)
         dashboard_app = create_dashboard_app(
             recorder=recorder,
             world=setup.controls,
             stop=life.stop,
             access=access,
+            clock=setup.clock,
             explainer=explainer(cluster, view, store, decisions, descheduler, extender_settings),
         )
         dashboard = _server(dashboard_app, settings.dashboard, "the dashboard")
@@ -431,6 +458,9 @@ def _run(settings: RunCommandSettings) -> int:
             recorder=recorder,
             latest=latest,
             interval=setup.interval,
+            clock=setup.clock,
+            placed=setup.placed,
+            cycled=setup.cycled,
         )
         announced = False
         started = time.monotonic()
@@ -490,6 +520,10 @@ class Loop:
     recorder: Recorder
     latest: list[TelemetryStep]
     interval: float
+    #: The world's clock, which the recorder reads too (a scenario's, with --scenario).
+    clock: Clock
+    placed: Callable[[Sequence[Placement]], None] = _ignore
+    cycled: Callable[[CycleReport], None] = _ignore
     next_cycle: float = field(init=False)
     #: The cluster state last printed, so the terminal shows only changes.
     shown: str = field(init=False, default="")
@@ -498,8 +532,9 @@ class Loop:
         self.next_cycle = time.monotonic() + self.interval
 
     def tick(self) -> None:
-        now = time.time()
-        step = self.telemetry.step(now)
+        step = self.telemetry.step(time.time())
+        # After the step: a scenario's clock has just moved to this tick's instant.
+        now = self.clock.now().timestamp()
         self.latest[:] = [step]
         self.view.refresh_once()
         if self.policy_files is not None:
@@ -507,11 +542,14 @@ class Loop:
         self.loader.sync()
         # The recorder is told each step as it happens, so the log reads in the loop's order.
         self.recorder.observe_inputs(now, self.view.columns())
-        self.recorder.observe_placements(now, self.scheduler.schedule_pending())
+        placements = self.scheduler.schedule_pending()
+        self.placed(placements)
+        self.recorder.observe_placements(now, placements)
         self.reconciler.reconcile()
         if time.monotonic() >= self.next_cycle:
             report = self.descheduler.run_cycle()
             self.next_cycle = time.monotonic() + self.interval
+            self.cycled(report)
             self.recorder.observe_cycle(now, report)
         columns = self.view.columns()
         self.recorder.observe(Tick(now=now, columns=columns, telemetry=step))

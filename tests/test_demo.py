@@ -147,7 +147,7 @@ def test_the_demo_stops_within_two_seconds(tmp_path: Path, signum: signal.Signal
 def test_a_simulator_scenario_runs_in_real_time_on_the_same_page(tmp_path: Path) -> None:
     with start_demo(tmp_path, "--scenario", "health-demo", "--speed", "30") as demo:
         state = demo.get("/api/state")
-        assert state["scenario"] == "health-demo"
+        assert state["scenario"]["name"] == "health-demo"
         assert [n["name"] for n in state["nodes"]] == ["node-a", "node-b", "node-c"]
 
         demo.wait_for(

@@ -21,6 +21,13 @@ const KINDS = {
   policy: "policies",
 };
 const HIDDEN_BY_DEFAULT = new Set(["prioritize"]);
+// What a load-aware signal means, where its name appears (descheduler/signals.py).
+const SIGNAL_HELP = {
+  cpu_combined: "cpu_combined: a node's CPU utilization while the fleet averages under 80%; " +
+    "from 80% on, its CPU pressure (PSI), counted only where the node is over 70% busy (0..100).",
+};
+const MOVING_THRESHOLDS = "The thresholds move: they are the fleet's average usage minus / plus " +
+  "fixed margins (deviation thresholds), recomputed every descheduling cycle.";
 
 const view = { state: null, points: [], log: [], nodes: [], charts: {}, chartNodes: "" };
 const hiddenKinds = new Set(HIDDEN_BY_DEFAULT);
@@ -52,8 +59,32 @@ function fmt(value) {
   return Number.isInteger(value) ? String(value) : value.toFixed(2);
 }
 
+// Every time on the page is on one clock, the world's: the wall clock for the health demo, the
+// scenario's own with `tas run --scenario`, shown as the time into the scenario (mm:ss).
 function clockTime(seconds) {
+  const scenario = view.state && view.state.scenario;
+  if (scenario) return scenarioTime(seconds - scenario.start);
   return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+function scenarioTime(elapsed) {
+  const total = Math.max(0, Math.round(elapsed));
+  const pad = (n) => String(n).padStart(2, "0");
+  const hours = Math.floor(total / 3600);
+  const rest = `${pad(Math.floor((total % 3600) / 60))}:${pad(total % 60)}`;
+  return hours ? `${hours}:${rest}` : rest;
+}
+
+// "Now" on the page's clock: a scenario's clock runs at --speed, not with the wall's.
+function pageNow() {
+  const state = view.state;
+  return state && state.scenario && state.time ? state.time : Date.now() / 1000;
+}
+
+// The controls this world offers (`state.controls`; all of them when the state does not say).
+function offers(control) {
+  const controls = view.state && view.state.controls;
+  return !controls || controls.offered.includes(control);
 }
 
 function toast(message, error) {
@@ -145,19 +176,21 @@ function buildCard(name) {
       title: `remove the stress pods from ${name}`,
       onclick: () => send("DELETE", `/api/nodes/${name}/load`),
     }),
+    load: el("button", {
+      "data-action": "load",
+      title: `pin a stress pod burning 2 cores to ${name}`,
+      onclick: () => send("POST", `/api/nodes/${name}/load`, { cores: 2 }),
+    }, "+2 cores"),
+    healthLabel: el("span", { class: "muted" }, "health"),
   };
   card.root.append(
     el("div", { class: "node-head" }, el("span", { class: "node-name" }, name), card.badge),
     el("div", { class: "health" }, "health_metric ", card.health),
     card.demand, card.cpu, card.pressure, card.memory, card.marks, card.pods,
     el("div", { class: "node-controls" },
-      el("span", { class: "muted" }, "health"), card.buttons,
+      card.healthLabel, card.buttons,
       el("span", { class: "spacer" }),
-      el("button", {
-        "data-action": "load",
-        title: `pin a stress pod burning 2 cores to ${name}`,
-        onclick: () => send("POST", `/api/nodes/${name}/load`, { cores: 2 }),
-      }, "+2 cores"),
+      card.load,
       card.clear));
   return card;
 }
@@ -192,7 +225,10 @@ function updateCard(card, node, pods) {
   setChildren(card.pods, JSON.stringify(nodePods.map((p) => [p.name, p.violates])), nodePods.map(podChip));
   const stress = nodePods.filter((p) => p.app === "stress").length;
   card.clear.textContent = `clear ${stress}`;
-  card.clear.hidden = stress === 0;
+  card.clear.hidden = stress === 0 || !offers("load");
+  card.load.hidden = !offers("load");
+  card.healthLabel.hidden = !offers("health");
+  card.buttons.forEach((button) => { button.hidden = !offers("health"); });
 }
 
 function renderNodes(state) {
@@ -214,6 +250,34 @@ function renderNodes(state) {
 
 // ------------------------------------------------------------------------------ policies, workloads
 
+// TAS users read "violating" as the deschedule label (`<policy>=violating`, pods evicted), so
+// a policy whose only problem is dontschedule (new pods kept off, nothing moved) says that.
+function policyBadges(policy) {
+  const status = policy.status;
+  if (!status) return [];
+  const listed = status.violatingNodes || {};
+  const count = (n) => `${n} node${n === 1 ? "" : "s"}`;
+  const badges = [];
+  const deschedule = policy.labelledNodes.length || (listed.deschedule || []).length;
+  if (deschedule) {
+    badges.push(el("span", {
+      class: "compliance deschedule", "data-badge": "deschedule",
+      title: `the controller labels these nodes ${policy.name}=violating and the descheduler evicts the policy's pods from them`,
+    }, `deschedule: violating on ${count(deschedule)}`));
+  }
+  const dontschedule = (listed.dontschedule || []).length;
+  if (dontschedule) {
+    badges.push(el("span", {
+      class: "compliance dontschedule", "data-badge": "dontschedule",
+      title: "the extender keeps new pods of this policy off these nodes; nothing is evicted for it",
+    }, `dontschedule on ${count(dontschedule)}`));
+  }
+  if (!badges.length && status.compliance) {
+    badges.push(el("span", { class: `compliance ${status.compliance}`, "data-badge": "compliant" }, status.compliance));
+  }
+  return badges;
+}
+
 function renderPolicies(state) {
   const box = document.getElementById("policies");
   if (!state.policies.length) {
@@ -223,7 +287,7 @@ function renderPolicies(state) {
   box.replaceChildren(...state.policies.map((policy) => {
     const status = policy.status || {};
     const ruleText = (name, rule) => (name === "scheduleonmetric"
-      ? `${rule.metricname}: ${rule.operator === "LessThan" ? "lower" : "higher"} scores better`
+      ? `${rule.metricname}: ${rule.operator === "LessThan" ? "lower" : "higher"} value scores higher`
       : rule.text);
     const rows = Object.entries(policy.strategies).flatMap(([name, strategy]) => [
       el("dt", {}, name),
@@ -233,7 +297,7 @@ function renderPolicies(state) {
     return el("div", { class: "policy", "data-policy": `${policy.namespace}/${policy.name}` },
       el("div", { class: "policy-head" },
         el("b", {}, policy.name), el("span", { class: "muted" }, policy.namespace),
-        status.compliance ? el("span", { class: `compliance ${status.compliance}` }, status.compliance) : null,
+        policyBadges(policy),
         el("span", { class: "muted small" }, status.message || "status not written yet")),
       el("dl", { class: "strategies" }, rows,
         el("dt", {}, "labelled nodes"),
@@ -254,16 +318,17 @@ function renderWorkloads(state) {
   const body = box.querySelector("tbody");
   for (const w of state.workloads) {
     if (!workloadRows.has(w.name)) {
+      const scalable = w.scalable && offers("scale");
       const count = el("td");
       const row = el("tr", { "data-workload": w.name },
         el("td", {}, el("b", {}, w.name)),
         el("td", { class: "muted" }, w.namespace),
         count,
-        el("td", {}, w.scalable ? [
+        el("td", {}, scalable ? [
           el("button", { "data-action": "scale-down", title: `one ${w.name} pod less`, onclick: () => scaleBy(w.name, -1) }, "−"),
           " ",
           el("button", { "data-action": "scale-up", title: `one ${w.name} pod more`, onclick: () => scaleBy(w.name, 1) }, "+"),
-        ] : el("span", { class: "muted small" }, "one per node")));
+        ] : el("span", { class: "muted small" }, w.scalable ? "" : "one per node")));
       row.count = count;
       workloadRows.set(w.name, row);
       body.append(row);
@@ -271,14 +336,27 @@ function renderWorkloads(state) {
     workloadRows.get(w.name).count.textContent = `${w.pods} pods`;
   }
   const d = state.descheduler;
-  const thresholds = d.thresholds
-    ? Object.keys(d.thresholds.high).map((s) => `${s}: low ${fmt(d.thresholds.low[s])}, high ${fmt(d.thresholds.high[s])}`).join("; ")
+  const t = d.thresholds;
+  const signals = t ? Object.keys(t.high) : [];
+  const thresholds = t
+    ? signals.map((s) => `${s}: low ${fmt(t.low[s])}, high ${fmt(t.high[s])}` +
+      (t.average ? ` (fleet average ${fmt(t.average[s])})` : "")).join("; ")
     : "no classification yet";
+  const notes = [];
+  if (signals.some((s) => s in SIGNAL_HELP)) {
+    notes.push(...signals.filter((s) => s in SIGNAL_HELP).map((s) => el("div", { class: "small", "data-help": s }, SIGNAL_HELP[s])));
+  }
+  if (t && t.average) notes.push(el("div", { class: "small", "data-help": "deviation" }, MOVING_THRESHOLDS));
+  const controls = state.controls;
+  if (controls && controls.reason) notes.push(el("div", { class: "small h2", "data-help": "controls" }, controls.reason));
   document.getElementById("descheduler").replaceChildren(
-    el("div", {}, `mode ${state.mode}, every ${state.deschedulingInterval}s; load-aware ${thresholds}`),
+    el("div", { title: signals.map((s) => SIGNAL_HELP[s]).filter(Boolean).join("\n") || null },
+      `mode ${state.mode}, every ${state.deschedulingInterval}s; load-aware ${thresholds}`),
+    ...notes,
     el("div", {}, `evictions so far: ${d.evictions}; circuit breaker: `,
       d.circuitBreaker ? el("b", { class: "h2" }, `open (${d.circuitBreaker})`) : "closed"),
-    el("div", {}, "extender: ", el("a", { href: `${state.extender}/debug/decisions` }, state.extender)));
+    el("div", {}, "extender: ", el("a", { href: `${state.extender}/`, title: "what the extender serves" }, state.extender),
+      " (", el("a", { href: `${state.extender}/debug/decisions` }, "its last decisions"), ")"));
 }
 
 // ------------------------------------------------------------------------------ decision log
@@ -292,20 +370,75 @@ function renderFilters() {
     }), label)));
 }
 
-function logRow(entry) {
-  return el("tr", { class: `kind-${entry.kind}`, "data-kind": entry.kind, "data-id": entry.id },
+function logRow(group) {
+  const entry = group.entry;
+  const repeated = group.count > 1
+    ? el("span", {
+      class: "repeat", "data-count": group.count,
+      title: `${group.count} times in a row, from ${clockTime(group.first.time)} to ${clockTime(entry.time)}`,
+    }, `×${group.count}`)
+    : null;
+  return el("tr", { class: `kind-${entry.kind}`, "data-kind": entry.kind, "data-id": entry.id, "data-time": entry.time },
     el("td", {}, clockTime(entry.time)),
     el("td", {}, entry.source),
     el("td", { class: "kind" }, entry.kind),
-    el("td", {}, entry.summary));
+    el("td", {}, entry.summary, repeated ? " " : null, repeated));
 }
 
+// Newest first; an entry that repeats the one shown above it (same kind, same words: the same
+// node and message) is counted in that row, not shown again.
 function renderLog() {
-  const rows = [];
-  for (let i = view.log.length - 1; i >= 0 && rows.length < LOG_ROWS; i--) {
-    if (!hiddenKinds.has(view.log[i].kind)) rows.push(logRow(view.log[i]));
+  const groups = [];
+  let last = null;
+  for (let i = view.log.length - 1; i >= 0 && groups.length < LOG_ROWS; i--) {
+    const entry = view.log[i];
+    if (hiddenKinds.has(entry.kind)) continue;
+    if (last && last.entry.kind === entry.kind && last.entry.summary === entry.summary) {
+      last.count += 1;
+      last.first = entry;
+      continue;
+    }
+    last = { entry, first: entry, count: 1 };
+    groups.push(last);
   }
-  document.getElementById("log").replaceChildren(...rows);
+  document.getElementById("log").replaceChildren(...groups.map(logRow));
+}
+
+// ------------------------------------------------------------------------------ the scenario
+
+// `tas run --scenario`: its name, description, clock and progress in place of the health
+// demo's header, and at its end the table `tas simulate` prints for this run.
+function renderScenario(state) {
+  const scenario = state.scenario;
+  document.body.classList.toggle("scenario-mode", Boolean(scenario));
+  const panel = document.getElementById("scenario-panel");
+  document.getElementById("demo-hint").hidden = Boolean(scenario);
+  panel.hidden = !scenario;
+  if (!scenario) return;
+  document.getElementById("page-sub").textContent = `scenario ${scenario.name}, in real time at ${fmt(scenario.speed)}x`;
+  document.title = `Scenario ${scenario.name}: telemetry-aware scheduling`;
+  document.getElementById("scenario-name").textContent = scenario.name;
+  document.getElementById("scenario-description").textContent = scenario.description;
+  const share = scenario.duration > 0 ? Math.min(1, scenario.elapsed / scenario.duration) : 1;
+  document.getElementById("scenario-progress").value = share;
+  document.getElementById("scenario-clock").textContent =
+    `${scenarioTime(scenario.elapsed)} of ${scenarioTime(scenario.duration)} scenario time (${Math.round(share * 100)}%)` +
+    (scenario.finished ? ": ended, the world holds still until Ctrl-C" : "");
+  const summary = document.getElementById("scenario-summary");
+  summary.hidden = !scenario.summary;
+  document.getElementById("scenario-table").textContent = scenario.summary || "";
+}
+
+function renderConnection(state) {
+  const badge = document.getElementById("connection");
+  const scenario = state && state.scenario;
+  if (scenario && scenario.finished) {
+    badge.textContent = "scenario ended";
+    badge.className = "pill ended";
+  } else {
+    badge.textContent = scenario ? "live: scenario running" : "live";
+    badge.className = "pill on";
+  }
 }
 
 // ------------------------------------------------------------------------------ the stream
@@ -316,7 +449,7 @@ function apply(update) {
     view.log = [];
   }
   view.points.push(...update.points);
-  const cutoff = Date.now() / 1000 - HISTORY_SECONDS - 60;
+  const cutoff = pageNow() - HISTORY_SECONDS - 60;
   while (view.points.length && view.points[0].time < cutoff) view.points.shift();
   view.log.push(...update.decisions);
   if (view.log.length > 3000) view.log.splice(0, view.log.length - 3000);
@@ -324,6 +457,7 @@ function apply(update) {
   if (state && state.nodes) {
     view.state = state;
     view.nodes = state.nodes.map((n) => n.name);
+    renderScenario(state);
     renderNodes(state);
     renderPolicies(state);
     renderWorkloads(state);
@@ -337,9 +471,8 @@ function connect() {
   const badge = document.getElementById("connection");
   const source = new EventSource("/api/stream");
   source.addEventListener("update", (event) => {
-    badge.textContent = "live";
-    badge.className = "pill on";
     apply(JSON.parse(event.data));
+    renderConnection(view.state);
   });
   source.onerror = () => {
     badge.textContent = "disconnected, retrying…";

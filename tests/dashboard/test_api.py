@@ -9,12 +9,15 @@ Covered:
   counts, clearing removes it; each control is logged;
 - every bad control request is a 4xx with `{"error": reason}`: table cases for each status,
   and a hypothesis fuzz of bodies, content types and paths against the running server;
-- /api/stream sends an `update` event at once and another after the next tick.
+- /api/stream sends an `update` event at once and another after the next tick;
+- a `kind=` that is no kind of log entry (on /api/decisions, or on /api/history, which has
+  none) is a 400 that lists the kinds, and every kind the page filters on is one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dashboard.app import STATIC
 from embedded.demo import LOAD_NAMESPACE
 from tas.metrics.textformat import parse_text
 from tas.types import NodeName
@@ -94,6 +98,37 @@ def test_the_decision_log_and_history_answer_from_an_id_and_a_time(harness: Harn
     assert later == points[-1:]
     assert harness.client.get("/api/decisions", params={"after": "x"}).status_code == 400
     assert harness.client.get("/api/history", params={"after": "x"}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        pytest.param("/api/decisions", {"kind": "bogus"}, id="decisions-unknown-kind"),
+        pytest.param(
+            "/api/decisions", [("kind", "eviction"), ("kind", "evictions")], id="one-of-two"
+        ),
+        pytest.param("/api/history", {"kind": "eviction"}, id="history-has-no-kinds"),
+    ],
+)
+def test_a_kind_that_does_not_exist_is_a_400_listing_the_kinds(
+    harness: Harness, path: str, params: Any
+) -> None:
+    """A typo must not read as "nothing of that kind happened" (an empty list)."""
+    answer = harness.client.get(path, params=params)
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    for kind in ("filter", "schedule", "label", "event", "eviction", "control"):
+        assert kind in error
+
+
+def test_every_kind_the_page_filters_on_is_accepted(harness: Harness) -> None:
+    script = (STATIC / "app.js").read_text()
+    kinds = re.findall(
+        r"^  (\w+): \"", script.split("const KINDS = {", 1)[1].split("};", 1)[0], re.M
+    )
+    assert kinds
+    for kind in kinds:
+        assert harness.client.get("/api/decisions", params={"kind": kind}).status_code == 200
 
 
 def test_set_health_writes_the_textfile_as_the_terminal_command_does(harness: Harness) -> None:

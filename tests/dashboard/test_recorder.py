@@ -4,8 +4,10 @@ the history, driven with values (no server, no threads).
 Covered: label and taint writes logged as they happen (a pod labelled and evicted within one
 tick still shows its label); health changes; pending pods logged once per reason; evictions
 with reason, strategy and the owner's replacement; circuit-breaker trips and recoveries;
-extender decisions in order; history points with the fleet average, thresholds and classes;
-reading the log after an id, by kind and with a limit.
+extender decisions in order; history points with the fleet average, thresholds and classes
+(deviation thresholds with the average they move with); no entry stamped before the one
+logged ahead of it; the scenario the state carries; reading the log after an id, by kind and
+with a limit.
 """
 
 from __future__ import annotations
@@ -194,7 +196,60 @@ def test_a_history_point_has_the_fleet_average_thresholds_and_classes() -> None:
     assert state["descheduler"]["thresholds"] == {
         "low": {"cpu_utilization": 35.0},
         "high": {"cpu_utilization": 80.0},
+        "average": None,  # fixed thresholds: they do not move
     }
+
+
+def test_deviation_thresholds_carry_the_fleet_average_they_move_with() -> None:
+    recorder, _, _ = make_recorder()
+    usages = {
+        NodeName("node-a"): {"cpu_combined": 90.0},
+        NodeName("node-b"): {"cpu_combined": 10.0},
+    }
+    spec = ThresholdSpec(
+        {"cpu_combined": 10.0}, {"cpu_combined": 20.0}, use_deviation_thresholds=True
+    )
+    recorder.observe_cycle(1.0, CycleReport(classifications={"relieve": classify(usages, spec)}))
+    recorder.observe(Tick(now=1.0, columns=columns({})))
+    assert recorder.state()["descheduler"]["thresholds"] == {
+        "low": {"cpu_combined": 40.0},
+        "high": {"cpu_combined": 70.0},
+        "average": {"cpu_combined": 50.0},
+    }
+
+
+def test_no_entry_is_stamped_before_the_one_logged_ahead_of_it() -> None:
+    """A label written mid-tick is stamped when it is made; the eviction that follows it is
+    logged with the tick's start: newest first must still read newest first."""
+    recorder, cluster, _ = make_recorder()  # its clock reads 1000
+    cluster.patch_node_labels(NodeName("node-c"), set_labels={"demo-policy": "violating"})
+    pod = cluster.list_pods()[0]
+    decision = EvictionDecision(
+        namespace=pod.namespace, name=pod.name, node=NodeName("node-c"), strategy="TASViolations",
+        reason="health_metric Equals 2", result="evicted",
+    )  # fmt: skip
+    recorder.observe_cycle(999.0, CycleReport(decisions=[decision]))
+    times = [e["time"] for e in recorder.log()]
+    assert times == sorted(times)
+    assert recorder.log(kinds={"eviction"})[0]["time"] == 1000.0
+
+
+def test_the_state_carries_the_scenario_it_is_told() -> None:
+    cluster = build_demo_cluster(replicas=1)
+    running = {"name": "health-demo", "elapsed": 60.0, "finished": False}
+    recorder = Recorder(
+        cluster=cluster,
+        policies=PolicyStore(),
+        decisions=DecisionLog(),
+        info={},
+        scenario=lambda: dict(running),
+        clock=ManualClock(1000.0),
+    )
+    recorder.observe(Tick(now=1000.0, columns=columns({})))
+    assert recorder.state()["scenario"] == running
+    recorder_without, _, _ = make_recorder()
+    recorder_without.observe(Tick(now=1000.0, columns=columns({})))
+    assert recorder_without.state()["scenario"] is None
 
 
 def test_the_log_is_read_after_an_id_by_kind_and_newest_last() -> None:

@@ -1,0 +1,190 @@
+"""The page as a newcomer reads it, in a real headless Chromium against a real `tas run`.
+
+Covered:
+- `tas run --scenario`: the page is the scenario's own view (its name, description, clock
+  and progress; no health-demo hint; only the controls that act: no "+2 cores"), every time
+  on the scenario's clock with the log newest first in time too, the load-aware signal
+  `cpu_combined` and its moving thresholds explained; at the end the status says the scenario
+  ended (not "live") and the page shows the table `tas simulate` prints for `ours`, the same
+  text `/api/state` carries;
+- the health demo's words: a policy whose only problem is dontschedule carries an amber
+  "dontschedule on 1 node" badge, never a red "Violating"; a node set to 2 adds the red
+  "deschedule: violating" badge; `scheduleonmetric` reads "lower value scores higher";
+  repeated log entries collapse into one row with a count (the API keeps each); the
+  extender's link opens its index of endpoints, not a 404;
+- docs/dashboard.md documents exactly the keys `/api/state` (and its `scenario`) has.
+
+Screenshots are saved in `test-artifacts/` (gitignored): dashboard-scenario.png (running),
+dashboard-scenario-ended.png, dashboard-words.png.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
+from tests.demo_process import start_demo
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs" / "dashboard.md"
+POLICY = '[data-policy="health-metric-demo/demo-policy"]'
+
+
+def documented_keys(after: str) -> set[str]:
+    """The top-level keys of the first JSON example after the line `after` in
+    docs/dashboard.md (keys of nested objects, which sit deeper, are not counted)."""
+    text = DOCS.read_text(encoding="utf-8").split(after, 1)[1]
+    block = text.split("```json\n", 1)[1].split("```", 1)[0]
+    keys: set[str] = set()
+    depth = 0
+    for match in re.finditer(r'"([A-Za-z]+)"\s*:|[{}\[\]]', block):
+        token = match.group(0)
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+        elif depth == 1:
+            keys.add(match.group(1))
+    return keys
+
+
+def log_times(driver: webdriver.Chrome) -> list[float]:
+    times: list[float] = driver.execute_script(
+        "return [...document.querySelectorAll('#log tr')].map(r => Number(r.dataset.time))"
+    )
+    return times
+
+
+def shown(driver: webdriver.Chrome, selector: str) -> list[Any]:
+    return [e for e in driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
+
+
+def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_table(
+    browser: webdriver.Chrome,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    with start_demo(tmp_path, "--scenario", "health-demo", "--speed", "40") as demo:
+        browser.get(f"{demo.dashboard}/")
+        wait.until(lambda d: d.find_element(By.ID, "scenario-name").text == "health-demo")
+        assert browser.find_element(By.ID, "scenario-panel").is_displayed()
+        assert not browser.find_element(By.ID, "demo-hint").is_displayed()
+        assert "scenario health-demo" in browser.find_element(By.ID, "page-sub").text
+        description = browser.find_element(By.ID, "scenario-description").text
+        assert description.startswith("A node turns unhealthy, then violating")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-node]")) == 3)
+        # Only the controls that act on a scenario: health and scaling, no load.
+        assert shown(browser, 'button[data-action="health"]')
+        assert not shown(browser, 'button[data-action="load"]')
+        assert shown(browser, 'button[data-action="scale-up"]')
+
+        # The load-aware signal (ours: cpu_combined, deviation thresholds) explained.
+        wait.until(lambda d: shown(d, '[data-help="cpu_combined"]'))
+        assert (
+            "pressure" in browser.find_element(By.CSS_SELECTOR, '[data-help="cpu_combined"]').text
+        )
+        assert "move" in browser.find_element(By.CSS_SELECTOR, '[data-help="deviation"]').text
+
+        # Scenario time, and "newest first" true in time: node-c turns violating at 3m7s.
+        wait.until(lambda d: "TASPolicyViolated" in d.find_element(By.ID, "log").text)
+        clock = browser.find_element(By.ID, "scenario-clock").text
+        assert re.match(r"\d\d:\d\d of 15:00 scenario time \(\d+%\)", clock), clock
+        times = log_times(browser)
+        assert times
+        assert times == sorted(times, reverse=True)
+        first_cells = browser.execute_script(
+            "return [...document.querySelectorAll('#log tr td:first-child')]"
+            ".map(c => c.textContent)"
+        )
+        assert all(re.fullmatch(r"\d\d:\d\d", cell) for cell in first_cells), first_cells[:5]
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-scenario.png"))
+
+        # The end: not "live", and the simulator's table for this run.
+        wait.until(lambda d: d.find_element(By.ID, "connection").text == "scenario ended")
+        wait.until(lambda d: d.find_element(By.ID, "scenario-table").text)
+        table = browser.find_element(By.ID, "scenario-table").text
+        title, header, _, ours, *_ = table.splitlines()
+        assert title == "health-demo (seed 1, 15 min)"
+        assert header.split()[:3] == ["contender", "viol.place", "evac"]
+        assert ours.split()[0] == "ours"
+        assert "15:00 of 15:00" in browser.find_element(By.ID, "scenario-clock").text
+        state = demo.get("/api/state")
+        assert state["scenario"]["finished"] is True
+        assert state["scenario"]["summary"] == table
+        assert set(state["scenario"]) == documented_keys("with `tas run --scenario` it is")
+        times = log_times(browser)
+        assert times == sorted(times, reverse=True)
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-scenario-ended.png"))
+
+
+def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repeats(
+    browser: webdriver.Chrome,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    with start_demo(tmp_path) as demo:
+        state = demo.get("/api/state")
+        assert set(state) == documented_keys("### `GET /api/state`")
+        assert state["scenario"] is None
+
+        browser.get(f"{demo.dashboard}/")
+        # node-b starts at health 1: dontschedule only, so no red "Violating".
+        badge = f'{POLICY} [data-badge="dontschedule"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, badge))
+        assert browser.find_element(By.CSS_SELECTOR, badge).text == "dontschedule on 1 node"
+        head = browser.find_element(By.CSS_SELECTOR, f"{POLICY} .policy-head").text
+        assert "Violating" not in head
+        assert not browser.find_elements(By.CSS_SELECTOR, f'{POLICY} [data-badge="deschedule"]')
+        rules = browser.find_element(By.CSS_SELECTOR, f"{POLICY} .strategies").text
+        assert "health_metric: lower value scores higher" in rules
+        assert "scores better" not in rules
+
+        # The extender's link opens its index, not {"Error": "Not Found"}.
+        link = browser.find_element(By.CSS_SELECTOR, "#descheduler a").get_attribute("href")
+        assert link is not None
+        opened = httpx.get(link, timeout=5)
+        assert opened.status_code == 200
+        assert "POST /scheduler/filter" in opened.json()["endpoints"]
+
+        # The same control three times in a row: one row, counted.
+        browser.execute_script(
+            "const b = document.querySelector("
+            '\'[data-node="node-a"] button[data-action="health"][data-value="0"]\');'
+            "b.click(); b.click(); b.click();"
+        )
+        counted = '#log tr[data-kind="control"] .repeat[data-count="3"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, counted))
+        rows = [
+            row.text
+            for row in browser.find_elements(By.CSS_SELECTOR, '#log tr[data-kind="control"]')
+            if "set node-a health_metric to 0" in row.text
+        ]
+        assert len(rows) == 1, rows
+        assert rows[0].endswith("×3")
+        controls = demo.get("/api/decisions?kind=control")
+        assert sum(e["summary"] == "set node-a health_metric to 0" for e in controls) == 3
+
+        # A node set to 2: now the deschedule label, in red, beside the dontschedule badge.
+        browser.find_element(
+            By.CSS_SELECTOR, '[data-node="node-c"] button[data-action="health"][data-value="2"]'
+        ).click()
+        red = f'{POLICY} [data-badge="deschedule"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, red))
+        assert browser.find_element(By.CSS_SELECTOR, red).text == "deschedule: violating on 1 node"
+        wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, badge).text == "dontschedule on 2 nodes"
+        )
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-words.png"))
