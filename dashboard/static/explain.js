@@ -24,6 +24,7 @@
     #explain .no { color: #1a7f37; font-weight: 600; }
     #explain .fail { color: #b3261e; }
     #explain .here { font-weight: 600; }
+    #explain .nowrap { white-space: nowrap; overflow-wrap: normal; }
     #explain .missing { color: #9a6700; }
     #explain ul { margin: 2px 0; padding-left: 18px; }
   `;
@@ -57,7 +58,7 @@
   function verdictRows(verdicts, on, withPolicy) {
     return el("table", {}, verdicts.map((v) => el("tr", { "data-strategy": v.strategy },
       withPolicy ? el("td", {}, v.policy) : null,
-      el("td", {}, v.strategy),
+      el("td", { class: "nowrap" }, v.strategy),
       el("td", { class: v.verdict === "violates" ? "fail" : "" }, verdictText(v, on)))));
   }
 
