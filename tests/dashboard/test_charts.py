@@ -29,10 +29,12 @@ from dashboard.recorder import Tick
 from descheduler.classify import ThresholdSpec, classify
 from descheduler.cycle import CycleReport
 from descheduler.evictor import EvictionDecision
+from descheduler.tainter import soft_taint
 from embedded.demo import NODE_CORES, NODE_MEMORY
-from tas.cluster.model import Node, Taint, TaintEffect
+from tas.cluster.model import Node
 from tas.policies.files import load_policy_path
 from tas.types import MetricName, Namespace, NodeName
+from tas.vocabulary import DEFAULT_TAINT_PREFIX
 from tests.dashboard.harness import POLICY, REPO, Harness
 from tests.dashboard.test_browser import ARTIFACTS, browser
 
@@ -46,7 +48,8 @@ SPEC = ThresholdSpec({"cpu_utilization": 35.0}, {"cpu_utilization": 80.0})
 OVERUTILIZED = (0xF2, 0x8C, 0x28)
 APPROPRIATE = (0xDF, 0xE3, 0xEA)
 UNDERUTILIZED = (0x8F, 0xBC, 0xEF)
-TAINT = "telemetry.aware.scheduling/overutilized-for-a-long-while"
+#: The soft tainter's taint: one word of 60 characters, wider than a card at 1600 px.
+TAINT = soft_taint(f"{DEFAULT_TAINT_PREFIX}/overutilized")
 
 
 def _usage(node: str, t: float, end: float) -> float:
@@ -158,9 +161,7 @@ def _near(colour: list[int], wanted: tuple[int, int, int], slack: int = 6) -> bo
 def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: Harness) -> None:
     names = [f"node-{c}" for c in "abcde"]
     _fill_history(harness, names, HOUR)
-    harness.cluster.set_node_taints(
-        NodeName("node-d"), [Taint(TAINT, TaintEffect.PREFER_NO_SCHEDULE, "true")]
-    )
+    harness.cluster.set_node_taints(NodeName("node-d"), [TAINT])
     with harness:
         wait = _open(browser, harness)
         now = _js(browser, "return view.points[view.points.length - 1].time")
@@ -212,7 +213,9 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         assert _js(browser, "return chartView.drawMs") < 250
         assert not _js(browser, CLIPPED)
         card = browser.find_element(By.CSS_SELECTOR, '[data-node="node-d"]').rect
-        chip = browser.find_element(By.CSS_SELECTOR, f'[data-node="node-d"] [data-taint="{TAINT}"]')
+        chip = browser.find_element(
+            By.CSS_SELECTOR, f'[data-node="node-d"] [data-taint="{TAINT.key}"]'
+        )
         assert chip.rect["x"] + chip.rect["width"] <= card["x"] + card["width"]
 
         ARTIFACTS.mkdir(exist_ok=True)
