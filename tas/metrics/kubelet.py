@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from tas.metrics.errors import MetricFetchError, TextFormatError
+from tas.metrics.errors import FetchFailures, MetricFetchError, TextFormatError
 from tas.metrics.textformat import TextSample, parse_text
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,11 @@ class KubeletPodUsage:
         self._paths = tuple(paths)
         self._clock = clock
         self._state: dict[str, _Node] = {}
-        self._failing: set[str] = set()
+        self._failures = FetchFailures(
+            log,
+            failed="Kubelet metrics of %s: %s (keeping the last values)",
+            recovered="Kubelet metrics of %s recovered",
+        )
 
     def fetch(self) -> dict[PodKey, dict[str, float]]:
         """Fresh values per pod and resource, after reading every node once."""
@@ -128,13 +132,9 @@ class KubeletPodUsage:
                 samples = parse_text(text, names=_NAMES)
             except (MetricFetchError, TextFormatError) as error:
                 failed = True
-                if node not in self._failing:
-                    self._failing.add(node)
-                    log.warning("Kubelet metrics of %s: %s (keeping the last values)", node, error)
+                self._failures.failed(node, error)
                 continue
-            if node in self._failing:
-                self._failing.discard(node)
-                log.info("Kubelet metrics of %s recovered", node)
+            self._failures.worked(node)
             self._state[node] = self._updated(self._state.get(node), samples, now)
         found = self._fresh(now)
         if failed and not any("cpu" in values for values in found.values()):

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from tas.metrics.config import MetricsConfig
-from tas.metrics.errors import MetricFetchError
+from tas.metrics.errors import FetchFailures, MetricFetchError
 from tas.metrics.prometheus import PrometheusClient, open_prometheus
 from tas.metrics.source import Sample
 
@@ -75,7 +75,11 @@ class PrometheusPodUsage:
         self._rate_window = rate_window
         self._clock = clock
         self._last: dict[str, dict[PodKey, Sample]] = {}
-        self._failing: set[str] = set()
+        self._failures = FetchFailures(
+            log,
+            failed="Per-pod %s usage: %s (keeping the last values)",
+            recovered="Per-pod %s usage recovered",
+        )
 
     def fetch(self) -> dict[PodKey, dict[str, float]]:
         """Fresh values per pod and resource (`cpu` in cores, pressures as 0..1 rates)."""
@@ -84,13 +88,9 @@ class PrometheusPodUsage:
                 values = self._vector(usage_query(series, self._rate_window))
                 times = self._vector(time_query(series))
             except MetricFetchError as error:
-                if resource not in self._failing:
-                    self._failing.add(resource)
-                    log.warning("Per-pod %s usage: %s (keeping the last values)", resource, error)
+                self._failures.failed(resource, error)
                 continue
-            if resource in self._failing:
-                self._failing.discard(resource)
-                log.info("Per-pod %s usage recovered", resource)
+            self._failures.worked(resource)
             self._last[resource] = {
                 key: Sample(value, times.get(key, math.nan))
                 for key, value in values.items()
@@ -102,7 +102,7 @@ class PrometheusPodUsage:
             for key, sample in samples.items():
                 if sample.timestamp >= limit:  # NaN (no sample time) is never fresh
                     found.setdefault(key, {})[resource] = sample.value
-        if not any("cpu" in v for v in found.values()) and REQUIRED & self._failing:
+        if not any("cpu" in v for v in found.values()) and REQUIRED & self._failures.failing.keys():
             raise MetricFetchError("no fresh per-pod CPU usage")
         return found
 

@@ -25,6 +25,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tas.clock import SYSTEM_CLOCK, Clock
+from tas.metrics.errors import FetchFailures
 from tas.metrics.source import Fetched, MetricSource, SampleColumn
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
 
@@ -100,7 +101,12 @@ class RefreshingMetricView:
         self._state = _EMPTY
         self._wanted: frozenset[MetricName] = frozenset()
         self._ready = False
-        self._failing: dict[str, str] = {}
+        kind = source.kind.replace("%", "%%")
+        self._failures = FetchFailures(
+            log,
+            failed=f"metrics: {kind} fetch of %s failed: %s",
+            recovered=f"metrics: {kind} fetch of %s works again",
+        )
         self._lock = threading.Lock()  # guards replacing _state
         self._refreshing = threading.Lock()  # one refresh at a time
         self._wake = threading.Event()
@@ -240,17 +246,14 @@ class RefreshingMetricView:
         kind = self.source.kind
         for target, message in fetched.errors.items():
             self._errors.labels(source=kind, target=target).inc()
-            if target not in self._failing:
-                log.warning("metrics: %s fetch of %s failed: %s", kind, target, message)
-            self._failing[target] = message
-        for target in fetched.ok & self._failing.keys():
-            log.info("metrics: %s fetch of %s works again", kind, target)
-            del self._failing[target]
+            self._failures.failed(target, message)
+        for target in fetched.ok & self._failures.failing.keys():
+            self._failures.worked(target)
 
     @property
     def failing(self) -> Mapping[str, str]:
         """Targets whose last fetch failed -> error message."""
-        return dict(self._failing)
+        return dict(self._failures.failing)
 
     def ages(self) -> dict[MetricName, float]:
         """Seconds since the oldest value held for each metric was measured."""

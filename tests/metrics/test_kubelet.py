@@ -9,12 +9,14 @@ its slashes), the clock is a fake one. Covered:
 - container-level pressure (`container_pressure_*_waiting_seconds_total`, what KubeletPSI
   exports) is used when a page read carries it, as a 0..1 rate;
 - a node that cannot be read keeps its last values until they go stale; a pod missing from a
-  good answer is gone; with no fresh CPU value left and a failing node, fetch raises;
+  good answer is gone; with no fresh CPU value left and a failing node, fetch raises; the
+  failure is logged once as it starts and once as it ends, not at every read;
 - a node not in the cluster is a 404, a kubelet without the page a 503 (`MetricFetchError`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import pytest
@@ -130,8 +132,9 @@ def test_container_pressure_is_used_where_a_page_read_carries_it(
 
 
 def test_a_failing_node_keeps_its_values_until_stale_and_a_pod_gone_from_a_good_answer_is_gone(
-    kube_emulator: KubeEmulator, cluster: KubernetesCluster
+    kube_emulator: KubeEmulator, cluster: KubernetesCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="tas.metrics.kubelet")
     clock = Clock()
     usage = source(cluster, clock)
     kube_emulator.set_kubelet_page("node-b", "metrics/resource", page(T0, {}))
@@ -150,6 +153,11 @@ def test_a_failing_node_keeps_its_values_until_stale_and_a_pod_gone_from_a_good_
     kube_emulator.set_kubelet_page("node-a", "metrics/resource", page(T0 + 80, {}))
     clock.now = T0 + 80
     assert usage.fetch() == {}
+    # Two failed reads, one warning; one line again when it recovers.
+    assert [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records] == [
+        ("WARNING", "Kubelet metrics of node-a"),
+        ("INFO", "Kubelet metrics of node-a recovered"),
+    ]
 
 
 @pytest.mark.parametrize(
