@@ -12,6 +12,7 @@ Covered:
   "deschedule: violating" badge; `scheduleonmetric` reads "lower value scores higher";
   repeated log entries collapse into one row with a count (the API keeps each); the
   extender's link opens its index of endpoints, not a 404;
+- beyond loopback (where every control is a 403) the page offers no control and says why;
 - docs/dashboard.md documents exactly the keys `/api/state` (and its `scenario`) has.
 
 Screenshots are saved in `test-artifacts/` (gitignored): dashboard-scenario.png (running),
@@ -25,13 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests import demo_process
 from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
 from tests.demo_process import start_demo
+from tests.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs" / "dashboard.md"
@@ -188,3 +192,29 @@ def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repe
         ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
         assert browser.save_screenshot(str(ARTIFACTS / "dashboard-words.png"))
+
+
+def test_beyond_loopback_the_page_offers_no_control_and_says_why(
+    browser: webdriver.Chrome,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every control would answer 403 there: the page shows none of them, and the reason."""
+    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    ports = [free_port(), free_port()]  # the dashboard's, the extender's
+    dashboard = ports[0]
+    monkeypatch.setattr(demo_process, "free_port", lambda: ports.pop(0))
+    # The last --dashboard wins: every interface (loopback included, where the test reads).
+    with start_demo(tmp_path, "--dashboard", f"0.0.0.0:{dashboard}") as demo:
+        controls = demo.get("/api/state")["controls"]
+        assert controls["offered"] == []
+        assert "beyond loopback" in controls["reason"]
+        browser.get(f"{demo.dashboard}/")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-node]")) == 5)
+        wait.until(lambda d: shown(d, '[data-help="controls"]'))
+        assert (
+            "--allow-remote-controls"
+            in browser.find_element(By.CSS_SELECTOR, '[data-help="controls"]').text
+        )
+        for action in ("health", "load", "scale-up", "scale-down"):
+            assert not shown(browser, f'button[data-action="{action}"]'), action
