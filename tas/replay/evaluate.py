@@ -183,11 +183,7 @@ def replay_policies(
             if deschedule is not None:
                 found = violation_map(deschedule, narrowed)
                 nodes = set(found.keys())
-                if (
-                    nodes
-                    and _may_open(deschedule.rules, view, len(nodes), max_share)
-                    and _verdict(deschedule, view, nodes, max_share).open
-                ):
+                if _breaker_open(deschedule, view, nodes, max_share):
                     # Nothing newly violates while the breaker holds; labels already there stay.
                     held = True
                     result.hold(at, at + _span(window, index))
@@ -200,11 +196,7 @@ def replay_policies(
                 continue
             filtered = violation_map(dontschedule, narrowed)
             blocked = set(filtered.keys())
-            if (
-                blocked
-                and _may_open(dontschedule.rules, view, len(blocked), max_share)
-                and _verdict(dontschedule, view, blocked, max_share).open
-            ):
+            if _breaker_open(dontschedule, view, blocked, max_share):
                 blocked = set()  # the extender fails open: every node kept
             filtering[key].advance(blocked, at)
             arrivals = placed[key].get(index)
@@ -237,17 +229,22 @@ def _span(window: Window, index: int) -> float:
     return min(window.step, window.end - window.time(index))
 
 
+def _breaker_open(
+    strategy: Any, view: MetricColumns, found: set[NodeName], max_share: float
+) -> bool:
+    """Whether `tas.breaker` holds `strategy` back at this step (`found` violating)."""
+    return (
+        bool(found)
+        and _may_open(strategy.rules, view, len(found), max_share)
+        and BreakerVerdict(frozenset(found), len(nodes_with_values(strategy, view)), max_share).open
+    )
+
+
 def _may_open(rules: Iterable[Any], view: MetricColumns, violating: int, max_share: float) -> bool:
     """False when the breaker surely stays closed, known without building the set of nodes
     with values: that set is at least as large as the largest of the strategy's columns."""
     least = max((len(view.get(rule.metricname, {})) for rule in rules), default=0)
     return violating > max_share * least
-
-
-def _verdict(
-    strategy: Any, view: MetricColumns, found: Iterable[NodeName], max_share: float
-) -> BreakerVerdict:
-    return BreakerVerdict(frozenset(found), len(nodes_with_values(strategy, view)), max_share)
 
 
 def _evict(
