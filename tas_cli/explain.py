@@ -29,6 +29,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import ssl
 import sys
 import threading
@@ -260,6 +261,7 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
         watched.append(ResourceKind.POLICY)
     kubernetes = common.open_cluster(common.kube_api_client(settings.kube), watched=watched)
     kubernetes.start()
+    closing: list[Callable[[], object]] = [kubernetes.stop]
     try:
         if not kubernetes.wait_synced(SYNC_SECONDS):
             raise common.SetupError(
@@ -289,6 +291,8 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
             except ConfigError as error:
                 raise common.SetupError(f"{settings.descheduler_config}: {error}") from error
             source = common.open_pod_usage(settings.metrics)
+            if source is not None:
+                closing.append(source.close)
             descheduler = Descheduler(
                 config=config,
                 cluster=ReadOnlyCluster(kubernetes),
@@ -311,7 +315,10 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
                 missing.append(f"metrics from {target}: {why}")
 
         def events() -> list[EventFact]:
-            found = kubernetes.list_events(field_selector="involvedObject.kind=Pod")
+            try:
+                found = kubernetes.list_events(field_selector="involvedObject.kind=Pod")
+            except ClusterError as error:
+                raise ClusterError(_refusal(str(error))) from error
             return [_event_fact(raw) for raw in found]
 
         explainer = Explainer(
@@ -329,7 +336,8 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
             return explainer.explain_pod(namespace, name)
         return explainer.explain_node(settings.name)
     finally:
-        kubernetes.stop()
+        for close in reversed(closing):
+            close()
 
 
 def _extender_decisions(settings: ExplainCommandSettings) -> DecisionSource:
@@ -368,6 +376,18 @@ def _extender_decisions(settings: ExplainCommandSettings) -> DecisionSource:
             raise DecisionsUnavailableError(f"the extender's verdicts: {address}: {why}") from error
 
     return fetch
+
+
+def _refusal(text: str) -> str:
+    """The API server's own words from an error carrying its Status (`message`), with what to
+    do when the credentials may not read Events."""
+    found = re.search(r'"message": ("(?:[^"\\]|\\.)*")', text)
+    if found is not None:
+        with contextlib.suppress(ValueError):
+            text = str(json.loads(found.group(1)))
+    if "forbidden" in text.lower():
+        text += " (the descheduler's role does not list Events: docs/explain.md)"
+    return text
 
 
 def _event_fact(raw: Mapping[str, Any]) -> EventFact:

@@ -150,7 +150,11 @@ def test_with_the_descheduler_role_a_pod_is_explained_and_nothing_is_written(
     assert "node node-c violates policy demo-policy: health_metric Equals 2 (value 2)" in text
     # The one read the role lacks is said, not hidden; it is the only request refused.
     assert "Not explained (could not be read):" in text
-    assert "recent evictions (Events):" in text
+    assert (
+        'recent evictions (Events): events is forbidden: User "system:serviceaccount:'
+        'telemetry-aware-scheduling:tas-descheduler" cannot list resource "events"'
+    ) in text
+    assert "(the descheduler's role does not list Events: docs/explain.md)" in text
     assert [(d.method, d.path) for d in api.denials] == [("GET", "/api/v1/events")], [
         str(d) for d in api.denials
     ]
