@@ -347,6 +347,12 @@ function renderWorkloads(state) {
     notes.push(...signals.filter((s) => s in SIGNAL_HELP).map((s) => el("div", { class: "small", "data-help": s }, SIGNAL_HELP[s])));
   }
   if (t && t.average) notes.push(el("div", { class: "small", "data-help": "deviation" }, MOVING_THRESHOLDS));
+  // The usage chart names the signal too (charts.js writes its text): the same help on hover.
+  const usageCaption = document.getElementById("usage-caption");
+  if (usageCaption) {
+    usageCaption.title = [...signals.map((s) => SIGNAL_HELP[s]), t && t.average ? MOVING_THRESHOLDS : null]
+      .filter(Boolean).join("\n");
+  }
   const controls = state.controls;
   if (controls && controls.reason) notes.push(el("div", { class: "small h2", "data-help": "controls" }, controls.reason));
   document.getElementById("descheduler").replaceChildren(

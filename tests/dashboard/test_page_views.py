@@ -96,6 +96,9 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
             "pressure" in browser.find_element(By.CSS_SELECTOR, '[data-help="cpu_combined"]').text
         )
         assert "move" in browser.find_element(By.CSS_SELECTOR, '[data-help="deviation"]').text
+        caption = browser.find_element(By.ID, "usage-caption").get_attribute("title") or ""
+        assert caption.startswith("cpu_combined: ")
+        assert "thresholds move" in caption
 
         # Scenario time, and "newest first" true in time: node-c turns violating at 3m7s.
         wait.until(lambda d: "TASPolicyViolated" in d.find_element(By.ID, "log").text)
