@@ -230,7 +230,10 @@ def _from_dashboard(settings: ExplainCommandSettings) -> PodExplanation | NodeEx
         raise common.SetupError(
             f"cannot read {url} (is `make run` running there?): {error}"
         ) from error
-    return pod_from_json(data) if settings.kind == "pod" else node_from_json(data)
+    try:
+        return pod_from_json(data) if settings.kind == "pod" else node_from_json(data)
+    except (KeyError, TypeError, ValueError) as error:
+        raise common.SetupError(f"{url}: not an explanation this version reads: {error}") from error
 
 
 def _json_or_none(body: bytes) -> Any:
@@ -318,7 +321,10 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
             try:
                 found = kubernetes.list_events(field_selector="involvedObject.kind=Pod")
             except ClusterError as error:
-                raise ClusterError(_refusal(str(error))) from error
+                why = _refusal(str(error))
+                if "forbidden" in why.lower():
+                    why += " (the descheduler's role does not list Events: docs/explain.md)"
+                raise ClusterError(why) from error
             return [_event_fact(raw) for raw in found]
 
         explainer = Explainer(
@@ -379,14 +385,11 @@ def _extender_decisions(settings: ExplainCommandSettings) -> DecisionSource:
 
 
 def _refusal(text: str) -> str:
-    """The API server's own words from an error carrying its Status (`message`), with what to
-    do when the credentials may not read Events."""
+    """The API server's own words from an error carrying its Status (its `message`)."""
     found = re.search(r'"message": ("(?:[^"\\]|\\.)*")', text)
     if found is not None:
         with contextlib.suppress(ValueError):
             text = str(json.loads(found.group(1)))
-    if "forbidden" in text.lower():
-        text += " (the descheduler's role does not list Events: docs/explain.md)"
     return text
 
 
@@ -438,7 +441,8 @@ class Explainer:
     score_mode: ScoreMode = ScoreMode.PROPORTIONAL
     #: What this world cannot tell, whatever is asked (said in every answer).
     missing: tuple[str, ...] = ()
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: One dry cycle at a time: two clicks at once need not run two.
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def explain_pod(self, namespace: str, name: str) -> PodExplanation:
         pods = self.cluster.list_pods()
@@ -461,8 +465,11 @@ class Explainer:
             missing.append(str(error))
         move = None
         if self.descheduler is not None:
-            report = self._dry_run(self.descheduler)
-            move = move_verdict(report, pod, descheduler=self.descheduler, policies=policies)
+            try:
+                report = self._dry_run(self.descheduler)
+                move = move_verdict(report, pod, descheduler=self.descheduler, policies=policies)
+            except ClusterError as error:  # e.g. a PriorityClass the policy names, unreadable
+                missing.append(f"whether the descheduler would move it: {_refusal(str(error))}")
         return explain_pod(
             pod,
             nodes=nodes,
