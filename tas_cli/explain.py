@@ -164,6 +164,19 @@ class ExplainCommandSettings:
     extender_cert: Path | None
     extender_key: Path | None
 
+    @property
+    def cluster_flags(self) -> list[str]:
+        """The cluster's flags that were given (they mean nothing with `--url`)."""
+        given = {
+            "--kubeconfig": self.kube.kubeconfig,
+            "--context": self.kube.context,
+            "--metrics": self.metrics.source,
+            "--policies": self.policies,
+            "--descheduler-config": self.descheduler_config,
+            "--extender": self.extender,
+        }
+        return [flag for flag, value in given.items() if value is not None]
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ExplainCommandSettings:
         url = args.url
@@ -195,6 +208,11 @@ def run(args: argparse.Namespace) -> int:
 def _run(settings: ExplainCommandSettings) -> int:
     if settings.kind == "pod" and settings.name.count("/") != 1:
         raise common.SetupError(f"a pod is NAMESPACE/NAME, not {settings.name!r}")
+    if settings.url and settings.cluster_flags:
+        raise common.SetupError(
+            f"{', '.join(settings.cluster_flags)}: for a cluster, not with --url/--demo "
+            "(a running make run explains from its own parts)"
+        )
     try:
         found = _from_dashboard(settings) if settings.url else _from_cluster(settings)
     except UnknownObjectError as error:

@@ -10,8 +10,8 @@ Covered:
   node-b with the value, its labels;
 - after `tas set-health NODE 2`: the evicted pod is explained by its eviction (why it was
   moved), and the node lists it among its recent evictions;
-- a typo exits 1 naming the pods it may have meant; a dashboard that does not answer exits 2
-  saying so.
+- a typo exits 1 naming the pods it may have meant; a cluster's flag with `--url` and a
+  dashboard that does not answer exit 2 saying so.
 """
 
 from __future__ import annotations
@@ -110,6 +110,9 @@ def test_a_typo_names_the_pods_it_may_mean_and_a_silent_dashboard_is_said(
     result = explain("pod", f"{NS}/demo-app", "--url", demo.dashboard)
     assert result.returncode == 1
     assert f"no pod named {NS}/demo-app; did you mean {NS}/demo-app-" in result.stderr
+    result = explain("node", "node-a", "--url", demo.dashboard, "--metrics", "textfile:run")
+    assert result.returncode == 2
+    assert "--metrics: for a cluster, not with --url/--demo" in result.stderr
     nobody = f"http://127.0.0.1:{free_port()}"
     result = explain("node", "node-a", "--url", nobody)
     assert result.returncode == 2
