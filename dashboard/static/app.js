@@ -348,6 +348,10 @@ function renderWorkloads(state) {
   }
   if (t && t.average) notes.push(el("div", { class: "small", "data-help": "deviation" }, MOVING_THRESHOLDS));
   // The usage chart names the signal too (charts.js writes its text): the same help on hover.
+  // On the page's one clock: a scenario's interval in its own seconds (the wall's times --speed).
+  const every = state.scenario
+    ? `${fmt(state.deschedulingInterval * state.scenario.speed)}s of scenario time`
+    : `${state.deschedulingInterval}s`;
   const usageCaption = document.getElementById("usage-caption");
   if (usageCaption) {
     usageCaption.title = [...signals.map((s) => SIGNAL_HELP[s]), t && t.average ? MOVING_THRESHOLDS : null]
@@ -357,7 +361,7 @@ function renderWorkloads(state) {
   if (controls && controls.reason) notes.push(el("div", { class: "small h2", "data-help": "controls" }, controls.reason));
   document.getElementById("descheduler").replaceChildren(
     el("div", { title: signals.map((s) => SIGNAL_HELP[s]).filter(Boolean).join("\n") || null },
-      `mode ${state.mode}, every ${state.deschedulingInterval}s; load-aware ${thresholds}`),
+      `mode ${state.mode}, every ${every}; load-aware ${thresholds}`),
     ...notes,
     el("div", {}, `evictions so far: ${d.evictions}; circuit breaker: `,
       d.circuitBreaker ? el("b", { class: "h2" }, `open (${d.circuitBreaker})`) : "closed"),

@@ -96,6 +96,8 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
             "pressure" in browser.find_element(By.CSS_SELECTOR, '[data-help="cpu_combined"]').text
         )
         assert "move" in browser.find_element(By.CSS_SELECTOR, '[data-help="deviation"]').text
+        # tas run's --descheduling-interval 0.6 (wall seconds) at 40x, on the scenario's clock.
+        assert "every 24s of scenario time" in browser.find_element(By.ID, "descheduler").text
         caption = browser.find_element(By.ID, "usage-caption").get_attribute("title") or ""
         assert caption.startswith("cpu_combined: ")
         assert "thresholds move" in caption
