@@ -270,6 +270,8 @@ def placement_of(pod: Pod, records: Sequence[ExtenderRecord]) -> Placement | Non
         if mine(record) and (record.verb not in newest or record.time > newest[record.verb].time):
             newest[record.verb] = record
     filtered, scored = newest.get("filter"), newest.get("prioritize")
+    if filtered is not None and scored is not None and scored.time < filtered.time:
+        scored = None  # an earlier attempt's scores: the last filter left nothing to score
     if filtered is None and scored is None:
         return None
     merged: dict[str, Candidate] = {}

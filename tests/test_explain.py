@@ -8,7 +8,8 @@ Covered:
 - the placement is the extender's own decision log (a real `ExtenderService` recording into a
   `DecisionLog`, read back as `/debug/decisions` serves it): every candidate with its verdict,
   the rule that removed it, its score and the values read; found by the pod's UID, so a
-  replacement pod with the same name does not borrow its predecessor's placement;
+  replacement pod with the same name does not borrow its predecessor's placement, and a later
+  attempt's filter is not shown with an earlier attempt's scores;
 - "would the descheduler move it now" is the descheduler's own cycle run dry over the live
   descheduler's parts: on a violating node it names the plugin and the reason, while the
   cluster sees no eviction, label, taint or Event, even with the live descheduler in Automatic
@@ -170,6 +171,32 @@ def test_the_placement_is_the_extenders_own_decision_for_every_candidate() -> No
     assert "node-c: filtered out; demo-policy: health_metric Equals 2 (value 2)  <- runs here" in (
         text
     )
+
+
+def test_scores_of_an_earlier_attempt_are_not_shown_with_a_later_filter() -> None:
+    world = World()
+    world.place("demo-1", world.pod.uid)
+    world.clock.advance(5)
+    # The next attempt's filter (every node at 1: the circuit breaker keeps them all), asked
+    # about before its prioritize: the first attempt's scores are not this attempt's.
+    world.view.set_column(MetricName("health_metric"), dict.fromkeys(HEALTH, 1.0))
+    info = PodInfo(
+        name="demo-1",
+        namespace=Namespace(NS),
+        uid=world.pod.uid,
+        labels={POLICY_LABEL: "demo-policy"},
+    )
+    world.service.filter(info, [NodeName(n) for n in HEALTH])
+    found = world.explainer.explain_pod(NS, "demo-1")
+    assert found.placement is not None
+    assert found.placement.outcome == "breaker-open"
+    assert found.placement.prioritize_time is None
+    assert {c.node: (c.verdict, c.score) for c in found.placement.candidates} == {
+        "node-a": ("pass", None),
+        "node-b": ("pass", None),
+        "node-c": ("pass", None),
+    }
+    assert "every node passed and scored alike: breaker-open" in render_pod(found)
 
 
 def test_a_replacement_with_the_same_name_does_not_borrow_its_predecessors_placement() -> None:
