@@ -130,8 +130,12 @@ function makeChart(id, { series, axes, scales, height, legend, thresholds, rows 
     cursor: { drag: { x: false, y: false } },
     hooks: {
       draw: [(u) => {
+        // uPlot remembers the fill and font it last set on its canvas and does not set them
+        // again: leave them as found, or the next redraw's axis labels take a row's colour.
+        u.ctx.save();
         if (rows) drawRows(u, rows());
         if (thresholds) drawThresholds(u, thresholds());
+        u.ctx.restore();
       }],
     },
   };

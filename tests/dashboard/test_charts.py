@@ -143,6 +143,22 @@ for (const root of document.querySelectorAll(".charts .uplot")) {
 return out;
 """
 
+#: The darkest ink under each chart's plot (its time axis labels).
+AXIS_INK = """
+const out = {};
+for (const [key, chart] of Object.entries(view.charts)) {
+  const u = chart.plot;
+  const top = u.bbox.top + u.bbox.height + 2;
+  const data = u.ctx.getImageData(u.bbox.left, top, u.bbox.width, u.ctx.canvas.height - top).data;
+  let darkest = 255;
+  for (let i = 0; i < data.length; i += 4) {
+    if (data[i + 3] > 200) darkest = Math.min(darkest, Math.max(data[i], data[i + 1], data[i + 2]));
+  }
+  out[key] = darkest;
+}
+return out;
+"""
+
 LEGEND = """
 const u = view.charts[arguments[0]].plot;
 return u.series.slice(1).map((s) => [s.label, s._stroke || s.stroke]);
@@ -212,6 +228,11 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         assert span == pytest.approx(HOUR, abs=5)
         assert _js(browser, "return chartView.drawMs") < 250
         assert not _js(browser, CLIPPED)
+        for _ in range(2):  # uPlot draws a frame after setData: let two more redraws happen
+            _js(browser, "drawCharts()")
+            time.sleep(0.3)
+        ink = _js(browser, AXIS_INK)
+        assert all(darkest < 110 for darkest in ink.values()), f"faint time labels: {ink}"
         card = browser.find_element(By.CSS_SELECTOR, '[data-node="node-d"]').rect
         chip = browser.find_element(
             By.CSS_SELECTOR, f'[data-node="node-d"] [data-taint="{TAINT.key}"]'
