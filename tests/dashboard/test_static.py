@@ -32,7 +32,7 @@ def test_the_license_and_the_version_travel_with_it() -> None:
     assert "uplot@1.6.32" in (UPLOT / "README.md").read_text()
 
 
-@pytest.mark.parametrize("name", ["index.html", "app.js", "charts.js", "style.css"])
+@pytest.mark.parametrize("name", ["index.html", "app.js", "charts.js", "explain.js", "style.css"])
 def test_the_page_loads_nothing_from_another_host(name: str) -> None:
     text = (STATIC / name).read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
