@@ -167,6 +167,14 @@
     const card = title && title.closest("[data-node]");
     if (card) show("node", card.dataset.node);
   });
+  // Say so where a newcomer looks: the tooltip of what can be clicked.
+  document.addEventListener("mouseover", (event) => {
+    const target = event.target instanceof Element ? event.target.closest("[data-pod], .node-name") : null;
+    if (!target || target.dataset.explainHint) return;
+    const hint = target.matches("[data-pod]") ? "click: why is this pod here?" : "click: this node to every policy";
+    target.title = target.title ? `${target.title}\n${hint}` : hint;
+    target.dataset.explainHint = "1";
+  });
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") document.getElementById("explain")?.remove();
   });
