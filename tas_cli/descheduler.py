@@ -47,6 +47,10 @@ SYNC_TIMEOUT = 60.0
 #: abandoned cycle leaves nothing half done.
 CYCLE_GRACE_SECONDS = 0.5
 SHUTDOWN_SECONDS = 0.6
+#: What `--print-policy` shows for Prometheus's URL when `--metrics` does not give it: showing a
+#: policy needs no Prometheus, running it does. It reads as what to do, and is no address a
+#: client could reach by mistake.
+PROMETHEUS_URL_PLACEHOLDER = "<Prometheus URL: give --metrics prometheus:URL>"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,7 +181,14 @@ def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -
             print("hint: give Prometheus's URL with --metrics prometheus:URL", file=sys.stderr)
         return 2
     if settings.print_policy:
-        sys.stdout.write(yaml.safe_dump(document, sort_keys=False))
+        text = yaml.safe_dump(document, sort_keys=False)
+        sys.stdout.write(text)
+        if PROMETHEUS_URL_PLACEHOLDER in text:
+            print(
+                f"tas descheduler: {settings.policy_source}: the profiles read Prometheus; its "
+                "URL is left as a placeholder (give --metrics prometheus:URL to fill it in)",
+                file=sys.stderr,
+            )
         return 0
     try:
         with common.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
@@ -201,7 +212,10 @@ def policy_document(settings: DeschedulerCommandSettings) -> tuple[Any, Mode, fl
     mode, interval = Mode.PREDICTIVE, 0.0
     if settings.kubedescheduler is not None:
         raw = _read_yaml(settings.kubedescheduler)
-        expansion = expand(raw, prometheus_url=settings.metrics.prometheus_url)
+        url = settings.metrics.prometheus_url
+        if url is None and settings.print_policy:
+            url = PROMETHEUS_URL_PLACEHOLDER
+        expansion = expand(raw, prometheus_url=url)
         document: Any = expansion.policy
         mode, interval = Mode(expansion.mode), expansion.interval_seconds
     else:

@@ -6,7 +6,8 @@ TASPolicy files, textfile metrics, an in-memory cluster) evicts the demo pod fro
 node, and in Predictive mode evicts nothing; `python -m descheduler --help` works; a
 KubeDescheduler file expands to a policy (`--print-policy` shows it, and it reads back), sets the
 mode and interval unless flags do, and one that reads Prometheus without its URL says how to
-give it; exactly one of the two policy files is required.
+give it when run, while `--print-policy` shows it anyway (a placeholder for the URL, and why on
+stderr: issue 21); exactly one of the two policy files is required.
 """
 
 from __future__ import annotations
@@ -163,10 +164,29 @@ def test_a_kubedescheduler_that_reads_prometheus_without_its_url_is_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = KUBEDESCHEDULER / "kubevirt-relieve-and-migrate.yaml"
-    assert run(parse("--kubedescheduler", str(path), "--print-policy")) == 2
+    assert run(parse("--kubedescheduler", str(path))) == 2
     err = capsys.readouterr().err
     assert f"{path}: spec: the profiles read Prometheus" in err
     assert "--metrics prometheus:URL" in err
+
+
+def test_print_policy_needs_no_prometheus_url(tmp_path: Path) -> None:
+    """Showing what a KubeDescheduler expands to is reading, not running: no Prometheus needed.
+    The URL is a placeholder that says what to give, and stderr says why (a real process: what
+    a user pipes to a file is stdout alone)."""
+    path = KUBEDESCHEDULER / "kubevirt-relieve-and-migrate.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "tas_cli", "descheduler", "--kubedescheduler", str(path),
+         "--print-policy"],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    policy = yaml.safe_load(done.stdout)
+    assert policy["kind"] == "DeschedulerPolicy"
+    assert "KubeVirtRelieveAndMigrate" in {profile["name"] for profile in policy["profiles"]}
+    url = policy["metricsProviders"][0]["prometheus"]["url"]
+    assert "--metrics prometheus:URL" in url
+    assert "placeholder (give --metrics prometheus:URL to fill it in)" in done.stderr
 
 
 def test_a_kubedescheduler_sets_mode_and_interval_unless_flags_say_otherwise(
