@@ -280,7 +280,11 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
     watched = [ResourceKind.NODE, ResourceKind.POD, ResourceKind.PDB]
     if settings.policies is None:
         watched.append(ResourceKind.POLICY)
-    kubernetes = common.open_cluster(common.kube_api_client(settings.kube), watched=watched)
+    try:
+        api_client = common.kube_api_client(settings.kube)
+    except common.SetupError as error:
+        raise common.SetupError(f"{error} (to explain a running make run: --demo)") from error
+    kubernetes = common.open_cluster(api_client, watched=watched)
     kubernetes.start()
     closing: list[Callable[[], object]] = [kubernetes.stop]
     try:
