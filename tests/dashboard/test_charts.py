@@ -6,9 +6,10 @@ Covered, as a reader sees it: the load-aware class is a timeline with one labell
 (sorted), each row coloured by the node's class; the policy's own threshold
 (`cpu_pressure GreaterThan 0.6`, psi-aware's dontschedule) is a labelled line at 0.6 in a colour
 no node uses; evictions are stacked by strategy (TAS violation, load-aware) and listed per node;
-the metric-age chart shows the age past which values are stale; the charts span the hour and
-redraw in well under a frame budget; no y-axis label is cut at a chart's left edge and no label
-runs out of its chart; a long taint chip stays inside its card; a node keeps its colour when
+the metric-age chart shows the age past which values are stale; the charts span the hour (or
+the last 10 minutes, from the buttons) and redraw in under 250 ms; no y-axis label is cut at a
+chart's left edge ("L00%"), no label runs out of its chart, and time labels stay dark after
+redraws; the soft tainter's taint chip stays inside its card; a node keeps its colour when
 another leaves or joins; above 8 nodes the per-node charts are heatmaps with a row per node.
 Screenshots: `test-artifacts/dashboard-charts.png`, `test-artifacts/dashboard-heatmap.png`.
 """
@@ -226,6 +227,10 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         # The hour, legible and quick.
         span = _js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
         assert span == pytest.approx(HOUR, abs=5)
+        browser.find_element(By.CSS_SELECTOR, '#chart-window [data-window="600"]').click()
+        span = _js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
+        assert span == pytest.approx(600, abs=5)
+        browser.find_element(By.CSS_SELECTOR, '#chart-window [data-window="3600"]').click()
         assert _js(browser, "return chartView.drawMs") < 250
         assert not _js(browser, CLIPPED)
         for _ in range(2):  # uPlot draws a frame after setData: let two more redraws happen
