@@ -155,23 +155,21 @@ function nodeSeries(names, extra) {
 function policyThresholds(metric) {
   const state = view.state;
   if (!state) return [];
-  const found = [];
+  // One line per rule, naming every policy and strategy that has it.
+  const found = new Map();
   for (const policy of state.policies || []) {
     for (const [strategy, spec] of Object.entries(policy.strategies)) {
       if (strategy === "scheduleonmetric") continue;
       for (const rule of spec.rules) {
         if (rule.metricname !== metric || typeof rule.target !== "number") continue;
-        found.push({
-          value: rule.target,
-          colour: THRESHOLD_HIGH,
-          dash: [8, 4],
-          text: `${rule.metricname} ${rule.operator} ${rule.target}`,
-          note: `${policy.name} ${strategy}`,
-        });
+        const text = `${rule.metricname} ${rule.operator} ${rule.target}`;
+        const line = found.get(text) || { value: rule.target, colour: THRESHOLD_HIGH, dash: [8, 4], text, notes: [] };
+        line.notes.push(`${policy.name} ${strategy}`);
+        found.set(text, line);
       }
     }
   }
-  return found;
+  return [...found.values()].map((line) => ({ ...line, note: line.notes.join(", ") }));
 }
 
 // Threshold lines on the canvas, their labels as text over the plot (a reader can select and
@@ -188,15 +186,17 @@ function drawThresholds(u, thresholds) {
     if (shown.has(key)) continue;
     shown.add(key);
     const y = Math.round(u.valToPos(t.value, "y", true));
-    ctx.save();
-    ctx.strokeStyle = t.colour;
-    ctx.lineWidth = 2 * uPlot.pxRatio;
-    ctx.setLineDash(t.dash.map((d) => d * uPlot.pxRatio));
-    ctx.beginPath();
-    ctx.moveTo(left, y);
-    ctx.lineTo(left + width, y);
-    ctx.stroke();
-    ctx.restore();
+    if (t.line !== false) {
+      ctx.save();
+      ctx.strokeStyle = t.colour;
+      ctx.lineWidth = 2 * uPlot.pxRatio;
+      ctx.setLineDash(t.dash.map((d) => d * uPlot.pxRatio));
+      ctx.beginPath();
+      ctx.moveTo(left, y);
+      ctx.lineTo(left + width, y);
+      ctx.stroke();
+      ctx.restore();
+    }
     const cssY = u.valToPos(t.value, "y");
     const above = cssY > 16;  // below the line when it runs along the top
     labels.push(el("span", {
@@ -403,9 +403,10 @@ function buildCharts(names) {
   const usageThresholds = () => {
     const last = chartView.lastClassified;
     if (!last) return [];
+    // Labels only: the low and high series draw the lines, which move with deviation thresholds.
     return [
-      { value: last.high, colour: THRESHOLD_HIGH, dash: [8, 4], text: `high ${fmt(last.high)}`, note: "overutilized above" },
-      { value: last.low, colour: THRESHOLD_LOW, dash: [3, 3], text: `low ${fmt(last.low)}`, note: "underutilized below" },
+      { value: last.high, colour: THRESHOLD_HIGH, line: false, text: `high ${fmt(last.high)}`, note: "overutilized above" },
+      { value: last.low, colour: THRESHOLD_LOW, line: false, text: `low ${fmt(last.low)}`, note: "underutilized below" },
     ];
   };
   view.charts.usage = makeChart("chart-usage", lines ? {
