@@ -60,10 +60,12 @@ def fitting_nodes(
     ]
     if policy is None or not fit:
         return tuple(fit)
-    unmeasured = _unmeasured_at_estimate(
-        metrics, [n for n in candidates if n.name in fit], pods_by_node
-    )
-    return filter_nodes(policy, add_estimates(metrics, unmeasured), fit).passed
+    fitting = [n for n in candidates if n.name in fit]
+    unmeasured = _unmeasured_at_estimate(metrics, fitting, pods_by_node)
+    cores = {n.name: n.allocatable.get("cpu", 0.0) for n in fitting}
+    return filter_nodes(
+        policy, add_estimates(metrics, unmeasured, lambda node: cores.get(node, 0.0)), fit
+    ).passed
 
 
 def _unmeasured_at_estimate(

@@ -9,7 +9,7 @@ for broken and every candidate is kept (`tas.breaker`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.decisions import Decision, Outcome, Verb
@@ -101,9 +101,11 @@ def decide_filter(
     now: float,
     max_violating_share: float = DEFAULT_MAX_SHARE,
     estimates: Estimates | None = None,
+    cores: Callable[[NodeName], float] | None = None,
 ) -> Decision:
     """`estimates` are applied when given: the caller passes them for policies that filter
-    on recent placements only."""
+    on recent placements only. `cores` (a node's CPU cores) puts pressure estimates on the
+    stall curve (`tas.placements.add_estimates`)."""
     resolution = resolve_policy(pod, snapshot, Verb.FILTER)
     if resolution.policy is None:
         return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)
@@ -111,7 +113,7 @@ def decide_filter(
     used: Estimates = {}
     if estimates:
         used = only_metrics(estimates, read)
-    result = filter_nodes(resolution.policy, add_estimates(metrics, used), candidates)
+    result = filter_nodes(resolution.policy, add_estimates(metrics, used, cores), candidates)
     if used and candidates and not result.passed:
         # Estimates are a guess: they never leave a pod without every node its measured
         # values allow. Filter on measured values alone (and judge the breaker on them).
@@ -156,6 +158,7 @@ def decide_prioritize(
     mode: ScoreMode,
     now: float,
     estimates: Estimates | None = None,
+    cores: Callable[[NodeName], float] | None = None,
 ) -> Decision:
     resolution = resolve_policy(pod, snapshot, Verb.PRIORITIZE)
     if resolution.policy is None:
@@ -172,7 +175,7 @@ def decide_prioritize(
     used: Estimates = {}
     if estimates:
         used = only_metrics(estimates, measured)
-        metrics = add_estimates(metrics, used)
+        metrics = add_estimates(metrics, used, cores)
     return _decision(
         Verb.PRIORITIZE,
         pod,

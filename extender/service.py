@@ -46,16 +46,20 @@ class ExtenderService:
         settings: ExtenderSettings,
         clock: Clock = SYSTEM_CLOCK,
         estimates: Callable[[], Estimates] | None = None,
+        cores: Callable[[NodeName], float] | None = None,
         record: Callable[[Decision], None] | None = None,
     ) -> None:
         """`estimates`, when given, answers the recent placements' extra load per metric and
-        node (`tas.placements.PlacementTracker.estimates` on the view's sample times);
+        node (`tas.placements.PlacementTracker.estimates` on the view's sample times), and
+        `cores` each node's CPU cores (`PlacementTracker.cores`: pressure estimates follow the
+        stall curve);
         `record` receives every decision (`DecisionReporter.record` in `tas extender`)."""
         self.settings = settings
         self._store = store
         self._metrics = metrics
         self._clock = clock
         self._estimates = estimates
+        self._cores = cores
         self._record = record
 
     def filter(self, pod: PodInfo, candidates: Sequence[NodeName]) -> Decision:
@@ -72,6 +76,7 @@ class ExtenderService:
             now=self._clock.now().timestamp(),
             max_violating_share=self.settings.max_violating_node_share,
             estimates=extra,
+            cores=self._cores,
         )
         if self._record is not None:
             self._record(decision)
@@ -86,6 +91,7 @@ class ExtenderService:
             mode=self.settings.score_mode,
             now=self._clock.now().timestamp(),
             estimates=self._estimates() if self._estimates is not None else None,
+            cores=self._cores,
         )
         if self._record is not None:
             self._record(decision)

@@ -89,6 +89,7 @@ class OursExtender:
             settings=settings,
             clock=clock,
             estimates=estimates,
+            cores=placements.cores if estimates is not None and placements is not None else None,
             record=DecisionReporter(DecisionLog(settings.decision_log_size)).record,
         )
 

@@ -35,6 +35,15 @@ like any node, and never violates on missing data alone: only the load placed th
 A node without a value that also runs pods the tracker cannot estimate stays without one
 (absent values never violate, and never score), and a metric nobody reports gets no value.
 
+Pressure rises along the stall curve, not in proportion to load: an estimate for a metric in
+`PRESSURE_METRICS` (CPU PSI) is not added to the measured value. The node's load is read back
+from its measured pressure (`tas.pressure.load_for_pressure`, the model the descheduler predicts
+with), the placements' cores are added to it, and the pressure at that load is the node's value
+(`add_estimates` with the nodes' cores). On 8 cores, a node measured at 0.2 that receives one
+core reads 0.41, not 0.325, while an empty node that receives the same still reads 0: the same
+core costs a loaded node more, which is what keeps a burst off the nodes about to stall.
+MEASURED_PLACEHOLDER
+
 Pure: `PlacementTracker` holds what it was told (binds, nodes, usage) and answers from values
 it is given (sample times, now); the feeds (the pod and node watches in `tas extender`, the
 embedded cluster in the simulator: both `follow_cluster`) and the clock live in the wiring.
@@ -50,6 +59,7 @@ from dataclasses import dataclass
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod
+from tas.pressure import load_for_pressure, pressure
 from tas.types import MetricColumns, MetricName, NodeName
 
 #: Metric -> the pod resource whose share of the node's capacity estimates its rise. CPU
@@ -60,6 +70,9 @@ DEFAULT_RESOURCES: Mapping[MetricName, str] = {
     MetricName("cpu_pressure"): "cpu",
     MetricName("memory_utilization"): "memory",
 }
+#: Metrics whose estimate follows the stall curve (`tas.pressure`) from the measured value,
+#: where the nodes' cores are known (`add_estimates`); the others add their share linearly.
+PRESSURE_METRICS: frozenset[MetricName] = frozenset({MetricName("cpu_pressure")})
 DEFAULT_WINDOW = 90.0
 #: Placements are forgotten this long after their window even without a covering sample (a
 #: node whose metrics stopped is stale anyway: once its pods are no longer recent, it stays
@@ -183,10 +196,17 @@ def estimate_load(
     return {metric: column for metric, column in found.items() if column}
 
 
-def add_estimates(columns: MetricColumns, estimates: Estimates) -> MetricColumns:
+def add_estimates(
+    columns: MetricColumns,
+    estimates: Estimates,
+    cores: Callable[[NodeName], float] | None = None,
+) -> MetricColumns:
     """`columns` with each estimate added to the node's measured value (new mappings). A node
     the estimates name without a measured value (one that runs only recent placements) gets
-    the estimate alone; a metric without any measured value gets nothing."""
+    the estimate alone; a metric without any measured value gets nothing.
+
+    With `cores` (a node's CPU cores), a `PRESSURE_METRICS` estimate (a share of the node's
+    CPU) moves the value along the stall curve instead of adding to it (module docstring)."""
     if not estimates:
         return columns
     merged = dict(columns)
@@ -195,10 +215,21 @@ def add_estimates(columns: MetricColumns, estimates: Estimates) -> MetricColumns
         if not measured or not extra:
             continue
         column: dict[NodeName, float] = dict(measured)
+        on_curve = cores is not None and metric in PRESSURE_METRICS
         for node, value in extra.items():
-            column[node] = column.get(node, 0.0) + value
+            base = column.get(node, 0.0)
+            if on_curve and cores is not None and (size := cores(node)) > 0:
+                column[node] = max(base, pressure_with(base, value * size, size))
+            else:
+                column[node] = base + value
         merged[metric] = column
     return merged
+
+
+def pressure_with(measured: float, added: float, cores: float) -> float:
+    """The pressure of a node of `cores` cores measured at `measured` once `added` more cores
+    of load run there: the load the measurement implies, plus `added`, back on the curve."""
+    return pressure(load_for_pressure(measured, cores) + added, cores)
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -322,6 +353,11 @@ class PlacementTracker:
             elif self._capacity.get(node) != allocatable:
                 self._capacity[node] = dict(allocatable)
                 self._generation += 1
+
+    def cores(self, node: NodeName) -> float:
+        """The node's CPU cores: its allocatable, else the default capacity's (0 if neither)."""
+        cap = self._capacity.get(node) or self.default_capacity
+        return cap.get("cpu") or self.default_capacity.get("cpu", 0.0)
 
     def set_usage(self, usage: Mapping[PodKey, Mapping[str, float]]) -> None:
         """Observed per-pod usage (cores, bytes): a recent placement's own usage becomes its

@@ -175,5 +175,6 @@ def test_a_freshly_joined_node_without_samples_is_a_target_at_its_estimated_load
         )
 
     assert targets(0) == ("joined",)  # missing data alone never rules it out
-    assert targets(4) == ("joined",)  # 4 of 8 cores: 0.5
-    assert targets(5) == ()  # 5 of 8 cores: 0.625, over the target
+    # Pressure at the estimated load, on the stall curve (tas.pressure), not 1 core = 1/8:
+    assert targets(6) == ("joined",)  # 6 cores on 8: 0.36
+    assert targets(7) == ()  # 7 cores on 8: 0.64, over the target
