@@ -40,10 +40,21 @@ class SeededFigures:
     """One contender's figures on each seed of one scenario."""
 
     contender: str
+    #: Each seed's figures, added as its run ends (a seed's figures are never replaced).
     by_seed: dict[int, Figures] = field(default_factory=dict)
+    #: `intervals()` for the seeds it was computed on: the summary, the table, the goals and
+    #: the sweep's tallies all read it, and aggregating is most of their time.
+    _aggregated: tuple[tuple[int, ...], Mapping[str, Interval]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    def intervals(self) -> dict[str, Interval]:
-        return aggregate([self.by_seed[s] for s in sorted(self.by_seed)])
+    def intervals(self) -> Mapping[str, Interval]:
+        """Each figure's mean and 95% interval over the seeds, by dotted path; computed once
+        for the seeds there are (again after one is added)."""
+        seeds = tuple(sorted(self.by_seed))
+        if self._aggregated is None or self._aggregated[0] != seeds:
+            self._aggregated = (seeds, aggregate([self.by_seed[s] for s in seeds]))
+        return self._aggregated[1]
 
     def means(self) -> dict[str, Any]:
         """The figures' shape with each number replaced by its mean over the seeds. A value

@@ -2,7 +2,8 @@
 
 Covered:
 - a figure over seeds is a mean with a Student-t 95% interval; "best" needs an interval wholly
-  below every other's, and overlapping intervals are a tie;
+  below every other's, and overlapping intervals are a tie; a contender's seeds are aggregated
+  once however many readers (means, intervals, bests), again only when a seed is added;
 - the default family reads, every scenario it draws is a valid scenario, draws are the same
   whatever the count, and over 200 draws it covers every event kind, every usage shape, mixed
   node sizes and every policy set the named scenarios use;
@@ -29,6 +30,7 @@ from distributed import LocalCluster
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import simulator.seeds
 from simulator.family import (
     EVENT_KINDS,
     FAMILIES,
@@ -39,7 +41,8 @@ from simulator.family import (
     read_family,
 )
 from simulator.scenario import read_scenario
-from simulator.stats import Interval, clear_best, interval, t_quantile
+from simulator.seeds import SeededFigures, best_by_figure
+from simulator.stats import Interval, aggregate, clear_best, interval, t_quantile
 from tas.durations import parse_duration as _seconds
 from tas_cli.main import main
 
@@ -87,6 +90,27 @@ def test_best_needs_an_interval_below_every_other(
     intervals: dict[str, Interval], best: str | None
 ) -> None:
     assert clear_best(intervals) == best
+
+
+def test_a_contenders_figures_over_seeds_follow_the_seeds_added_and_are_aggregated_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+
+    def counted(runs: Any) -> Any:
+        calls.append(len(runs))
+        return aggregate(runs)
+
+    monkeypatch.setattr(simulator.seeds, "aggregate", counted)
+    ours = SeededFigures("ours", {1: {"stall": 2.0}, 2: {"stall": 4.0}})
+    other = SeededFigures("other", {1: {"stall": 9.0}, 2: {"stall": 9.5}})
+    assert ours.means() == {"stall": 3.0}
+    assert ours.ci95()["stall"][0] < 3.0 < ours.ci95()["stall"][1]
+    assert best_by_figure({"ours": ours, "other": other}, ["stall"]) == {"stall": None}
+    assert calls == [2, 2]  # once per contender, however many readers
+    ours.by_seed[3] = {"stall": 3.0}
+    assert ours.intervals()["stall"].n == 3
+    assert calls == [2, 2, 3]
 
 
 # ------------------------------------------------------------------------------ families
