@@ -25,8 +25,9 @@ import logging
 import math
 import os
 import ssl
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -38,6 +39,8 @@ from tas.metrics.source import Fetched, Sample
 from tas.types import MetricName, NodeName
 
 log = logging.getLogger(__name__)
+
+A = TypeVar("A")
 
 #: The label a convention query adds to tell a value from its sample time.
 _FIELD = "tas_field"
@@ -57,15 +60,7 @@ class PrometheusClient:
         """The instant vector `query` evaluates to now.
 
         Raises `MetricFetchError`: unreachable, timed out, an error answer or not a vector."""
-        try:
-            response = self._client.get(self.query_url, params={"query": query})
-        except (httpx.HTTPError, OSError) as error:
-            # OSError: the bearer token file, read per request, went missing.
-            raise MetricFetchError(f"{self.query_url}: {error}") from error
-        try:
-            answer = read_vector(response.status_code, response.content)
-        except AnswerError as error:
-            raise error.at(f"{self.query_url} for {query!r}") from error
+        answer, _ = self._ask(self.query_url, {"query": query}, read_vector)
         for warning in answer.warnings:
             if warning not in self._warned:  # once each: a query is asked every sync period
                 self._warned.add(warning)
@@ -79,21 +74,30 @@ class PrometheusClient:
         Raises `MetricFetchError` as `vector` does, and when the answer is not a matrix."""
         url = self.url.rstrip("/") + "/api/v1/query_range"
         params = {"query": query, "start": repr(start), "end": repr(end), "step": repr(step)}
-        try:
-            response = self._client.get(url, params=params)
-        except (httpx.HTTPError, OSError) as error:
-            raise MetricFetchError(f"{url}: {error}") from error
-        try:
-            answer = read_answer(response.status_code, response.content)
-        except AnswerError as error:
-            raise error.at(f"{url} for {query!r}") from error
+        answer, status_code = self._ask(url, params, read_answer)
         if not isinstance(answer, Matrix):
             raise AnswerError(
                 f"gives a {type(answer).__name__.lower()}, not a range of values",
-                status_code=response.status_code,
+                status_code=status_code,
                 where=f"{url} for {query!r}",
             )
         return answer
+
+    def _ask(
+        self, url: str, params: Mapping[str, str], read: Callable[[int, bytes], A]
+    ) -> tuple[A, int]:
+        """GET `url` with `params` (the query among them) and `read` its answer; the answer
+        and its status code. A request or an answer that fails is a `MetricFetchError` naming
+        the URL (and the query)."""
+        try:
+            response = self._client.get(url, params=params)
+        except (httpx.HTTPError, OSError) as error:
+            # OSError: the bearer token file, read per request, went missing.
+            raise MetricFetchError(f"{url}: {error}") from error
+        try:
+            return read(response.status_code, response.content), response.status_code
+        except AnswerError as error:
+            raise error.at(f"{url} for {params['query']!r}") from error
 
     def close(self) -> None:
         self._client.close()
