@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 deps: $(STAMP)
 
 ## make run: the health-metric demo on the embedded default (no cluster, no Prometheus).
+## ARGS go to `tas run` as they are, e.g. make run ARGS="--dashboard 127.0.0.1:18080" when 8080
+## is taken, or ARGS="--scenario psi-skewed --speed 10" (tas run --help lists them all).
+ARGS ?=
 run: $(STAMP)
-	$(BIN)/tas run
+	$(BIN)/tas run $(ARGS)
 
 ## make test: lint, types, layers and every test. This is what CI runs.
 test: lint typecheck imports unit

@@ -12,23 +12,34 @@ the demo's place, in real time (`tas_cli/live_scenario.py`).
 
 One loop, one tick per sync period: the model writes the textfiles, the metric view reads
 them, the scheduler places pending pods, the controller reconciles, the descheduler runs when
-its interval is due, and the dashboard's recorder takes note. SIGINT/SIGTERM end it within 2 s.
+its interval is due, and the dashboard's recorder takes note.
+
+SIGINT/SIGTERM end it within 2 s, whatever it is doing. The loop runs in a daemon thread and
+the main thread only waits (as `tas descheduler` runs its schedule), so a signal in the middle
+of a long tick (a big scenario's first placement round takes tens of seconds) is answered at
+once; the tick is given a moment to finish, the servers a bounded graceful stop, and then the
+process ends without the interpreter's teardown, which alone took 0.5-1 s on a busy machine
+(nothing is left to save: the world is in memory, the textfiles are written whole).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import functools
 import logging
 import math
+import os
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import yaml
 from prometheus_client import CollectorRegistry
@@ -77,7 +88,13 @@ log = logging.getLogger("tas.run")
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "deploy" / "health-metric-demo"
-SHUTDOWN_SECONDS = 1.5
+#: The whole shutdown's budget (the tick's moment, then the servers' graceful stop), within the
+#: 2 s a Ctrl-C is promised; uvicorn cancels requests still running after 1 s.
+SHUTDOWN_SECONDS = 1.2
+#: How long a tick under way may go on after the signal before the servers are stopped under it.
+TICK_GRACE_SECONDS = 0.3
+#: What a taken port's error suggests: the flag of each server and a port that is rarely taken.
+PORT_FLAGS = {"the extender": ("--listen", 19001), "the dashboard": ("--dashboard", 18080)}
 
 
 def add_parser(commands: Any) -> None:
@@ -138,9 +155,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--speed",
         type=positive_number,
-        default=1.0,
+        default=None,
         metavar="X",
-        help="with --scenario: scenario seconds per wall-clock second (default 1)",
+        help="with --scenario only: scenario seconds per wall-clock second (default 1)",
     )
     parser.add_argument(
         "--replicas",
@@ -158,6 +175,12 @@ def add_parser(commands: Any) -> None:
         default=0.0,
         metavar="DURATION",
         help="stop after this long (default 0: never)",
+    )
+    parser.add_argument(
+        "--show-state",
+        action="store_true",
+        help="print the cluster state (each node's health, violating labels and demo pods) to "
+        "the terminal after every change; the dashboard shows it anyway",
     )
 
 
@@ -177,10 +200,12 @@ class RunCommandSettings:
     #: None: 2s for the demo, the scenario's divided by `speed` with a scenario.
     descheduling_interval: float | None
     scenario: str | None
-    speed: float
+    #: None: not given (1 with a scenario; given without one, it is an error).
+    speed: float | None
     replicas: int
     seed: int
     duration: float
+    show_state: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunCommandSettings:
@@ -199,16 +224,29 @@ class RunCommandSettings:
             replicas=args.replicas,
             seed=args.seed,
             duration=args.duration,
+            show_state=args.show_state,
         )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> NoReturn:
+    """The process's body: it ends the process (see the module docstring), so it is run as one
+    (`tas run`, `python -m tas_cli run`), never called from a program that goes on."""
     settings = RunCommandSettings.from_args(args)
     common.configure_logging("info")
     # The dashboard's decision log tells all of it; the terminal keeps evictions and changes.
     for noisy in ("httpx", "uvicorn.error", "descheduler.plugins.load_aware", "descheduler.cycle"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    return _run(settings)
+    end_process(_run(settings))
+
+
+def end_process(code: int) -> NoReturn:
+    """Exit with `code` now: what is written is flushed, and the interpreter's teardown (freeing
+    every object, one by one) is skipped, as the module docstring says why."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 def positive_number(text: str) -> float:
@@ -291,6 +329,7 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
     from simulator.world import World
     from tas_cli.live_scenario import ScenarioControls, ScenarioTelemetry
 
+    speed = settings.speed or 1.0
     try:
         scenario = load_scenario(name)
     except ScenarioError as error:
@@ -304,19 +343,15 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
     world = World(scenario, clock=clock, seed=seed)
     for document in scenario.policies:
         world.cluster.apply_policy(document)
-    telemetry = ScenarioTelemetry(
-        world, metrics_dir, speed=settings.speed, started=time.time(), seed=seed
-    )
+    telemetry = ScenarioTelemetry(world, metrics_dir, speed=speed, started=time.time(), seed=seed)
     controls = ScenarioControls(world, metrics_dir)
-    sync = settings.sync_period or max(0.2, scenario.sync_period / settings.speed)
-    interval = settings.descheduling_interval or max(
-        sync, scenario.descheduling_interval / settings.speed
-    )
+    sync = settings.sync_period or max(0.2, scenario.sync_period / speed)
+    interval = settings.descheduling_interval or max(sync, scenario.descheduling_interval / speed)
     banner = (
         f"Scenario {scenario.name}: {scenario.description.strip()}\n"
         f"{len(scenario.nodes)} nodes, {len(scenario.workloads)} workloads, "
-        f"{scenario.duration:g}s of scenario time at {settings.speed:g}x "
-        f"({scenario.duration / settings.speed:g}s). Node telemetry is textfiles in {metrics_dir}/."
+        f"{scenario.duration:g}s of scenario time at {speed:g}x "
+        f"({scenario.duration / speed:g}s). Node telemetry is textfiles in {metrics_dir}/."
     )
     return Setup(
         cluster=world.cluster,
@@ -337,8 +372,24 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
     )
 
 
+def check_settings(settings: RunCommandSettings) -> None:
+    """What the command line says that cannot work, before anything starts."""
+    if settings.speed is not None and not settings.scenario:
+        raise common.SetupError(
+            "--speed sets a scenario's pace: give --scenario NAME too (the health demo runs in "
+            "real time; --sync-period and --descheduling-interval set its pace)"
+        )
+    if settings.scenario:
+        from tas_cli.simulate import unknown_scenario
+
+        unknown = unknown_scenario(settings.scenario)
+        if unknown is not None:
+            raise common.SetupError(unknown)
+
+
 @subcommand.exit_2_on_setup_error("run")
 def _run(settings: RunCommandSettings) -> int:
+    check_settings(settings)
     metrics_dir: Path = settings.dir / "metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
     for stale in metrics_dir.glob("*.prom"):  # an earlier run's nodes must not linger
@@ -435,6 +486,8 @@ def _run(settings: RunCommandSettings) -> int:
         life.on_close(stop_servers)
         http_extender = HttpExtender(extender.url)
         life.on_close(lambda seconds_left: http_extender.close())
+        #: Set by the loop's thread if a tick failed (exit status 1).
+        failed = threading.Event()
         reconciler = Reconciler(
             cluster=cluster,
             policies=store,
@@ -461,18 +514,45 @@ def _run(settings: RunCommandSettings) -> int:
             clock=setup.clock,
             placed=setup.placed,
             cycled=setup.cycled,
+            show_state=settings.show_state,
         )
-        announced = False
-        started = time.monotonic()
-        while not life.stop.is_set():
+        driver = threading.Thread(
+            target=drive,
+            args=(loop, setup, settings.duration, life.stop, failed),
+            name="tas-run-loop",
+            daemon=True,
+        )
+        # Registered last, so run first at the close: the tick under way gets a moment to end
+        # before the extender it may be calling goes away.
+        life.on_close(lambda seconds_left: driver.join(min(TICK_GRACE_SECONDS, seconds_left)))
+        driver.start()
+        # The main thread only waits, so the signal handler runs at once (module docstring).
+        life.stop.wait()
+    return 1 if failed.is_set() else 0
+
+
+def drive(
+    loop: Loop, setup: Setup, duration: float, stop: threading.Event, failed: threading.Event
+) -> None:
+    """The loop's thread: a tick per sync period until `stop` (or `duration`), then `stop`."""
+    announced = False
+    started = time.monotonic()
+    try:
+        while not stop.is_set():
             loop.tick()
             if setup.finished() and not announced:
                 print("The scenario reached its end; the world holds still. Ctrl-C stops.")
                 announced = True
-            if settings.duration and time.monotonic() - started >= settings.duration:
+            if duration and time.monotonic() - started >= duration:
                 break
-            life.stop.wait(setup.sync_period)
-    return 0
+            stop.wait(setup.sync_period)
+    except Exception:
+        # Once stopping, a tick cut short by the servers going away is no news.
+        if not stop.is_set():
+            log.exception("tas run: the loop failed; stopping")
+            failed.set()
+    finally:
+        stop.set()
 
 
 def explainer(
@@ -502,7 +582,15 @@ def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
     try:
         return ExtenderServer(app, host=host, port=port, log_level="warning")
     except OSError as error:
-        raise common.SetupError(f"cannot listen on {host}:{port} for {what}: {error}") from error
+        message = f"cannot listen on {host}:{port} for {what}: {error.strerror or error}"
+        flag, spare = PORT_FLAGS[what]
+        if error.errno == errno.EADDRINUSE:
+            message += (
+                f". Something else is serving there; pick another port with {flag} "
+                f'{host}:{spare} (make run ARGS="{flag} {host}:{spare}"), or stop what '
+                f"holds it (ss -ltnp 'sport = :{port}' shows which)"
+            )
+        raise common.SetupError(message) from error
 
 
 @dataclass(kw_only=True)
@@ -524,6 +612,8 @@ class Loop:
     clock: Clock
     placed: Callable[[Sequence[Placement]], None] = _ignore
     cycled: Callable[[CycleReport], None] = _ignore
+    #: Print the cluster state after every change (`--show-state`); the dashboard shows it.
+    show_state: bool = False
     next_cycle: float = field(init=False)
     #: The cluster state last printed, so the terminal shows only changes.
     shown: str = field(init=False, default="")
@@ -553,6 +643,8 @@ class Loop:
             self.recorder.observe_cycle(now, report)
         columns = self.view.columns()
         self.recorder.observe(Tick(now=now, columns=columns, telemetry=step))
+        if not self.show_state:
+            return
         state = describe_state(self.cluster, columns)
         if state != self.shown:
             print(state, flush=True)
@@ -618,6 +710,7 @@ Telemetry-aware scheduling on the embedded cluster.
   Extender:   {extender}
 
 {about}
+The terminal shows evictions and errors; --show-state adds the cluster state after each change.
 Ctrl-C stops everything.
 """,
         flush=True,

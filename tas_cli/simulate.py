@@ -4,7 +4,9 @@ Each scenario runs on `--seeds N` seeds (default 5: its own seed and the next fo
 an independent job on a process pool over all cores (or a Dask cluster with `--dask`). Writes
 DIR/summary.json (means over the seeds, 95% intervals, the clear bests), PNG charts per scenario
 from its first seed, and a log of the components' own messages (DIR/simulate.log), and prints
-one table per scenario. A bad scenario file lists every problem with its path and exits 1.
+one table per scenario, then a legend of the columns shown (what each figure counts, in which
+unit, `LEGEND`). A scenario name that is neither a file nor a named scenario lists the named
+ones and exits 2; a bad scenario file lists every problem with its path and exits 1.
 
 Every table and summary.json also carry two reference rows, never contenders: `limit` (the
 fluid bound, `simulator.limit`) and `clairvoyant` (ours reading true values, no pipeline lag),
@@ -14,6 +16,7 @@ and each contender's share of the achievable gain, (requests - it) / (requests -
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 import time
@@ -21,6 +24,60 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tas_cli import subcommand
+
+#: What each column of the tables means, by its title (`simulator.report.COLUMNS`; a test
+#: keeps the two in step), from the figures' definitions in `simulator.figures`. Every figure is
+#: judged on the model's true values and is better lower; "after the warm-up" where it is a
+#: figure over time.
+LEGEND: dict[str, str] = {
+    "viol.place": "pods placed on a node that broke a dontschedule rule of their policy at "
+    "that moment (count)",
+    "evac med s": "seconds from a node turning violating (deschedule) until the last pod of "
+    "that policy left it, median over such episodes",
+    "evac max s": "the same, the longest episode (seconds)",
+    "not evac": "episodes that ended with the policy's pods still on the node: it recovered, "
+    "or the run ended, first (count)",
+    "evictions": "pods evicted by the descheduler (count)",
+    "max/pod/h": "the most evictions of one pod (a replica, across its replacements) in any hour",
+    "spread mean": "how unevenly CPU pressure is spread: the standard deviation across nodes "
+    "of PSI cpu some (0..1), mean over time",
+    "spread p95": "the same, 95th percentile over time",
+    "hottest": "the hottest node's PSI cpu some (0..1), mean over time",
+    "lost core·s": "CPU work not done, in core-seconds: demand above a node's cores, plus the "
+    "demand of pods not running (pending, or restarting after an eviction or an OOM kill)",
+    "lost %": "that lost work as a share of all demand",
+    "stall node·s": "node-seconds of tasks waiting for CPU: PSI cpu some (0..1) integrated "
+    "over time, summed over nodes",
+    "pending p95 s": "95th percentile of the seconds a pod waited to be placed",
+    "herd": "scenarios with a burst: the most burst pods placed on one node over the fair "
+    "share (burst / schedulable nodes); 1 is even",
+    "oom": "pods the kernel's OOM killer ended (count)",
+}
+
+
+def legend(titles: list[str]) -> str:
+    """The legend of the columns `titles`, a line each, under the tables."""
+    width = max((len(t) for t in titles), default=0)
+    lines = [f"  {title.ljust(width)}  {LEGEND[title]}" for title in titles]
+    return "\n".join(
+        ["What the columns count (means over the seeds; for each, lower is better):", *lines]
+    )
+
+
+def unknown_scenario(name: str) -> str | None:
+    """What to tell a user whose SCENARIO (`tas simulate`, `tas run --scenario`) is neither a
+    file nor a named scenario, naming the named ones; None when it is one of them."""
+    from simulator.scenario import named_scenarios, scenario_path
+
+    if scenario_path(name).exists():
+        return None
+    named = named_scenarios()
+    offered = f"the named scenarios: {', '.join(named)}"
+    if Path(name).suffix in (".yaml", ".yml") or "/" in name:
+        return f"no scenario file {name}; give a YAML file that exists, or one of {offered}"
+    close = difflib.get_close_matches(name, named, n=1)
+    guess = f" (did you mean {close[0]}?)" if close else ""
+    return f"no scenario named {name!r}{guess}; {offered} (or give a YAML file)"
 
 
 def add_parser(commands: Any) -> None:
@@ -107,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.contenders import choose_contenders
     from simulator.goals import named_goals, report
     from simulator.jobs import DaskUnavailableError
-    from simulator.report import summary, table, write_summary
+    from simulator.report import COLUMNS, summary, table, write_summary
     from simulator.scenario import ScenarioError, load_scenario, named_scenarios
     from simulator.seeds import run_seeded
     from tas.durations import DurationError, parse_duration
@@ -119,6 +176,11 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         print("tas simulate: name a scenario or give --all", file=sys.stderr)
         print(f"named scenarios: {', '.join(named)}", file=sys.stderr)
+        return 2
+    unknown = [said for name in names if (said := unknown_scenario(name)) is not None]
+    if unknown:
+        for said in unknown:
+            print(f"tas simulate: {said}", file=sys.stderr)
         return 2
     if args.seeds < 1 or (args.workers is not None and args.workers < 1):
         print("tas simulate: --seeds and --workers must be at least 1", file=sys.stderr)
@@ -175,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
 
             for path in write_charts(result, out):
                 print(f"  chart: {path}")
+    figures = {f for r in results for s in r.contenders.values() for f in s.means()}
+    print(legend([title for title, figure, _, _ in COLUMNS if figure in figures]) + "\n")
     document = summary(results)
     write_summary(document, out / "summary.json")
     judged = {"psi-taint-release", "psi-skewed"} & {r.scenario.name for r in results}

@@ -1,0 +1,149 @@
+"""`tas run` / `make run`'s command line, as a user meets it: real processes (issue 21).
+
+Covered:
+- an unknown `--scenario` name is one line and exit 2 that offers the closest name and lists
+  every named scenario, before anything starts; `--speed` without `--scenario` is an error;
+- a taken dashboard port is one line and exit 2 that says so and how to pick another port
+  (the flag, and `make run ARGS=...`), and `make run` passes ARGS to `tas run`;
+- Ctrl-C (SIGINT) and SIGTERM end `tas run` within 2 s of the signal even in the middle of a
+  tick (a 500-node scenario's first placement round takes many seconds): exit 0;
+- the terminal shows no "-- cluster state --" dump after every change unless `--show-state`.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from simulator.scenario import named_scenarios
+from tests.processes import ROOT, free_port, tas_command
+
+#: Ctrl-C's promise, measured from the signal.
+STOP_SECONDS = 2.0
+STATE_DUMP = "-- cluster state --"
+BANNER_END = "Ctrl-C stops everything."
+
+
+def tas_run(directory: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        tas_command("run", "--dir", str(directory / "run"), *args),
+        capture_output=True, text=True, timeout=timeout, check=False, cwd=directory,
+    )  # fmt: skip
+
+
+def loopback_ports() -> list[str]:
+    """`--listen` and `--dashboard` on free loopback ports: never the defaults a user's own
+    `make run` may hold."""
+    return ["--listen", f"127.0.0.1:{free_port()}", "--dashboard", f"127.0.0.1:{free_port()}"]
+
+
+def test_an_unknown_scenario_lists_the_named_ones_and_exits_2(tmp_path: Path) -> None:
+    done = tas_run(tmp_path, "--scenario", "psi-skewd", *loopback_ports())
+    assert done.returncode == 2
+    said = done.stderr.strip()
+    assert said.startswith("tas run: no scenario named 'psi-skewd' (did you mean psi-skewed?)")
+    assert "\n" not in said, said  # one line: no traceback, no start-up logging
+    assert all(name in said for name in named_scenarios()), said
+    assert not (tmp_path / "run").exists(), "nothing is set up for a scenario that is not there"
+
+
+def test_speed_without_a_scenario_is_an_error(tmp_path: Path) -> None:
+    done = tas_run(tmp_path, "--speed", "10", *loopback_ports())
+    assert done.returncode == 2
+    assert done.stderr.startswith("tas run: --speed sets a scenario's pace: give --scenario NAME")
+
+
+def test_a_taken_dashboard_port_says_so_and_how_to_pick_another(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = tas_run(
+            tmp_path, "--listen", f"127.0.0.1:{free_port()}", "--dashboard", f"127.0.0.1:{port}"
+        )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"tas run: cannot listen on 127.0.0.1:{port} for the dashboard: ")
+    assert "Address already in use" in last
+    assert 'pick another port with --dashboard 127.0.0.1:18080 (make run ARGS="--dashboard' in last
+    assert "Traceback" not in done.stderr
+
+
+def test_make_run_passes_args_to_tas_run() -> None:
+    # -n: what make would run, without running it (nor installing anything).
+    done = subprocess.run(
+        ["make", "-n", "run", "ARGS=--dashboard 127.0.0.1:18080 --seed 3"],
+        capture_output=True, text=True, timeout=60, check=True, cwd=ROOT,
+    )  # fmt: skip
+    assert ".venv/bin/tas run --dashboard 127.0.0.1:18080 --seed 3" in done.stdout.splitlines()
+
+
+def start_logged(directory: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """`tas run` with its output in a file: a pipe nobody reads would stall a chatty process."""
+    log = directory / "tas-run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            tas_command("run", "--dir", str(directory / "run"), *loopback_ports(), *args),
+            stdout=out, stderr=subprocess.STDOUT, cwd=directory,
+        )  # fmt: skip
+    return process, log
+
+
+def wait_for_text(process: subprocess.Popen[bytes], log: Path, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text(errors="replace"):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no {text!r} from tas run:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "signum", [pytest.param(signal.SIGINT, id="SIGINT"), pytest.param(signal.SIGTERM, id="SIGTERM")]
+)
+def test_a_signal_stops_tas_run_within_two_seconds_even_mid_tick(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """scale-500's first tick places 4,000 pods (seconds of work, 20 s on a 2-core machine):
+    the loop's thread is cut short, not waited for."""
+    process, log = start_logged(tmp_path, "--scenario", "scale-500")
+    try:
+        wait_for_text(process, log, BANNER_END, timeout=60)  # the first tick starts now
+        time.sleep(0.5)
+        sent = time.monotonic()
+        process.send_signal(signum)
+        try:
+            process.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"tas run still running {STOP_SECONDS:g} s after {signum.name}")
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = log.read_text(errors="replace")
+    assert process.returncode == 0, output[-3000:]
+    assert took < STOP_SECONDS, f"took {took:.2f}s"
+    assert "Traceback" not in output, output[-3000:]
+    assert output.rstrip().endswith("tas run stopped"), output[-1000:]
+
+
+def run_demo_briefly(directory: Path, *flags: str) -> str:
+    directory.mkdir()
+    process, log = start_logged(directory, "--sync-period", "0.2", "--duration", "2", *flags)
+    assert process.wait(timeout=60) == 0, log.read_text()[-3000:]
+    return log.read_text()
+
+
+def test_the_terminal_shows_the_cluster_state_only_when_asked(tmp_path: Path) -> None:
+    quiet = run_demo_briefly(tmp_path / "quiet")
+    assert "Scheduled" in quiet  # the demo ran: its pods were placed
+    assert STATE_DUMP not in quiet
+    assert "--show-state adds the cluster state" in quiet  # the banner says how
+    shown = run_demo_briefly(tmp_path / "asked", "--show-state")
+    assert f"{STATE_DUMP}\nnode-a: health=0" in shown
