@@ -24,7 +24,6 @@ Errors:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from descheduler.plugins.registry import Registry, default_registry
 from descheduler.profiles import Profile, parse_profile
 from descheduler.usage_sources import check_usage_sources, parse_metrics_providers
 from tas.cluster.model import LabelSelector
+from tas.problems import ProblemsError
 
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
@@ -45,12 +45,8 @@ DEFAULT_COOLDOWN_SECONDS = 300.0
 DEFAULT_MAX_VIOLATING_SHARE = 0.5
 
 
-class ConfigError(Exception):
+class ConfigError(ProblemsError):
     """The policy file cannot be used; `problems` lists every reason, each with its path."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("; ".join(self.problems))
 
 
 @dataclass(frozen=True)

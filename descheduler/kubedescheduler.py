@@ -33,11 +33,12 @@ Errors:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from descheduler.args import FieldReader
+from tas.problems import ProblemsError
 
 API_VERSION = "operator.openshift.io/v1"
 KIND = "KubeDescheduler"
@@ -56,12 +57,8 @@ OPERATOR_FIELDS = (
 )
 
 
-class KubeDeschedulerError(Exception):
+class KubeDeschedulerError(ProblemsError):
     """The KubeDescheduler cannot be expanded; `problems` lists every reason, with its path."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("; ".join(self.problems))
 
 
 class Expansion(NamedTuple):

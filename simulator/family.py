@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from tas.durations import DurationError, format_duration, parse_duration
+from tas.problems import ProblemsError
 from tas.quantity import parse_quantity
 
 FAMILIES = Path(__file__).resolve().parent.parent / "scenarios" / "families"
@@ -73,12 +74,8 @@ _TOP_KEYS = {
 }
 
 
-class FamilyError(Exception):
+class FamilyError(ProblemsError):
     """A family file that cannot be used; `problems` lists every reason, each with its path."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("; ".join(self.problems))
 
 
 @dataclass(frozen=True)

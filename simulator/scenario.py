@@ -40,6 +40,7 @@ from tas.cluster.model import (
 )
 from tas.durations import DurationError, parse_duration
 from tas.policies.model import PolicyValidationError, parse_policy
+from tas.problems import ProblemsError
 from tas.quantity import QuantityError, parse_quantity
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,12 +51,8 @@ DEFAULT_HEALTH_METRIC = "health_metric"
 _PATTERN = re.compile(r"\{i(?::(0?\d{1,2})d)?\}")
 
 
-class ScenarioError(Exception):
+class ScenarioError(ProblemsError):
     """The scenario cannot be used; `problems` lists every reason, each with its path."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("; ".join(self.problems))
 
 
 @dataclass(frozen=True)
