@@ -3,12 +3,16 @@
 `make run` serves its controls as a JSON API (docs/dashboard.md); these commands call it, so
 everything a newcomer can click can be scripted too (`tas set-health` writes the metric itself).
 The API validates every request; a refusal is printed with its reason and exits 1.
+
+Which `make run`: `--url`, given before or after the action (`tas demo --url U scale ...` and
+`tas demo scale ... --url U` alike), else `TAS_DEMO_URL`, else the default address.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -17,6 +21,8 @@ import httpx
 from tas_cli import subcommand
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+#: The environment variable that names the dashboard when --url does not.
+URL_VARIABLE = "TAS_DEMO_URL"
 TIMEOUT_SECONDS = 10.0
 
 
@@ -28,7 +34,10 @@ def add_parser(commands: Any) -> None:
         description="Call the dashboard's control API of a running `tas run` (docs/dashboard.md).",
         handler=run,
     )
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"the dashboard (default {DEFAULT_URL})")
+    url_help = (
+        f"the dashboard of the `make run` to control (default ${URL_VARIABLE}, else {DEFAULT_URL})"
+    )
+    parser.add_argument("--url", default=None, help=url_help)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     scale = actions.add_parser("scale", help="set a workload's replicas")
     scale.add_argument("workload")
@@ -38,10 +47,20 @@ def add_parser(commands: Any) -> None:
     load.add_argument("cores", type=float)
     unload = actions.add_parser("unload", help="remove the load added to a node")
     unload.add_argument("node")
+    for action in (scale, load, unload):
+        # After the action too. SUPPRESS: an action's parser that is not given --url leaves
+        # the value the command's parser read before it (argparse copies its defaults over).
+        action.add_argument("--url", default=argparse.SUPPRESS, help=url_help)
+
+
+def dashboard_url(args: argparse.Namespace) -> str:
+    """--url, else $TAS_DEMO_URL, else the default (see the module docstring)."""
+    given: str | None = args.url
+    return (given or os.environ.get(URL_VARIABLE) or DEFAULT_URL).rstrip("/")
 
 
 def run(args: argparse.Namespace) -> int:
-    base = args.url.rstrip("/")
+    base = dashboard_url(args)
     if args.action == "scale":
         method, path, body = (
             "POST",
@@ -55,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         response = httpx.request(method, base + path, json=body, timeout=TIMEOUT_SECONDS)
     except httpx.HTTPError as error:
-        print(f"tas demo: cannot reach {base} (is `make run` running?): {error}", file=sys.stderr)
+        print(
+            f"tas demo: cannot reach {base} (is `make run` running? on another address: "
+            f"--url or {URL_VARIABLE}): {error}",
+            file=sys.stderr,
+        )
         return 2
     try:
         answer = response.json()
