@@ -114,11 +114,9 @@ def named_families() -> list[str]:
 
 
 def load_family(name_or_path: str) -> Family:
-    path = family_path(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise FamilyError([f"{path}: cannot read: {error}"]) from error
+    from simulator.scenario import read_named
+
+    path, text = read_named(name_or_path, FAMILIES, FamilyError)
     try:
         document = yaml.safe_load(text)
     except (yaml.YAMLError, RecursionError, ValueError, TypeError) as error:

@@ -185,6 +185,16 @@ def named_file(name: str, folder: Path) -> Path:
     return folder / f"{name}.yaml"
 
 
+def read_named(name: str, folder: Path, error: type[ProblemsError]) -> tuple[Path, str]:
+    """The file `name` stands for (`named_file`) and its text; one that cannot be read is
+    `error` (the scenario's or the family's) naming it."""
+    path = named_file(name, folder)
+    try:
+        return path, path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as problem:
+        raise error([f"{path}: cannot read: {problem}"]) from problem
+
+
 def names_in(folder: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml"))
 
@@ -199,11 +209,7 @@ def named_scenarios() -> list[str]:
 
 
 def load_scenario(name_or_path: str) -> Scenario:
-    path = scenario_path(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ScenarioError([f"{path}: cannot read: {error}"]) from error
+    path, text = read_named(name_or_path, SCENARIOS, ScenarioError)
     return load_scenario_text(text, source=str(path), base=path.parent)
 
 
