@@ -17,10 +17,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tas.cluster.model import LabelSelector, Requirement
 from tas.durations import DurationError, parse_duration
+
+T = TypeVar("T")
 
 #: The operators of a label selector's `matchExpressions`.
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -90,13 +92,7 @@ class FieldReader:
         return FieldReader(self.get(key), self.at(key), self.problems)
 
     def boolean(self, key: str, default: bool) -> bool:
-        value = self.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.problem(self.at(key), f"must be true or false, got {value!r}")
-            return default
-        return value
+        return self._typed(key, default, bool, "true or false")
 
     def integer(
         self, key: str, default: int | None, *, minimum: int = 0, maximum: int | None = None
@@ -128,11 +124,16 @@ class FieldReader:
         return float(value)
 
     def string(self, key: str, default: str = "") -> str:
+        return self._typed(key, default, str, "a string")
+
+    def _typed(self, key: str, default: T, kind: type[T], wording: str) -> T:
+        """The value at `key` when it is a `kind`; `default` when absent or (a problem that
+        says it must be `wording`) of another type."""
         value = self.get(key)
         if value is None:
             return default
-        if not isinstance(value, str):
-            self.problem(self.at(key), f"must be a string, got {value!r}")
+        if not isinstance(value, kind):
+            self.problem(self.at(key), f"must be {wording}, got {value!r}")
             return default
         return value
 
