@@ -101,12 +101,6 @@ class Family:
 # ------------------------------------------------------------------------------ reading
 
 
-def family_path(name: str) -> Path:
-    from simulator.scenario import named_file
-
-    return named_file(name, FAMILIES)
-
-
 def named_families() -> list[str]:
     from simulator.scenario import names_in
 
