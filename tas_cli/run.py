@@ -32,6 +32,7 @@ import logging
 import math
 import os
 import shlex
+import signal
 import sys
 import threading
 import time
@@ -93,6 +94,7 @@ DEMO = REPO / "deploy" / "health-metric-demo"
 SHUTDOWN_SECONDS = 1.2
 #: How long a tick under way may go on after the signal before the servers are stopped under it.
 TICK_GRACE_SECONDS = 0.3
+LOOP_THREAD = "tas-run-loop"
 #: What a taken port's error suggests: the flag of each server and a port that is rarely taken.
 PORT_FLAGS = {"the extender": ("--listen", 19001), "the dashboard": ("--dashboard", 18080)}
 
@@ -236,7 +238,11 @@ def run(args: argparse.Namespace) -> NoReturn:
     # The dashboard's decision log tells all of it; the terminal keeps evictions and changes.
     for noisy in ("httpx", "uvicorn.error", "descheduler.plugins.load_aware", "descheduler.cycle"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    end_process(_run(settings))
+    try:
+        code = _run(settings)
+    except KeyboardInterrupt:  # Ctrl-C while setting up (a big scenario takes seconds): no trace
+        code = 128 + signal.SIGINT
+    end_process(code)
 
 
 def end_process(code: int) -> NoReturn:
@@ -516,10 +522,12 @@ def _run(settings: RunCommandSettings) -> int:
             cycled=setup.cycled,
             show_state=settings.show_state,
         )
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(CutShort(life.stop, LOOP_THREAD))
         driver = threading.Thread(
             target=drive,
             args=(loop, setup, settings.duration, life.stop, failed),
-            name="tas-run-loop",
+            name=LOOP_THREAD,
             daemon=True,
         )
         # Registered last, so run first at the close: the tick under way gets a moment to end
@@ -529,6 +537,23 @@ def _run(settings: RunCommandSettings) -> int:
         # The main thread only waits, so the signal handler runs at once (module docstring).
         life.stop.wait()
     return 1 if failed.is_set() else 0
+
+
+class CutShort(logging.Filter):
+    """Once stopping, the loop's thread is cut short: the warnings of a tick that finds the
+    extender gone (the scheduler's "Extender filter failed") are about the cut, not news."""
+
+    def __init__(self, stop: threading.Event, thread: str) -> None:
+        super().__init__()
+        self._stop = stop
+        self._thread = thread
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            self._stop.is_set()
+            and record.threadName == self._thread
+            and record.levelno < logging.ERROR
+        )
 
 
 def drive(
