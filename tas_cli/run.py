@@ -150,9 +150,9 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--scenario",
-        metavar="FILE",
-        help="run a simulator scenario (a file, or a name from scenarios/) in real time "
-        "instead of the health demo",
+        metavar="NAME|FILE",
+        help="run a simulator scenario (a name from scenarios/, e.g. health-demo, or a file) "
+        "in real time instead of the health demo; a name that is none lists them",
     )
     parser.add_argument(
         "--speed",
