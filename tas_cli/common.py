@@ -216,7 +216,8 @@ def add_metric_arguments(
         "--metric-max-age",
         type=duration,
         metavar="DURATION",
-        help="older metric values count as missing (default 5 sync periods, at least 30s)",
+        help="older metric values count as missing (default: 5 sync periods, at least 30s, "
+        "or, for a source that updates more slowly, two missed updates)",
     )
 
 
@@ -294,15 +295,17 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
 
 
-def bind(address: tuple[str, int], server: Callable[[str, int], S]) -> S:
+def bind(address: tuple[str, int], server: Callable[[str, int], S], *, what: str = "") -> S:
     """`server(host, port)`, a server that binds its address as it is built. One that cannot
-    (the port is taken, the host is not this machine's) is a `SetupError` naming the address:
-    one line and exit 2, never a traceback."""
+    (the port is taken, the host is not this machine's) is a `SetupError` naming the address
+    (and `what` it was for, where a command serves more than one): one line and exit 2, never
+    a traceback."""
     host, port = address
     try:
         return server(host, port)
     except OSError as error:
-        raise SetupError(f"cannot listen on {host}:{port}: {error}") from error
+        purpose = f" for {what}" if what else ""
+        raise SetupError(f"cannot listen on {host}:{port}{purpose}: {error}") from error
 
 
 def kube_api_client(kube: KubeSettings) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import signal
+import socket
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -305,3 +306,18 @@ def test_an_unloadable_kubeconfig_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("tas controller: cannot load Kubernetes configuration")
     assert "Traceback" not in err
+
+
+def test_a_server_that_cannot_bind_is_a_setup_error_naming_the_address_and_what_it_serves() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(common.SetupError, match=rf"^cannot listen on 127.0.0.1:{port} for "):
+            common.bind(
+                ("127.0.0.1", port),
+                lambda host, port: socket.create_server((host, port)),
+                what="the dashboard",
+            )
+    with common.bind(("127.0.0.1", 0), lambda host, port: socket.create_server((host, port))):
+        pass  # a free port binds: the server itself is returned
