@@ -64,7 +64,7 @@ from simulator.scenario import Scenario
 from simulator.world import InformerOrder, World
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
-from tas.metrics.refreshing import RefreshingMetricView, default_max_age
+from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
 from tas.placements import PlacementTracker, follow_cluster
 from tas.policies.cluster import ClusterPolicyLoader
@@ -96,11 +96,13 @@ class ScenarioResult:
     unavailable: dict[str, str] = field(default_factory=dict)
 
 
-def max_age(contender: Contender, scenario: Scenario) -> float:
+def max_age(contender: Contender, scenario: Scenario) -> float | None:
+    """The view's `max_age`: None for ours, which runs with the components' default (five
+    sync periods, stretched to a slower pipeline's cadence: `tas.metrics.refreshing`)."""
     if contender.spec.staleness is Staleness.NEVER:
         return NEVER
     if contender.spec.staleness is Staleness.OURS:
-        return default_max_age(scenario.sync_period)
+        return None
     # Queried each cycle: the answer of the last refresh only (a step of slack for rounding).
     # Its values carry the query's evaluation time (`QueryAnswers`), not the scrape's, so the
     # pipeline's delay and scrape interval do not make a fresh answer look stale.

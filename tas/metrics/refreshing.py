@@ -5,6 +5,16 @@ Reading happens on every scheduling request, so it must never wait on I/O and mu
 values has just passed `max_age` (checked against the sample time, at read time). Fetching
 happens in one daemon thread every sync period, and whenever the wanted names change.
 
+A value is stale once it is older than `max_age`, or, where the source itself updates more
+slowly than that, once it has missed `MISSED_UPDATES` of its own updates (`Cadence`). A sample
+is never younger than the pipeline's delay when it arrives, and it is not replaced before the
+next scrape: with Prometheus scraping every 30 s and answering 30 s late (a recording rule, an
+adapter cache), every value is 30-60 s old in normal operation. A fixed 30 s limit would call
+such a fleet missing most of the time, and missing values never violate: dontschedule would fail
+open while nothing is wrong. So the limit follows what is observed, per metric: the age values
+have when they arrive, plus `1 + MISSED_UPDATES` update intervals. An explicit `max_age` (the
+`--metric-max-age` flag) is kept as given.
+
 Failure handling follows the spec: a failed fetch keeps the last good values until they go
 stale, each failing target is logged once when it starts failing and once when it recovers,
 and both are exported (`tas_metric_fetch_errors_total`, `tas_metric_age_seconds`).
@@ -34,6 +44,50 @@ log = logging.getLogger(__name__)
 _VALUE = itemgetter(0)  # Sample.value
 _TIMESTAMP = itemgetter(1)  # Sample.timestamp
 
+#: Updates a series may miss before its value is stale, where the default limit is shorter.
+MISSED_UPDATES = 2
+#: Nodes sampled per fetch to learn a metric's cadence (the median of what they show).
+_CADENCE_SAMPLE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """How a metric's values arrive: every `interval` seconds, `arrival_age` seconds old."""
+
+    interval: float
+    arrival_age: float
+
+    @property
+    def allowance(self) -> float:
+        """The age at which a value has missed `MISSED_UPDATES` updates."""
+        return self.arrival_age + (1 + MISSED_UPDATES) * self.interval
+
+    @classmethod
+    def observed(cls, before: SampleColumn, after: SampleColumn, now: float) -> Cadence | None:
+        """The cadence the nodes whose sample advanced between two answers show (medians),
+        None when none advanced."""
+        intervals: list[float] = []
+        ages: list[float] = []
+        for node, sample in after.items():
+            previous = before.get(node)
+            if previous is None or sample.timestamp <= previous.timestamp:
+                continue
+            intervals.append(sample.timestamp - previous.timestamp)
+            ages.append(max(0.0, now - sample.timestamp))
+            if len(intervals) >= _CADENCE_SAMPLE:
+                break
+        if not intervals:
+            return None
+        return cls(interval=_median(intervals), arrival_age=_median(ages))
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
 
 def default_max_age(sync_period: float) -> float:
     """Five sync periods, at least 30 s: a few missed fetches are not yet an outage."""
@@ -50,6 +104,8 @@ class _Column:
     oldest: float
     #: Samples measured before this are stale (not in `fresh`).
     limit: float
+    #: How this metric's values arrive, once seen to advance (None before).
+    cadence: Cadence | None = None
 
     @cached_property
     def times(self) -> Mapping[NodeName, float]:
@@ -97,6 +153,8 @@ class RefreshingMetricView:
         self.max_age = default_max_age(sync_period) if max_age is None else max_age
         if not self.max_age > 0:
             raise ValueError(f"max age must be positive, not {max_age!r}")
+        #: The default limit stretches to a slower source's cadence; a given one is kept.
+        self.follows_cadence = max_age is None
         self._clock = clock
         self._state = _EMPTY
         self._wanted: frozenset[MetricName] = frozenset()
@@ -203,36 +261,57 @@ class RefreshingMetricView:
         columns: dict[MetricName, _Column] = {}
         for name in wanted:
             answer = fetched.columns.get(name)
+            previous = state.columns.get(name)
+            cadence = previous.cadence if previous is not None else None
             if answer is not None:
-                columns[name] = self._column(_finite(answer), now)
-            elif name in state.columns:  # not answered: keep the last good values
-                columns[name] = self._column(state.columns[name].samples, now)
+                samples = _finite(answer)
+                if self.follows_cadence and previous is not None:
+                    cadence = Cadence.observed(previous.samples, samples, now) or cadence
+                columns[name] = self._column(samples, now, cadence)
+            elif previous is not None:  # not answered: keep the last good values
+                columns[name] = self._column(previous.samples, now, cadence)
         return self._state_of(columns)
+
+    def max_age_of(self, name: MetricName) -> float:
+        """The age past which a value of `name` counts as missing: `max_age`, or longer for
+        a source that updates more slowly (module docstring)."""
+        column = self._state.columns.get(name)
+        return self._limit_age(column.cadence if column is not None else None)
+
+    def _limit_age(self, cadence: Cadence | None) -> float:
+        if cadence is None or not self.follows_cadence:
+            return self.max_age
+        return max(self.max_age, cadence.allowance)
 
     def _republish(self, seen: _State, now: float) -> MetricColumns:
         with self._lock:
             state = self._state
             if state is seen:  # nobody else rebuilt it meanwhile
                 columns = {
-                    name: column if now <= column.expires_at else self._column(column.samples, now)
+                    name: column
+                    if now <= column.expires_at
+                    else self._column(column.samples, now, column.cadence)
                     for name, column in state.columns.items()
                 }
                 state = self._state = self._state_of(columns)
             return state.published
 
-    def _column(self, samples: SampleColumn, now: float) -> _Column:
+    def _column(self, samples: SampleColumn, now: float, cadence: Cadence | None) -> _Column:
         # Every fetch rebuilds every column, on the thread readers share the GIL with: passes
         # run in C (map, zip, dict) where they can, a Python loop only over stale samples.
-        limit = now - self.max_age
+        max_age = self._limit_age(cadence)
+        limit = now - max_age
         oldest = min(map(_TIMESTAMP, samples.values()), default=math.inf)
         if oldest >= limit:  # every sample fresh, the usual case
             fresh = dict(zip(samples, map(_VALUE, samples.values()), strict=True))
-            expires = oldest + self.max_age
+            expires = oldest + max_age
         else:
             fresh = {node: s.value for node, s in samples.items() if s.timestamp >= limit}
             stamps = (s.timestamp for s in samples.values() if s.timestamp >= limit)
-            expires = min(stamps, default=math.inf) + self.max_age
-        return _Column(samples, fresh, expires_at=expires, oldest=oldest, limit=limit)
+            expires = min(stamps, default=math.inf) + max_age
+        return _Column(
+            samples, fresh, expires_at=expires, oldest=oldest, limit=limit, cadence=cadence
+        )
 
     @staticmethod
     def _state_of(columns: Mapping[MetricName, _Column]) -> _State:
@@ -281,8 +360,8 @@ class _AgeCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         family = GaugeMetricFamily(
             "tas_metric_age_seconds",
-            "Age of the oldest value held for a metric; past --metric-max-age it counts as "
-            "missing.",
+            "Age of the oldest value held for a metric; past --metric-max-age (or, by default, "
+            "two missed updates of a slower source) it counts as missing.",
             labels=["metric"],
         )
         for name, age in sorted(self._view.ages().items()):

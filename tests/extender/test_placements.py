@@ -51,6 +51,7 @@ from tas.placements import (
     estimate_load,
     follow_cluster,
     follow_pods,
+    pressure_with,
 )
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
@@ -231,6 +232,26 @@ def test_estimates_add_to_measured_values_and_stand_alone_only_where_given() -> 
     assert columns[CPU_PRESSURE] == {NODE: 0.1}  # the view's columns are never changed
     # A metric no node reports gets no column from estimates alone.
     assert CPU_UTILIZATION not in add_estimates(columns, {CPU_UTILIZATION: {NODE: 0.2}})
+
+
+def test_pressure_estimates_follow_the_stall_curve_where_a_nodes_cores_are_known() -> None:
+    loaded, empty = NodeName("node-a"), NodeName("node-b")
+    columns = metrics({"cpu_pressure": {loaded: 0.2, empty: 0.0}, "cpu_utilization": {loaded: 0.6}})
+    one_core_of_eight = {
+        CPU_PRESSURE: {loaded: 1 / 8, empty: 1 / 8},
+        CPU_UTILIZATION: {loaded: 1 / 8},
+    }
+    merged = add_estimates(columns, one_core_of_eight, lambda node: 8.0)
+    # Added as a share, both nodes would rise by 0.125 (0.325 and 0.125). On the curve the
+    # node that already stalls takes the core much harder, and the empty one barely notices:
+    # the same core costs a loaded node more.
+    assert merged[CPU_PRESSURE][loaded] == pytest.approx(pressure_with(0.2, 1.0, 8.0))
+    assert merged[CPU_PRESSURE][loaded] > 0.4
+    assert merged[CPU_PRESSURE][empty] < 0.01
+    # Utilization rises by the share exactly, curve or not.
+    assert merged[CPU_UTILIZATION][loaded] == pytest.approx(0.725)
+    # Without cores (a caller that knows no sizes) the estimate is added as before.
+    assert add_estimates(columns, one_core_of_eight)[CPU_PRESSURE][loaded] == pytest.approx(0.325)
 
 
 # --- nodes without a value ------------------------------------------------------------------

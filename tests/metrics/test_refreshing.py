@@ -183,3 +183,48 @@ def test_the_background_thread_picks_up_a_new_value_within_a_sync_period(tmp_pat
         assert view.columns() == {HEALTH: {"a": 2.0}}
     finally:
         view.stop()
+
+
+def test_by_default_a_slow_pipelines_values_stay_fresh_until_they_miss_two_updates(
+    tmp_path: Path,
+) -> None:
+    """Prometheus scraping every 30 s and answering 30 s late: every value is 30-60 s old in
+    normal operation. The default limit (30 s at a 1 s sync period) would call the fleet
+    missing most of the time, so dontschedule would fail open while nothing is wrong."""
+    clock = ManualClock(10_000.0)
+    view = RefreshingMetricView(TextfileSource(tmp_path), sync_period=1.0, clock=clock)
+    view.set_wanted([HEALTH])
+    assert view.max_age == 30.0
+    assert view.follows_cadence
+    scraped = clock.epoch - 30.0  # arrives 30 s old
+    for period in range(7):  # three and a half minutes of normal operation, read every 5 s
+        put(tmp_path, "a", "node_health_metric 1\n", mtime=scraped)
+        for _ in range(6):
+            view.refresh_once()
+            if period > 0:  # the cadence is known once a value has been replaced once
+                assert view.columns() == {HEALTH: {"a": 1.0}}, clock.epoch - scraped
+            clock.advance(5)
+        scraped += 30.0
+    # Learned: values arrive 30 s old every 30 s; stale after two missed scrapes.
+    assert view.max_age_of(HEALTH) == pytest.approx(30.0 + 3 * 30.0, abs=5.0)
+    # The exporter stops: the last value is dropped once it has missed two scrapes.
+    last = scraped - 30.0
+    clock.epoch = last + 30.0 + 2 * 30.0 + 25.0
+    view.refresh_once()
+    assert view.columns() == {HEALTH: {"a": 1.0}}
+    clock.epoch = last + 30.0 + 3 * 30.0 + 10.0
+    assert view.columns() == {HEALTH: {}}
+
+
+def test_a_max_age_given_by_the_operator_is_kept_whatever_the_cadence(tmp_path: Path) -> None:
+    clock = ManualClock(10_000.0)
+    view = make_view(tmp_path, clock)  # max_age=30.0, as --metric-max-age 30 gives
+    scraped = clock.epoch - 20.0
+    for _ in range(3):
+        put(tmp_path, "a", "node_health_metric 1\n", mtime=scraped)
+        view.refresh_once()
+        clock.advance(30)
+        scraped += 30.0
+    assert view.max_age_of(HEALTH) == 30.0
+    clock.epoch = scraped - 30.0 + 30.5
+    assert view.columns() == {HEALTH: {}}
