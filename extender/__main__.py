@@ -1,7 +1,7 @@
-"""`python -m extender`: the same command as `tas extender` (wired in `tas_cli.extender`)."""
+"""`python -m extender`: the same command as `tas extender` (`tas_cli.extender`)."""
 
 import sys
 
-from tas_cli.extender import main
+from tas_cli.main import main
 
-sys.exit(main())
+sys.exit(main(["extender", *sys.argv[1:]]))

@@ -2,6 +2,6 @@
 
 import sys
 
-from tas_cli.controller import main
+from tas_cli.main import main
 
-sys.exit(main())
+sys.exit(main(["controller", *sys.argv[1:]]))

@@ -13,11 +13,9 @@ import argparse
 import logging
 import os
 import socket
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -67,16 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_log_level_argument(parser)
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "controller",
-        help="run the policy controller: node and pod labels and policy status",
-        description="Every sync period, evaluate every policy's deschedule and labeling "
-        "strategies, patch only the labels that differ, and keep each policy's status current.",
-        handler=run,
-    )
-    add_arguments(parser)
+#: `tas controller --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Every sync period, evaluate every policy's deschedule and labeling "
+    "strategies, patch only the labels that differ, and keep each policy's status current."
+)
 
 
 @dataclass(frozen=True)
@@ -186,17 +179,3 @@ def _control(settings: ControllerCommandSettings) -> int:
         life.in_background(loop.run, life.stop, name="loop")
         life.stop.wait()
     return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tas controller",
-        description="Label nodes and pods and report policy status from node telemetry.",
-    )
-    add_arguments(parser)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    return run(common.parse_with_tas_flags(build_parser(), arguments, component="controller"))

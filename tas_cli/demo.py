@@ -14,11 +14,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
 
 import httpx
-
-from tas_cli import subcommand
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 #: The environment variable that names the dashboard when --url does not.
@@ -26,14 +23,11 @@ URL_VARIABLE = "TAS_DEMO_URL"
 TIMEOUT_SECONDS = 10.0
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "demo",
-        help="control a running `make run` from the terminal (scale, load, unload)",
-        description="Call the dashboard's control API of a running `tas run` (docs/dashboard.md).",
-        handler=run,
-    )
+#: `tas demo --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = "Call the dashboard's control API of a running `tas run` (docs/dashboard.md)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     url_help = (
         f"the dashboard of the `make run` to control (default ${URL_VARIABLE}, else {DEFAULT_URL})"
     )

@@ -12,7 +12,7 @@ import argparse
 import logging
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
-from tas_cli import common, subcommand
+from tas_cli import common
 
 log = logging.getLogger("descheduler")
 
@@ -112,16 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_log_level_argument(parser)
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "descheduler",
-        help="evict pods that telemetry says should move (Predictive by default)",
-        description="Evict pods whose node violates their TASPolicy, rebalance load on real "
-        "telemetry, and run the classic descheduler strategies, all through the Eviction API.",
-        handler=run,
-    )
-    add_arguments(parser)
+#: `tas descheduler --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Evict pods whose node violates their TASPolicy, rebalance load on real "
+    "telemetry, and run the classic descheduler strategies, all through the Eviction API."
+)
 
 
 @dataclass(frozen=True)
@@ -362,15 +357,3 @@ def _run_until_stopped(schedule: Callable[[], object], stop: threading.Event) ->
         log.warning("Stopped in the middle of a descheduling cycle")
     if failures:
         raise failures[0]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tas descheduler", description="Evict pods that telemetry says should move."
-    )
-    add_arguments(parser)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))

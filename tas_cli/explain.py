@@ -97,17 +97,16 @@ DECISIONS_READ = 1000
 PolicySource = Callable[[], Mapping[PolicyKey, TASPolicy]]
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "explain",
-        help="why a pod runs where it does and whether it would move; a node to every policy",
-        description="Explain a pod (where it runs, the extender's verdict and score for every "
-        "candidate node at its placement, its policy, whether the descheduler would move it "
-        "now and why) or a node (its metrics with their age, every policy's verdict, labels, "
-        "taints, recent evictions), on a real cluster or on a running `make run`.",
-        handler=run,
-    )
+#: `tas explain --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Explain a pod (where it runs, the extender's verdict and score for every "
+    "candidate node at its placement, its policy, whether the descheduler would move it "
+    "now and why) or a node (its metrics with their age, every policy's verdict, labels, "
+    "taints, recent evictions), on a real cluster or on a running `make run`."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", choices=("pod", "node"), help="what to explain")
     parser.add_argument("name", metavar="NAME", help="NAMESPACE/NAME for a pod, NAME for a node")
     parser.add_argument(
@@ -768,10 +767,11 @@ def embedded_events(events: Callable[[], Sequence[Any]]) -> Callable[[], list[Ev
 
 
 __all__ = [
+    "DESCRIPTION",
     "DecisionsUnavailableError",
     "Explainer",
     "ReadOnlyCluster",
-    "add_parser",
+    "add_arguments",
     "dry_run_cycle",
     "embedded_events",
     "move_verdict",

@@ -15,13 +15,12 @@ import argparse
 import logging
 import math
 import ssl
-import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -276,15 +275,11 @@ def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
     )
 
 
-def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
-        "extender",
-        help="run the kube-scheduler extender (filter and prioritize over HTTPS)",
-        description="Serve POST /scheduler/filter and /scheduler/prioritize for kube-scheduler, "
-        "with /healthz, /readyz, /metrics and /debug/decisions.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run)
+#: `tas extender --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Serve POST /scheduler/filter and /scheduler/prioritize for kube-scheduler, "
+    "with /healthz, /readyz, /metrics and /debug/decisions."
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -441,17 +436,3 @@ def _estimator(tracker: PlacementTracker, view: RefreshingMetricView) -> Callabl
         return tracker.estimates(sample_times=view.sample_times(), now=time.time())
 
     return estimates
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tas extender",
-        description="The telemetry-aware scheduler extender (kube-scheduler filter/prioritize).",
-    )
-    add_arguments(parser)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    return run(common.parse_with_tas_flags(build_parser(), arguments, component="extender"))

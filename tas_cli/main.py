@@ -1,10 +1,14 @@
 """The `tas` command line: one subcommand per job, each a thin wiring of library parts.
 
-Only the chosen subcommand's module is imported (`COMMANDS` names each module and its help line),
-so `tas extender` starts without the simulator's numpy and matplotlib or the dashboard, and a
-cluster image carries only the base install. A command that needs an extra (`EXTRAS`, the
-`[project.optional-dependencies]` of pyproject.toml) says which one to install, exit 2, before
-anything imports what is missing.
+`COMMANDS` registers every subcommand: its name, its help line and its module, which declares
+only what is its own (`CommandModule`: the description, the arguments, the body), so no module
+restates a help line or how a command is added. `python -m extender` and the other components'
+shims run `main` too.
+
+Only the chosen subcommand's module is imported, so `tas extender` starts without the
+simulator's numpy and matplotlib or the dashboard, and a cluster image carries only the base
+install. A command that needs an extra (`EXTRAS`, the `[project.optional-dependencies]` of
+pyproject.toml) says which one to install, exit 2, before anything imports what is missing.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import importlib.util
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
     from tas_cli.tas_compat import Component
@@ -23,15 +27,30 @@ if TYPE_CHECKING:
 DISTRIBUTION = "telemetry-aware-scheduling"
 
 
+class CommandModule(Protocol):
+    """What the module of a `Command` declares; `build_parser` registers the command from it."""
+
+    #: What `tas COMMAND --help` says the command does, below its usage.
+    DESCRIPTION: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The command's own arguments, on its parser."""
+
+    def run(self, args: argparse.Namespace) -> int:
+        """The command, given its parsed arguments; returns the exit status."""
+
+
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: the module whose `add_parser` builds it, the line `tas --help` shows for
-    it (the same words the module registers; tests/cli/test_lazy_commands.py compares them),
-    and the extra it needs beyond the base install, if any."""
+    """A subcommand: the module that runs it (a `CommandModule`), the line `tas --help` shows
+    for it, and the extra it needs beyond the base install, if any."""
 
     module: str
     help: str
     extra: str | None = None
+
+    def load(self) -> CommandModule:
+        return cast(CommandModule, importlib.import_module(self.module))
 
 
 #: The modules each extra brings (import names), the ones a command's code imports. `distributed`
@@ -89,7 +108,8 @@ COMMANDS: dict[str, Command] = {
 
 def build_parser(*, load: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The `tas` parser. The commands in `load` (default: every one) get their full parsers,
-    which imports their modules; the others are listed by name and help line only."""
+    which imports their modules; the others are listed by name and help line only (which
+    `tas --help` shows the same either way)."""
     needs = []
     for extra in EXTRAS:
         names = [f"tas {name}" for name, c in COMMANDS.items() if c.extra == extra]
@@ -104,10 +124,22 @@ def build_parser(*, load: Collection[str] | None = None) -> argparse.ArgumentPar
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
+        own = commands.add_parser(name, help=command.help)
         if load is None or name in load:
-            importlib.import_module(command.module).add_parser(commands)
-        else:
-            commands.add_parser(name, help=command.help)
+            _fill(own, command)
+    return parser
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """`tas NAME`'s own parser: it reads what follows NAME as `tas NAME` does."""
+    return _fill(argparse.ArgumentParser(prog=f"tas {name}"), COMMANDS[name])
+
+
+def _fill(parser: argparse.ArgumentParser, command: Command) -> argparse.ArgumentParser:
+    module = command.load()
+    parser.description = module.DESCRIPTION
+    module.add_arguments(parser)
+    parser.set_defaults(handler=module.run)
     return parser
 
 

@@ -41,18 +41,16 @@ from tas.types import MetricName
 from tas_cli import subcommand
 from tas_cli.common import SetupError, duration
 
+#: `tas replay --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Replay policies over a window of Prometheus history: violating intervals, "
+    "would-be evictions, filtered placements and breaker time per policy (DIR/replay.json, "
+    "a summary, PNG timelines with matplotlib). --compare replays a second version; "
+    "--scenario-out writes the window as a tas simulate scenario."
+)
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "replay",
-        help="what a policy (and a changed one) would have done over your recorded history",
-        description="Replay policies over a window of Prometheus history: violating intervals, "
-        "would-be evictions, filtered placements and breaker time per policy (DIR/replay.json, "
-        "a summary, PNG timelines with matplotlib). --compare replays a second version; "
-        "--scenario-out writes the window as a tas simulate scenario.",
-        handler=run,
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL")
     parser.add_argument(
         "--start",

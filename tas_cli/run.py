@@ -99,16 +99,15 @@ LOOP_THREAD = "tas-run-loop"
 PORT_FLAGS = {"the extender": ("--listen", 19001), "the dashboard": ("--dashboard", 18080)}
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "run",
-        help="the health-metric demo on the embedded cluster, with a live dashboard",
-        description="Run the extender, the policy controller, the descheduler and a small "
-        "scheduler against an in-memory cluster whose node metrics are textfiles, and serve "
-        "a dashboard that shows the loop and offers the demo's controls.",
-        handler=run,
-    )
+#: `tas run --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Run the extender, the policy controller, the descheduler and a small "
+    "scheduler against an in-memory cluster whose node metrics are textfiles, and serve "
+    "a dashboard that shows the loop and offers the demo's controls."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=Path, default=Path("run"), help="state directory (run/)")
     parser.add_argument(
         "--listen",
@@ -793,4 +792,4 @@ def describe_state(cluster: InMemoryCluster, columns: MetricColumns) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["NODES", "add_parser", "run"]
+__all__ = ["DESCRIPTION", "NODES", "add_arguments", "run"]

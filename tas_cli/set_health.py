@@ -32,10 +32,8 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 from tas.metrics.textfile import SUFFIX, format_value, node_file, write_node_series
-from tas_cli import subcommand
 
 SERIES = "node_health_metric"
 REMOTE_DIR = "/tmp/node-metrics"
@@ -61,15 +59,14 @@ class SetHealthError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "set-health",
-        help="set a node's health_metric (textfile directory, or a real node over ssh)",
-        description=f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series; "
-        f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node.",
-        handler=run,
-    )
+#: `tas set-health --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series; "
+    f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("node", metavar="NODE")
     parser.add_argument("value", metavar="VALUE", help="a finite number, e.g. 0, 1, 2")
     parser.add_argument(

@@ -21,9 +21,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
-
-from tas_cli import subcommand
+from typing import TextIO
 
 #: What each column of the tables means, by its title (`simulator.report.COLUMNS`; a test
 #: keeps the two in step), from the figures' definitions in `simulator.figures`. Every figure is
@@ -80,17 +78,16 @@ def unknown_scenario(name: str) -> str | None:
     return f"no scenario named {name!r}{guess}; {offered} (or give a YAML file)"
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "simulate",
-        help="measure the closed loop against the systems it replaces, on a virtual clock",
-        description="Run scenarios on a virtual clock against several contenders (requests, "
-        "requests-lnu, tas, psi-profile, volcano-loadaware, ours) and report the same figures "
-        "for each, beside two references: the fluid limit and ours with perfect information "
-        "(clairvoyant).",
-        handler=run,
-    )
+#: `tas simulate --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Run scenarios on a virtual clock against several contenders (requests, "
+    "requests-lnu, tas, psi-profile, volcano-loadaware, ours) and report the same figures "
+    "for each, beside two references: the fluid limit and ours with perfect information "
+    "(clairvoyant)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "scenarios", nargs="*", metavar="SCENARIO", help="a named scenario or a YAML file"
     )

@@ -14,22 +14,18 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from tas_cli import subcommand
 from tas_cli.simulate import add_spreading_options
 
+#: `tas sweep --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Draw N scenarios from a family file (distributions over nodes, workloads, "
+    "pipelines and faults), run every contender on each over several seeds, in parallel, "
+    "and report how often each is clearly best and how it compares with requests."
+)
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "sweep",
-        help="run every contender on many scenarios drawn from a family",
-        description="Draw N scenarios from a family file (distributions over nodes, workloads, "
-        "pipelines and faults), run every contender on each over several seeds, in parallel, "
-        "and report how often each is clearly best and how it compares with requests.",
-        handler=run,
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--family", default="default", metavar="FILE|NAME", help="a family file or a named family"
     )

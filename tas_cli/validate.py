@@ -15,26 +15,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from tas.policies.files import policy_files
 from tas.policies.model import load_policies_text
-from tas_cli import subcommand
 
 STDIN = "-"
 
 
-def add_parser(commands: Any) -> None:
-    parser = subcommand.add_command(
-        commands,
-        "validate",
-        help="validate TASPolicy files (YAML or JSON, multi-document)",
-        description="Print every problem of every policy, one per line as FILE:LINE: ...; "
-        "exit 1 if any is an error (a policy the components would skip). Warnings are what "
-        "they apply but partly ignore. A directory means its *.yaml, *.yml and *.json files; "
-        "- reads standard input (kubectl get taspolicies -A -o yaml | tas validate -).",
-        handler=run,
-    )
+#: `tas validate --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
+DESCRIPTION = (
+    "Print every problem of every policy, one per line as FILE:LINE: ...; "
+    "exit 1 if any is an error (a policy the components would skip). Warnings are what "
+    "they apply but partly ignore. A directory means its *.yaml, *.yml and *.json files; "
+    "- reads standard input (kubectl get taspolicies -A -o yaml | tas validate -)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE|DIR|-")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too (for CI)")
 

@@ -35,6 +35,7 @@ from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricName
 from tas_cli import common, controller, descheduler, extender
+from tas_cli.main import command_parser, main
 from tests.builders import make_policy, rule
 
 
@@ -97,17 +98,17 @@ def test_cron_expressions_are_parsed_and_bad_ones_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("module", "required"),
+    ("command", "required"),
     [
-        pytest.param(extender, ["--metrics", "textfile:/m", "--insecure-http"], id="extender"),
-        pytest.param(controller, ["--metrics", "textfile:/m"], id="controller"),
-        pytest.param(descheduler, ["--policy-config-file", "p.yaml"], id="descheduler"),
+        pytest.param("extender", ["--metrics", "textfile:/m", "--insecure-http"], id="extender"),
+        pytest.param("controller", ["--metrics", "textfile:/m"], id="controller"),
+        pytest.param("descheduler", ["--policy-config-file", "p.yaml"], id="descheduler"),
     ],
 )
 def test_every_component_reads_the_shared_flags_the_same_way(
-    module: object, required: list[str]
+    command: str, required: list[str]
 ) -> None:
-    parser = module.build_parser()  # type: ignore[attr-defined]
+    parser = command_parser(command)
     shared = [
         "--kubeconfig", "/k", "--context", "c", "--policies", "/p", "--sync-period", "1m30s",
         "--metric-max-age", "45s", "--log-level", "DEBUG", "--metrics-config", "/c",
@@ -140,16 +141,16 @@ def test_every_component_reads_the_shared_flags_the_same_way(
 def test_every_component_reads_the_shared_flags_into_the_same_frozen_settings(
     settings_type: Any, required: list[str], source: str | None
 ) -> None:
-    module = {
-        extender.ExtenderCommandSettings: extender,
-        controller.ControllerCommandSettings: controller,
-        descheduler.DeschedulerCommandSettings: descheduler,
+    command = {
+        extender.ExtenderCommandSettings: "extender",
+        controller.ControllerCommandSettings: "controller",
+        descheduler.DeschedulerCommandSettings: "descheduler",
     }[settings_type]
     shared = [
         "--kubeconfig", "/k", "--context", "c", "--policies", "/p", "--sync-period", "1m30s",
         "--metric-max-age", "45s", "--log-level", "DEBUG", "--metrics-config", "/c",
     ]  # fmt: skip
-    settings = settings_type.from_args(module.build_parser().parse_args([*required, *shared]))
+    settings = settings_type.from_args(command_parser(command).parse_args([*required, *shared]))
     assert settings.kube == common.KubeSettings(kubeconfig=Path("/k"), context="c")
     assert settings.metrics == common.MetricsSettings(
         source=source, config_file=Path("/c"), max_age=45.0, sync_period=90.0
@@ -197,7 +198,7 @@ def test_per_pod_usage_is_reached_with_the_metrics_configs_ca_file(tmp_path: Pat
 def test_recent_placements_default_to_on_only_with_the_clusters_policies(
     flags: list[str], enabled: bool
 ) -> None:
-    args = extender.build_parser().parse_args(
+    args = command_parser("extender").parse_args(
         ["--metrics", "textfile:/m", "--insecure-http", "--node-capacity", "cpu=8", *flags]
     )
     settings = extender.ExtenderCommandSettings.from_args(args).placements
@@ -216,7 +217,7 @@ def test_recent_placements_default_to_on_only_with_the_clusters_policies(
 def test_the_estimate_percentile_reaches_the_tracker(
     flags: list[str], percentile: float | None
 ) -> None:
-    args = extender.build_parser().parse_args(["--metrics", "textfile:/m", *flags])
+    args = command_parser("extender").parse_args(["--metrics", "textfile:/m", *flags])
     tracker = extender.placement_tracker(
         extender.ExtenderCommandSettings.from_args(args).placements
     )
@@ -227,7 +228,7 @@ def test_the_estimate_percentile_reaches_the_tracker(
 @pytest.mark.parametrize("bad", ["0", "101", "p90"])
 def test_an_estimate_percentile_outside_0_to_100_is_refused(bad: str) -> None:
     with pytest.raises(SystemExit):
-        extender.build_parser().parse_args(["--metrics", "x", "--estimate-percentile", bad])
+        command_parser("extender").parse_args(["--metrics", "x", "--estimate-percentile", bad])
 
 
 def test_a_lifetime_joins_threads_in_order_then_runs_cleanups_last_first() -> None:
@@ -301,7 +302,7 @@ def test_an_unloadable_kubeconfig_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "nope.yaml"
-    code = controller.main(["--metrics", f"textfile:{tmp_path}", "--kubeconfig", str(missing)])
+    code = main(["controller", "--metrics", f"textfile:{tmp_path}", "--kubeconfig", str(missing)])
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("tas controller: cannot load Kubernetes configuration")

@@ -11,7 +11,6 @@ Covered (the shared argument types are in test_common.py):
 
 from __future__ import annotations
 
-import argparse
 import socket
 import subprocess
 import sys
@@ -21,14 +20,14 @@ from pathlib import Path
 import httpx
 
 from tas_cli import controller
-from tas_cli.controller import build_parser
+from tas_cli.main import build_parser, command_parser
 from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port
 
 
 def test_defaults_match_the_documented_command_line() -> None:
-    args = build_parser().parse_args(["--metrics", "textfile:/tmp/x"])
+    args = command_parser("controller").parse_args(["--metrics", "textfile:/tmp/x"])
     assert (args.sync_period, args.listen, args.leader_elect, args.policies) == (
         2.0,
         ("127.0.0.1", 8081),
@@ -38,10 +37,9 @@ def test_defaults_match_the_documented_command_line() -> None:
 
 
 def test_tas_controller_takes_the_same_arguments() -> None:
-    parser = argparse.ArgumentParser(prog="tas")
-    commands = parser.add_subparsers(dest="command", required=True)
-    controller.add_parser(commands)
-    args = parser.parse_args(["controller", "--metrics", "textfile:/x", "--sync-period", "5s"])
+    args = build_parser(load=["controller"]).parse_args(
+        ["controller", "--metrics", "textfile:/x", "--sync-period", "5s"]
+    )
     assert (args.command, args.sync_period, args.handler) == ("controller", 5.0, controller.run)
 
 

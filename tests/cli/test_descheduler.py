@@ -25,7 +25,8 @@ from descheduler.cycle import Mode
 from embedded.cluster import InMemoryCluster
 from tas.vocabulary import POLICY_LABEL
 from tas_cli import descheduler as tas_descheduler
-from tas_cli.descheduler import DeschedulerCommandSettings, build_parser, policy_document, run
+from tas_cli.descheduler import DeschedulerCommandSettings, policy_document, run
+from tas_cli.main import build_parser, command_parser
 from tests.descheduler.builders import cluster_with, make_node, make_pod
 
 ROOT = Path(__file__).parents[2]
@@ -46,7 +47,7 @@ spec:
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    return build_parser().parse_args(list(argv))
+    return command_parser("descheduler").parse_args(list(argv))
 
 
 def test_a_bad_policy_file_exits_2_and_prints_every_problem(
@@ -73,9 +74,7 @@ def test_a_bad_cron_expression_exits_2(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_the_subcommand_registers_with_the_tas_parser() -> None:
-    parser = argparse.ArgumentParser(prog="tas")
-    tas_descheduler.add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
+    args = build_parser(load=["descheduler"]).parse_args(
         ["descheduler", "--policy-config-file", "f.yaml", "--mode", "Automatic"]
     )
     assert args.mode == "Automatic"

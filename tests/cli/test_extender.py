@@ -11,7 +11,6 @@ policy file, and reporting and skipping an invalid file while the valid policies
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,7 @@ import yaml
 
 from tas.metrics.textfile import write_node_series
 from tas_cli import extender as cli
+from tas_cli.main import build_parser, main
 from tests.extender.support import HEALTH_POLICY, args_body
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port
@@ -31,7 +31,7 @@ from tests.processes import Process, free_port
 def test_starting_without_tls_or_insecure_http_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = cli.main(["--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"])
+    code = main(["extender", "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"])
     assert code == 2
     assert "refusing to serve without TLS" in capsys.readouterr().err
 
@@ -55,7 +55,7 @@ def test_a_tas_command_line_without_cacert_refuses_to_start_when_tas_s_ca_is_mis
     cert, key, _ = server_files
     argv = ["--syncPeriod=2s", f"--cert={cert}", f"--key={key}", "--v=2",
             "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"]  # fmt: skip
-    assert cli.main(argv) == 2
+    assert main(["extender", *argv]) == 2
     err = capsys.readouterr().err
     assert "--cacert /etc/kubernetes/pki/ca.crt (TAS's default" in err
     assert "pass --cacert FILE" in err
@@ -92,14 +92,12 @@ def test_serving_mtls_logs_no_warning_about_client_authentication(
 
 def test_a_bad_metrics_source_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--policies", str(HEALTH_POLICY), "--metrics", "bogus:x", "--insecure-http"]
-    assert cli.main(argv) == 2
+    assert main(["extender", *argv]) == 2
     assert "--metrics 'bogus:x'" in capsys.readouterr().err
 
 
 def test_tas_extender_offers_the_same_options() -> None:
-    parser = argparse.ArgumentParser(prog="tas")
-    cli.add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
+    args = build_parser(load=["extender"]).parse_args(
         ["extender", "--policies", "p", "--metrics", "textfile:d", "--insecure-http",
          "--sync-period", "500ms", "--score-mode", "rank", "--tas-compat-failed-nodes"]
     )  # fmt: skip
@@ -262,7 +260,7 @@ def test_a_tas_flag_with_a_bad_value_is_an_argument_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        cli.main(["--port=http", "--metrics", "textfile:/m"])
+        main(["extender", "--port=http", "--metrics", "textfile:/m"])
     assert exited.value.code == 2
     assert "--port" in capsys.readouterr().err
 

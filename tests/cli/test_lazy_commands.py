@@ -2,10 +2,10 @@
 
 Covered: a real `tas extender` process, serving and answering a filter request, never loads
 numpy, matplotlib, selenium or the dashboard (what a cluster pod carries is the base install);
-`tas --help` imports no command's module, yet lists every command with the help line its module
-registers, and which commands need which extra; a command whose extra is missing (its modules
-blocked as if not installed) exits 2 with one line naming the extra to install, and no
-traceback, while the cluster's commands still run; `tas_cli.main.EXTRAS` names the modules
+`tas --help` imports no command's module, yet lists every command with its help line (as with
+every module loaded), and which commands need which extra; a command whose extra is missing
+(its modules blocked as if not installed) exits 2 with one line naming the extra to install,
+and no traceback, while the cluster's commands still run; `tas_cli.main.EXTRAS` names the modules
 pyproject.toml's extras install.
 
 A process's modules are read by a small runner (`RUNNER`) that records `sorted(sys.modules)`

@@ -15,7 +15,6 @@ Covered (with a stand-in `ssh` on PATH that logs its argv and runs the remote co
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
@@ -26,17 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tas_cli import set_health
+from tas_cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "deploy" / "health-metric-demo" / "set-health.sh"
 
 
 def tas(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="tas")
-    set_health.add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
+    return main(list(argv))
 
 
 @pytest.fixture

@@ -1,15 +1,16 @@
-"""What every `tas` subcommand does the same way (`tas_cli.subcommand`).
+"""What every `tas` subcommand does the same way (`tas_cli.main`, `tas_cli.subcommand`).
 
 Covered:
-- a command registered with `add_command` shows its help line in `tas --help`, its description
-  in `tas COMMAND --help`, and runs its handler;
+- every command is registered from `tas_cli.main.COMMANDS` and its module alone: its help line
+  in `tas --help`, its module's description in `tas COMMAND --help`, and its module's `run`
+  as the handler; `python -m extender` (and the other components' shims) is `tas extender`;
 - a startup problem (`common.SetupError`) is one line, `tas COMMAND: why`, and exit status 2,
   never a traceback: as `tas run` shows without its policy file.
 """
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -17,27 +18,44 @@ from pathlib import Path
 import pytest
 
 from tas_cli import common
-from tas_cli.subcommand import add_command, exit_2_on_setup_error
+from tas_cli.main import COMMANDS, build_parser, command_parser
+from tas_cli.subcommand import exit_2_on_setup_error
+from tests.processes import ROOT
 
 
-def test_a_command_is_registered_with_its_help_description_and_handler() -> None:
-    parser = argparse.ArgumentParser(prog="tas")
-    commands = parser.add_subparsers(dest="command", required=True)
-    seen: list[argparse.Namespace] = []
+def _words(text: str) -> str:
+    return " ".join(text.split())  # argparse rewraps help text to the terminal's width
 
-    def greet(args: argparse.Namespace) -> int:
-        seen.append(args)
-        return 0
 
-    own = add_command(
-        commands, "greet", help="say hello", description="Say hello to someone.", handler=greet
-    )
-    own.add_argument("who")
-    args = parser.parse_args(["greet", "world"])
-    assert args.handler(args) == 0
-    assert seen[0].who == "world"
-    assert "say hello" in parser.format_help()
-    assert "Say hello to someone." in own.format_help()
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_is_registered_with_the_table_s_help_and_its_module_s_description_and_run(
+    name: str,
+) -> None:
+    module = importlib.import_module(COMMANDS[name].module)
+    assert _words(COMMANDS[name].help) in _words(build_parser(load=[name]).format_help())
+    own = command_parser(name)
+    assert own.prog == f"tas {name}"
+    assert _words(module.DESCRIPTION) in _words(own.format_help())
+    assert own.get_default("handler") is module.run
+
+
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [("extender", "extender"), ("policy_controller", "controller"), ("descheduler", "descheduler")],
+)
+def test_python_m_a_component_is_the_same_command_as_tas_component(
+    package: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")  # the same width here and in the process
+    shown = subprocess.run(
+        [sys.executable, "-m", package, "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert shown == command_parser(name).format_help()
 
 
 def test_a_setup_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,7 +14,6 @@ Loud on typos, as a user meets them (real `tas` processes; issue 21):
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 from pathlib import Path
@@ -23,17 +22,13 @@ import pytest
 
 from tas.metrics import open_metric_view
 from tas.types import MetricName
-from tas_cli import set_health
+from tas_cli.main import main
 from tests.demo_process import start_demo
 from tests.processes import free_port, tas_command
 
 
 def tas(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="tas")
-    set_health.add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
+    return main(list(argv))
 
 
 def test_set_health_writes_the_series_a_health_metric_policy_reads(tmp_path: Path) -> None:

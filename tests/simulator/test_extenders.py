@@ -44,7 +44,8 @@ from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
 from tas.types import MetricName, Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
-from tas_cli.extender import ExtenderCommandSettings, build_parser
+from tas_cli.extender import ExtenderCommandSettings
+from tas_cli.main import command_parser
 from tests.builders import make_policy, rule
 from tests.extender.support import running_extender
 
@@ -229,7 +230,7 @@ def test_with_recent_placements_ours_and_tas_extender_add_the_same_estimates() -
 
 
 def test_ours_runs_with_the_settings_tas_extender_builds_from_its_defaults() -> None:
-    no_flags = build_parser().parse_args(["--metrics", "textfile:/nowhere"])
+    no_flags = command_parser("extender").parse_args(["--metrics", "textfile:/nowhere"])
     built = OursExtender(store=PolicyStore(), view=StaticMetricView(), clock=VirtualClock())
     assert built.service.settings == ExtenderCommandSettings.from_args(no_flags).app
 
