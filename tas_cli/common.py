@@ -28,6 +28,7 @@ kopf/_cogs/configs/configuration.py, is the model: one typed object instead of l
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import threading
@@ -295,17 +296,26 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
 
 
-def bind(address: tuple[str, int], server: Callable[[str, int], S], *, what: str = "") -> S:
+def bind(
+    address: tuple[str, int],
+    server: Callable[[str, int], S],
+    *,
+    what: str = "",
+    if_taken: str = "",
+) -> S:
     """`server(host, port)`, a server that binds its address as it is built. One that cannot
     (the port is taken, the host is not this machine's) is a `SetupError` naming the address
-    (and `what` it was for, where a command serves more than one): one line and exit 2, never
-    a traceback."""
+    (and `what` it was for, where a command serves more than one), followed by `if_taken`
+    where the port is in use (how to pick another): one line and exit 2, never a traceback."""
     host, port = address
     try:
         return server(host, port)
     except OSError as error:
         purpose = f" for {what}" if what else ""
-        raise SetupError(f"cannot listen on {host}:{port}{purpose}: {error}") from error
+        message = f"cannot listen on {host}:{port}{purpose}: {error.strerror or error}"
+        if if_taken and error.errno == errno.EADDRINUSE:
+            message += f". {if_taken}"
+        raise SetupError(message) from error
 
 
 def kube_api_client(kube: KubeSettings) -> Any:

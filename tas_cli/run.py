@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import functools
 import logging
 import math
@@ -603,18 +602,15 @@ def explainer(
 
 def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
     host, port = address
-    try:
-        return ExtenderServer(app, host=host, port=port, log_level="warning")
-    except OSError as error:
-        message = f"cannot listen on {host}:{port} for {what}: {error.strerror or error}"
-        flag, spare = PORT_FLAGS[what]
-        if error.errno == errno.EADDRINUSE:
-            message += (
-                f". Something else is serving there; pick another port with {flag} "
-                f'{host}:{spare} (make run ARGS="{flag} {host}:{spare}"), or stop what '
-                f"holds it (ss -ltnp 'sport = :{port}' shows which)"
-            )
-        raise common.SetupError(message) from error
+    flag, spare = PORT_FLAGS[what]
+    return common.bind(
+        address,
+        lambda host, port: ExtenderServer(app, host=host, port=port, log_level="warning"),
+        what=what,
+        if_taken=f"Something else is serving there; pick another port with {flag} "
+        f'{host}:{spare} (make run ARGS="{flag} {host}:{spare}"), or stop what '
+        f"holds it (ss -ltnp 'sport = :{port}' shows which)",
+    )
 
 
 @dataclass(kw_only=True)

@@ -322,3 +322,23 @@ def test_a_server_that_cannot_bind_is_a_setup_error_naming_the_address_and_what_
             )
     with common.bind(("127.0.0.1", 0), lambda host, port: socket.create_server((host, port))):
         pass  # a free port binds: the server itself is returned
+
+
+def test_a_taken_port_is_followed_by_how_to_pick_another_and_only_a_taken_one() -> None:
+    def serve(host: str, port: int) -> socket.socket:
+        return socket.create_server((host, port))
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(common.SetupError) as raised:
+            common.bind(("127.0.0.1", port), serve, what="the dashboard", if_taken="Use --x.")
+    said = str(raised.value)
+    assert said.startswith(f"cannot listen on 127.0.0.1:{port} for the dashboard: Address already")
+    assert said.endswith(". Use --x.")
+    # 192.0.2.1 (TEST-NET-1, RFC 5737) is no address of this machine: not a taken port.
+    with pytest.raises(common.SetupError) as raised:
+        common.bind(("192.0.2.1", port), serve, if_taken="Use --x.")
+    assert str(raised.value).startswith(f"cannot listen on 192.0.2.1:{port}: ")
+    assert "Use --x." not in str(raised.value)
