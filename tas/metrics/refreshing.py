@@ -12,8 +12,8 @@ next scrape: with Prometheus scraping every 30 s and answering 30 s late (a reco
 adapter cache), every value is 30-60 s old in normal operation. A fixed 30 s limit would call
 such a fleet missing most of the time, and missing values never violate: dontschedule would fail
 open while nothing is wrong. So the limit follows what is observed, per metric: the age values
-have when they arrive, plus `1 + MISSED_UPDATES` update intervals. An explicit `max_age` (the
-`--metric-max-age` flag) is kept as given.
+have when they arrive, plus `1 + MISSED_UPDATES` update intervals (of at most `MAX_CADENCE`).
+An explicit `max_age` (the `--metric-max-age` flag) is kept as given.
 
 Failure handling follows the spec: a failed fetch keeps the last good values until they go
 stale, each failing target is logged once when it starts failing and once when it recovers,
@@ -48,6 +48,10 @@ _TIMESTAMP = itemgetter(1)  # Sample.timestamp
 MISSED_UPDATES = 2
 #: Nodes sampled per fetch to learn a metric's cadence (the median of what they show).
 _CADENCE_SAMPLE = 64
+#: The longest update interval taken for a cadence: Prometheus's default scrape interval. A
+#: longer gap between two samples is a writer that paused (an event-driven textfile), not a
+#: rhythm to wait for.
+MAX_CADENCE = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +82,10 @@ class Cadence:
                 break
         if not intervals:
             return None
-        return cls(interval=_median(intervals), arrival_age=_median(ages))
+        interval = _median(intervals)
+        if interval > MAX_CADENCE:
+            return None
+        return cls(interval=interval, arrival_age=_median(ages))
 
 
 def _median(values: list[float]) -> float:

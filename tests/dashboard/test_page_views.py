@@ -91,13 +91,16 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
         assert shown(browser, 'button[data-action="scale-up"]')
 
         # The load-aware signal (ours: cpu_combined, deviation thresholds) explained.
+        # Read through the wait: the box is redrawn on every update, so an element found a
+        # moment ago may be gone (a stale element reference) when its text is read.
+        def text(selector: str) -> str:
+            return str(browser.find_element(By.CSS_SELECTOR, selector).text)
+
         wait.until(lambda d: shown(d, '[data-help="cpu_combined"]'))
-        assert (
-            "pressure" in browser.find_element(By.CSS_SELECTOR, '[data-help="cpu_combined"]').text
-        )
-        assert "move" in browser.find_element(By.CSS_SELECTOR, '[data-help="deviation"]').text
+        wait.until(lambda d: "pressure" in text('[data-help="cpu_combined"]'))
+        wait.until(lambda d: "move" in text('[data-help="deviation"]'))
         # tas run's --descheduling-interval 0.6 (wall seconds) at 40x, on the scenario's clock.
-        assert "every 24s of scenario time" in browser.find_element(By.ID, "descheduler").text
+        wait.until(lambda d: "every 24s of scenario time" in text("#descheduler"))
         caption = browser.find_element(By.ID, "usage-caption").get_attribute("title") or ""
         assert caption.startswith("cpu_combined: ")
         assert "thresholds move" in caption

@@ -228,3 +228,19 @@ def test_a_max_age_given_by_the_operator_is_kept_whatever_the_cadence(tmp_path: 
     assert view.max_age_of(HEALTH) == 30.0
     clock.epoch = scraped - 30.0 + 30.5
     assert view.columns() == {HEALTH: {}}
+
+
+def test_a_writer_that_pauses_is_no_cadence_to_wait_for(tmp_path: Path) -> None:
+    """A textfile rewritten after 100 s (an event, not a scrape rhythm) does not stretch the
+    limit: the other node's value, unchanged for as long, is stale at 30 s as before."""
+    clock = ManualClock(10_000.0)
+    view = RefreshingMetricView(TextfileSource(tmp_path), sync_period=1.0, clock=clock)
+    view.set_wanted([HEALTH])
+    for node in ("a", "b"):
+        put(tmp_path, node, "node_health_metric 0\n", mtime=clock.epoch)
+    view.refresh_once()
+    clock.advance(100)
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.epoch)
+    view.refresh_once()
+    assert view.max_age_of(HEALTH) == 30.0
+    assert view.columns() == {HEALTH: {"a": 0.0}}
