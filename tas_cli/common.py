@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import signal
 import threading
 import time
@@ -141,6 +142,22 @@ def log_level(text: str) -> str:
     if lowered not in LOG_LEVELS:
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(LOG_LEVELS)}")
     return lowered
+
+
+# ------------------------------------------------------------------ a running `make run`
+
+#: Where `tas run` (`make run`) serves its dashboard unless told otherwise (`--dashboard`).
+DEMO_DASHBOARD = ("127.0.0.1", 8080)
+DEMO_URL = f"http://{DEMO_DASHBOARD[0]}:{DEMO_DASHBOARD[1]}"
+#: The environment variable that names the dashboard of a `make run` elsewhere.
+DEMO_URL_VARIABLE = "TAS_DEMO_URL"
+
+
+def demo_url(given: str | None = None) -> str:
+    """The dashboard of the running `make run` that `tas demo`, `tas set-health` and
+    `tas explain --demo` talk to: `given` (their --url), else $TAS_DEMO_URL, else `tas run`'s
+    own default."""
+    return (given or os.environ.get(DEMO_URL_VARIABLE) or DEMO_URL).rstrip("/")
 
 
 # ------------------------------------------------------------------ settings

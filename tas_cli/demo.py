@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 import httpx
 
-DEFAULT_URL = "http://127.0.0.1:8080"
-#: The environment variable that names the dashboard when --url does not.
-URL_VARIABLE = "TAS_DEMO_URL"
+from tas_cli import common
+
 TIMEOUT_SECONDS = 10.0
 
 
@@ -29,7 +27,8 @@ DESCRIPTION = "Call the dashboard's control API of a running `tas run` (docs/das
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     url_help = (
-        f"the dashboard of the `make run` to control (default ${URL_VARIABLE}, else {DEFAULT_URL})"
+        "the dashboard of the `make run` to control "
+        f"(default ${common.DEMO_URL_VARIABLE}, else {common.DEMO_URL})"
     )
     parser.add_argument("--url", default=None, help=url_help)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -47,14 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action.add_argument("--url", default=argparse.SUPPRESS, help=url_help)
 
 
-def dashboard_url(args: argparse.Namespace) -> str:
-    """--url, else $TAS_DEMO_URL, else the default (see the module docstring)."""
-    given: str | None = args.url
-    return (given or os.environ.get(URL_VARIABLE) or DEFAULT_URL).rstrip("/")
-
-
 def run(args: argparse.Namespace) -> int:
-    base = dashboard_url(args)
+    base = common.demo_url(args.url)
     if args.action == "scale":
         method, path, body = (
             "POST",
@@ -70,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     except httpx.HTTPError as error:
         print(
             f"tas demo: cannot reach {base} (is `make run` running? on another address: "
-            f"--url or {URL_VARIABLE}): {error}",
+            f"--url or {common.DEMO_URL_VARIABLE}): {error}",
             file=sys.stderr,
         )
         return 2

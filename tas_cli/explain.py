@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import re
 import ssl
 import sys
@@ -87,7 +86,6 @@ from tas_cli import common, subcommand
 
 log = logging.getLogger("tas.explain")
 
-DEMO_URL = "http://127.0.0.1:8080"
 TIMEOUT_SECONDS = 10.0
 #: How long the cluster's caches may take to fill.
 SYNC_SECONDS = 30.0
@@ -113,11 +111,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output", choices=("text", "json"), default="text", help="text (default) or json"
     )
     where = parser.add_argument_group("a running make run (instead of a cluster)")
-    where.add_argument("--url", metavar="URL", help="its dashboard, e.g. " + DEMO_URL)
+    where.add_argument("--url", metavar="URL", help="its dashboard, e.g. " + common.DEMO_URL)
     where.add_argument(
         "--demo",
         action="store_true",
-        help=f"its dashboard at $TAS_DEMO_URL, else {DEMO_URL}",
+        help=f"its dashboard at ${common.DEMO_URL_VARIABLE}, else {common.DEMO_URL}",
     )
     # A real cluster (the default): the flags the components take, with the same meaning.
     common.add_kubernetes_arguments(parser)
@@ -180,7 +178,7 @@ class ExplainCommandSettings:
     def from_args(cls, args: argparse.Namespace) -> ExplainCommandSettings:
         url = args.url
         if url is None and args.demo:
-            url = os.environ.get("TAS_DEMO_URL") or DEMO_URL
+            url = common.demo_url()
         return cls(
             kind=args.kind,
             name=args.name,

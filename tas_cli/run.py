@@ -118,10 +118,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dashboard",
         type=common.listen_address,
-        default=("127.0.0.1", 8080),
+        default=common.DEMO_DASHBOARD,
         metavar="HOST:PORT",
-        help="the dashboard and its JSON API (default 127.0.0.1:8080); beyond loopback its "
-        "controls are refused unless --allow-remote-controls",
+        help="the dashboard and its JSON API (default {}:{}); beyond loopback its controls are "
+        "refused unless --allow-remote-controls".format(*common.DEMO_DASHBOARD),
     )
     parser.add_argument(
         "--allow-remote-controls",

@@ -25,7 +25,6 @@ import argparse
 import http.client
 import json
 import math
-import os
 import re
 import shlex
 import subprocess
@@ -34,14 +33,12 @@ import urllib.request
 from pathlib import Path
 
 from tas.metrics.textfile import SUFFIX, format_value, node_file, write_node_series
+from tas_cli import common
 
 SERIES = "node_health_metric"
 REMOTE_DIR = "/tmp/node-metrics"
 REMOTE_FILE = "text.prom"
 SSH_TIMEOUT_SECONDS = 30
-#: Where `make run` serves its dashboard, as `tas demo --url` (TAS_DEMO_URL overrides it).
-DEFAULT_URL = "http://127.0.0.1:8080"
-URL_ENVIRONMENT = "TAS_DEMO_URL"
 #: A dashboard on this machine answers at once; a slow answer is treated as no `make run`.
 DASHBOARD_TIMEOUT_SECONDS = 2.0
 
@@ -84,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--url",
         default=None,
         help=f"the running `make run`'s dashboard, asked which nodes exist when NODE has no "
-        f"file (default ${URL_ENVIRONMENT} or {DEFAULT_URL})",
+        f"file (default ${common.DEMO_URL_VARIABLE} or {common.DEMO_URL})",
     )
     parser.add_argument(
         "--ssh",
@@ -139,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         value = parse_value(args.value)
         if args.ssh is not None:
             return _over_ssh(args.node, args.ssh, value, remote_dir=args.remote_dir)
-        url = args.url or os.environ.get(URL_ENVIRONMENT) or DEFAULT_URL
+        url = common.demo_url(args.url)
         check_target(args.dir, args.node, create=args.create, url=url)
         write_node_series(args.dir, args.node, {SERIES: value})
     except SetHealthError as error:

@@ -14,7 +14,10 @@ Covered:
   is left of one budget; a failing cleanup does not skip the others; signals restored;
 - `want_policy_metrics`: the view fetches what the policies name, plus a component's extras,
   and hears about every policy change;
-- a Kubernetes configuration that cannot be loaded is one clear line and exit 2.
+- a Kubernetes configuration that cannot be loaded is one clear line and exit 2;
+- a server that cannot bind names its address; a taken port is followed by how to pick another;
+- the running `make run` the demo commands talk to: --url, else $TAS_DEMO_URL, else the
+  address `tas run` serves its dashboard on by default.
 """
 
 from __future__ import annotations
@@ -342,3 +345,15 @@ def test_a_taken_port_is_followed_by_how_to_pick_another_and_only_a_taken_one() 
         common.bind(("192.0.2.1", port), serve, if_taken="Use --x.")
     assert str(raised.value).startswith(f"cannot listen on 192.0.2.1:{port}: ")
     assert "Use --x." not in str(raised.value)
+
+
+def test_the_demo_s_dashboard_is_the_url_given_else_tas_demo_url_else_tas_run_s_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TAS_DEMO_URL", raising=False)
+    assert common.demo_url() == "http://127.0.0.1:8080"
+    # `tas run --dashboard`'s default is the same address.
+    assert command_parser("run").get_default("dashboard") == ("127.0.0.1", 8080)
+    monkeypatch.setenv("TAS_DEMO_URL", "http://demo.example:18080/")
+    assert common.demo_url() == "http://demo.example:18080"
+    assert common.demo_url("http://given:1") == "http://given:1"
