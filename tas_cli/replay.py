@@ -30,6 +30,7 @@ from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.names import derived
 from tas.metrics.prometheus import open_prometheus
 from tas.metrics.refreshing import default_max_age
+from tas.policies.documents import read_documents
 from tas.policies.files import load_policy_path, policy_files
 from tas.policies.model import TASPolicy
 from tas.replay import timeline
@@ -167,12 +168,14 @@ def _load(path: Path, flag: str) -> tuple[TASPolicy, ...]:
 
 
 def policy_documents(path: Path) -> list[dict[str, Any]]:
-    """The policy documents under `path`, as written (for a scenario's `policies`)."""
+    """The policy documents under `path`, as written (for a scenario's `policies`), read as the
+    components read them. One with a duplicate key never gets here: `_load` refused it."""
     documents: list[dict[str, Any]] = []
     for file in policy_files(path):
-        for document in yaml.safe_load_all(file.read_text(encoding="utf-8")):
-            if isinstance(document, dict) and document.get("kind") == "TASPolicy":
-                documents.append(document)
+        for document in read_documents(file.read_text(encoding="utf-8")):
+            body = document.body
+            if isinstance(body, dict) and body.get("kind") == "TASPolicy":
+                documents.append(body)
     return documents
 
 

@@ -76,6 +76,7 @@ from tas.cluster.interface import policy_key_of
 from tas.explain import parse_decisions
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
+from tas.policies.documents import read_documents
 from tas.policies.files import PolicyFileWatcher, policy_files
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
@@ -703,19 +704,34 @@ def apply_policy_files(path: Path, cluster: InMemoryCluster) -> None:
         files = []
     for file in files:
         try:
-            documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+            # The components' one reader (`tas.policies.documents`), which sees duplicate keys.
+            documents = list(read_documents(file.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
             log.error("Cannot read policies from %s: %s", file, error)
             return  # keep what the cluster has until the file reads again
         for document in documents:
-            if not isinstance(document, dict) or document.get("kind") != "TASPolicy":
+            body = document.body
+            if not isinstance(body, dict) or body.get("kind") != "TASPolicy":
                 continue
             try:
-                policy_key_of(document)
+                key = policy_key_of(body)
             except ValueError as error:
                 log.error("%s: %s", file, error)
                 continue
-            keys.add(cluster.apply_policy(document))
+            keys.add(key)
+            if document.duplicates:
+                # As `kubectl apply` (and `tas validate`) refuse it: the object stays as it was.
+                for duplicate in document.duplicates:
+                    log.error(
+                        "%s:%d: %s: %s; policy %s left as it was",
+                        file,
+                        duplicate.line,
+                        duplicate.path,
+                        duplicate.why,
+                        key,
+                    )
+                continue
+            cluster.apply_policy(body)
     for stale in cluster.list_policy_documents():
         if stale.key not in keys:
             cluster.delete_policy(stale.key)

@@ -31,6 +31,14 @@ class Duplicate:
     line: int
     first_line: int
 
+    @property
+    def why(self) -> str:
+        """What is wrong, for a problem or a log line that names the path and line itself."""
+        return (
+            f"duplicate key (also on line {self.first_line}): YAML keeps only this one, and "
+            "kubectl apply refuses the file"
+        )
+
 
 @dataclass(frozen=True)
 class Document:

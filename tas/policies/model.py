@@ -548,8 +548,7 @@ def load_policies_text(text: str, *, source: str = "") -> LoadResult:
             PolicyProblem(
                 source,
                 duplicate.path,
-                f"duplicate key (also on line {duplicate.first_line}): YAML keeps only this "
-                "one, and kubectl apply refuses the file",
+                duplicate.why,
                 line=duplicate.line,
                 document=document.number if several else None,
             )

@@ -5,15 +5,20 @@ Covered (the one `PolicyFileWatcher`, with `tas run`'s reload, `apply_policy_fil
 - an edit reaches the object (a new generation), and nothing is applied again while the
   file is unchanged;
 - a document taken out of the file deletes its object;
-- a file that no longer parses keeps what the cluster has, and is read again once fixed.
+- a file that no longer parses keeps what the cluster has, and is read again once fixed;
+- a document with a duplicate key (which `tas validate` and `kubectl apply` refuse) is not
+  applied: its object stays as it was, a log line names the file and line, and the file's
+  other documents are applied.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from embedded.cluster import InMemoryCluster
@@ -73,3 +78,26 @@ def test_a_file_that_no_longer_parses_keeps_the_clusters_objects(tmp_path: Path)
     write(path, policy_document("a", dontschedule=[rule("m", "Equals", 3)]), mtime_ns=3)
     watcher.poll()
     assert targets(cluster) == {A: 3}
+
+
+def test_a_document_with_a_duplicate_key_is_not_applied_and_says_where(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "policies.yaml"
+    write(path, policy_document("a", dontschedule=[rule("m", "Equals", 1)]), mtime_ns=1)
+    watcher, cluster = watch(path)
+    watcher.poll()
+    edited = yaml.safe_dump(policy_document("a", dontschedule=[rule("m", "Equals", 2)]))
+    # The same key twice: YAML alone would quietly keep the later `target: 3`.
+    doubled = edited.replace("target: 2\n", "target: 2\n        target: 3\n")
+    assert doubled != edited
+    b = yaml.safe_dump(policy_document("b", dontschedule=[rule("m", "Equals", 1)]))
+    path.write_text(f"{doubled}---\n{b}")
+    os.utime(path, ns=(2, 2))
+    with caplog.at_level(logging.ERROR, logger="tas"):
+        assert watcher.poll() is True
+    assert targets(cluster) == {A: 1, B: 1}
+    line = next(i for i, text in enumerate(doubled.splitlines(), 1) if "target: 3" in text)
+    (said,) = [r.getMessage() for r in caplog.records if "duplicate key" in r.getMessage()]
+    assert said.startswith(f"{path}:{line}: spec.strategies.dontschedule.rules[0].target: ")
+    assert said.endswith("policy default/a left as it was")
