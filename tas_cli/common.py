@@ -20,14 +20,16 @@ parts, so their command lines agree by construction:
 Startup problems are `SetupError`s: the command prints one line and exits 2, never a traceback.
 
 Each command reads its `argparse.Namespace` once, in its own module, into a frozen settings
-object built from the shared pieces here (`KubeSettings`, `MetricsSettings`), and passes that
-on; the helpers below take those pieces, never the Namespace (kopf's `OperatorSettings`,
+object built from the shared pieces here (`KubeSettings`, `MetricsSettings`; `read_settings`
+fills every other field from the argument of its name), and passes that on; the helpers below
+take those pieces, never the Namespace (kopf's `OperatorSettings`,
 kopf/_cogs/configs/configuration.py, is the model: one typed object instead of loose options).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import logging
 import os
@@ -49,6 +51,8 @@ from tas.policies.store import PolicyStore
 from tas_cli.tas_compat import Component, TasFlagError, translate_tas_flags
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from tas.cluster.interface import ObservableCluster, ResourceKind
     from tas.cluster.kubernetes import KubernetesCluster
     from tas.metrics.kubelet import KubeletPodUsage
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tas")
 
 S = TypeVar("S")
+D = TypeVar("D", bound="DataclassInstance")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -163,6 +168,14 @@ def demo_url(given: str | None = None) -> str:
 # ------------------------------------------------------------------ settings
 
 
+def read_settings(cls: type[D], args: argparse.Namespace, **given: Any) -> D:
+    """A command's frozen settings (`cls`, a dataclass) read from `args`: each field not
+    `given` is the argument of the same name (`--lease-name` is `lease_name`). An argument
+    missing for a field is an AttributeError at once, never a silent default."""
+    read = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.name not in given}
+    return cls(**read, **given)
+
+
 @dataclass(frozen=True)
 class KubeSettings:
     """`--kubeconfig`, `--context`: where the process's one Kubernetes connection goes."""
@@ -172,7 +185,7 @@ class KubeSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> KubeSettings:
-        return cls(kubeconfig=args.kubeconfig, context=args.context)
+        return read_settings(cls, args)
 
 
 @dataclass(frozen=True)

@@ -89,16 +89,11 @@ class ControllerCommandSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ControllerCommandSettings:
-        return cls(
+        return common.read_settings(
+            cls,
+            args,
             kube=common.KubeSettings.from_args(args),
             metrics=common.MetricsSettings.from_args(args),
-            policies=args.policies,
-            status_refresh_cycles=args.status_refresh_cycles,
-            leader_elect=args.leader_elect,
-            lease_name=args.lease_name,
-            lease_namespace=args.lease_namespace,
-            listen=args.listen,
-            log_level=args.log_level,
             tas_flag_notices=common.tas_flag_notices(args),
         )
 

@@ -140,18 +140,13 @@ class DeschedulerCommandSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> DeschedulerCommandSettings:
-        return cls(
-            policy_config_file=args.policy_config_file,
-            kubedescheduler=args.kubedescheduler,
-            print_policy=args.print_policy,
+        return common.read_settings(
+            cls,
+            args,
             kube=common.KubeSettings.from_args(args),
             metrics=common.MetricsSettings.from_args(args),
-            policies=args.policies,
             mode=Mode(args.mode) if args.mode is not None else None,
-            descheduling_interval=args.descheduling_interval,
             cron=args.descheduling_interval_cron_expression,
-            listen_metrics=args.listen_metrics,
-            log_level=args.log_level,
         )
 
     @property

@@ -179,19 +179,12 @@ class ExplainCommandSettings:
         url = args.url
         if url is None and args.demo:
             url = common.demo_url()
-        return cls(
-            kind=args.kind,
-            name=args.name,
-            output=args.output,
+        return common.read_settings(
+            cls,
+            args,
             url=url,
             kube=common.KubeSettings.from_args(args),
             metrics=common.MetricsSettings.from_args(args),
-            policies=args.policies,
-            descheduler_config=args.descheduler_config,
-            extender=args.extender,
-            extender_ca=args.extender_ca,
-            extender_cert=args.extender_cert,
-            extender_key=args.extender_key,
         )
 
 

@@ -240,15 +240,11 @@ class ExtenderCommandSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ExtenderCommandSettings:
-        return cls(
+        return common.read_settings(
+            cls,
+            args,
             kube=common.KubeSettings.from_args(args),
             metrics=common.MetricsSettings.from_args(args),
-            policies=args.policies,
-            listen=args.listen,
-            insecure_http=args.insecure_http,
-            cert=args.cert,
-            key=args.key,
-            cacert=args.cacert,
             app=ExtenderSettings(
                 score_mode=args.score_mode,
                 tas_compat_failed_nodes=args.tas_compat_failed_nodes,
@@ -258,7 +254,6 @@ class ExtenderCommandSettings:
                 max_violating_node_share=args.max_violating_node_share,
             ),
             placements=PlacementSettings.from_args(args),
-            log_level=args.log_level,
             tas_flag_notices=common.tas_flag_notices(args),
         )
 

@@ -210,23 +210,7 @@ class RunCommandSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunCommandSettings:
-        return cls(
-            dir=args.dir,
-            listen=args.listen,
-            dashboard=args.dashboard,
-            allow_remote_controls=args.allow_remote_controls,
-            policies=args.policies,
-            descheduler_config=args.descheduler_config,
-            mode=args.mode,
-            sync_period=args.sync_period,
-            descheduling_interval=args.descheduling_interval,
-            scenario=args.scenario,
-            speed=args.speed,
-            replicas=args.replicas,
-            seed=args.seed,
-            duration=args.duration,
-            show_state=args.show_state,
-        )
+        return common.read_settings(cls, args)
 
 
 def run(args: argparse.Namespace) -> NoReturn:

@@ -6,7 +6,8 @@ Covered:
   compound forms, clear argument errors otherwise;
 - `HOST:PORT`, `[IPv6]:PORT` and `:PORT`; log levels in either case; cron expressions;
 - every component command accepts the shared flags with the same meaning, and reads them once
-  into the same frozen settings pieces (`KubeSettings`, `MetricsSettings`);
+  into the same frozen settings pieces (`KubeSettings`, `MetricsSettings`); a settings field
+  is read from the argument of its name, and one with no argument is an error at once;
 - the Prometheus URL of `--metrics prometheus:URL`, and per-pod usage reached with the metrics
   config's access settings (a CA file that cannot load stops startup instead of being ignored);
 - the extender's recent placements: on by default with the cluster's policies, off with files;
@@ -357,3 +358,17 @@ def test_the_demo_s_dashboard_is_the_url_given_else_tas_demo_url_else_tas_run_s_
     monkeypatch.setenv("TAS_DEMO_URL", "http://demo.example:18080/")
     assert common.demo_url() == "http://demo.example:18080"
     assert common.demo_url("http://given:1") == "http://given:1"
+
+
+def test_settings_are_read_from_the_arguments_of_their_names_and_none_may_be_missing() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Settings:
+        lease_name: str
+        kube: common.KubeSettings
+
+    args = argparse.Namespace(lease_name="tas", kubeconfig=Path("/k"), context=None)
+    kube = common.KubeSettings.from_args(args)
+    assert common.read_settings(Settings, args, kube=kube) == Settings("tas", kube)
+    assert kube == common.KubeSettings(kubeconfig=Path("/k"))
+    with pytest.raises(AttributeError, match="lease_name"):
+        common.read_settings(Settings, argparse.Namespace(), kube=kube)
