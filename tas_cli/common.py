@@ -170,9 +170,14 @@ def demo_url(given: str | None = None) -> str:
 
 def read_settings(cls: type[D], args: argparse.Namespace, **given: Any) -> D:
     """A command's frozen settings (`cls`, a dataclass) read from `args`: each field not
-    `given` is the argument of the same name (`--lease-name` is `lease_name`). An argument
-    missing for a field is an AttributeError at once, never a silent default."""
-    read = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.name not in given}
+    `given` is the shared piece of its name (`kube`, `metrics`, `tas_flag_notices`: `_SHARED`)
+    or else the argument of its name (`--lease-name` is `lease_name`). An argument missing for
+    a field is an AttributeError at once, never a silent default."""
+    read = {
+        f.name: _SHARED[f.name](args) if f.name in _SHARED else getattr(args, f.name)
+        for f in dataclasses.fields(cls)
+        if f.name not in given
+    }
     return cls(**read, **given)
 
 
@@ -217,6 +222,14 @@ class MetricsSettings:
 def tas_flag_notices(args: argparse.Namespace) -> tuple[str, ...]:
     """The deprecation notices `parse_with_tas_flags` left on `args` (none without it)."""
     return tuple(getattr(args, "tas_flag_notices", ()))
+
+
+#: The pieces every command that has them reads the same way (`read_settings`), by field name.
+_SHARED: dict[str, Callable[[argparse.Namespace], object]] = {
+    "kube": KubeSettings.from_args,
+    "metrics": MetricsSettings.from_args,
+    "tas_flag_notices": tas_flag_notices,
+}
 
 
 # ------------------------------------------------------------------ shared options

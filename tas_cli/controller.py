@@ -89,13 +89,7 @@ class ControllerCommandSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ControllerCommandSettings:
-        return common.read_settings(
-            cls,
-            args,
-            kube=common.KubeSettings.from_args(args),
-            metrics=common.MetricsSettings.from_args(args),
-            tas_flag_notices=common.tas_flag_notices(args),
-        )
+        return common.read_settings(cls, args)
 
 
 def run(args: argparse.Namespace) -> int:

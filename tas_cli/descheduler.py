@@ -143,8 +143,6 @@ class DeschedulerCommandSettings:
         return common.read_settings(
             cls,
             args,
-            kube=common.KubeSettings.from_args(args),
-            metrics=common.MetricsSettings.from_args(args),
             mode=Mode(args.mode) if args.mode is not None else None,
             cron=args.descheduling_interval_cron_expression,
         )

@@ -179,13 +179,7 @@ class ExplainCommandSettings:
         url = args.url
         if url is None and args.demo:
             url = common.demo_url()
-        return common.read_settings(
-            cls,
-            args,
-            url=url,
-            kube=common.KubeSettings.from_args(args),
-            metrics=common.MetricsSettings.from_args(args),
-        )
+        return common.read_settings(cls, args, url=url)
 
 
 def run(args: argparse.Namespace) -> int:

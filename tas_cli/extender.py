@@ -243,8 +243,6 @@ class ExtenderCommandSettings:
         return common.read_settings(
             cls,
             args,
-            kube=common.KubeSettings.from_args(args),
-            metrics=common.MetricsSettings.from_args(args),
             app=ExtenderSettings(
                 score_mode=args.score_mode,
                 tas_compat_failed_nodes=args.tas_compat_failed_nodes,
@@ -254,7 +252,6 @@ class ExtenderCommandSettings:
                 max_violating_node_share=args.max_violating_node_share,
             ),
             placements=PlacementSettings.from_args(args),
-            tas_flag_notices=common.tas_flag_notices(args),
         )
 
 

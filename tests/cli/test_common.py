@@ -7,7 +7,8 @@ Covered:
 - `HOST:PORT`, `[IPv6]:PORT` and `:PORT`; log levels in either case; cron expressions;
 - every component command accepts the shared flags with the same meaning, and reads them once
   into the same frozen settings pieces (`KubeSettings`, `MetricsSettings`); a settings field
-  is read from the argument of its name, and one with no argument is an error at once;
+  is read from the argument of its name (a shared piece from its own flags), and one with no
+  argument is an error at once;
 - the Prometheus URL of `--metrics prometheus:URL`, and per-pod usage reached with the metrics
   config's access settings (a CA file that cannot load stops startup instead of being ignored);
 - the extender's recent placements: on by default with the cluster's policies, off with files;
@@ -364,11 +365,12 @@ def test_settings_are_read_from_the_arguments_of_their_names_and_none_may_be_mis
     @dataclasses.dataclass(frozen=True)
     class Settings:
         lease_name: str
-        kube: common.KubeSettings
+        kube: common.KubeSettings  # a shared piece, read from its own flags
+        mode: str = "given"
 
     args = argparse.Namespace(lease_name="tas", kubeconfig=Path("/k"), context=None)
-    kube = common.KubeSettings.from_args(args)
-    assert common.read_settings(Settings, args, kube=kube) == Settings("tas", kube)
-    assert kube == common.KubeSettings(kubeconfig=Path("/k"))
+    assert common.read_settings(Settings, args, mode="Automatic") == Settings(
+        "tas", common.KubeSettings(kubeconfig=Path("/k")), "Automatic"
+    )
     with pytest.raises(AttributeError, match="lease_name"):
-        common.read_settings(Settings, argparse.Namespace(), kube=kube)
+        common.read_settings(Settings, argparse.Namespace(kubeconfig=None, context=None))
