@@ -157,6 +157,12 @@ class Cooldown:
         last = self._last.get(key)
         return last is not None and (now - last).total_seconds() < self.seconds * share
 
+    def evicted_within(self, key: OwnerKey, now: datetime, seconds: float) -> bool:
+        """The owner lost a pod to an eviction less than `seconds` ago (as far as the cooldown
+        remembers: its own length)."""
+        last = self._last.get(key)
+        return last is not None and (now - last).total_seconds() < seconds
+
     def evacuation_blocked(self, key: OwnerKey, now: datetime) -> bool:
         """Evacuated in an earlier cycle (not this one: `now` is the cycle's) and cooling."""
         last = self._last_evacuation.get(key)
@@ -336,6 +342,11 @@ class PodEvictor:
     def node_exhausted(self, node: NodeName | None) -> bool:
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         return self.rails.budget.node_exhausted(node)
+
+    def owner_recently_evicted(self, pod: Pod, within: float) -> bool:
+        """The pod's owner lost a pod to an eviction less than `within` seconds ago: a pod of
+        it created since is (likely) that pod's replacement."""
+        return self.rails.cooldown.evicted_within(owner_key(pod), self.state.now, within)
 
     def recently_evacuated(self, within: float) -> set[NodeName]:
         """Nodes an evacuating plugin emptied less than `within` seconds ago (this cycle too;

@@ -148,6 +148,11 @@ class Evictor(Protocol):
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         ...
 
+    def owner_recently_evicted(self, pod: Pod, within: float) -> bool:
+        """The pod's owner lost a pod to an eviction less than `within` seconds ago: a young
+        pod of it is (likely) that pod's replacement, which a rebalancing plugin lets settle."""
+        ...
+
     def recently_evacuated(self, within: float) -> Collection[NodeName]:
         """Nodes an evacuating plugin emptied less than `within` seconds ago: a rebalancing
         plugin does not fill them again (a flapping health metric would empty them again)."""

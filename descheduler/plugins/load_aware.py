@@ -342,7 +342,7 @@ def rebalance(
             guard = FULL
             move: tuple[NodeName, Prediction] | None = None
             if model is not None:
-                if model.settling(pod, state.now):
+                if model.settling(pod, state.now, evictor):
                     continue
                 move = model.best_move(pod, node, relief, evictor, targets)
                 if move is None:
@@ -431,11 +431,18 @@ class StallModel:
             loads[name] = load
         return cls(args, loads, frozenset(confirmed), frozenset(avoid))
 
-    def settling(self, pod: Pod, now: datetime) -> bool:
-        """Placed less than the payback horizon ago: the move (or placement) that put it there
-        was counted on to hold that long, and a pod just moved must not be moved again."""
+    def settling(self, pod: Pod, now: datetime, evictor: Evictor) -> bool:
+        """A replacement of a moved pod, placed less than the payback horizon ago: the move
+        that put it there was counted on to hold that long, and a pod just moved must not be
+        moved again. Only replacements: a workload that was just deployed, or scaled, onto a
+        hot node is rebalanced like any other (`make run`'s pods are all minutes old)."""
         placed = pod.creation_timestamp
-        return placed is not None and (now - placed).total_seconds() < self.args.payback_seconds
+        horizon = self.args.payback_seconds
+        return (
+            placed is not None
+            and (now - placed).total_seconds() < horizon
+            and evictor.owner_recently_evicted(pod, horizon)
+        )
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)
