@@ -11,6 +11,8 @@ API, and `tas set-health` typed as a user would in a second terminal):
   labels, eviction with its reason and replacement, the extender asked about the replacement
   without the node, the placement);
 - the node healed (0): the label goes;
+- 3 cores of load on node-d: the load-aware descheduler moves pods off it within the first
+  minute, each eviction's reason carrying the predicted relief;
 - SIGTERM and SIGINT each stop the whole demo within 2 s;
 - `tas run --scenario health-demo --speed 30` runs the simulator's scenario in real time on
   the same page: its set-health event at 3 minutes labels node-c and a demo pod is evicted
@@ -200,3 +202,26 @@ def test_the_page_controls_work_from_the_terminal_too(tmp_path: Path) -> None:
         refused = tas_demo("scale", "demo-app", "99")
         assert refused.returncode == 1
         assert "0..40" in refused.stderr
+
+
+def test_a_loaded_node_is_relieved_by_the_load_aware_descheduler_in_the_first_minute(
+    tmp_path: Path,
+) -> None:
+    """The README's second story: 3 cores of load on node-d, and the load-aware descheduler
+    moves pods off it, each eviction saying what the move is predicted to relieve. The
+    pods were all placed seconds ago: only replacements of moved pods wait to settle."""
+    with start_demo(tmp_path) as demo:
+        demo.wait_for("every demo pod placed", lambda: all_placed(demo))
+        answer = httpx.post(f"{demo.dashboard}/api/nodes/node-d/load", json={"cores": 3})
+        assert answer.status_code == 200, answer.text
+
+        def relieved() -> list[dict[str, Any]] | None:
+            log = demo.get("/api/decisions?kind=eviction")
+            entries = log if isinstance(log, list) else log.get("entries", [])
+            found = [
+                e for e in entries if "LoadAware" in json.dumps(e) and "node-d" in json.dumps(e)
+            ]
+            return found or None
+
+        evictions = demo.wait_for("a LoadAware eviction from node-d", relieved, timeout=60)
+        assert "relief" in json.dumps(evictions[0])
