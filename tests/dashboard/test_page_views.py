@@ -67,6 +67,12 @@ def log_times(driver: webdriver.Chrome) -> list[float]:
     return times
 
 
+def read(wait: WebDriverWait[webdriver.Chrome], selector: str) -> str:
+    """An element's text, read through `wait` (which retries a stale element reference)."""
+    text: str = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, selector).text)
+    return text
+
+
 def shown(driver: webdriver.Chrome, selector: str) -> list[Any]:
     return [e for e in driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
 
@@ -153,18 +159,22 @@ def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repe
         browser.get(f"{demo.dashboard}/")
         # node-b starts at health 1: dontschedule only, so no red "Violating".
         badge = f'{POLICY} [data-badge="dontschedule"]'
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, badge))
-        assert browser.find_element(By.CSS_SELECTOR, badge).text == "dontschedule on 1 node"
-        head = browser.find_element(By.CSS_SELECTOR, f"{POLICY} .policy-head").text
+        # The policy box is redrawn on every update: each read goes through the wait, which
+        # retries a read that caught an element on its way out (a stale element reference).
+        wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, badge).text == "dontschedule on 1 node"
+        )
+        head = read(wait, f"{POLICY} .policy-head")
         assert "Violating" not in head
         assert not browser.find_elements(By.CSS_SELECTOR, f'{POLICY} [data-badge="deschedule"]')
-        rules = browser.find_element(By.CSS_SELECTOR, f"{POLICY} .strategies").text
+        rules = read(wait, f"{POLICY} .strategies")
         assert "health_metric: lower value scores higher" in rules
         assert "scores better" not in rules
 
         # The extender's link opens its index, not {"Error": "Not Found"}.
-        link = browser.find_element(By.CSS_SELECTOR, "#descheduler a").get_attribute("href")
-        assert link is not None
+        link = wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, "#descheduler a").get_attribute("href")
+        )
         opened = httpx.get(link, timeout=5)
         assert opened.status_code == 200
         assert "POST /scheduler/filter" in opened.json()["endpoints"]
@@ -177,23 +187,25 @@ def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repe
         )
         counted = '#log tr[data-kind="control"] .repeat[data-count="3"]'
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, counted))
-        rows = [
-            row.text
-            for row in browser.find_elements(By.CSS_SELECTOR, '#log tr[data-kind="control"]')
-            if "set node-a health_metric to 0" in row.text
-        ]
+        rows = wait.until(
+            lambda d: [
+                row.text
+                for row in d.find_elements(By.CSS_SELECTOR, '#log tr[data-kind="control"]')
+                if "set node-a health_metric to 0" in row.text
+            ]
+        )
         assert len(rows) == 1, rows
         assert rows[0].endswith("×3")
         controls = demo.get("/api/decisions?kind=control")
         assert sum(e["summary"] == "set node-a health_metric to 0" for e in controls) == 3
 
         # A node set to 2: now the deschedule label, in red, beside the dontschedule badge.
-        browser.find_element(
-            By.CSS_SELECTOR, '[data-node="node-c"] button[data-action="health"][data-value="2"]'
-        ).click()
+        to_two = '[data-node="node-c"] button[data-action="health"][data-value="2"]'
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, to_two).click() or True)
         red = f'{POLICY} [data-badge="deschedule"]'
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, red))
-        assert browser.find_element(By.CSS_SELECTOR, red).text == "deschedule: violating on 1 node"
+        wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, red).text == "deschedule: violating on 1 node"
+        )
         wait.until(
             lambda d: d.find_element(By.CSS_SELECTOR, badge).text == "dontschedule on 2 nodes"
         )
@@ -220,9 +232,6 @@ def test_beyond_loopback_the_page_offers_no_control_and_says_why(
         browser.get(f"{demo.dashboard}/")
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-node]")) == 5)
         wait.until(lambda d: shown(d, '[data-help="controls"]'))
-        assert (
-            "--allow-remote-controls"
-            in browser.find_element(By.CSS_SELECTOR, '[data-help="controls"]').text
-        )
+        assert "--allow-remote-controls" in read(wait, '[data-help="controls"]')
         for action in ("health", "load", "scale-up", "scale-down"):
             assert not shown(browser, f'button[data-action="{action}"]'), action
