@@ -148,9 +148,19 @@ class Evictor(Protocol):
         """The per-node limit is reached for `node`: upstream moves on to the next node."""
         ...
 
-    def owner_recently_evicted(self, pod: Pod, within: float) -> bool:
-        """The pod's owner lost a pod to an eviction less than `within` seconds ago: a young
-        pod of it is (likely) that pod's replacement, which a rebalancing plugin lets settle."""
+    def owner_moving_since(self, pod: Pod) -> datetime | None:
+        """When the pod's owner began losing pods to evictions (none of its evictions an hour
+        apart since): a pod of it created since is (likely) a replacement of a moved pod, which
+        a rebalancing plugin lets settle."""
+        ...
+
+    def owner_futile_moves(self, pod: Pod) -> int:
+        """How many of the owner's moves in a row did not hold: their replacement was moved
+        again (`note_futile_move`)."""
+        ...
+
+    def note_futile_move(self, pod: Pod) -> None:
+        """The pod, a replacement of its owner's last move, is being moved again."""
         ...
 
     def recently_evacuated(self, within: float) -> Collection[NodeName]:

@@ -341,9 +341,11 @@ def rebalance(
             reason = _reason(node, usage, c, signals)
             guard = FULL
             move: tuple[NodeName, Prediction] | None = None
+            replacement = False
             if model is not None:
                 if model.settling(pod, state.now, evictor):
                     continue
+                replacement = replaces_a_move(pod, evictor)
                 move = model.best_move(pod, node, relief, evictor, targets)
                 if move is None:
                     unpaid += 1
@@ -356,6 +358,8 @@ def rebalance(
                 if evictor.stopped:
                     return c
                 continue
+            if replacement:
+                evictor.note_futile_move(pod)
             if model is not None and move is not None:
                 model.moved(node, *move)
                 unpaid = 0
@@ -376,6 +380,19 @@ def rebalance(
 
 #: The signals the CPU stall model (`tas.pressure`) speaks for.
 CPU_SIGNALS = frozenset({Signal.CPU_UTILIZATION, Signal.CPU_PRESSURE, Signal.CPU_COMBINED})
+
+#: A move whose replacement was moved again did not hold: the owner's next replacement waits
+#: this many times longer to settle (`StallModel.settling`), up to an hour.
+SETTLE_BACKOFF = 4
+MAX_SETTLE_SECONDS = 3600.0
+
+
+def replaces_a_move(pod: Pod, evictor: Evictor) -> bool:
+    """The pod was created since its owner began losing pods to evictions: a replacement."""
+    since = evictor.owner_moving_since(pod)
+    placed = pod.creation_timestamp
+    return since is not None and placed is not None and placed >= since
+
 
 #: A clear gain: half the owner cooldown, several pods of one owner per cycle.
 CLEAR = OwnerGuard(share=0.5, several_per_cycle=True)
@@ -432,17 +449,19 @@ class StallModel:
         return cls(args, loads, frozenset(confirmed), frozenset(avoid))
 
     def settling(self, pod: Pod, now: datetime, evictor: Evictor) -> bool:
-        """A replacement of a moved pod, placed less than the payback horizon ago: the move
-        that put it there was counted on to hold that long, and a pod just moved must not be
-        moved again. Only replacements: a workload that was just deployed, or scaled, onto a
-        hot node is rebalanced like any other (`make run`'s pods are all minutes old)."""
+        """A replacement of a moved pod, placed less than the payback horizon ago:
+        the move was counted on to hold that long, and a pod just moved must not be moved
+        again. Each move of the owner that did not hold (its replacement was moved again: the
+        scheduler put it back on a hot node) makes the next wait `SETTLE_BACKOFF` times longer,
+        up to `MAX_SETTLE_SECONDS`, so a move that never holds is not repeated every cooldown.
+        Only replacements: a workload just deployed, or scaled, onto a hot node is rebalanced
+        like any other (`make run`'s pods are all minutes old)."""
         placed = pod.creation_timestamp
-        horizon = self.args.payback_seconds
-        return (
-            placed is not None
-            and (now - placed).total_seconds() < horizon
-            and evictor.owner_recently_evicted(pod, horizon)
-        )
+        if placed is None or not replaces_a_move(pod, evictor):
+            return False
+        futile = evictor.owner_futile_moves(pod)
+        wait = min(MAX_SETTLE_SECONDS, self.args.payback_seconds * float(SETTLE_BACKOFF) ** futile)
+        return (now - placed).total_seconds() < wait
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)

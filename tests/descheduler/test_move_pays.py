@@ -275,7 +275,10 @@ def test_the_replacement_of_a_moved_pod_is_not_moved_within_the_payback_horizon(
     )
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=old)
     clock = FakeClock(START)
-    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    # The owner cooldown as shipped (deploy/descheduler, 300 s): it remembers the moves.
+    config = policy_config(
+        "LoadAware", args=load_aware(confirmCycles=1), evictionCooldownSeconds=300
+    )
     descheduler = make_descheduler(cluster, config, metrics=SATURATED, clock=clock)
     moved = {d.name for d in descheduler.run_cycle().by_result(Result.EVICTED)}
     assert moved
@@ -290,3 +293,36 @@ def test_the_replacement_of_a_moved_pod_is_not_moved_within_the_payback_horizon(
     again = {d.name for d in descheduler.run_cycle().by_result(Result.EVICTED)}
     assert again  # the owner may move again: the half cooldown has passed
     assert not again & set(replacements)
+
+
+def test_a_move_that_never_holds_is_not_repeated_every_cooldown() -> None:
+    """The scheduler keeps putting each replacement back on the hot node (its policy scores
+    on something else, the soft taint is outweighed): every move is predicted to pay and none
+    holds. Each replacement moved again makes the owner's next one wait four times longer, so
+    no replica's slot is moved more than three times in an hour (issue 26's churn limit),
+    where the payback horizon alone moved it every five minutes."""
+    old = tuple(
+        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
+        for i in range(8)
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=old)
+    clock = FakeClock(START)
+    # The owner cooldown as shipped (deploy/descheduler, 300 s): it remembers the moves.
+    config = policy_config(
+        "LoadAware", args=load_aware(confirmCycles=1), evictionCooldownSeconds=300
+    )
+    descheduler = make_descheduler(cluster, config, metrics=SATURATED, clock=clock)
+    slot_of = {pod.name: pod.name for pod in old}
+    moves: dict[str, list[float]] = {}
+    for minute in range(60):
+        for decision in descheduler.run_cycle().by_result(Result.EVICTED):
+            slot = slot_of[decision.name]
+            moves.setdefault(slot, []).append(minute * 60.0)
+            replacement = f"{slot}-r{len(moves[slot])}"
+            slot_of[replacement] = slot
+            cluster.add_pod(
+                make_pod(replacement, owner="web", cpu=1.0, created=clock.now(), node="node-a")
+            )
+        clock.advance(60)
+    assert moves, "the moves are predicted to pay"
+    assert max(len(times) for times in moves.values()) <= 3, moves
