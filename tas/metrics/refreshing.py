@@ -22,6 +22,7 @@ and both are exported (`tas_metric_fetch_errors_total`, `tas_metric_age_seconds`
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import threading
@@ -46,8 +47,10 @@ _TIMESTAMP = itemgetter(1)  # Sample.timestamp
 
 #: Updates a series may miss before its value is stale, where the default limit is shorter.
 MISSED_UPDATES = 2
-#: Nodes sampled per fetch to learn a metric's cadence (the median of what they show).
+#: Nodes sampled per fetch to learn a metric's cadence (the median of what they show), and
+#: the most nodes looked at for them: a fetch of 5,000 unchanged nodes costs a scan of 512.
 _CADENCE_SAMPLE = 64
+_CADENCE_SCAN = 512
 #: The longest update interval taken for a cadence: Prometheus's default scrape interval. A
 #: longer gap between two samples is a writer that paused (an event-driven textfile), not a
 #: rhythm to wait for.
@@ -72,7 +75,7 @@ class Cadence:
         None when none advanced."""
         intervals: list[float] = []
         ages: list[float] = []
-        for node, sample in after.items():
+        for node, sample in itertools.islice(after.items(), _CADENCE_SCAN):
             previous = before.get(node)
             if previous is None or sample.timestamp <= previous.timestamp:
                 continue
