@@ -163,9 +163,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replicas",
         type=common.count,
-        default=DEMO_APP.replicas,
         metavar="N",
-        help=f"demo-app replicas at start (default {DEMO_APP.replicas})",
+        help=f"the health demo's demo-app replicas at start (default {DEMO_APP.replicas}; "
+        "a scenario brings its own workloads)",
     )
     parser.add_argument(
         "--seed", type=common.count, default=0, metavar="N", help="the workload model's seed"
@@ -203,7 +203,8 @@ class RunCommandSettings:
     scenario: str | None
     #: None: not given (1 with a scenario; given without one, it is an error).
     speed: float | None
-    replicas: int
+    #: None: not given (the demo's default; given with a scenario, it is an error).
+    replicas: int | None
     seed: int
     duration: float
     show_state: bool = False
@@ -289,7 +290,8 @@ def demo_setup(settings: RunCommandSettings, metrics_dir: Path) -> Setup:
     except ConfigError as error:
         raise common.SetupError(f"{settings.descheduler_config}: {error}") from error
     write_start_metrics(metrics_dir)
-    cluster = build_demo_cluster(settings.replicas)
+    replicas = settings.replicas if settings.replicas is not None else DEMO_APP.replicas
+    cluster = build_demo_cluster(replicas)
     world = DemoWorld(cluster, metrics_dir, seed=settings.seed)
     telemetry = LiveTelemetry(
         cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=settings.seed
@@ -367,6 +369,11 @@ def check_settings(settings: RunCommandSettings) -> None:
         raise common.SetupError(
             "--speed sets a scenario's pace: give --scenario NAME too (the health demo runs in "
             "real time; --sync-period and --descheduling-interval set its pace)"
+        )
+    if settings.scenario and settings.replicas is not None:
+        raise common.SetupError(
+            "--replicas sets the health demo's demo-app: a scenario brings its own workloads "
+            "(scale them on the page, or with tas demo scale NAME N)"
         )
     if settings.scenario:
         from tas_cli.simulate import unknown_scenario

@@ -58,6 +58,12 @@ def test_speed_without_a_scenario_is_an_error(tmp_path: Path) -> None:
     assert done.stderr.startswith("tas run: --speed sets a scenario's pace: give --scenario NAME")
 
 
+def test_replicas_with_a_scenario_is_an_error_not_silently_ignored(tmp_path: Path) -> None:
+    done = tas_run(tmp_path, "--scenario", "herd", "--replicas", "6", *loopback_ports())
+    assert done.returncode == 2
+    assert done.stderr.startswith("tas run: --replicas sets the health demo's demo-app")
+
+
 def test_a_taken_dashboard_port_says_so_and_how_to_pick_another(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
