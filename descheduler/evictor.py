@@ -149,13 +149,12 @@ class Cooldown:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._last: dict[OwnerKey, datetime] = {}
         self._last_evacuation: dict[OwnerKey, datetime] = {}
         #: Nodes pods were evacuated from, and when (rebalancing does not fill them again).
         self._evacuated_nodes: dict[NodeName, list[datetime]] = {}
-        #: Every owner's last eviction, for `MOVE_MEMORY` (longer than the cooldown), the first
-        #: of the evictions since then (pods created after it are replacements), and how many
-        #: of its moves in a row did not hold.
+        #: Every owner's last eviction, kept for `MOVE_MEMORY` (longer than the cooldown), the
+        #: first of its evictions since then (pods created after it are replacements), and how
+        #: many of its moves in a row did not hold.
         self._moved: dict[OwnerKey, datetime] = {}
         self._moving_since: dict[OwnerKey, datetime] = {}
         self._futile: dict[OwnerKey, int] = {}
@@ -163,7 +162,7 @@ class Cooldown:
     def blocked(self, key: OwnerKey, now: datetime, *, share: float = 1.0) -> bool:
         """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
         predicted gain is clear waits less, `OwnerGuard`)."""
-        last = self._last.get(key)
+        last = self._moved.get(key)
         return last is not None and (now - last).total_seconds() < self.seconds * share
 
     def moving_since(self, key: OwnerKey) -> datetime | None:
@@ -193,7 +192,6 @@ class Cooldown:
         node: NodeName | None = None,
     ) -> None:
         if self.seconds > 0:
-            self._last[key] = now
             self._moved[key] = now
             self._moving_since.setdefault(key, now)
             if evacuation:
@@ -203,7 +201,6 @@ class Cooldown:
                     if not times or times[-1] != now:  # one evacuation per cycle
                         times.append(now)
         # Forget what is cool again, so the maps stay as small as the recent past.
-        self._last = self._recent(self._last, now)
         self._last_evacuation = self._recent(self._last_evacuation, now)
         self._moved = self._recent(self._moved, now, max(self.seconds, MOVE_MEMORY))
         self._moving_since = {k: t for k, t in self._moving_since.items() if k in self._moved}

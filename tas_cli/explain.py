@@ -604,20 +604,23 @@ def _policy_reasons(
     cluster = descheduler.cluster
     now = descheduler.clock.now()
     pods = cluster.list_pods()
+    pdbs = cluster.list_pdbs()
+    # What nodeFit reads, the same for every profile.
+    by_node: dict[NodeName, list[Pod]] = {}
+    for other in pods:
+        if other.node_name is not None:
+            by_node.setdefault(other.node_name, []).append(other)
+    ready = [n for n in cluster.list_nodes() if n.ready]
+    metrics = descheduler.metric_view.columns()
     for profile in descheduler.config.profiles:
         rules = ProtectionRules.resolve(profile.evictor, cluster=cluster, pods=pods)
-        protected = rules.protection(pod, pdbs=cluster.list_pdbs(), now=now)
+        protected = rules.protection(pod, pdbs=pdbs, now=now)
         if protected is not None:
             reasons.append(f"profile {profile.name} protects it: {protected}")
-        elif rules.node_fit:
-            by_node: dict[NodeName, list[Pod]] = {}
-            for other in pods:
-                if other.node_name is not None:
-                    by_node.setdefault(other.node_name, []).append(other)
-            ready = [n for n in cluster.list_nodes() if n.ready]
-            metrics = descheduler.metric_view.columns()
-            if not fitting_nodes(pod, ready, pods_by_node=by_node, policy=policy, metrics=metrics):
-                reasons.append("no other Ready node would accept it (nodeFit)")
+        elif rules.node_fit and not fitting_nodes(
+            pod, ready, pods_by_node=by_node, policy=policy, metrics=metrics
+        ):
+            reasons.append("no other Ready node would accept it (nodeFit)")
     owner = owner_key(pod)
     if descheduler.cooldown.blocked(owner, now):
         reasons.append(f"its owner {owner[1]}/{owner[2]} is cooling down after an eviction")

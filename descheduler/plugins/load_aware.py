@@ -341,11 +341,10 @@ def rebalance(
             reason = _reason(node, usage, c, signals)
             guard = FULL
             move: tuple[NodeName, Prediction] | None = None
-            replacement = False
+            replacement = model is not None and replaces_a_move(pod, evictor)
             if model is not None:
-                if model.settling(pod, state.now, evictor):
+                if replacement and model.settling(pod, state.now, evictor):
                     continue
-                replacement = replaces_a_move(pod, evictor)
                 move = model.best_move(pod, node, relief, evictor, targets)
                 if move is None:
                     unpaid += 1
@@ -449,15 +448,16 @@ class StallModel:
         return cls(args, loads, frozenset(confirmed), frozenset(avoid))
 
     def settling(self, pod: Pod, now: datetime, evictor: Evictor) -> bool:
-        """A replacement of a moved pod, placed less than the payback horizon ago:
-        the move was counted on to hold that long, and a pod just moved must not be moved
-        again. Each move of the owner that did not hold (its replacement was moved again: the
-        scheduler put it back on a hot node) makes the next wait `SETTLE_BACKOFF` times longer,
-        up to `MAX_SETTLE_SECONDS`, so a move that never holds is not repeated every cooldown.
+        """For a replacement of a moved pod (`replaces_a_move`): placed less than the payback
+        horizon ago. The move was counted on to hold that long, and a pod just moved must not
+        be moved again. Each move of the owner that did not hold (its replacement was moved
+        again: the scheduler put it back on a hot node) makes the next wait `SETTLE_BACKOFF`
+        times longer, up to `MAX_SETTLE_SECONDS`, so a move that never holds is not repeated
+        every cooldown.
         Only replacements: a workload just deployed, or scaled, onto a hot node is rebalanced
         like any other (`make run`'s pods are all minutes old)."""
         placed = pod.creation_timestamp
-        if placed is None or not replaces_a_move(pod, evictor):
+        if placed is None:
             return False
         futile = evictor.owner_futile_moves(pod)
         wait = min(MAX_SETTLE_SECONDS, self.args.payback_seconds * float(SETTLE_BACKOFF) ** futile)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import statistics
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -85,18 +86,10 @@ class Cadence:
                 break
         if not intervals:
             return None
-        interval = _median(intervals)
+        interval = statistics.median(intervals)
         if interval > MAX_CADENCE:
             return None
-        return cls(interval=interval, arrival_age=_median(ages))
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
+        return cls(interval=interval, arrival_age=statistics.median(ages))
 
 
 def default_max_age(sync_period: float) -> float:

@@ -35,6 +35,7 @@ from tests.descheduler.builders import (
     make_pod,
     policy_config,
 )
+from tests.instrumented_cluster import InstrumentedCluster
 
 
 @pytest.mark.parametrize(
@@ -264,22 +265,29 @@ def test_a_workload_deployed_onto_a_hot_node_a_minute_ago_is_rebalanced() -> Non
     assert report.by_result(Result.EVICTED)
 
 
-def test_the_replacement_of_a_moved_pod_is_not_moved_within_the_payback_horizon() -> None:
-    # The owner lost pods to a move; their replacements landed back on the hot node (the
-    # scheduler's choice). The move was counted on to hold for paybackSeconds (300): the
-    # replacements stay, past even the clear gain's half cooldown (150 s), while older pods of
-    # the owner may move; the replacements use more, so they would go first otherwise.
+def web_on_a_saturated_node() -> tuple[
+    tuple[Pod, ...], InstrumentedCluster, FakeClock, Descheduler
+]:
+    """Eight hour-old pods of one owner on a saturated node beside an idle one, under the
+    owner cooldown as shipped (deploy/descheduler, 300 s), which remembers the moves."""
     old = tuple(
         make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
         for i in range(8)
     )
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=old)
     clock = FakeClock(START)
-    # The owner cooldown as shipped (deploy/descheduler, 300 s): it remembers the moves.
     config = policy_config(
         "LoadAware", args=load_aware(confirmCycles=1), evictionCooldownSeconds=300
     )
-    descheduler = make_descheduler(cluster, config, metrics=SATURATED, clock=clock)
+    return old, cluster, clock, make_descheduler(cluster, config, metrics=SATURATED, clock=clock)
+
+
+def test_the_replacement_of_a_moved_pod_is_not_moved_within_the_payback_horizon() -> None:
+    # The owner lost pods to a move; their replacements landed back on the hot node (the
+    # scheduler's choice). The move was counted on to hold for paybackSeconds (300): the
+    # replacements stay, past even the clear gain's half cooldown (150 s), while older pods of
+    # the owner may move; the replacements use more, so they would go first otherwise.
+    _, cluster, clock, descheduler = web_on_a_saturated_node()
     moved = {d.name for d in descheduler.run_cycle().by_result(Result.EVICTED)}
     assert moved
     clock.advance(200)
@@ -301,17 +309,7 @@ def test_a_move_that_never_holds_is_not_repeated_every_cooldown() -> None:
     holds. Each replacement moved again makes the owner's next one wait four times longer, so
     no replica's slot is moved more than three times in an hour (issue 26's churn limit),
     where the payback horizon alone moved it every five minutes."""
-    old = tuple(
-        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
-        for i in range(8)
-    )
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=old)
-    clock = FakeClock(START)
-    # The owner cooldown as shipped (deploy/descheduler, 300 s): it remembers the moves.
-    config = policy_config(
-        "LoadAware", args=load_aware(confirmCycles=1), evictionCooldownSeconds=300
-    )
-    descheduler = make_descheduler(cluster, config, metrics=SATURATED, clock=clock)
+    old, cluster, clock, descheduler = web_on_a_saturated_node()
     slot_of = {pod.name: pod.name for pod in old}
     moves: dict[str, list[float]] = {}
     for minute in range(60):
