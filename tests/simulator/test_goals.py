@@ -61,6 +61,29 @@ def test_a_sweep_goal_is_missed_just_past_its_limit(
     assert sum(g.met is False for g in goals) == 1
 
 
+def test_each_sweep_goal_shows_what_perfect_information_reaches_and_is_judged_on_ours() -> None:
+    verdict = copy.deepcopy(_verdict())
+    clairvoyant = copy.deepcopy(verdict["contenders"]["ours"])
+    clairvoyant["violating_placements"]["none_share"] = 0.82
+    clairvoyant["work_lost_vs_requests"]["p90"] = 4.2
+    verdict["references"] = {"clairvoyant": clairvoyant}
+    verdict["contenders"]["ours"]["violating_placements"]["none_share"] = 0.6
+    goals = sweep_goals(verdict)
+    # Judged on ours alone: the clairvoyant meeting a goal does not make ours meet it.
+    assert [g.met for g in goals] == [True, True, True, True, True, True, False]
+    assert (
+        goals[6]
+        .line()
+        .endswith("60% (goal >= 95%); with perfect information 82%, which misses it too")
+    )
+    assert (
+        goals[2]
+        .line()
+        .endswith("0.60x (goal <= 0.6); with perfect information 4.20x, which misses it too")
+    )
+    assert goals[0].line().endswith("90% (goal >= 90%); with perfect information 90%")
+
+
 def test_a_missing_figure_is_not_judged_and_not_counted() -> None:
     goals = sweep_goals({"scenarios": 3, "contenders": {"requests": {}}})
     assert all(g.met is None for g in goals)
@@ -112,3 +135,15 @@ def test_scale_out_goals_allow_intervals_on_work_lost_and_none_of_herd_or_violat
 
     assert judged([540.0, 780.0], 1.4, 0.0) == [True, True, True]  # overlapping: not worse
     assert judged([570.0, 780.0], 2.0, 0.2) == [False, False, False]
+
+
+def test_the_scale_out_goals_show_the_clairvoyants_figures() -> None:
+    scale_out = {
+        "contenders": {"ours": {"herd_ratio": 2.0, "violating_placements": 1.0}},
+        "references": {"clairvoyant": {"herd_ratio": 1.9, "violating_placements": 0.0}},
+    }
+    herd, violating = named_goals({"scenarios": {"scale-out": scale_out}})[-2:]
+    assert herd.met is False
+    assert herd.line().endswith("with perfect information 1.90, which misses it too")
+    assert violating.met is False
+    assert violating.line().endswith("1.0 (goal <= 0); with perfect information 0.0")

@@ -40,9 +40,11 @@ from simulator.family import (
     load_family,
     read_family,
 )
+from simulator.jobs import JobResult
 from simulator.scenario import read_scenario
 from simulator.seeds import SeededFigures, best_by_figure
 from simulator.stats import Interval, aggregate, clear_best, interval, t_quantile
+from simulator.sweep import summarize
 from tas.durations import parse_duration as _seconds
 from tas_cli.main import main
 
@@ -289,7 +291,46 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     # The reference rows, apart from the contenders: the limit loses no more than requests.
     assert set(verdict["references"]) == {"limit", "clairvoyant"}
     assert verdict["references"]["limit"]["work_lost_vs_requests"]["p90"] <= 1.0
-    assert set(verdict["references"]["clairvoyant"]["share_of_gain"]) == {"work_lost", "stall"}
+    # The clairvoyant is judged like ours, in ours' place: every figure a contender has.
+    clairvoyant = verdict["references"]["clairvoyant"]
+    assert set(clairvoyant) == set(verdict["contenders"]["ours"])
+    assert set(clairvoyant["share_of_gain"]) == {"work_lost", "stall"}
+
+
+def _result(scenario: str, contender: str, seed: int, lost: float, placed: int) -> JobResult:
+    figures: dict[str, Any] = {
+        "work_lost": {"core_seconds": lost},
+        "stall": lost,
+        "violating_placements": placed,
+        "evictions": {"total": 0, "max_per_pod_hour": 0},
+    }
+    return JobResult(scenario, contender, seed, figures)
+
+
+def test_the_clairvoyant_is_judged_in_ours_place_among_the_same_contenders() -> None:
+    """The bound a goal is read against: ours' code on true values, compared with the other
+    contenders as ours is, and never counted into theirs."""
+    rows = {
+        # a: ours loses more than requests; the clairvoyant would tie with it.
+        "a": {"requests": 10.0, "ours": 50.0, "clairvoyant": 10.0, "limit": 5.0},
+        # b: ours wins; the clairvoyant, reading true values, loses beyond requests' interval.
+        "b": {"requests": 10.0, "ours": 5.0, "clairvoyant": 40.0, "limit": 5.0},
+    }
+    results = [
+        _result(name, row, seed, lost + seed, placed=1 if row == "ours" and name == "a" else 0)
+        for name, losses in rows.items()
+        for row, lost in losses.items()
+        for seed in (0, 1, 2)
+    ]
+    verdict = summarize(results, ("requests", "ours"), 2)
+    ours, clairvoyant = verdict["contenders"]["ours"], verdict["references"]["clairvoyant"]
+    assert ours["best_or_tied_share"]["work_lost"] == 0.5  # b only
+    assert clairvoyant["best_or_tied_share"]["work_lost"] == 0.5  # a only
+    assert clairvoyant["worse_than_requests"] == {"scenarios": 1}  # b
+    assert ours["violating_placements"] == {"total": 3, "none_share": 0.5}
+    assert clairvoyant["violating_placements"] == {"total": 0, "none_share": 1.0}
+    # Judging the clairvoyant leaves the contenders' own tallies as they were.
+    assert verdict["contenders"]["requests"]["best_or_tied_share"]["work_lost"] == 0.5
 
 
 def test_every_drawn_scenario_is_saved_and_replays(one_process: Path, tmp_path: Path) -> None:
