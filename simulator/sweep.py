@@ -10,6 +10,10 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   0/0; the median (p50) and the 90th percentile (p90) over scenarios: below 1 is better;
 - `best_or_tied_share.{work_lost,stall}`: the share of scenarios where it has the lowest mean
   or an interval that overlaps the lowest mean's: not shown worse than the best;
+- `undominated_share`: the share of scenarios where no other contender is clearly better on
+  work lost or on stall (interval wholly below) while no worse on the other (mean): each
+  figure alone rewards a trade (pods left pending stall nothing, a restart that ends a stall
+  loses work), and this one counts only better trades;
 - `worse_than_requests.scenarios`: scenarios where its work lost interval lies wholly above
   requests': worse beyond doubt;
 - `max_evictions_per_pod_hour`: the 95th percentile (`p95`) and the maximum (`max`) over every
@@ -171,6 +175,7 @@ class _Tally:
         self.churn: list[float] = []
         self.violating = 0.0
         self.clean_scenarios = 0
+        self.undominated = 0
         self.gains: dict[str, list[float]] = {"work_lost": [], "stall": []}
 
 
@@ -216,6 +221,7 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
     return {
         "best_share": share(tally.clear_wins),
         "best_or_tied_share": {k: share(v) for k, v in tally.best_or_tied.items()},
+        "undominated_share": share(tally.undominated),
         "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
         "stall_vs_requests": _quantiles(tally.ratios["stall"]),
         "worse_than_requests": {"scenarios": tally.worse_than_requests},
@@ -299,6 +305,8 @@ def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _
     baseline = intervals.get(BASELINE, {})
     for contender, ivs in intervals.items():
         tally = tallies[contender]
+        if not any(_dominates(other, ivs) for c, other in intervals.items() if c != contender):
+            tally.undominated += 1
         if ivs.get("violating_placements", _ZERO).high == 0:
             tally.clean_scenarios += 1
         for key, path in _JUDGED:
@@ -309,6 +317,18 @@ def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _
 
 
 _ZERO = Interval(0.0, 0.0, 0.0, 1)
+
+
+def _dominates(one: Mapping[str, Interval], other: Mapping[str, Interval]) -> bool:
+    """`one` is clearly better than `other` on work lost or on stall (its interval wholly
+    below) and no worse on the other figure (its mean at most): a better trade, not another
+    one. Less stall bought with more lost work (pods left pending stall nothing) does not
+    dominate."""
+    figures = [path for _, path in _JUDGED if path in one and path in other]
+    if len(figures) < len(_JUDGED):
+        return False
+    clearly = any(one[p].high < other[p].low for p in figures)
+    return clearly and all(one[p].mean <= other[p].mean for p in figures)
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float | None]:
@@ -322,6 +342,7 @@ def table(verdict: Mapping[str, Any]) -> str:
     header = (
         "contender",
         "best",
+        "undominated",
         "lost p50",
         "lost p90",
         "stall p50",
@@ -337,6 +358,7 @@ def table(verdict: Mapping[str, Any]) -> str:
             (
                 contender,
                 f"{v['best_share']:.0%}",
+                _share(v.get("undominated_share")),
                 _ratio(v["work_lost_vs_requests"]["p50"]),
                 _ratio(v["work_lost_vs_requests"]["p90"]),
                 _ratio(v["stall_vs_requests"]["p50"]),
@@ -353,6 +375,7 @@ def table(verdict: Mapping[str, Any]) -> str:
             (
                 f"{reference} (ref)",
                 "-",
+                _share(v.get("undominated_share")),
                 _ratio(v["work_lost_vs_requests"]["p50"]),
                 _ratio(v["work_lost_vs_requests"]["p90"]),
                 _ratio(v["stall_vs_requests"]["p50"]),
@@ -376,8 +399,10 @@ def table(verdict: Mapping[str, Any]) -> str:
         f"{verdict['scenarios']} scenarios; ratios against requests (below 1 is better)\n"
         + "\n".join(lines)
         + "\n(ref): references, not contenders: limit = the fluid bound, clairvoyant = ours "
-        "reading true values; gain: share of the achievable gain, (requests - row) / "
-        "(requests - limit), median over the scenarios with any gain to make"
+        "reading true values, judged in ours' place; undominated: share of scenarios where no "
+        "other contender is clearly better on work lost or stall and no worse on the other; "
+        "gain: share of the achievable gain, (requests - row) / (requests - limit), median "
+        "over the scenarios with any gain to make"
     )
 
 

@@ -44,7 +44,7 @@ from simulator.jobs import JobResult
 from simulator.scenario import read_scenario
 from simulator.seeds import SeededFigures, best_by_figure
 from simulator.stats import Interval, aggregate, clear_best, interval, t_quantile
-from simulator.sweep import summarize
+from simulator.sweep import summarize, table
 from tas.durations import parse_duration as _seconds
 from tas_cli.main import main
 
@@ -272,7 +272,8 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     assert set(verdict["contenders"]) == {"requests", "tas", "ours"}
     for figures in verdict["contenders"].values():
         assert set(figures) == {
-            "best_share", "best_or_tied_share", "work_lost_vs_requests", "stall_vs_requests",
+            "best_share", "best_or_tied_share", "undominated_share", "work_lost_vs_requests",
+            "stall_vs_requests",
             "worse_than_requests", "max_evictions_per_pod_hour", "violating_placements",
             "share_of_gain",
         }  # fmt: skip
@@ -297,10 +298,12 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     assert set(clairvoyant["share_of_gain"]) == {"work_lost", "stall"}
 
 
-def _result(scenario: str, contender: str, seed: int, lost: float, placed: int) -> JobResult:
+def _result(
+    scenario: str, contender: str, seed: int, lost: float, placed: int, stall: float | None = None
+) -> JobResult:
     figures: dict[str, Any] = {
         "work_lost": {"core_seconds": lost},
-        "stall": lost,
+        "stall": lost if stall is None else stall,
         "violating_placements": placed,
         "evictions": {"total": 0, "max_per_pod_hour": 0},
     }
@@ -331,6 +334,25 @@ def test_the_clairvoyant_is_judged_in_ours_place_among_the_same_contenders() -> 
     assert clairvoyant["violating_placements"] == {"total": 0, "none_share": 1.0}
     # Judging the clairvoyant leaves the contenders' own tallies as they were.
     assert verdict["contenders"]["requests"]["best_or_tied_share"]["work_lost"] == 0.5
+    # Each is clearly worse than another on both figures in one scenario of the two.
+    assert ours["undominated_share"] == clairvoyant["undominated_share"] == 0.5
+
+
+def test_a_trade_of_stall_for_lost_work_does_not_dominate() -> None:
+    """Pods left pending stall nothing: less stall for more lost work is another trade, not a
+    better one; clearly less of one for no more of the other is."""
+    results = [
+        _result("trade", "requests", seed, 10.0 + seed, 0, stall=100.0 + seed) for seed in (0, 1, 2)
+    ] + [_result("trade", "ours", seed, 50.0 + seed, 0, stall=20.0 + seed) for seed in (0, 1, 2)]
+    verdict = summarize(results, ("requests", "ours"), 1)
+    assert verdict["contenders"]["ours"]["undominated_share"] == 1.0
+    assert verdict["contenders"]["requests"]["undominated_share"] == 1.0
+    better = [
+        _result("trade", "ours", seed, 10.0 + seed, 0, stall=20.0 + seed) for seed in (0, 1, 2)
+    ]
+    verdict = summarize(results[:3] + better, ("requests", "ours"), 1)
+    assert verdict["contenders"]["requests"]["undominated_share"] == 0.0
+    assert "undominated" in table(verdict)
 
 
 def test_every_drawn_scenario_is_saved_and_replays(one_process: Path, tmp_path: Path) -> None:
