@@ -98,16 +98,22 @@ profiles:
         enabled: [LoadAware, SoftTainter]
 """
 
-# Intel TAS's health-metric demo runs the upstream descheduler with RemovePodsViolatingNodeAffinity
-# only (deploy/health-metric-demo/descheduler-policy.yaml, v1alpha1; the same in v1alpha2 here);
-# upstream's DefaultEvictor has nodeFit off, no cooldown and no breaker.
-TAS = """
+# Upstream has neither the per-owner cooldown nor the circuit breaker (our additions, spec
+# descheduler.md "Limits and safety"): every baseline's policy turns both off.
+BASELINE_POLICY = """
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
 evictionCooldownSeconds: 0
 circuitBreaker:
   maxViolatingNodeShare: 1
-profiles:
+"""
+
+# Intel TAS's health-metric demo runs the upstream descheduler with RemovePodsViolatingNodeAffinity
+# only (deploy/health-metric-demo/descheduler-policy.yaml, v1alpha1; the same in v1alpha2 here);
+# upstream's DefaultEvictor has nodeFit off, no cooldown and no breaker.
+TAS = (
+    BASELINE_POLICY
+    + """profiles:
   - name: tas-demo
     pluginConfig:
       - name: DefaultEvictor
@@ -120,17 +126,14 @@ profiles:
       deschedule:
         enabled: [RemovePodsViolatingNodeAffinity]
 """
+)
 
 # The OpenShift descheduler documentation's LowNodeUtilization example (KubeDescheduler
 # strategies: CPUThreshold 10, MemoryThreshold 20, PodsThreshold 30, MemoryTargetThreshold 40,
 # CPUTargetThreshold 50, PodsTargetThreshold 60, NumberOfNodes 3), as upstream v1alpha2.
-REQUESTS_LNU = """
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-evictionCooldownSeconds: 0
-circuitBreaker:
-  maxViolatingNodeShare: 1
-profiles:
+REQUESTS_LNU = (
+    BASELINE_POLICY
+    + """profiles:
   - name: lifecycle-and-utilization
     pluginConfig:
       - name: DefaultEvictor
@@ -145,6 +148,7 @@ profiles:
       balance:
         enabled: [LowNodeUtilization]
 """
+)
 
 # The KubeVirtRelieveAndMigrate profile as the operator renders it today for the PSI lab's
 # KubeDescheduler (/work/shared/seeds/001: profileCustomizations devActualUtilizationProfile
@@ -170,18 +174,14 @@ profiles:
 # migrating again within `migrationCooldown`, per VM; this descheduler's cooldown is per owner,
 # which would hold a whole workload). The soft tainter is not a descheduler plugin in OpenShift
 # but a controller of its own: `simulator.baselines.OpenShiftSoftTainter`.
-PSI_PROFILE = """
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-metricsProviders:
+PSI_PROFILE = (
+    BASELINE_POLICY
+    + """metricsProviders:
   - source: Prometheus
     prometheus:
       url: http://prometheus.simulator:9090
 maxNoOfPodsToEvictPerNode: 2
 maxNoOfPodsToEvictTotal: 5
-evictionCooldownSeconds: 0
-circuitBreaker:
-  maxViolatingNodeShare: 1
 profiles:
   - name: KubeVirtRelieveAndMigrate
     pluginConfig:
@@ -212,18 +212,15 @@ profiles:
       balance:
         enabled: [LowNodeUtilization]
 """
+)
 
 # Volcano's documented default policy (the volcano-descheduler ConfigMap in its docs and
 # installer): DefaultEvictor ignorePvcPods, nodeFit, priorityThreshold 10000; LoadAware with
 # thresholds cpu 30 / memory 30 and targetThresholds cpu 80 / memory 85. Volcano has no cooldown
 # and no circuit breaker.
-VOLCANO = """
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-evictionCooldownSeconds: 0
-circuitBreaker:
-  maxViolatingNodeShare: 1
-profiles:
+VOLCANO = (
+    BASELINE_POLICY
+    + """profiles:
   - name: default
     pluginConfig:
       - name: DefaultEvictor
@@ -250,6 +247,7 @@ profiles:
       balance:
         enabled: [LoadAware]
 """
+)
 
 
 @dataclass(frozen=True)
