@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
@@ -27,6 +27,8 @@ from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.pod_usage import PrometheusPodUsage
 from tas.metrics.prometheus import PrometheusClient, node_labels, node_of, open_prometheus
 from tas.types import NodeName
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -117,19 +119,21 @@ class ClusterUsage:
 
     def node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
         if self._nodes is None:
-            try:
-                self._nodes = self._cluster.list_node_metrics()
-            except ClusterError as error:
-                raise UsageError(f"cannot read node metrics: {error}") from error
+            self._nodes = _read("node", self._cluster.list_node_metrics)
         return self._nodes
 
     def pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         if self._pods is None:
-            try:
-                self._pods = self._cluster.list_pod_metrics()
-            except ClusterError as error:
-                raise UsageError(f"cannot read pod metrics: {error}") from error
+            self._pods = _read("pod", self._cluster.list_pod_metrics)
         return self._pods
+
+
+def _read(kind: str, call: Callable[[], T]) -> T:
+    """One read of the metrics server; its failure is the plugin's `UsageError`."""
+    try:
+        return call()
+    except ClusterError as error:
+        raise UsageError(f"cannot read {kind} metrics: {error}") from error
 
 
 #: LoadAware's CPU signals (and Volcano's `cpu`): moving a pod takes its CPU share off each.

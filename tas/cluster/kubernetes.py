@@ -43,7 +43,7 @@ from tas.cluster.convert import (
     pvc_from_api,
     taint_to_api,
 )
-from tas.cluster.informer import Backoff, Informer, Raw, Sleep
+from tas.cluster.informer import Backoff, Informer, ListCall, Raw, Sleep
 from tas.cluster.interface import (
     ChangeListener,
     ChangeListeners,
@@ -74,6 +74,7 @@ from tas.vocabulary import GROUP, PLURAL, VERSION
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 #: Deadlines of every direct call: the API server answers a write in milliseconds; one that
 #: does not answer in this long is down for our purposes (TransientClusterError, retried next
@@ -154,39 +155,41 @@ class KubernetesCluster:
             list_policies = functools.partial(
                 self._custom.list_cluster_custom_object, GROUP, VERSION, PLURAL
             )
-        common: dict[str, Any] = {"watch_timeout": watch_timeout, "sleep": sleep}
-        self._nodes: Informer[Node] = Informer(
-            name="nodes",
-            list_call=self._core.list_node,
-            convert=node_from_api,
-            on_change=self._notifier(ResourceKind.NODE),
-            backoff=backoff(),
-            **common,
-        )
-        self._pods: Informer[Pod] = Informer(
-            name="pods",
-            list_call=self._core.list_pod_for_all_namespaces,
-            convert=pod_from_api,
-            on_change=self._notifier(ResourceKind.POD),
-            backoff=backoff(),
+
+        def informer(
+            kind: ResourceKind,
+            name: str,
+            list_call: ListCall,
+            convert: Callable[[Raw], T],
+            **more: Any,
+        ) -> Informer[T]:
+            return Informer(
+                name=name,
+                list_call=list_call,
+                convert=convert,
+                on_change=self._notifier(kind),
+                backoff=backoff(),
+                watch_timeout=watch_timeout,
+                sleep=sleep,
+                **more,
+            )
+
+        self._nodes = informer(ResourceKind.NODE, "nodes", self._core.list_node, node_from_api)
+        self._pods = informer(
+            ResourceKind.POD,
+            "pods",
+            self._core.list_pod_for_all_namespaces,
+            pod_from_api,
             selectors={"field_selector": pod_field_selector} if pod_field_selector else None,
-            **common,
         )
-        self._policies: Informer[PolicyDocument] = Informer(
-            name="taspolicies",
-            list_call=list_policies,
-            convert=_policy_document,
-            on_change=self._notifier(ResourceKind.POLICY),
-            backoff=backoff(),
-            **common,
+        self._policies = informer(
+            ResourceKind.POLICY, "taspolicies", list_policies, _policy_document
         )
-        self._pdbs: Informer[PodDisruptionBudget] = Informer(
-            name="poddisruptionbudgets",
-            list_call=self._policy_api.list_pod_disruption_budget_for_all_namespaces,
-            convert=pdb_from_api,
-            on_change=self._notifier(ResourceKind.PDB),
-            backoff=backoff(),
-            **common,
+        self._pdbs = informer(
+            ResourceKind.PDB,
+            "poddisruptionbudgets",
+            self._policy_api.list_pod_disruption_budget_for_all_namespaces,
+            pdb_from_api,
         )
 
         kinds: dict[ResourceKind, Informer[Any]] = {
