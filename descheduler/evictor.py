@@ -124,8 +124,8 @@ OwnerKey = tuple[str, str, str]
 #: a pod's evictions are counted (a node evacuated again and again, a flapping health metric,
 #: would otherwise be refilled by rebalancing and emptied again).
 EVACUATED_NODE_MEMORY = 3600.0
-#: How long an owner's last eviction and its futile moves are remembered (a move whose
-#: replacement landed back on a hot node, `Cooldown.note_futile`).
+#: How long an owner's last eviction is remembered: its pods created within this long of
+#: another of its evictions are replacements (`Cooldown.moving_since`).
 MOVE_MEMORY = 3600.0
 _K = TypeVar("_K")
 
@@ -152,12 +152,10 @@ class Cooldown:
         self._last_evacuation: dict[OwnerKey, datetime] = {}
         #: Nodes pods were evacuated from, and when (rebalancing does not fill them again).
         self._evacuated_nodes: dict[NodeName, list[datetime]] = {}
-        #: Every owner's last eviction, kept for `MOVE_MEMORY` (longer than the cooldown), the
-        #: first of its evictions since then (pods created after it are replacements), and how
-        #: many of its moves in a row did not hold.
+        #: Every owner's last eviction, kept for `MOVE_MEMORY` (longer than the cooldown), and
+        #: the first of its evictions since then (pods created after it are replacements).
         self._moved: dict[OwnerKey, datetime] = {}
         self._moving_since: dict[OwnerKey, datetime] = {}
-        self._futile: dict[OwnerKey, int] = {}
 
     def blocked(self, key: OwnerKey, now: datetime, *, share: float = 1.0) -> bool:
         """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
@@ -169,14 +167,6 @@ class Cooldown:
         """When the owner's remembered evictions began (none longer than `MOVE_MEMORY` apart):
         its pods created since are replacements of moved pods."""
         return self._moving_since.get(key)
-
-    def futile_moves(self, key: OwnerKey) -> int:
-        """How many of the owner's moves in a row did not hold (`note_futile`)."""
-        return self._futile.get(key, 0)
-
-    def note_futile(self, key: OwnerKey) -> None:
-        """A replacement of the owner's last move was moved again: that move did not hold."""
-        self._futile[key] = self._futile.get(key, 0) + 1
 
     def evacuation_blocked(self, key: OwnerKey, now: datetime) -> bool:
         """Evacuated in an earlier cycle (not this one: `now` is the cycle's) and cooling."""
@@ -204,7 +194,6 @@ class Cooldown:
         self._last_evacuation = self._recent(self._last_evacuation, now)
         self._moved = self._recent(self._moved, now, max(self.seconds, MOVE_MEMORY))
         self._moving_since = {k: t for k, t in self._moving_since.items() if k in self._moved}
-        self._futile = {k: n for k, n in self._futile.items() if k in self._moved}
         memory = max(self.seconds, EVACUATED_NODE_MEMORY)
         self._evacuated_nodes = {
             n: kept
@@ -365,12 +354,6 @@ class PodEvictor:
         """When the pod's owner began losing pods to evictions (its moves of the last hour): a
         pod of it created since is (likely) a replacement of a moved pod."""
         return self.rails.cooldown.moving_since(owner_key(pod))
-
-    def owner_futile_moves(self, pod: Pod) -> int:
-        return self.rails.cooldown.futile_moves(owner_key(pod))
-
-    def note_futile_move(self, pod: Pod) -> None:
-        self.rails.cooldown.note_futile(owner_key(pod))
 
     def recently_evacuated(self, within: float) -> set[NodeName]:
         """Nodes an evacuating plugin emptied less than `within` seconds ago (this cycle too;

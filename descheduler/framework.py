@@ -154,15 +154,6 @@ class Evictor(Protocol):
         a rebalancing plugin lets settle."""
         ...
 
-    def owner_futile_moves(self, pod: Pod) -> int:
-        """How many of the owner's moves in a row did not hold: their replacement was moved
-        again (`note_futile_move`)."""
-        ...
-
-    def note_futile_move(self, pod: Pod) -> None:
-        """The pod, a replacement of its owner's last move, is being moved again."""
-        ...
-
     def recently_evacuated(self, within: float) -> Collection[NodeName]:
         """Nodes an evacuating plugin emptied less than `within` seconds ago: a rebalancing
         plugin does not fill them again (a flapping health metric would empty them again)."""
