@@ -161,30 +161,27 @@ def decide_prioritize(
     cores: Callable[[NodeName], float] | None = None,
 ) -> Decision:
     resolution = resolve_policy(pod, snapshot, Verb.PRIORITIZE)
-    if resolution.policy is None:
-        return _decision(
-            Verb.PRIORITIZE,
-            pod,
-            candidates,
-            resolution,
-            now,
-            reason=resolution.reason,
-            scores=dict.fromkeys(candidates, 0),
-        )
-    measured = _read_columns(resolution.policy, Verb.PRIORITIZE, metrics)
+    measured: dict[MetricName, MetricColumn] = {}
     used: Estimates = {}
-    if estimates:
-        used = only_metrics(estimates, measured)
-        metrics = add_estimates(metrics, used, cores)
+    if resolution.policy is None:
+        reason, scores = resolution.reason, dict.fromkeys(candidates, 0)
+    else:
+        measured = _read_columns(resolution.policy, Verb.PRIORITIZE, metrics)
+        if estimates:
+            used = only_metrics(estimates, measured)
+            metrics = add_estimates(metrics, used, cores)
+        reason = f"scheduleonmetric, {mode.value} scores" + (
+            ", with recent placements" if used else ""
+        )
+        scores = score_nodes(resolution.policy, metrics, candidates, mode=mode)
     return _decision(
         Verb.PRIORITIZE,
         pod,
         candidates,
         resolution,
         now,
-        reason=f"scheduleonmetric, {mode.value} scores"
-        + (", with recent placements" if used else ""),
-        scores=score_nodes(resolution.policy, metrics, candidates, mode=mode),
+        reason=reason,
+        scores=scores,
         metrics=measured,
         estimates=used,
     )
