@@ -85,36 +85,49 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
     return [_with_bound(g, b) for g, b in zip(goals, _judged_sweep(clairvoyant), strict=True)]
 
 
-def _judged_sweep(ours: Mapping[str, Any]) -> list[Goal]:
+#: The sweep's goals (issue 26): name, the figure's path in a contender's verdict, and the
+#: bound: `at least` a share, or `at most` a value printed with its format.
+_SWEEP_GOALS: tuple[tuple[str, tuple[str, str], str, float, str], ...] = (
+    ("best or tied on work lost", ("best_or_tied_share", "work_lost"), "at least", 0.9, ""),
+    ("best or tied on stall", ("best_or_tied_share", "stall"), "at least", 0.9, ""),
+    ("work lost vs requests, p90", ("work_lost_vs_requests", "p90"), "at most", 0.6, "{:.2f}x"),
+    (
+        "scenarios worse than requests beyond the interval",
+        ("worse_than_requests", "scenarios"),
+        "at most",
+        0,
+        "{:.0f}",
+    ),
+    (
+        "evictions of one pod per hour, p95",
+        ("max_evictions_per_pod_hour", "p95"),
+        "at most",
+        2,
+        "{:.1f}",
+    ),
+    (
+        "evictions of one pod per hour, anywhere",
+        ("max_evictions_per_pod_hour", "max"),
+        "at most",
+        3,
+        "{:.0f}",
+    ),
+    (
+        "scenarios without a violating placement",
+        ("violating_placements", "none_share"),
+        "at least",
+        0.95,
+        "",
+    ),
+)
+
+
+def _judged_sweep(row: Mapping[str, Any]) -> list[Goal]:
     return [
-        _at_least("best or tied on work lost", _get(ours, "best_or_tied_share", "work_lost"), 0.9),
-        _at_least("best or tied on stall", _get(ours, "best_or_tied_share", "stall"), 0.9),
-        _at_most(
-            "work lost vs requests, p90", _get(ours, "work_lost_vs_requests", "p90"), 0.6, "{:.2f}x"
-        ),
-        _at_most(
-            "scenarios worse than requests beyond the interval",
-            _get(ours, "worse_than_requests", "scenarios"),
-            0,
-            "{:.0f}",
-        ),
-        _at_most(
-            "evictions of one pod per hour, p95",
-            _get(ours, "max_evictions_per_pod_hour", "p95"),
-            2,
-            "{:.1f}",
-        ),
-        _at_most(
-            "evictions of one pod per hour, anywhere",
-            _get(ours, "max_evictions_per_pod_hour", "max"),
-            3,
-            "{:.0f}",
-        ),
-        _at_least(
-            "scenarios without a violating placement",
-            _get(ours, "violating_placements", "none_share"),
-            0.95,
-        ),
+        _at_least(name, _get(row, *path), bound)
+        if kind == "at least"
+        else _at_most(name, _get(row, *path), bound, fmt)
+        for name, path, kind, bound, fmt in _SWEEP_GOALS
     ]
 
 
