@@ -1,7 +1,11 @@
 """The figures: the same numbers for every contender, judged on the model's true values.
 
 - `violating_placements`: pods placed on a node that, at that moment and on true values,
-  violated a dontschedule rule of the pod's policy;
+  violated a dontschedule rule of the pod's policy; `unavoidable_placements` counts those where
+  every other node the pod fitted on (readiness, selectors, taints, requests) violated it too:
+  a scheduler that places the pod at all places it on a violating node (ours' circuit breaker
+  failing open in a fleet that truly runs hot), where one that honours the rule leaves it
+  pending;
 - `evacuation_seconds`: from a node turning violating (true values, a deschedule strategy) to
   the last pod linking that policy leaving it: median and max over the episodes that ended
   that way; `not_evacuated` counts episodes where the node recovered (or the run ended) with
@@ -43,6 +47,8 @@ import numpy as np
 
 from embedded.scheduler import Placement
 from simulator.world import ModelState, World
+from tas.cluster.model import Pod
+from tas.fit import rejection
 from tas.policies.model import StrategyName, TASPolicy
 from tas.rules import deschedule_violations, filter_nodes
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
@@ -109,6 +115,9 @@ class FigureRecorder:
         #: The metrics the figures judge on true values (the same every step).
         self._column_names = sorted({*self._dontschedule_names, *self._deschedule_names})
         self.violating_placements = 0
+        #: Violating placements where every node the pod fitted on violated too (a scheduler
+        #: that places it at all must place it on a violating node; TAS leaves it pending).
+        self.unavoidable_placements = 0
         self.placements = 0
         self.evictions: list[tuple[float, int]] = []
         self.spreads: list[float] = []
@@ -234,6 +243,21 @@ class FigureRecorder:
                 continue
             if filter_nodes(policy, self._columns, [placement.node]).failed:
                 self.violating_placements += 1
+                if not self._a_node_was_fine(pod, policy):
+                    self.unavoidable_placements += 1
+
+    def _a_node_was_fine(self, pod: Pod, policy: TASPolicy) -> bool:
+        """Some node kube-scheduler would have accepted the pod on (readiness, selectors,
+        taints, requests) did not violate its dontschedule rule, on true values: the violating
+        placement could have been avoided. Asked only of violating placements (rare)."""
+        cluster = self.world.cluster
+        fitting = [
+            node.name
+            for node in cluster.list_nodes()
+            if node.name != pod.node_name
+            and rejection(pod, node, pods_on_node=cluster.list_pods(node=node.name)) is None
+        ]
+        return bool(filter_nodes(policy, self._columns, fitting).passed)
 
     def evicted(self, t: float, slots: Iterable[int]) -> None:
         self.evictions.extend((t, slot) for slot in slots)
@@ -260,6 +284,7 @@ class FigureRecorder:
         lost = self.stalled + self.displaced
         figures: Figures = {
             "violating_placements": self.violating_placements,
+            "unavoidable_placements": self.unavoidable_placements,
             "evacuation_seconds": {
                 "median": statistics.median(self.evacuations) if self.evacuations else None,
                 "max": max(self.evacuations) if self.evacuations else None,

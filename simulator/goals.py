@@ -80,9 +80,17 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
     ours = _get(verdict, "contenders", OURS) or {}
     clairvoyant = _get(verdict, "references", CLAIRVOYANT)
     goals = _judged_sweep(ours)
-    if not isinstance(clairvoyant, Mapping) or "violating_placements" not in clairvoyant:
-        return goals  # a sweep from before the clairvoyant was judged in ours' place
-    return [_with_bound(g, b) for g, b in zip(goals, _judged_sweep(clairvoyant), strict=True)]
+    if isinstance(clairvoyant, Mapping) and "violating_placements" in clairvoyant:
+        goals = [_with_bound(g, b) for g, b in zip(goals, _judged_sweep(clairvoyant), strict=True)]
+    avoidable = _get(ours, "violating_placements", "none_avoidable_share")
+    if avoidable is not None:
+        # The placements ours could have avoided (some fitting node was fine), apart from
+        # those made where every node violated (the breaker failing open in a hot fleet).
+        last = goals[-1]
+        goals[-1] = dataclasses.replace(
+            last, bound=f"{last.bound}; without an avoidable one {avoidable:.0%}"
+        )
+    return goals
 
 
 #: The sweep's goals (issue 26): name, the figure's path in a contender's verdict, and the

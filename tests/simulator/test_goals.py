@@ -76,6 +76,11 @@ def test_each_sweep_goal_shows_what_perfect_information_reaches_and_is_judged_on
         .line()
         .endswith("60% (goal >= 95%); with perfect information 82%, which misses it too")
     )
+    # Placements where every fitting node violated (the breaker failing open) told apart.
+    verdict["contenders"]["ours"]["violating_placements"]["none_avoidable_share"] = 0.7
+    placed = sweep_goals(verdict)[6]
+    assert placed.line().endswith("which misses it too; without an avoidable one 70%")
+    assert placed.met is False  # judged on every violating placement
     assert (
         goals[2]
         .line()

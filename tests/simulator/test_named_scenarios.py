@@ -50,6 +50,7 @@ SHORT = {
 }
 FIGURES = {
     "violating_placements",
+    "unavoidable_placements",
     "evacuation_seconds",
     "evictions",
     "pressure_spread",

@@ -276,3 +276,53 @@ def test_the_share_of_the_achievable_gain(
 ) -> None:
     found = share_of_gain(requests, value, limit)
     assert found == (None if share is None else pytest.approx(share))
+
+
+# ------------------------------------------------------ avoidable and unavoidable placements
+
+
+def _health_scenario(health: dict[str, float]) -> Scenario:
+    """Two nodes with the given health_metric (1: no new pods, TAS's demo policy), and six
+    replicas of the demo app placed by kube-scheduler on requests, blind to the policy."""
+    return read_scenario(
+        {
+            "name": "health",
+            "duration": "2m",
+            "step": "10s",
+            "warmup": "0s",
+            "seed": 3,
+            "nodes": [
+                {"name": name, "cpu": 4, "memory": "16Gi", "metrics": {"health_metric": value}}
+                for name, value in health.items()
+            ],
+            "workloads": [
+                {
+                    "name": "demo-app",
+                    "namespace": "health-metric-demo",
+                    "replicas": 6,
+                    "requests": {"cpu": "100m", "memory": "64Mi"},
+                    "labels": {"telemetry-policy": "demo-policy"},
+                    "usage": {"cpu": {"profile": "steady", "value": "50m"}, "memory": MEMORY},
+                }
+            ],
+            "policies": [{"file": "policies/health-policy.yaml"}],
+        },
+        base=SCENARIOS,
+    )
+
+
+@pytest.mark.parametrize(
+    ("health", "unavoidable"),
+    [
+        pytest.param({"a": 1.0, "b": 0.0}, False, id="one-node-fine"),
+        pytest.param({"a": 1.0, "b": 1.0}, True, id="every-node-violating"),
+    ],
+)
+def test_a_violating_placement_is_unavoidable_only_when_every_fitting_node_violated(
+    health: dict[str, float], unavoidable: bool
+) -> None:
+    figures = run_job(Job(_health_scenario(health), "requests", 3)).figures
+    assert figures is not None
+    assert figures["violating_placements"] > 0
+    expected = figures["violating_placements"] if unavoidable else 0
+    assert figures["unavoidable_placements"] == expected

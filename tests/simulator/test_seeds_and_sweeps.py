@@ -299,12 +299,19 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
 
 
 def _result(
-    scenario: str, contender: str, seed: int, lost: float, placed: int, stall: float | None = None
+    scenario: str,
+    contender: str,
+    seed: int,
+    lost: float,
+    placed: int,
+    stall: float | None = None,
+    unavoidable: int = 0,
 ) -> JobResult:
     figures: dict[str, Any] = {
         "work_lost": {"core_seconds": lost},
         "stall": lost if stall is None else stall,
         "violating_placements": placed,
+        "unavoidable_placements": unavoidable,
         "evictions": {"total": 0, "max_per_pod_hour": 0},
     }
     return JobResult(scenario, contender, seed, figures)
@@ -330,8 +337,10 @@ def test_the_clairvoyant_is_judged_in_ours_place_among_the_same_contenders() -> 
     assert ours["best_or_tied_share"]["work_lost"] == 0.5  # b only
     assert clairvoyant["best_or_tied_share"]["work_lost"] == 0.5  # a only
     assert clairvoyant["worse_than_requests"] == {"scenarios": 1}  # b
-    assert ours["violating_placements"] == {"total": 3, "none_share": 0.5}
-    assert clairvoyant["violating_placements"] == {"total": 0, "none_share": 1.0}
+    assert ours["violating_placements"] == {
+        "total": 3, "none_share": 0.5, "unavoidable": 0, "none_avoidable_share": 0.5,
+    }  # fmt: skip
+    assert clairvoyant["violating_placements"]["none_share"] == 1.0
     # Judging the clairvoyant leaves the contenders' own tallies as they were.
     assert verdict["contenders"]["requests"]["best_or_tied_share"]["work_lost"] == 0.5
     # Each is clearly worse than another on both figures in one scenario of the two.
@@ -402,3 +411,18 @@ def test_a_bad_family_file_exits_1_listing_its_problems(
 def test_every_event_kind_is_named_in_the_default_family() -> None:
     family = yaml.safe_load((FAMILIES / "default.yaml").read_text())
     assert set(family["events"]) == set(EVENT_KINDS)
+
+
+def test_placements_where_every_node_violated_are_told_apart() -> None:
+    """A scenario whose only violating placements were unavoidable (every fitting node
+    violated) counts as clean of avoidable ones, and not as clean."""
+    results = [
+        _result("hot", row, seed, 10.0, placed=2, unavoidable=2 if row == "ours" else 1)
+        for row in ("requests", "ours")
+        for seed in (0, 1)
+    ]
+    placed = summarize(results, ("requests", "ours"), 1)["contenders"]
+    assert placed["ours"]["violating_placements"] == {
+        "total": 4, "none_share": 0.0, "unavoidable": 4, "none_avoidable_share": 1.0,
+    }  # fmt: skip
+    assert placed["requests"]["violating_placements"]["none_avoidable_share"] == 0.0
