@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import re
 import ssl
 import sys
@@ -45,6 +46,7 @@ from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.evictor import owner_key
 from descheduler.framework import Result
 from descheduler.nodefit import fitting_nodes
+from descheduler.plugins import load_aware
 from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.state import evaluate_deschedule
 from tas.clock import SYSTEM_CLOCK, Clock
@@ -566,6 +568,7 @@ def move_verdict(
     if node is None:
         return MoveVerdict(False, "it is not running on a node", reasons=tuple(reasons))
     reasons.extend(_policy_reasons(pod, node, descheduler, policies))
+    reasons.extend(_settling_reasons(pod, descheduler))
     for profile, classification in report.classifications.items():
         category = classification.categories.get(node)
         usage = classification.usages.get(node, {})
@@ -581,6 +584,24 @@ def move_verdict(
         moved = ", ".join(f"{d.namespace}/{d.name} ({d.strategy})" for d in others[:5])
         reasons.append(f"this cycle would evict {len(others)} other pod(s): {moved}")
     return MoveVerdict(False, "no plugin would evict it in this cycle", reasons=tuple(reasons))
+
+
+def _settling_reasons(pod: Pod, descheduler: Descheduler) -> list[str]:
+    """A replacement of a pod its owner lost to an eviction, which LoadAware leaves to settle
+    (`descheduler.plugins.load_aware.settling`): said only where a profile runs LoadAware."""
+    if not any(load_aware.PLUGIN in p.balance for p in descheduler.config.profiles):
+        return []
+    since = descheduler.cooldown.moving_since(owner_key(pod))
+    placed = pod.creation_timestamp
+    now = descheduler.clock.now()
+    if since is None or placed is None or placed < since or not load_aware.settling(pod, now):
+        return []
+    left = load_aware.SETTLE_SECONDS - (now - placed).total_seconds()
+    return [
+        f"it replaced a pod its owner lost to an eviction: LoadAware leaves it where it is for "
+        f"{math.ceil(left / 60)} more minute(s) (a replica is moved for balance at most once an "
+        "hour)"
+    ]
 
 
 def _policy_reasons(

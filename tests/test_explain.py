@@ -31,6 +31,7 @@ import pytest
 
 from descheduler.config import load_config_file
 from descheduler.cycle import Descheduler, Mode
+from descheduler.evictor import owner_key
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
@@ -62,6 +63,7 @@ from tests.builders import ManualClock, cluster_of, make_node, make_pod, metrics
 REPO = Path(__file__).resolve().parents[1]
 POLICY = REPO / "deploy" / "health-metric-demo" / "health-policy.yaml"
 TAS_VIOLATIONS = REPO / "deploy" / "descheduler" / "tas-violations.yaml"
+LOAD_AWARE = REPO / "deploy" / "descheduler" / "load-aware.yaml"
 NS = "health-metric-demo"
 HEALTH = {"node-a": 0, "node-b": 1, "node-c": 2}
 
@@ -266,6 +268,29 @@ def test_a_protected_pod_on_a_violating_node_says_what_protects_it() -> None:
     assert found.move is not None
     assert not found.move.would_move
     assert any("protects it" in reason for reason in found.move.reasons), found.move.reasons
+
+
+def test_a_replacement_of_a_moved_pod_says_how_long_load_aware_leaves_it() -> None:
+    world = World()
+    world.descheduler.config = load_config_file(LOAD_AWARE)
+    now = world.clock.now()
+    lost = make_pod("demo-0", namespace=NS, owner="demo-app-rs")
+    world.descheduler.cooldown.record(owner_key(lost), now)  # its owner lost a pod just now
+    world.clock.advance(600)
+    replacement = make_pod("demo-r1", node="node-a", namespace=NS, owner="demo-app-rs", created=now)
+    world.cluster.add_pod(replacement)
+    settling = "it replaced a pod its owner lost to an eviction: LoadAware leaves it where it is"
+
+    found = world.explainer.explain_pod(NS, "demo-r1")
+    assert found.move is not None
+    assert (
+        f"{settling} for 50 more minute(s) (a replica is moved for balance at most once an hour)"
+        in (found.move.reasons)
+    )
+    world.clock.advance(3000)  # an hour after it was placed: settled
+    found = world.explainer.explain_pod(NS, "demo-r1")
+    assert found.move is not None
+    assert not any(reason.startswith(settling) for reason in found.move.reasons)
 
 
 # ------------------------------------------------------------------ evictions
