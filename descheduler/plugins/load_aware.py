@@ -327,6 +327,7 @@ def rebalance(
         candidates = _order(removable, measured, signals) if per_pod else sort_candidates(removable)
         unknown_moved = False
         unpaid = 0
+        settling_said = False
         for pod in candidates:
             if not still_over(usage, c.thresholds.high, signals):
                 break
@@ -343,6 +344,15 @@ def rebalance(
             move: tuple[NodeName, Prediction] | None = None
             if model is not None:
                 if replaces_a_move(pod, evictor) and settling(pod, state.now):
+                    if not settling_said:  # once per node and cycle: why its pods stay
+                        settling_said = True
+                        log.info(
+                            '"Replacements of moved pods are left to settle" node="%s" '
+                            "settleSeconds=%g",
+                            node,
+                            SETTLE_SECONDS,
+                        )
+                    log.debug('"Left to settle" pod="%s/%s"', pod.namespace, pod.name)
                     continue
                 move = model.best_move(pod, node, relief, evictor, targets)
                 if move is None:
