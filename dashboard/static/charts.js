@@ -76,9 +76,12 @@ function fittedAxis(extra) {
     ticks: { size: 4 },
     size(u, values, axisIdx, cycleNum) {
       const axis = u.axes[axisIdx];
-      if (cycleNum > 1 && axis._size) return axis._size;
       const widest = Math.max(0, ...(values || []).filter(Boolean).map(textWidth));
-      return Math.ceil(widest + axis.ticks.size + axis.gap + 6);
+      const wanted = Math.ceil(widest + axis.ticks.size + axis.gap + 6);
+      // Never narrower than the labels: a size settled before the labels were known (no
+      // values yet in the first layout cycle) would let them run off the chart's left edge.
+      // Growing only, so uPlot's layout cycles still converge.
+      return cycleNum > 1 && axis._size ? Math.max(axis._size, wanted) : wanted;
     },
     ...extra,
   };
