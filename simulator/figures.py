@@ -249,15 +249,20 @@ class FigureRecorder:
     def _a_node_was_fine(self, pod: Pod, policy: TASPolicy) -> bool:
         """Some node kube-scheduler would have accepted the pod on (readiness, selectors,
         taints, requests) did not violate its dontschedule rule, on true values: the violating
-        placement could have been avoided. Asked only of violating placements (rare)."""
+        placement could have been avoided. Asked only of violating placements (rare); the
+        rule is judged first, so a fleet that violates everywhere lists no pods."""
         cluster = self.world.cluster
-        fitting = [
-            node.name
-            for node in cluster.list_nodes()
-            if node.name != pod.node_name
-            and rejection(pod, node, pods_on_node=cluster.list_pods(node=node.name)) is None
-        ]
-        return bool(filter_nodes(policy, self._columns, fitting).passed)
+        nodes = {n.name: n for n in cluster.list_nodes() if n.name != pod.node_name}
+        fine = filter_nodes(policy, self._columns, list(nodes)).passed
+        if not fine:
+            return False
+        by_node: dict[NodeName, list[Pod]] = {}
+        for other in cluster.list_pods():
+            if other.node_name is not None:
+                by_node.setdefault(other.node_name, []).append(other)
+        return any(
+            rejection(pod, nodes[name], pods_on_node=by_node.get(name, ())) is None for name in fine
+        )
 
     def evicted(self, t: float, slots: Iterable[int]) -> None:
         self.evictions.extend((t, slot) for slot in slots)

@@ -330,8 +330,9 @@ _ZERO = Interval(0.0, 0.0, 0.0, 1)
 
 def _avoidable(figures: Mapping[str, Any]) -> float:
     """Violating placements a scheduler could have avoided: some fitting node was fine."""
-    leaves = numeric_leaves(figures)
-    return leaves.get("violating_placements", 0.0) - leaves.get("unavoidable_placements", 0.0)
+    return float(figures.get("violating_placements", 0)) - float(
+        figures.get("unavoidable_placements", 0)
+    )
 
 
 def _dominates(one: Mapping[str, Interval], other: Mapping[str, Interval]) -> bool:

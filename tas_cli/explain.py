@@ -588,15 +588,13 @@ def move_verdict(
 
 def _settling_reasons(pod: Pod, descheduler: Descheduler) -> list[str]:
     """A replacement of a pod its owner lost to an eviction, which LoadAware leaves to settle
-    (`descheduler.plugins.load_aware.settling`): said only where a profile runs LoadAware."""
+    (`descheduler.plugins.load_aware.settle_left`): said only where a profile runs LoadAware."""
     if not any(load_aware.PLUGIN in p.balance for p in descheduler.config.profiles):
         return []
     since = descheduler.cooldown.moving_since(owner_key(pod))
-    placed = pod.creation_timestamp
-    now = descheduler.clock.now()
-    if since is None or placed is None or placed < since or not load_aware.settling(pod, now):
+    left = load_aware.settle_left(pod, since, descheduler.clock.now())
+    if left <= 0:
         return []
-    left = load_aware.SETTLE_SECONDS - (now - placed).total_seconds()
     return [
         f"it replaced a pod its owner lost to an eviction: LoadAware leaves it where it is for "
         f"{math.ceil(left / 60)} more minute(s) (a replica is moved for balance at most once an "

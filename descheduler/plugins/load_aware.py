@@ -343,7 +343,7 @@ def rebalance(
             guard = FULL
             move: tuple[NodeName, Prediction] | None = None
             if model is not None:
-                if replaces_a_move(pod, evictor) and settling(pod, state.now):
+                if settle_left(pod, evictor.owner_moving_since(pod), state.now) > 0:
                     if not settling_said:  # once per node and cycle: why its pods stay
                         settling_said = True
                         log.info(
@@ -392,16 +392,11 @@ CPU_SIGNALS = frozenset({Signal.CPU_UTILIZATION, Signal.CPU_PRESSURE, Signal.CPU
 SETTLE_SECONDS = 3600.0
 
 
-def replaces_a_move(pod: Pod, evictor: Evictor) -> bool:
-    """The pod was created since its owner began losing pods to evictions: a replacement."""
-    since = evictor.owner_moving_since(pod)
-    placed = pod.creation_timestamp
-    return since is not None and placed is not None and placed >= since
-
-
-def settling(pod: Pod, now: datetime) -> bool:
-    """For a replacement of a moved pod (`replaces_a_move`): placed less than
-    `SETTLE_SECONDS` ago. A pod just moved is not moved again for rebalancing within the hour,
+def settle_left(pod: Pod, moving_since: datetime | None, now: datetime) -> float:
+    """Seconds the pod is still left to settle, 0 when it is free to move. Only a replacement
+    of a moved pod settles: one created since its owner began losing pods to evictions
+    (`moving_since`, `Evictor.owner_moving_since`), for `SETTLE_SECONDS` after it was placed.
+    A pod just moved is not moved again for rebalancing within the hour,
     however much a move would pay: the scheduler may have put it back on a hot node (its
     policy scores on something else), and a move that does not hold must not be repeated every
     cooldown. One replica's slot takes at most one rebalancing move an hour, plus the
@@ -413,7 +408,9 @@ def settling(pod: Pod, now: datetime) -> bool:
     Only replacements: a workload just deployed, or scaled, onto a hot node is rebalanced
     like any other (`make run`'s pods are all minutes old)."""
     placed = pod.creation_timestamp
-    return placed is not None and (now - placed).total_seconds() < SETTLE_SECONDS
+    if moving_since is None or placed is None or placed < moving_since:
+        return 0.0
+    return max(0.0, SETTLE_SECONDS - (now - placed).total_seconds())
 
 
 #: A clear gain: half the owner cooldown, several pods of one owner per cycle.
