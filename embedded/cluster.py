@@ -293,18 +293,18 @@ class InMemoryCluster:
     # ----------------------------------------------------------------- setup and inspection
 
     def add_node(self, node: Node) -> Node:
-        with self._lock:
-            if node.name in self._nodes:
-                raise ConflictError(f"node {node.name} already exists")
-            changed = self._put_node(node)
-            stored = self._nodes[node.name]
-        self._notify(changed)
-        return stored
+        return self._store_node(node, new=True)
 
     def update_node(self, node: Node) -> Node:
         """Replace a node wholesale (what a kubelet or an administrator would change)."""
+        return self._store_node(node, new=False)
+
+    def _store_node(self, node: Node, *, new: bool) -> Node:
         with self._lock:
-            self._node(node.name)
+            if new and node.name in self._nodes:
+                raise ConflictError(f"node {node.name} already exists")
+            if not new:
+                self._node(node.name)  # NotFoundError for a node that is not there
             changed = self._put_node(node)
             stored = self._nodes[node.name]
         self._notify(changed)
