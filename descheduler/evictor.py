@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -252,40 +252,26 @@ class CycleRails:
     grace_period_seconds: int | None = None
 
 
+# A service, not a value: compared and hashed by identity (eq=False).
+@dataclass(frozen=True, kw_only=True, eq=False)
 class PodEvictor:
     """One profile's evictor for one cycle (`for_plugin` gives each plugin its view): the
     `descheduler.framework.Evictor` plugins see (upstream's `evictions.PodEvictor`)."""
 
-    def __init__(
-        self,
-        *,
-        cluster: Cluster,
-        state: CycleState,
-        rules: EvictorFilter,
-        rails: CycleRails,
-        metrics: DeschedulerMetrics | None = None,
-        profile: str = "",
-        guard_owners: bool = True,
-        evacuating: bool = False,
-    ) -> None:
-        self.cluster = cluster
-        self.state = state
-        self.rules = rules
-        self.rails = rails
-        self.metrics = metrics
-        self.profile = profile
-        #: The per-owner cooldown and one-pod-per-owner-per-cycle apply to this plugin.
-        self.guard_owners = guard_owners
-        #: This plugin empties nodes (`Plugin.evacuates`): see `Cooldown`.
-        self.evacuating = evacuating
+    cluster: Cluster
+    state: CycleState
+    rules: EvictorFilter
+    rails: CycleRails
+    metrics: DeschedulerMetrics | None = None
+    profile: str = ""
+    #: The per-owner cooldown and one-pod-per-owner-per-cycle apply to this plugin.
+    guard_owners: bool = True
+    #: This plugin empties nodes (`Plugin.evacuates`): see `Cooldown`.
+    evacuating: bool = False
 
     def for_plugin(self, *, guard_owners: bool, evacuating: bool = False) -> PodEvictor:
         """The same evictor (state, rails, rules), with the owner guard on or off."""
-        view = PodEvictor.__new__(PodEvictor)
-        view.__dict__.update(self.__dict__)
-        view.guard_owners = guard_owners
-        view.evacuating = evacuating
-        return view
+        return replace(self, guard_owners=guard_owners, evacuating=evacuating)
 
     def protection(self, pod: Pod) -> str | None:
         return self.rules.protection(pod, pdbs=self.state.pdbs, now=self.state.now)
