@@ -100,8 +100,12 @@ class FilterAnswer:
 class Extender(Protocol):
     """A scheduler extender as kube-scheduler sees it; raises `ExtenderError` on failure."""
 
-    weight: int
-    ignorable: bool
+    # Read-only: the scheduler never changes an extender's configuration.
+    @property
+    def weight(self) -> int: ...
+
+    @property
+    def ignorable(self) -> bool: ...
 
     def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer: ...
 

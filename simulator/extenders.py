@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from embedded.scheduler import ExtenderError, FilterAnswer
 from extender.decisions import DecisionLog
@@ -103,25 +105,18 @@ class OursExtender:
         return self.service.prioritize(pod_info(pod), candidates).scores
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class TasExtender:
-    ignorable = True
-
-    def __init__(
-        self,
-        *,
-        store: PolicyStore,
-        view: MetricView,
-        rng: random.Random,
-        weight: int = TAS_WEIGHT,
-    ) -> None:
-        self.weight = weight
-        self._store = store
-        self._view = view
-        self._rng = rng
+    store: PolicyStore
+    view: MetricView
+    #: Breaks ties as Go's map order and unstable sort do.
+    rng: random.Random
+    weight: int = TAS_WEIGHT
+    ignorable: ClassVar[bool] = True
 
     def _policy(self, pod: Pod) -> TASPolicy | None:
         name = pod.labels.get(POLICY_LABEL)
-        return self._store.snapshot().get(
+        return self.store.snapshot().get(
             PolicyKey(Namespace(pod.namespace), PolicyName(name or ""))
         )
 
@@ -133,7 +128,7 @@ class TasExtender:
         if policy.strategy(StrategyName.DONTSCHEDULE) is None:
             # filterNodes: getDontScheduleStrategy fails -> "Returning all nodes".
             return FilterAnswer(list(candidates))
-        result = filter_nodes(policy, self._view.columns(), candidates)
+        result = filter_nodes(policy, self.view.columns(), candidates)
         return FilterAnswer(list(result.passed), dict.fromkeys(result.failed, "Node violates"))
 
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
@@ -143,9 +138,9 @@ class TasExtender:
             # prioritizeNodes: a missing policy or scheduling rule -> an empty HostPriorityList.
             return {}
         rule = strategy.rules[0]
-        column = self._view.columns().get(rule.metricname, {})
+        column = self.view.columns().get(rule.metricname, {})
         found = [(node, column[node]) for node in candidates if node in column]
-        self._rng.shuffle(found)  # Go's map order, then an unstable sort: ties in any order
+        self.rng.shuffle(found)  # Go's map order, then an unstable sort: ties in any order
         if rule.operator is Operator.GREATER_THAN:
             found.sort(key=lambda item: -item[1])
         elif rule.operator is Operator.LESS_THAN:
