@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.errors import FetchFailures, MetricFetchError, TextFormatError
 from tas.metrics.textformat import TextSample, parse_text
 
@@ -104,7 +104,7 @@ class KubeletPodUsage:
         max_age: float,
         rate_window: float = 60.0,
         paths: Iterable[str] = (RESOURCE_PATH,),
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._read = read
         self._nodes = nodes
@@ -121,7 +121,7 @@ class KubeletPodUsage:
 
     def fetch(self) -> dict[PodKey, dict[str, float]]:
         """Fresh values per pod and resource, after reading every node once."""
-        now = self._clock()
+        now = self._clock.now().timestamp()
         names = set(self._nodes())
         for gone in self._state.keys() - names:
             del self._state[gone]

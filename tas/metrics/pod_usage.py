@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import logging
 import math
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import httpx
 
+from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import FetchFailures, MetricFetchError
 from tas.metrics.prometheus import PrometheusClient, open_prometheus
@@ -68,7 +68,7 @@ class PrometheusPodUsage:
         *,
         max_age: float,
         rate_window: str = "1m",
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.prometheus = prometheus
         self._max_age = max_age
@@ -96,7 +96,7 @@ class PrometheusPodUsage:
                 for key, value in values.items()
                 if math.isfinite(value)
             }
-        limit = self._clock() - self._max_age
+        limit = self._clock.now().timestamp() - self._max_age
         found: dict[PodKey, dict[str, float]] = {}
         for resource, samples in self._last.items():
             for key, sample in samples.items():
@@ -124,7 +124,7 @@ def open_pod_usage(
     config: MetricsConfig,
     max_age: float,
     transport: httpx.BaseTransport | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> PrometheusPodUsage:
     """Per-pod usage from the Prometheus at `url`, reached and authenticated as `config` says
     (and with its rate window). Raises `MetricSourceError` for an unusable CA or token file."""

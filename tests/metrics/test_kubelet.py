@@ -25,6 +25,7 @@ from tas.cluster.interface import ClusterError
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.metrics.errors import MetricFetchError
 from tas.metrics.kubelet import CADVISOR_PATH, RESOURCE_PATH, KubeletPodUsage
+from tests.builders import ManualClock
 from tests.k8s_emulator import KubeEmulator
 
 T0 = 1_700_000_000.0
@@ -46,14 +47,6 @@ def page(at: float, counters: Mapping[tuple[str, str], float], *, memory: float 
     return "\n".join(lines) + "\n"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def cluster(kube_emulator: KubeEmulator) -> KubernetesCluster:
     for name in ("node-a", "node-b"):
@@ -62,7 +55,7 @@ def cluster(kube_emulator: KubeEmulator) -> KubernetesCluster:
 
 
 def source(
-    cluster: KubernetesCluster, clock: Clock, *, paths: tuple[str, ...] = (RESOURCE_PATH,)
+    cluster: KubernetesCluster, clock: ManualClock, *, paths: tuple[str, ...] = (RESOURCE_PATH,)
 ) -> KubeletPodUsage:
     def read(node: str, path: str) -> str:
         try:
@@ -78,7 +71,7 @@ def source(
 def test_cpu_is_each_containers_rate_summed_per_pod_and_memory_its_working_set(
     kube_emulator: KubeEmulator, cluster: KubernetesCluster
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     usage = source(cluster, clock)
     kube_emulator.set_kubelet_page("node-b", "metrics/resource", page(T0, {}))
     counters = {("web-1", "app"): 100.0, ("web-1", "sidecar"): 10.0, ("db-1", "db"): 50.0}
@@ -87,7 +80,7 @@ def test_cpu_is_each_containers_rate_summed_per_pod_and_memory_its_working_set(
     assert first == {(NAMESPACE, "web-1"): {"memory": 2e6}, (NAMESPACE, "db-1"): {"memory": 1e6}}
     later = {("web-1", "app"): 115.0, ("web-1", "sidecar"): 11.5, ("db-1", "db"): 50.5}
     kube_emulator.set_kubelet_page("node-a", "metrics/resource", page(T0 + 5, later, memory=2e6))
-    clock.now = T0 + 10
+    clock.epoch = T0 + 10
     found = usage.fetch()
     assert found[(NAMESPACE, "web-1")] == pytest.approx({"cpu": 1.65, "memory": 4e6})
     assert found[(NAMESPACE, "db-1")] == pytest.approx({"cpu": 0.05, "memory": 2e6})
@@ -98,14 +91,14 @@ def test_cpu_is_each_containers_rate_summed_per_pod_and_memory_its_working_set(
 def test_a_restarted_container_starts_over_instead_of_a_negative_rate(
     kube_emulator: KubeEmulator, cluster: KubernetesCluster
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     usage = source(cluster, clock)
     kube_emulator.set_kubelet_page("node-b", "metrics/resource", page(T0, {}))
     for at, seconds in ((T0, 500.0), (T0 + 10, 2.0), (T0 + 20, 12.0)):
         kube_emulator.set_kubelet_page(
             "node-a", "metrics/resource", page(at, {("p", "c"): seconds})
         )
-        clock.now = at
+        clock.epoch = at
         found = usage.fetch()
     assert found[(NAMESPACE, "p")]["cpu"] == pytest.approx(1.0)
 
@@ -113,7 +106,7 @@ def test_a_restarted_container_starts_over_instead_of_a_negative_rate(
 def test_container_pressure_is_used_where_a_page_read_carries_it(
     kube_emulator: KubeEmulator, cluster: KubernetesCluster
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     usage = source(cluster, clock, paths=(RESOURCE_PATH, CADVISOR_PATH))
     for node in ("node-a", "node-b"):
         kube_emulator.set_kubelet_page(node, "metrics/resource", page(T0, {}))
@@ -126,7 +119,7 @@ def test_container_pressure_is_used_where_a_page_read_carries_it(
             f"container_pressure_cpu_waiting_seconds_total{{{labels}}} {waited} {int(at * 1000)}\n"
             f'container_pressure_cpu_waiting_seconds_total{{id="/",container="",pod=""}} 1 1\n',
         )
-        clock.now = at
+        clock.epoch = at
         found = usage.fetch()
     assert found == {(NAMESPACE, "web-1"): {"cpu_pressure": pytest.approx(0.4)}}
 
@@ -135,23 +128,23 @@ def test_a_failing_node_keeps_its_values_until_stale_and_a_pod_gone_from_a_good_
     kube_emulator: KubeEmulator, cluster: KubernetesCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="tas.metrics.kubelet")
-    clock = Clock()
+    clock = ManualClock(T0)
     usage = source(cluster, clock)
     kube_emulator.set_kubelet_page("node-b", "metrics/resource", page(T0, {}))
     for at, seconds in ((T0, 0.0), (T0 + 10, 5.0)):
         kube_emulator.set_kubelet_page(
             "node-a", "metrics/resource", page(at, {("p", "c"): seconds})
         )
-        clock.now = at
+        clock.epoch = at
         usage.fetch()
     kube_emulator.fail_next(r"/nodes/node-a/proxy", status=503, times=2)
-    clock.now = T0 + 30
+    clock.epoch = T0 + 30
     assert usage.fetch()[(NAMESPACE, "p")]["cpu"] == pytest.approx(0.5)  # kept
-    clock.now = T0 + 71  # the last sample (T0 + 10) is now older than max_age
+    clock.epoch = T0 + 71  # the last sample (T0 + 10) is now older than max_age
     with pytest.raises(MetricFetchError, match="no fresh per-pod CPU usage"):
         usage.fetch()
     kube_emulator.set_kubelet_page("node-a", "metrics/resource", page(T0 + 80, {}))
-    clock.now = T0 + 80
+    clock.epoch = T0 + 80
     assert usage.fetch() == {}
     # Two failed reads, one warning; one line again when it recovers.
     assert [(r.levelname, r.getMessage().split(":")[0]) for r in caplog.records] == [

@@ -31,6 +31,7 @@ from tas.metrics.errors import MetricFetchError
 from tas.metrics.pod_usage import SERIES, PrometheusPodUsage, open_pod_usage
 from tas.metrics.prometheus import PrometheusClient
 from tas.types import Namespace, NodeName
+from tests.builders import ManualClock
 from tests.metrics.certificates import server_pki
 from tests.metrics.processes import node_exporter, prometheus
 from tests.processes import Process
@@ -185,17 +186,17 @@ def test_container_pressure_is_read_where_exported(setup: Setup) -> None:
 
 
 def test_values_older_than_max_age_count_as_missing(setup: Setup) -> None:
-    usage = source(setup, clock=lambda: time.time() + 120.0)
+    usage = source(setup, clock=ManualClock(time.time() + 120.0))
     assert usage.fetch() == {}
 
 
 def test_an_unreachable_prometheus_keeps_the_last_values_until_they_go_stale(setup: Setup) -> None:
-    now = [time.time()]
-    usage = source(setup, clock=lambda: now[0])
+    clock = ManualClock(time.time())
+    usage = source(setup, clock=clock)
     eventually_fetch(usage, lambda f: ("default", "web-1") in f)
     usage.prometheus.query_url = "http://127.0.0.1:9/api/v1/query"  # nothing listens there
     assert ("default", "web-1") in usage.fetch()
-    now[0] += 120.0
+    clock.advance(120.0)
     with pytest.raises(MetricFetchError):
         usage.fetch()
 
