@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from descheduler.config import ConfigError, DeschedulerConfig, parse_config
+from extender.settings import ExtenderSettings
 from simulator.baselines import registry_for
 from simulator.extenders import OURS_WEIGHT, TAS_WEIGHT
 from simulator.scenario import ContenderSettings
@@ -315,6 +316,8 @@ class Contender:
     spec: ContenderSpec
     weight: int
     config: DeschedulerConfig | None
+    #: Ours' extender flags as the scenario sets them (None: `tas extender`'s defaults).
+    extender: ExtenderSettings | None = None
 
     @property
     def name(self) -> str:
@@ -345,7 +348,7 @@ def resolve(name: str, settings: ContenderSettings | None = None) -> Contender |
                 name,
                 f"the descheduler config reader rejects its DeschedulerPolicy: {shown}{more}",
             )
-    return Contender(spec, settings.extender_weight or spec.weight, config)
+    return Contender(spec, settings.extender_weight or spec.weight, config, settings.extender)
 
 
 def choose_contenders(text: str) -> list[str]:

@@ -24,6 +24,10 @@ with its own probability: a node turning unhealthy, a health value flapping, a m
 bogus metric, a cordon, a third of the nodes tainted while load arrives, a scale-up, a burst of
 new pods, nodes added, a node removed, and a scale-out (empty nodes join a hot fleet, then
 the pods waiting for them arrive in a burst).
+
+A family may also set contenders the way a scenario does (`contenders:`, copied as it is into
+every drawn scenario): to measure a flag of ours, such as `extender: {maxViolatingNodeShare: 1}`,
+over the same draws as the default.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ _TOP_KEYS = {
     "workloads",
     "policies",
     "events",
+    "contenders",
 }
 
 
@@ -142,6 +147,7 @@ def read_family(document: object, *, source: str = "", base: Path) -> Family:
     checker.workloads(document.get("workloads"))
     checker.events(document.get("events") or {})
     policy_sets = checker.policies(document.get("policies"), base)
+    checker.contenders(document.get("contenders") or {})
     if problems:
         raise FamilyError([f"{prefix}{p}" for p in problems])
     family = Family(
@@ -315,6 +321,20 @@ class _Checker:
             if reason:
                 self.problems.append(f"events.{kind}: a probability {reason}")
 
+    def contenders(self, body: object) -> None:
+        """Checked in full with the drawn scenario; here only what a family cannot carry."""
+        if not isinstance(body, dict):
+            self.problems.append("contenders: must map contender names to their settings")
+            return
+        for name, settings in body.items():
+            if isinstance(settings, dict) and "deschedulerFile" in settings:
+                # Drawn scenarios are saved beside the sweep's results, where a path relative
+                # to the family file would no longer be found.
+                self.problems.append(
+                    f"contenders.{name}.deschedulerFile: a family gives the DeschedulerPolicy "
+                    "inline (descheduler: {...})"
+                )
+
     def policies(self, body: object, base: Path) -> tuple[PolicySet, ...]:
         if not isinstance(body, list) or not body:
             self.problems.append("policies: a list of {weight, files, health?}")
@@ -437,6 +457,9 @@ def draw_scenario(family: Family, index: int) -> dict[str, Any]:
     document["events"] = _draw_events(
         draw, raw.get("events") or {}, document, policy_set, duration, warmup, (family.seed, index)
     )
+    if raw.get("contenders"):
+        # Not drawn: every scenario runs the contenders as the family sets them.
+        document["contenders"] = copy.deepcopy(raw["contenders"])
     return document
 
 

@@ -186,8 +186,9 @@ def run_contender(
             clock=clock,
             weight=contender.weight,
             placements=placements,
-            # The shipped default: estimates weigh in scoring only (filtering on them is an
-            # opt-in per policy, `--filter-on-estimates`).
+            # None: `tas extender`'s defaults (estimates weigh in scoring only; filtering on
+            # them is an opt-in per policy, `--filter-on-estimates`).
+            settings=contender.extender,
         )
     elif contender.spec.extender is ExtenderKind.TAS:
         extender = TasExtender(

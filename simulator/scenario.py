@@ -30,6 +30,7 @@ import yaml
 
 from descheduler.config import ConfigError, parse_config
 from embedded.workload import ProfileKind, UsageProfile
+from extender.settings import ExtenderSettings
 from simulator.baselines import registry_for
 from tas.cluster.model import (
     NodeSelectorTerm,
@@ -42,6 +43,7 @@ from tas.durations import DurationError, parse_duration
 from tas.policies.model import PolicyValidationError, parse_policy
 from tas.problems import ProblemsError
 from tas.quantity import QuantityError, parse_quantity
+from tas.rules import ScoreMode
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "scenarios"
@@ -137,12 +139,21 @@ class Event:
     lasts: float = 0.0
 
 
+#: The contenders that run this project's extender service: the only ones whose extender a
+#: scenario may configure (`contenders.<name>.extender`). The clairvoyant reference runs
+#: ours' code, with ours' settings.
+OURS_EXTENDER_CONTENDERS = frozenset({"ours"})
+
+
 @dataclass(frozen=True)
 class ContenderSettings:
     """What a scenario changes of one contender (None: the contender's default)."""
 
     descheduler: Mapping[str, Any] | None = None
     extender_weight: int | None = None
+    #: `tas extender`'s flags, as `ExtenderSettings` (ours only): what a user would try, such
+    #: as `--max-violating-node-share 1`, run on the same scenario.
+    extender: ExtenderSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -630,9 +641,36 @@ class _Reader:
                     for problem in error.problems:
                         self.problem(f"{path}.descheduler", problem)
             settings[name] = ContenderSettings(
-                descheduler=document, extender_weight=item.get("extenderWeight")
+                descheduler=document,
+                extender_weight=item.get("extenderWeight"),
+                extender=self.extender_settings(item.get("extender"), name, f"{path}.extender"),
             )
         return settings
+
+    def extender_settings(
+        self, raw: Mapping[str, Any] | None, contender: str, path: str
+    ) -> ExtenderSettings | None:
+        """`tas extender`'s flags by their camelCase names (the schema checks each value)."""
+        if raw is None:
+            return None
+        if contender not in OURS_EXTENDER_CONTENDERS:
+            self.problem(
+                path,
+                f"only {', '.join(sorted(OURS_EXTENDER_CONTENDERS))} runs this "
+                "project's extender; the others' extenders have no settings here",
+            )
+            return None
+        defaults = ExtenderSettings()
+        return dataclasses.replace(
+            defaults,
+            max_violating_node_share=float(
+                raw.get("maxViolatingNodeShare", defaults.max_violating_node_share)
+            ),
+            score_mode=ScoreMode(raw.get("scoreMode", defaults.score_mode)),
+            filter_estimate_policies=frozenset(
+                map(str, raw.get("filterOnEstimates", defaults.filter_estimate_policies))
+            ),
+        )
 
     # ------------------------------------------------------------------------- events
 

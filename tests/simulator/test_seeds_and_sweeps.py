@@ -202,7 +202,7 @@ _plain = st.recursive(
 )
 _keys = st.sampled_from(
     ["name", "seed", "scenario", "metrics", "nodes", "load", "usagePerRequest", "workloads",
-     "policies", "events"]
+     "policies", "events", "contenders"]
 )  # fmt: skip
 
 
