@@ -33,18 +33,22 @@ over the same draws as the default.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from tas.durations import DurationError, format_duration, parse_duration
 from tas.problems import ProblemsError
 from tas.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from simulator.scenario import ContenderSettings
 
 FAMILIES = Path(__file__).resolve().parent.parent / "scenarios" / "families"
 
@@ -101,6 +105,8 @@ class Family:
     raw: Mapping[str, Any]
     policy_sets: tuple[PolicySet, ...]
     source: str = ""
+    #: What the family changes of each contender (`contenders:`), as every drawn scenario has it.
+    contenders: Mapping[str, ContenderSettings] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -161,12 +167,12 @@ def read_family(document: object, *, source: str = "", base: Path) -> Family:
     from simulator.scenario import ScenarioError, read_scenario
 
     try:
-        read_scenario(draw_scenario(family, 0), source="", base=base)
+        first = read_scenario(draw_scenario(family, 0), source="", base=base)
     except ScenarioError as error:
         raise FamilyError(
             [f"{prefix}draws an unusable scenario: {p}" for p in error.problems]
         ) from error
-    return family
+    return dataclasses.replace(family, contenders=first.contenders)
 
 
 _DURATIONS_SCENARIO = (

@@ -176,6 +176,10 @@ def table(result: SeededResult) -> str:
     said = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}, means"
     title = f"{scenario.name} ({said}, {scenario.duration / 60:g} min)"
     out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    for name in names:
+        changed = scenario.contenders.get(name)
+        if changed is not None and (changes := changed.described()):
+            out.append(f"{name} runs with {'; '.join(changes)} (set by the scenario)")
     if result.references:
         out.append(
             "(ref): references, not contenders: limit = the fluid bound (demand divisible, "

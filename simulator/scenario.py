@@ -145,6 +145,19 @@ class Event:
 OURS_EXTENDER_CONTENDERS = frozenset({"ours"})
 
 
+def extender_flags(settings: ExtenderSettings) -> list[str]:
+    """The `tas extender` flags that give `settings` (only those that differ from the
+    defaults), as a user would type them: what a report says a contender ran with."""
+    defaults = ExtenderSettings()
+    flags: list[str] = []
+    if settings.max_violating_node_share != defaults.max_violating_node_share:
+        flags.append(f"--max-violating-node-share {settings.max_violating_node_share:g}")
+    if settings.score_mode is not defaults.score_mode:
+        flags.append(f"--score-mode {settings.score_mode.value}")
+    flags += [f"--filter-on-estimates {p}" for p in sorted(settings.filter_estimate_policies)]
+    return flags
+
+
 @dataclass(frozen=True)
 class ContenderSettings:
     """What a scenario changes of one contender (None: the contender's default)."""
@@ -154,6 +167,17 @@ class ContenderSettings:
     #: `tas extender`'s flags, as `ExtenderSettings` (ours only): what a user would try, such
     #: as `--max-violating-node-share 1`, run on the same scenario.
     extender: ExtenderSettings | None = None
+
+    def described(self) -> list[str]:
+        """What the scenario changes, in words (empty: the contender's defaults)."""
+        said: list[str] = []
+        if self.descheduler is not None:
+            said.append("the scenario's DeschedulerPolicy")
+        if self.extender_weight is not None:
+            said.append(f"extender weight {self.extender_weight}")
+        if self.extender is not None and (flags := extender_flags(self.extender)):
+            said.append("tas extender " + " ".join(flags))
+        return said
 
 
 @dataclass(frozen=True)

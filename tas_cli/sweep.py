@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         f"contenders + {len(REFERENCES)} references) = {total} runs",
         file=sys.stderr,
     )
+    for name, settings in family.contenders.items():
+        if name in contenders and (changes := settings.described()):
+            print(f"{name} runs with {'; '.join(changes)} (set by the family)", file=sys.stderr)
     try:
         verdict = run_sweep(
             plan, args.out, workers=args.workers, dask_address=args.dask or None, progress=progress

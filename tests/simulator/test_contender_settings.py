@@ -5,6 +5,7 @@ Covered:
   they reach the shipped extender service: in bogus-metric (every node reports unhealthy for
   five minutes), `maxViolatingNodeShare: 1` (TAS's never-fail-open) keeps the pods that arrive
   meanwhile pending, where the default (fail open) places them at once;
+- `tas simulate` says under its table what a scenario changed, as the flags a user types;
 - the clairvoyant reference runs with ours' settings (it is judged in ours' place);
 - every problem is listed with its path: extender settings for a contender without this
   project's extender, unknown keys, values out of range;
@@ -34,9 +35,11 @@ from simulator.scenario import (
     SCENARIOS,
     Scenario,
     ScenarioError,
+    extender_flags,
     load_scenario_text,
 )
 from tas.rules import ScoreMode
+from tas_cli.main import main
 
 BOGUS = SCENARIOS / "bogus-metric.yaml"
 
@@ -83,6 +86,42 @@ def test_never_failing_open_keeps_the_pods_pending_while_a_bogus_metric_lasts() 
     assert fail_open["pending_seconds"]["p95"] < 30
     assert never["pending_seconds"]["p95"] > 180
     assert never["work_lost"]["core_seconds"] > fail_open["work_lost"]["core_seconds"]
+
+
+def test_the_flags_a_report_names_are_those_that_differ_from_tas_extender_s_defaults() -> None:
+    assert extender_flags(ExtenderSettings()) == []
+    assert extender_flags(
+        ExtenderSettings(
+            max_violating_node_share=1.0,
+            score_mode=ScoreMode.RANK,
+            filter_estimate_policies=frozenset({"b", "default/a"}),
+        )
+    ) == [
+        "--max-violating-node-share 1",
+        "--score-mode rank",
+        "--filter-on-estimates b",
+        "--filter-on-estimates default/a",
+    ]
+
+
+def test_tas_simulate_says_what_the_scenario_changed_under_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(BOGUS.read_text(encoding="utf-8"))
+    document["policies"] = [{"file": str(SCENARIOS / "policies" / "health-policy.yaml")}]
+    document["contenders"] = {"ours": {"extender": {"maxViolatingNodeShare": 1}}}
+    path = tmp_path / "never-fail-open.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    code = main(
+        ["simulate", str(path), "--contenders", "requests,ours", "--seeds", "1",
+         "--duration", "5m", "--no-charts", "--out", str(tmp_path / "out")]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    said = [line for line in out.splitlines() if "(set by the scenario)" in line]
+    assert said == [
+        "ours runs with tas extender --max-violating-node-share 1 (set by the scenario)"
+    ]
 
 
 def test_the_clairvoyant_runs_with_ours_settings() -> None:
@@ -171,6 +210,8 @@ def test_a_family_s_contenders_reach_every_drawn_scenario_and_the_draws_stay_the
     document = dict(default.raw)
     document["contenders"] = {"ours": {"extender": {"maxViolatingNodeShare": 1}}}
     family = read_family(document, base=SCENARIOS / "families")
+    assert family.contenders["ours"].described() == ["tas extender --max-violating-node-share 1"]
+    assert load_family("default").contenders == {}
     for index in range(3):
         drawn = draw_scenario(family, index)
         assert drawn["contenders"] == document["contenders"]
