@@ -29,12 +29,17 @@ def pod_body(pod: Pod) -> dict[str, object]:
     }
 
 
+#: The weight the shipped kube-scheduler configuration gives the extender
+#: (deploy/scheduler/kube-scheduler-config.yaml).
+DEFAULT_EXTENDER_WEIGHT = 5
+
+
 class HttpExtender:
     def __init__(
         self,
         url: str,
         *,
-        weight: int = 5,
+        weight: int = DEFAULT_EXTENDER_WEIGHT,
         ignorable: bool = True,
         timeout: float = 5.0,
         client: httpx.Client | None = None,

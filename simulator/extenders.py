@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from embedded.extender_client import DEFAULT_EXTENDER_WEIGHT
 from embedded.scheduler import ExtenderError, FilterAnswer
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
@@ -47,8 +48,8 @@ from tas.rules import filter_nodes
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 
-#: The weight this project recommends (docs/deploy.md) and TAS ships.
-OURS_WEIGHT = 5
+#: The weight this project recommends (docs/deploy.md) and ships; TAS's examples use 1.
+OURS_WEIGHT = DEFAULT_EXTENDER_WEIGHT
 TAS_WEIGHT = 1
 
 

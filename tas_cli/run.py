@@ -62,7 +62,7 @@ from embedded.demo import (
     profile_of,
     write_start_metrics,
 )
-from embedded.extender_client import HttpExtender
+from embedded.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
 from embedded.live_telemetry import LiveTelemetry, TelemetryStep
 from embedded.scheduler import EmbeddedScheduler, Placement
 from extender.app import create_app
@@ -280,6 +280,10 @@ class Setup:
     #: Told each scheduler pass and descheduling cycle (a scenario's figures count them).
     placed: Callable[[Sequence[Placement]], None] = _ignore
     cycled: Callable[[CycleReport], None] = _ignore
+    #: The extender's flags and its weight with the scheduler (a scenario may set them for ours,
+    #: as `tas simulate` runs it).
+    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
+    extender_weight: int = DEFAULT_EXTENDER_WEIGHT
 
 
 def demo_setup(settings: RunCommandSettings, metrics_dir: Path) -> Setup:
@@ -360,6 +364,8 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
         describe=telemetry.describe,
         placed=telemetry.placed,
         cycled=telemetry.evicted,
+        extender=contender.extender or ExtenderSettings(),
+        extender_weight=contender.weight,
     )
 
 
@@ -423,7 +429,7 @@ def _run(settings: RunCommandSettings) -> int:
     latest.append(setup.telemetry.step(time.time()))
     view.refresh_once()
 
-    extender_settings = ExtenderSettings()
+    extender_settings = setup.extender
     decisions = DecisionLog(extender_settings.decision_log_size)
     extender_app = create_app(
         store=store,
@@ -480,7 +486,7 @@ def _run(settings: RunCommandSettings) -> int:
                 server.stop(max(0.0, deadline - time.monotonic()))
 
         life.on_close(stop_servers)
-        http_extender = HttpExtender(extender.url)
+        http_extender = HttpExtender(extender.url, weight=setup.extender_weight)
         life.on_close(lambda seconds_left: http_extender.close())
         #: Set by the loop's thread if a tick failed (exit status 1).
         failed = threading.Event()

@@ -7,7 +7,10 @@ Covered:
   (the flag, and `make run ARGS=...`), and `make run` passes ARGS to `tas run`;
 - Ctrl-C (SIGINT) and SIGTERM end `tas run` within 2 s of the signal even in the middle of a
   tick (a 500-node scenario's first placement round takes many seconds): exit 0;
-- the terminal shows no "-- cluster state --" dump after every change unless `--show-state`.
+- the terminal shows no "-- cluster state --" dump after every change unless `--show-state`;
+- a scenario's `contenders.ours.extender` flags are how `tas run --scenario` runs its extender
+  (as `tas simulate` does): never failing open, a pod that arrives while a bogus metric makes
+  every node violate is filtered from every node, where the breaker would keep them all.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+import yaml
 
-from simulator.scenario import named_scenarios
+from simulator.scenario import SCENARIOS, named_scenarios
 from tests.processes import ROOT, free_port, tas_command
 
 #: Ctrl-C's promise, measured from the signal.
@@ -153,3 +158,50 @@ def test_the_terminal_shows_the_cluster_state_only_when_asked(tmp_path: Path) ->
     assert "--show-state adds the cluster state" in quiet  # the banner says how
     shown = run_demo_briefly(tmp_path / "asked", "--show-state")
     assert f"{STATE_DUMP}\nnode-a: health=0" in shown
+
+
+def test_a_scenario_s_extender_flags_are_how_tas_run_runs_its_extender(tmp_path: Path) -> None:
+    document = yaml.safe_load((SCENARIOS / "bogus-metric.yaml").read_text(encoding="utf-8"))
+    document["policies"] = [{"file": str(SCENARIOS / "policies" / "health-policy.yaml")}]
+    document["events"] = [
+        {"at": "0s", "bogus-metric": {"metric": "health_metric", "value": 2, "for": "20m"}},
+        {"at": "30s", "scale": {"workload": "demo-app", "replicas": 10}},
+    ]
+    document["contenders"] = {"ours": {"extender": {"maxViolatingNodeShare": 1}}}
+    path = tmp_path / "never-fail-open.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    listen = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "tas-run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            tas_command("run", "--dir", str(tmp_path / "run"), "--listen", listen,
+                        "--dashboard", f"127.0.0.1:{free_port()}", "--scenario", str(path),
+                        "--speed", "10"),
+            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        wait_for_text(process, log, BANNER_END, timeout=60)
+        decision = _first_filter_of_a_new_pod(f"http://{listen}", process, log, timeout=60)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert decision["outcome"] == "applied", decision
+    assert {n["verdict"] for n in decision["nodes"]} == {"fail"}, decision
+
+
+def _first_filter_of_a_new_pod(
+    url: str, process: subprocess.Popen[bytes], log: Path, timeout: float
+) -> dict[str, object]:
+    """The oldest filter decision on a pod while every node reports the bogus value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        decisions = httpx.get(f"{url}/debug/decisions?limit=200", timeout=5).json()
+        judged = [
+            d for d in decisions
+            if d["verb"] == "filter" and d["nodes"]
+            and all(n["metrics"].get("health_metric") == 2 for n in d["nodes"])
+        ]  # fmt: skip
+        if judged:
+            return dict(judged[-1])
+        time.sleep(0.2)
+    pytest.fail(f"no filter decision under the bogus metric:\n{log.read_text()[-3000:]}")
