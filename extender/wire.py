@@ -16,6 +16,7 @@ Errors:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -85,10 +86,19 @@ class ParsedNodeList:
 
     def encode_parts(self, keep: Collection[NodeName]) -> list[bytes | memoryview]:
         if self.items_key is None:
-            return [orjson.dumps(self.document)]
+            return [_dumps(self.document)]
         items = self.document[self.items_key] or []
         kept = [item for name, item in zip(self.names, items, strict=True) if name in keep]
-        return [orjson.dumps({**self.document, self.items_key: kept})]
+        return [_dumps({**self.document, self.items_key: kept})]
+
+
+def _dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        # An integer beyond 64 bits, kept exact by `decode_args` (orjson writes none): the
+        # standard library writes it, as sent.
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 NodeList = RawNodeList | ParsedNodeList
@@ -112,6 +122,11 @@ class ExtenderArgs:
         return self.node_names
 
 
+#: An integer literal of 19 digits or more: possibly beyond 64 bits. The same digits inside a
+#: string (a long numeric name) only cost an exact second parse.
+_LONG_INTEGER = re.compile(rb"(?<![0-9.eE+\-])-?[0-9]{19,}(?![0-9.eE])")
+
+
 def decode_args(body: bytes, *, scan_threshold: int = SCAN_THRESHOLD) -> ExtenderArgs:
     """Decode an ExtenderArgs body; raise `WireError` with a reason for anything unusable."""
     if len(body) >= scan_threshold:
@@ -129,6 +144,12 @@ def decode_args(body: bytes, *, scan_threshold: int = SCAN_THRESHOLD) -> Extende
         check_depth(body)
     except ScanError as error:
         raise WireError(f"the body {error}") from error
+    if _LONG_INTEGER.search(body):
+        # orjson reads an integer beyond 64 bits as a float, and Node objects are echoed back
+        # to kube-scheduler: read this body again with every number exact, as the scanner's
+        # byte copies keep it. orjson has accepted it, so it is valid JSON whose numbers are
+        # within a double's range (a few hundred digits, far below Python's own limit).
+        document = json.loads(body)
     return _args_from_document(document)
 
 

@@ -5,8 +5,8 @@ bodies, on compact and indented JSON, on keys in any letter case, on names with 
 strings holding brackets and on nesting deeper than the scanner follows; both reject every JSON
 syntax error wherever it sits (inside a Node, the pod, a member nobody reads), nesting one level
 past `MAX_DEPTH` and nothing shallower, while strings that merely spell NaN or Infinity pass;
-any bytes either decode or raise `WireError` (never another exception); results use the exact Go
-field names.
+any bytes either decode or raise `WireError` (never another exception); integers beyond 64 bits
+in a kept node come back exactly as sent on both paths; results use the exact Go field names.
 """
 
 from __future__ import annotations
@@ -297,6 +297,19 @@ def bodies(draw: st.DrawFn) -> bytes:
     return json.dumps(
         document, indent=indent, separators=separators, ensure_ascii=ascii_only
     ).encode()
+
+
+@pytest.mark.parametrize("number", [-(2**63) - 1, 2**64, 2**64 - 1, 10**40, -(10**40)], ids=str)
+def test_kept_nodes_keep_integers_beyond_64_bits_exactly_on_both_paths(number: int) -> None:
+    # orjson reads such an integer as a float: the parser must not round what it echoes back.
+    node = example_node("node-0")
+    node["status"]["capacity"] = {"example.com/counter": number}
+    body = json.dumps(args_body(nodes=[node, example_node("node-1")])).encode()
+    scanned, parsed = both(body)
+    for args in (scanned, parsed):
+        (kept,) = kept_items(args, {"node-0"})
+        assert kept["status"]["capacity"]["example.com/counter"] == number
+        assert type(kept["status"]["capacity"]["example.com/counter"]) is int
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
