@@ -122,9 +122,9 @@ class ExtenderArgs:
         return self.node_names
 
 
-#: An integer literal of 19 digits or more: possibly beyond 64 bits. The same digits inside a
-#: string (a long numeric name) only cost an exact second parse.
-_LONG_INTEGER = re.compile(rb"(?<![0-9.eE+\-])-?[0-9]{19,}(?![0-9.eE])")
+#: 19 digits in a row: perhaps an integer beyond 64 bits. Digits in a string or a fraction
+#: match too and only cost an exact second parse (a plain run: cheap to search for).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 def decode_args(body: bytes, *, scan_threshold: int = SCAN_THRESHOLD) -> ExtenderArgs:
@@ -144,13 +144,15 @@ def decode_args(body: bytes, *, scan_threshold: int = SCAN_THRESHOLD) -> Extende
         check_depth(body)
     except ScanError as error:
         raise WireError(f"the body {error}") from error
-    if _LONG_INTEGER.search(body):
+    args = _args_from_document(document)
+    if args.nodes is not None and _LONG_DIGITS.search(body):
         # orjson reads an integer beyond 64 bits as a float, and Node objects are echoed back
         # to kube-scheduler: read this body again with every number exact, as the scanner's
         # byte copies keep it. orjson has accepted it, so it is valid JSON whose numbers are
-        # within a double's range (a few hundred digits, far below Python's own limit).
-        document = json.loads(body)
-    return _args_from_document(document)
+        # within a double's range (a few hundred digits, far below Python's own limit). Names
+        # alone are never echoed: a NodeNames body, the common one, is not searched.
+        args = _args_from_document(json.loads(body))
+    return args
 
 
 def _folded(key: str) -> str:

@@ -178,8 +178,8 @@ def table(result: SeededResult) -> str:
     out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
     for name in names:
         changed = scenario.contenders.get(name)
-        if changed is not None and (changes := changed.described()):
-            out.append(f"{name} runs with {'; '.join(changes)} (set by the scenario)")
+        if changed is not None and (note := changed.runs_with(name, set_by="the scenario")):
+            out.append(note)
     if result.references:
         out.append(
             "(ref): references, not contenders: limit = the fluid bound (demand divisible, "

@@ -168,6 +168,12 @@ class ContenderSettings:
     #: as `--max-violating-node-share 1`, run on the same scenario.
     extender: ExtenderSettings | None = None
 
+    def runs_with(self, contender: str, *, set_by: str) -> str | None:
+        """The line a report prints under its table when `set_by` (the scenario, the family)
+        changed `contender`; None when nothing was changed."""
+        changes = self.described()
+        return f"{contender} runs with {'; '.join(changes)} (set by {set_by})" if changes else None
+
     def described(self) -> list[str]:
         """What the scenario changes, in words (empty: the contender's defaults)."""
         said: list[str] = []

@@ -88,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     for name, settings in family.contenders.items():
-        if name in contenders and (changes := settings.described()):
-            print(f"{name} runs with {'; '.join(changes)} (set by the family)", file=sys.stderr)
+        if name in contenders and (said := settings.runs_with(name, set_by="the family")):
+            print(said, file=sys.stderr)
     try:
         verdict = run_sweep(
             plan, args.out, workers=args.workers, dask_address=args.dask or None, progress=progress
