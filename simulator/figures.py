@@ -27,6 +27,9 @@
   end count with the time so far);
 - `herd_ratio` (scenarios with a burst): the most pods of the burst placed on one node over the
   fair share (burst size / schedulable nodes);
+- `herd_ratio_by_load`: the same most pods over the most a load-balanced placement puts on one
+  node (`simulator.fair_share`: water-filling by average CPU use), which counts an empty node
+  that joined a busy fleet as the place for most of the burst;
 - `oom_kills`: pods the kernel's OOM killer ended because their node ran out of memory between
   the kubelet's housekeeping passes;
 - `kubelet_evictions`: pods the kubelet evicted for node memory pressure (its documented
@@ -316,11 +319,12 @@ class FigureRecorder:
         if any(w.migration == "live" for w in world.scenario.workloads):
             figures["live_migrations"] = world.migrations
         if world.bursts:
-            ratios = []
+            by_count, by_load = [], []
             for burst in world.bursts:
-                size = len(burst.pods)
-                fair = size / max(1, burst.schedulable_nodes)
+                fair = len(burst.pods) / max(1, burst.schedulable_nodes)
                 most = max(burst.placed.values(), default=0)
-                ratios.append(most / fair if fair > 0 else 0.0)
-            figures["herd_ratio"] = max(ratios)
+                by_count.append(most / fair if fair > 0 else 0.0)
+                by_load.append(most / burst.balanced_most)
+            figures["herd_ratio"] = max(by_count)
+            figures["herd_ratio_by_load"] = max(by_load)
         return figures

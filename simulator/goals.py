@@ -9,7 +9,8 @@ They come from the project's issues, and they are checked on results, never used
   psi-profile on work lost, stall and spread (intervals that do not overlap); in psi-skewed,
   ours' spread p95 is at most half of requests'; in scale-out (issue 25), ours' work lost is at
   most requests-lnu's (intervals allowed: not worse beyond them), its herd ratio at most 1.5
-  and it makes no violating placement.
+  (against the load-balanced fair share, `simulator.fair_share`; the count-based ratio is shown
+  beside it) and it makes no violating placement.
 
 A goal whose figures are missing (a contender or scenario not run) is not judged, and says so.
 Each sweep goal also shows the clairvoyant's figure (ours' code on true values, judged in ours'
@@ -195,7 +196,7 @@ def _scale_out_goals(summary: Mapping[str, Any]) -> list[Goal]:
 def _scale_out_figures(summary: Mapping[str, Any], row: tuple[str, str]) -> list[Goal]:
     figures = ("scenarios", "scale-out", *row)
     return [
-        _at_most("scale-out: ours' herd ratio", _get(summary, *figures, "herd_ratio"), 1.5),
+        _herd_goal(summary, figures),
         _at_most(
             "scale-out: ours' violating placements",
             _get(summary, *figures, "violating_placements"),
@@ -203,6 +204,22 @@ def _scale_out_figures(summary: Mapping[str, Any], row: tuple[str, str]) -> list
             "{:.1f}",
         ),
     ]
+
+
+def _herd_goal(summary: Mapping[str, Any], figures: tuple[str, ...]) -> Goal:
+    """Judged against the load-balanced fair share (`simulator.fair_share`): the count-based one
+    counts the busy nodes as places for the burst, so on scale-out it is met only by piling
+    burst pods onto nodes under pressure, against the goal of no violating placement. The
+    count-based figure is shown beside it."""
+    goal = _at_most(
+        "scale-out: ours' herd ratio by load",
+        _get(summary, *figures, "herd_ratio_by_load"),
+        1.5,
+    )
+    by_count = _get(summary, *figures, "herd_ratio")
+    if goal.met is None or by_count is None:
+        return goal
+    return dataclasses.replace(goal, shown=f"{goal.shown} (by count {by_count:.2f})")
 
 
 def report(title: str, goals: Sequence[Goal]) -> str:

@@ -37,6 +37,7 @@ COLUMNS: Sequence[tuple[str, str, str | None, str]] = (
     ("stall node·s", "stall", None, "{:.0f}"),
     ("pending p95 s", "pending_seconds", "p95", "{:.0f}"),
     ("herd", "herd_ratio", None, "{:.2f}"),
+    ("herd by load", "herd_ratio_by_load", None, "{:.2f}"),
     ("oom", "oom_kills", None, "{:.0f}"),
 )
 

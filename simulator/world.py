@@ -32,6 +32,7 @@ from embedded.workload import (
     slot_seed,
 )
 from simulator.clock import VirtualClock
+from simulator.fair_share import most_pods_when_balanced
 from simulator.scenario import Event, EventKind, NodeSpec, Scenario, WorkloadSpec
 from tas.cluster.interface import (
     ChangeType,
@@ -109,6 +110,9 @@ class Burst:
     at: float
     pods: set[tuple[str, str]]
     schedulable_nodes: int
+    #: The most pods of the burst a load-balanced placement puts on one node
+    #: (`simulator.fair_share`).
+    balanced_most: float
     placed: dict[str, int] = field(default_factory=dict)
 
 
@@ -150,6 +154,8 @@ class World:
         # Slots: one usage stream per replica.
         self.cpu_bank = UsageBank()
         self.memory_bank = UsageBank()
+        #: Each slot's long-run average CPU use, for the load-balanced fair share of a burst.
+        self.slot_cpu_average = _Grow(0.0)
         self.slot_workload: list[int] = []
         self.slot_pod: list[str | None] = []
         self.slot_node = _Grow(-1, np.int64)
@@ -271,6 +277,7 @@ class World:
             seed = slot_seed(self.seed, slot)
             self.cpu_bank.add(variant.cpu, seed=seed)
             self.memory_bank.add(variant.memory, seed=seed ^ 0x5BD1E995)
+            self.slot_cpu_average.append(variant.cpu.average())
             self.slot_workload.append(w)
             self.slot_pod.append(None)
             self.slot_node.append(-1)
@@ -308,10 +315,11 @@ class World:
         live = [s for s in self.workload_slots[w] if self.slot_pod[s] is not None]
         if replicas > len(live):
             schedulable = self._schedulable_nodes(workload)
+            balanced = self._balanced_most(workload, schedulable, replicas - len(live))
             pods = self.create_replicas(workload, replicas - len(live), t)
             if burst:
                 keys = {(str(p.namespace), p.name) for p in pods}
-                self.bursts.append(Burst(t, keys, schedulable))
+                self.bursts.append(Burst(t, keys, len(schedulable), balanced))
             return
 
         # ReplicaSet scale-down deletes unscheduled pods first, then the newest ones
@@ -326,7 +334,27 @@ class World:
             assert name is not None
             self.cluster.remove_pod(Namespace(workload.namespace), name)
 
-    def _schedulable_nodes(self, workload: WorkloadSpec) -> int:
+    def _balanced_most(self, workload: WorkloadSpec, nodes: list[NodeName], pods: int) -> float:
+        """The load-balanced fair share of a burst onto `nodes`, by the average CPU use of the
+        pods bound to each (running or starting) and of the burst's pods."""
+        bound = np.asarray(self.slot_node.view, dtype=np.int64)
+        live = np.array([p is not None for p in self.slot_pod], dtype=np.bool_) & (bound >= 0)
+        loads = np.bincount(
+            bound[live],
+            weights=np.asarray(self.slot_cpu_average.view)[live],
+            minlength=self.node_count,
+        )
+        total_share = sum(v.share for v in workload.usage)
+        pod_cpu = sum(v.cpu.average() * v.share for v in workload.usage) / total_share
+        indices = [self.node_index[name] for name in nodes]
+        return most_pods_when_balanced(
+            loads=[float(loads[i]) for i in indices],
+            cores=[float(self.cores.data[i]) for i in indices],
+            pod_cpu=pod_cpu,
+            pods=pods,
+        )
+
+    def _schedulable_nodes(self, workload: WorkloadSpec) -> list[NodeName]:
         from tas.fit import matches_node_selection, untolerated_taint
 
         probe = Pod(
@@ -336,14 +364,14 @@ class World:
             required_node_affinity=workload.node_affinity,
             tolerations=workload.tolerations,
         )
-        return sum(
-            1
+        return [
+            n.name
             for n in self.cluster.list_nodes()
             if n.ready
             and not n.unschedulable
             and matches_node_selection(probe, n)
             and untolerated_taint(probe, n.taints) is None
-        )
+        ]
 
     def _on_change(self, change: ClusterChange) -> None:
         if change.kind is not ResourceKind.POD:

@@ -49,6 +49,8 @@ LEGEND: dict[str, str] = {
     "pending p95 s": "95th percentile of the seconds a pod waited to be placed",
     "herd": "scenarios with a burst: the most burst pods placed on one node over the fair "
     "share (burst / schedulable nodes); 1 is even",
+    "herd by load": "the same most pods over the most a load-balanced placement puts on one "
+    "node (the burst filling the least loaded nodes' cores to one level); 1 is balanced",
     "oom": "pods the kernel's OOM killer ended (count)",
 }
 

@@ -134,7 +134,13 @@ def test_scale_out_goals_allow_intervals_on_work_lost_and_none_of_herd_or_violat
                 "ours": {"work_lost": {"core_seconds": ours_lost}},
                 "requests-lnu": {"work_lost": {"core_seconds": [500.0, 560.0]}},
             },
-            "contenders": {"ours": {"herd_ratio": herd, "violating_placements": violating}},
+            "contenders": {
+                "ours": {
+                    "herd_ratio": 3.7,
+                    "herd_ratio_by_load": herd,
+                    "violating_placements": violating,
+                }
+            },
         }
         return [g.met for g in named_goals({"scenarios": {"scale-out": scale_out}})[-3:]]
 
@@ -144,11 +150,22 @@ def test_scale_out_goals_allow_intervals_on_work_lost_and_none_of_herd_or_violat
 
 def test_the_scale_out_goals_show_the_clairvoyants_figures() -> None:
     scale_out = {
-        "contenders": {"ours": {"herd_ratio": 2.0, "violating_placements": 1.0}},
-        "references": {"clairvoyant": {"herd_ratio": 1.9, "violating_placements": 0.0}},
+        "contenders": {
+            "ours": {"herd_ratio": 3.7, "herd_ratio_by_load": 2.0, "violating_placements": 1.0}
+        },
+        "references": {
+            "clairvoyant": {
+                "herd_ratio": 3.6,
+                "herd_ratio_by_load": 1.9,
+                "violating_placements": 0.0,
+            }
+        },
     }
     herd, violating = named_goals({"scenarios": {"scale-out": scale_out}})[-2:]
     assert herd.met is False
-    assert herd.line().endswith("with perfect information 1.90, which misses it too")
+    assert herd.line().endswith(
+        "2.00 (by count 3.70) (goal <= 1.5); "
+        "with perfect information 1.90 (by count 3.60), which misses it too"
+    )
     assert violating.met is False
     assert violating.line().endswith("1.0 (goal <= 0); with perfect information 0.0")

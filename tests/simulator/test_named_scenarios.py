@@ -84,7 +84,7 @@ def test_every_contender_runs_every_scenario_and_reports_every_figure(
 ) -> None:
     found = figures(results, scenario, contender)
     assert found.keys() >= FIGURES
-    assert ("herd_ratio" in found) == (scenario == "herd")
+    assert ("herd_ratio" in found) == ("herd_ratio_by_load" in found) == (scenario == "herd")
     assert 0 <= found["work_lost"]["share"] <= 1
 
 
@@ -175,10 +175,12 @@ def test_herd_ours_fills_the_idle_node_to_the_fleets_load_and_no_further(
     count: the fleet runs 77 cores on 7 nodes of 16, the burst adds 50 pods of 0.4 cores, so
     the idle node is as loaded as the rest at about 30 of the 50 pods (12.1 cores on each of
     8 nodes): 4.85 times the spec's count-based fair share (burst / nodes). The whole burst on
-    it would be 8 times; spreading by count would leave it idle while the others stall."""
+    it would be 8 times; spreading by count would leave it idle while the others stall.
+    `herd_ratio_by_load` divides by that load-balanced share (`simulator.fair_share`)."""
     ours = figures(results, "herd", "ours")
     by_load = ((70 * 1.1 + 50 * 0.4) / 8 / 0.4) / (50 / 8)
     assert 0.75 * by_load <= ours["herd_ratio"] <= 1.15 * by_load
+    assert ours["herd_ratio"] / ours["herd_ratio_by_load"] == pytest.approx(by_load, rel=0.01)
     assert ours["violating_placements"] == 0
     for other in ("tas", "requests"):
         theirs = figures(results, "herd", other)
