@@ -22,6 +22,9 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   scenarios where no seed placed a pod on a node violating its policy; `unavoidable` (of the
   total) and `none_avoidable_share` the same for the placements some fitting node was fine
   for (`simulator.figures`: where every node violated, placing the pod at all is violating);
+- `herd_ratio_by_load`: over every run with a burst of arrivals (`runs` of them), the median
+  (`p50`), 95th percentile (`p95`) and maximum (`max`) of the most pods of the burst on one node
+  over the load-balanced fair share (`simulator.fair_share`);
 - `share_of_gain.{work_lost,stall}`: its share of the achievable gain, (requests - it) /
   (requests - limit) on the means over the seeds, over the scenarios where requests is not
   already at the limit: the median (p50) and the worst tenth (p10); `scenarios` counts them.
@@ -175,6 +178,8 @@ class _Tally:
         self.worse_than_requests = 0
         self.ratios: dict[str, list[float]] = {"work_lost": [], "stall": []}
         self.churn: list[float] = []
+        #: Each run with a burst: its herd ratio against the load-balanced fair share.
+        self.herd: list[float] = []
         self.violating = 0.0
         self.unavoidable = 0.0
         self.clean_scenarios = 0
@@ -202,6 +207,8 @@ def summarize(
             tally.churn.append(leaves.get("evictions.max_per_pod_hour", 0.0))
             tally.violating += leaves.get("violating_placements", 0.0)
             tally.unavoidable += leaves.get("unavoidable_placements", 0.0)
+            if "herd_ratio_by_load" in leaves:
+                tally.herd.append(leaves["herd_ratio_by_load"])
     grouped = by_scenario(results)
     for name in sorted(grouped):
         rows = grouped[name]
@@ -241,6 +248,12 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
             "none_avoidable_share": share(tally.avoidably_clean_scenarios),
         },
         "share_of_gain": _gains(tally),
+        "herd_ratio_by_load": {
+            "p50": percentile(tally.herd, 50) if tally.herd else None,
+            "p95": percentile(tally.herd, 95) if tally.herd else None,
+            "max": max(tally.herd, default=None),
+            "runs": len(tally.herd),
+        },
     }
 
 
@@ -365,6 +378,7 @@ def table(verdict: Mapping[str, Any]) -> str:
         "stall p90",
         "churn p95",
         "viol.place (unavoid.)",
+        "herd p95",
         "gain lost p50",
         "gain stall p50",
     )
@@ -381,6 +395,7 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _ratio(v["stall_vs_requests"]["p90"]),
                 f"{v['max_evictions_per_pod_hour']['p95']:.0f}",
                 _placements(v["violating_placements"]),
+                _herd(v["herd_ratio_by_load"]),
                 _share(v["share_of_gain"]["work_lost"]["p50"]),
                 _share(v["share_of_gain"]["stall"]["p50"]),
             )
@@ -398,6 +413,7 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _ratio(v["stall_vs_requests"]["p90"]),
                 f"{churn['p95']:.0f}" if (churn := v.get("max_evictions_per_pod_hour")) else "-",
                 _placements(placed) if (placed := v.get("violating_placements")) else "-",
+                _herd(herd) if (herd := v.get("herd_ratio_by_load")) else "-",
                 _share(gains["work_lost"]["p50"]) if gains else "100%",
                 _share(gains["stall"]["p50"]) if gains else "100%",
             )
@@ -416,9 +432,10 @@ def table(verdict: Mapping[str, Any]) -> str:
         + "\n".join(lines)
         + "\n(ref): references, not contenders: limit = the fluid bound, clairvoyant = ours "
         "reading true values, judged in ours' place; unavoid.: placed where every fitting node "
-        "violated; undominated: share of scenarios where no "
-        "other contender is clearly better on work lost or stall and no worse on the other; "
-        "gain: share of the achievable gain, (requests - row) / (requests - limit), median "
+        "violated; herd p95: the most pods of a burst on one node over the load-balanced fair "
+        "share, 95th percentile over the runs with a burst; undominated: share of scenarios "
+        "where no other contender is clearly better on work lost or stall and no worse on the "
+        "other; gain: share of the achievable gain, (requests - row) / (requests - limit), median "
         "over the scenarios with any gain to make"
     )
 
@@ -426,6 +443,11 @@ def table(verdict: Mapping[str, Any]) -> str:
 def _placements(placed: Mapping[str, Any]) -> str:
     unavoidable = placed.get("unavoidable")
     return f"{placed['total']}" + ("" if unavoidable is None else f" ({unavoidable})")
+
+
+def _herd(herd: Mapping[str, Any]) -> str:
+    p95 = herd.get("p95")
+    return "-" if p95 is None else f"{p95:.2f}"
 
 
 def _share(value: float | None) -> str:

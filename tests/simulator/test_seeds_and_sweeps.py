@@ -18,6 +18,7 @@ Covered:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import Counter
@@ -275,7 +276,7 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
             "best_share", "best_or_tied_share", "undominated_share", "work_lost_vs_requests",
             "stall_vs_requests",
             "worse_than_requests", "max_evictions_per_pod_hour", "violating_placements",
-            "share_of_gain",
+            "share_of_gain", "herd_ratio_by_load",
         }  # fmt: skip
         assert 0 <= figures["best_share"] <= figures["best_or_tied_share"]["work_lost"] <= 1
         assert (
@@ -362,6 +363,23 @@ def test_a_trade_of_stall_for_lost_work_does_not_dominate() -> None:
     verdict = summarize(results[:3] + better, ("requests", "ours"), 1)
     assert verdict["contenders"]["requests"]["undominated_share"] == 0.0
     assert "undominated" in table(verdict)
+
+
+def test_the_herd_ratio_by_load_is_summarized_over_the_runs_with_a_burst() -> None:
+    results = [_result("calm", "ours", seed, 1.0, 0) for seed in (0, 1)]
+    for seed, herd in enumerate((1.0, 1.2, 3.0)):
+        burst = _result("burst", "ours", seed, 1.0, 0)
+        results.append(
+            dataclasses.replace(burst, figures={**burst.figures, "herd_ratio_by_load": herd})
+        )
+    herd = summarize(results, ("ours",), 2)["contenders"]["ours"]["herd_ratio_by_load"]
+    assert herd["runs"] == 3  # the calm runs have no burst and count for nothing
+    assert herd["p50"] == 1.2
+    assert herd["max"] == 3.0
+    assert 1.2 < herd["p95"] <= 3.0
+    calm = summarize(results[:2], ("ours",), 1)["contenders"]["ours"]["herd_ratio_by_load"]
+    assert calm == {"p50": None, "p95": None, "max": None, "runs": 0}
+    assert "herd p95" in table(summarize(results, ("ours",), 2))
 
 
 def test_every_drawn_scenario_is_saved_and_replays(one_process: Path, tmp_path: Path) -> None:
