@@ -314,12 +314,15 @@ class World:
         w = self.workload_index[workload.name]
         live = [s for s in self.workload_slots[w] if self.slot_pod[s] is not None]
         if replicas > len(live):
+            if not burst:
+                self.create_replicas(workload, replicas - len(live), t)
+                return
+            # The fair shares are taken before the burst's pods exist: onto the fleet it met.
             schedulable = self._schedulable_nodes(workload)
             balanced = self._balanced_most(workload, schedulable, replicas - len(live))
             pods = self.create_replicas(workload, replicas - len(live), t)
-            if burst:
-                keys = {(str(p.namespace), p.name) for p in pods}
-                self.bursts.append(Burst(t, keys, len(schedulable), balanced))
+            keys = {(str(p.namespace), p.name) for p in pods}
+            self.bursts.append(Burst(t, keys, len(schedulable), balanced))
             return
 
         # ReplicaSet scale-down deletes unscheduled pods first, then the newest ones
