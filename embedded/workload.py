@@ -199,12 +199,23 @@ class UsageBank:
 
     def values(self, t: float) -> FloatArray:
         """Every profile's value at time `t` (seconds since the scenario began)."""
+        return self._evaluate(t, bursts_averaged=False)
+
+    def expected(self, t: float) -> FloatArray:
+        """Every profile's expected value at `t`: its value, except that a bursty profile gives
+        its time average (base + duty x (peak - base)) rather than where its burst happens to
+        be. The load a balanced placement is judged on, not a moment's noise."""
+        return self._evaluate(t, bursts_averaged=True)
+
+    def _evaluate(self, t: float, *, bursts_averaged: bool) -> FloatArray:
         if not self._kinds:
             return np.zeros(0)
         kinds, a, b, c, d, e, phase = self._columns()
         out = a.copy()  # steady, idle
         bursty = kinds == list(ProfileKind).index(ProfileKind.BURSTY)
-        if bursty.any():
+        if bursty.any() and bursts_averaged:
+            out[bursty] = a[bursty] + d[bursty] * (b[bursty] - a[bursty])
+        elif bursty.any():
             out[bursty] = _bursty(
                 t,
                 a[bursty],

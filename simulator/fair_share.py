@@ -7,9 +7,10 @@ ones is the load-balanced placement, yet it scores several times the count-based
 spreading the burst by count (two pods onto every busy node) scores best while it piles work
 onto nodes already under pressure. Perfect information scores 3.7 on `scale-out` that way.
 
-So the burst is also judged against water-filling: each pod of the burst adds its average CPU
-use, and the burst fills the least loaded nodes (by utilization of their cores) up to one common
-level. The most pods that places on one node is the fair share. On equal, equally loaded nodes
+So the burst is also judged against water-filling: each pod of the burst adds its expected CPU
+use (a bursty pod's time average, not where its burst happens to be), and the burst fills the
+least loaded nodes (by utilization of their cores, from the expected use of the pods they run)
+up to one common level. The most pods that places on one node is the fair share. On equal, equally loaded nodes
 it equals the count-based one, so both figures agree where the count is right.
 """
 

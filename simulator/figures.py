@@ -28,7 +28,7 @@
 - `herd_ratio` (scenarios with a burst): the most pods of the burst placed on one node over the
   fair share (burst size / schedulable nodes);
 - `herd_ratio_by_load`: the same most pods over the most a load-balanced placement puts on one
-  node (`simulator.fair_share`: water-filling by average CPU use), which counts an empty node
+  node (`simulator.fair_share`: water-filling by expected CPU use), which counts an empty node
   that joined a busy fleet as the place for most of the burst;
 - `oom_kills`: pods the kernel's OOM killer ended because their node ran out of memory between
   the kubelet's housekeeping passes;

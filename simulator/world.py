@@ -154,8 +154,6 @@ class World:
         # Slots: one usage stream per replica.
         self.cpu_bank = UsageBank()
         self.memory_bank = UsageBank()
-        #: Each slot's long-run average CPU use, for the load-balanced fair share of a burst.
-        self.slot_cpu_average = _Grow(0.0)
         self.slot_workload: list[int] = []
         self.slot_pod: list[str | None] = []
         self.slot_node = _Grow(-1, np.int64)
@@ -277,7 +275,6 @@ class World:
             seed = slot_seed(self.seed, slot)
             self.cpu_bank.add(variant.cpu, seed=seed)
             self.memory_bank.add(variant.memory, seed=seed ^ 0x5BD1E995)
-            self.slot_cpu_average.append(variant.cpu.average())
             self.slot_workload.append(w)
             self.slot_pod.append(None)
             self.slot_node.append(-1)
@@ -317,10 +314,10 @@ class World:
             if not burst:
                 self.create_replicas(workload, replicas - len(live), t)
                 return
-            # The fair shares are taken before the burst's pods exist: onto the fleet it met.
             schedulable = self._schedulable_nodes(workload)
-            balanced = self._balanced_most(workload, schedulable, replicas - len(live))
             pods = self.create_replicas(workload, replicas - len(live), t)
+            slots = [int(p.annotations[SLOT_ANNOTATION]) for p in pods]
+            balanced = self._balanced_most(schedulable, slots, t)
             keys = {(str(p.namespace), p.name) for p in pods}
             self.bursts.append(Burst(t, keys, len(schedulable), balanced))
             return
@@ -337,24 +334,20 @@ class World:
             assert name is not None
             self.cluster.remove_pod(Namespace(workload.namespace), name)
 
-    def _balanced_most(self, workload: WorkloadSpec, nodes: list[NodeName], pods: int) -> float:
-        """The load-balanced fair share of a burst onto `nodes`, by the average CPU use of the
-        pods bound to each (running or starting) and of the burst's pods."""
+    def _balanced_most(self, nodes: list[NodeName], burst: list[int], t: float) -> float:
+        """The load-balanced fair share of the `burst` slots onto `nodes`, by expected CPU use
+        at `t` (a bursty pod counts its time average) of the pods bound to each node (running
+        or starting) and of the burst's pods, which are not bound yet."""
+        expected = self.cpu_bank.expected(t)
         bound = np.asarray(self.slot_node.view, dtype=np.int64)
         live = np.array([p is not None for p in self.slot_pod], dtype=np.bool_) & (bound >= 0)
-        loads = np.bincount(
-            bound[live],
-            weights=np.asarray(self.slot_cpu_average.view)[live],
-            minlength=self.node_count,
-        )
-        total_share = sum(v.share for v in workload.usage)
-        pod_cpu = sum(v.cpu.average() * v.share for v in workload.usage) / total_share
+        loads = np.bincount(bound[live], weights=expected[live], minlength=self.node_count)
         indices = [self.node_index[name] for name in nodes]
         return most_pods_when_balanced(
             loads=[float(loads[i]) for i in indices],
             cores=[float(self.cores.data[i]) for i in indices],
-            pod_cpu=pod_cpu,
-            pods=pods,
+            pod_cpu=float(expected[burst].mean()),
+            pods=len(burst),
         )
 
     def _schedulable_nodes(self, workload: WorkloadSpec) -> list[NodeName]:

@@ -102,6 +102,21 @@ def test_ramp_and_trace_interpolate() -> None:
     assert trace_value(points, 15.0, loop=True) == pytest.approx(2.0)
 
 
+def test_the_expected_value_is_a_bursts_time_average_and_otherwise_the_value_at_t() -> None:
+    bursty = UsageProfile(ProfileKind.BURSTY, mean=1.0, peak=3.0, period=60.0, jitter=0.5)
+    ramp = UsageProfile(ProfileKind.RAMP, start=0.0, end=2.0, ramp_from=100.0, ramp_to=200.0)
+    trace = UsageProfile(ProfileKind.TRACE, points=((0.0, 1.0), (10.0, 3.0)))
+    bank = UsageBank()
+    for profile in (bursty, ramp, trace, UsageProfile(ProfileKind.STEADY, value=0.7)):
+        bank.add(profile, seed=7)
+    for t in (0.0, 5.0, 150.0, 3599.0):
+        expected = bank.expected(t)
+        assert expected[0] == pytest.approx(1.0)  # wherever the burst is
+        assert list(expected[1:]) == pytest.approx(list(bank.values(t)[1:]))
+    # The instant value of the bursty pod is its base or its peak, never the average.
+    assert {round(float(bank.values(float(t))[0]), 6) for t in range(0, 600, 5)} == {0.5, 3.0}
+
+
 def test_memory_pressure_rises_from_85_to_100_percent_and_the_largest_pod_is_killed() -> None:
     assert memory_pressure(80, 100) == 0.0
     assert memory_pressure(92.5, 100) == pytest.approx(0.5)
