@@ -10,8 +10,9 @@ onto nodes already under pressure. Perfect information scores 3.7 on `scale-out`
 So the burst is also judged against water-filling: each pod of the burst adds its expected CPU
 use (a bursty pod's time average, not where its burst happens to be), and the burst fills the
 least loaded nodes (by utilization of their cores, from the expected use of the pods they run)
-up to one common level. The most pods that places on one node is the fair share. On equal, equally loaded nodes
-it equals the count-based one, so both figures agree where the count is right.
+up to one common level. The most pods that places on one node is the fair share. On equal,
+equally loaded nodes it equals the count-based one, so both figures agree where the count is
+right.
 """
 
 from __future__ import annotations
