@@ -213,18 +213,14 @@ class UsageBank:
         kinds, a, b, c, d, e, phase = self._columns()
         out = a.copy()  # steady, idle
         bursty = kinds == list(ProfileKind).index(ProfileKind.BURSTY)
-        if bursty.any() and bursts_averaged:
-            out[bursty] = a[bursty] + d[bursty] * (b[bursty] - a[bursty])
-        elif bursty.any():
-            out[bursty] = _bursty(
-                t,
-                a[bursty],
-                b[bursty],
-                c[bursty],
-                d[bursty],
-                e[bursty],
-                phase[bursty],
-                self._seeds[bursty],
+        if bursty.any():
+            base, peak, duty = a[bursty], b[bursty], d[bursty]
+            out[bursty] = (
+                base + duty * (peak - base)
+                if bursts_averaged
+                else _bursty(
+                    t, base, peak, c[bursty], duty, e[bursty], phase[bursty], self._seeds[bursty]
+                )
             )
         ramp = kinds == list(ProfileKind).index(ProfileKind.RAMP)
         if ramp.any():

@@ -316,9 +316,8 @@ class World:
                 return
             schedulable = self._schedulable_nodes(workload)
             pods = self.create_replicas(workload, replicas - len(live), t)
-            slots = [int(p.annotations[SLOT_ANNOTATION]) for p in pods]
-            balanced = self._balanced_most(schedulable, slots, t)
             keys = {(str(p.namespace), p.name) for p in pods}
+            balanced = self._balanced_most(schedulable, [self.pod_slot[k] for k in keys], t)
             self.bursts.append(Burst(t, keys, len(schedulable), balanced))
             return
 
@@ -340,7 +339,7 @@ class World:
         or starting) and of the burst's pods, which are not bound yet."""
         expected = self.cpu_bank.expected(t)
         bound = np.asarray(self.slot_node.view, dtype=np.int64)
-        live = np.array([p is not None for p in self.slot_pod], dtype=np.bool_) & (bound >= 0)
+        live = self._live_slots() & (bound >= 0)
         loads = np.bincount(bound[live], weights=expected[live], minlength=self.node_count)
         indices = [self.node_index[name] for name in nodes]
         return most_pods_when_balanced(
@@ -349,6 +348,10 @@ class World:
             pod_cpu=float(expected[burst].mean()),
             pods=len(burst),
         )
+
+    def _live_slots(self) -> npt.NDArray[np.bool_]:
+        """Which slots have a pod now (bound or pending)."""
+        return np.array([p is not None for p in self.slot_pod], dtype=np.bool_)
 
     def _schedulable_nodes(self, workload: WorkloadSpec) -> list[NodeName]:
         from tas.fit import matches_node_selection, untolerated_taint
@@ -490,7 +493,7 @@ class World:
         slot_memory = self.memory_bank.values(t)
         nodes = np.asarray(self.slot_node.view, dtype=np.int64)
         ready = np.asarray(self.slot_ready.view, dtype=np.float64)
-        live = np.array([p is not None for p in self.slot_pod], dtype=np.bool_)
+        live = self._live_slots()
         with np.errstate(invalid="ignore"):
             running = (nodes >= 0) & (t >= ready)
         ghost_nodes = np.asarray(self.slot_ghost_node.view, dtype=np.int64)
