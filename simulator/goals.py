@@ -90,15 +90,27 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
     if avoidable is not None:
         # The placements ours could have avoided (some fitting node was fine), apart from
         # those made where every node violated (the breaker failing open in a hot fleet).
-        also = f"; without an avoidable one {avoidable:.0%}"
-        goals = [
-            dataclasses.replace(g, bound=g.bound + also) if g.name == _NO_VIOLATIONS else g
-            for g in goals
-        ]
+        goals = _add_to(goals, _NO_VIOLATIONS, f"; without an avoidable one {avoidable:.0%}")
+    causes = _get(ours, "worse_than_requests", "by_cause")
+    if isinstance(causes, Mapping) and any(causes.values()):
+        # Which of those scenarios are a policy obeyed or a trade, and which are plain harm.
+        said = [f"{causes[c]} {_CAUSE_WORDS[c]}" for c in _CAUSE_WORDS if causes.get(c)]
+        goals = _add_to(goals, _WORSE, f"; of ours': {', '.join(said)}")
     return goals
 
 
+def _add_to(goals: list[Goal], name: str, words: str) -> list[Goal]:
+    return [dataclasses.replace(g, bound=g.bound + words) if g.name == name else g for g in goals]
+
+
 _NO_VIOLATIONS = "scenarios without a violating placement"
+_WORSE = "scenarios worse than requests beyond the interval"
+#: `simulator.sweep.why_worse`'s causes, as the goal line says them.
+_CAUSE_WORDS = {
+    "deschedule_rule": "obey a deschedule rule requests ignores",
+    "restarts_for_stall": "trade restarts for clearly less stall",
+    "other": "other (worse placements, moves that bought nothing)",
+}
 
 
 #: The sweep's goals (issue 26): name, the figure's path in a contender's verdict, and the
@@ -108,7 +120,7 @@ _SWEEP_GOALS: tuple[tuple[str, tuple[str, str], str, float, str], ...] = (
     ("best or tied on stall", ("best_or_tied_share", "stall"), "at least", 0.9, ""),
     ("work lost vs requests, p90", ("work_lost_vs_requests", "p90"), "at most", 0.6, "{:.2f}x"),
     (
-        "scenarios worse than requests beyond the interval",
+        _WORSE,
         ("worse_than_requests", "scenarios"),
         "at most",
         0,

@@ -15,7 +15,15 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   figure alone rewards a trade (pods left pending stall nothing, a restart that ends a stall
   loses work), and this one counts only better trades;
 - `worse_than_requests.scenarios`: scenarios where its work lost interval lies wholly above
-  requests': worse beyond doubt;
+  requests': worse beyond doubt; `worse_than_requests.by_cause` says why, each scenario once, in
+  this order (`why_worse`): `deschedule_rule`, it evacuated nodes a policy's deschedule rule
+  named, which requests (no descheduler) leaves running, while the model charges the capacity
+  an evacuated node stops giving and nothing for running on a node the policy calls unhealthy;
+  `restarts_for_stall`, no more work lost to overload than requests' (the stalled part within
+  requests' interval) and clearly less stall (its interval wholly below, and at least one
+  node-second of stall saved per extra core-second lost): the extra work lost is the restarts
+  that bought it; `other`: neither, a worse placement or a move that bought
+  nothing, the ones to read first;
 - `max_evictions_per_pod_hour`: the 95th percentile (`p95`) and the maximum (`max`) over every
   run (scenario x seed) of the most evictions of one pod in an hour: the churn a user meets;
 - `violating_placements`: `total` summed over every run, and `none_share`, the share of
@@ -176,6 +184,7 @@ class _Tally:
         self.clear_wins = 0
         self.best_or_tied = {"work_lost": 0, "stall": 0}
         self.worse_than_requests = 0
+        self.worse_by_cause = dict.fromkeys(WORSE_CAUSES, 0)
         self.ratios: dict[str, list[float]] = {"work_lost": [], "stall": []}
         self.churn: list[float] = []
         #: Each run with a burst: its herd ratio against the load-balanced fair share.
@@ -236,7 +245,10 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
         "undominated_share": share(tally.undominated),
         "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
         "stall_vs_requests": _quantiles(tally.ratios["stall"]),
-        "worse_than_requests": {"scenarios": tally.worse_than_requests},
+        "worse_than_requests": {
+            "scenarios": tally.worse_than_requests,
+            "by_cause": dict(tally.worse_by_cause),
+        },
         "max_evictions_per_pod_hour": {
             "p95": percentile(tally.churn, 95),
             "max": max(tally.churn, default=0.0),
@@ -336,6 +348,37 @@ def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _
                 tally.ratios[key].append((ivs[path].mean + 1.0) / (baseline[path].mean + 1.0))
         if HEADLINE in ivs and HEADLINE in baseline and ivs[HEADLINE].low > baseline[HEADLINE].high:
             tally.worse_than_requests += 1
+            tally.worse_by_cause[why_worse(ivs, baseline)] += 1
+
+
+#: Why a contender lost more work than requests in a scenario (`why_worse`), in the order
+#: they are judged.
+WORSE_CAUSES = ("deschedule_rule", "restarts_for_stall", "other")
+
+
+def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -> str:
+    """Why a contender's work lost lies beyond requests' in one scenario (module docstring).
+
+    The goal stays judged on work lost alone; this says which of the losses are a policy
+    obeyed or a trade the stall figure shows, and which are plain harm."""
+    evacuated = "evacuation_seconds.evacuated"
+    if evacuated in found and found[evacuated].mean > requests.get(evacuated, _ZERO).mean:
+        return "deschedule_rule"
+    overload, stall = "work_lost.stalled", "stall"
+    if (
+        overload in found
+        and overload in requests
+        and stall in found
+        and stall in requests
+        and found[overload].mean <= requests[overload].high
+        and found[stall].high < requests[stall].low
+        # At least a node-second of stall saved for each core-second lost: the rate at which
+        # LoadAware's moves are judged (stalled cores against the restart's cores).
+        and requests[stall].mean - found[stall].mean
+        >= found[HEADLINE].mean - requests[HEADLINE].mean
+    ):
+        return "restarts_for_stall"
+    return "other"
 
 
 _ZERO = Interval(0.0, 0.0, 0.0, 1)

@@ -32,6 +32,20 @@ def _verdict() -> dict[str, Any]:
     }
 
 
+def test_the_worse_than_requests_goal_says_why_each_scenario_was_worse() -> None:
+    verdict = copy.deepcopy(_verdict())
+    verdict["contenders"]["ours"]["worse_than_requests"] = {
+        "scenarios": 5,
+        "by_cause": {"deschedule_rule": 3, "restarts_for_stall": 0, "other": 2},
+    }
+    line = sweep_goals(verdict)[3].line()
+    assert line.startswith("  MISSED     scenarios worse than requests beyond the interval: 5")
+    assert line.endswith(
+        "of ours': 3 obey a deschedule rule requests ignores, "
+        "2 other (worse placements, moves that bought nothing)"
+    )
+
+
 def test_every_sweep_goal_is_met_at_its_limit() -> None:
     goals = sweep_goals(_verdict())
     assert [g.met for g in goals] == [True] * 7

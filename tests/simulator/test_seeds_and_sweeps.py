@@ -287,7 +287,7 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     # requests against itself is 1.0 in every scenario, and never worse than itself.
     requests = verdict["contenders"]["requests"]
     assert requests["work_lost_vs_requests"] == {"p50": 1.0, "p90": 1.0}
-    assert requests["worse_than_requests"] == {"scenarios": 0}
+    assert requests["worse_than_requests"]["scenarios"] == 0
     # Every scenario has a best or tied contender on work lost.
     assert max(c["best_or_tied_share"]["work_lost"] for c in verdict["contenders"].values()) > 0
     # The reference rows, apart from the contenders: the limit loses no more than requests.
@@ -337,7 +337,7 @@ def test_the_clairvoyant_is_judged_in_ours_place_among_the_same_contenders() -> 
     ours, clairvoyant = verdict["contenders"]["ours"], verdict["references"]["clairvoyant"]
     assert ours["best_or_tied_share"]["work_lost"] == 0.5  # b only
     assert clairvoyant["best_or_tied_share"]["work_lost"] == 0.5  # a only
-    assert clairvoyant["worse_than_requests"] == {"scenarios": 1}  # b
+    assert clairvoyant["worse_than_requests"]["scenarios"] == 1  # b
     assert ours["violating_placements"] == {
         "total": 3, "none_share": 0.5, "unavoidable": 0, "none_avoidable_share": 0.5,
     }  # fmt: skip
@@ -444,3 +444,54 @@ def test_placements_where_every_node_violated_are_told_apart() -> None:
         "total": 4, "none_share": 0.0, "unavoidable": 4, "none_avoidable_share": 1.0,
     }  # fmt: skip
     assert placed["requests"]["violating_placements"]["none_avoidable_share"] == 0.0
+
+
+def _judged(lost: float, overload: float, stall: float, evacuated: float) -> dict[str, Any]:
+    return {
+        "work_lost": {"core_seconds": lost, "stalled": overload},
+        "stall": stall,
+        "evacuation_seconds": {"evacuated": evacuated},
+        "violating_placements": 0,
+        "evictions": {"total": 0, "max_per_pod_hour": 0},
+    }
+
+
+def test_each_scenario_worse_than_requests_says_why() -> None:
+    """A reader of the goal line learns which losses are a policy obeyed, which a trade the
+    stall figure shows, and which are plain harm (the ones to read first)."""
+    requests = _judged(lost=100.0, overload=100.0, stall=1000.0, evacuated=0.0)
+    ours_by_scenario = {
+        # It evacuated a node the policy's deschedule rule named; requests left it running.
+        "obeyed": _judged(lost=300.0, overload=250.0, stall=1000.0, evacuated=1.0),
+        # Restarts (no more overload) that bought clearly less stall, 500 node-s for 50 core-s.
+        "trade": _judged(lost=150.0, overload=100.0, stall=500.0, evacuated=0.0),
+        # The same restarts buying 10 node-s: less than a node-second per core-second.
+        "futile": _judged(lost=150.0, overload=100.0, stall=990.0, evacuated=0.0),
+        # More work lost to overload: a worse placement.
+        "harm": _judged(lost=150.0, overload=150.0, stall=900.0, evacuated=0.0),
+        # Better than requests: not counted at all.
+        "better": _judged(lost=50.0, overload=50.0, stall=1000.0, evacuated=0.0),
+    }
+    results = [
+        JobResult(name, contender, seed, _jitter(figures, seed))
+        for name, ours in ours_by_scenario.items()
+        for contender, figures in (("requests", requests), ("ours", ours))
+        for seed in (0, 1, 2)
+    ]
+    verdict = summarize(results, ("requests", "ours"), len(ours_by_scenario))
+    worse = verdict["contenders"]["ours"]["worse_than_requests"]
+    assert worse == {
+        "scenarios": 4,
+        "by_cause": {"deschedule_rule": 1, "restarts_for_stall": 1, "other": 2},
+    }
+    assert verdict["contenders"]["requests"]["worse_than_requests"]["by_cause"] == {
+        "deschedule_rule": 0, "restarts_for_stall": 0, "other": 0,
+    }  # fmt: skip
+
+
+def _jitter(figures: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The same figures, a little apart on each seed, so each interval has a width."""
+    out = json.loads(json.dumps(figures))
+    out["work_lost"]["core_seconds"] += seed
+    out["stall"] += seed
+    return out
