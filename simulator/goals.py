@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.jobs import CLAIRVOYANT, CLAIRVOYANT_OF
+from simulator.sweep import WorseCause
 
 OURS = CLAIRVOYANT_OF
 
@@ -94,7 +95,7 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
     causes = _get(ours, "worse_than_requests", "by_cause")
     if isinstance(causes, Mapping) and any(causes.values()):
         # Which of those scenarios are a policy obeyed or a trade, and which are plain harm.
-        said = [f"{causes[c]} {_CAUSE_WORDS[c]}" for c in _CAUSE_WORDS if causes.get(c)]
+        said = [f"{causes[c]} {_CAUSE_WORDS[c]}" for c in WorseCause if causes.get(c)]
         goals = _add_to(goals, _WORSE, f"; of ours': {', '.join(said)}")
     return goals
 
@@ -106,10 +107,10 @@ def _add_to(goals: list[Goal], name: str, words: str) -> list[Goal]:
 _NO_VIOLATIONS = "scenarios without a violating placement"
 _WORSE = "scenarios worse than requests beyond the interval"
 #: `simulator.sweep.why_worse`'s causes, as the goal line says them.
-_CAUSE_WORDS = {
-    "deschedule_rule": "obey a deschedule rule requests ignores",
-    "restarts_for_stall": "trade restarts for clearly less stall",
-    "other": "other (worse placements, moves that bought nothing)",
+_CAUSE_WORDS: Mapping[WorseCause, str] = {
+    WorseCause.DESCHEDULE_RULE: "obey a deschedule rule requests ignores",
+    WorseCause.RESTARTS_FOR_STALL: "trade restarts for clearly less stall",
+    WorseCause.OTHER: "other (worse placements, moves that bought nothing)",
 }
 
 

@@ -49,6 +49,7 @@ Same family, count, seeds and contenders give byte-identical files, however the 
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -184,7 +185,7 @@ class _Tally:
         self.clear_wins = 0
         self.best_or_tied = {"work_lost": 0, "stall": 0}
         self.worse_than_requests = 0
-        self.worse_by_cause = dict.fromkeys(WORSE_CAUSES, 0)
+        self.worse_by_cause = dict.fromkeys(WorseCause, 0)
         self.ratios: dict[str, list[float]] = {"work_lost": [], "stall": []}
         self.churn: list[float] = []
         #: Each run with a burst: its herd ratio against the load-balanced fair share.
@@ -247,7 +248,7 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
         "stall_vs_requests": _quantiles(tally.ratios["stall"]),
         "worse_than_requests": {
             "scenarios": tally.worse_than_requests,
-            "by_cause": dict(tally.worse_by_cause),
+            "by_cause": {str(cause): n for cause, n in tally.worse_by_cause.items()},
         },
         "max_evictions_per_pod_hour": {
             "p95": percentile(tally.churn, 95),
@@ -351,25 +352,26 @@ def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _
             tally.worse_by_cause[why_worse(ivs, baseline)] += 1
 
 
-#: Why a contender lost more work than requests in a scenario (`why_worse`), in the order
-#: they are judged.
-WORSE_CAUSES = ("deschedule_rule", "restarts_for_stall", "other")
+class WorseCause(enum.StrEnum):
+    """Why a contender lost more work than requests in a scenario (`why_worse`), in the order
+    they are judged."""
+
+    DESCHEDULE_RULE = "deschedule_rule"
+    RESTARTS_FOR_STALL = "restarts_for_stall"
+    OTHER = "other"
 
 
-def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -> str:
+def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -> WorseCause:
     """Why a contender's work lost lies beyond requests' in one scenario (module docstring).
 
     The goal stays judged on work lost alone; this says which of the losses are a policy
     obeyed or a trade the stall figure shows, and which are plain harm."""
     evacuated = "evacuation_seconds.evacuated"
     if evacuated in found and found[evacuated].mean > requests.get(evacuated, _ZERO).mean:
-        return "deschedule_rule"
+        return WorseCause.DESCHEDULE_RULE
     overload, stall = "work_lost.stalled", "stall"
     if (
-        overload in found
-        and overload in requests
-        and stall in found
-        and stall in requests
+        all(path in found and path in requests for path in (overload, stall, HEADLINE))
         and found[overload].mean <= requests[overload].high
         and found[stall].high < requests[stall].low
         # At least a node-second of stall saved for each core-second lost: the rate at which
@@ -377,8 +379,8 @@ def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -
         and requests[stall].mean - found[stall].mean
         >= found[HEADLINE].mean - requests[HEADLINE].mean
     ):
-        return "restarts_for_stall"
-    return "other"
+        return WorseCause.RESTARTS_FOR_STALL
+    return WorseCause.OTHER
 
 
 _ZERO = Interval(0.0, 0.0, 0.0, 1)
