@@ -77,7 +77,11 @@ function fittedAxis(extra) {
     size(u, values, axisIdx, cycleNum) {
       const axis = u.axes[axisIdx];
       const widest = Math.max(0, ...(values || []).filter(Boolean).map(textWidth));
-      const wanted = Math.ceil(widest + axis.ticks.size + axis.gap + 6);
+      // At least half a time label wide, too: the time axis centres its labels on their
+      // ticks, and a tick at the plot's left end would push half its label past the chart's
+      // edge (when that happens depends on the clock, so a narrow axis clipped now and then).
+      const timeLabel = textWidth(clockTime(u.scales.x.max ?? Date.now() / 1000));
+      const wanted = Math.ceil(Math.max(widest + axis.ticks.size + axis.gap + 6, timeLabel / 2 + 3));
       // Never narrower than the labels: a size settled before the labels were known (no
       // values yet in the first layout cycle) would let them run off the chart's left edge.
       // Growing only, so uPlot's layout cycles still converge.

@@ -295,3 +295,31 @@ def test_above_8_nodes_the_per_node_charts_are_heatmaps(
         ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("document.getElementById('charts-panel').scrollIntoView()")
         assert browser.save_screenshot(str(ARTIFACTS / "dashboard-heatmap.png"))
+
+
+#: Draw the charts with their time range moved `arguments[0]` seconds back: where the time
+#: axis's ticks fall depends on the clock, so a test at one moment sees one layout only.
+SHIFTED = """
+const orig = window.__timeRange || (window.__timeRange = timeRange);
+window.timeRange = () => { const [a, b] = orig(); return [a - arguments[0], b - arguments[0]]; };
+drawCharts();
+drawCharts();
+"""
+
+
+def test_no_label_runs_off_a_chart_wherever_the_time_ticks_fall(
+    browser: webdriver.Chrome, harness: Harness
+) -> None:
+    """A time label is centred on its tick: one at the plot's left end reaches half its width
+    into the y axis, and past the chart's edge where the y axis is narrower (the evictions
+    chart's "3"). It happened only at some times of day, so every offset of one tick interval
+    is drawn."""
+    _fill_history(harness, [f"node-{c}" for c in "abcde"], HOUR)
+    with harness:
+        _open(browser, harness)
+        clipped = {}
+        for offset in range(0, 600, 7):
+            _js(browser, SHIFTED, offset)
+            if found := _js(browser, CLIPPED):
+                clipped[offset] = found
+        assert not clipped
