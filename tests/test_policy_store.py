@@ -56,6 +56,17 @@ def test_listeners_see_every_new_snapshot() -> None:
     assert seen == [1, 0]
 
 
+def test_the_store_is_loaded_only_once_its_listeners_know_the_policies() -> None:
+    """A readiness check reads `loaded`, then the metric view's readiness: by then the view
+    must have been told the policies' metrics, or it would report ready without them."""
+    store = PolicyStore()
+    loaded_while_told: list[bool] = []
+    store.subscribe(lambda snapshot: loaded_while_told.append(store.loaded))
+    store.replace([make_policy("p", dontschedule=[rule("a", "Equals", 1)])])
+    assert loaded_while_told == [False]
+    assert store.loaded
+
+
 def test_a_duplicate_policy_keeps_the_first_and_is_reported() -> None:
     store = PolicyStore()
     first = make_policy("p", dontschedule=[rule("a", "Equals", 1)])

@@ -162,6 +162,8 @@ class RefreshingMetricView:
         self._state = _EMPTY
         self._wanted: frozenset[MetricName] = frozenset()
         self._ready = False
+        #: Every name some completed refresh has asked the source for.
+        self._asked: frozenset[MetricName] = frozenset()
         kind = source.kind.replace("%", "%%")
         self._failures = FetchFailures(
             log,
@@ -204,7 +206,10 @@ class RefreshingMetricView:
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """A refresh has completed, and every metric wanted now has been asked for by one.
+        Ready on the first refresh alone, a component started before its policies arrived
+        (that refresh asked for nothing) would answer without their values until the next."""
+        return self._ready and self._wanted <= self._asked
 
     @property
     def wanted(self) -> frozenset[MetricName]:
@@ -250,6 +255,7 @@ class RefreshingMetricView:
                     self._state, wanted, fetched, self._clock.now().timestamp()
                 )
             self._note_errors(fetched)
+            self._asked |= wanted
             self._ready = True
 
     def _run(self) -> None:

@@ -89,10 +89,12 @@ class PolicyStore:
                 metric_names=names,
             )
             self._snapshot = snapshot
-            self._loaded = True
         _log_changes(previous, snapshot)
         for listener in self._listeners:
             listener(snapshot)
+        # Loaded once the listeners know: a metric view is told the policies' metrics before
+        # anything that waits for `loaded` (a readiness check) reads its readiness.
+        self._loaded = True
         return snapshot
 
 

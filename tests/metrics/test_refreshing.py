@@ -56,6 +56,26 @@ def test_fresh_values_are_served_under_the_policys_metric_name(tmp_path: Path) -
     assert view.columns() == {HEALTH: {"a": 0.0, "b": 2.0}}
 
 
+def test_a_view_is_not_ready_until_a_refresh_asked_for_every_wanted_metric(
+    tmp_path: Path,
+) -> None:
+    """Policies that arrive after the first refresh (a component starting while the cluster's
+    policies load) keep it unready until their metrics were fetched: a ready extender answers
+    with the values its policies need."""
+    clock = ManualClock(10_000.0)
+    put(tmp_path, "a", "node_health_metric 2\nnode_load 3\n", mtime=clock.epoch)
+    view = RefreshingMetricView(TextfileSource(tmp_path), sync_period=1.0, clock=clock)
+    view.refresh_once()  # no policies yet: nothing wanted
+    assert view.ready
+    view.set_wanted([HEALTH, LOAD])
+    assert not view.ready
+    view.refresh_once()
+    assert view.ready
+    assert view.columns() == {HEALTH: {"a": 2.0}, LOAD: {"a": 3.0}}
+    view.set_wanted([LOAD])  # a policy removed: nothing new to fetch
+    assert view.ready
+
+
 def test_non_finite_values_are_missing(tmp_path: Path) -> None:
     clock = ManualClock(10_000.0)
     put(tmp_path, "a", "node_health_metric NaN\n", mtime=clock.epoch)
