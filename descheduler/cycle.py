@@ -157,14 +157,14 @@ class Descheduler:
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
         )
-        self._apply_breaker(
-            judge_breaker(
-                state,
-                self._violation_source(),
-                max_share=self.config.max_violating_node_share,
-            ),
-            in_scope=len(ready),
+        judgement = judge_breaker(
+            state, self._violation_source(), max_share=self.config.max_violating_node_share
         )
+        self._apply_breaker(judgement, in_scope=len(ready))
+        if judgement.reason is None:
+            # What tells a flapping health metric from one evacuation paced over cycles (not
+            # while the breaker is open: a broken metric's violations are not the nodes').
+            self.cooldown.saw_violating(judgement.violating, state.now)
         report.circuit_breaker = self.halted
         rails = CycleRails(
             budget=EvictionBudget(self.config.limits),

@@ -150,8 +150,12 @@ class Cooldown:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self._last_evacuation: dict[OwnerKey, datetime] = {}
-        #: Nodes pods were evacuated from, and when (rebalancing does not fill them again).
-        self._evacuated_nodes: dict[NodeName, list[datetime]] = {}
+        #: Nodes pods were evacuated from, and when last (rebalancing does not fill them again).
+        self._evacuated_nodes: dict[NodeName, datetime] = {}
+        #: When each node was seen to begin violating a deschedule rule (a cycle that saw it
+        #: violate after one that did not), and the nodes the last cycle saw violating.
+        self._violation_onsets: dict[NodeName, list[datetime]] = {}
+        self._violating: frozenset[NodeName] = frozenset()
         #: Every owner's last eviction, kept for `MOVE_MEMORY` (longer than the cooldown), and
         #: the first of its evictions since then (pods created after it are replacements).
         self._moved: dict[OwnerKey, datetime] = {}
@@ -187,28 +191,49 @@ class Cooldown:
             if evacuation:
                 self._last_evacuation[key] = now
                 if node is not None:
-                    times = self._evacuated_nodes.setdefault(node, [])
-                    if not times or times[-1] != now:  # one evacuation per cycle
-                        times.append(now)
+                    self._evacuated_nodes[node] = now
         # Forget what is cool again, so the maps stay as small as the recent past.
         self._last_evacuation = self._recent(self._last_evacuation, now)
         self._moved = self._recent(self._moved, now, max(self.seconds, MOVE_MEMORY))
         self._moving_since = {k: t for k, t in self._moving_since.items() if k in self._moved}
-        memory = max(self.seconds, EVACUATED_NODE_MEMORY)
-        self._evacuated_nodes = {
+        self._evacuated_nodes = self._recent(self._evacuated_nodes, now, self._node_memory)
+
+    @property
+    def _node_memory(self) -> float:
+        return max(self.seconds, EVACUATED_NODE_MEMORY)
+
+    def saw_violating(self, nodes: Collection[NodeName], now: datetime) -> None:
+        """The nodes this cycle saw violating some policy's deschedule rules."""
+        seen = frozenset(nodes)
+        for node in seen - self._violating:
+            self._violation_onsets.setdefault(node, []).append(now)
+        self._violating = seen
+        self._violation_onsets = {
             n: kept
-            for n, times in self._evacuated_nodes.items()
-            if (kept := [t for t in times if (now - t).total_seconds() < memory])
+            for n, onsets in self._violation_onsets.items()
+            if (kept := [t for t in onsets if (now - t).total_seconds() < self._node_memory])
         }
 
     def evacuated_nodes(self, now: datetime, *, within: float) -> set[NodeName]:
-        """Nodes to keep pods away from: evacuated within the cooldown, or flapping (evacuated
-        in two cycles or more) within `within` seconds (at most `EVACUATED_NODE_MEMORY`, or
-        the cooldown if longer, is remembered)."""
+        """Nodes to keep pods away from, among those pods were evacuated from within `within`
+        seconds (at most `EVACUATED_NODE_MEMORY`, or the cooldown if longer, is remembered):
+        evacuated within the cooldown, violating still, or flapping (seen to begin violating
+        twice or more within `within`: its health came back and went again). One evacuation
+        that the eviction limits and the owner cooldown pace over several cycles, on a node
+        that violated throughout, is not flapping: once the node is healthy and past the
+        cooldown it is a destination again (counting those cycles as flaps kept a recovered
+        node empty for the hour while an overloaded fleet stalled)."""
         found: set[NodeName] = set()
-        for node, times in self._evacuated_nodes.items():
-            ages = [(now - t).total_seconds() for t in times]
-            if min(ages) < self.seconds or sum(age < within for age in ages) >= 2:
+        for node, last in self._evacuated_nodes.items():
+            age = (now - last).total_seconds()
+            if age >= within and age >= self.seconds:
+                continue
+            onsets = self._violation_onsets.get(node, [])
+            if (
+                age < self.seconds
+                or node in self._violating
+                or sum((now - t).total_seconds() < within for t in onsets) >= 2
+            ):
                 found.add(node)
         return found
 
@@ -342,8 +367,8 @@ class PodEvictor:
         return self.rails.cooldown.moving_since(owner_key(pod))
 
     def recently_evacuated(self, within: float) -> set[NodeName]:
-        """Nodes an evacuating plugin emptied less than `within` seconds ago (this cycle too;
-        nothing when the owner cooldown is off)."""
+        """Nodes rebalancing keeps away from (`Cooldown.evacuated_nodes`; this cycle's
+        evacuations too; nothing when the owner cooldown is off)."""
         return self.rails.cooldown.evacuated_nodes(self.state.now, within=within)
 
     def evict(

@@ -155,8 +155,9 @@ class Evictor(Protocol):
         ...
 
     def recently_evacuated(self, within: float) -> Collection[NodeName]:
-        """Nodes an evacuating plugin emptied less than `within` seconds ago: a rebalancing
-        plugin does not fill them again (a flapping health metric would empty them again)."""
+        """Nodes an evacuating plugin emptied lately that a rebalancing plugin does not fill
+        again: within the cooldown, or within `within` seconds while they violate still or
+        flap (a flapping health metric would empty them again)."""
         ...
 
     def evict(

@@ -111,8 +111,9 @@ class LoadAwareArgs:
     #: A node is rebalanced only once it has been overutilized at this many cycles in a row (1
     #: or 2): a burst that passes within a cycle is not worth a restart.
     confirm_cycles: int = 2
-    #: No pod is moved to a node an evacuating plugin emptied within the owner cooldown, or in
-    #: two cycles or more within this long (a flapping health metric).
+    #: No pod is moved to a node an evacuating plugin emptied within the owner cooldown, nor,
+    #: within this long, to one it emptied that violates still or flaps (seen to begin
+    #: violating twice or more: `descheduler.evictor.Cooldown.evacuated_nodes`).
     avoid_evacuated_seconds: float = 3600.0
 
     @property

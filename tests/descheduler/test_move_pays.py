@@ -203,24 +203,43 @@ def test_pods_that_arrived_since_the_metrics_were_taken_count_on_their_node() ->
 
 
 @pytest.mark.parametrize(
-    ("minutes_ago", "avoided"),
+    ("violating", "evacuated", "avoided"),
     [
-        pytest.param((2,), True, id="evacuated within the owner cooldown: avoided"),
-        pytest.param((50,), False, id="evacuated once, long ago: a destination again"),
-        pytest.param((50, 20), True, id="evacuated twice within the hour: flapping, avoided"),
+        pytest.param([(3, 1)], [2], True, id="evacuated within the owner cooldown: avoided"),
+        pytest.param([(51, 30)], [50], False, id="evacuated once, long ago: a destination again"),
+        pytest.param(
+            [(51, 45), (21, 15)],
+            [50, 20],
+            True,
+            id="violating, healthy, violating again within the hour: flapping, avoided",
+        ),
+        pytest.param(
+            [(51, 30)],
+            [50, 45, 40],
+            False,
+            id="one evacuation paced over three cycles, long ago: a destination again",
+        ),
     ],
 )
 def test_no_pod_is_moved_to_a_node_just_evacuated_or_evacuated_again_and_again(
-    minutes_ago: tuple[int, ...], avoided: bool
+    violating: list[tuple[int, int]], evacuated: list[int], avoided: bool
 ) -> None:
+    node_b = NodeName("node-b")
+
     def evacuated_node_b(descheduler: Descheduler) -> None:
-        # TASViolations emptied node-b (a health metric that may flap back).
-        for minutes in minutes_ago:
-            descheduler.cooldown.record(
+        # TASViolations emptied node-b while it violated a health policy (minutes ago: when
+        # the cycles saw it begin and stop violating, and when they evacuated it). A node still
+        # violating is kept away too: tests/descheduler/test_strategies.py.
+        cooldown = descheduler.cooldown
+        for began, ended in violating:
+            cooldown.saw_violating({node_b}, START - timedelta(minutes=began))
+            cooldown.saw_violating((), START - timedelta(minutes=ended))
+        for minutes in evacuated:
+            cooldown.record(
                 ("default", "ReplicaSet", "other"),
                 START - timedelta(minutes=minutes),
                 evacuation=True,
-                node=NodeName("node-b"),
+                node=node_b,
             )
 
     evicted = saturated(prepare=evacuated_node_b)

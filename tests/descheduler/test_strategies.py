@@ -104,6 +104,40 @@ def test_a_node_without_a_fresh_value_never_violates() -> None:
 
 
 @pytest.mark.parametrize(
+    ("health_of_a", "avoided"),
+    [
+        pytest.param([2, 2, 0, 0], False, id="one evacuation paced over two cycles: a destination"),
+        pytest.param([2, 0, 2, 0], True, id="violating, healthy, violating again: flapping"),
+        pytest.param([2, 2, 2, 2], True, id="violating still: kept away"),
+    ],
+)
+def test_a_flapping_node_is_told_from_an_evacuation_paced_over_cycles(
+    health_of_a: list[float], avoided: bool
+) -> None:
+    # node-a's health metric at four cycles a minute apart; its two pods leave one per cycle
+    # (maxNoOfPodsToEvictPerNode 1) while it violates. Half an hour on, past the owner
+    # cooldown, rebalancing keeps away from it only if it flapped or violates still.
+    pods = (demo_pod("first", "node-a"), demo_pod("second", "node-a"))
+    cluster = cluster_with(*five_nodes(), pods=pods)
+    view = StaticMetricView({})
+    config = policy_config(
+        "TASViolations", evictionCooldownSeconds=300, maxNoOfPodsToEvictPerNode=1
+    )
+    clock = FakeClock(START)
+    descheduler = make_descheduler(cluster, config, metrics=view, policies=POLICIES, clock=clock)
+    gone: list[str] = []
+    for health in health_of_a:
+        column = {"node-a": health, "node-b": 0, "node-c": 0, "node-d": 0, "node-e": 0}
+        view.set_column(MetricName("health_metric"), column)
+        gone += evicted(descheduler.run_cycle())
+        clock.advance(60)
+    assert sorted(gone) == ["first", "second"]
+    clock.advance(1800)
+    kept_away = descheduler.cooldown.evacuated_nodes(clock.now(), within=3600)
+    assert ("node-a" in kept_away) is avoided
+
+
+@pytest.mark.parametrize(
     ("source", "metric_a", "label_a", "expected"),
     [
         pytest.param("Labels", 0, "violating", ["p"], id="labels: the controller's label"),
