@@ -113,7 +113,7 @@ class ScrapeStore:
             counter = _grown(self._counters[name], n)
             counter += values * dt
             self._counters[name] = counter
-        used = np.where(state.running, state.slot_cpu, 0.0)
+        used = served_cpu(state, np.asarray(self.world.slot_node.view, dtype=np.int64))
         self._slot_cpu = _grown(self._slot_cpu, len(used)) + used * dt
         self._last = state
 
@@ -161,6 +161,20 @@ class ScrapeStore:
         start_at = bisect.bisect_left(self._times, end.t - self.spec.window - 1e-9)
         start = self.scrapes[start_at] if start_at < end_at else None
         return start, end
+
+
+def served_cpu(state: ModelState, slot_node: npt.NDArray[np.int64]) -> FloatArray:
+    """The CPU each running pod gets (cores), what its container counter counts: its demand,
+    cut on a node whose demand exceeds its cores to its share of the cores (in proportion to
+    demand, the model's own split). cAdvisor and metrics-server never report more CPU than a
+    node ran, so demand above the cores is as invisible per pod as it is per node."""
+    cores = state.cores
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(state.demand > cores, cores / state.demand, 1.0)
+    nodes = slot_node[: len(state.slot_cpu)]
+    on_node = state.running & (nodes >= 0)
+    factor = np.where(on_node, share[np.where(on_node, nodes, 0)], 0.0)
+    return np.asarray(state.slot_cpu * factor, dtype=np.float64)
 
 
 def _grown(array: FloatArray, size: int) -> FloatArray:

@@ -468,6 +468,41 @@ def test_volcanos_pod_usage_appears_after_two_scrapes_not_a_window_later() -> No
     assert all(cpu == pytest.approx(0.8) for cpu, _ in volcano.values())
 
 
+@pytest.mark.parametrize(
+    ("wanted", "reported"),
+    [
+        pytest.param("800m", 0.8, id="6.4 cores wanted of 8: what each pod wants"),
+        pytest.param("1500m", 1.0, id="12 cores wanted of 8: each pod's share of the 8 it got"),
+    ],
+)
+def test_per_pod_cpu_is_what_the_pod_got_never_more_than_its_node_ran(
+    wanted: str, reported: float
+) -> None:
+    # cAdvisor and metrics-server count the CPU a container ran, so on a saturated node the
+    # pods' usage adds up to the node's cores: demand above them is invisible per pod, as it is
+    # per node. (Before, the model reported demand, which no real cluster shows.)
+    from embedded.scheduler import EmbeddedScheduler
+    from simulator.pipeline import ModelSource, ScrapeStore
+    from simulator.world import World
+
+    scenario = load_scenario_text(STEADY.replace("value: 800m", f"value: {wanted}"))
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=1)
+    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
+    store = ScrapeStore(world, scenario.pipeline)
+    source = ModelSource(store, clock)
+    t = 0.0
+    while t <= 120.0:
+        clock.advance_to(t)
+        state = world.model(t)
+        store.integrate(state, scenario.step)
+        store.maybe_scrape(t)
+        t += scenario.step
+    usage = source.pod_usage()
+    assert len(usage) == 8
+    assert all(cpu == pytest.approx(reported) for cpu, _ in usage.values())
+
+
 # ------------------------------------------------------------- VMs migrate, pods restart
 
 MIGRATING = """
