@@ -38,6 +38,7 @@ from descheduler.framework import Result
 from descheduler.kubedescheduler import expand
 from descheduler.plugins import low_node_utilization
 from embedded.cluster import InMemoryCluster
+from embedded.scheduler import EmbeddedScheduler
 from embedded.workload import erlang_c
 from simulator.baselines import (
     APPROPRIATE_TAINT,
@@ -48,9 +49,10 @@ from simulator.baselines import (
 )
 from simulator.clock import VirtualClock
 from simulator.contenders import PSI_PROFILE, Contender, resolve
+from simulator.pipeline import ModelSource, ScrapeStore
 from simulator.runner import run_contender
 from simulator.scenario import Scenario, load_scenario_text
-from simulator.world import InformerOrder
+from simulator.world import InformerOrder, World
 from tas.cluster.model import Node, Pod, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 
@@ -441,29 +443,28 @@ def test_pods_bound_since_the_last_metrics_count_by_their_estimate() -> None:
     assert scores[NodeName("a")] < scores[NodeName("b")]
 
 
-def test_volcanos_pod_usage_appears_after_two_scrapes_not_a_window_later() -> None:
-    from simulator.pipeline import ModelSource, ScrapeStore
-    from simulator.world import World
-
-    scenario = load_scenario_text(STEADY)
+def _scraped(scenario_text: str, *, until: float) -> ModelSource:
+    """A scenario's pods placed, its model run and scraped up to `until` seconds: the
+    pipeline's source, as the contenders read it."""
+    scenario = load_scenario_text(scenario_text)
     clock = VirtualClock()
     world = World(scenario, clock=clock, seed=1)
-    from embedded.scheduler import EmbeddedScheduler
-
     EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
     store = ScrapeStore(world, scenario.pipeline)
-    source = ModelSource(store, clock)
     t = 0.0
+    while t <= until:
+        clock.advance_to(t)
+        store.integrate(world.model(t), scenario.step)
+        store.maybe_scrape(t)
+        t += scenario.step
+    return ModelSource(store, clock)
+
+
+def test_volcanos_pod_usage_appears_after_two_scrapes_not_a_window_later() -> None:
     # Running from 0s (no start-up delay); scrapes at 0s and 15s, visible 15s later (delay
     # 0 here): at 15s Volcano's query has a value, the 1m rate window has one too but only
     # for pods that ran through the whole window.
-    while t <= 15.0:
-        clock.advance_to(t)
-        state = world.model(t)
-        store.integrate(state, scenario.step)
-        store.maybe_scrape(t)
-        t += scenario.step
-    volcano = source.volcano_pod_usage()
+    volcano = _scraped(STEADY, until=15.0).volcano_pod_usage()
     assert len(volcano) == 8
     assert all(cpu == pytest.approx(0.8) for cpu, _ in volcano.values())
 
@@ -481,24 +482,8 @@ def test_per_pod_cpu_is_what_the_pod_got_never_more_than_its_node_ran(
     # cAdvisor and metrics-server count the CPU a container ran, so on a saturated node the
     # pods' usage adds up to the node's cores: demand above them is invisible per pod, as it is
     # per node. (Before, the model reported demand, which no real cluster shows.)
-    from embedded.scheduler import EmbeddedScheduler
-    from simulator.pipeline import ModelSource, ScrapeStore
-    from simulator.world import World
-
-    scenario = load_scenario_text(STEADY.replace("value: 800m", f"value: {wanted}"))
-    clock = VirtualClock()
-    world = World(scenario, clock=clock, seed=1)
-    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
-    store = ScrapeStore(world, scenario.pipeline)
-    source = ModelSource(store, clock)
-    t = 0.0
-    while t <= 120.0:
-        clock.advance_to(t)
-        state = world.model(t)
-        store.integrate(state, scenario.step)
-        store.maybe_scrape(t)
-        t += scenario.step
-    usage = source.pod_usage()
+    scenario = STEADY.replace("value: 800m", f"value: {wanted}")
+    usage = _scraped(scenario, until=120.0).pod_usage()
     assert len(usage) == 8
     assert all(cpu == pytest.approx(reported) for cpu, _ in usage.values())
 
