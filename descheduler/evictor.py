@@ -226,16 +226,15 @@ class Cooldown:
         found: set[NodeName] = set()
         for node, last in self._evacuated_nodes.items():
             age = (now - last).total_seconds()
-            if age >= within and age >= self.seconds:
-                continue
-            onsets = self._violation_onsets.get(node, [])
-            if (
-                age < self.seconds
-                or node in self._violating
-                or sum((now - t).total_seconds() < within for t in onsets) >= 2
-            ):
+            if age < self.seconds or (age < within and self._unsettled(node, now, within)):
                 found.add(node)
         return found
+
+    def _unsettled(self, node: NodeName, now: datetime, within: float) -> bool:
+        """Violating still, or seen to begin violating twice or more within `within`."""
+        onsets = self._violation_onsets.get(node, [])
+        flaps = sum((now - t).total_seconds() < within for t in onsets)
+        return node in self._violating or flaps >= 2
 
     def _recent(
         self, last: dict[_K, datetime], now: datetime, seconds: float | None = None
