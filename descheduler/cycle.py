@@ -40,10 +40,12 @@ from descheduler.framework import (
     PrometheusFactory,
     Result,
 )
+from descheduler.peaks import RecentPeaks
 from descheduler.plugins import soft_tainter, tas_violations
 from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
 from descheduler.self_metrics import DeschedulerMetrics
+from descheduler.signals import Signal, metric_names
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
 from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
@@ -119,6 +121,9 @@ class Descheduler:
         #: Per profile, since when each node has been overutilized (or held so) at every
         #: cycle: what a plugin confirms a hot node with.
         self.over_since: dict[str, dict[NodeName, datetime]] = {}
+        #: Each node's CPU readings over the last hour: LoadAware judges a destination at its
+        #: recent peak (`descheduler.peaks`), not at the trough one cycle may read.
+        self.peaks = RecentPeaks(metric_names([Signal.CPU_COMBINED]) & self.wanted_metrics())
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""
@@ -157,6 +162,7 @@ class Descheduler:
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
         )
+        self.peaks.record(state.now, state.metrics)
         judgement = judge_breaker(
             state, self._violation_source(), max_share=self.config.max_violating_node_share
         )
@@ -228,6 +234,7 @@ class Descheduler:
             over_since=self.over_since.get(profile.name, {}),
             usage=self.usage,
             prometheus=self.prometheus,
+            peaks=self.peaks,
         )
         plugin.run(profile.args_of(plugin), context)
 

@@ -30,6 +30,7 @@ from typing import Any, Generic, NewType, Protocol, TypeVar
 
 from descheduler.args import FieldReader, NamespaceFilter, PodSelection
 from descheduler.classify import Classification
+from descheduler.peaks import RecentPeaks
 from descheduler.state import CycleState, PodKey
 from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName
@@ -261,6 +262,8 @@ class PluginContext:
     #: The nodes the profile's classification found overutilized at every cycle since the
     #: time given, up to the previous cycle (a plugin confirms a hot node across cycles).
     over_since: Mapping[NodeName, datetime] = field(default_factory=dict)
+    #: Each node's CPU readings over the recent cycles (None: no memory, as in one-off runs).
+    peaks: RecentPeaks | None = None
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, where a source measures it."""

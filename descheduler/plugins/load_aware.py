@@ -57,6 +57,7 @@ from descheduler.framework import (
     PodUsage,
     sort_candidates,
 )
+from descheduler.peaks import RecentPeaks
 from descheduler.signals import Signal, metric_names, node_usages
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Node, Pod
@@ -257,7 +258,11 @@ def log_classification(c: Classification) -> None:
 
 def run(args: LoadAwareArgs, context: PluginContext) -> None:
     c = rebalance(
-        args, context.evictor, pod_usage=context.pod_usage(), over_since=context.over_since
+        args,
+        context.evictor,
+        pod_usage=context.pod_usage(),
+        over_since=context.over_since,
+        peaks=context.peaks,
     )
     context.classified(dataclasses.replace(c, hold_seconds=args.hold_seconds))
 
@@ -268,6 +273,7 @@ def rebalance(
     *,
     pod_usage: PodUsage | None = None,
     over_since: Mapping[NodeName, datetime] | None = None,
+    peaks: RecentPeaks | None = None,
 ) -> Classification:
     state = evictor.state
     c = classify_nodes(args, state)
@@ -289,6 +295,7 @@ def rebalance(
             measured,
             avoid=evictor.recently_evacuated(args.avoid_evacuated_seconds),
             confirmed=_confirmed(args, c, over_since or {}),
+            peaks=peaks,
         )
         if all(s in CPU_SIGNALS for s in signals)
         else None
@@ -424,11 +431,16 @@ class StallModel:
 
     The load is anchored on the measurements (`tas.pressure.NodeLoad.measured`: utilization
     times cores, or the load the measured PSI implies where that says more), and moves made
-    this cycle are added to it, so each prediction sees the moves before it.
+    this cycle are added to it, so each prediction sees the moves before it. A destination is
+    judged at its peak over the payback horizon (`descheduler.peaks`): the pod moved there
+    stays through the node's next crest, whatever trough this cycle read.
     """
 
     args: LoadAwareArgs
+    #: Each node's load now: what a source is relieved from.
     loads: dict[NodeName, NodeLoad]
+    #: Each node's load at its recent peak: what a destination must make room in.
+    peak_loads: dict[NodeName, NodeLoad] = field(default_factory=dict)
 
     #: Sources confirmed: overutilized at `confirmCycles` cycles in a row (this one included).
     confirmed: frozenset[NodeName] = frozenset()
@@ -447,16 +459,29 @@ class StallModel:
         *,
         avoid: Collection[NodeName] = (),
         confirmed: Collection[NodeName] = (),
+        peaks: RecentPeaks | None = None,
     ) -> StallModel:
         utilization = state.metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = state.metrics.get(MetricName(Signal.CPU_PRESSURE), {})
+        peak_utilization, peak_psi = utilization, psi
+        if peaks is not None:
+
+            def recent(signal: Signal) -> Mapping[NodeName, float]:
+                return peaks.peak(MetricName(signal), within=args.payback_seconds, now=state.now)
+
+            peak_utilization = _higher(utilization, recent(Signal.CPU_UTILIZATION))
+            peak_psi = _higher(psi, recent(Signal.CPU_PRESSURE))
         loads: dict[NodeName, NodeLoad] = {}
+        peak_loads: dict[NodeName, NodeLoad] = {}
         for name in c.categories:
             node = state.nodes.get(name)
             cores = node.allocatable.get("cpu", 0.0) if node is not None else 0.0
             if cores <= 0 or (name not in utilization and name not in psi):
                 continue  # nothing to predict with: the node is never rebalanced on a guess
             load = NodeLoad.measured(cores, utilization=utilization.get(name), psi=psi.get(name))
+            peak = NodeLoad.measured(
+                cores, utilization=peak_utilization.get(name), psi=peak_psi.get(name)
+            )
             if measured and name in utilization:
                 # The node's metrics lag its pods: pods that arrived since are not in them yet,
                 # pods that left still are. Where per-pod usage is measured, the pods on the
@@ -465,8 +490,10 @@ class StallModel:
                 # node that already received, and off one that already gave.
                 now = sum(_pod_cores(p, measured, cores) for p in state.pods_on(name))
                 load = load.plus(now - utilization[name] * cores)
+                peak = peak.plus(now - utilization[name] * cores)
             loads[name] = load
-        return cls(args, loads, frozenset(confirmed), frozenset(avoid))
+            peak_loads[name] = peak
+        return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid))
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)
@@ -514,8 +541,9 @@ class StallModel:
         if not destinations:
             log.debug('"No node to move the pod to" pod="%s/%s"', pod.namespace, pod.name)
             return None
-        destination = min(destinations, key=lambda d: (self.loads[d].plus(usage).pressure, d))
-        prediction = predict(usage, source, self.loads[destination], self.args.cost)
+        at_peak = self.peak_loads
+        destination = min(destinations, key=lambda d: (at_peak[d].plus(usage).pressure, d))
+        prediction = predict(usage, source, at_peak[destination], self.args.cost)
         if not prediction.pays:
             log.debug(
                 '"Move does not pay" pod="%s/%s" node="%s" %s',
@@ -530,6 +558,13 @@ class StallModel:
     def moved(self, node: NodeName, destination: NodeName, prediction: Prediction) -> None:
         self.loads[node] = prediction.source_after
         self.loads[destination] = self.loads[destination].plus(prediction.usage)
+        self.peak_loads[destination] = prediction.destination_after
+
+
+def _higher(now: Mapping[NodeName, float], peak: Mapping[NodeName, float]) -> dict[NodeName, float]:
+    """Per node, the higher of this cycle's reading and its recent peak (a node read for the
+    first time has only the former)."""
+    return {node: max(value, peak.get(node, value)) for node, value in now.items()}
 
 
 def _confirmed(

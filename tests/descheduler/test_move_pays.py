@@ -356,3 +356,45 @@ def test_a_move_that_never_holds_is_not_repeated_within_the_hour() -> None:
         clock.advance(60)
     assert moves, "the moves are predicted to pay"
     assert max(len(times) for times in moves.values()) == 1, moves
+
+
+@pytest.mark.parametrize(
+    ("crest_seconds_ago", "moved"),
+    [
+        pytest.param(120, False, id="crest within the payback horizon: judged at the crest"),
+        pytest.param(400, True, id="crest older than the payback horizon: judged as read"),
+    ],
+)
+def test_a_destination_is_judged_at_its_recent_crest_not_the_trough_one_cycle_reads(
+    crest_seconds_ago: int, moved: bool
+) -> None:
+    # node-b's bursty pods swing it between 10% and 90% (PSI 0.7): a cycle may read a trough.
+    # A pod moved there stays through the next crest, where the move would not pay; so within
+    # the payback horizon (300 s) node-b is judged at the crest the cycles read.
+    pods = tuple(
+        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
+        for i in range(8)
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    view = StaticMetricView()
+    clock = FakeClock(START - timedelta(seconds=crest_seconds_ago))
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
+
+    def read(node_b_utilization: float, node_b_psi: float) -> None:
+        view.set_column(
+            MetricName("cpu_utilization"), {"node-a": 1.0, "node-b": node_b_utilization}
+        )
+        view.set_column(MetricName("cpu_pressure"), {"node-a": 0.95, "node-b": node_b_psi})
+
+    # A quiet node-a at the crest's cycle: nothing to do then, but the cycle reads node-b.
+    view.set_column(MetricName("cpu_utilization"), {"node-a": 0.1, "node-b": 0.9})
+    view.set_column(MetricName("cpu_pressure"), {"node-a": 0.0, "node-b": 0.7})
+    assert descheduler.run_cycle().decisions == []
+    clock.advance(crest_seconds_ago)
+    read(0.1, 0.0)
+    evicted = descheduler.run_cycle().by_result(Result.EVICTED)
+    assert bool(evicted) is moved
+    if moved:
+        # Judged at this cycle's reading: node-b idle before the move.
+        assert "on node-a, 0.00 -> " in evicted[0].reason
