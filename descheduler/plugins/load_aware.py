@@ -367,7 +367,7 @@ def rebalance(
                     unpaid += 1
                     continue  # it does not pay, or nothing predicts it: never on a guess
                 destination, prediction = move
-                reason = f"{reason}; {prediction.describe(node, destination)}"
+                reason = f"{reason}; {prediction.describe(node, model.name_of(destination))}"
                 if prediction.gain >= args.clear_gain:
                     guard = CLEAR
             if not evictor.evict(pod, strategy=NAME, reason=reason, among=targets, guard=guard):
@@ -440,7 +440,7 @@ class StallModel:
     #: Each node's load now: what a source is relieved from.
     loads: dict[NodeName, NodeLoad]
     #: Each node's load at its recent peak: what a destination must make room in.
-    peak_loads: dict[NodeName, NodeLoad] = field(default_factory=dict)
+    peak_loads: dict[NodeName, NodeLoad]
 
     #: Sources confirmed: overutilized at `confirmCycles` cycles in a row (this one included).
     confirmed: frozenset[NodeName] = frozenset()
@@ -550,10 +550,17 @@ class StallModel:
                 pod.namespace,
                 pod.name,
                 node,
-                prediction.describe(node, destination),
+                prediction.describe(node, self.name_of(destination)),
             )
             return None
         return destination, prediction
+
+    def name_of(self, destination: NodeName) -> str:
+        """The destination as a prediction names it: said to be judged at its crest where that
+        is above this cycle's reading, so the reason's figures match what an operator reads."""
+        if self.peak_loads[destination].load > self.loads[destination].load:
+            return f"{destination} (at its crest of the last {self.args.payback_seconds:g} s)"
+        return destination
 
     def moved(self, node: NodeName, destination: NodeName, prediction: Prediction) -> None:
         self.loads[node] = prediction.source_after

@@ -398,3 +398,26 @@ def test_a_destination_is_judged_at_its_recent_crest_not_the_trough_one_cycle_re
     if moved:
         # Judged at this cycle's reading: node-b idle before the move.
         assert "on node-a, 0.00 -> " in evicted[0].reason
+        assert "crest" not in evicted[0].reason
+
+
+def test_a_move_judged_at_the_destinations_crest_says_so_in_its_reason() -> None:
+    # node-b read at 60% a minute ago and 10% now: the move is judged at 60%, and the reason
+    # says so, or its figures would not match the node's dashboard.
+    pods = tuple(
+        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
+        for i in range(8)
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
+    view = StaticMetricView()
+    clock = FakeClock(START)
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
+    view.set_column(MetricName("cpu_utilization"), {"node-a": 0.1, "node-b": 0.6})
+    assert descheduler.run_cycle().decisions == []
+    clock.advance(60)
+    view.set_column(MetricName("cpu_utilization"), {"node-a": 1.0, "node-b": 0.1})
+    view.set_column(MetricName("cpu_pressure"), {"node-a": 0.95, "node-b": 0.0})
+    (first, *_) = descheduler.run_cycle().by_result(Result.EVICTED)
+    assert "on node-b (at its crest of the last 300 s);" in first.reason
+    assert "on node-a, 0.00 -> " not in first.reason
