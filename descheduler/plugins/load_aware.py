@@ -569,8 +569,10 @@ class StallModel:
 
 
 def _higher(now: Mapping[NodeName, float], peak: Mapping[NodeName, float]) -> dict[NodeName, float]:
-    """Per node, the higher of this cycle's reading and its recent peak (a node read for the
-    first time has only the former)."""
+    """Per node, the higher of this cycle's reading and its recent peak. The cycle records its
+    readings before plugins run, so a followed metric's peak already covers this cycle; a
+    metric the cycle does not follow (PSI read for a policy while LoadAware's signal is
+    utilization alone) has no peak, and its reading stands."""
     return {node: max(value, peak.get(node, value)) for node, value in now.items()}
 
 

@@ -285,15 +285,20 @@ def test_a_workload_deployed_onto_a_hot_node_a_minute_ago_is_rebalanced() -> Non
     assert report.by_result(Result.EVICTED)
 
 
+def hour_old_web() -> tuple[Pod, ...]:
+    """Eight 1-core pods of one owner, an hour old (none is a replacement), on node-a."""
+    return tuple(
+        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
+        for i in range(8)
+    )
+
+
 def web_on_a_saturated_node() -> tuple[
     tuple[Pod, ...], InstrumentedCluster, FakeClock, Descheduler
 ]:
     """Eight hour-old pods of one owner on a saturated node beside an idle one, under the
     owner cooldown as shipped (deploy/descheduler, 300 s), which remembers the moves."""
-    old = tuple(
-        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
-        for i in range(8)
-    )
+    old = hour_old_web()
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=old)
     clock = FakeClock(START)
     config = policy_config(
@@ -358,6 +363,27 @@ def test_a_move_that_never_holds_is_not_repeated_within_the_hour() -> None:
     assert max(len(times) for times in moves.values()) == 1, moves
 
 
+def moved_after_a_crest(crest: tuple[float, float], seconds_ago: int) -> list[EvictionDecision]:
+    """Eight hour-old 1-core pods saturate node-a; node-b was read at `crest` (utilization,
+    PSI) `seconds_ago` seconds before a cycle that reads it idle: that cycle's evictions."""
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=hour_old_web())
+    view = StaticMetricView()
+    clock = FakeClock(START - timedelta(seconds=seconds_ago))
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
+
+    def read(node_a: tuple[float, float], node_b: tuple[float, float]) -> None:
+        for metric, index in (("cpu_utilization", 0), ("cpu_pressure", 1)):
+            view.set_column(MetricName(metric), {"node-a": node_a[index], "node-b": node_b[index]})
+
+    # A quiet node-a at the crest's cycle: nothing to do then, but the cycle reads node-b.
+    read((0.1, 0.0), crest)
+    assert descheduler.run_cycle().decisions == []
+    clock.advance(seconds_ago)
+    read((1.0, 0.95), (0.1, 0.0))
+    return descheduler.run_cycle().by_result(Result.EVICTED)
+
+
 @pytest.mark.parametrize(
     ("crest_seconds_ago", "moved"),
     [
@@ -371,29 +397,7 @@ def test_a_destination_is_judged_at_its_recent_crest_not_the_trough_one_cycle_re
     # node-b's bursty pods swing it between 10% and 90% (PSI 0.7): a cycle may read a trough.
     # A pod moved there stays through the next crest, where the move would not pay; so within
     # the payback horizon (300 s) node-b is judged at the crest the cycles read.
-    pods = tuple(
-        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
-        for i in range(8)
-    )
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
-    view = StaticMetricView()
-    clock = FakeClock(START - timedelta(seconds=crest_seconds_ago))
-    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
-    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
-
-    def read(node_b_utilization: float, node_b_psi: float) -> None:
-        view.set_column(
-            MetricName("cpu_utilization"), {"node-a": 1.0, "node-b": node_b_utilization}
-        )
-        view.set_column(MetricName("cpu_pressure"), {"node-a": 0.95, "node-b": node_b_psi})
-
-    # A quiet node-a at the crest's cycle: nothing to do then, but the cycle reads node-b.
-    view.set_column(MetricName("cpu_utilization"), {"node-a": 0.1, "node-b": 0.9})
-    view.set_column(MetricName("cpu_pressure"), {"node-a": 0.0, "node-b": 0.7})
-    assert descheduler.run_cycle().decisions == []
-    clock.advance(crest_seconds_ago)
-    read(0.1, 0.0)
-    evicted = descheduler.run_cycle().by_result(Result.EVICTED)
+    evicted = moved_after_a_crest((0.9, 0.7), crest_seconds_ago)
     assert bool(evicted) is moved
     if moved:
         # Judged at this cycle's reading: node-b idle before the move.
@@ -404,20 +408,6 @@ def test_a_destination_is_judged_at_its_recent_crest_not_the_trough_one_cycle_re
 def test_a_move_judged_at_the_destinations_crest_says_so_in_its_reason() -> None:
     # node-b read at 60% a minute ago and 10% now: the move is judged at 60%, and the reason
     # says so, or its figures would not match the node's dashboard.
-    pods = tuple(
-        make_pod(f"web-{i}", owner="web", cpu=1.0, created=START - timedelta(hours=1))
-        for i in range(8)
-    )
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=pods)
-    view = StaticMetricView()
-    clock = FakeClock(START)
-    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
-    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
-    view.set_column(MetricName("cpu_utilization"), {"node-a": 0.1, "node-b": 0.6})
-    assert descheduler.run_cycle().decisions == []
-    clock.advance(60)
-    view.set_column(MetricName("cpu_utilization"), {"node-a": 1.0, "node-b": 0.1})
-    view.set_column(MetricName("cpu_pressure"), {"node-a": 0.95, "node-b": 0.0})
-    (first, *_) = descheduler.run_cycle().by_result(Result.EVICTED)
+    (first, *_) = moved_after_a_crest((0.6, 0.0), 60)
     assert "on node-b (at its crest of the last 300 s);" in first.reason
     assert "on node-a, 0.00 -> " not in first.reason
