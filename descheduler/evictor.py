@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
@@ -43,6 +43,7 @@ from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
 from tas.cluster.model import ObjectReference, Pod
 from tas.types import Namespace, NodeName
+from tas.vocabulary import POLICY_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,27 @@ class CycleRails:
     grace_period_seconds: int | None = None
 
 
+def _shape(pod: Pod) -> Hashable | None:
+    """What nodeFit reads of a pod (`descheduler.nodefit`): its namespace and policy, its
+    requests, node selection and tolerations. None when it reads more: a pod with required
+    anti-affinity is judged against the pods on each node by its own name and labels."""
+    if pod.required_pod_anti_affinity:
+        return None
+    shape = (
+        pod.namespace,
+        pod.labels.get(POLICY_LABEL),
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_node_affinity,
+        pod.tolerations,
+    )
+    try:
+        hash(shape)
+    except TypeError:  # a selector term holding a mapping: asked afresh, never wrongly shared
+        return None
+    return shape
+
+
 # A service, not a value: compared and hashed by identity (eq=False).
 @dataclass(frozen=True, kw_only=True, eq=False)
 class PodEvictor:
@@ -292,6 +314,10 @@ class PodEvictor:
     guard_owners: bool = True
     #: This plugin empties nodes (`Plugin.evacuates`): see `Cooldown`.
     evacuating: bool = False
+    #: nodeFit's answers this cycle (`fitting_nodes`), shared by every plugin's view.
+    _fits: dict[Hashable, tuple[NodeName, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def for_plugin(self, *, guard_owners: bool, evacuating: bool = False) -> PodEvictor:
         """The same evictor (state, rails, rules), with the owner guard on or off."""
@@ -323,6 +349,30 @@ class PodEvictor:
         pod: Pod,
         *,
         among: Collection[NodeName] | None = None,
+        include_current: bool = False,
+    ) -> tuple[NodeName, ...]:
+        """The Ready nodes (among `among`) other than its own that would accept the pod.
+
+        Each answer scans every Ready node and the pods on it, and a rebalancing cycle asks
+        for every pod it weighs: the answers are kept for the cycle per pod shape (`_shape`),
+        so the pods of one workload cost one scan until an eviction changes the nodes."""
+        shape = _shape(pod)
+        if include_current or shape is None:
+            return self._scan(pod, among=among, include_current=include_current)
+        wanted = among if among is None or isinstance(among, frozenset) else frozenset(among)
+        key = (shape, wanted, len(self.state.evicted))
+        found = self._fits.get(key)
+        if found is None:
+            # Asked for a pod of that shape bound nowhere, so no node discounts its requests.
+            found = self._scan(replace(pod, name="", node_name=None), among=wanted)
+            self._fits[key] = found
+        return tuple(n for n in found if n != pod.node_name)
+
+    def _scan(
+        self,
+        pod: Pod,
+        *,
+        among: Collection[NodeName] | None,
         include_current: bool = False,
     ) -> tuple[NodeName, ...]:
         selector = self.rules.node_selector

@@ -60,7 +60,8 @@ def fitting_nodes(
     ]
     if policy is None or not fit:
         return tuple(fit)
-    fitting = [n for n in candidates if n.name in fit]
+    passed = set(fit)
+    fitting = [n for n in candidates if n.name in passed]
     unmeasured = _unmeasured_at_estimate(metrics, fitting, pods_by_node)
     cores = {n.name: n.allocatable.get("cpu", 0.0) for n in fitting}
     return filter_nodes(

@@ -34,6 +34,11 @@ class RecentPeaks:
             name: {} for name in self._names
         }
 
+    @property
+    def keep_seconds(self) -> float:
+        """How long a reading is kept: the longest window a peak may be asked over."""
+        return self._keep
+
     def record(self, now: datetime, columns: MetricColumns) -> None:
         """This cycle's readings of the metrics followed."""
         for name in self._names:

@@ -47,8 +47,9 @@ def sync_soft_taints(
 ) -> TaintChanges:
     """Make exactly the `overutilized` nodes among `nodes` carry the soft taint."""
     changes = TaintChanges()
+    hot = frozenset(overutilized)  # asked once per node: a tuple would make it quadratic
     for node in nodes:
-        tainted = node.name in overutilized
+        tainted = node.name in hot
         wanted = wanted_taints(node, key=key, tainted=tainted)
         if wanted is None:
             continue

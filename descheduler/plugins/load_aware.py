@@ -301,10 +301,11 @@ def rebalance(
         else None
     )
     # Where pods may go: the underutilized nodes (upstream's rule); with the stall model, any
-    # node not overutilized (nor evacuated lately), for the prediction to judge.
-    targets = c.underutilized
+    # node not overutilized (nor evacuated lately), for the prediction to judge. A set: every
+    # pod weighed asks each Ready node whether it is among them (a tuple made that quadratic).
+    targets = frozenset(c.underutilized)
     if model is not None:
-        targets = tuple(
+        targets = frozenset(
             n
             for n, category in c.categories.items()
             if category is not Category.OVERUTILIZED and n not in model.avoid
@@ -524,7 +525,7 @@ class StallModel:
         node: NodeName,
         relief: Mapping[str, float] | None,
         evictor: Evictor,
-        among: tuple[NodeName, ...],
+        among: frozenset[NodeName],
     ) -> tuple[NodeName, Prediction] | None:
         """Where the pod would go (the fitting node that stalls least with it) and what the
         move is predicted to do there; None when nothing predicts it or it does not pay."""

@@ -514,3 +514,32 @@ def test_node_fit_keeps_a_pod_that_no_other_node_would_take() -> None:
     evictor = evictor_on(cluster)
     assert not evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
+
+
+def test_pods_of_one_shape_share_nodefits_answer_yet_each_is_judged_without_its_own_node() -> None:
+    # A rebalancing cycle asks nodeFit for every pod it weighs, and keeps the answer per pod
+    # shape (requests, node selection, tolerations, policy). Two web pods of 2 cores: web-1
+    # fills node-a with a neighbour, web-2 shares node-b with nothing, node-c has 1 core free.
+    def web(name: str, node: str) -> Pod:
+        return make_pod(name, node=node, cpu=2, owner="web")
+
+    cluster = cluster_with(
+        make_node("node-a", cpu=4),
+        make_node("node-b", cpu=4),
+        make_node("node-c", cpu=4),
+        pods=(
+            web("web-1", "node-a"),
+            make_pod("neighbour", node="node-a", cpu=2),
+            web("web-2", "node-b"),
+            make_pod("resident", node="node-c", cpu=3),
+        ),
+    )
+    evictor = evictor_on(cluster)
+    pods = {p.name: p for p in cluster.list_pods()}
+    assert evictor.fitting_nodes(pods["web-1"]) == ("node-b",)
+    # Not node-a: web-1 still holds its 2 cores there, whoever asked first.
+    assert evictor.fitting_nodes(pods["web-2"]) == ()
+    assert evictor.fitting_nodes(pods["web-2"], include_current=True) == ("node-b",)
+    # An eviction changes the nodes: once web-1 is gone, node-a has room for web-2.
+    assert evictor.evict(pods["web-1"], strategy="Test", reason="because")
+    assert evictor.fitting_nodes(pods["web-2"]) == ("node-a",)

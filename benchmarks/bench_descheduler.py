@@ -1,0 +1,419 @@
+"""The descheduler at scale: one LoadAware cycle, and the recent peaks it keeps, at 5,000 nodes.
+
+Figures:
+- LoadAware cycle CPU: one steady cycle (`Descheduler.run_cycle`, Predictive mode) of the
+  shipped LoadAware policy (deploy/descheduler/load-aware.yaml: the combined CPU signal,
+  AsymmetricLow, the stall model with `confirmCycles` 2, at most 1 eviction per node and 5 per
+  cycle) on 5,000 nodes running 50,000 pods of 50 owners, one node in ten hot (saturated and
+  stalling) and confirmed, the others with room; process CPU time, median of several runs,
+  next to a floor (one pass over every node and pod, each node's requested CPU in a dict keyed
+  by node). Goal: at most 200x the floor. Nearly all of a cycle is nodeFit: each pod LoadAware
+  weighs (`StallModel.best_move`, then the evictor's own nodeFit) runs kube-scheduler's filters
+  on every candidate node, summing the requests of that node's pods: a couple of floors per pod
+  weighed, and the eviction limits bound how many pods are weighed (a few dozen here). A linear
+  cycle measures about 100x on a 2-core machine; a cycle with a term quadratic in nodes (a scan
+  of a node list inside a loop over nodes: 20 million steps per pod weighed at 5,000 nodes)
+  misses the goal;
+- linearity: the same cycle on 2,500 nodes (half of everything): 5,000 nodes may cost at most
+  2.7x (linear: 2x, plus what a heap too large for the caches costs; quadratic: 4x). The floor
+  at both sizes is printed too, as what this machine's caches make of a twice larger heap;
+- packed cluster: the same policy on 250 and 500 nodes whose pods request 7.5 of 8 cores, so
+  no pod fits elsewhere and no move is made. Nothing then bounds how many pods are weighed
+  (every pod of every hot node is), so this is the cycle's worst case: 500 nodes may cost at
+  most 2.7x 250 nodes. Small sizes keep it short; a quadratic cycle shows at any size;
+- recent-peaks memory: the `RecentPeaks` (descheduler/peaks.py) the shipped policy's cycle
+  keeps, over its LoadAware `paybackSeconds` (300 s: `descheduler.cycle.peak_horizon`), after
+  ten cycles 30 s apart past that window (the oldest readings being dropped) at 5,000 nodes,
+  two metrics, bytes per node with tracemalloc, next to a floor (one cycle's readings: a dict
+  of 5,000 floats per metric). A reading is kept while no later one is higher: random readings
+  keep about ln(n) + 0.6 of the window's n, readings that fall at every cycle keep all n, the
+  worst case. The window sizes that worst case: 300 s of 30 s cycles is 11 readings per node
+  and metric; halving the cycle interval doubles it, and so does doubling `paybackSeconds`.
+  Goals: random readings at most 30x the floor (about 23x: mostly the two deques' own blocks);
+  falling readings keep at most the window's n, cost at most 50x the floor (about 37x) and at
+  most 24 MiB at 5,000 nodes (under 5% of the descheduler's 512Mi limit,
+  deploy/cluster/descheduler.yaml). Kept for an hour, the rule before, the worst case was 121
+  readings, 257x the floor and 110 MiB.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from prometheus_client import CollectorRegistry
+
+from benchmarks.report import Figure, print_figure
+from descheduler.config import DeschedulerConfig, parse_config
+from descheduler.cycle import Descheduler, Mode, peak_horizon
+from descheduler.peaks import RecentPeaks
+from descheduler.self_metrics import DeschedulerMetrics
+from descheduler.signals import Signal
+from embedded.cluster import InMemoryCluster
+from simulator.clock import VirtualClock
+from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
+from tas.metrics.static import StaticMetricView
+from tas.types import MetricName, Namespace, NodeName
+
+NODES = 5_000
+#: The linearity check's smaller world: half of everything, so the two differ only in scale.
+HALF_NODES = NODES // 2
+PACKED_NODES = 500
+PODS_PER_NODE = 10
+#: Few owners with many replicas each, as a fleet of large Deployments, each node running pods
+#: of ten of them: the owner rails (one pod per owner per cycle, the cooldown) have work to do.
+OWNERS = 50
+NAMESPACES = 5
+MiB = 2**20
+CORES = 8.0
+MEMORY = 32 * 1024 * MiB
+#: kubelet's default pod capacity per node.
+MAX_PODS = 110.0
+#: Ten pods request 5 of the 8 cores: every node but the hot ones has room for more.
+POD_CPU = 0.5
+#: Ten pods request 7.5 of the 8 cores: no node has room for one more.
+PACKED_POD_CPU = 0.75
+POD_MEMORY = 1024 * MiB
+#: One node in ten is hot: saturated and stalling, so the stall model weighs moves off it.
+HOT_EVERY = 10
+CYCLE_SECONDS = 30.0
+#: A cycle runs for seconds at 5,000 nodes, so a median of three is steady to a few percent;
+#: the floor takes milliseconds and is more exposed to noise, so it takes more runs.
+RUNS = 3
+FLOOR_RUNS = 15
+SEED = 7
+
+#: The cycle may cost at most this many floors (see the module docstring).
+CYCLE_MAX_RATIO = 200.0
+#: Twice the nodes may cost at most this many times the CPU: linear is 2x, plus what a heap
+#: that outgrows the caches costs (between 2,500 and 5,000 nodes the floor itself grows 2.6x
+#: to 3.2x on a 2-core machine, a linear cycle 1.8x to 2.3x); quadratic is 4x.
+LINEAR_MAX_RATIO = 2.7
+
+#: The shipped LoadAware policy, as a user applies it: what the cycle is measured on.
+SHIPPED_POLICY = Path(__file__).resolve().parent.parent / "deploy/descheduler/load-aware.yaml"
+
+
+def _policy() -> DeschedulerConfig:
+    return parse_config(yaml.safe_load(SHIPPED_POLICY.read_text()))
+
+
+FOLLOWED = (MetricName(Signal.CPU_UTILIZATION), MetricName(Signal.CPU_PRESSURE))
+#: The window the shipped policy's cycle keeps readings for (LoadAware's `paybackSeconds`).
+WINDOW_SECONDS = peak_horizon(_policy())
+#: The most readings the window holds per node and metric: both ends in.
+WINDOW_READINGS = int(WINDOW_SECONDS // CYCLE_SECONDS) + 1
+#: Ten cycles past the window: the steady state, the oldest readings being dropped.
+PEAK_CYCLES = WINDOW_READINGS + 10
+#: Readings that fall at every cycle, by a step that keeps them apart and positive.
+FALLING_START = 0.95
+FALLING_STEP = 0.004
+FALLING_NODE_STEP = 1e-7
+RANDOM_MAX_RATIO = 30.0
+WORST_MAX_RATIO = 50.0
+WORST_MAX_MIB = 24.0
+
+Reading = Callable[[int, int], float]
+_T = TypeVar("_T")
+
+
+def _node_names(count: int) -> list[NodeName]:
+    return [NodeName(f"node-{i:05d}") for i in range(count)]
+
+
+def _build(
+    node_count: int, clock: VirtualClock, *, pod_cpu: float
+) -> tuple[InMemoryCluster, StaticMetricView]:
+    rng = random.Random(SEED)
+    cluster = InMemoryCluster(clock=clock)
+    names = _node_names(node_count)
+    allocatable = {"cpu": CORES, "memory": float(MEMORY), "pods": MAX_PODS}
+    for name in names:
+        labels = {"kubernetes.io/hostname": name}
+        cluster.add_node(Node(name, labels=labels, allocatable=allocatable))
+    # Two hours old: past the stall model's settling hour, so every pod may move.
+    created = clock.now() - timedelta(hours=2)
+    for index in range(node_count * PODS_PER_NODE):
+        owner = f"app-{index % OWNERS:02d}"
+        cluster.add_pod(
+            Pod(
+                Namespace(f"team-{index % OWNERS % NAMESPACES}"),
+                f"{owner}-{index:06d}",
+                labels={"app": owner},
+                node_name=names[index // PODS_PER_NODE],
+                owners=(OwnerReference("ReplicaSet", owner, controller=True),),
+                requests={"cpu": pod_cpu, "memory": float(POD_MEMORY)},
+                qos_class=QoSClass.BURSTABLE,
+                creation_timestamp=created,
+            )
+        )
+    utilization: dict[str, float] = {}
+    pressure: dict[str, float] = {}
+    for index, name in enumerate(names):
+        if index % HOT_EVERY == 0:
+            # Over the high threshold and at risk of stalling: moves off it are weighed.
+            utilization[name] = rng.uniform(0.92, 1.0)
+            pressure[name] = rng.uniform(0.4, 0.8)
+        else:
+            # Where the stall model looks for destinations. The busiest of these are over the
+            # high threshold too, but not at risk of stalling: no move is weighed off them.
+            utilization[name] = rng.uniform(0.2, 0.6)
+            pressure[name] = rng.uniform(0.0, 0.05)
+    view = StaticMetricView({FOLLOWED[0]: utilization, FOLLOWED[1]: pressure})
+    return cluster, view
+
+
+def _descheduler(node_count: int, *, pod_cpu: float) -> tuple[Descheduler, VirtualClock]:
+    clock = VirtualClock()
+    cluster, view = _build(node_count, clock, pod_cpu=pod_cpu)
+    descheduler = Descheduler(
+        config=_policy(),
+        cluster=cluster,
+        metric_view=view,
+        policies=lambda: {},
+        mode=Mode.PREDICTIVE,
+        clock=clock,
+        metrics=DeschedulerMetrics(registry=CollectorRegistry()),
+    )
+    return descheduler, clock
+
+
+def _cycle_cpu(descheduler: Descheduler, clock: VirtualClock) -> tuple[float, int]:
+    """Median process CPU seconds of one steady cycle, and the evictions each decides.
+
+    The first cycle sees the hot nodes; from the second they are confirmed (`confirmCycles` 2)
+    and the stall model weighs moves off them. In Predictive mode nothing is evicted, so every
+    later cycle decides the same: the runs measure the same work.
+    """
+    descheduler.run_cycle()
+    timings = []
+    decisions = 0
+    for _ in range(RUNS):
+        clock.advance_to(clock.elapsed + CYCLE_SECONDS)
+        gc.collect()
+        started = time.process_time()
+        report = descheduler.run_cycle()
+        timings.append(time.process_time() - started)
+        assert report.skipped is None, report.skipped
+        decisions = len(report.decisions)
+    return statistics.median(timings), decisions
+
+
+def _floor_cpu(nodes: Sequence[Node], pods: Sequence[Pod]) -> float:
+    """One pass over every node and pod: each node's requested CPU, in a dict keyed by node."""
+    timings = []
+    for _ in range(FLOOR_RUNS):
+        gc.collect()
+        started = time.process_time()
+        requested = dict.fromkeys((node.name for node in nodes), 0.0)
+        for pod in pods:
+            if pod.node_name is not None:
+                requested[pod.node_name] += pod.requests.get("cpu", 0.0)
+        timings.append(time.process_time() - started)
+    return statistics.median(timings)
+
+
+def _measure_cycle(node_count: int, *, pod_cpu: float = POD_CPU) -> tuple[float, float, int]:
+    """The cycle's and the floor's CPU in ms, on a world of `node_count` nodes, and the
+    evictions each cycle decides."""
+    gc.collect()
+    descheduler, clock = _descheduler(node_count, pod_cpu=pod_cpu)
+    cluster = descheduler.cluster
+    floor = _floor_cpu(cluster.list_nodes(), cluster.list_pods()) * 1000
+    cycle, decisions = _cycle_cpu(descheduler, clock)
+    requested = PODS_PER_NODE * pod_cpu
+    print(
+        f"  {node_count:,} nodes ({node_count // HOT_EVERY:,} hot), "
+        f"{node_count * PODS_PER_NODE:,} pods of {OWNERS} owners, {requested:g} of {CORES:g} "
+        f"cores requested per node: each steady cycle decides {decisions} evictions (dry run)",
+        flush=True,
+    )
+    return cycle * 1000, floor, decisions
+
+
+def main() -> None:
+    print("  LoadAware (deploy/descheduler/load-aware.yaml), Predictive mode", flush=True)
+    cycle, floor = _cycle()
+    _linearity(cycle=cycle, floor=floor)
+    _packed()
+    _peaks()
+
+
+def _cycle() -> tuple[float, float]:
+    """The cycle at 5,000 nodes against its floor; returns both, in ms."""
+    cycle, floor, decisions = _measure_cycle(NODES)
+    assert decisions, "no move pays: the stall model's weighing is not measured"
+    print_figure(
+        Figure(
+            "LoadAware cycle CPU",
+            cycle,
+            "ms",
+            floor=floor,
+            floor_name=f"requested CPU of {NODES:,} nodes, one pass over the pods",
+            max_ratio=CYCLE_MAX_RATIO,
+        )
+    )
+    return cycle, floor
+
+
+def _linearity(*, cycle: float, floor: float) -> None:
+    """The 5,000-node figures against the same at 2,500 nodes, measured once the 5,000-node
+    world is gone (so on a like heap)."""
+    half_cycle, half_floor, decisions = _measure_cycle(HALF_NODES)
+    assert decisions, "no move pays: the stall model's weighing is not measured"
+    at_half = f"the same at {HALF_NODES:,} nodes"
+    print_figure(
+        Figure(f"floor at {NODES:,} nodes", floor, "ms", floor=half_floor, floor_name=at_half)
+    )
+    print_figure(
+        Figure(
+            f"LoadAware cycle CPU at {NODES:,} nodes",
+            cycle,
+            "ms",
+            floor=half_cycle,
+            floor_name=at_half,
+            max_ratio=LINEAR_MAX_RATIO,
+        )
+    )
+
+
+def _packed() -> None:
+    """The cycle where no pod fits elsewhere: every pod of every hot node is weighed."""
+    half, _, _ = _measure_cycle(PACKED_NODES // 2, pod_cpu=PACKED_POD_CPU)
+    full, _, decisions = _measure_cycle(PACKED_NODES, pod_cpu=PACKED_POD_CPU)
+    assert not decisions, "a pod fits elsewhere: the packed cluster is not packed"
+    print_figure(
+        Figure(
+            f"packed cluster: LoadAware cycle CPU at {PACKED_NODES:,} nodes",
+            full,
+            "ms",
+            floor=half,
+            floor_name=f"the same at {PACKED_NODES // 2:,} nodes",
+            max_ratio=LINEAR_MAX_RATIO,
+        )
+    )
+
+
+def _falling(cycle: int, node: int) -> float:
+    # Below the node's last reading at every cycle: each may be the peak of a later window, so
+    # none is dropped before it leaves the window.
+    return FALLING_START - FALLING_STEP * cycle - FALLING_NODE_STEP * node
+
+
+def _falling_cycle(value: float, node: int) -> int:
+    """The cycle a falling reading was taken at."""
+    return round((FALLING_START - FALLING_NODE_STEP * node - value) / FALLING_STEP)
+
+
+def _random(rng: random.Random) -> Reading:
+    return lambda cycle, node: rng.random()
+
+
+def _traced_bytes(build: Callable[[], _T]) -> tuple[int, _T]:
+    """The bytes of what `build` allocated that are still held once it returns, and what it
+    returns."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        built = build()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before, built
+    finally:
+        tracemalloc.stop()
+
+
+def _column(names: Sequence[NodeName], cycle: int, reading: Reading) -> dict[NodeName, float]:
+    return {name: reading(cycle, node) for node, name in enumerate(names)}
+
+
+def _record(names: Sequence[NodeName], reading: Reading) -> tuple[int, RecentPeaks]:
+    """The bytes `RecentPeaks` holds after `PEAK_CYCLES` cycles of `reading(cycle, node)`."""
+
+    def record() -> RecentPeaks:
+        peaks = RecentPeaks(FOLLOWED, keep_seconds=WINDOW_SECONDS)
+        clock = VirtualClock()
+        for cycle in range(PEAK_CYCLES):
+            clock.advance_to(cycle * CYCLE_SECONDS)
+            peaks.record(clock.now(), {m: _column(names, cycle, reading) for m in FOLLOWED})
+        return peaks
+
+    return _traced_bytes(record)
+
+
+def _falling_kept(peaks: RecentPeaks, names: Sequence[NodeName]) -> int:
+    """The most falling readings one node and metric still holds: the highest reading of the
+    whole run that the peaks hold is the oldest one they keep."""
+    last = (PEAK_CYCLES - 1) * CYCLE_SECONDS
+    now = VirtualClock().now() + timedelta(seconds=last)
+    kept = 0
+    for metric in FOLLOWED:
+        oldest = peaks.peak(metric, within=last, now=now)
+        for node, name in enumerate(names):
+            kept = max(kept, PEAK_CYCLES - _falling_cycle(oldest[name], node))
+    return kept
+
+
+def _peaks() -> None:
+    names = _node_names(NODES)
+    print(
+        f"  recent peaks: {NODES:,} nodes x {len(FOLLOWED)} metrics, {PEAK_CYCLES} cycles "
+        f"{CYCLE_SECONDS:g} s apart (window {WINDOW_SECONDS:g} s: up to {WINDOW_READINGS} "
+        "readings per node and metric)",
+        flush=True,
+    )
+    floor, _ = _traced_bytes(lambda: {m: _column(names, 0, _falling) for m in FOLLOWED})
+    per_node_floor = floor / NODES
+    floor_name = f"one cycle's readings, a dict of {NODES:,} floats per metric"
+
+    held, _ = _record(names, _random(random.Random(SEED)))
+    print_figure(
+        Figure(
+            "recent peaks memory, random readings",
+            held / NODES,
+            "bytes/node",
+            floor=per_node_floor,
+            floor_name=floor_name,
+            max_ratio=RANDOM_MAX_RATIO,
+        )
+    )
+
+    held, peaks = _record(names, _falling)
+    print_figure(
+        Figure(
+            "readings kept per node and metric, falling readings",
+            _falling_kept(peaks, names),
+            "readings",
+            max_value=WINDOW_READINGS,
+        )
+    )
+    print_figure(
+        Figure(
+            "recent peaks memory, falling readings (worst case)",
+            held / NODES,
+            "bytes/node",
+            floor=per_node_floor,
+            floor_name=floor_name,
+            max_ratio=WORST_MAX_RATIO,
+        )
+    )
+    print_figure(
+        Figure(
+            f"recent peaks memory at {NODES:,} nodes, worst case",
+            held / MiB,
+            "MiB",
+            max_value=WORST_MAX_MIB,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
