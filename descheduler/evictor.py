@@ -351,7 +351,8 @@ class PodEvictor:
         among: Collection[NodeName] | None = None,
         include_current: bool = False,
     ) -> tuple[NodeName, ...]:
-        """The Ready nodes (among `among`) other than its own that would accept the pod.
+        """The Ready nodes (among `among`) that would accept the pod: other than its own,
+        unless `include_current`.
 
         Each answer scans every Ready node and the pods on it, and a rebalancing cycle asks
         for every pod it weighs: the answers are kept for the cycle per pod shape (`_shape`),
