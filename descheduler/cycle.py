@@ -137,11 +137,11 @@ class Descheduler:
         #: Each node's CPU readings over LoadAware's payback horizon: it judges a destination
         #: at its recent peak (`descheduler.peaks`), not at the trough one cycle may read.
         #: Kept no longer than asked: an hour held up to 121 readings per node and metric at
-        #: 30 s cycles (110 MiB at 5,000 nodes, `make bench`) where 300 s needs 11.
-        self.peaks = RecentPeaks(
-            metric_names([Signal.CPU_COMBINED]) & self.wanted_metrics(),
-            keep_seconds=peak_horizon(config),
-        )
+        #: 30 s cycles (110 MiB at 5,000 nodes, `make bench`) where 300 s needs 11. Nothing is
+        #: followed where no peak is asked about (no LoadAware profile).
+        horizon = peak_horizon(config)
+        followed = metric_names([Signal.CPU_COMBINED]) & self.wanted_metrics() if horizon else set()
+        self.peaks = RecentPeaks(followed, keep_seconds=horizon)
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""

@@ -20,14 +20,12 @@ from datetime import datetime
 
 from tas.types import MetricColumns, MetricName, NodeName
 
-#: The longest window a peak is asked over: readings older than this are dropped.
-KEEP_SECONDS = 3600.0
-
 
 class RecentPeaks:
     """The highest reading of each node's metrics over a recent window."""
 
-    def __init__(self, names: Collection[MetricName], *, keep_seconds: float = KEEP_SECONDS):
+    def __init__(self, names: Collection[MetricName], *, keep_seconds: float):
+        """Follow `names`, keeping readings `keep_seconds`: the longest window asked about."""
         self._names = frozenset(names)
         self._keep = keep_seconds
         self._readings: dict[MetricName, dict[NodeName, deque[tuple[datetime, float]]]] = {
@@ -53,7 +51,7 @@ class RecentPeaks:
                 while readings and (now - readings[0][0]).total_seconds() > self._keep:
                     readings.popleft()
                 if not readings:
-                    del per_node[node]  # gone from the cluster, or no reading for the hour
+                    del per_node[node]  # gone from the cluster, or no reading within the window
 
     def peak(self, name: MetricName, *, within: float, now: datetime) -> dict[NodeName, float]:
         """The highest reading of `name` per node over the last `within` seconds (at most

@@ -490,8 +490,8 @@ class StallModel:
                 # what changed since: without it the next cycle would move pods again onto a
                 # node that already received, and off one that already gave.
                 now = sum(_pod_cores(p, measured, cores) for p in state.pods_on(name))
-                load = load.plus(now - utilization[name] * cores)
-                peak = peak.plus(now - utilization[name] * cores)
+                since = now - utilization[name] * cores
+                load, peak = load.plus(since), peak.plus(since)
             loads[name] = load
             peak_loads[name] = peak
         return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid))

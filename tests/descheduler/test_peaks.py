@@ -20,6 +20,7 @@ from tests.descheduler.builders import (
 )
 
 CPU = MetricName("cpu_utilization")
+HOUR = 3600.0
 
 
 def readings(peaks: RecentPeaks, values: list[dict[str, float]], *, every: float = 60) -> None:
@@ -39,13 +40,13 @@ def readings(peaks: RecentPeaks, values: list[dict[str, float]], *, every: float
     ],
 )
 def test_the_peak_is_the_highest_reading_within_the_window(within: float, expected: float) -> None:
-    peaks = RecentPeaks({CPU})
+    peaks = RecentPeaks({CPU}, keep_seconds=HOUR)
     readings(peaks, [{"n": 0.9}, {"n": 0.3}, {"n": 0.5}, {"n": 0.2}])
     assert peaks.peak(CPU, within=within, now=START) == {"n": expected}
 
 
 def test_a_node_without_a_reading_in_the_window_has_no_peak() -> None:
-    peaks = RecentPeaks({CPU})
+    peaks = RecentPeaks({CPU}, keep_seconds=HOUR)
     readings(peaks, [{"a": 0.4, "b": 0.7}, {"a": 0.1}])
     assert peaks.peak(CPU, within=30, now=START) == {"a": 0.1}
     assert peaks.peak(CPU, within=60, now=START) == {"a": 0.4, "b": 0.7}
@@ -58,7 +59,7 @@ def test_readings_older_than_kept_are_forgotten_and_so_are_nodes_gone() -> None:
 
 
 def test_metrics_not_followed_are_not_kept() -> None:
-    peaks = RecentPeaks({CPU})
+    peaks = RecentPeaks({CPU}, keep_seconds=HOUR)
     peaks.record(START, {MetricName("memory_utilization"): {"a": 0.9}})
     assert peaks.peak(MetricName("memory_utilization"), within=60, now=START) == {}
 
