@@ -20,7 +20,8 @@ move (the rule docs/descheduler.md states):
 - always within the eviction limits (per node, per namespace, total) and the owner cooldown.
 
 On the CPU signals a move must also pay (`StallModel`, the formulas in `tas.pressure`): a node
-whose pressure is below `atRiskPressure` is not rebalanced, however uneven; a pod moves only
+whose pressure is below `atRiskPressure`, or whose recent crest stayed below
+`atRiskCrestPressure`, is not rebalanced, however uneven; a pod moves only
 when the stall it is predicted to take off its node, less what it adds to the fitting node that
 would stall least with it, exceeds what its restart costs, and never when it would make that
 node the next hot one; a pod nothing describes stays (never a move on a guess). The prediction
@@ -99,6 +100,10 @@ class LoadAwareArgs:
     #: A move must pay (CPU signals): nodes whose CPU pressure (measured, or predicted from
     #: their load) is below this are not rebalanced, however uneven they look.
     at_risk_pressure: float = 0.25
+    #: ... and only when its recent crest (the highest pressure read within `payback_seconds`)
+    #: reached this: a node that did not come near saturating loses next to no work (its tasks
+    #: wait, they are served), while every move loses the pod's work for a restart.
+    at_risk_crest_pressure: float = 0.5
     #: What a move costs: the pod's work for this long (a restart or a live migration) ...
     restart_seconds: float = 30.0
     #: ... spread over the time its relief is counted (the owner cooldown's default).
@@ -186,6 +191,9 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         number_of_nodes=number_of_nodes,
         namespaces=namespaces,
         at_risk_pressure=r.number("atRiskPressure", defaults.at_risk_pressure, low=0, high=1),
+        at_risk_crest_pressure=r.number(
+            "atRiskCrestPressure", defaults.at_risk_crest_pressure, low=0, high=1
+        ),
         restart_seconds=r.number("restartSeconds", defaults.restart_seconds, low=0, high=3600),
         payback_seconds=r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400),
         clear_gain=r.number("clearGain", defaults.clear_gain, low=1, high=1000),
@@ -506,6 +514,17 @@ class StallModel:
                 '"Node is not overutilized for %d cycles in a row yet, not rebalanced" node="%s"',
                 self.args.confirm_cycles,
                 node,
+            )
+            return False
+        crest = self.peak_loads[node].pressure
+        if crest < self.args.at_risk_crest_pressure:
+            log.info(
+                '"Node did not come near saturating within %gs, not rebalanced" node="%s" '
+                "crestPressure=%.2f atRiskCrestPressure=%g",
+                self.args.payback_seconds,
+                node,
+                crest,
+                self.args.at_risk_crest_pressure,
             )
             return False
         if load.pressure < self.args.at_risk_pressure:

@@ -411,3 +411,52 @@ def test_a_move_judged_at_the_destinations_crest_says_so_in_its_reason() -> None
     (first, *_) = moved_after_a_crest((0.6, 0.0), 60)
     assert "on node-b (at its crest of the last 300 s);" in first.reason
     assert "on node-a, 0.00 -> " not in first.reason
+
+
+def moves_off_a_node_read_at(*readings: tuple[float, float]) -> list[EvictionDecision]:
+    """Eight hour-old 1-core pods on node-a, read at `readings` (utilization, PSI) a minute
+    apart, node-b idle throughout: the evictions of the cycle at the last reading."""
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=hour_old_web())
+    view = StaticMetricView()
+    clock = FakeClock(START - timedelta(seconds=60 * (len(readings) - 1)))
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
+    *earlier, last = readings
+    for utilization, psi in (*earlier, last):
+        view.set_column(MetricName("cpu_utilization"), {"node-a": utilization, "node-b": 0.1})
+        view.set_column(MetricName("cpu_pressure"), {"node-a": psi, "node-b": 0.0})
+        decisions = descheduler.run_cycle().by_result(Result.EVICTED)
+        clock.advance(60)
+    return decisions
+
+
+@pytest.mark.parametrize(
+    ("readings", "moved", "why"),
+    [
+        pytest.param(
+            ((0.75, 0.35), (0.75, 0.35)),
+            False,
+            "tasks wait a third of the time, but the node never came near saturating",
+            id="steady below saturation",
+        ),
+        pytest.param(
+            ((0.95, 0.85), (0.75, 0.35)),
+            True,
+            "a minute ago it was saturating: the crest will come back",
+            id="crest within the payback horizon",
+        ),
+    ],
+)
+def test_a_node_is_rebalanced_only_if_its_recent_crest_came_near_saturating(
+    readings: tuple[tuple[float, float], ...], moved: bool, why: str, caplog: Any
+) -> None:
+    # The restart loses the pod's work for sure; waiting below saturation loses next to none
+    # (the work is served, later): the relief a move buys must be relief from lost work.
+    with caplog.at_level(logging.INFO, logger="descheduler.plugins.load_aware"):
+        evicted = moves_off_a_node_read_at(*readings)
+    assert bool(evicted) is moved, why
+    refused = "Node did not come near saturating within 300s, not rebalanced" in caplog.text
+    assert refused is not moved
+    if not moved:
+        crest = NodeLoad.measured(8, utilization=0.75, psi=0.35).pressure
+        assert f"crestPressure={crest:.2f} atRiskCrestPressure=0.5" in caplog.text
