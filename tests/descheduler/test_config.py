@@ -211,6 +211,28 @@ def test_a_deviation_preset_sets_both_spans_for_the_named_signals() -> None:
     assert args.target_thresholds == {Signal.CPU_PRESSURE: 20, Signal.MEMORY_PRESSURE: 20}
 
 
+def load_aware_with(**extra: object) -> dict[str, object]:
+    return document(
+        pluginConfig=[
+            {
+                "name": "LoadAware",
+                "args": {"deviationThresholds": "AsymmetricLow", "resources": ["cpu_combined"]}
+                | extra,
+            }
+        ],
+        plugins={"balance": {"enabled": ["LoadAware"]}},
+    )
+
+
+def test_the_crest_a_node_must_reach_to_be_rebalanced_defaults_to_half_and_is_a_pressure() -> None:
+    parsed = parse_config(load_aware_with()).profiles[0].args_of(load_aware.PLUGIN)
+    assert parsed.at_risk_crest_pressure == 0.5
+    lowered = parse_config(load_aware_with(atRiskCrestPressure=0.3))
+    assert lowered.profiles[0].args_of(load_aware.PLUGIN).at_risk_crest_pressure == 0.3
+    problems = problems_of(load_aware_with(atRiskCrestPressure=1.5))
+    assert any("atRiskCrestPressure" in p and "1.5" in p for p in problems), problems
+
+
 def test_every_problem_is_reported_at_once_with_its_path() -> None:
     raw = {
         "apiVersion": "descheduler/v1alpha1",
