@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from descheduler.cycle import Descheduler
+from descheduler.cycle import CycleReport, Descheduler
 from descheduler.evictor import EvictionDecision
 from descheduler.framework import PodUsage, PodUsageSource, Result
 from descheduler.state import CycleState, pod_key
@@ -363,25 +363,35 @@ def test_a_move_that_never_holds_is_not_repeated_within_the_hour() -> None:
     assert max(len(times) for times in moves.values()) == 1, moves
 
 
-def moved_after_a_crest(crest: tuple[float, float], seconds_ago: int) -> list[EvictionDecision]:
-    """Eight hour-old 1-core pods saturate node-a; node-b was read at `crest` (utilization,
-    PSI) `seconds_ago` seconds before a cycle that reads it idle: that cycle's evictions."""
+Reading = tuple[float, float]  # a node's (utilization, PSI)
+
+
+def cycles_reading(*readings: tuple[Reading, Reading], apart: int) -> list[CycleReport]:
+    """Eight hour-old 1-core pods on node-a, node-b empty; one cycle per (node-a, node-b)
+    reading, `apart` seconds apart, the last at START: each cycle's report."""
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=hour_old_web())
     view = StaticMetricView()
-    clock = FakeClock(START - timedelta(seconds=seconds_ago))
+    clock = FakeClock(START - timedelta(seconds=apart * (len(readings) - 1)))
     config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
     descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
-
-    def read(node_a: tuple[float, float], node_b: tuple[float, float]) -> None:
+    reports: list[CycleReport] = []
+    for node_a, node_b in readings:
         for metric, index in (("cpu_utilization", 0), ("cpu_pressure", 1)):
             view.set_column(MetricName(metric), {"node-a": node_a[index], "node-b": node_b[index]})
+        reports.append(descheduler.run_cycle())
+        clock.advance(apart)
+    return reports
 
+
+def moved_after_a_crest(crest: Reading, seconds_ago: int) -> list[EvictionDecision]:
+    """Eight hour-old 1-core pods saturate node-a; node-b was read at `crest` (utilization,
+    PSI) `seconds_ago` seconds before a cycle that reads it idle: that cycle's evictions."""
     # A quiet node-a at the crest's cycle: nothing to do then, but the cycle reads node-b.
-    read((0.1, 0.0), crest)
-    assert descheduler.run_cycle().decisions == []
-    clock.advance(seconds_ago)
-    read((1.0, 0.95), (0.1, 0.0))
-    return descheduler.run_cycle().by_result(Result.EVICTED)
+    at_crest, after = cycles_reading(
+        ((0.1, 0.0), crest), ((1.0, 0.95), (0.1, 0.0)), apart=seconds_ago
+    )
+    assert at_crest.decisions == []
+    return after.by_result(Result.EVICTED)
 
 
 @pytest.mark.parametrize(
@@ -413,21 +423,11 @@ def test_a_move_judged_at_the_destinations_crest_says_so_in_its_reason() -> None
     assert "on node-a, 0.00 -> " not in first.reason
 
 
-def moves_off_a_node_read_at(*readings: tuple[float, float]) -> list[EvictionDecision]:
-    """Eight hour-old 1-core pods on node-a, read at `readings` (utilization, PSI) a minute
-    apart, node-b idle throughout: the evictions of the cycle at the last reading."""
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=hour_old_web())
-    view = StaticMetricView()
-    clock = FakeClock(START - timedelta(seconds=60 * (len(readings) - 1)))
-    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
-    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
-    decisions: list[EvictionDecision] = []
-    for utilization, psi in readings:
-        view.set_column(MetricName("cpu_utilization"), {"node-a": utilization, "node-b": 0.1})
-        view.set_column(MetricName("cpu_pressure"), {"node-a": psi, "node-b": 0.0})
-        decisions = descheduler.run_cycle().by_result(Result.EVICTED)
-        clock.advance(60)
-    return decisions
+def moves_off_a_node_read_at(*readings: Reading) -> list[EvictionDecision]:
+    """node-a read at `readings` a minute apart, node-b idle throughout: the evictions of the
+    cycle at the last reading."""
+    reports = cycles_reading(*((node_a, (0.1, 0.0)) for node_a in readings), apart=60)
+    return reports[-1].by_result(Result.EVICTED)
 
 
 @pytest.mark.parametrize(
@@ -448,7 +448,7 @@ def moves_off_a_node_read_at(*readings: tuple[float, float]) -> list[EvictionDec
     ],
 )
 def test_a_node_is_rebalanced_only_if_its_recent_crest_came_near_saturating(
-    readings: tuple[tuple[float, float], ...],
+    readings: tuple[Reading, ...],
     moved: bool,
     why: str,
     caplog: pytest.LogCaptureFixture,
