@@ -10,8 +10,10 @@
   the last pod linking that policy leaving it: median and max over the episodes that ended
   that way; `not_evacuated` counts episodes where the node recovered (or the run ended) with
   linked pods still on it;
-- `evictions`: the total, and the most evictions of one pod (its usage stream, across
-  replacements) within any hour;
+- `evictions`: the total, the most evictions of one pod (its usage stream, across
+  replacements) within any hour, and `deschedule_rule`, those a policy's deschedule rule asked
+  for (TASViolations, RemovePodsViolatingNodeAffinity), whether or not the node was emptied
+  before it recovered;
 - `pressure_spread`: the standard deviation of CPU pressure across nodes, mean and 95th
   percentile over time after the warm-up;
 - `hottest_pressure`: the mean over time (after the warm-up) of the highest node pressure;
@@ -123,6 +125,7 @@ class FigureRecorder:
         self.unavoidable_placements = 0
         self.placements = 0
         self.evictions: list[tuple[float, int]] = []
+        self.rule_evictions = 0
         self.spreads: list[float] = []
         self.hottest: list[float] = []
         self.demand = 0.0
@@ -267,8 +270,11 @@ class FigureRecorder:
             rejection(pod, nodes[name], pods_on_node=by_node.get(name, ())) is None for name in fine
         )
 
-    def evicted(self, t: float, slots: Iterable[int]) -> None:
+    def evicted(self, t: float, slots: Iterable[int], *, for_deschedule_rule: int = 0) -> None:
+        """Pods evicted at `t` (their usage streams); `for_deschedule_rule` of them because a
+        policy's deschedule rule named their node."""
         self.evictions.extend((t, slot) for slot in slots)
+        self.rule_evictions += for_deschedule_rule
 
     # -------------------------------------------------------------------- the figures
 
@@ -299,7 +305,11 @@ class FigureRecorder:
                 "evacuated": len(self.evacuations),
                 "not_evacuated": self.not_evacuated,
             },
-            "evictions": {"total": len(self.evictions), "max_per_pod_hour": worst},
+            "evictions": {
+                "total": len(self.evictions),
+                "max_per_pod_hour": worst,
+                "deschedule_rule": self.rule_evictions,
+            },
             "pressure_spread": {
                 "mean": statistics.fmean(self.spreads) if self.spreads else 0.0,
                 "p95": percentile(self.spreads, 95),

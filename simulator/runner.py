@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import Result
+from descheduler.plugins import node_affinity, tas_violations
 from descheduler.usage import PrometheusQueries
 from embedded.scheduler import EmbeddedScheduler, Extender
 from policy_controller.reconciler import Reconciler
@@ -77,6 +78,11 @@ log = logging.getLogger(__name__)
 Progress = Callable[[float], None]
 #: Staleness that never comes: TAS keeps every value forever.
 NEVER = 1e15
+
+#: The plugins that evict because a policy's deschedule rule named the node: TASViolations
+#: directly, RemovePodsViolatingNodeAffinity through the `<policy>=violating` label the
+#: controller writes (in these scenarios the only node affinity a pod can come to violate).
+RULE_STRATEGIES = frozenset({str(tas_violations.NAME), str(node_affinity.NAME)})
 
 
 @dataclass
@@ -269,13 +275,13 @@ def run_contender(
         if descheduler is not None and t + 1e-9 >= next_deschedule:
             _publish_metrics_server(world, source)
             report = descheduler.run_cycle()
+            evicted = [d for d in report.decisions if d.result == Result.EVICTED]
             slots = [
-                slot
-                for d in report.decisions
-                if d.result == Result.EVICTED
-                and (slot := world.slot_of(d.namespace, d.name)) is not None
+                slot for d in evicted if (slot := world.slot_of(d.namespace, d.name)) is not None
             ]
-            recorder.evicted(t, slots)
+            recorder.evicted(
+                t, slots, for_deschedule_rule=sum(d.strategy in RULE_STRATEGIES for d in evicted)
+            )
             if soft_tainter is not None:
                 # Its own controller, requeued every deschedulingIntervalSeconds.
                 soft_tainter.sync(world.cluster, functools.partial(_query_values, source, clock))

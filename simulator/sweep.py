@@ -16,9 +16,10 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   loses work), and this one counts only better trades;
 - `worse_than_requests.scenarios`: scenarios where its work lost interval lies wholly above
   requests': worse beyond doubt; `worse_than_requests.by_cause` says why, each scenario once, in
-  this order (`why_worse`): `deschedule_rule`, it evacuated nodes a policy's deschedule rule
-  named, which requests (no descheduler) leaves running, while the model charges the capacity
-  an evacuated node stops giving and nothing for running on a node the policy calls unhealthy;
+  this order (`why_worse`): `deschedule_rule`, it evicted pods off nodes a policy's deschedule
+  rule named (emptied or not before the node recovered), which requests (no descheduler) leaves
+  running, while the model charges the capacity an evacuated node stops giving and nothing for
+  running on a node the policy calls unhealthy;
   `restarts_for_stall`, no more work lost to overload than requests' (the stalled part within
   requests' interval) and clearly less stall (its interval wholly below, and at least one
   node-second of stall saved per extra core-second lost): the extra work lost is the restarts
@@ -366,9 +367,9 @@ def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -
 
     The goal stays judged on work lost alone; this says which of the losses are a policy
     obeyed or a trade the stall figure shows, and which are plain harm."""
-    evacuated = "evacuation_seconds.evacuated"
-    if evacuated in found and found[evacuated].mean > requests.get(evacuated, _ZERO).mean:
-        return WorseCause.DESCHEDULE_RULE
+    for obeyed in ("evacuation_seconds.evacuated", "evictions.deschedule_rule"):
+        if obeyed in found and found[obeyed].mean > requests.get(obeyed, _ZERO).mean:
+            return WorseCause.DESCHEDULE_RULE
     overload, stall = "work_lost.stalled", "stall"
     if (
         all(path in found and path in requests for path in (overload, stall, HEADLINE))

@@ -108,6 +108,21 @@ def test_health_demo_tas_and_ours_both_empty_the_violating_node(
     assert figures(results, "health-demo", "requests")["evacuation_seconds"]["not_evacuated"] == 1
 
 
+def test_evictions_a_deschedule_rule_asked_for_are_told_from_rebalancing_moves(
+    results: dict[str, ScenarioResult],
+) -> None:
+    """The sweep's `why_worse` reads this count: a policy obeyed is not plain harm, even when
+    the node recovered before it was emptied."""
+    for contender in ("tas", "ours"):
+        evictions = figures(results, "health-demo", contender)["evictions"]
+        assert 1 <= evictions["deschedule_rule"] <= evictions["total"], contender
+    assert figures(results, "health-demo", "requests")["evictions"]["deschedule_rule"] == 0
+    # psi-taint-release has no deschedule rule: every move there is LoadAware's.
+    rebalancing = figures(results, "psi-taint-release", "ours")["evictions"]
+    assert rebalancing["total"] > 0
+    assert rebalancing["deschedule_rule"] == 0
+
+
 def test_health_demo_ours_evacuates_within_one_sync_one_interval_and_the_metric_lag(
     results: dict[str, ScenarioResult],
 ) -> None:
@@ -218,7 +233,7 @@ def test_tas_simulate_writes_the_summary_charts_and_a_table(
     document = json.loads((tmp_path / "summary.json").read_text())
     contenders = document["scenarios"]["herd"]["contenders"]
     assert set(contenders) == {"requests", "ours"}
-    assert contenders["ours"]["evictions"].keys() == {"total", "max_per_pod_hour"}
+    assert contenders["ours"]["evictions"].keys() == {"total", "max_per_pod_hour", "deschedule_rule"}
     for chart in ("herd-nodes.png", "herd-spread.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out

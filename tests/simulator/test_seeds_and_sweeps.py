@@ -446,13 +446,15 @@ def test_placements_where_every_node_violated_are_told_apart() -> None:
     assert placed["requests"]["violating_placements"]["none_avoidable_share"] == 0.0
 
 
-def _judged(lost: float, overload: float, stall: float, evacuated: float) -> dict[str, Any]:
+def _judged(
+    lost: float, overload: float, stall: float, evacuated: float, for_rule: int = 0
+) -> dict[str, Any]:
     return {
         "work_lost": {"core_seconds": lost, "stalled": overload},
         "stall": stall,
         "evacuation_seconds": {"evacuated": evacuated},
         "violating_placements": 0,
-        "evictions": {"total": 0, "max_per_pod_hour": 0},
+        "evictions": {"total": for_rule, "max_per_pod_hour": 0, "deschedule_rule": for_rule},
     }
 
 
@@ -462,7 +464,11 @@ def test_each_scenario_worse_than_requests_says_why() -> None:
     requests = _judged(lost=100.0, overload=100.0, stall=1000.0, evacuated=0.0)
     ours_by_scenario = {
         # It evacuated a node the policy's deschedule rule named; requests left it running.
-        "obeyed": _judged(lost=300.0, overload=250.0, stall=1000.0, evacuated=1.0),
+        "obeyed": _judged(lost=300.0, overload=250.0, stall=1000.0, evacuated=1.0, for_rule=4),
+        # It evicted for the rule, and the node recovered before it was empty.
+        "obeyed, not emptied": _judged(
+            lost=300.0, overload=250.0, stall=1000.0, evacuated=0.0, for_rule=2
+        ),
         # Restarts (no more overload) that bought clearly less stall, 500 node-s for 50 core-s.
         "trade": _judged(lost=150.0, overload=100.0, stall=500.0, evacuated=0.0),
         # The same restarts buying 10 node-s: less than a node-second per core-second.
@@ -481,8 +487,8 @@ def test_each_scenario_worse_than_requests_says_why() -> None:
     verdict = summarize(results, ("requests", "ours"), len(ours_by_scenario))
     worse = verdict["contenders"]["ours"]["worse_than_requests"]
     assert worse == {
-        "scenarios": 4,
-        "by_cause": {"deschedule_rule": 1, "restarts_for_stall": 1, "other": 2},
+        "scenarios": 5,
+        "by_cause": {"deschedule_rule": 2, "restarts_for_stall": 1, "other": 2},
     }
     assert verdict["contenders"]["requests"]["worse_than_requests"]["by_cause"] == {
         "deschedule_rule": 0, "restarts_for_stall": 0, "other": 0,
