@@ -233,7 +233,11 @@ def test_tas_simulate_writes_the_summary_charts_and_a_table(
     document = json.loads((tmp_path / "summary.json").read_text())
     contenders = document["scenarios"]["herd"]["contenders"]
     assert set(contenders) == {"requests", "ours"}
-    assert contenders["ours"]["evictions"].keys() == {"total", "max_per_pod_hour", "deschedule_rule"}
+    assert contenders["ours"]["evictions"].keys() == {
+        "total",
+        "max_per_pod_hour",
+        "deschedule_rule",
+    }
     for chart in ("herd-nodes.png", "herd-spread.png"):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
