@@ -24,6 +24,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from benchmarks.report import Figure, print_figure
+from benchmarks.timing import median_cpu_seconds
 from embedded.cluster import InMemoryCluster, WriteKind
 from policy_controller.desired import compute_desired
 from policy_controller.diff import NodeDiffer, diff_nodes, diff_pods
@@ -154,9 +155,8 @@ def _evaluation_cpu(
     if warm:
         desired = compute_desired(policies, columns, frozenset(n.name for n in nodes))
         differ.diff(nodes, desired.node_labels, desired.deschedule_keys)
-    timings = []
-    for _ in range(RUNS):
-        started = time.process_time()
+
+    def one_cycle() -> None:
         desired = compute_desired(policies, columns, frozenset(n.name for n in nodes))
         if warm:
             differ.diff(nodes, desired.node_labels, desired.deschedule_keys)
@@ -168,8 +168,8 @@ def _evaluation_cpu(
         diff_pods(pods, violating)
         for evaluation in desired.evaluations.values():
             policy_status(evaluation)
-        timings.append(time.process_time() - started)
-    return statistics.median(timings)
+
+    return median_cpu_seconds(one_cycle, runs=RUNS)
 
 
 def _desired_cpu(cluster: InMemoryCluster, store: PolicyStore, view: StaticMetricView) -> float:
@@ -177,12 +177,7 @@ def _desired_cpu(cluster: InMemoryCluster, store: PolicyStore, view: StaticMetri
     names = frozenset(n.name for n in cluster.list_nodes())
     policies = store.snapshot().policies
     columns = view.columns()
-    timings = []
-    for _ in range(RUNS):
-        started = time.process_time()
-        compute_desired(policies, columns, names)
-        timings.append(time.process_time() - started)
-    return statistics.median(timings)
+    return median_cpu_seconds(lambda: compute_desired(policies, columns, names), runs=RUNS)
 
 
 def _floor_cpu(view: StaticMetricView, store: PolicyStore) -> float:
@@ -194,13 +189,12 @@ def _floor_cpu(view: StaticMetricView, store: PolicyStore) -> float:
         for strategy in policy.strategies.values()
         for rule in strategy.rules
     ]
-    timings = []
-    for _ in range(RUNS):
-        started = time.process_time()
+
+    def one_pass() -> None:
         for rule in rules:
             {node: value for node, value in columns[rule.metricname].items()}  # noqa: C416
-        timings.append(time.process_time() - started)
-    return statistics.median(timings)
+
+    return median_cpu_seconds(one_pass, runs=RUNS)
 
 
 def _reconciler(cluster: InMemoryCluster, store: PolicyStore, view: StaticMetricView) -> Reconciler:

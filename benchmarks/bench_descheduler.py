@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import gc
 import random
-import statistics
-import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -51,8 +49,9 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from benchmarks.report import Figure, print_figure
+from benchmarks.timing import median_cpu_seconds
 from descheduler.config import DeschedulerConfig, parse_config
-from descheduler.cycle import Descheduler, Mode, peak_horizon
+from descheduler.cycle import CycleReport, Descheduler, Mode, peak_horizon
 from descheduler.peaks import RecentPeaks
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
@@ -193,31 +192,30 @@ def _cycle_cpu(descheduler: Descheduler, clock: VirtualClock) -> tuple[float, in
     later cycle decides the same: the runs measure the same work.
     """
     descheduler.run_cycle()
-    timings = []
-    decisions = 0
-    for _ in range(RUNS):
+    reports: list[CycleReport] = []
+
+    def next_cycle() -> None:
         clock.advance_to(clock.elapsed + CYCLE_SECONDS)
         gc.collect()
-        started = time.process_time()
-        report = descheduler.run_cycle()
-        timings.append(time.process_time() - started)
+
+    cpu = median_cpu_seconds(
+        lambda: reports.append(descheduler.run_cycle()), runs=RUNS, prepare=next_cycle
+    )
+    for report in reports:
         assert report.skipped is None, report.skipped
-        decisions = len(report.decisions)
-    return statistics.median(timings), decisions
+    return cpu, len(reports[-1].decisions)
 
 
 def _floor_cpu(nodes: Sequence[Node], pods: Sequence[Pod]) -> float:
     """One pass over every node and pod: each node's requested CPU, in a dict keyed by node."""
-    timings = []
-    for _ in range(FLOOR_RUNS):
-        gc.collect()
-        started = time.process_time()
+
+    def one_pass() -> None:
         requested = dict.fromkeys((node.name for node in nodes), 0.0)
         for pod in pods:
             if pod.node_name is not None:
                 requested[pod.node_name] += pod.requests.get("cpu", 0.0)
-        timings.append(time.process_time() - started)
-    return statistics.median(timings)
+
+    return median_cpu_seconds(one_pass, runs=FLOOR_RUNS, prepare=gc.collect)
 
 
 def _measure_cycle(node_count: int, *, pod_cpu: float = POD_CPU) -> tuple[float, float, int]:
