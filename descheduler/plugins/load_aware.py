@@ -1,8 +1,10 @@
 """LoadAware: LowNodeUtilization on real telemetry (CPU utilization, PSI), not on requests.
 
-Nodes are classified from fresh metrics (`descheduler.classify`); pods are evicted from
-overutilized nodes, most used first, if they fit an underutilized node, until the node falls to
-the high threshold or the capacity of the underutilized nodes is spent. The log lines use the
+Nodes are classified from fresh metrics (`descheduler.classify`), and a node that runs only
+DaemonSet pods from what they use until its first sample (`descheduler.idle`: a destination,
+never a source); pods are evicted from overutilized nodes, most used first, if they fit an
+underutilized node, until the node falls to the high threshold or the capacity of the
+underutilized nodes is spent. The log lines use the
 upstream descheduler's words, so its users can read them.
 
 How many pods may leave one node in one cycle follows from what can be estimated about each
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.classify import Category, Classification, ThresholdSpec, classify, still_over
+from descheduler.classify import Category, Classification, ThresholdSpec, still_over
 from descheduler.framework import (
     FULL,
     Evictor,
@@ -58,12 +60,18 @@ from descheduler.framework import (
     PodUsage,
     sort_candidates,
 )
+from descheduler.idle import (
+    classify_with_idle,
+    estimated_nodes,
+    idle_columns,
+    with_estimates,
+)
 from descheduler.peaks import RecentPeaks
-from descheduler.signals import Signal, metric_names, node_usages
+from descheduler.signals import Signal, metric_names
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Node, Pod
 from tas.pressure import MoveCost, NodeLoad, Prediction, predict
-from tas.types import MetricName, NodeName
+from tas.types import MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
 
@@ -235,18 +243,25 @@ def spec_of(args: LoadAwareArgs) -> ThresholdSpec:
     )
 
 
-def classify_nodes(args: LoadAwareArgs, state: CycleState) -> Classification:
+def classify_nodes(
+    args: LoadAwareArgs,
+    state: CycleState,
+    metrics: MetricColumns,
+    estimated: Collection[NodeName] = (),
+) -> Classification:
+    """The Ready nodes classified on `metrics` (the cycle's, with idle nodes' estimates)."""
     ready = [node.name for node in state.ready_nodes]
-    usages = node_usages(state.metrics, args.signals, ready)
-    result = classify(usages, spec_of(args))
-    log_classification(result)
+    result = classify_with_idle(metrics, args.signals, ready, spec_of(args), estimated)
+    log_classification(result, estimated)
     return result
 
 
-def log_classification(c: Classification) -> None:
+def log_classification(c: Classification, estimated: Collection[NodeName] = ()) -> None:
     for node in sorted(c.categories):
         category = c.categories[node]
         usage = _usage_fields(c.usages[node])
+        if node in estimated:
+            usage += " estimated=true"  # idle but for DaemonSet pods, no sample yet
         if category is Category.APPROPRIATE:
             log.info('"Node is appropriately utilized" node="%s" %s', node, usage)
         else:
@@ -284,7 +299,11 @@ def rebalance(
     peaks: RecentPeaks | None = None,
 ) -> Classification:
     state = evictor.state
-    c = classify_nodes(args, state)
+    measured = pod_usage or {}
+    estimates = idle_columns(state, measured)
+    metrics = with_estimates(state.metrics, estimates)
+    estimated = estimated_nodes(estimates, metric_names(args.signals))
+    c = classify_nodes(args, state, metrics, estimated)
     if c.nothing_to_do is not None:
         log.info('"%s"', c.nothing_to_do)
         return c
@@ -294,11 +313,11 @@ def rebalance(
         '"Total capacity to be moved" %s',
         " ".join(f"{s}={_fmt(v)}" for s, v in capacity.items()),
     )
-    measured = pod_usage or {}
     model = (
         StallModel.of(
             args,
             state,
+            metrics,
             c,
             measured,
             avoid=evictor.recently_evacuated(args.avoid_evacuated_seconds),
@@ -463,6 +482,7 @@ class StallModel:
         cls,
         args: LoadAwareArgs,
         state: CycleState,
+        metrics: MetricColumns,
         c: Classification,
         measured: PodUsage,
         *,
@@ -470,8 +490,9 @@ class StallModel:
         confirmed: Collection[NodeName] = (),
         peaks: RecentPeaks | None = None,
     ) -> StallModel:
-        utilization = state.metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
-        psi = state.metrics.get(MetricName(Signal.CPU_PRESSURE), {})
+        """`metrics`: the cycle's values, with idle nodes' estimates (`descheduler.idle`)."""
+        utilization = metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
+        psi = metrics.get(MetricName(Signal.CPU_PRESSURE), {})
         peak_utilization, peak_psi = utilization, psi
         if peaks is not None:
 

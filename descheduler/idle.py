@@ -1,0 +1,114 @@
+"""Nodes that run no workload: their usage is known before their first sample.
+
+A node that just joined has no fresh value until its exporter is scraped and a rate window
+has passed (a minute or two). Left unknown, it is neither a destination nor part of the
+fleet's average, so a saturated fleet joined by empty nodes reads "All nodes are
+underutilized" (every old node at the mean of the old nodes) until their samples arrive,
+while pods stall (sweep scenario default-0044: Volcano, whose metrics start at zero, moved
+21 s after three nodes joined; `ours` 3 minutes later).
+
+A node that runs nothing but DaemonSet pods is not unknown, though: it is idle but for its
+daemons. `idle_columns` gives such a node, where it lacks a value, the usage its pods imply:
+CPU and memory utilization from what they use (measured, or requested until measured) over
+its allocatable, and CPU pressure from that CPU load on the stall curve (`tas.pressure`), as
+the extender estimates a node that runs only recent placements (docs/recent-placements.md).
+
+An estimate makes a node a destination and counts in the fleet's average; it never makes a
+node a source or a soft-taint target (`classify_with_idle` leaves an estimated node out
+rather than call it overutilized): nothing is done *to* a node on anything but its samples.
+Nodes running any other pod stay unknown: nothing is known about those pods' load, and only
+an absence of workload is read as idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from descheduler.classify import Category, Classification, ThresholdSpec, classify
+from descheduler.framework import PodUsage
+from descheduler.signals import Signal, node_usages
+from descheduler.state import CycleState, pod_key
+from tas.cluster.model import Pod
+from tas.pressure import pressure
+from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
+
+#: The metrics an idle node's pods tell, and the resource each is a share of.
+_RESOURCE_OF = {
+    MetricName(Signal.CPU_UTILIZATION): "cpu",
+    MetricName(Signal.MEMORY_UTILIZATION): "memory",
+}
+_CPU_PRESSURE = MetricName(Signal.CPU_PRESSURE)
+
+
+def _daemon(pod: Pod) -> bool:
+    return any(owner.kind == "DaemonSet" for owner in pod.owners)
+
+
+def _used(pod: Pod, resource: str, measured: PodUsage, allocatable: float) -> float:
+    """The pod's use of the resource, in its units: measured (a share 0..100 of the node), or
+    its requests until it is."""
+    signal = Signal.CPU_UTILIZATION if resource == "cpu" else Signal.MEMORY_UTILIZATION
+    share = measured.get(pod_key(pod), {}).get(signal.value)
+    if share is not None:
+        return share / 100.0 * allocatable
+    return pod.requests.get(resource, 0.0)
+
+
+def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, MetricColumn]:
+    """Per metric, the estimated value (0..1) of each Ready node that lacks one and runs only
+    DaemonSet pods (or none). A metric no node has a value for is left alone: that is an
+    outage (or a kernel without PSI), and no value is invented for it."""
+    estimates: dict[MetricName, dict[NodeName, float]] = {}
+
+    def wanted(name: MetricName, node: NodeName) -> bool:
+        column = state.metrics.get(name, {})
+        return bool(column) and node not in column
+
+    for node in state.ready_nodes:
+        pods = state.pods_on(node.name)
+        if not all(_daemon(p) for p in pods):
+            continue
+        for name, resource in _RESOURCE_OF.items():
+            allocatable = node.allocatable.get(resource, 0.0)
+            if allocatable > 0 and wanted(name, node.name):
+                used = sum(_used(p, resource, measured, allocatable) for p in pods)
+                estimates.setdefault(name, {})[node.name] = min(1.0, used / allocatable)
+        cores = node.allocatable.get("cpu", 0.0)
+        if cores > 0 and wanted(_CPU_PRESSURE, node.name):
+            load = sum(_used(p, "cpu", measured, cores) for p in pods)
+            estimates.setdefault(_CPU_PRESSURE, {})[node.name] = pressure(load, cores)
+    return dict(estimates)
+
+
+def estimated_nodes(
+    estimates: Mapping[MetricName, MetricColumn], names: Collection[MetricName]
+) -> set[NodeName]:
+    """The nodes with an estimate for one of `names` (the metrics a classification reads)."""
+    return {node for name in names for node in estimates.get(name, {})}
+
+
+def with_estimates(
+    metrics: MetricColumns, estimates: Mapping[MetricName, MetricColumn]
+) -> MetricColumns:
+    """The columns with the estimates added (they fill only values the columns lack)."""
+    merged: dict[MetricName, MetricColumn] = dict(metrics)
+    for name, column in estimates.items():
+        merged[name] = {**column, **metrics.get(name, {})}
+    return merged
+
+
+def classify_with_idle(
+    metrics: MetricColumns,
+    signals: Collection[Signal],
+    nodes: Collection[NodeName],
+    spec: ThresholdSpec,
+    estimated: Collection[NodeName],
+) -> Classification:
+    """`classify` over the nodes' usages, where an estimated node that would come out
+    overutilized is left out (unknown) instead: an estimate only ever makes a destination."""
+    usages = node_usages(metrics, signals, nodes)
+    result = classify(usages, spec)
+    blamed = {n for n in estimated if result.categories.get(n) is Category.OVERUTILIZED}
+    if not blamed:
+        return result
+    return classify({n: u if n not in blamed else {} for n, u in usages.items()}, spec)
