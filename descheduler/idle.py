@@ -8,8 +8,8 @@ while pods stall (sweep scenario default-0044: Volcano, whose metrics start at z
 21 s after three nodes joined; `ours` 3 minutes later without this module, 81 s with it,
 once `confirmCycles` saw the old nodes overutilized twice).
 
-A node that runs nothing but DaemonSet pods is not unknown, though: it is idle but for its
-daemons. `idle_columns` gives such a node, where it lacks a value, the usage its pods imply:
+A node that runs nothing but DaemonSet and static pods is not unknown, though: it is idle but
+for its daemons. `idle_columns` gives such a node, where it lacks a value, the usage its pods imply:
 CPU and memory utilization from what they use (measured, or requested until measured) over
 its allocatable, and CPU pressure from that CPU load on the stall curve (`tas.pressure`), as
 the extender estimates a node that runs only recent placements (docs/recent-placements.md).
@@ -41,8 +41,10 @@ _RESOURCE_OF = {
 _CPU_PRESSURE = MetricName(Signal.CPU_PRESSURE)
 
 
-def _daemon(pod: Pod) -> bool:
-    return any(owner.kind == "DaemonSet" for owner in pod.owners)
+def _node_bound(pod: Pod) -> bool:
+    """A pod that comes with the node rather than with a workload: a DaemonSet's, or a static
+    pod (its mirror; kubespray runs its API proxy so on every worker)."""
+    return pod.is_mirror or pod.is_static or any(o.kind == "DaemonSet" for o in pod.owners)
 
 
 def _used(pod: Pod, resource: str, measured: PodUsage, allocatable: float) -> float:
@@ -57,7 +59,7 @@ def _used(pod: Pod, resource: str, measured: PodUsage, allocatable: float) -> fl
 
 def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, MetricColumn]:
     """Per metric, the estimated value (0..1) of each Ready node that lacks one and runs only
-    DaemonSet pods (or none). A metric no node has a value for is left alone: that is an
+    DaemonSet and static pods (or none). A metric no node has a value for is left alone: that is an
     outage (or a kernel without PSI), and no value is invented for it."""
     estimates: dict[MetricName, dict[NodeName, float]] = {}
 
@@ -67,7 +69,7 @@ def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, Metr
 
     for node in state.ready_nodes:
         pods = state.pods_on(node.name)
-        if not all(_daemon(p) for p in pods):
+        if not all(_node_bound(p) for p in pods):
             continue
         for name, resource in _RESOURCE_OF.items():
             allocatable = node.allocatable.get(resource, 0.0)

@@ -1,10 +1,10 @@
 """LoadAware: LowNodeUtilization on real telemetry (CPU utilization, PSI), not on requests.
 
 Nodes are classified from fresh metrics (`descheduler.classify`), and a node that runs only
-DaemonSet pods from what they use until its first sample (`descheduler.idle`: a destination,
-never a source); pods are evicted from overutilized nodes, most used first, if they fit an
-underutilized node, until the node falls to the high threshold or the capacity of the
-underutilized nodes is spent. The log lines use the upstream descheduler's words, so its users
+DaemonSet and static pods from what they use until its first sample (`descheduler.idle`: a
+destination, never a source); pods are evicted from overutilized nodes, most used first, if
+they fit an underutilized node, until the node falls to the high threshold or the capacity of
+the underutilized nodes is spent. The log lines use the upstream descheduler's words, so its users
 can read them.
 
 How many pods may leave one node in one cycle follows from what can be estimated about each

@@ -26,6 +26,7 @@ from tests.descheduler.builders import (
     make_node,
     make_pod,
     policy_config,
+    replace,
 )
 
 GiB = 2**30
@@ -66,6 +67,21 @@ def test_a_node_running_only_daemonset_pods_is_estimated_from_what_they_use() ->
         MetricName(Signal.MEMORY_UTILIZATION): {"node-new": pytest.approx(2 / 32)},
         MetricName(Signal.CPU_PRESSURE): {"node-new": pytest.approx(pressure(0.8, 8))},
     }
+
+
+def test_a_static_pod_comes_with_the_node_as_a_daemonset_pod_does() -> None:
+    # kubespray runs an API proxy as a static pod on every worker: its mirror pod is bound to
+    # the node, not to a workload, so a joined worker running it is still idle.
+    proxy = make_pod(
+        "nginx-proxy-node-new",
+        node="node-new",
+        owner="node-new",
+        owner_kind="Node",
+        cpu=0.025,
+        apply=replace(annotations={"kubernetes.io/config.mirror": "abc"}),
+    )
+    estimates = idle_columns(state_of(proxy, metrics=SAMPLED), {})
+    assert estimates[MetricName(Signal.CPU_UTILIZATION)] == {"node-new": pytest.approx(0.025 / 8)}
 
 
 def test_a_node_without_samples_that_runs_a_workload_pod_stays_unknown() -> None:
