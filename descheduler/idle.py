@@ -59,8 +59,8 @@ def _used(pod: Pod, resource: str, measured: PodUsage, allocatable: float) -> fl
 
 def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, MetricColumn]:
     """Per metric, the estimated value (0..1) of each Ready node that lacks one and runs only
-    DaemonSet and static pods (or none). A metric no node has a value for is left alone: that is an
-    outage (or a kernel without PSI), and no value is invented for it."""
+    DaemonSet and static pods (or none). A metric no node has a value for is left alone: that
+    is an outage (or a kernel without PSI), and no value is invented for it."""
     estimates: dict[MetricName, dict[NodeName, float]] = {}
 
     def wanted(name: MetricName, node: NodeName) -> bool:
@@ -108,10 +108,12 @@ def classify_with_idle(
     estimated: Collection[NodeName],
 ) -> Classification:
     """`classify` over the nodes' usages, where an estimated node that would come out
-    overutilized is left out (unknown) instead: an estimate only ever makes a destination."""
-    usages = node_usages(metrics, signals, nodes)
-    result = classify(usages, spec)
-    blamed = {n for n in estimated if result.categories.get(n) is Category.OVERUTILIZED}
-    if not blamed:
-        return result
-    return classify({n: u if n not in blamed else {} for n, u in usages.items()}, spec)
+    overutilized is left out (unknown) instead: an estimate only ever makes a destination.
+    Leaving one out lowers the average, so the classification is redone until none is."""
+    usages = dict(node_usages(metrics, signals, nodes))
+    while True:
+        result = classify(usages, spec)
+        blamed = [n for n in estimated if result.categories.get(n) is Category.OVERUTILIZED]
+        if not blamed:
+            return result
+        usages.update({node: {} for node in blamed})

@@ -128,6 +128,29 @@ def test_an_estimate_never_makes_a_node_overutilized() -> None:
     assert guessed.thresholds.average["cpu_utilization"] == pytest.approx(2.0)
 
 
+def test_leaving_an_estimated_node_out_does_not_make_another_overutilized() -> None:
+    # Left out, the busiest estimate lowers the average, and the next would cross the high
+    # threshold (8% + 10): it is left out too.
+    metrics = {
+        MetricName("cpu_utilization"): {
+            NodeName("node-a"): 0.02,
+            NodeName("node-b"): 0.02,
+            NodeName("new-1"): 0.6,
+            NodeName("new-2"): 0.2,
+        }
+    }
+    spec = ThresholdSpec(
+        thresholds={"cpu_utilization": 0.0},
+        target_thresholds={"cpu_utilization": 10.0},
+        use_deviation_thresholds=True,
+    )
+    nodes = [NodeName(n) for n in ("node-a", "node-b", "new-1", "new-2")]
+    estimated = [NodeName("new-1"), NodeName("new-2")]
+    c = classify_with_idle(metrics, [Signal.CPU_UTILIZATION], nodes, spec, estimated)
+    assert c.overutilized == ()
+    assert c.unknown == ("new-1", "new-2")
+
+
 # ---------------------------------------------------------------------- LoadAware in a cycle
 
 
