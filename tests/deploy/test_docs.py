@@ -8,10 +8,11 @@ under /host/certs), the circuit breaker and how to turn it off, TAS's `--cacert`
 pipes `kubectl get` into `tas validate -`; every object of this project the deployment and
 upgrade guides name (`tas-...`) exists in deploy/, or is a Secret the guide has the user
 create; the deployment guide's RBAC table lists exactly the grants of the shipped roles;
-docs/troubleshooting.md has the four problems (extender not called, metric not found,
-pods not evicted, certificate errors), each with symptoms, checks and a fix, and every log line
-it quotes is one the code (or kube-scheduler, Prometheus, curl) really writes: the project's
-own are found in the source, so a reworded message fails here until the guide follows.
+docs/troubleshooting.md has the five problems (extender not called, metric not found,
+pods not evicted, a hot node not rebalanced, certificate errors), each with symptoms, checks
+and a fix, and every log line it quotes is one the code (or kube-scheduler, Prometheus, curl)
+really writes: the project's own are found in the source, so a reworded message fails here
+until the guide follows.
 """
 
 from __future__ import annotations
@@ -51,6 +52,15 @@ OUR_LOG_LINES = [
     "Cycle skipped",
     "fewer than two Ready nodes in scope",
     "refused (PodDisruptionBudget)",
+    "Node has no fresh usage, not classified",
+    "All nodes are underutilized, nothing to do here",
+    "estimated=true",
+    "Node is not overutilized for %d cycles in a row yet, not rebalanced",
+    "Node did not come near saturating within %gs, not rebalanced",
+    "Node is not at risk of stalling, not rebalanced",
+    "Replacements of moved pods are left to settle",
+    "No move off the node pays",
+    "Move does not pay",
     "refusing to serve without TLS",
     "cannot load the certificate",
 ]
@@ -218,6 +228,7 @@ def test_the_deploy_guide_s_rbac_table_lists_each_role_s_grants(account: str) ->
         "The extender is not called",
         "A metric is not found",
         "Pods are not evicted",
+        "A hot node is not rebalanced (LoadAware)",
         "Certificate errors",
     ],
 )
