@@ -31,7 +31,8 @@ from typing import Any, Generic, NewType, Protocol, TypeVar
 from descheduler.args import FieldReader, NamespaceFilter, PodSelection
 from descheduler.classify import Classification
 from descheduler.peaks import RecentPeaks
-from descheduler.state import CycleState, PodKey
+from descheduler.signals import CPU_SIGNALS
+from descheduler.state import CycleState, PodKey, pod_key
 from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName
 
@@ -184,6 +185,23 @@ Candidates = Iterable[tuple[NodeName | None, Iterable[tuple[Pod, str]]]]
 #: Per-pod usage, as a share of its node (signal -> 0..100), where it is measured.
 PodUsage = Mapping[PodKey, Mapping[str, float]]
 PodUsageSource = Callable[[CycleState], PodUsage]
+
+
+def cpu_cores(shares: Mapping[str, float] | None, cores: float) -> float:
+    """A pod's CPU in cores, from its share (0..100) of its node on a CPU signal: measured
+    usage, or its requests where usage is not measured."""
+    if not shares:
+        return 0.0
+    share = max((shares.get(s, 0.0) for s in CPU_SIGNALS), default=0.0)
+    return share / 100.0 * cores
+
+
+def pod_cpu_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
+    """The pod's CPU in cores on a node of `cores`: measured, or its requests until it is."""
+    usage = measured.get(pod_key(pod))
+    if usage is not None:
+        return cpu_cores(usage, cores)
+    return pod.requests.get("cpu", 0.0)
 
 
 class UsageError(Exception):

@@ -26,19 +26,16 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from descheduler.classify import Category, Classification, ThresholdSpec, classify
-from descheduler.framework import PodUsage
+from descheduler.framework import PodUsage, pod_cpu_cores
 from descheduler.signals import Signal, node_usages
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod
 from tas.pressure import pressure
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
 
-#: The metrics an idle node's pods tell, and the resource each is a share of.
-_RESOURCE_OF = {
-    MetricName(Signal.CPU_UTILIZATION): "cpu",
-    MetricName(Signal.MEMORY_UTILIZATION): "memory",
-}
+_CPU_UTILIZATION = MetricName(Signal.CPU_UTILIZATION)
 _CPU_PRESSURE = MetricName(Signal.CPU_PRESSURE)
+_MEMORY_UTILIZATION = MetricName(Signal.MEMORY_UTILIZATION)
 
 
 def _node_bound(pod: Pod) -> bool:
@@ -47,14 +44,12 @@ def _node_bound(pod: Pod) -> bool:
     return pod.is_mirror or pod.is_static or any(o.kind == "DaemonSet" for o in pod.owners)
 
 
-def _used(pod: Pod, resource: str, measured: PodUsage, allocatable: float) -> float:
-    """The pod's use of the resource, in its units: measured (a share 0..100 of the node), or
-    its requests until it is."""
-    signal = Signal.CPU_UTILIZATION if resource == "cpu" else Signal.MEMORY_UTILIZATION
-    share = measured.get(pod_key(pod), {}).get(signal.value)
+def _memory_used(pod: Pod, measured: PodUsage, memory: float) -> float:
+    """The pod's memory in bytes on a node of `memory`: measured, or its requests until it is."""
+    share = measured.get(pod_key(pod), {}).get(Signal.MEMORY_UTILIZATION.value)
     if share is not None:
-        return share / 100.0 * allocatable
-    return pod.requests.get(resource, 0.0)
+        return share / 100.0 * memory
+    return pod.requests.get("memory", 0.0)
 
 
 def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, MetricColumn]:
@@ -63,23 +58,24 @@ def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, Metr
     is an outage (or a kernel without PSI), and no value is invented for it."""
     estimates: dict[MetricName, dict[NodeName, float]] = {}
 
-    def wanted(name: MetricName, node: NodeName) -> bool:
+    def estimate(name: MetricName, node: NodeName, value: float) -> None:
         column = state.metrics.get(name, {})
-        return bool(column) and node not in column
+        if column and node not in column:
+            estimates.setdefault(name, {})[node] = value
 
     for node in state.ready_nodes:
         pods = state.pods_on(node.name)
         if not all(_node_bound(p) for p in pods):
             continue
-        for name, resource in _RESOURCE_OF.items():
-            allocatable = node.allocatable.get(resource, 0.0)
-            if allocatable > 0 and wanted(name, node.name):
-                used = sum(_used(p, resource, measured, allocatable) for p in pods)
-                estimates.setdefault(name, {})[node.name] = min(1.0, used / allocatable)
         cores = node.allocatable.get("cpu", 0.0)
-        if cores > 0 and wanted(_CPU_PRESSURE, node.name):
-            load = sum(_used(p, "cpu", measured, cores) for p in pods)
-            estimates.setdefault(_CPU_PRESSURE, {})[node.name] = pressure(load, cores)
+        if cores > 0:
+            load = sum(pod_cpu_cores(p, measured, cores) for p in pods)
+            estimate(_CPU_UTILIZATION, node.name, min(1.0, load / cores))
+            estimate(_CPU_PRESSURE, node.name, pressure(load, cores))
+        memory = node.allocatable.get("memory", 0.0)
+        if memory > 0:
+            used = sum(_memory_used(p, measured, memory) for p in pods)
+            estimate(_MEMORY_UTILIZATION, node.name, min(1.0, used / memory))
     return dict(estimates)
 
 

@@ -30,6 +30,9 @@ class Signal(enum.StrEnum):
     CPU_COMBINED = "cpu_combined"
 
 
+#: The signals the CPU stall model (`tas.pressure`) speaks for: each is the node's CPU.
+CPU_SIGNALS = frozenset({Signal.CPU_UTILIZATION, Signal.CPU_PRESSURE, Signal.CPU_COMBINED})
+
 #: Average worker CPU utilization from which the combined signal reads pressure.
 COMBINED_SWITCH = 0.8
 #: Utilization above which a node's PSI counts as load.

@@ -58,6 +58,8 @@ from descheduler.framework import (
     PluginContext,
     PluginName,
     PodUsage,
+    cpu_cores,
+    pod_cpu_cores,
     sort_candidates,
 )
 from descheduler.idle import (
@@ -67,7 +69,7 @@ from descheduler.idle import (
     with_estimates,
 )
 from descheduler.peaks import RecentPeaks
-from descheduler.signals import Signal, metric_names
+from descheduler.signals import CPU_SIGNALS, Signal, metric_names
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Node, Pod
 from tas.pressure import MoveCost, NodeLoad, Prediction, predict
@@ -261,7 +263,7 @@ def log_classification(c: Classification, estimated: Collection[NodeName] = ()) 
         category = c.categories[node]
         usage = _usage_fields(c.usages[node])
         if node in estimated:
-            usage += " estimated=true"  # idle but for DaemonSet pods, no sample yet
+            usage += " estimated=true"  # idle but for DaemonSet and static pods, no sample yet
         if category is Category.APPROPRIATE:
             log.info('"Node is appropriately utilized" node="%s" %s', node, usage)
         else:
@@ -420,9 +422,6 @@ def rebalance(
     return c
 
 
-#: The signals the CPU stall model (`tas.pressure`) speaks for.
-CPU_SIGNALS = frozenset({Signal.CPU_UTILIZATION, Signal.CPU_PRESSURE, Signal.CPU_COMBINED})
-
 #: How long a replacement of a moved pod is left to settle (`settling`): the hour over which
 #: issue 26 counts one pod's evictions (at most 2 at p95, 3 anywhere).
 SETTLE_SECONDS = 3600.0
@@ -518,7 +517,7 @@ class StallModel:
                 # node now (measured, or their requests until they are) correct the load by
                 # what changed since: without it the next cycle would move pods again onto a
                 # node that already received, and off one that already gave.
-                now = sum(_pod_cores(p, measured, cores) for p in state.pods_on(name))
+                now = sum(pod_cpu_cores(p, measured, cores) for p in state.pods_on(name))
                 since = now - utilization[name] * cores
                 load, peak = load.plus(since), peak.plus(since)
             loads[name] = load
@@ -570,7 +569,7 @@ class StallModel:
         """Where the pod would go (the fitting node that stalls least with it) and what the
         move is predicted to do there; None when nothing predicts it or it does not pay."""
         source = self.loads[node]
-        usage = _cores(relief, source.cores)
+        usage = cpu_cores(relief, source.cores)
         if usage <= 0:
             log.debug('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
             return None
@@ -625,23 +624,6 @@ def _confirmed(
     if args.confirm_cycles <= 1:
         return set(c.overutilized)
     return {n for n in c.overutilized if n in over_since}
-
-
-def _pod_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
-    """The pod's CPU in cores: measured, or its requests until it is."""
-    usage = measured.get(pod_key(pod))
-    if usage is not None:
-        return _cores(usage, cores)
-    return pod.requests.get("cpu", 0.0)
-
-
-def _cores(relief: Mapping[str, float] | None, cores: float) -> float:
-    """The pod's CPU in cores, from its relief on a CPU signal (a share 0..100 of its node:
-    measured usage, or its requests where usage is not measured)."""
-    if not relief:
-        return 0.0
-    share = max((relief.get(s, 0.0) for s in CPU_SIGNALS), default=0.0)
-    return share / 100.0 * cores
 
 
 #: The request behind each signal, for estimating a move when per-pod usage is unknown.
