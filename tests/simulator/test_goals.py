@@ -183,3 +183,25 @@ def test_the_scale_out_goals_show_the_clairvoyants_figures() -> None:
     )
     assert violating.met is False
     assert violating.line().endswith("1.0 (goal <= 0); with perfect information 0.0")
+
+
+@pytest.mark.parametrize(
+    ("floor", "words"),
+    [
+        pytest.param(
+            1.0, "; the fluid bound 1.00x, so no placement can meet it", id="out-of-reach"
+        ),
+        pytest.param(0.6, "; the fluid bound 0.60x", id="reachable"),
+    ],
+)
+def test_the_work_lost_ratio_shows_the_fluid_bound_and_whether_anything_can_meet_it(
+    floor: float, words: str
+) -> None:
+    # The fluid bound loses no more work than any placement on every run, so its p90 ratio is
+    # a floor under every contender's: above the goal, the goal is out of reach for all.
+    verdict = copy.deepcopy(_verdict())
+    verdict["references"] = {"limit": {"work_lost_vs_requests": {"p50": 0.3, "p90": floor}}}
+    goals = sweep_goals(verdict)
+    assert goals[2].line().endswith(f"0.60x (goal <= 0.6){words}")
+    assert goals[2].met is True  # judged on ours alone, the bound only explains
+    assert all(words not in g.line() for i, g in enumerate(goals) if i != 2)
