@@ -103,6 +103,9 @@ COMMANDS: dict[str, Command] = {
     "sweep": Command(
         "tas_cli.sweep", "run every contender on many scenarios drawn from a family", extra="sim"
     ),
+    "sweep-diff": Command(
+        "tas_cli.sweep_diff", "what a change moved: one contender on two sweeps, paired by seed"
+    ),
 }
 
 
