@@ -170,6 +170,15 @@ def test_the_command_refuses_sweeps_of_other_scenarios_behind_the_same_names(
     assert done.stdout == ""
 
 
+def test_the_same_drawing_from_another_checkout_pairs(tmp_path: Path) -> None:
+    # The header comment names the family file's path, which differs between checkouts.
+    before = sweep_folder(tmp_path, "before", BEFORE, "# Drawn from /a/default.yaml\nnodes: 4\n")
+    after = sweep_folder(tmp_path, "after", BEFORE, "# Drawn from /b/default.yaml\nnodes: 4\n")
+    done = sweep_diff(str(before), str(after))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ours, after against before: 2 scenarios x 3 seeds")
+
+
 def test_the_command_says_which_folder_has_no_runs(tmp_path: Path) -> None:
     done = sweep_diff(str(sweep_folder(tmp_path, "before", BEFORE)), str(tmp_path / "missing"))
     assert done.returncode == 1
