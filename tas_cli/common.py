@@ -34,6 +34,7 @@ import errno
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -80,6 +81,14 @@ class SetupError(Exception):
 
 
 # ------------------------------------------------------------------ argument types
+
+
+def print_problems(headline: str, problems: Iterable[str]) -> None:
+    """`headline`, then each problem indented under it, on stderr: every problem the user has
+    to fix, at once, not only the first."""
+    print(headline, file=sys.stderr)
+    for problem in problems:
+        print(f"  {problem}", file=sys.stderr)
 
 
 def duration(text: str) -> float:

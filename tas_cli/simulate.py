@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from tas_cli.common import print_problems
+
 #: What each column of the tables means, by its title (`simulator.report.COLUMNS`; a test
 #: keeps the two in step), from the figures' definitions in `simulator.figures`. Every figure is
 #: judged on the model's true values and is better lower; "after the warm-up" where it is a
@@ -202,9 +204,7 @@ def run(args: argparse.Namespace) -> int:
         except ScenarioError as error:
             problems.extend(error.problems)
     if problems:
-        print("tas simulate: the scenario cannot be used:", file=sys.stderr)
-        for problem in problems:
-            print(f"  {problem}", file=sys.stderr)
+        print_problems("tas simulate: the scenario cannot be used:", problems)
         return 1
     if duration is not None:
         scenarios = [s.with_duration(duration) for s in scenarios]

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from tas_cli.common import print_problems
 from tas_cli.simulate import add_spreading_options
 
 #: `tas sweep --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
@@ -62,9 +63,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         family = load_family(args.family)
     except FamilyError as error:
-        print("tas sweep: the family cannot be used:", file=sys.stderr)
-        for problem in error.problems:
-            print(f"  {problem}", file=sys.stderr)
+        print_problems("tas sweep: the family cannot be used:", error.problems)
         print(f"named families: {', '.join(named_families())}", file=sys.stderr)
         return 1
     plan = SweepPlan(family, args.count, args.seeds, tuple(contenders))

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tas_cli.common import print_problems
+
 #: `tas sweep-diff --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
     "Compare one contender between two sweep folders of the same family, count and seeds "
@@ -85,9 +87,7 @@ def run(args: argparse.Namespace) -> int:
         except UnpairedError as error:
             problems.extend(error.problems)
     if problems:
-        print("tas sweep-diff: the two sweeps cannot be paired:", file=sys.stderr)
-        for problem in problems:
-            print(f"  {problem}", file=sys.stderr)
+        print_problems("tas sweep-diff: the two sweeps cannot be paired:", problems)
         return 1
     print(table(paired, most=args.most))
     return 0
