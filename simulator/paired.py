@@ -94,7 +94,8 @@ def _check(
 ) -> None:
     if set(before) != set(after):
         only = sorted(set(before) ^ set(after))
-        problems.append(f"the sweeps hold different scenarios ({', '.join(only[:5])} ...)")
+        more = f" and {len(only) - 5} more" if len(only) > 5 else ""
+        problems.append(f"scenarios in one sweep only: {', '.join(only[:5])}{more}")
         return
     for scenario in sorted(before):
         one, two = _seeded(before, scenario, contender), _seeded(after, scenario, contender)

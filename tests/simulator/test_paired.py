@@ -104,7 +104,9 @@ def test_one_seed_claims_nothing_clear() -> None:
 @pytest.mark.parametrize(
     ("after", "problem"),
     [
-        pytest.param(runs(a=BEFORE["runs"]["a"]["ours"]), "different scenarios (b", id="scenarios"),
+        pytest.param(
+            runs(a=BEFORE["runs"]["a"]["ours"]), "scenarios in one sweep only: b", id="scenarios"
+        ),
         pytest.param(
             runs(a=BEFORE["runs"]["a"]["ours"], b={"1": figures(1.0)}),
             "b: different seeds",
