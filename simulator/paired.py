@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.stats import interval
+from tas.problems import ProblemsError
 
 #: The figures a change is judged on, as (name, unit, how to read it from one run's figures).
 #: Work lost and stall are what users feel; violating placements and evictions are its costs.
@@ -30,13 +31,9 @@ FIGURES: tuple[tuple[str, str, Callable[[Mapping[str, Any]], float]], ...] = (
 )
 
 
-class UnpairedError(ValueError):
-    """The two sweeps do not hold the same runs, so they cannot be paired: every mismatch is
-    listed (a different count, seed or family gives different scenarios)."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = list(problems)
+class UnpairedError(ProblemsError):
+    """The two sweeps do not hold the same runs, so they cannot be paired: `problems` lists
+    every mismatch (a different count, seed or family gives different scenarios)."""
 
 
 @dataclass(frozen=True)

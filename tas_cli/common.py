@@ -80,15 +80,15 @@ class SetupError(Exception):
     """A startup problem the user can fix: printed as one line, exit code 2."""
 
 
-# ------------------------------------------------------------------ argument types
-
-
 def print_problems(headline: str, problems: Iterable[str]) -> None:
     """`headline`, then each problem indented under it, on stderr: every problem the user has
     to fix, at once, not only the first."""
     print(headline, file=sys.stderr)
     for problem in problems:
         print(f"  {problem}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------ argument types
 
 
 def duration(text: str) -> float:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from tas_cli.common import print_problems
+from tas_cli.common import count, print_problems
 
 #: `tas sweep-diff --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
@@ -32,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--contender", default="ours", metavar="NAME", help="the contender to compare"
     )
     parser.add_argument(
-        "--most", type=int, default=8, metavar="N", help="scenarios listed per figure and side"
+        "--most", type=count, default=8, metavar="N", help="scenarios listed per figure and side"
     )
 
 
@@ -75,9 +74,6 @@ def _same_scenarios(before: Path, after: Path, problems: list[str]) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulator.paired import UnpairedError, pair_sweeps, table
 
-    if args.most < 0:
-        print("tas sweep-diff: --most must be at least 0", file=sys.stderr)
-        return 2
     problems: list[str] = []
     before, after = _load(args.before, problems), _load(args.after, problems)
     _same_scenarios(args.before, args.after, problems)
