@@ -35,10 +35,10 @@ from descheduler.signals import CPU_SIGNALS
 from descheduler.state import CycleState, PodKey, pod_key
 from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName
+from tas.vocabulary import PREFER_NO_EVICTION_ANNOTATION
 
 PluginName = NewType("PluginName", str)
 
-PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
 _QOS_ORDER = {QoSClass.BEST_EFFORT: 0, QoSClass.BURSTABLE: 1, QoSClass.GUARANTEED: 2}
 
 

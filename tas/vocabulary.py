@@ -30,6 +30,20 @@ EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 #: Static and mirror pods (the kubelet's own), which are never evicted.
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+#: Upstream descheduler's hint: evict this pod only when nothing else will do.
+PREFER_NO_EVICTION_ANNOTATION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+#: The pod annotations any component reads. The Kubernetes adapter keeps only these: the rest
+#: (last-applied configurations, sidecar injectors' notes) can be kilobytes a pod.
+POD_ANNOTATIONS_READ = frozenset(
+    {
+        EVICT_ANNOTATION,
+        MIRROR_ANNOTATION,
+        CONFIG_SOURCE_ANNOTATION,
+        PREFER_NO_EVICTION_ANNOTATION,
+    }
+)
+#: The node annotations any component reads (the controller's note of the labels it owns).
+NODE_ANNOTATIONS_READ = frozenset({OWNED_ANNOTATION})
 
 # ---------------------------------------------------------------- taints and resources
 #: The soft tainter's taint is `<prefix>/overutilized=true:PreferNoSchedule`.

@@ -380,11 +380,14 @@ def kube_api_client(kube: KubeSettings) -> Any:
         raise SetupError(str(error)) from error
 
 
-def open_cluster(api_client: Any, *, watched: Iterable[ResourceKind]) -> KubernetesCluster:
-    """Caches of `watched` only: a new cache must come with its RBAC grant."""
+def open_cluster(
+    api_client: Any, *, watched: Iterable[ResourceKind], **options: Any
+) -> KubernetesCluster:
+    """Caches of `watched` only: a new cache must come with its RBAC grant. `options` go to
+    `KubernetesCluster` (which pods, which of their fields)."""
     from tas.cluster.kubernetes import KubernetesCluster
 
-    return KubernetesCluster(api_client, watched=list(watched))
+    return KubernetesCluster(api_client, watched=list(watched), **options)
 
 
 def open_view(

@@ -26,6 +26,7 @@ from tas.cluster.interface import ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
+from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas_cli import common, subcommand
 
 log = logging.getLogger("policy_controller")
@@ -111,7 +112,11 @@ def _control(settings: ControllerCommandSettings) -> int:
     caches = [ResourceKind.NODE, ResourceKind.POD]
     if settings.policies is None:
         caches.append(ResourceKind.POLICY)
-    cluster = common.open_cluster(api_client, watched=caches)
+    # Only the pods it labels: those linked to a policy, and those it labelled before (a pod
+    # whose link was removed still carries `violate`, which must go). Most pods are neither.
+    cluster = common.open_cluster(
+        api_client, watched=caches, pod_label_selectors=(POLICY_LABEL, POD_VIOLATION_LABEL)
+    )
     store = PolicyStore()
     want_policy_metrics(store, view)
 

@@ -394,7 +394,8 @@ def _extender_decisions(settings: ExplainCommandSettings) -> DecisionSource:
 
 def _refusal(text: str) -> str:
     """The API server's own words from an error carrying its Status (its `message`)."""
-    found = re.search(r'"message": ("(?:[^"\\]|\\.)*")', text)
+    # The API server's encoder (Go's) writes no space after the colon.
+    found = re.search(r'"message":\s*("(?:[^"\\]|\\.)*")', text)
     if found is not None:
         with contextlib.suppress(ValueError):
             text = str(json.loads(found.group(1)))

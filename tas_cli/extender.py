@@ -28,7 +28,7 @@ from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, server_ssl_context, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.clock import SYSTEM_CLOCK
-from tas.cluster.interface import ResourceKind
+from tas.cluster.interface import PodFields, ResourceKind
 from tas.placements import (
     DEFAULT_RESOURCES,
     DEFAULT_WINDOW,
@@ -308,7 +308,12 @@ def _serve(settings: ExtenderCommandSettings) -> int:
         if watched:
             # Only these caches: the extender needs nothing else, and its RBAC allows nothing
             # else. /readyz stays false until the first complete policy list has loaded.
-            cluster = common.open_cluster(common.kube_api_client(settings.kube), watched=watched)
+            # Of each pod only what herd control reads (its node, owner, requests, bind time).
+            cluster = common.open_cluster(
+                common.kube_api_client(settings.kube),
+                watched=watched,
+                pod_fields=PodFields.PLACEMENT,
+            )
             if tracker is not None:
                 cluster.subscribe(
                     follow_cluster(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.framework import PREFER_NO_EVICTION_ANNOTATION, ExtensionPoint, Plugin, PluginName
+from descheduler.framework import ExtensionPoint, Plugin, PluginName
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import (
     LabelSelector,
@@ -34,7 +34,7 @@ from tas.cluster.model import (
     Pod,
     PodDisruptionBudget,
 )
-from tas.vocabulary import EVICT_ANNOTATION
+from tas.vocabulary import EVICT_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION
 
 log = logging.getLogger(__name__)
 

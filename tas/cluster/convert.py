@@ -3,6 +3,11 @@
 The adapter reads raw JSON (not the client's generated classes) so one path serves built-in
 and custom resources alike, and a field the model does not need is never parsed. Parsing is
 lenient: a malformed quantity or timestamp is skipped rather than losing the whole object.
+
+The converters of what caches hold many of (pods, nodes) take a `SharedValues`: equal parts of
+different objects (a workload's labels, owner, requests, tolerations; node names; namespaces)
+then come out as one shared object, which is what keeps a 150,000-pod cache small. Annotations
+are kept only where a component reads them (`POD_ANNOTATIONS_READ`, `NODE_ANNOTATIONS_READ`).
 """
 
 from __future__ import annotations
@@ -33,12 +38,17 @@ from tas.cluster.model import (
     TopologySpreadConstraint,
     Volume,
 )
+from tas.cluster.sharing import NoSharing, SharedValues
 from tas.quantity import QuantityError, parse_quantity
 from tas.types import Namespace, NodeName
+from tas.vocabulary import NODE_ANNOTATIONS_READ, POD_ANNOTATIONS_READ
 
 log = logging.getLogger(__name__)
 
 Json = Mapping[str, Any]
+
+#: Converting one object alone: nothing to share with.
+NO_SHARING: SharedValues = NoSharing()
 
 
 def _map(value: Any) -> dict[str, str]:
@@ -92,7 +102,14 @@ def taint_to_api(taint: Taint) -> dict[str, str]:
     return body
 
 
-def node_from_api(raw: Json) -> Node:
+def _annotations(value: Any, read: frozenset[str], shared: SharedValues) -> Mapping[str, str]:
+    """The annotations of `value` a component reads (`read`), the others dropped."""
+    if not isinstance(value, Mapping):
+        return {}
+    return shared.strings({k: v for k, v in value.items() if k in read})
+
+
+def node_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Node:
     metadata, spec, status = _sections(raw)
     ready = any(
         _dict(c).get("type") == "Ready" and _dict(c).get("status") == "True"
@@ -100,11 +117,11 @@ def node_from_api(raw: Json) -> Node:
     )
     taints = (taint_from_api(_dict(t)) for t in _list(spec.get("taints")))
     return Node(
-        name=NodeName(str(metadata.get("name", ""))),
-        labels=_map(metadata.get("labels")),
-        annotations=_map(metadata.get("annotations")),
-        taints=tuple(t for t in taints if t is not None),
-        allocatable=quantities(status.get("allocatable")),
+        name=NodeName(shared.value(str(metadata.get("name", "")))),
+        labels=shared.strings(_dict(metadata.get("labels"))),
+        annotations=_annotations(metadata.get("annotations"), NODE_ANNOTATIONS_READ, shared),
+        taints=shared.value(tuple(t for t in taints if t is not None)),
+        allocatable=shared.numbers(quantities(status.get("allocatable"))),
         unschedulable=bool(spec.get("unschedulable", False)),
         ready=ready,
         resource_version=str(metadata.get("resourceVersion", "")),
@@ -221,7 +238,7 @@ def _topology_spread(spec: Json) -> tuple[TopologySpreadConstraint, ...]:
     return tuple(found)
 
 
-def _container_statuses(raw: Any) -> tuple[ContainerStatus, ...]:
+def _container_statuses(raw: Any, shared: SharedValues) -> tuple[ContainerStatus, ...]:
     statuses = []
     for item in _list(raw):
         s = _dict(item)
@@ -229,29 +246,34 @@ def _container_statuses(raw: Any) -> tuple[ContainerStatus, ...]:
         waiting = state.get("waiting")
         terminated = state.get("terminated")
         statuses.append(
-            ContainerStatus(
-                name=str(s.get("name") or ""),
-                restart_count=_int(s.get("restartCount")),
-                waiting_reason=(
-                    str(_dict(waiting).get("reason") or "") if waiting is not None else None
-                ),
-                terminated_reason=(
-                    str(_dict(terminated).get("reason") or "") if terminated is not None else None
-                ),
-                exit_code=(
-                    _int(_dict(terminated).get("exitCode")) if terminated is not None else None
-                ),
+            shared.value(
+                ContainerStatus(
+                    name=shared.value(str(s.get("name") or "")),
+                    restart_count=_int(s.get("restartCount")),
+                    waiting_reason=(
+                        str(_dict(waiting).get("reason") or "") if waiting is not None else None
+                    ),
+                    terminated_reason=(
+                        str(_dict(terminated).get("reason") or "")
+                        if terminated is not None
+                        else None
+                    ),
+                    exit_code=(
+                        _int(_dict(terminated).get("exitCode")) if terminated is not None else None
+                    ),
+                )
             )
         )
-    return tuple(statuses)
+    return shared.value(tuple(statuses))
 
 
-def _conditions(raw: Any) -> tuple[PodCondition, ...]:
+def _conditions(raw: Any, shared: SharedValues) -> tuple[PodCondition, ...]:
+    # Each pod's own: their transition times differ, so there is little to share.
     return tuple(
         PodCondition(
-            type=str(_dict(c).get("type") or ""),
-            status=str(_dict(c).get("status") or ""),
-            reason=str(_dict(c).get("reason") or ""),
+            type=shared.value(str(_dict(c).get("type") or "")),
+            status=shared.value(str(_dict(c).get("status") or "")),
+            reason=shared.value(str(_dict(c).get("reason") or "")),
             last_transition_time=parse_time(_dict(c).get("lastTransitionTime")),
         )
         for c in _list(raw)
@@ -292,6 +314,7 @@ _VOLUME_KINDS = (
 
 
 def _volume(raw: Json) -> Volume:
+    # Not shared: the service account token's volume has a name of its own in every pod.
     kind = next((k for k in _VOLUME_KINDS if k in raw), "other")
     claim = _dict(raw.get("persistentVolumeClaim")).get("claimName", "")
     return Volume(name=str(raw.get("name", "")), kind=kind, claim_name=str(claim))
@@ -301,48 +324,65 @@ def _restarts(statuses: Any) -> int:
     return sum(int(_dict(s).get("restartCount") or 0) for s in _list(statuses))
 
 
-def pod_from_api(raw: Json) -> Pod:
+def _owners(metadata: Json, shared: SharedValues) -> tuple[OwnerReference, ...]:
+    return shared.value(
+        tuple(
+            shared.value(
+                OwnerReference(
+                    kind=shared.value(str(_dict(o).get("kind", ""))),
+                    name=shared.value(str(_dict(o).get("name", ""))),
+                    uid=shared.value(str(_dict(o).get("uid", ""))),
+                    controller=bool(_dict(o).get("controller", False)),
+                )
+            )
+            for o in _list(metadata.get("ownerReferences"))
+        )
+    )
+
+
+def _tolerations(spec: Json, shared: SharedValues) -> tuple[Toleration, ...]:
+    return shared.value(
+        tuple(
+            Toleration(
+                key=str(_dict(t).get("key") or ""),
+                operator=str(_dict(t).get("operator") or "Equal"),
+                value=str(_dict(t).get("value") or ""),
+                effect=str(_dict(t).get("effect") or ""),
+            )
+            for t in _list(spec.get("tolerations"))
+        )
+    )
+
+
+def _node_name(spec: Json, shared: SharedValues) -> NodeName | None:
+    node_name = spec.get("nodeName")
+    return NodeName(shared.value(str(node_name))) if node_name else None
+
+
+def pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Pod:
+    """Every field of the model (what the descheduler's plugins and evictor read)."""
     metadata, spec, status = _sections(raw)
-    owners = tuple(
-        OwnerReference(
-            kind=str(_dict(o).get("kind", "")),
-            name=str(_dict(o).get("name", "")),
-            uid=str(_dict(o).get("uid", "")),
-            controller=bool(_dict(o).get("controller", False)),
-        )
-        for o in _list(metadata.get("ownerReferences"))
-    )
-    tolerations = tuple(
-        Toleration(
-            key=str(_dict(t).get("key") or ""),
-            operator=str(_dict(t).get("operator") or "Equal"),
-            value=str(_dict(t).get("value") or ""),
-            effect=str(_dict(t).get("effect") or ""),
-        )
-        for t in _list(spec.get("tolerations"))
-    )
     try:
         qos = QoSClass(status["qosClass"])
     except (KeyError, ValueError):
         qos = qos_class(spec)
-    node_name = spec.get("nodeName")
     return Pod(
-        namespace=Namespace(str(metadata.get("namespace", "default"))),
+        namespace=Namespace(shared.value(str(metadata.get("namespace", "default")))),
         name=str(metadata.get("name", "")),
         uid=str(metadata.get("uid", "")),
-        labels=_map(metadata.get("labels")),
-        annotations=_map(metadata.get("annotations")),
-        node_name=NodeName(str(node_name)) if node_name else None,
-        phase=str(status.get("phase") or "Pending"),
-        owners=owners,
+        labels=shared.strings(_dict(metadata.get("labels"))),
+        annotations=_annotations(metadata.get("annotations"), POD_ANNOTATIONS_READ, shared),
+        node_name=_node_name(spec, shared),
+        phase=shared.value(str(status.get("phase") or "Pending")),
+        owners=_owners(metadata, shared),
         priority=int(spec.get("priority") or 0),
-        priority_class_name=str(spec.get("priorityClassName") or ""),
+        priority_class_name=shared.value(str(spec.get("priorityClassName") or "")),
         qos_class=qos,
-        requests=pod_requests(spec),
-        node_selector=_map(spec.get("nodeSelector")),
+        requests=shared.numbers(pod_requests(spec)),
+        node_selector=shared.strings(_dict(spec.get("nodeSelector"))),
         required_node_affinity=_node_affinity(spec),
         required_pod_anti_affinity=_anti_affinity(spec),
-        tolerations=tolerations,
+        tolerations=_tolerations(spec, shared),
         volumes=tuple(_volume(_dict(v)) for v in _list(spec.get("volumes"))),
         container_restarts=_restarts(status.get("containerStatuses")),
         init_container_restarts=_restarts(status.get("initContainerStatuses")),
@@ -350,19 +390,46 @@ def pod_from_api(raw: Json) -> Pod:
         start_time=parse_time(status.get("startTime")),
         deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
         resource_version=str(metadata.get("resourceVersion", "")),
-        container_images=tuple(
-            str(_dict(c).get("image") or "") for c in _list(spec.get("containers"))
+        container_images=shared.value(
+            tuple(
+                shared.value(str(_dict(c).get("image") or ""))
+                for c in _list(spec.get("containers"))
+            )
         ),
-        container_statuses=_container_statuses(status.get("containerStatuses")),
-        init_container_statuses=_container_statuses(status.get("initContainerStatuses")),
-        ephemeral_container_statuses=_container_statuses(status.get("ephemeralContainerStatuses")),
+        container_statuses=_container_statuses(status.get("containerStatuses"), shared),
+        init_container_statuses=_container_statuses(status.get("initContainerStatuses"), shared),
+        ephemeral_container_statuses=_container_statuses(
+            status.get("ephemeralContainerStatuses"), shared
+        ),
         reason=str(status.get("reason") or ""),
-        conditions=_conditions(status.get("conditions")),
+        conditions=_conditions(status.get("conditions"), shared),
         preferred_node_affinity=_preferred_node_affinity(spec),
         topology_spread_constraints=_topology_spread(spec),
         has_priority=spec.get("priority") is not None,
         has_resource_claims=bool(_list(spec.get("resourceClaims"))),
-        requested_resources=_requested_resources(spec),
+        requested_resources=shared.value(_requested_resources(spec)),
+    )
+
+
+def placed_pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Pod:
+    """Only what placements (herd control, `tas.placements`) read: the pod's identity, node,
+    phase, deletion, owners, requests, bind time (its PodScheduled condition, its start time)
+    and resourceVersion. Every other field keeps the model's default. The extender's cache."""
+    metadata, spec, status = _sections(raw)
+    scheduled = tuple(
+        c for c in _list(status.get("conditions")) if _dict(c).get("type") == "PodScheduled"
+    )
+    return Pod(
+        namespace=Namespace(shared.value(str(metadata.get("namespace", "default")))),
+        name=str(metadata.get("name", "")),
+        node_name=_node_name(spec, shared),
+        phase=shared.value(str(status.get("phase") or "Pending")),
+        owners=_owners(metadata, shared),
+        requests=shared.numbers(pod_requests(spec)),
+        deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
+        start_time=parse_time(status.get("startTime")),
+        conditions=_conditions(scheduled, shared),
+        resource_version=str(metadata.get("resourceVersion", "")),
     )
 
 
@@ -398,4 +465,5 @@ def pdb_from_api(raw: Json) -> PodDisruptionBudget:
         name=str(metadata.get("name", "")),
         selector=label_selector_from_api(spec.get("selector")),
         disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+        resource_version=str(metadata.get("resourceVersion", "")),
     )

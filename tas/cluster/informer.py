@@ -6,6 +6,22 @@ when the stream ends, watch again from the last resourceVersion seen; when the A
 version is gone (410, as an ERROR event or as the HTTP status), LIST again and report the
 difference as changes; on any other failure, retry with exponential backoff.
 
+The LIST is paginated as client-go's pager does it: `limit` objects a page (500, the pager's
+default), each next page asked for with the `continue` token of the one before, so neither the
+API server nor this process ever holds a whole 150,000-pod list at once; each page is parsed,
+converted and dropped before the next is read. resourceVersion semantics (docs/deploy.md,
+"Scale"): the first page sets no resourceVersion, which asks for the most recent state (a
+consistent read, from etcd or, since Kubernetes 1.31, from the watch cache), and the pages
+after it carry only the token, which pins them to the first page's snapshot. `resourceVersion=0`
+(any cached state) is not used: the API server's watch cache ignores `limit` for it and sends
+every object in one response, the very peak paging avoids. When the token has expired (410,
+the snapshot was compacted away mid-list) the list starts again from its first page, as after
+any other 410; client-go would fall back to one unpaginated list instead.
+
+The cache holds only the converted records (`convert`), never the parsed JSON: a 4 KB pod is
+about 28 KiB of Python objects parsed and under 2 KiB converted. Each record carries its
+resourceVersion, which is all the loop needs to tell a newer object from one it already has.
+
 Writes made by the adapter are folded in at once (`apply`), so a reader never acts on a state
 older than its own last write; a watch event that is not newer than the cached object is
 ignored, so each change is reported once.
@@ -16,26 +32,41 @@ does not hold its thread, and the process, for the rest of its server-side timeo
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+import orjson
 from kubernetes.client.exceptions import ApiException
 
 from tas.cluster.interface import ChangeType
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Raw = Mapping[str, Any]
 #: A generated list function of the client, with its positional arguments bound.
 ListCall = Callable[..., Any]
 Sleep = Callable[[float], None]
+#: What a cache tells of each change: its type, the object's namespace ("" when cluster-scoped)
+#: and name.
+ChangeCallback = Callable[[ChangeType, str, str], None]
+
+#: Objects a LIST page asks for: client-go's pager default (`pager.defaultPageSize`).
+PAGE_SIZE = 500
+
+
+class Versioned(Protocol):
+    """A cached record: it knows the resourceVersion of the object it was converted from."""
+
+    @property
+    def resource_version(self) -> str: ...
+
+
+T = TypeVar("T", bound=Versioned)
 
 
 class _GoneError(Exception):
@@ -110,12 +141,21 @@ def _newer(candidate: str, current: str) -> bool:
         return candidate != current
 
 
-def object_key(raw: Raw) -> str:
+def _identity(raw: Raw) -> tuple[str, str]:
+    """An object's namespace ("" when cluster-scoped) and name."""
     metadata = raw.get("metadata")
     if not isinstance(metadata, Mapping):
-        return ""
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
+        return "", ""
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
+def object_key(raw: Raw) -> str:
+    namespace, name = _identity(raw)
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
 
 
 class Informer(Generic[T]):
@@ -125,12 +165,13 @@ class Informer(Generic[T]):
         name: str,
         list_call: ListCall,
         convert: Callable[[Raw], T],
-        on_change: Callable[[ChangeType, Raw], None],
+        on_change: ChangeCallback,
         watch_timeout: float = 60.0,
         connect_timeout: float = 10.0,
         backoff: Backoff | None = None,
         sleep: Sleep | None = None,
         selectors: Mapping[str, str] | None = None,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.name = name
         self._list_call = list_call
@@ -141,8 +182,8 @@ class Informer(Generic[T]):
         self._backoff = backoff or Backoff()
         self._sleep = sleep
         self._selectors = dict(selectors or {})
+        self._page_size = page_size
         self._lock = threading.Lock()
-        self._raw: dict[str, Raw] = {}
         self._items: dict[str, T] = {}
         self._resource_version: str | None = None
         self._response: Any = None
@@ -150,7 +191,7 @@ class Informer(Generic[T]):
         # another request from the pool, which `close()` must then not shut down.
         self._response_lock = threading.Lock()
         self.synced = threading.Event()
-        self.lists = 0  # how many LISTs so far (a test and metric hook)
+        self.lists = 0  # how many complete LISTs so far (a test and metric hook)
 
     # ------------------------------------------------------------ reads
 
@@ -162,39 +203,44 @@ class Informer(Generic[T]):
         with self._lock:
             return self._items.get(key)
 
-    def raw(self, key: str) -> Raw | None:
+    def __len__(self) -> int:
         with self._lock:
-            return self._raw.get(key)
+            return len(self._items)
 
     # ------------------------------------------------------------ updates
 
     def apply(self, type_: ChangeType, raw: Raw) -> bool:
         """Fold one object in (from a watch event or our own write); True if it changed."""
-        key = object_key(raw)
+        namespace, name = _identity(raw)
+        key = _key(namespace, name)
+        if type_ is ChangeType.DELETED:
+            return self._remove(key, namespace, name)
         with self._lock:
-            current = self._raw.get(key)
-            if type_ is ChangeType.DELETED:
-                if current is None:
-                    return False
-                del self._raw[key]
-                del self._items[key]
-            else:
-                if current is not None and not _newer(_version(raw), _version(current)):
-                    return False
-                type_ = ChangeType.MODIFIED if current is not None else ChangeType.ADDED
-                self._items[key] = self._convert(raw)
-                self._raw[key] = raw
-        self._on_change(type_, raw)
+            current = self._items.get(key)
+        if current is not None and not _newer(_version(raw), current.resource_version):
+            return False
+        # Converted outside the lock: readers wait for no parsing. Only this cache's watch
+        # thread and the adapter's own writes convert, and a write that loses a race to a
+        # newer event is caught by the version check again below.
+        record = self._convert(raw)
+        with self._lock:
+            current = self._items.get(key)
+            if current is not None and not _newer(
+                record.resource_version, current.resource_version
+            ):
+                return False
+            self._items[key] = record
+        self._on_change(
+            ChangeType.MODIFIED if current is not None else ChangeType.ADDED, namespace, name
+        )
         return True
 
-    def _replace_all(self, items: list[Raw]) -> None:
-        fresh = {object_key(item): item for item in items}
+    def _remove(self, key: str, namespace: str, name: str) -> bool:
         with self._lock:
-            gone = [raw for key, raw in self._raw.items() if key not in fresh]
-        for raw in gone:
-            self.apply(ChangeType.DELETED, raw)
-        for item in fresh.values():
-            self.apply(ChangeType.ADDED, item)
+            if self._items.pop(key, None) is None:
+                return False
+        self._on_change(ChangeType.DELETED, namespace, name)
+        return True
 
     # ------------------------------------------------------------ the loop
 
@@ -206,8 +252,9 @@ class Informer(Generic[T]):
                     self._list(stop)
                 self._watch(stop)
                 self._backoff.reset()
-            except _GoneError:
-                log.info("%s: resourceVersion expired, listing again", self.name)
+            except _GoneError as error:
+                # A watch's resume point, or a list's continue token, was compacted away.
+                log.info("%s: %s; listing again", self.name, error or "resourceVersion expired")
                 self._resource_version = None
             except Exception as error:  # any failure: the loop must survive and retry
                 if stop.is_set():
@@ -252,17 +299,55 @@ class Informer(Generic[T]):
         response.release_conn()
 
     def _list(self, stop: threading.Event) -> None:
-        response = self._open(stop, _request_timeout=(self._connect_timeout, self._watch_timeout))
+        """LIST page by page, folding each page in as it arrives; then drop what no page held.
+
+        Each object of a page goes through `apply`, which ignores one the cache already has at
+        that resourceVersion, so a LIST after a 410 reports only what changed meanwhile.
+        """
+        listed: set[str] = set()
+        token: str | None = None
+        while True:
+            body = self._list_page(stop, token)
+            for item in body.get("items") or ():
+                if isinstance(item, Mapping):
+                    self.apply(ChangeType.ADDED, item)
+                    listed.add(object_key(item))
+            metadata = body.get("metadata") or {}
+            token = metadata.get("continue") or None
+            if token is None or stop.is_set():
+                break
+        if stop.is_set():
+            return
+        with self._lock:
+            gone = [key for key in self._items if key not in listed]
+        for key in gone:
+            namespace, _, name = key.rpartition("/")
+            self._remove(key, namespace, name)
+        self.lists += 1
+        self._resource_version = str(metadata.get("resourceVersion", ""))
+        self.synced.set()
+
+    def _list_page(self, stop: threading.Event, token: str | None) -> Mapping[str, Any]:
+        """One page: the first (no token) at the most recent resourceVersion, the others
+        pinned to its snapshot by their token. An expired token (410) is `_GoneError`."""
+        paging: dict[str, Any] = {"limit": self._page_size}
+        if token is not None:
+            paging["_continue"] = token
+        try:
+            response = self._open(
+                stop, _request_timeout=(self._connect_timeout, self._watch_timeout), **paging
+            )
+        except ApiException as error:
+            if error.status == 410:
+                raise _GoneError(f"continue token expired: {error.reason}") from error
+            raise
         complete = False
         try:
-            body = json.loads(response.data)
+            body: Mapping[str, Any] = orjson.loads(response.data)
             complete = True
         finally:
             self._finish(response, complete=complete)
-        self.lists += 1
-        self._replace_all(list(body.get("items") or []))
-        self._resource_version = str(body.get("metadata", {}).get("resourceVersion", ""))
-        self.synced.set()
+        return body
 
     def _watch(self, stop: threading.Event) -> None:
         try:
@@ -283,7 +368,7 @@ class Informer(Generic[T]):
             for line in _lines(response):
                 if stop.is_set():
                     return
-                self._event(json.loads(line))
+                self._event(orjson.loads(line))
             complete = not stop.is_set()  # an aborted stream also ends, but not cleanly
         finally:
             self._finish(response, complete=complete)

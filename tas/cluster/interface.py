@@ -56,6 +56,15 @@ class EvictionOutcome(enum.StrEnum):
     FAILED = "failed"
 
 
+class PodFields(enum.Enum):
+    """Which fields of each pod an adapter's pod cache keeps."""
+
+    #: Every field of the model: what the descheduler's plugins and evictor read.
+    ALL = "all"
+    #: What placements (herd control) read, the others left at their defaults: the extender.
+    PLACEMENT = "placement"
+
+
 @dataclass(frozen=True, slots=True)
 class EvictionResult:
     outcome: EvictionOutcome
@@ -68,6 +77,11 @@ class PolicyDocument:
 
     key: PolicyKey
     body: Mapping[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        metadata = self.body.get("metadata")
+        return str(metadata.get("resourceVersion", "")) if isinstance(metadata, Mapping) else ""
 
 
 def policy_key_of(document: Mapping[str, Any]) -> PolicyKey:

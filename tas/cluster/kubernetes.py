@@ -21,7 +21,6 @@ the call as TransientClusterError (an eviction as FAILED) instead of blocking a 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 import time
@@ -29,6 +28,7 @@ import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import orjson
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -39,11 +39,21 @@ from tas.cluster.convert import (
     namespace_from_api,
     node_from_api,
     pdb_from_api,
+    placed_pod_from_api,
     pod_from_api,
     pvc_from_api,
     taint_to_api,
 )
-from tas.cluster.informer import Backoff, Informer, ListCall, Raw, Sleep
+from tas.cluster.informer import (
+    PAGE_SIZE,
+    Backoff,
+    ChangeCallback,
+    Informer,
+    ListCall,
+    Raw,
+    Sleep,
+    Versioned,
+)
 from tas.cluster.interface import (
     ChangeListener,
     ChangeListeners,
@@ -54,6 +64,7 @@ from tas.cluster.interface import (
     EvictionOutcome,
     EvictionResult,
     NotFoundError,
+    PodFields,
     PolicyDocument,
     ResourceKind,
     TransientClusterError,
@@ -68,13 +79,14 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
+from tas.cluster.sharing import SharedValues
 from tas.types import Namespace, NodeName, PolicyKey
 from tas.vocabulary import GROUP, PLURAL, VERSION
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
-T = TypeVar("T")
+T = TypeVar("T", bound=Versioned)
 
 #: Deadlines of every direct call: the API server answers a write in milliseconds; one that
 #: does not answer in this long is down for our purposes (TransientClusterError, retried next
@@ -128,11 +140,17 @@ class KubernetesCluster:
         watch_timeout: float = 60.0,
         request_timeout: float = REQUEST_TIMEOUT_SECONDS,
         pod_field_selector: str = "",
+        pod_label_selectors: Sequence[str] = (),
+        pod_fields: PodFields = PodFields.ALL,
         watched: Collection[ResourceKind] | None = None,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         """`watched` limits the caches kept (default: all): the extender, say, needs only
-        policies, and its RBAC allows nothing else. `request_timeout` bounds every direct call
-        (writes, evictions, lookups) so a hung API server fails a call instead of a cycle."""
+        policies, and its RBAC allows nothing else. `pod_label_selectors` limit the pods cached
+        to those any of them selects (the controller keeps only the pods linked to a policy or
+        labelled by it), `pod_field_selector` applies to all, and `pod_fields` says which
+        fields of each pod are kept. `request_timeout` bounds every direct call (writes,
+        evictions, lookups) so a hung API server fails a call instead of a cycle."""
         self._api_client = api_client
         #: What every direct call passes: raw answers, and a deadline to connect and to answer.
         self._call: dict[str, Any] = {
@@ -171,16 +189,37 @@ class KubernetesCluster:
                 backoff=backoff(),
                 watch_timeout=watch_timeout,
                 sleep=sleep,
+                page_size=page_size,
                 **more,
             )
 
-        self._nodes = informer(ResourceKind.NODE, "nodes", self._core.list_node, node_from_api)
-        self._pods = informer(
-            ResourceKind.POD,
-            "pods",
-            self._core.list_pod_for_all_namespaces,
-            pod_from_api,
-            selectors={"field_selector": pod_field_selector} if pod_field_selector else None,
+        # One table of shared values for every cache: pods and nodes name the same nodes.
+        shared = SharedValues()
+        self._nodes = informer(
+            ResourceKind.NODE,
+            "nodes",
+            self._core.list_node,
+            functools.partial(node_from_api, shared=shared),
+        )
+        convert_pod = pod_from_api if pod_fields is PodFields.ALL else placed_pod_from_api
+        # One pod cache per label selector (Kubernetes has no OR of selectors), or one of all.
+        self._pod_caches: tuple[Informer[Pod], ...] = tuple(
+            informer(
+                ResourceKind.POD,
+                f"pods[{label_selector}]" if label_selector else "pods",
+                self._core.list_pod_for_all_namespaces,
+                functools.partial(convert_pod, shared=shared),
+                selectors={
+                    k: v
+                    for k, v in {
+                        "field_selector": pod_field_selector,
+                        "label_selector": label_selector,
+                    }.items()
+                    if v
+                }
+                or None,
+            )
+            for label_selector in (tuple(pod_label_selectors) or ("",))
         )
         self._policies = informer(
             ResourceKind.POLICY, "taspolicies", list_policies, _policy_document
@@ -192,14 +231,17 @@ class KubernetesCluster:
             pdb_from_api,
         )
 
-        kinds: dict[ResourceKind, Informer[Any]] = {
-            ResourceKind.NODE: self._nodes,
-            ResourceKind.POD: self._pods,
-            ResourceKind.POLICY: self._policies,
-            ResourceKind.PDB: self._pdbs,
+        kinds: dict[ResourceKind, tuple[Informer[Any], ...]] = {
+            ResourceKind.NODE: (self._nodes,),
+            ResourceKind.POD: self._pod_caches,
+            ResourceKind.POLICY: (self._policies,),
+            ResourceKind.PDB: (self._pdbs,),
         }
         self._watched: tuple[Informer[Any], ...] = tuple(
-            informer for kind, informer in kinds.items() if watched is None or kind in watched
+            informer
+            for kind, informers in kinds.items()
+            if watched is None or kind in watched
+            for informer in informers
         )
 
     @property
@@ -246,12 +288,9 @@ class KubernetesCluster:
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
         return self._listeners.subscribe(listener)
 
-    def _notifier(self, kind: ResourceKind) -> Callable[[ChangeType, Raw], None]:
-        def notify(type_: ChangeType, raw: Raw) -> None:
-            metadata = raw.get("metadata") or {}
-            change = ClusterChange(
-                kind, type_, str(metadata.get("name", "")), str(metadata.get("namespace") or "")
-            )
+    def _notifier(self, kind: ResourceKind) -> ChangeCallback:
+        def notify(type_: ChangeType, namespace: str, name: str) -> None:
+            change = ClusterChange(kind, type_, name, namespace)
             for listener in self._listeners.current():
                 try:
                     listener(change)
@@ -266,7 +305,17 @@ class KubernetesCluster:
         return self._nodes.items()
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
-        pods = self._pods.items()
+        if len(self._pod_caches) == 1:
+            pods = self._pod_caches[0].items()
+        else:  # a pod more than one selector matches is in each of their caches: once here
+            newest: dict[tuple[str, str], Pod] = {}
+            for cache in self._pod_caches:
+                for pod in cache.items():
+                    key = (pod.namespace, pod.name)
+                    held = newest.get(key)
+                    if held is None or _newer_version(pod, held):
+                        newest[key] = pod
+            pods = [newest[key] for key in sorted(newest)]
         return pods if node is None else [p for p in pods if p.node_name == node]
 
     def find_node(self, name: str) -> Node | None:
@@ -275,7 +324,12 @@ class KubernetesCluster:
 
     def find_pod(self, namespace: str, name: str) -> Pod | None:
         """One pod from the cache (None when it is not there)."""
-        return self._pods.get(f"{namespace}/{name}")
+        found = [
+            pod
+            for cache in self._pod_caches
+            if (pod := cache.get(f"{namespace}/{name}")) is not None
+        ]
+        return max(found, key=_version_number) if found else None
 
     def list_policy_documents(self) -> Sequence[PolicyDocument]:
         return self._policies.items()
@@ -424,7 +478,13 @@ class KubernetesCluster:
                 **self._call,
             ),
         )
-        self._pods.apply(ChangeType.MODIFIED, _json(raw))
+        patched = _json(raw)
+        key = f"{namespace}/{name}"
+        # Only into the caches that hold the pod: one whose selector it now matches learns of
+        # it from its own watch, one whose selector it no longer matches drops it so.
+        for cache in self._pod_caches:
+            if cache.get(key) is not None:
+                cache.apply(ChangeType.MODIFIED, patched)
 
     def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
         cached = self._nodes.get(node)
@@ -526,6 +586,17 @@ class KubernetesCluster:
         return EvictionResult(EvictionOutcome.EVICTED)
 
 
+def _version_number(pod: Pod) -> int:
+    try:
+        return int(pod.resource_version)
+    except ValueError:
+        return 0
+
+
+def _newer_version(pod: Pod, than: Pod) -> bool:
+    return _version_number(pod) > _version_number(than)
+
+
 def _label_patch(set_labels: Mapping[str, str], remove: Iterable[str]) -> dict[str, str | None]:
     patch: dict[str, str | None] = dict.fromkeys(remove)
     patch.update(set_labels)
@@ -533,12 +604,12 @@ def _label_patch(set_labels: Mapping[str, str], remove: Iterable[str]) -> dict[s
 
 
 def _json(response: Any) -> Raw:
-    loaded: Raw = json.loads(response.data)
+    loaded: Raw = orjson.loads(response.data)
     return loaded
 
 
 def _status_message(error: ApiException) -> str:
     try:
-        return str(json.loads(error.body or "{}").get("message") or error.reason)
-    except ValueError:
+        return str(orjson.loads(error.body or "{}").get("message") or error.reason)
+    except (ValueError, AttributeError):
         return str(error.reason)

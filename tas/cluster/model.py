@@ -244,6 +244,7 @@ class PodDisruptionBudget:
     name: str
     selector: LabelSelector
     disruptions_allowed: int = 0
+    resource_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)

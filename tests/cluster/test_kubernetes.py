@@ -40,6 +40,7 @@ from tas.cluster.interface import (
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.cluster.model import ObjectReference, OwnerReference, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.vocabulary import OWNED_ANNOTATION
 from tests.k8s_emulator import KubeEmulator
 
 NS = Namespace("default")
@@ -374,13 +375,22 @@ def test_annotations_travel_in_the_same_label_patch(
 ) -> None:
     api.clear_requests()
     cluster.patch_node_labels(
-        NodeName("n1"), set_labels={"a": "1"}, annotations={"note": "x", "old": None}
+        NodeName("n1"),
+        set_labels={"a": "1"},
+        annotations={OWNED_ANNOTATION: "a", "note": "x", "old": None},
     )
     (write,) = api.writes()
     assert write.body == {
-        "metadata": {"labels": {"a": "1"}, "annotations": {"note": "x", "old": None}}
+        "metadata": {
+            "labels": {"a": "1"},
+            "annotations": {OWNED_ANNOTATION: "a", "note": "x", "old": None},
+        }
     }
-    assert cluster.list_nodes()[0].annotations == {"note": "x"}
+    stored = api.get("nodes", "n1")
+    assert stored is not None
+    assert stored["metadata"]["annotations"] == {OWNED_ANNOTATION: "a", "note": "x"}
+    # The cache keeps only the annotations a component reads.
+    assert cluster.list_nodes()[0].annotations == {OWNED_ANNOTATION: "a"}
 
 
 def test_a_write_to_an_api_server_that_stops_answering_fails_within_its_deadline(

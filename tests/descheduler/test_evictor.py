@@ -22,7 +22,6 @@ from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
 from descheduler.framework import (
     FULL,
-    PREFER_NO_EVICTION_ANNOTATION,
     OwnerGuard,
     sort_candidates,
 )
@@ -41,7 +40,12 @@ from tas.cluster.model import (
     Volume,
 )
 from tas.types import Namespace, NodeName
-from tas.vocabulary import CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION
+from tas.vocabulary import (
+    CONFIG_SOURCE_ANNOTATION,
+    EVICT_ANNOTATION,
+    MIRROR_ANNOTATION,
+    PREFER_NO_EVICTION_ANNOTATION,
+)
 from tests.descheduler.builders import (
     START,
     FakeClock,

@@ -6,16 +6,28 @@ carries a stale resourceVersion is a 409; writes to a resource with a `status` s
 ignore `status`, and writes to `/status` change only `status`; `metadata.generation` moves only
 when the spec does; watchers can resume from any resourceVersion still in the history, and get
 410 Gone for older ones.
+
+Lists are paginated as the API server does it (`page`): with `limit`, a page holds at most that
+many objects and a `continue` token for the rest; every page of one list is served from the
+snapshot the first page was cut from (etcd's MVCC read at that resourceVersion), and a token
+whose snapshot has been compacted away (it is older than the watch history, or one of the
+`SNAPSHOTS` newest lists) is refused with 410 Expired.
+
+Stored objects are never changed in place: every write stores a new dict (sharing the parts it
+did not change), so lists, pages, snapshots and the history hand out references, not copies,
+which is what lets the emulator serve 150,000 realistic pods (`load`).
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
+import json
 import threading
 import uuid
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +38,29 @@ from tests.k8s_emulator.resources import ResourceType
 
 Object = dict[str, Any]
 Key = tuple[str, str, str]  # plural, namespace ("" when cluster-scoped), name
+
+#: How many paginated lists keep their snapshot for their `continue` tokens.
+SNAPSHOTS = 32
+#: What the API server answers to an expired continue token (staging/src/k8s.io/apiserver/
+#: pkg/storage/errors.go, `NewResourceExpired` with etcd3's `continueExpired` message).
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a list: its objects, the snapshot's resourceVersion, the token for the
+    rest ("" on the last page) and how many objects the pages after it hold."""
+
+    items: list[Object]
+    resource_version: int
+    token: str
+    remaining: int
 
 
 class ApiError(Exception):
@@ -100,6 +135,9 @@ class ObjectStore:
         self._history: deque[StoredEvent] = deque()
         self._compacted = self._resource_version  # events at or below this are gone
         self._history_window = history_window
+        #: Paginated lists: id -> (resourceVersion, the matching objects in key order).
+        self._snapshots: OrderedDict[int, tuple[int, list[Object]]] = OrderedDict()
+        self._snapshot_ids = itertools.count(1)
 
     # ------------------------------------------------------------ history
 
@@ -138,9 +176,7 @@ class ObjectStore:
     def _record(
         self, resource: ResourceType, type_: str, obj: Object, previous: Object | None
     ) -> None:
-        self._history.append(
-            StoredEvent(self._resource_version, resource, type_, copy.deepcopy(obj), previous)
-        )
+        self._history.append(StoredEvent(self._resource_version, resource, type_, obj, previous))
         self._trim()
         self.condition.notify_all()
 
@@ -156,15 +192,50 @@ class ObjectStore:
         namespace: str | None,
         predicate: Callable[[Mapping[str, Any]], bool] = lambda _: True,
     ) -> tuple[list[Object], int]:
+        """The matching objects in key order (the stored dicts: never change them)."""
         with self.condition:
             items = [
-                copy.deepcopy(obj)
+                obj
                 for (plural, ns, _), obj in sorted(self._objects.items())
                 if plural == resource.key
                 and (namespace is None or ns == namespace)
                 and predicate(obj)
             ]
             return items, self._resource_version
+
+    def page(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        predicate: Callable[[Mapping[str, Any]], bool],
+        *,
+        limit: int,
+        token: str = "",
+    ) -> Page:
+        """One page of at most `limit` objects: the first (no `token`) from a new snapshot,
+        the others from the snapshot their token names; ApiError(410) once it is gone."""
+        with self.condition:
+            if token:
+                snapshot_id, offset = _read_token(token)
+                found = self._snapshots.get(snapshot_id)
+                if found is None or found[0] < self._compacted:
+                    self._snapshots.pop(snapshot_id, None)
+                    raise ApiError(410, "Expired", CONTINUE_EXPIRED)
+                resource_version, items = found
+            else:
+                items, resource_version = self.list(resource, namespace, predicate)
+                offset = 0
+                if len(items) > limit:
+                    snapshot_id = next(self._snapshot_ids)
+                    self._snapshots[snapshot_id] = (resource_version, items)
+                    while len(self._snapshots) > SNAPSHOTS:
+                        self._snapshots.popitem(last=False)
+            end = offset + limit
+            rest = max(0, len(items) - end)
+            next_token = _write_token(snapshot_id, end) if rest else ""
+            if not rest and token:
+                self._snapshots.pop(snapshot_id, None)
+            return Page(items[offset:end], resource_version, next_token, rest)
 
     def get(self, resource: ResourceType, namespace: str | None, name: str) -> Object:
         with self.condition:
@@ -316,9 +387,26 @@ class ObjectStore:
         with self.condition:
             current = self._get(resource, namespace, name)
             del self._objects[self._key(resource, namespace, name)]
-            current["metadata"]["resourceVersion"] = self._bump()
-            self._record(resource, "DELETED", current, None)
-            return copy.deepcopy(current)
+            # A new dict: the stored one may still be in a snapshot or the history.
+            gone = {**current, "metadata": {**current["metadata"], "resourceVersion": self._bump()}}
+            self._record(resource, "DELETED", gone, None)
+            return copy.deepcopy(gone)
+
+    def load(self, resource: ResourceType, objects: Iterable[Object]) -> int:
+        """Store many objects at once, as they are (not copied: never change them after), with
+        a resourceVersion each and no watch events; the emulator's bulk path for the scale
+        benchmark. An object already stored under the same name is replaced."""
+        count = 0
+        with self.condition:
+            for obj in objects:
+                metadata = obj["metadata"]
+                namespace = metadata.get("namespace") if resource.namespaced else None
+                metadata["resourceVersion"] = self._bump()
+                self._objects[self._key(resource, namespace, metadata["name"])] = obj
+                count += 1
+            self.compact()  # watchers from before the load must list again
+            self.condition.notify_all()
+        return count
 
     def evict(self, pods: ResourceType, pdbs: ResourceType, namespace: str, name: str) -> None:
         """The Eviction subresource: delete the pod unless a PodDisruptionBudget forbids it."""
@@ -366,3 +454,17 @@ class ObjectStore:
                 status["disruptionsAllowed"] = verdict.charged.disruptions_allowed - 1
                 self._commit(pdbs, budget, {"status": status}, "status")
             self.delete(pods, namespace, name)
+
+
+def _write_token(snapshot_id: int, offset: int) -> str:
+    """An opaque token, as the API server's is (base64 of JSON): where the next page starts."""
+    raw = json.dumps({"snapshot": snapshot_id, "offset": offset}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _read_token(token: str) -> tuple[int, int]:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(decoded["snapshot"]), int(decoded["offset"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ApiError(400, "BadRequest", f"invalid continue token: {error}") from error

@@ -2,6 +2,10 @@
 
 Covered (all through `kubernetes.client` over real HTTP):
 - list carries a resourceVersion; label and field selectors filter; namespaces separate;
+- paginated lists: `limit` pages with a `continue` token and `remainingItemCount`; every page
+  comes from the first page's snapshot; a token whose snapshot was compacted away is 410
+  Expired; `resourceVersion=0` (the watch cache) ignores `limit`; a token with a
+  resourceVersion is 400; realistic objects are the sizes the scale benchmark names;
 - create assigns identity; creating twice is 409 AlreadyExists; unknown objects are 404;
 - merge patch with null removes a key; a patch carrying a stale resourceVersion is 409;
 - JSON patch applies, and a failing `test` is 422 with nothing changed;
@@ -30,7 +34,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from tas.metrics.custom_metrics import CustomMetricsSource
 from tas.types import MetricName, NodeName
-from tests.k8s_emulator import KubeEmulator
+from tests.k8s_emulator import KubeEmulator, realistic
 
 GROUP, VERSION, PLURAL = "telemetry.intel.com", "v1alpha1", "taspolicies"
 
@@ -70,6 +74,71 @@ def test_list_reports_a_resource_version_and_filters_by_selectors(
     on_n2 = core.list_pod_for_all_namespaces(field_selector="spec.nodeName=n2")
     assert [p.metadata.name for p in on_n2.items] == ["p2"]
     assert core.list_namespaced_pod("other").items == []
+
+
+def test_a_limited_list_comes_in_pages_cut_from_the_first_pages_snapshot(
+    kube_emulator: KubeEmulator, core: k8s.CoreV1Api
+) -> None:
+    for name in ("p1", "p2", "p3", "p4", "p5"):
+        kube_emulator.create("pods", pod(name))
+    first = core.list_pod_for_all_namespaces(limit=2)
+    assert [p.metadata.name for p in first.items] == ["p1", "p2"]
+    assert first.metadata.remaining_item_count == 3
+    kube_emulator.create("pods", pod("p0"))  # after the snapshot: in no page of this list
+    kube_emulator.delete("pods", "p5", namespace="default")  # in the snapshot: still listed
+    second = core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+    third = core.list_pod_for_all_namespaces(limit=2, _continue=second.metadata._continue)
+    assert [p.metadata.name for p in second.items + third.items] == ["p3", "p4", "p5"]
+    assert third.metadata._continue is None
+    assert third.metadata.resource_version == first.metadata.resource_version
+    assert [p.metadata.name for p in core.list_pod_for_all_namespaces().items] == [
+        "p0",
+        "p1",
+        "p2",
+        "p3",
+        "p4",
+    ]
+
+
+def test_a_continue_token_whose_snapshot_was_compacted_is_410_expired(
+    kube_emulator: KubeEmulator, core: k8s.CoreV1Api
+) -> None:
+    for name in ("p1", "p2", "p3"):
+        kube_emulator.create("pods", pod(name))
+    first = core.list_pod_for_all_namespaces(limit=1)
+    kube_emulator.create("pods", pod("p4"))
+    kube_emulator.compact()
+    with pytest.raises(k8s.ApiException) as expired:
+        core.list_pod_for_all_namespaces(limit=1, _continue=first.metadata._continue)
+    assert expired.value.status == 410
+    status = json.loads(expired.value.body)
+    assert status["reason"] == "Expired"
+    assert "too old to display a consistent list result" in status["message"]
+
+
+def test_the_watch_cache_ignores_limit_and_a_token_takes_no_resource_version(
+    kube_emulator: KubeEmulator, core: k8s.CoreV1Api
+) -> None:
+    for name in ("p1", "p2", "p3"):
+        kube_emulator.create("pods", pod(name))
+    cached = core.list_pod_for_all_namespaces(limit=1, resource_version="0")
+    assert len(cached.items) == 3
+    assert cached.metadata._continue is None
+    first = core.list_pod_for_all_namespaces(limit=1)
+    with pytest.raises(k8s.ApiException) as refused:
+        core.list_pod_for_all_namespaces(
+            limit=1, _continue=first.metadata._continue, resource_version="5"
+        )
+    assert refused.value.status == 400
+
+
+def test_realistic_objects_have_the_sizes_of_a_real_clusters() -> None:
+    """About 4-7 KB a pod and 10-15 KB a node, as `kubectl get -o json` shows on kind."""
+    a_pod = realistic.pod("web-1", labels={"telemetry-policy": "demo"}, seed=3)
+    a_node = realistic.node("node-1", seed=3)
+    assert 4_000 <= len(json.dumps(a_pod)) <= 7_000
+    assert 10_000 <= len(json.dumps(a_node)) <= 15_000
+    assert realistic.pod("web-2", seed=4) != realistic.pod("web-3", seed=4)
 
 
 def test_create_assigns_identity_and_refuses_duplicates(core: k8s.CoreV1Api) -> None:
