@@ -25,6 +25,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -163,6 +164,7 @@ class Descheduler:
         return ViolationSource.METRICS
 
     def run_cycle(self) -> CycleReport:
+        started = time.perf_counter()
         report = CycleReport()
         nodes = {n.name: n for n in self.cluster.list_nodes() if self._in_scope(n)}
         ready = [n for n in nodes.values() if n.ready]
@@ -229,6 +231,8 @@ class Descheduler:
             len(report.by_result(Result.FAILED)),
         )
         self._count_cycle("run")
+        if self.metrics is not None:
+            self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         return report
 
     def _count_cycle(self, outcome: str) -> None:

@@ -50,7 +50,7 @@ ENDPOINTS = {
     "GET /debug/decisions?limit=N": "the last N filter and prioritize decisions with each "
     "node's verdict, score and the values behind them (default 20)",
     "GET /healthz": "liveness: ok",
-    "GET /readyz": "readiness: policies loaded and a metric refresh done",
+    "GET /readyz": "readiness: policies loaded, a metric refresh done, the caches listed",
     "GET /metrics": "the extender's own Prometheus metrics",
 }
 
@@ -92,12 +92,14 @@ def create_app(
     clock: Clock = SYSTEM_CLOCK,
     estimates: Callable[[], Estimates] | None = None,
     cores: Callable[[NodeName], float] | None = None,
+    caches_synced: Callable[[], bool] | None = None,
 ) -> FastAPI:
     """Build the extender application around its collaborators (nothing global).
 
     `estimates`, when given, answers the recent placements' extra load per metric and node
     (`tas.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
-    node's CPU cores (`PlacementTracker.cores`)."""
+    node's CPU cores (`PlacementTracker.cores`). `caches_synced` tells whether the cluster
+    caches (pods and nodes for the estimates) have listed once: /readyz waits for it."""
     app = FastAPI(
         title="Telemetry-aware scheduling extender",
         docs_url=None,
@@ -170,6 +172,8 @@ def create_app(
             waiting.append("policies not loaded yet")
         if not metrics.ready:
             waiting.append("no metric refresh completed yet")
+        if caches_synced is not None and not caches_synced():
+            waiting.append("cluster caches not listed yet")
         if waiting:
             return JSONResponse({"ready": False, "waiting": waiting}, status_code=503)
         return JSONResponse({"ready": True})

@@ -384,10 +384,11 @@ def open_cluster(
     api_client: Any, *, watched: Iterable[ResourceKind], **options: Any
 ) -> KubernetesCluster:
     """Caches of `watched` only: a new cache must come with its RBAC grant. `options` go to
-    `KubernetesCluster` (which pods, which of their fields)."""
+    `KubernetesCluster` (which pods, which of their fields). The caches are the process's
+    heap: the collector is kept off them (`tas.cluster.heap`)."""
     from tas.cluster.kubernetes import KubernetesCluster
 
-    return KubernetesCluster(api_client, watched=list(watched), **options)
+    return KubernetesCluster(api_client, watched=list(watched), freeze_heap=True, **options)
 
 
 def open_view(

@@ -239,8 +239,12 @@ def _deschedule(
         cron=settings.cron,
         clock=SYSTEM_CLOCK,
     )
+    synced = threading.Event()
+    if cluster is not None:
+        synced.set()  # the in-memory world: full from the start
     if settings.listen_metrics:
-        # From the start, so the probes answer while the caches fill (live: counted from now).
+        # From the start, so the probes answer while the caches fill (live: counted from now;
+        # ready once every cache has listed and the policies are loaded).
         server = common.bind(
             settings.listen_metrics,
             lambda host, port: ProbeServer(
@@ -248,7 +252,7 @@ def _deschedule(
                 port=port,
                 registry=registry,
                 healthy=liveness.live,
-                ready=lambda: store.loaded,
+                ready=lambda: synced.is_set() and store.loaded,
                 name="descheduler",
             ),
         )
@@ -265,6 +269,7 @@ def _deschedule(
         life.on_close(kubernetes.stop)  # aborts the watch streams
         if not common.wait_synced(kubernetes, life.stop, limit=SYNC_TIMEOUT):
             return 0
+        synced.set()
         cluster = kubernetes
     view: MetricView
     refresh: Callable[[], None] = lambda: None  # noqa: E731

@@ -341,6 +341,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             registry=registry,
             estimates=_estimator(tracker, view) if tracker is not None else None,
             cores=tracker.cores if tracker is not None else None,
+            caches_synced=(lambda: cluster.wait_synced(0)) if cluster is not None else None,
         )
         tune_allocator(largest_body=settings.app.max_body_bytes)
         server = common.bind(

@@ -130,7 +130,7 @@ def _abort(response: Any) -> None:
 
 def _version(raw: Raw) -> str:
     metadata = raw.get("metadata")
-    return str(metadata.get("resourceVersion", "")) if isinstance(metadata, Mapping) else ""
+    return str(metadata.get("resourceVersion", "")) if isinstance(metadata, dict) else ""
 
 
 def _newer(candidate: str, current: str) -> bool:
@@ -144,7 +144,7 @@ def _newer(candidate: str, current: str) -> bool:
 def _identity(raw: Raw) -> tuple[str, str]:
     """An object's namespace ("" when cluster-scoped) and name."""
     metadata = raw.get("metadata")
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, dict):
         return "", ""
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
@@ -172,7 +172,9 @@ class Informer(Generic[T]):
         sleep: Sleep | None = None,
         selectors: Mapping[str, str] | None = None,
         page_size: int = PAGE_SIZE,
+        after_page: Callable[[bool], None] | None = None,
     ) -> None:
+        """`after_page(last)` runs after each LIST page is folded in (`tas.cluster.heap`)."""
         self.name = name
         self._list_call = list_call
         self._convert = convert
@@ -183,6 +185,7 @@ class Informer(Generic[T]):
         self._sleep = sleep
         self._selectors = dict(selectors or {})
         self._page_size = page_size
+        self._after_page = after_page
         self._lock = threading.Lock()
         self._items: dict[str, T] = {}
         self._resource_version: str | None = None
@@ -309,11 +312,14 @@ class Informer(Generic[T]):
         while True:
             body = self._list_page(stop, token)
             for item in body.get("items") or ():
-                if isinstance(item, Mapping):
+                if isinstance(item, dict):
                     self.apply(ChangeType.ADDED, item)
                     listed.add(object_key(item))
             metadata = body.get("metadata") or {}
             token = metadata.get("continue") or None
+            del body  # the parsed page: the largest transient the process has
+            if self._after_page is not None:
+                self._after_page(token is None)
             if token is None or stop.is_set():
                 break
         if stop.is_set():

@@ -44,6 +44,7 @@ from tas.cluster.convert import (
     pvc_from_api,
     taint_to_api,
 )
+from tas.cluster.heap import settle_heap
 from tas.cluster.informer import (
     PAGE_SIZE,
     Backoff,
@@ -144,13 +145,16 @@ class KubernetesCluster:
         pod_fields: PodFields = PodFields.ALL,
         watched: Collection[ResourceKind] | None = None,
         page_size: int = PAGE_SIZE,
+        freeze_heap: bool = False,
     ) -> None:
         """`watched` limits the caches kept (default: all): the extender, say, needs only
         policies, and its RBAC allows nothing else. `pod_label_selectors` limit the pods cached
         to those any of them selects (the controller keeps only the pods linked to a policy or
         labelled by it), `pod_field_selector` applies to all, and `pod_fields` says which
         fields of each pod are kept. `request_timeout` bounds every direct call (writes,
-        evictions, lookups) so a hung API server fails a call instead of a cycle."""
+        evictions, lookups) so a hung API server fails a call instead of a cycle.
+        `freeze_heap` keeps the garbage collector off the cached records (`tas.cluster.heap`):
+        for a component's process, whose heap they are."""
         self._api_client = api_client
         #: What every direct call passes: raw answers, and a deadline to connect and to answer.
         self._call: dict[str, Any] = {
@@ -190,6 +194,7 @@ class KubernetesCluster:
                 watch_timeout=watch_timeout,
                 sleep=sleep,
                 page_size=page_size,
+                after_page=(lambda last: settle_heap(done=last)) if freeze_heap else None,
                 **more,
             )
 

@@ -94,6 +94,7 @@ def running_extender(
     store: PolicyStore | None = None,
     clock: Clock = SYSTEM_CLOCK,
     estimates: Callable[[], Estimates] | None = None,
+    caches_synced: Callable[[], bool] | None = None,
 ) -> Iterator[RunningExtender]:
     """The real application on a real uvicorn server on a free 127.0.0.1 port (on `store`
     when given, else a new one holding `policies`)."""
@@ -110,6 +111,7 @@ def running_extender(
         decisions=decisions,
         clock=clock,
         estimates=estimates,
+        caches_synced=caches_synced,
     )
     with (
         ExtenderServer(app, ssl_context=ssl_context, log_level="warning") as server,

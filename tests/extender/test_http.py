@@ -440,6 +440,19 @@ def test_readyz_waits_for_policies_and_a_first_metric_refresh() -> None:
         assert extender.client.get("/readyz").json() == {"ready": True}
 
 
+def test_readyz_waits_for_the_pod_and_node_caches_to_list() -> None:
+    """Herd control's estimates need every pod: until the caches have listed, the extender's
+    Service sends kube-scheduler elsewhere (or nowhere: it is ignorable)."""
+    listed = False
+    with running_extender(policies=health_policies(), caches_synced=lambda: listed) as extender:
+        waiting = extender.client.get("/readyz")
+        listed = True
+        ready = extender.client.get("/readyz")
+    assert waiting.status_code == 503
+    assert waiting.json()["waiting"] == ["cluster caches not listed yet"]
+    assert ready.json() == {"ready": True}
+
+
 def test_metrics_count_requests_decisions_and_filtered_nodes(demo: RunningExtender) -> None:
     demo.post("filter", args_body(names=["A", "B", "C"]))
     demo.post("prioritize", args_body(names=["A", "B", "C"]))

@@ -12,6 +12,7 @@ import copy
 import json
 import re
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -125,7 +126,7 @@ class KubeEmulator:
         class Handler(_Handler):
             owner = emulator
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = _Server(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(
@@ -407,6 +408,14 @@ _REASONS = {
     500: "InternalError",
     503: "ServiceUnavailable",
 }
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a component stopped mid-watch) is no emulator error.
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

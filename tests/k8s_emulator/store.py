@@ -166,7 +166,14 @@ class ObjectStore:
                     "Expired",
                     f"too old resource version: {resource_version} ({self._compacted})",
                 )
-            events = [e for e in self._history if e.resource_version > resource_version]
+            # From the newest back: a watcher that keeps up costs what it missed, not the
+            # whole history (which holds tens of thousands of events under churn).
+            events: list[StoredEvent] = []
+            for event in reversed(self._history):
+                if event.resource_version <= resource_version:
+                    break
+                events.append(event)
+            events.reverse()
             return events, self._resource_version
 
     def _trim(self) -> None:
