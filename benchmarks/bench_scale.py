@@ -390,8 +390,14 @@ def _event_cpu(popen: Any, world: World, component: Component, rng: random.Rando
     pool = (world.linked + world.others) if component.receives_all else world.linked
     keys = rng.sample(pool, min(CHURN_EVENTS, len(pool)))
     before = _idle_rate(pid)
+    sent = world.api.sent("pods")
     started_cpu, started = _cpu_seconds(pid), time.monotonic()
     _churn(world, keys, stamp=rng.randrange(1, 1000))
+    deadline = time.monotonic() + 120
+    while world.api.sent("pods") - sent < len(keys):  # every event out to the component
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {world.api.sent('pods') - sent} of {len(keys)} sent")
+        time.sleep(0.2)
     _settle(pid, idle_rate=before)
     spent, elapsed = _cpu_seconds(pid) - started_cpu, time.monotonic() - started
     idle = (before + _idle_rate(pid)) / 2

@@ -390,6 +390,7 @@ class PodEvictor:
             policy=self.state.policy_of(pod),
             metrics=self.state.metrics,
             include_current=include_current,
+            load_by_node=self.state.load_by_node(),
         )
 
     def fits_elsewhere(self, pod: Pod, *, among: Collection[NodeName] | None = None) -> bool:
@@ -476,7 +477,7 @@ class PodEvictor:
             return False
         if result.outcome is EvictionOutcome.NOT_FOUND:
             log.info("Pod %s/%s is already gone", pod.namespace, pod.name)
-            self.state.evicted.add(pod_key(pod))
+            self.state.mark_evicted(pod)
             return False
         log.warning("Eviction of %s/%s failed: %s", pod.namespace, pod.name, result.message)
         self._record(pod, strategy, f"{full_reason} ({result.message})", Result.FAILED)
@@ -533,7 +534,7 @@ class PodEvictor:
     def _done(self, pod: Pod, strategy: str, reason: str, result: str) -> None:
         self.rails.budget.record(node=pod.node_name, namespace=pod.namespace)
         self.rails.owners.add(owner_key(pod))
-        self.state.evicted.add(pod_key(pod))
+        self.state.mark_evicted(pod)
         self._record(pod, strategy, reason, result)
 
     def _record(self, pod: Pod, strategy: str, reason: str, result: str) -> None:

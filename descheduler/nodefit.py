@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from tas.cluster.model import Node, Pod
-from tas.fit import holds_resources, rejection
+from tas.fit import NodeLoad, holds_resources, rejection
 from tas.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load, workload_of
 from tas.policies.model import TASPolicy
 from tas.rules import filter_nodes
@@ -48,14 +48,23 @@ def fitting_nodes(
     policy: TASPolicy | None,
     metrics: MetricColumns,
     include_current: bool = False,
+    load_by_node: Mapping[NodeName, NodeLoad] | None = None,
 ) -> tuple[NodeName, ...]:
     """Candidates (other than the pod's own node, unless `include_current`) that would accept
-    the pod, in order."""
+    the pod, in order. `load_by_node` is what `pods_by_node` holds per node, when the caller
+    keeps it (`CycleState.load_by_node`)."""
+    loads = load_by_node or {}
     fit = [
         node.name
         for node in candidates
         if (include_current or node.name != pod.node_name)
-        and rejection(pod, node, pods_on_node=pods_by_node.get(node.name, ())) is None
+        and rejection(
+            pod,
+            node,
+            pods_on_node=pods_by_node.get(node.name, ()),
+            load=loads.get(node.name),
+        )
+        is None
         and anti_affinity_clash(pod, node, pods_by_node.get(node.name, ())) is None
     ]
     if policy is None or not fit:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from tas.breaker import nodes_with_values
 from tas.cluster.model import Node, Pod, PodDisruptionBudget
-from tas.fit import holds_resources
+from tas.fit import NodeLoad, holds_resources, node_load
 from tas.policies.model import StrategyName, TASPolicy
 from tas.rules import deschedule_violations, violation_reason
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
@@ -69,6 +69,7 @@ class CycleState:
     #: The policies' deschedule evaluation; None until first asked for, then kept for the cycle.
     deschedule: Mapping[PolicyKey, DescheduleEvaluation] | None = None
     _by_node: tuple[int, dict[NodeName, list[Pod]]] | None = field(default=None, repr=False)
+    _load: tuple[int, dict[NodeName, NodeLoad]] | None = field(default=None, repr=False)
     _all_by_node: dict[NodeName, list[Pod]] | None = field(default=None, repr=False)
 
     def deschedule_evaluations(self) -> Mapping[PolicyKey, DescheduleEvaluation]:
@@ -90,14 +91,41 @@ class CycleState:
         return list(self.pods_by_node().get(node, ()))
 
     def pods_by_node(self) -> Mapping[NodeName, Sequence[Pod]]:
-        """Pods per node, not evicted in this cycle (rebuilt only after an eviction)."""
+        """Pods per node, not evicted in this cycle: built once per cycle, and each eviction
+        (`mark_evicted`) takes its pod out of its node's list (one added to `evicted` by other
+        means rebuilds them)."""
         if self._by_node is None or self._by_node[0] != len(self.evicted):
+            self._load = None
             found: dict[NodeName, list[Pod]] = {}
             for pod in self.pods:
                 if pod.node_name is not None and self._present(pod):
                     found.setdefault(pod.node_name, []).append(pod)
             self._by_node = (len(self.evicted), found)
         return self._by_node[1]
+
+    def mark_evicted(self, pod: Pod) -> None:
+        """The pod is evicted (or would be, in a dry run) in this cycle: every later look at
+        the cycle's pods leaves it out."""
+        key = pod_key(pod)
+        if key in self.evicted:
+            return
+        self.evicted.add(key)
+        if self._by_node is not None and pod.node_name is not None:
+            on_node = self._by_node[1].get(pod.node_name, [])
+            on_node[:] = [p for p in on_node if pod_key(p) != key]
+            self._by_node = (len(self.evicted), self._by_node[1])
+        if self._load is not None and pod.node_name is not None and self._by_node is not None:
+            self._load[1][pod.node_name] = node_load(self._by_node[1].get(pod.node_name, ()))
+            self._load = (len(self.evicted), self._load[1])
+
+    def load_by_node(self) -> Mapping[NodeName, NodeLoad]:
+        """What the pods of `pods_by_node` hold per node (`tas.fit.node_load`), summed once
+        per cycle and kept current by `mark_evicted`: nodeFit asks it of every node per pod."""
+        by_node = self.pods_by_node()
+        if self._load is None:
+            loads = {node: node_load(pods) for node, pods in by_node.items()}
+            self._load = (len(self.evicted), loads)
+        return self._load[1]
 
     def running_in_scope(self) -> list[Pod]:
         """Pods on in-scope nodes, not yet evicted, in a stable order."""

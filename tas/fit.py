@@ -13,7 +13,8 @@ ignored for fit: it is a marker resource the scheduler ignores (TAS issue 90), n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
 from tas.vocabulary import TELEMETRY_RESOURCE
@@ -52,11 +53,33 @@ def requested(pods: Iterable[Pod], resource: str) -> float:
     return sum(p.requests.get(resource, 0.0) for p in pods if holds_resources(p))
 
 
-def rejection(pod: Pod, node: Node, *, pods_on_node: Sequence[Pod]) -> str | None:
+@dataclass(frozen=True, slots=True)
+class NodeLoad:
+    """What the resource-holding pods of one node hold: how many, and their requests summed.
+    A caller asking about many pods sums each node once (`node_load`), not once per pod."""
+
+    pods: int
+    requested: Mapping[str, float]
+
+
+def node_load(pods_on_node: Iterable[Pod]) -> NodeLoad:
+    count = 0
+    total: dict[str, float] = {}
+    for pod in pods_on_node:
+        if holds_resources(pod):
+            count += 1
+            for resource, value in pod.requests.items():
+                total[resource] = total.get(resource, 0.0) + value
+    return NodeLoad(count, total)
+
+
+def rejection(
+    pod: Pod, node: Node, *, pods_on_node: Sequence[Pod], load: NodeLoad | None = None
+) -> str | None:
     """Why `node` would not accept `pod` (ignoring TAS rules), or None when it would.
 
     `pods_on_node` may include `pod` itself (a descheduler asks about a pod's current node
-    too); it is never counted twice.
+    too); it is never counted twice. `load`, when given, is `node_load(pods_on_node)`.
     """
     if not node.ready:
         return "node is not Ready"
@@ -67,21 +90,24 @@ def rejection(pod: Pod, node: Node, *, pods_on_node: Sequence[Pod]) -> str | Non
     taint = untolerated_taint(pod, node.taints)
     if taint is not None:
         return f"taint {taint.key}={taint.value}:{taint.effect} is not tolerated"
-    present = [
-        p
-        for p in pods_on_node
-        if holds_resources(p) and (p.namespace, p.name) != (pod.namespace, pod.name)
-    ]
+    if pod.node_name == node.name:
+        # Its own node (rare: a descheduler asking whether it may stay): counted without it,
+        # summed as the others are, so that no rounding tells the two answers apart.
+        load = node_load(
+            p for p in pods_on_node if (p.namespace, p.name) != (pod.namespace, pod.name)
+        )
+    elif load is None:
+        load = node_load(pods_on_node)
     for resource, wanted in pod.requests.items():
         if resource == TELEMETRY_RESOURCE or wanted <= 0:
             continue
         available = node.allocatable.get(resource)
         if available is None:
             return f"node has no {resource}"
-        used = requested(present, resource)
+        used = load.requested.get(resource, 0.0)
         if used + wanted > available:
             return f"insufficient {resource} ({used:g} + {wanted:g} > {available:g})"
     max_pods = node.allocatable.get(PODS_RESOURCE)
-    if max_pods is not None and len(present) + 1 > max_pods:
+    if max_pods is not None and load.pods + 1 > max_pods:
         return "too many pods"
     return None

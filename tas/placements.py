@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import Node, Pod
+from tas.cluster.model import Node, PlacedPod, Pod
 from tas.pressure import load_for_pressure, pressure
 from tas.types import MetricColumns, MetricName, NodeName
 
@@ -81,6 +81,9 @@ DEFAULT_WINDOW = 90.0
 #: without a value).
 FORGET_AFTER = 600.0
 
+#: Workload keys kept for sharing before the table starts over.
+_MAX_WORKLOADS = 50_000
+
 PodKey = tuple[str, str]
 #: namespace, owner kind, owner name (the pod's own name for a pod without a controller).
 WorkloadKey = tuple[str, str, str]
@@ -100,25 +103,16 @@ class Placement:
     requests: Mapping[str, float]
 
 
-def workload_of(pod: Pod) -> WorkloadKey:
+def workload_of(pod: Pod | PlacedPod) -> WorkloadKey:
     owner = pod.controller
     if owner is None:
         return (pod.namespace, "Pod", pod.name)
     return (pod.namespace, owner.kind, owner.name)
 
 
-def bind_time(pod: Pod) -> float | None:
+def bind_time(pod: Pod | PlacedPod) -> float | None:
     """When the pod was bound: its PodScheduled condition's transition, else its start time."""
-    for condition in pod.conditions:
-        if (
-            condition.type == "PodScheduled"
-            and condition.status == "True"
-            and condition.last_transition_time is not None
-        ):
-            return condition.last_transition_time.timestamp()
-    if pod.start_time is not None:
-        return pod.start_time.timestamp()
-    return None
+    return pod.bound_at
 
 
 def is_covered(placement: Placement, sample_time: float, window: float) -> bool:
@@ -275,9 +269,11 @@ class PlacementTracker:
         self.usage_percentile = usage_percentile
         self._lock = threading.Lock()
         self._recent: dict[PodKey, Placement] = {}
-        #: Every bound pod seen: its workload and node (a binding never changes).
-        self._bound: dict[PodKey, tuple[WorkloadKey, NodeName]] = {}
-        self._requests: dict[PodKey, Mapping[str, float]] = {}
+        #: Every bound pod seen: its workload, node (a binding never changes) and requests. One
+        #: dict of tuples: at 150,000 pods every entry counts (`make bench`, "scale").
+        self._bound: dict[PodKey, tuple[WorkloadKey, NodeName, Mapping[str, float]]] = {}
+        #: One tuple per workload, however many pods it has.
+        self._workloads: dict[WorkloadKey, WorkloadKey] = {}
         #: Per node, how many bound pods it runs, and how many of them are recent placements.
         self._on_node: dict[NodeName, int] = {}
         self._recent_on_node: dict[NodeName, int] = {}
@@ -296,23 +292,22 @@ class PlacementTracker:
 
     # -- the feed --------------------------------------------------------------------------
 
-    def observe(self, pod: Pod, *, now: float) -> None:
+    def observe(self, pod: Pod | PlacedPod, *, now: float) -> None:
         """A pod as the cluster now has it: bound pods are remembered once, with their bind
         time (or `now` when the pod carries none); finished or deleted pods are forgotten."""
         key = (pod.namespace, pod.name)
         if pod.node_name is None:
             return
-        if pod.phase in ("Succeeded", "Failed") or pod.deletion_timestamp is not None:
+        if pod.phase in ("Succeeded", "Failed") or pod.terminating:
             self.forget(pod.namespace, pod.name)
             return
         with self._lock:
             if key in self._bound:
                 return
-            workload = workload_of(pod)
+            workload = self._shared_workload(workload_of(pod))
             node = pod.node_name
-            self._bound[key] = (workload, node)
+            self._bound[key] = (workload, node, pod.requests)
             self._on_node[node] = self._on_node.get(node, 0) + 1
-            self._requests[key] = pod.requests
             bound_at = bind_time(pod)
             bound_at = now if bound_at is None else min(bound_at, now)
             if now - bound_at <= self.window + self.forget_after:
@@ -326,11 +321,15 @@ class PlacementTracker:
                 # The node now runs a pod no estimate describes.
                 self._generation += 1
 
+    def _shared_workload(self, workload: WorkloadKey) -> WorkloadKey:
+        if len(self._workloads) >= _MAX_WORKLOADS:
+            self._workloads.clear()  # bounded: workloads come and go (every rollout is new)
+        return self._workloads.setdefault(workload, workload)
+
     def forget(self, namespace: str, name: str) -> None:
         key = (namespace, name)
         with self._lock:
             bound = self._bound.pop(key, None)
-            self._requests.pop(key, None)
             self._pod_usage.pop(key, None)
             if bound is not None:
                 _count_down(self._on_node, bound[1])
@@ -376,7 +375,7 @@ class PlacementTracker:
                     continue
                 if key in self._recent:
                     own[key] = dict(measured)
-                requests = self._requests.get(key, {})
+                requests = bound[2]
                 per_resource = values.setdefault(bound[0], {})
                 for resource, value in measured.items():
                     per_resource.setdefault(resource, []).append(value)
@@ -482,7 +481,7 @@ def _added(base: Estimates, more: Estimates) -> Estimates:
 
 def follow_pods(
     tracker: PlacementTracker,
-    find_pod: Callable[[str, str], Pod | None],
+    find_pod: Callable[[str, str], Pod | PlacedPod | None],
     clock: Clock,
 ) -> Callable[[ClusterChange], None]:
     """A cluster change listener (`ObservableCluster.subscribe`) that feeds `tracker` pods."""
@@ -503,7 +502,7 @@ def follow_pods(
 def follow_cluster(
     tracker: PlacementTracker,
     *,
-    find_pod: Callable[[str, str], Pod | None],
+    find_pod: Callable[[str, str], Pod | PlacedPod | None],
     find_node: Callable[[str], Node | None],
     clock: Clock,
 ) -> Callable[[ClusterChange], None]:

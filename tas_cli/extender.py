@@ -318,7 +318,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
                 cluster.subscribe(
                     follow_cluster(
                         tracker,
-                        find_pod=cluster.find_pod,
+                        find_pod=cluster.find_placed_pod,
                         find_node=cluster.find_node,
                         clock=SYSTEM_CLOCK,
                     )

@@ -25,6 +25,7 @@ from tas.cluster.model import (
     NodeSelectorTerm,
     OwnerReference,
     PersistentVolumeClaim,
+    PlacedPod,
     Pod,
     PodAffinityTerm,
     PodCondition,
@@ -37,6 +38,7 @@ from tas.cluster.model import (
     Toleration,
     TopologySpreadConstraint,
     Volume,
+    bind_time_of,
 )
 from tas.cluster.sharing import NoSharing, SharedValues
 from tas.quantity import QuantityError, parse_quantity
@@ -417,24 +419,22 @@ def pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Pod:
     )
 
 
-def placed_pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Pod:
-    """Only what placements (herd control, `tas.placements`) read: the pod's identity, node,
-    phase, deletion, owners, requests, bind time (its PodScheduled condition, its start time)
-    and resourceVersion. Every other field keeps the model's default. The extender's cache."""
+def placed_pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> PlacedPod:
+    """Only what placements (herd control, `tas.placements`) read: the extender's cache."""
     metadata, spec, status = _sections(raw)
-    scheduled = tuple(
+    scheduled = [
         c for c in _list(status.get("conditions")) if _dict(c).get("type") == "PodScheduled"
-    )
-    return Pod(
+    ]
+    bound_at = bind_time_of(_conditions(scheduled, shared), parse_time(status.get("startTime")))
+    return PlacedPod(
         namespace=Namespace(shared.value(str(metadata.get("namespace", "default")))),
         name=str(metadata.get("name", "")),
         node_name=_node_name(spec, shared),
         phase=shared.value(str(status.get("phase") or "Pending")),
         owners=_owners(metadata, shared),
         requests=shared.numbers(pod_requests(spec)),
-        deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
-        start_time=parse_time(status.get("startTime")),
-        conditions=_conditions(scheduled, shared),
+        terminating=metadata.get("deletionTimestamp") is not None,
+        bound_at=bound_at,
         resource_version=str(metadata.get("resourceVersion", "")),
     )
 

@@ -76,6 +76,7 @@ from tas.cluster.model import (
     Node,
     ObjectReference,
     PersistentVolumeClaim,
+    PlacedPod,
     Pod,
     PodDisruptionBudget,
     Taint,
@@ -206,9 +207,13 @@ class KubernetesCluster:
             self._core.list_node,
             functools.partial(node_from_api, shared=shared),
         )
-        convert_pod = pod_from_api if pod_fields is PodFields.ALL else placed_pod_from_api
+        convert_pod: Callable[..., Pod | PlacedPod] = (
+            pod_from_api if pod_fields is PodFields.ALL else placed_pod_from_api
+        )
+        self._pod_fields = pod_fields
         # One pod cache per label selector (Kubernetes has no OR of selectors), or one of all.
-        self._pod_caches: tuple[Informer[Pod], ...] = tuple(
+        # Their records are `Pod`s, or `PlacedPod`s with `PodFields.PLACEMENT`.
+        self._pod_caches: tuple[Informer[Any], ...] = tuple(
             informer(
                 ResourceKind.POD,
                 f"pods[{label_selector}]" if label_selector else "pods",
@@ -310,6 +315,7 @@ class KubernetesCluster:
         return self._nodes.items()
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
+        self._need_every_pod_field()
         if len(self._pod_caches) == 1:
             pods = self._pod_caches[0].items()
         else:  # a pod more than one selector matches is in each of their caches: once here
@@ -329,6 +335,22 @@ class KubernetesCluster:
 
     def find_pod(self, namespace: str, name: str) -> Pod | None:
         """One pod from the cache (None when it is not there)."""
+        self._need_every_pod_field()
+        found: Pod | None = self._find_pod(namespace, name)
+        return found
+
+    def find_placed_pod(self, namespace: str, name: str) -> Pod | PlacedPod | None:
+        """What placements read of one pod, from the cache (None when it is not there)."""
+        found: Pod | PlacedPod | None = self._find_pod(namespace, name)
+        return found
+
+    def _need_every_pod_field(self) -> None:
+        if self._pod_fields is not PodFields.ALL:
+            raise ClusterError(
+                f"this cluster's pod cache keeps {self._pod_fields.value} fields only"
+            )
+
+    def _find_pod(self, namespace: str, name: str) -> Any:
         found = [
             pod
             for cache in self._pod_caches

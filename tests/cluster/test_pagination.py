@@ -10,6 +10,8 @@ Covered:
   their resourceVersion are not reported again;
 - realistic objects (tests/k8s_emulator/realistic.py) become the model values the components
   read, and pods of one workload share their equal parts (labels, owners, requests);
+- with `PodFields.PLACEMENT` (the extender) a pod is cached as a `PlacedPod`: the fields
+  placements read, equal to the full `Pod`'s; asking for full pods from it is a ClusterError;
 - pod label selectors limit the pod cache to the pods any of them selects (the controller's:
   linked to a policy, or labelled `violate`), on the LIST and on the watch; a pod two of them
   select is listed once, at its newest version, and a label patch reaches it at once.
@@ -27,9 +29,9 @@ from kubernetes import client as k8s
 
 from tas.cluster.convert import pod_from_api
 from tas.cluster.informer import Backoff, Informer
-from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
+from tas.cluster.interface import ChangeType, ClusterChange, ClusterError, PodFields, ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
-from tas.cluster.model import Pod
+from tas.cluster.model import PlacedPod, Pod
 from tas.types import Namespace
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tests.k8s_emulator import KubeEmulator, realistic
@@ -219,3 +221,32 @@ def test_two_label_selectors_keep_the_pods_either_selects_each_once(
     assert [p.name for p in cluster.list_pods()] == ["web-0", "web-1", "web-2", "web-4"]
     cluster.patch_pod_labels(NS, "web-1", set_labels={}, remove=[POD_VIOLATION_LABEL])
     eventually(lambda: [p.name for p in cluster.list_pods()] == ["web-0", "web-2", "web-4"])
+
+
+def test_the_extenders_cache_keeps_what_placements_read_equal_to_the_full_pods(
+    start: Callable[..., KubernetesCluster],
+) -> None:
+    full = start()
+    placed = start(pod_fields=PodFields.PLACEMENT)
+    assert full.wait_synced(5)
+    assert placed.wait_synced(5)
+    pod = full.find_pod("default", "web-1")
+    record = placed.find_placed_pod("default", "web-1")
+    assert pod is not None
+    assert isinstance(record, PlacedPod)
+    assert (record.namespace, record.name, record.node_name, record.phase) == (
+        pod.namespace,
+        pod.name,
+        pod.node_name,
+        pod.phase,
+    )
+    assert (record.owners, record.requests, record.terminating) == (
+        pod.owners,
+        pod.requests,
+        pod.terminating,
+    )
+    assert record.bound_at == pod.bound_at
+    assert record.bound_at is not None  # from its PodScheduled condition
+    assert record.controller == pod.controller
+    with pytest.raises(ClusterError, match="placement fields only"):
+        placed.list_pods()

@@ -114,6 +114,8 @@ class KubeEmulator:
         self._tokens: dict[str, tuple[str, str]] = {}
         self._accesses: dict[tuple[str, str], set[Access]] = {}
         self._denials: list[Denial] = []
+        #: Watch events sent, per resource (the test API's name): what watchers received.
+        self._sent: dict[str, int] = {}
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -377,6 +379,16 @@ class KubeEmulator:
 
     # ------------------------------------------------------------ internals
 
+    def sent(self, plural: str) -> int:
+        """How many ADDED, MODIFIED and DELETED watch events of `plural` went out, to every
+        watcher together, so far."""
+        with self._lock:
+            return self._sent.get(plural, 0)
+
+    def _count_sent(self, plural: str) -> None:
+        with self._lock:
+            self._sent[plural] = self._sent.get(plural, 0) + 1
+
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
@@ -635,6 +647,7 @@ class _Handler(BaseHTTPRequestHandler):
                     out = self._event_for(event, target, predicate)
                     if out is not None:
                         self._chunk(out)
+                        self.owner._count_sent(target.resource.key)
                         last_sent = time.monotonic()
                 last = current
                 now = time.monotonic()
