@@ -56,9 +56,9 @@ if TYPE_CHECKING:
 
     from tas.cluster.interface import ObservableCluster, ResourceKind
     from tas.cluster.kubernetes import KubernetesCluster
-    from tas.metrics.kubelet import KubeletPodUsage
     from tas.metrics.pod_usage import PrometheusPodUsage
     from tas.metrics.refreshing import RefreshingMetricView
+    from tas.metrics.resource_metrics import ResourceMetricsPodUsage
 
 log = logging.getLogger("tas")
 
@@ -442,45 +442,28 @@ def open_pod_usage(metrics: MetricsSettings) -> PrometheusPodUsage | None:
 
 
 class PodUsageFeed(Protocol):
-    """Per-pod usage, as `PrometheusPodUsage` and `KubeletPodUsage` both answer it."""
+    """Per-pod usage, as `PrometheusPodUsage` and `ResourceMetricsPodUsage` both answer it."""
 
     def fetch(self) -> dict[tuple[str, str], dict[str, float]]: ...
 
     def close(self) -> None: ...
 
 
-#: Kubelets are read no more often than this: each read is one request per node through the
-#: API server, and the kubelet refreshes its container stats every 10-15 s anyway.
-KUBELET_MIN_PERIOD = 15.0
-
-
-def open_kubelet_pod_usage(cluster: KubernetesCluster, metrics: MetricsSettings) -> KubeletPodUsage:
-    """Per-pod usage from every node's kubelet (`/metrics/resource` through the API server's
-    node proxy, with the process's own connection; RBAC `nodes/proxy` get), for a process
-    whose metrics do not come from Prometheus. Nodes are the cluster's node cache."""
+def open_resource_metrics_pod_usage(cluster: KubernetesCluster) -> ResourceMetricsPodUsage:
+    """Per-pod usage from the resource metrics API (metrics.k8s.io PodMetrics, metrics-server;
+    RBAC `list` of `pods` in `metrics.k8s.io`), for a process whose metrics do not come from
+    Prometheus."""
     from tas.cluster.interface import ClusterError
-    from tas.metrics.errors import MetricFetchError
-    from tas.metrics.kubelet import KubeletPodUsage
-    from tas.metrics.refreshing import default_max_age
+    from tas.metrics.resource_metrics import ResourceMetricsPodUsage
 
-    def read(node: str, path: str) -> str:
-        try:
-            return cluster.read_node_proxy(node, path)
-        except ClusterError as error:
-            raise MetricFetchError(str(error)) from error
-
-    period = kubelet_period(metrics)
-    return KubeletPodUsage(
-        read,
-        lambda: [node.name for node in cluster.list_nodes()],
-        # Two reads make the first rate; a value is fresh for a few periods.
-        max_age=max(metrics.max_age or default_max_age(metrics.sync_period), 3 * period),
-        rate_window=4 * period,
-    )
+    return ResourceMetricsPodUsage(cluster.list_pod_metrics, failure=ClusterError)
 
 
-def kubelet_period(metrics: MetricsSettings) -> float:
-    return max(metrics.sync_period, KUBELET_MIN_PERIOD)
+def resource_metrics_period(metrics: MetricsSettings) -> float:
+    """How often to read metrics-server: every sync period, but never faster than it scrapes."""
+    from tas.metrics.resource_metrics import MIN_PERIOD
+
+    return max(metrics.sync_period, MIN_PERIOD)
 
 
 @runtime_checkable

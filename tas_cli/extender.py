@@ -2,9 +2,8 @@
 
 Wires the policy store (files or the cluster's TASPolicy objects), the recent placements fed by
 pod and node watches (herd control, `tas.placements`: binds, and each node's allocatable as its
-capacity) and by the pods' usage (Prometheus, else the kubelets through the node proxy), the
-metric view, the FastAPI application and its uvicorn server with
-TLS.
+capacity) and by the pods' usage (Prometheus, else metrics-server's PodMetrics), the metric
+view, the FastAPI application and its uvicorn server with TLS.
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
 installed here make that second delivery a clean stop (exit 0) instead of a kill.
 """
@@ -400,16 +399,16 @@ def _follow_pod_usage(
     cluster: KubernetesCluster,
 ) -> None:
     """The pods' observed usage feeds the placements' estimates: from the Prometheus of
-    `--metrics prometheus:URL` every sync period, else from every node's kubelet
-    (`/metrics/resource` through the node proxy, `tas.metrics.kubelet`) every
-    `common.kubelet_period`."""
+    `--metrics prometheus:URL` every sync period, else from the resource metrics API
+    (metrics-server's PodMetrics, `tas.metrics.resource_metrics`) every
+    `common.resource_metrics_period`."""
     from tas.metrics.errors import MetricFetchError
 
     usage: common.PodUsageFeed | None = common.open_pod_usage(metrics)
     period = metrics.sync_period
     if usage is None:
-        usage = common.open_kubelet_pod_usage(cluster, metrics)
-        period = common.kubelet_period(metrics)
+        usage = common.open_resource_metrics_pod_usage(cluster)
+        period = common.resource_metrics_period(metrics)
     feed = usage
     life.on_close(lambda _seconds: feed.close())
 

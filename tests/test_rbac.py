@@ -20,8 +20,9 @@ Covered, per component:
 - the extender (policies from the cluster, no --policies) filters the demo request with the
   cluster's TASPolicy: node-b and node-c fail, node-a passes; for its recent placements (herd
   control, on by default) it lists and watches pods and nodes (each node's allocatable), and,
-  its metrics not coming from Prometheus, reads every node's kubelet `/metrics/resource`
-  through the node proxy (`nodes/proxy` get) for the pods' usage;
+  its metrics not coming from Prometheus, lists metrics-server's PodMetrics for the pods'
+  usage, never a kubelet through the node proxy;
+- no role in any shipped directory grants `nodes/proxy` (nor a wildcard that would);
 - each of them once more with `--metrics custom-metrics` under the overlay
   deploy/custom-metrics (TAS's way: its ClusterRole, its command lines), reading
   `health_metric` from the emulator's custom metrics API as prometheus-adapter serves it:
@@ -153,34 +154,14 @@ def node(name: str, *, taints: Sequence[Mapping[str, str]] = ()) -> Document:
     }
 
 
-def kubelet_resource_page(node_name: str, pods: Mapping[str, float]) -> str:
-    """A kubelet's `/metrics/resource` page (the series metrics-server reads), for pods of the
-    demo namespace using the given core-seconds so far."""
-    stamp = int(time.time() * 1000)
-    lines = [
-        "# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the "
-        "container in core-seconds",
-        "# TYPE container_cpu_usage_seconds_total counter",
-        *(
-            f'container_cpu_usage_seconds_total{{container="app",namespace="{DEMO_NAMESPACE}",'
-            f'pod="{pod}"}} {seconds} {stamp}'
-            for pod, seconds in pods.items()
-        ),
-        "# HELP container_memory_working_set_bytes [STABLE] Current working set of the container "
-        "in bytes",
-        "# TYPE container_memory_working_set_bytes gauge",
-        *(
-            f'container_memory_working_set_bytes{{container="app",namespace="{DEMO_NAMESPACE}",'
-            f'pod="{pod}"}} 1.2e+07 {stamp}'
-            for pod in pods
-        ),
-        "# HELP node_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the node",
-        "# TYPE node_cpu_usage_seconds_total counter",
-        f"node_cpu_usage_seconds_total 1234.5 {stamp}",
-        "# TYPE resource_scrape_error gauge",
-        "resource_scrape_error 0",
-    ]
-    return "\n".join(lines) + "\n"
+def pod_metrics(name: str, cpu: str) -> Document:
+    """A PodMetrics as metrics-server serves it (metrics.k8s.io/v1beta1), for a demo pod."""
+    return {
+        "metadata": {"name": name, "namespace": DEMO_NAMESPACE},
+        "timestamp": "2026-11-01T08:00:00Z",
+        "window": "15s",
+        "containers": [{"name": "app", "usage": {"cpu": cpu, "memory": "12Mi"}}],
+    }
 
 
 def demo_pod(name: str, node_name: str) -> Document:
@@ -263,9 +244,9 @@ def demo(request: pytest.FixtureRequest, kube_emulator: KubeEmulator, tmp_path: 
     api.create("nodes", node("node-b"))
     api.create("nodes", node("node-c"))
     api.create("pods", demo_pod("demo-app-6558d5ffbf-5lw2t", "node-c"))
-    for name in HEALTH:
-        pods = {"demo-app-6558d5ffbf-5lw2t": 42.0} if name == "node-c" else {}
-        api.set_kubelet_page(name, "metrics/resource", kubelet_resource_page(name, pods))
+    api.create(
+        "podmetrics", pod_metrics("demo-app-6558d5ffbf-5lw2t", "42m"), namespace=DEMO_NAMESPACE
+    )
     metrics = tmp_path / "metrics"
     for name, value in HEALTH.items():
         write_node_series(metrics, name, {"node_health_metric": value})
@@ -515,10 +496,28 @@ def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_rol
         assert process.terminate() == 0, process.output()
     demo.check_least_privilege(account)
     user = f"system:serviceaccount:{NAMESPACE}:{account}"
-    kubelet_reads = {
-        (r.path, r.status) for r in demo.api.requests if r.user == user and "/proxy/" in r.path
+    usage_reads = {
+        (r.path, r.status)
+        for r in demo.api.requests
+        if r.user == user and "metrics.k8s.io" in r.path
     }
-    assert ("/api/v1/nodes/node-c/proxy/metrics/resource", 200) in kubelet_reads
+    assert ("/apis/metrics.k8s.io/v1beta1/pods", 200) in usage_reads
+    assert not [r.path for r in demo.api.requests if "/proxy" in r.path]
+
+
+def test_no_shipped_role_grants_the_node_proxy() -> None:
+    """`nodes/proxy` reaches the whole kubelet API of every node (its exec is a WebSocket GET):
+    no component needs it, and no overlay ships it."""
+    overlays = [CLUSTER, *(p.parent for p in (ROOT / "deploy").glob("*/kustomization.yaml"))]
+    for directory in overlays:
+        for document in rendered(directory):
+            if document.get("kind") not in ("ClusterRole", "Role"):
+                continue
+            for rule in document.get("rules") or ():
+                core = set(rule.get("apiGroups") or ()) & {"", "*"}
+                resources = set(rule.get("resources") or ())
+                name = f"{directory.name}: {document['kind']} {document['metadata']['name']}"
+                assert not (core and resources & {"nodes/proxy", "*", "nodes/*"}), name
 
 
 # --- the defect -----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from tas.cluster import api_types as api
 from tas.cluster.model import (
     ContainerStatus,
     LabelSelector,
@@ -50,6 +51,15 @@ log = logging.getLogger(__name__)
 Json = Mapping[str, Any]
 
 _EMPTY_JSON: Json = {}
+
+#: The decoders of the typed kinds (`tas.cluster.api_types`).
+PODS = api.Decoding(api.Pod)
+NODES = api.Decoding(api.Node)
+_NO_METADATA = api.ObjectMeta()
+_NO_POD_SPEC = api.PodSpec()
+_NO_POD_STATUS = api.PodStatus()
+_NO_NODE_SPEC = api.NodeSpec()
+_NO_NODE_STATUS = api.NodeStatus()
 
 #: Converting one object alone: nothing to share with.
 NO_SHARING: SharedValues = NoSharing()
@@ -110,30 +120,40 @@ def taint_to_api(taint: Taint) -> dict[str, str]:
     return body
 
 
-def _annotations(value: Any, read: frozenset[str], shared: SharedValues) -> Mapping[str, str]:
+def _annotations(
+    value: Mapping[str, str] | None, read: frozenset[str], shared: SharedValues
+) -> Mapping[str, str]:
     """The annotations of `value` a component reads (`read`), the others dropped."""
-    if not isinstance(value, dict):
+    if not value:
         return {}
     return shared.strings({k: v for k, v in value.items() if k in read})
 
 
-def node_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Node:
-    metadata, spec, status = _sections(raw)
-    ready = any(
-        _dict(c).get("type") == "Ready" and _dict(c).get("status") == "True"
-        for c in _list(status.get("conditions"))
-    )
-    taints = (taint_from_api(_dict(t)) for t in _list(spec.get("taints")))
+def node_from_api(raw: Json | api.Node, shared: SharedValues = NO_SHARING) -> Node:
+    node = raw if isinstance(raw, api.Node) else NODES.convert(dict(raw))
+    metadata = node.metadata or _NO_METADATA
+    spec = node.spec or _NO_NODE_SPEC
+    status = node.status or _NO_NODE_STATUS
+    ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions or ())
+    taints = (_taint(t) for t in spec.taints or ())
     return Node(
-        name=NodeName(shared.value(str(metadata.get("name", "")))),
-        labels=shared.strings(_dict(metadata.get("labels"))),
-        annotations=_annotations(metadata.get("annotations"), NODE_ANNOTATIONS_READ, shared),
+        name=NodeName(shared.value(metadata.name)),
+        labels=shared.strings(metadata.labels or {}),
+        annotations=_annotations(metadata.annotations, NODE_ANNOTATIONS_READ, shared),
         taints=shared.value(tuple(t for t in taints if t is not None)),
-        allocatable=shared.numbers(quantities(status.get("allocatable"))),
-        unschedulable=bool(spec.get("unschedulable", False)),
+        allocatable=shared.numbers(quantities(status.allocatable)),
+        unschedulable=bool(spec.unschedulable),
         ready=ready,
-        resource_version=str(metadata.get("resourceVersion", "")),
+        resource_version=metadata.resource_version,
     )
+
+
+def _taint(taint: api.Taint) -> Taint | None:
+    try:
+        effect = TaintEffect(taint.effect)
+    except ValueError:
+        return None
+    return Taint(key=taint.key, effect=effect, value=taint.value or "")
 
 
 def _requirements(raw: Any) -> tuple[Requirement, ...]:
@@ -155,31 +175,34 @@ def label_selector_from_api(raw: Any) -> LabelSelector:
     )
 
 
-def _container_requests(containers: Iterable[Any]) -> list[dict[str, float]]:
-    return [quantities(_dict(_dict(c).get("resources")).get("requests")) for c in containers]
+def _requests(container: api.Container) -> dict[str, float]:
+    return quantities(container.resources.requests if container.resources else None)
 
 
-def pod_requests(spec: Json) -> dict[str, float]:
+def _limits(container: api.Container) -> dict[str, float]:
+    return quantities(container.resources.limits if container.resources else None)
+
+
+def pod_requests(spec: api.PodSpec) -> dict[str, float]:
     """Effective requests as the scheduler counts them: sum of containers, max'd with each
     init container, plus the pod overhead."""
     total: dict[str, float] = {}
-    for requests in _container_requests(_list(spec.get("containers"))):
-        for name, value in requests.items():
+    for container in spec.containers or ():
+        for name, value in _requests(container).items():
             total[name] = total.get(name, 0.0) + value
-    for requests in _container_requests(_list(spec.get("initContainers"))):
-        for name, value in requests.items():
+    for container in spec.init_containers or ():
+        for name, value in _requests(container).items():
             total[name] = max(total.get(name, 0.0), value)
-    for name, value in quantities(spec.get("overhead")).items():
+    for name, value in quantities(spec.overhead).items():
         total[name] = total.get(name, 0.0) + value
     return total
 
 
-def qos_class(spec: Json) -> QoSClass:
+def qos_class(spec: api.PodSpec) -> QoSClass:
     """The QoS class the kubelet would assign, for pods whose status does not say."""
-    containers = [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]
-    resources = [_dict(_dict(c).get("resources")) for c in containers]
-    requests = [quantities(r.get("requests")) for r in resources]
-    limits = [quantities(r.get("limits")) for r in resources]
+    containers = [*(spec.containers or ()), *(spec.init_containers or ())]
+    requests = [_requests(c) for c in containers]
+    limits = [_limits(c) for c in containers]
     compute = ("cpu", "memory")
     if not any(
         any(k in compute for k in {**req, **lim}) for req, lim in zip(requests, limits, strict=True)
@@ -199,14 +222,14 @@ def _selector_term(raw: Any) -> NodeSelectorTerm:
     )
 
 
-def _node_affinity(spec: Json) -> tuple[NodeSelectorTerm, ...]:
-    affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+def _node_affinity(spec: api.PodSpec) -> tuple[NodeSelectorTerm, ...]:
+    affinity = _dict(_dict(spec.affinity).get("nodeAffinity"))
     required = _dict(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
     return tuple(_selector_term(term) for term in _list(required.get("nodeSelectorTerms")))
 
 
-def _preferred_node_affinity(spec: Json) -> tuple[PreferredSchedulingTerm, ...]:
-    affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+def _preferred_node_affinity(spec: api.PodSpec) -> tuple[PreferredSchedulingTerm, ...]:
+    affinity = _dict(_dict(spec.affinity).get("nodeAffinity"))
     return tuple(
         PreferredSchedulingTerm(
             weight=_int(_dict(term).get("weight")),
@@ -223,9 +246,9 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
-def _topology_spread(spec: Json) -> tuple[TopologySpreadConstraint, ...]:
+def _topology_spread(spec: api.PodSpec) -> tuple[TopologySpreadConstraint, ...]:
     found = []
-    for raw in _list(spec.get("topologySpreadConstraints")):
+    for raw in spec.topology_spread_constraints or ():
         c = _dict(raw)
         selector = c.get("labelSelector")
         min_domains = c.get("minDomains")
@@ -246,59 +269,56 @@ def _topology_spread(spec: Json) -> tuple[TopologySpreadConstraint, ...]:
     return tuple(found)
 
 
-def _container_statuses(raw: Any, shared: SharedValues) -> tuple[ContainerStatus, ...]:
-    statuses = []
-    for item in _list(raw):
-        s = _dict(item)
-        state = _dict(s.get("state"))
-        waiting = state.get("waiting")
-        terminated = state.get("terminated")
-        statuses.append(
+def _container_statuses(
+    statuses: list[api.ContainerStatus] | None, shared: SharedValues
+) -> tuple[ContainerStatus, ...]:
+    found = []
+    for status in statuses or ():
+        state = status.state
+        waiting = state.waiting if state is not None else None
+        terminated = state.terminated if state is not None else None
+        found.append(
             shared.value(
                 ContainerStatus(
-                    name=shared.value(str(s.get("name") or "")),
-                    restart_count=_int(s.get("restartCount")),
-                    waiting_reason=(
-                        str(_dict(waiting).get("reason") or "") if waiting is not None else None
-                    ),
+                    name=shared.value(status.name),
+                    restart_count=status.restart_count,
+                    waiting_reason=(waiting.reason or "") if waiting is not None else None,
                     terminated_reason=(
-                        str(_dict(terminated).get("reason") or "")
-                        if terminated is not None
-                        else None
+                        (terminated.reason or "") if terminated is not None else None
                     ),
-                    exit_code=(
-                        _int(_dict(terminated).get("exitCode")) if terminated is not None else None
-                    ),
+                    exit_code=(terminated.exit_code or 0) if terminated is not None else None,
                 )
             )
         )
-    return shared.value(tuple(statuses))
+    return shared.value(tuple(found))
 
 
-def _conditions(raw: Any, shared: SharedValues) -> tuple[PodCondition, ...]:
-    # Each pod's own: their transition times differ, so there is little to share.
+def _conditions(
+    conditions: Iterable[api.PodCondition] | None, shared: SharedValues
+) -> tuple[PodCondition, ...]:
+    # Each pod's own: their transition times differ. Their words are shared.
     return tuple(
         PodCondition(
-            type=shared.value(str(_dict(c).get("type") or "")),
-            status=shared.value(str(_dict(c).get("status") or "")),
-            reason=shared.value(str(_dict(c).get("reason") or "")),
-            last_transition_time=parse_time(_dict(c).get("lastTransitionTime")),
+            type=shared.value(c.type),
+            status=shared.value(c.status),
+            reason=shared.value(c.reason or ""),
+            last_transition_time=parse_time(c.last_transition_time),
         )
-        for c in _list(raw)
+        for c in conditions or ()
     )
 
 
-def _requested_resources(spec: Json) -> frozenset[str]:
-    containers = [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]
+def _requested_resources(spec: api.PodSpec) -> frozenset[str]:
     return frozenset(
-        str(name)
-        for c in containers
-        for name in _dict(_dict(_dict(c).get("resources")).get("requests"))
+        name
+        for c in (*(spec.containers or ()), *(spec.init_containers or ()))
+        if c.resources is not None and c.resources.requests
+        for name in c.resources.requests
     )
 
 
-def _anti_affinity(spec: Json) -> tuple[PodAffinityTerm, ...]:
-    anti = _dict(_dict(spec.get("affinity")).get("podAntiAffinity"))
+def _anti_affinity(spec: api.PodSpec) -> tuple[PodAffinityTerm, ...]:
+    anti = _dict(_dict(spec.affinity).get("podAntiAffinity"))
     return tuple(
         PodAffinityTerm(
             label_selector=label_selector_from_api(_dict(term).get("labelSelector")),
@@ -309,133 +329,135 @@ def _anti_affinity(spec: Json) -> tuple[PodAffinityTerm, ...]:
     )
 
 
-_VOLUME_KINDS = (
-    "emptyDir",
-    "hostPath",
-    "persistentVolumeClaim",
-    "configMap",
-    "secret",
-    "projected",
-    "downwardAPI",
-    "ephemeral",
-)
-
-
-def _volume(raw: Json) -> Volume:
+def _volume(volume: api.Volume) -> Volume:
     # Not shared: the service account token's volume has a name of its own in every pod.
-    kind = next((k for k in _VOLUME_KINDS if k in raw), "other")
-    claim = _dict(raw.get("persistentVolumeClaim")).get("claimName", "")
-    return Volume(name=str(raw.get("name", "")), kind=kind, claim_name=str(claim))
+    kind = next(
+        (name for field, name in _VOLUME_SOURCES.items() if getattr(volume, field) is not None),
+        "other",
+    )
+    claim = volume.persistent_volume_claim
+    return Volume(name=volume.name, kind=kind, claim_name=claim.claim_name if claim else "")
 
 
-def _restarts(statuses: Any) -> int:
-    return sum(int(_dict(s).get("restartCount") or 0) for s in _list(statuses))
+#: The struct's field of each volume source the model names, and the model's (the API's) name.
+_VOLUME_SOURCES = {
+    "empty_dir": "emptyDir",
+    "host_path": "hostPath",
+    "persistent_volume_claim": "persistentVolumeClaim",
+    "config_map": "configMap",
+    "secret": "secret",
+    "projected": "projected",
+    "downward_api": "downwardAPI",
+    "ephemeral": "ephemeral",
+}
 
 
-def _owners(metadata: Json, shared: SharedValues) -> tuple[OwnerReference, ...]:
+def _restarts(statuses: list[api.ContainerStatus] | None) -> int:
+    return sum(s.restart_count for s in statuses or ())
+
+
+def _owners(metadata: api.ObjectMeta, shared: SharedValues) -> tuple[OwnerReference, ...]:
     return shared.value(
         tuple(
             shared.value(
                 OwnerReference(
-                    kind=shared.value(str(_dict(o).get("kind", ""))),
-                    name=shared.value(str(_dict(o).get("name", ""))),
-                    uid=shared.value(str(_dict(o).get("uid", ""))),
-                    controller=bool(_dict(o).get("controller", False)),
+                    kind=shared.value(o.kind),
+                    name=shared.value(o.name),
+                    uid=shared.value(o.uid),
+                    controller=bool(o.controller),
                 )
             )
-            for o in _list(metadata.get("ownerReferences"))
+            for o in metadata.owner_references or ()
         )
     )
 
 
-def _tolerations(spec: Json, shared: SharedValues) -> tuple[Toleration, ...]:
+def _tolerations(spec: api.PodSpec, shared: SharedValues) -> tuple[Toleration, ...]:
     return shared.value(
         tuple(
             Toleration(
-                key=str(_dict(t).get("key") or ""),
-                operator=str(_dict(t).get("operator") or "Equal"),
-                value=str(_dict(t).get("value") or ""),
-                effect=str(_dict(t).get("effect") or ""),
+                key=t.key or "",
+                operator=t.operator or "Equal",
+                value=t.value or "",
+                effect=t.effect or "",
             )
-            for t in _list(spec.get("tolerations"))
+            for t in spec.tolerations or ()
         )
     )
 
 
-def _node_name(spec: Json, shared: SharedValues) -> NodeName | None:
-    node_name = spec.get("nodeName")
-    return NodeName(shared.value(str(node_name))) if node_name else None
+def _node_name(spec: api.PodSpec, shared: SharedValues) -> NodeName | None:
+    return NodeName(shared.value(spec.node_name)) if spec.node_name else None
 
 
-def pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> Pod:
+def _pod_parts(raw: Json | api.Pod) -> tuple[api.ObjectMeta, api.PodSpec, api.PodStatus]:
+    pod = raw if isinstance(raw, api.Pod) else PODS.convert(dict(raw))
+    return pod.metadata or _NO_METADATA, pod.spec or _NO_POD_SPEC, pod.status or _NO_POD_STATUS
+
+
+def pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> Pod:
     """Every field of the model (what the descheduler's plugins and evictor read)."""
-    metadata, spec, status = _sections(raw)
+    metadata, spec, status = _pod_parts(raw)
     try:
-        qos = QoSClass(status["qosClass"])
-    except (KeyError, ValueError):
+        qos = QoSClass(status.qos_class or "")
+    except ValueError:
         qos = qos_class(spec)
+    containers = spec.containers or ()
     return Pod(
-        namespace=Namespace(shared.value(str(metadata.get("namespace", "default")))),
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid", "")),
-        labels=shared.strings(_dict(metadata.get("labels"))),
-        annotations=_annotations(metadata.get("annotations"), POD_ANNOTATIONS_READ, shared),
+        namespace=Namespace(shared.value(metadata.namespace or "default")),
+        name=metadata.name,
+        uid=metadata.uid,
+        labels=shared.strings(metadata.labels or {}),
+        annotations=_annotations(metadata.annotations, POD_ANNOTATIONS_READ, shared),
         node_name=_node_name(spec, shared),
-        phase=shared.value(str(status.get("phase") or "Pending")),
+        phase=shared.value(status.phase or "Pending"),
         owners=_owners(metadata, shared),
-        priority=int(spec.get("priority") or 0),
-        priority_class_name=shared.value(str(spec.get("priorityClassName") or "")),
+        priority=spec.priority or 0,
+        priority_class_name=shared.value(spec.priority_class_name or ""),
         qos_class=qos,
         requests=shared.numbers(pod_requests(spec)),
-        node_selector=shared.strings(_dict(spec.get("nodeSelector"))),
+        node_selector=shared.strings(spec.node_selector or {}),
         required_node_affinity=_node_affinity(spec),
         required_pod_anti_affinity=_anti_affinity(spec),
         tolerations=_tolerations(spec, shared),
-        volumes=tuple(_volume(_dict(v)) for v in _list(spec.get("volumes"))),
-        container_restarts=_restarts(status.get("containerStatuses")),
-        init_container_restarts=_restarts(status.get("initContainerStatuses")),
-        creation_timestamp=parse_time(metadata.get("creationTimestamp")),
-        start_time=parse_time(status.get("startTime")),
-        deletion_timestamp=parse_time(metadata.get("deletionTimestamp")),
-        resource_version=str(metadata.get("resourceVersion", "")),
-        container_images=shared.value(
-            tuple(
-                shared.value(str(_dict(c).get("image") or ""))
-                for c in _list(spec.get("containers"))
-            )
-        ),
-        container_statuses=_container_statuses(status.get("containerStatuses"), shared),
-        init_container_statuses=_container_statuses(status.get("initContainerStatuses"), shared),
+        volumes=tuple(_volume(v) for v in spec.volumes or ()),
+        container_restarts=_restarts(status.container_statuses),
+        init_container_restarts=_restarts(status.init_container_statuses),
+        creation_timestamp=parse_time(metadata.creation_timestamp),
+        start_time=parse_time(status.start_time),
+        deletion_timestamp=parse_time(metadata.deletion_timestamp),
+        resource_version=metadata.resource_version,
+        container_images=shared.value(tuple(shared.value(c.image) for c in containers)),
+        container_statuses=_container_statuses(status.container_statuses, shared),
+        init_container_statuses=_container_statuses(status.init_container_statuses, shared),
         ephemeral_container_statuses=_container_statuses(
-            status.get("ephemeralContainerStatuses"), shared
+            status.ephemeral_container_statuses, shared
         ),
-        reason=str(status.get("reason") or ""),
-        conditions=_conditions(status.get("conditions"), shared),
+        reason=status.reason or "",
+        conditions=_conditions(status.conditions, shared),
         preferred_node_affinity=_preferred_node_affinity(spec),
         topology_spread_constraints=_topology_spread(spec),
-        has_priority=spec.get("priority") is not None,
-        has_resource_claims=bool(_list(spec.get("resourceClaims"))),
+        has_priority=spec.priority is not None,
+        has_resource_claims=bool(spec.resource_claims),
         requested_resources=shared.value(_requested_resources(spec)),
     )
 
 
-def placed_pod_from_api(raw: Json, shared: SharedValues = NO_SHARING) -> PlacedPod:
+def placed_pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> PlacedPod:
     """Only what placements (herd control, `tas.placements`) read: the extender's cache."""
-    metadata, spec, status = _sections(raw)
-    scheduled = [
-        c for c in _list(status.get("conditions")) if _dict(c).get("type") == "PodScheduled"
-    ]
-    bound_at = bind_time_of(_conditions(scheduled, shared), parse_time(status.get("startTime")))
+    metadata, spec, status = _pod_parts(raw)
+    scheduled = [c for c in status.conditions or () if c.type == "PodScheduled"]
+    bound_at = bind_time_of(_conditions(scheduled, shared), parse_time(status.start_time))
     return PlacedPod(
-        namespace=Namespace(shared.value(str(metadata.get("namespace", "default")))),
-        name=str(metadata.get("name", "")),
+        namespace=Namespace(shared.value(metadata.namespace or "default")),
+        name=metadata.name,
         node_name=_node_name(spec, shared),
-        phase=shared.value(str(status.get("phase") or "Pending")),
+        phase=shared.value(status.phase or "Pending"),
         owners=_owners(metadata, shared),
         requests=shared.numbers(pod_requests(spec)),
-        terminating=metadata.get("deletionTimestamp") is not None,
+        terminating=metadata.deletion_timestamp is not None,
         bound_at=bound_at,
-        resource_version=str(metadata.get("resourceVersion", "")),
+        resource_version=metadata.resource_version,
     )
 
 

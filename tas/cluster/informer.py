@@ -18,9 +18,11 @@ every object in one response, the very peak paging avoids. When the token has ex
 the snapshot was compacted away mid-list) the list starts again from its first page, as after
 any other 410; client-go would fall back to one unpaginated list instead.
 
-The cache holds only the converted records (`convert`), never the parsed JSON: a 4 KB pod is
-about 28 KiB of Python objects parsed and under 2 KiB converted. Each record carries its
-resourceVersion, which is all the loop needs to tell a newer object from one it already has.
+The cache holds only the converted records, never the parsed JSON (a 6 KB pod is about 28 KiB
+of Python objects as dicts, under 2 KiB converted). The bytes are read by the resource's codec
+(`tas.cluster.codec`: typed structs for pods and nodes, dicts for the rest), and an object is
+converted only when it is newer than the cached one. Each record carries its resourceVersion,
+which is all the loop needs to tell a newer object from one it already has.
 
 Writes made by the adapter are folded in at once (`apply`), so a reader never acts on a state
 older than its own last write; a watch event that is not newer than the cached object is
@@ -40,9 +42,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-import orjson
 from kubernetes.client.exceptions import ApiException
 
+from tas.cluster.codec import Codec, Event, Page
 from tas.cluster.interface import ChangeType
 
 log = logging.getLogger(__name__)
@@ -128,30 +130,12 @@ def _abort(response: Any) -> None:
         log.debug("aborting a finished request failed", exc_info=True)
 
 
-def _version(raw: Raw) -> str:
-    metadata = raw.get("metadata")
-    return str(metadata.get("resourceVersion", "")) if isinstance(metadata, dict) else ""
-
-
 def _newer(candidate: str, current: str) -> bool:
     """resourceVersions are opaque, but etcd's are integers; compare them when we can."""
     try:
         return int(candidate) > int(current)
     except ValueError:
         return candidate != current
-
-
-def _identity(raw: Raw) -> tuple[str, str]:
-    """An object's namespace ("" when cluster-scoped) and name."""
-    metadata = raw.get("metadata")
-    if not isinstance(metadata, dict):
-        return "", ""
-    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
-
-
-def object_key(raw: Raw) -> str:
-    namespace, name = _identity(raw)
-    return f"{namespace}/{name}" if namespace else name
 
 
 def _key(namespace: str, name: str) -> str:
@@ -164,7 +148,7 @@ class Informer(Generic[T]):
         *,
         name: str,
         list_call: ListCall,
-        convert: Callable[[Raw], T],
+        codec: Codec[T],
         on_change: ChangeCallback,
         watch_timeout: float = 60.0,
         connect_timeout: float = 10.0,
@@ -174,10 +158,11 @@ class Informer(Generic[T]):
         page_size: int = PAGE_SIZE,
         after_page: Callable[[bool], None] | None = None,
     ) -> None:
-        """`after_page(last)` runs after each LIST page is folded in (`tas.cluster.heap`)."""
+        """`codec` reads the resource's bytes and converts its objects (`tas.cluster.codec`);
+        `after_page(last)` runs after each LIST page is folded in (`tas.cluster.heap`)."""
         self.name = name
         self._list_call = list_call
-        self._convert = convert
+        self._codec = codec
         self._on_change = on_change
         self._watch_timeout = watch_timeout
         self._connect_timeout = connect_timeout
@@ -212,20 +197,25 @@ class Informer(Generic[T]):
 
     # ------------------------------------------------------------ updates
 
-    def apply(self, type_: ChangeType, raw: Raw) -> bool:
-        """Fold one object in (from a watch event or our own write); True if it changed."""
-        namespace, name = _identity(raw)
+    def apply_answer(self, type_: ChangeType, data: bytes) -> bool:
+        """Fold in the object an API answer carries (our own write's); True if it changed."""
+        return self._apply(type_, self._codec.one(data))
+
+    def _apply(self, type_: ChangeType, obj: Any) -> bool:
+        """Fold one decoded object in (a page's, a watch event's, a write's answer's)."""
+        identity = self._codec.identity(obj)
+        namespace, name = identity.namespace, identity.name
         key = _key(namespace, name)
         if type_ is ChangeType.DELETED:
             return self._remove(key, namespace, name)
         with self._lock:
             current = self._items.get(key)
-        if current is not None and not _newer(_version(raw), current.resource_version):
+        if current is not None and not _newer(identity.resource_version, current.resource_version):
             return False
-        # Converted outside the lock: readers wait for no parsing. Only this cache's watch
+        # Converted outside the lock: readers wait for no conversion. Only this cache's watch
         # thread and the adapter's own writes convert, and a write that loses a race to a
         # newer event is caught by the version check again below.
-        record = self._convert(raw)
+        record = self._codec.convert(obj)
         with self._lock:
             current = self._items.get(key)
             if current is not None and not _newer(
@@ -310,14 +300,14 @@ class Informer(Generic[T]):
         listed: set[str] = set()
         token: str | None = None
         while True:
-            body = self._list_page(stop, token)
-            for item in body.get("items") or ():
-                if isinstance(item, dict):
-                    self.apply(ChangeType.ADDED, item)
-                    listed.add(object_key(item))
-            metadata = body.get("metadata") or {}
-            token = metadata.get("continue") or None
-            del body  # the parsed page: the largest transient the process has
+            page = self._list_page(stop, token)
+            for obj in page.objects:
+                self._apply(ChangeType.ADDED, obj)
+                identity = self._codec.identity(obj)
+                listed.add(_key(identity.namespace, identity.name))
+            token = page.token
+            resource_version = page.resource_version
+            del page  # the decoded page: the largest transient the process has
             if self._after_page is not None:
                 self._after_page(token is None)
             if token is None or stop.is_set():
@@ -330,10 +320,10 @@ class Informer(Generic[T]):
             namespace, _, name = key.rpartition("/")
             self._remove(key, namespace, name)
         self.lists += 1
-        self._resource_version = str(metadata.get("resourceVersion", ""))
+        self._resource_version = resource_version
         self.synced.set()
 
-    def _list_page(self, stop: threading.Event, token: str | None) -> Mapping[str, Any]:
+    def _list_page(self, stop: threading.Event, token: str | None) -> Page:
         """One page: the first (no token) at the most recent resourceVersion, the others
         pinned to its snapshot by their token. An expired token (410) is `_GoneError`."""
         paging: dict[str, Any] = {"limit": self._page_size}
@@ -349,11 +339,11 @@ class Informer(Generic[T]):
             raise
         complete = False
         try:
-            body: Mapping[str, Any] = orjson.loads(response.data)
+            data = response.data
             complete = True
         finally:
             self._finish(response, complete=complete)
-        return body
+        return self._codec.page(data)
 
     def _watch(self, stop: threading.Event) -> None:
         try:
@@ -374,19 +364,22 @@ class Informer(Generic[T]):
             for line in _lines(response):
                 if stop.is_set():
                     return
-                self._event(orjson.loads(line))
+                self._event(self._codec.event(line))
             complete = not stop.is_set()  # an aborted stream also ends, but not cleanly
         finally:
             self._finish(response, complete=complete)
 
-    def _event(self, event: Mapping[str, Any]) -> None:
-        kind, raw = event.get("type"), event.get("object") or {}
+    def _event(self, event: Event) -> None:
+        kind, obj = event.type, event.object
         if kind == "ERROR":
-            if raw.get("code") == 410:
-                raise _GoneError(raw.get("message", ""))
-            raise ApiException(status=raw.get("code", 0), reason=raw.get("message", ""))
-        version = _version(raw)
+            status = obj if isinstance(obj, dict) else {}
+            if status.get("code") == 410:
+                raise _GoneError(status.get("message", ""))
+            raise ApiException(status=status.get("code", 0), reason=status.get("message", ""))
+        if obj is None:
+            return
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            self.apply(ChangeType[str(kind)], raw)
+            self._apply(ChangeType[kind], obj)
+        version = self._codec.identity(obj).resource_version
         if version:
             self._resource_version = version

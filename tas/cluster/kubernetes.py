@@ -24,7 +24,6 @@ import functools
 import logging
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -34,7 +33,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tas.clock import SYSTEM_CLOCK, Clock
+from tas.cluster.codec import Codec, JsonCodec, TypedCodec
 from tas.cluster.convert import (
+    NODES,
+    PODS,
     metrics_usage_from_api,
     namespace_from_api,
     node_from_api,
@@ -183,13 +185,13 @@ class KubernetesCluster:
             kind: ResourceKind,
             name: str,
             list_call: ListCall,
-            convert: Callable[[Raw], T],
+            codec: Codec[T],
             **more: Any,
         ) -> Informer[T]:
             return Informer(
                 name=name,
                 list_call=list_call,
-                convert=convert,
+                codec=codec,
                 on_change=self._notifier(kind),
                 backoff=backoff(),
                 watch_timeout=watch_timeout,
@@ -205,7 +207,7 @@ class KubernetesCluster:
             ResourceKind.NODE,
             "nodes",
             self._core.list_node,
-            functools.partial(node_from_api, shared=shared),
+            TypedCodec(NODES, functools.partial(node_from_api, shared=shared)),
         )
         convert_pod: Callable[..., Pod | PlacedPod] = (
             pod_from_api if pod_fields is PodFields.ALL else placed_pod_from_api
@@ -218,7 +220,7 @@ class KubernetesCluster:
                 ResourceKind.POD,
                 f"pods[{label_selector}]" if label_selector else "pods",
                 self._core.list_pod_for_all_namespaces,
-                functools.partial(convert_pod, shared=shared),
+                TypedCodec(PODS, functools.partial(convert_pod, shared=shared)),
                 selectors={
                     k: v
                     for k, v in {
@@ -232,13 +234,13 @@ class KubernetesCluster:
             for label_selector in (tuple(pod_label_selectors) or ("",))
         )
         self._policies = informer(
-            ResourceKind.POLICY, "taspolicies", list_policies, _policy_document
+            ResourceKind.POLICY, "taspolicies", list_policies, JsonCodec(_policy_document)
         )
         self._pdbs = informer(
             ResourceKind.PDB,
             "poddisruptionbudgets",
             self._policy_api.list_pod_disruption_budget_for_all_namespaces,
-            pdb_from_api,
+            JsonCodec(pdb_from_api),
         )
 
         kinds: dict[ResourceKind, tuple[Informer[Any], ...]] = {
@@ -417,37 +419,6 @@ class KubernetesCluster:
         )
         return [item for item in _json(raw).get("items") or () if isinstance(item, dict)]
 
-    def read_node_proxy(self, node: str, path: str) -> str:
-        """The text a node's kubelet answers at `path` (e.g. `metrics/resource`), through the
-        API server's node proxy (`/api/v1/nodes/<node>/proxy/<path>`: RBAC `nodes/proxy`
-        get). The path is sent as is: the generated client would quote its slashes."""
-        url = f"/api/v1/nodes/{urllib.parse.quote(node, safe='')}/proxy/{path.lstrip('/')}"
-        return _api_call(f"read {url}", lambda: self._get_text(url))
-
-    def _get_text(self, url: str) -> str:
-        api: Any = self._api_client  # the call differs between client generations
-        headers = {"Accept": "text/plain"}
-        timeout = self._call["_request_timeout"]
-        if hasattr(api, "param_serialize"):  # kubernetes >= 35: the openapi-generator 7 client
-            method, full, headers, _, _ = api.param_serialize(
-                "GET", url, header_params=headers, auth_settings=["BearerToken"]
-            )
-            response = api.call_api(method, full, header_params=headers, _request_timeout=timeout)
-            data = response.read()
-            if not 200 <= response.status <= 299:
-                raise ApiException(status=response.status, reason=response.reason)
-        else:
-            data = api.call_api(
-                url,
-                "GET",
-                header_params=headers,
-                auth_settings=["BearerToken"],
-                _return_http_data_only=True,
-                _preload_content=False,
-                _request_timeout=timeout,
-            ).data
-        return bytes(data).decode("utf-8", errors="replace")
-
     def _metrics(self, plural: str) -> list[Raw]:
         raw = _api_call(
             f"list metrics.k8s.io {plural}",
@@ -482,7 +453,7 @@ class KubernetesCluster:
                 **self._call,
             ),
         )
-        self._nodes.apply(ChangeType.MODIFIED, _json(raw))
+        self._nodes.apply_answer(ChangeType.MODIFIED, _data(raw))
 
     def patch_pod_labels(
         self,
@@ -505,13 +476,12 @@ class KubernetesCluster:
                 **self._call,
             ),
         )
-        patched = _json(raw)
         key = f"{namespace}/{name}"
         # Only into the caches that hold the pod: one whose selector it now matches learns of
         # it from its own watch, one whose selector it no longer matches drops it so.
         for cache in self._pod_caches:
             if cache.get(key) is not None:
-                cache.apply(ChangeType.MODIFIED, patched)
+                cache.apply_answer(ChangeType.MODIFIED, _data(raw))
 
     def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
         cached = self._nodes.get(node)
@@ -534,7 +504,7 @@ class KubernetesCluster:
                     f"node {node} changed since resourceVersion {cached.resource_version}"
                 ) from cause
             raise
-        self._nodes.apply(ChangeType.MODIFIED, _json(raw))
+        self._nodes.apply_answer(ChangeType.MODIFIED, _data(raw))
 
     def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None:
         # `add` on /status replaces it whole, so keys dropped from the status really go away.
@@ -552,7 +522,7 @@ class KubernetesCluster:
                 **self._call,
             ),
         )
-        self._policies.apply(ChangeType.MODIFIED, _json(raw))
+        self._policies.apply_answer(ChangeType.MODIFIED, _data(raw))
 
     def emit_event(
         self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
@@ -628,6 +598,11 @@ def _label_patch(set_labels: Mapping[str, str], remove: Iterable[str]) -> dict[s
     patch: dict[str, str | None] = dict.fromkeys(remove)
     patch.update(set_labels)
     return patch
+
+
+def _data(response: Any) -> bytes:
+    """The body of a call made with `_preload_content=False`."""
+    return bytes(response.data)
 
 
 def _json(response: Any) -> Raw:

@@ -210,15 +210,16 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
             )
             _eventually(lambda: _filter(client)["NodeNames"] == ["B"])
             # Only policies, pods and nodes for recent placements, and (no Prometheus here) the
-            # kubelets' resource metrics: its RBAC allows nothing else.
+            # pods' usage from the resource metrics API: its RBAC allows nothing else, and
+            # never a kubelet through the node proxy.
             paths = {r.path for r in kube_emulator.requests}
             allowed = {
                 "/apis/telemetry.intel.com/v1alpha1/taspolicies",
                 "/api/v1/pods",
                 "/api/v1/nodes",
+                "/apis/metrics.k8s.io/v1beta1/pods",
             }
-            kubelets = {p for p in paths - allowed if p.endswith("/proxy/metrics/resource")}
-            assert paths - kubelets <= allowed, paths
+            assert paths <= allowed, paths
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,8 @@ Covered:
   read, and pods of one workload share their equal parts (labels, owners, requests);
 - with `PodFields.PLACEMENT` (the extender) a pod is cached as a `PlacedPod`: the fields
   placements read, equal to the full `Pod`'s; asking for full pods from it is a ClusterError;
+- a pod the typed decoder refuses (a field of the wrong type, which a real API server never
+  serves) is skipped with an error naming it, and every other pod of its page is kept;
 - pod label selectors limit the pod cache to the pods any of them selects (the controller's:
   linked to a policy, or labelled `violate`), on the LIST and on the watch; a pod two of them
   select is listed once, at its newest version, and a label patch reaches it at once.
@@ -27,7 +29,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from tas.cluster.convert import pod_from_api
+from tas.cluster.codec import TypedCodec
+from tas.cluster.convert import PODS, pod_from_api
 from tas.cluster.informer import Backoff, Informer
 from tas.cluster.interface import ChangeType, ClusterChange, ClusterError, PodFields, ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
@@ -124,7 +127,7 @@ def test_an_expired_continue_token_starts_the_list_again_from_its_first_page(
     informer: Informer[Pod] = Informer(
         name="pods",
         list_call=list_then_compact,
-        convert=pod_from_api,
+        codec=TypedCodec(PODS, pod_from_api),
         on_change=lambda type_, namespace, name: heard.append((type_, namespace, name)),
         watch_timeout=2.0,
         page_size=2,
@@ -250,3 +253,17 @@ def test_the_extenders_cache_keeps_what_placements_read_equal_to_the_full_pods(
     assert record.controller == pod.controller
     with pytest.raises(ClusterError, match="placement fields only"):
         placed.list_pods()
+
+
+def test_a_pod_that_does_not_decode_is_skipped_by_name_and_its_page_kept(
+    api: KubeEmulator, start: Callable[..., KubernetesCluster], caplog: pytest.LogCaptureFixture
+) -> None:
+    odd = realistic.pod("web-odd", seed=9)
+    odd["spec"]["priority"] = "high"  # an int32 in the API's schema
+    api.create("pods", odd)
+    cluster = start(page_size=3)
+    assert cluster.wait_synced(5)
+    assert [p.name for p in cluster.list_pods()] == [f"web-{i}" for i in range(5)]
+    (refused,) = [r for r in caplog.records if "does not decode" in r.getMessage()]
+    assert refused.levelname == "ERROR"
+    assert "default/web-odd" in refused.getMessage()

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tas.cluster.convert import node_from_api
+from tas.cluster.codec import TypedCodec
+from tas.cluster.convert import NODES, node_from_api
 from tas.cluster.informer import Informer
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.cluster.leader import LeaderElector
@@ -73,7 +74,10 @@ def test_a_stop_while_the_watch_is_being_opened_ends_the_informer_at_once(
         return core.list_node(**arguments)
 
     informer: Informer[Any] = Informer(
-        name="nodes", list_call=list_node, convert=node_from_api, on_change=lambda *_: None
+        name="nodes",
+        list_call=list_node,
+        codec=TypedCodec(NODES, node_from_api),
+        on_change=lambda *_: None,
     )
     thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
     thread.start()

@@ -12,9 +12,7 @@ core/v1 configmaps, secrets and services, apiextensions.k8s.io/v1 customresource
 (stored as given: nothing runs them); metrics.k8s.io/v1beta1 nodes and
 pods (NodeMetrics and PodMetrics, stored as given); and the custom metrics API
 (custom.metrics.k8s.io/v1beta1 `nodes/*/<metric>`, as prometheus-adapter answers it:
-`custom_metrics.py`), whose values a test sets; and the node proxy to the kubelets' pages
-(`/api/v1/nodes/<node>/proxy/<path>`, e.g. `metrics/resource`), whose text a test sets (503
-for a page not set, as when the API server cannot reach the kubelet).
+`custom_metrics.py`), whose values a test sets.
 
 Authentication and RBAC (`rbac.py`): a request with a ServiceAccount's token is authorized
 against the stored roles and bindings as the API server does, and refused with its 403 Status
@@ -56,7 +54,6 @@ Test API::
         api.accesses("ns", "sa")                     # {Access(verb, group, resource)} allowed
         api.grants("ns", "sa")                       # {Access(...)} its roles grant
         api.set_custom_metric("health_metric", {"n1": 2})  # served by custom.metrics.k8s.io
-        api.set_kubelet_page("n1", "metrics/resource", text)  # served by nodes/n1/proxy/...
 
 Resource names in the test API are the plurals of the table ("nodes", "pods", "events",
 "poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",

@@ -43,8 +43,6 @@ from tests.k8s_emulator.rbac import (
 from tests.k8s_emulator.resources import BY_KIND, BY_PLURAL, ResourceType, Target, parse_path
 from tests.k8s_emulator.store import ApiError, Object, ObjectStore, StoredEvent
 
-#: The node proxy (`nodes/proxy`): the kubelet's own pages, set by the test.
-_NODE_PROXY = re.compile(r"/api/v1/nodes/(?P<node>[^/]+)/proxy(?:/(?P<path>.*))?")
 #: The longest a watch stays open when the client asks for no timeout.
 MAX_WATCH_SECONDS = 30.0
 
@@ -104,7 +102,6 @@ class KubeEmulator:
             for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
                 self.create("namespaces", {"metadata": {"name": name}})
         self._custom_metrics: dict[str, dict[str, str]] = {}
-        self._kubelet_pages: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._failures: list[_Failure] = []
@@ -315,23 +312,6 @@ class KubeEmulator:
         with self._lock:
             self._custom_metrics[metric] = column
 
-    def set_kubelet_page(self, node: str, path: str, text: str) -> None:
-        """What the node's kubelet answers at `path` (e.g. `metrics/resource`), served through
-        the node proxy `/api/v1/nodes/<node>/proxy/<path>` (RBAC: `nodes/proxy` get)."""
-        with self._lock:
-            self._kubelet_pages[(node, path.strip("/"))] = text
-
-    def _kubelet_page(self, node: str, path: str) -> str:
-        if self.get("nodes", node) is None:
-            raise ApiError(404, "NotFound", f'nodes "{node}" not found', {"name": node})
-        with self._lock:
-            text = self._kubelet_pages.get((node, path.strip("/")))
-        if text is None:
-            # What the API server answers when it cannot reach the kubelet (or the kubelet
-            # has no such page): an error Status, never an empty page.
-            raise ApiError(503, "ServiceUnavailable", f"no kubelet answer for {node}/{path}")
-        return text
-
     def _custom_metric_values(self) -> dict[str, dict[str, str]]:
         with self._lock:
             return {metric: dict(column) for metric, column in self._custom_metrics.items()}
@@ -488,17 +468,6 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 self._send_json(status, answer)
                 return
-            proxied = _NODE_PROXY.fullmatch(split.path)
-            if proxied is not None:
-                if method != "GET":
-                    raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
-                text = self.owner._kubelet_page(proxied["node"], proxied["path"] or "")
-                who = user.name if user is not None else ""
-                self.owner._record(
-                    RecordedRequest(method, split.path, query, content_type, body, 200, who)
-                )
-                self._send_text(200, text)
-                return
             target = parse_path(split.path)
             if target is None:
                 raise ApiError(404, "NotFound", f"the server could not find {split.path}")
@@ -624,6 +593,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
+        # The connection ends with the watch: say so, or a client pools it and its next
+        # request meets a closed socket.
+        self.send_header("Connection", "close")
         self.end_headers()
         try:
             requested = query.get("resourceVersion", "")
@@ -697,14 +669,6 @@ class _Handler(BaseHTTPRequestHandler):
         data = _encode(event) + b"\n"
         self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
-
-    def _send_text(self, status: int, text: str) -> None:
-        data = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _send_json(self, status: int, answer: Object) -> None:
         data = _encode(answer)
