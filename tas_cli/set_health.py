@@ -16,7 +16,9 @@ With `--ssh [USER@]HOST` it does what TAS's demo script does on a real node: it 
 node-exporter textfile collector, as `deploy/health-metric-demo/set-health.sh` does. Nothing
 typed becomes shell code: VALUE must be a finite number (written in canonical form), the user,
 host and directory must match strict patterns, ssh gets an argv (no local shell), and the
-command sshd hands the remote shell is a fixed script whose arguments are `shlex.quote`d.
+command sshd hands the remote shell is a fixed script whose arguments are `shlex.quote`d. A
+user other than root writes through `sudo -n` (the directory is root's): a sudo that wants a
+password fails at once with sudo's own message.
 """
 
 from __future__ import annotations
@@ -46,9 +48,18 @@ _USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
 _REMOTE_DIR = re.compile(r"/[A-Za-z0-9._/-]{0,255}")
 #: Runs on the node; the directory and the value arrive as $1 and $2 (set-health.sh's script).
-REMOTE_SCRIPT = (
+#: What writes the file: the directory and the value arrive as $1 and $2.
+WRITE_SCRIPT = (
     'set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; '
     f'printf "{SERIES} %s\\n" "$2" >"$tmp"; mv -f "$tmp" "$1/{REMOTE_FILE}"'
+)
+#: What sshd hands the remote shell: the write as root, through `sudo -n` for another user
+#: (node-exporter's textfile directory is root's, mode 0755). `-n`: a sudo that would ask for a
+#: password fails at once and says so, instead of hanging on a prompt nobody sees. The write
+#: script arrives as $3, so nothing is quoted twice.
+REMOTE_SCRIPT = (
+    'set -eu; if [ "$(id -u)" = 0 ]; then exec sh -c "$3" set-health "$1" "$2"; fi; '
+    'exec sudo -n sh -c "$3" set-health "$1" "$2"'
 )
 
 
@@ -124,7 +135,9 @@ def ssh_command(
         )
     if not math.isfinite(value):
         raise SetHealthError(f"VALUE must be a finite number, not {value!r}")
-    remote = shlex.join(["sh", "-c", REMOTE_SCRIPT, "set-health", remote_dir, format_value(value)])
+    remote = shlex.join(
+        ["sh", "-c", REMOTE_SCRIPT, "set-health", remote_dir, format_value(value), WRITE_SCRIPT]
+    )
     argv = [ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
     if user:
         argv += ["-l", user]

@@ -74,20 +74,24 @@ if [ -n "$ssh_user" ]; then
     [[ $ssh_user =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || fail "not a user name: $ssh_user"
 fi
 
-# Fixed remote script; the directory and the value arrive as $1 and $2.
+# Fixed remote scripts: `writer` writes the file, the directory and the value arriving as $1 and
+# $2; `script` runs it as root, through `sudo -n` for another user (the directory is root's),
+# the writer arriving as $3.
 # shellcheck disable=SC2016
-script='set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; printf "node_health_metric %s\n" "$2" >"$tmp"; mv -f "$tmp" "$1/text.prom"'
+writer='set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; printf "node_health_metric %s\n" "$2" >"$tmp"; mv -f "$tmp" "$1/text.prom"'
+# shellcheck disable=SC2016
+script='set -eu; if [ "$(id -u)" = 0 ]; then exec sh -c "$3" set-health "$1" "$2"; fi; exec sudo -n sh -c "$3" set-health "$1" "$2"'
 
 if [ "$via" = docker ]; then
     [ -z "$ssh_user" ] || fail "--ssh-user does not apply to --docker"
     # docker exec hands each argument over as it is: no shell on this side, nothing to quote.
-    docker exec "$node" sh -c "$script" set-health "$remote_dir" "$value"
+    docker exec "$node" sh -c "$script" set-health "$remote_dir" "$value" "$writer"
     printf 'set-health: %s health_metric=%s (%s/text.prom, docker exec)\n' \
         "$node" "$value" "$remote_dir" >&2
     exit 0
 fi
 
-remote="sh -c $(quote "$script") set-health $(quote "$remote_dir") $(quote "$value")"
+remote="sh -c $(quote "$script") set-health $(quote "$remote_dir") $(quote "$value") $(quote "$writer")"
 
 ssh_args=(-o BatchMode=yes -o ConnectTimeout=10)
 [ -z "$ssh_user" ] || ssh_args+=(-l "$ssh_user")

@@ -5,8 +5,10 @@ Covered (with a stand-in `ssh` on PATH that logs its argv and runs the remote co
 `sh -c`, as sshd does):
 - it writes `node_health_metric VALUE` to /tmp/node-metrics/text.prom (`--remote-dir`) on the
   host, through an argv (`-o BatchMode=yes ... -l USER -- HOST COMMAND`);
-- it is equivalent to `deploy/health-metric-demo/set-health.sh`: the same remote script, the
+- it is equivalent to `deploy/health-metric-demo/set-health.sh`: the same remote scripts, the
   same file from the same input;
+- as a user other than root it writes through `sudo -n` (node-exporter's directory is root's),
+  and a sudo that wants a password fails the command with sudo's message;
 - values that are not finite numbers, bad users, hosts and directories are refused (exit 2)
   before ssh runs, and nothing typed is ever executed (a hypothesis property over arbitrary
   text);
@@ -70,14 +72,51 @@ def test_the_default_remote_file_is_tas_demos() -> None:
     assert argv[:6] == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "--"]
     assert argv[6] == "worker-1"
     assert shlex.split(argv[7]) == [
-        "sh", "-c", set_health.REMOTE_SCRIPT, "set-health", "/tmp/node-metrics", "0"
+        "sh", "-c", set_health.REMOTE_SCRIPT, "set-health", "/tmp/node-metrics", "0",
+        set_health.WRITE_SCRIPT,
     ]  # fmt: skip
-    assert '"$1/text.prom"' in set_health.REMOTE_SCRIPT
+    assert '"$1/text.prom"' in set_health.WRITE_SCRIPT
 
 
-def test_it_runs_the_same_remote_script_as_set_health_sh() -> None:
-    line = next(x for x in SCRIPT.read_text().splitlines() if x.startswith("script='"))
-    assert line == f"script='{set_health.REMOTE_SCRIPT}'"
+def test_it_runs_the_same_remote_scripts_as_set_health_sh() -> None:
+    lines = SCRIPT.read_text().splitlines()
+    script = next(x for x in lines if x.startswith("script='"))
+    writer = next(x for x in lines if x.startswith("writer='"))
+    assert script == f"script='{set_health.REMOTE_SCRIPT}'"
+    assert writer == f"writer='{set_health.WRITE_SCRIPT}'"
+
+
+def _stand_in(bin_dir: Path, name: str, body: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def test_a_user_other_than_root_writes_through_sudo(tmp_path: Path, ssh_log: Path) -> None:
+    """On a node `id -u` is the ssh user's; here stand-ins play a user 1000 and a sudo that
+    logs and runs what it is given."""
+    bin_dir = ssh_log.parent / "bin"
+    sudo_log = tmp_path / "sudo.log"
+    _stand_in(bin_dir, "id", "echo 1000\n")
+    _stand_in(bin_dir, "sudo", f"printf '%s\\n' \"$1\" >> '{sudo_log}'\nshift\nexec \"$@\"\n")
+    target = tmp_path / "node-metrics"
+    assert tas("set-health", "node-c", "1", "--ssh", "demo@w1", "--remote-dir", str(target)) == 0
+    assert (target / "text.prom").read_text() == "node_health_metric 1\n"
+    assert sudo_log.read_text() == "-n\n"
+
+
+def test_a_sudo_that_wants_a_password_fails_the_command(
+    tmp_path: Path, ssh_log: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    bin_dir = ssh_log.parent / "bin"
+    _stand_in(bin_dir, "id", "echo 1000\n")
+    _stand_in(bin_dir, "sudo", 'echo "sudo: a password is required" >&2\nexit 1\n')
+    target = tmp_path / "node-metrics"
+    assert tas("set-health", "node-c", "1", "--ssh", "demo@w1", "--remote-dir", str(target)) == 1
+    assert not (target / "text.prom").exists()
+    err = capfd.readouterr().err  # ssh's own output, then the command's line
+    assert "sudo: a password is required" in err
+    assert "set-health: ssh to demo@w1 failed (exit 1)" in err
 
 
 def test_it_writes_the_same_file_as_set_health_sh(tmp_path: Path, ssh_log: Path) -> None:
