@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
@@ -83,10 +84,26 @@ class PrometheusQueries:
             self._prometheus.close()
 
 
-def service_account_prometheus(url: str) -> PrometheusQueries:
+class TokenOverPlainHttpError(ValueError):
+    """The Prometheus URL is plain HTTP, and the ServiceAccount token would go with each query."""
+
+
+def service_account_prometheus(
+    url: str, *, allow_plain_http: bool = False, token_file: Path = SERVICE_ACCOUNT_TOKEN
+) -> PrometheusQueries:
     """The descheduler's Prometheus as it runs in a cluster: read with its ServiceAccount
-    token, as upstream does without `authToken` (the default `PrometheusFactory`)."""
-    return PrometheusQueries(url, token_file=SERVICE_ACCOUNT_TOKEN)
+    token, as upstream does without `authToken` (the default `PrometheusFactory`).
+
+    Never over plain HTTP unless `allow_plain_http`: the token authenticates as the
+    descheduler, which may evict pods, to whoever sees it on the way. Without a token (outside
+    a cluster) there is nothing to send, and plain HTTP is fine."""
+    if token_file.is_file() and urlsplit(url).scheme == "http" and not allow_plain_http:
+        raise TokenOverPlainHttpError(
+            f"refusing to send the descheduler's ServiceAccount token over plain HTTP to {url}: "
+            "anyone on the way could act as the descheduler with it. Give an https:// URL in "
+            "the policy's metricsProviders, or --allow-token-over-http to send it anyway"
+        )
+    return PrometheusQueries(url, token_file=token_file)
 
 
 class CycleCachedPrometheus:

@@ -34,6 +34,7 @@ import errno
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -368,6 +369,34 @@ def bind(
         if if_taken and error.errno == errno.EADDRINUSE:
             message += f". {if_taken}"
         raise SetupError(message) from error
+
+
+def add_leader_arguments(parser: argparse.ArgumentParser, *, lease: str) -> None:
+    """`--leader-elect`, `--lease-name` (default `lease`) and `--lease-namespace`."""
+    parser.add_argument(
+        "--leader-elect", action="store_true", help="run only while holding a Lease"
+    )
+    parser.add_argument("--lease-name", default=lease, metavar="NAME")
+    parser.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        metavar="NAMESPACE",
+    )
+
+
+def elect_leader(
+    api_client: Any, *, name: str, namespace: str, life: Lifetime
+) -> Callable[[], bool]:
+    """Take part in the election on the Lease `namespace/name` for the rest of `life`; what
+    tells whether this process leads now. The identity is the pod's name (`POD_NAME`)."""
+    from tas.cluster.leader import LeaderElector
+
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    elector = LeaderElector(api_client, name=name, namespace=namespace, identity=identity)
+    # Started (so joined) first: the elector releases the Lease as it stops, so a standby
+    # takes over at its next try instead of waiting the lease duration out.
+    life.in_background(elector.run, life.stop, name="leader")
+    return lambda: elector.is_leader
 
 
 def kube_api_client(kube: KubeSettings) -> Any:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,15 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="rewrite an unchanged policy status every N cycles (0: only on change)",
     )
-    parser.add_argument(
-        "--leader-elect", action="store_true", help="run only while holding a Lease"
-    )
-    parser.add_argument("--lease-name", default="tas-policy-controller", metavar="NAME")
-    parser.add_argument(
-        "--lease-namespace",
-        default=os.environ.get("POD_NAMESPACE", "default"),
-        metavar="NAMESPACE",
-    )
+    common.add_leader_arguments(parser, lease="tas-policy-controller")
     common.add_listen_argument(
         parser,
         default=("127.0.0.1", 8081),
@@ -124,19 +114,9 @@ def _control(settings: ControllerCommandSettings) -> int:
         life.catch_signals()
         is_leader: Callable[[], bool] = lambda: True  # noqa: E731
         if settings.leader_elect:
-            from tas.cluster.leader import LeaderElector
-
-            identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-            elector = LeaderElector(
-                api_client,
-                name=settings.lease_name,
-                namespace=settings.lease_namespace,
-                identity=identity,
+            is_leader = common.elect_leader(
+                api_client, name=settings.lease_name, namespace=settings.lease_namespace, life=life
             )
-            # Started (so joined) first: the elector releases the Lease as it stops, so a
-            # standby takes over at its next try instead of waiting the lease duration out.
-            life.in_background(elector.run, life.stop, name="leader")
-            is_leader = lambda: elector.is_leader  # noqa: E731
 
         metrics = ControllerMetrics(registry)
         reconciler = Reconciler(

@@ -9,6 +9,7 @@ thread only waits, so a SIGTERM is answered at once even in the middle of a cycl
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 import threading
@@ -26,7 +27,7 @@ from descheduler.kubedescheduler import KubeDeschedulerError, expand
 from descheduler.liveness import MISSED_CYCLES, CycleLiveness
 from descheduler.schedule import run_schedule
 from descheduler.self_metrics import DeschedulerMetrics
-from descheduler.usage import pod_usage_from
+from descheduler.usage import TokenOverPlainHttpError, pod_usage_from, service_account_prometheus
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
 from tas.cron import CronSchedule
@@ -100,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CRON",
         help="run on a 5-field cron schedule, e.g. '*/10 * * * *' (the interval wins if both)",
     )
+    common.add_leader_arguments(parser, lease="tas-descheduler")
+    parser.add_argument(
+        "--allow-token-over-http",
+        action="store_true",
+        help="send the ServiceAccount token to an http:// Prometheus of the policy's "
+        "metricsProviders (refused by default: it authenticates as the descheduler)",
+    )
     common.add_sync_period_argument(parser)
     common.add_listen_argument(
         parser,
@@ -137,6 +145,10 @@ class DeschedulerCommandSettings:
     cron: CronSchedule | None
     listen_metrics: tuple[str, int] | None
     log_level: str
+    allow_token_over_http: bool = False
+    leader_elect: bool = False
+    lease_name: str = "tas-descheduler"
+    lease_namespace: str = "default"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> DeschedulerCommandSettings:
@@ -215,6 +227,22 @@ def policy_document(settings: DeschedulerCommandSettings) -> tuple[Any, Mode, fl
     return document, mode, interval
 
 
+class _Standby:
+    """Whether this replica sits a cycle out (another leads), said when that changes."""
+
+    def __init__(self) -> None:
+        self._leading: bool | None = None
+
+    def waiting(self, *, leading: bool) -> bool:
+        if leading != self._leading:
+            if leading:
+                log.info("Leading: cycles run here")
+            else:
+                log.info("Standby: another replica holds the Lease; no cycle runs here")
+            self._leading = leading
+        return not leading
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -259,9 +287,17 @@ def _deschedule(
         life.on_close(server.stop)
         server.start()
         log.info("Metrics and probes on http://%s:%d", *server.address)
+    is_leader: Callable[[], bool] = lambda: True  # noqa: E731
     if cluster is None:
+        api_client = common.kube_api_client(settings.kube)
+        if settings.leader_elect:
+            # Only the leader runs cycles (evicts, taints); a standby keeps its caches warm
+            # and takes over within the lease duration (15 s) when the leader goes.
+            is_leader = common.elect_leader(
+                api_client, name=settings.lease_name, namespace=settings.lease_namespace, life=life
+            )
         kubernetes = common.open_cluster(
-            common.kube_api_client(settings.kube),
+            api_client,
             # Every cache the descheduler reads, named: a new cache needs its RBAC grant.
             watched=[ResourceKind.NODE, ResourceKind.POD, ResourceKind.PDB, ResourceKind.POLICY],
         )
@@ -286,16 +322,22 @@ def _deschedule(
         log.info(
             "LoadAware reads per-pod usage from %s (container series)", settings.metrics.source
         )
-    descheduler = Descheduler(
-        config=config,
-        cluster=cluster,
-        metric_view=view,
-        policies=lambda: store.snapshot().policies,
-        mode=mode,
-        clock=SYSTEM_CLOCK,
-        metrics=DeschedulerMetrics(registry=registry),
-        pod_usage=pod_usage_from(pod_usage) if pod_usage is not None else None,
-    )
+    try:
+        descheduler = Descheduler(
+            config=config,
+            cluster=cluster,
+            metric_view=view,
+            policies=lambda: store.snapshot().policies,
+            mode=mode,
+            clock=SYSTEM_CLOCK,
+            metrics=DeschedulerMetrics(registry=registry),
+            pod_usage=pod_usage_from(pod_usage) if pod_usage is not None else None,
+            prometheus=functools.partial(
+                service_account_prometheus, allow_plain_http=settings.allow_token_over_http
+            ),
+        )
+    except TokenOverPlainHttpError as error:
+        raise common.SetupError(str(error)) from error
     want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
     common.follow_policies(
         settings.policies,
@@ -305,13 +347,17 @@ def _deschedule(
         poll_seconds=max(settings.metrics.sync_period * 5, 10.0),
     )
 
+    standby = _Standby()
+
     def cycle() -> None:
         # A blocking refresh before each cycle: decisions use values fetched for them.
         try:
+            if standby.waiting(leading=is_leader()):
+                return
             refresh()
             descheduler.run_cycle()
         finally:
-            liveness.cycle_ended()  # a failed cycle still shows the schedule goes on
+            liveness.cycle_ended()  # a failed or a standby's cycle: the schedule goes on
 
     # Decide only once the policies are known: a first cycle without them would see no
     # TAS rules at all (and a run-once descheduler would have nothing else).

@@ -107,6 +107,7 @@ TAS_FLAGS: dict[str, dict[str, bool]] = {
         "--metrics": True,
         "--mode": True,
         "--descheduling-interval": True,
+        "--leader-elect": False,
         "--listen-metrics": True,
     },
 }
