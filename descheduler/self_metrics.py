@@ -61,10 +61,18 @@ class DeschedulerMetrics:
             ["outcome"],
             registry=registry,
         )
+        buckets = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
         self.cycle_seconds = Histogram(
             "tas_descheduler_cycle_duration_seconds",
             "Wall time of one descheduling cycle that ran (upstream: loop_duration_seconds).",
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120),
+            buckets=buckets,
+            registry=registry,
+        )
+        self.cycle_cpu_seconds = Histogram(
+            "tas_descheduler_cycle_cpu_seconds",
+            "CPU time the cycle's own thread spent in one cycle that ran (what sizes the "
+            "descheduler's CPU request; the wall time also counts waits for other threads).",
+            buckets=buckets,
             registry=registry,
         )
         self._classified: set[NodeName] = set()

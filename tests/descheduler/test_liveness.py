@@ -7,7 +7,9 @@ Covered:
 - the real probe server (`tas.probes.ProbeServer`) answers `/healthz` 200 while cycles end and
   503 once they stop, on the port that serves `/metrics`;
 - a real `tas descheduler` process against the Kubernetes API emulator, on an interval: its
-  metrics port answers `/healthz` and `/readyz` with 200 and `/metrics` counts the cycles run.
+  metrics port answers `/healthz` and `/readyz` with 200 and `/metrics` counts the cycles run,
+  each with its wall and its CPU time (`tas_descheduler_cycle_duration_seconds`,
+  `tas_descheduler_cycle_cpu_seconds`: one observation per cycle that ran).
 """
 
 from __future__ import annotations
@@ -130,6 +132,15 @@ def _cycles(exposition: str) -> float:
     )
 
 
+def _samples(exposition: str) -> dict[str, float]:
+    """Every sample of the exposition, summed over its labels."""
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            found[sample.name] = found.get(sample.name, 0.0) + sample.value
+    return found
+
+
 def _ready_node(name: str) -> dict[str, object]:
     return {
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
@@ -175,6 +186,12 @@ def test_a_running_descheduler_answers_its_probes_on_the_metrics_port(
                 time.sleep(0.1)
             assert client.get("/healthz").status_code == 200
             assert client.get("/readyz").status_code == 200
+            samples = _samples(client.get("/metrics").text)
+            ran = samples["tas_descheduler_cycles_total"]
+            for timing in ("duration", "cpu"):
+                counted = samples[f"tas_descheduler_cycle_{timing}_seconds_count"]
+                assert 2 <= counted <= ran  # observed once per cycle that ran
+                assert samples[f"tas_descheduler_cycle_{timing}_seconds_sum"] > 0
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0, log_path.read_text()
