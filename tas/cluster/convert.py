@@ -13,6 +13,7 @@ are kept only where a component reads them (`POD_ANNOTATIONS_READ`, `NODE_ANNOTA
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -49,6 +50,10 @@ from tas.vocabulary import NODE_ANNOTATIONS_READ, POD_ANNOTATIONS_READ
 log = logging.getLogger(__name__)
 
 Json = Mapping[str, Any]
+#: Words many objects repeat (namespaces, node names, owners, phases, images) are one string
+#: each: `sys.intern` keeps one copy while anything holds it (interned strings are mortal on
+#: CPython 3.11, and again on 3.12.6 and later; 3.12.0-3.12.5 kept them forever).
+intern = sys.intern
 
 _EMPTY_JSON: Json = {}
 
@@ -137,7 +142,7 @@ def node_from_api(raw: Json | api.Node, shared: SharedValues = NO_SHARING) -> No
     ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions or ())
     taints = (_taint(t) for t in spec.taints or ())
     return Node(
-        name=NodeName(shared.value(metadata.name)),
+        name=NodeName(intern(metadata.name)),
         labels=shared.strings(metadata.labels or {}),
         annotations=_annotations(metadata.annotations, NODE_ANNOTATIONS_READ, shared),
         taints=shared.value(tuple(t for t in taints if t is not None)),
@@ -280,7 +285,7 @@ def _container_statuses(
         found.append(
             shared.value(
                 ContainerStatus(
-                    name=shared.value(status.name),
+                    name=intern(status.name),
                     restart_count=status.restart_count,
                     waiting_reason=(waiting.reason or "") if waiting is not None else None,
                     terminated_reason=(
@@ -299,9 +304,9 @@ def _conditions(
     # Each pod's own: their transition times differ. Their words are shared.
     return tuple(
         PodCondition(
-            type=shared.value(c.type),
-            status=shared.value(c.status),
-            reason=shared.value(c.reason or ""),
+            type=intern(c.type),
+            status=intern(c.status),
+            reason=intern(c.reason or ""),
             last_transition_time=parse_time(c.last_transition_time),
         )
         for c in conditions or ()
@@ -361,9 +366,9 @@ def _owners(metadata: api.ObjectMeta, shared: SharedValues) -> tuple[OwnerRefere
         tuple(
             shared.value(
                 OwnerReference(
-                    kind=shared.value(o.kind),
-                    name=shared.value(o.name),
-                    uid=shared.value(o.uid),
+                    kind=intern(o.kind),
+                    name=intern(o.name),
+                    uid=intern(o.uid),
                     controller=bool(o.controller),
                 )
             )
@@ -387,7 +392,7 @@ def _tolerations(spec: api.PodSpec, shared: SharedValues) -> tuple[Toleration, .
 
 
 def _node_name(spec: api.PodSpec, shared: SharedValues) -> NodeName | None:
-    return NodeName(shared.value(spec.node_name)) if spec.node_name else None
+    return NodeName(intern(spec.node_name)) if spec.node_name else None
 
 
 def _pod_parts(raw: Json | api.Pod) -> tuple[api.ObjectMeta, api.PodSpec, api.PodStatus]:
@@ -404,16 +409,16 @@ def pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> Pod:
         qos = qos_class(spec)
     containers = spec.containers or ()
     return Pod(
-        namespace=Namespace(shared.value(metadata.namespace or "default")),
+        namespace=Namespace(intern(metadata.namespace or "default")),
         name=metadata.name,
         uid=metadata.uid,
         labels=shared.strings(metadata.labels or {}),
         annotations=_annotations(metadata.annotations, POD_ANNOTATIONS_READ, shared),
         node_name=_node_name(spec, shared),
-        phase=shared.value(status.phase or "Pending"),
+        phase=intern(status.phase or "Pending"),
         owners=_owners(metadata, shared),
         priority=spec.priority or 0,
-        priority_class_name=shared.value(spec.priority_class_name or ""),
+        priority_class_name=intern(spec.priority_class_name or ""),
         qos_class=qos,
         requests=shared.numbers(pod_requests(spec)),
         node_selector=shared.strings(spec.node_selector or {}),
@@ -427,7 +432,7 @@ def pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> Pod:
         start_time=parse_time(status.start_time),
         deletion_timestamp=parse_time(metadata.deletion_timestamp),
         resource_version=metadata.resource_version,
-        container_images=shared.value(tuple(shared.value(c.image) for c in containers)),
+        container_images=shared.value(tuple(intern(c.image) for c in containers)),
         container_statuses=_container_statuses(status.container_statuses, shared),
         init_container_statuses=_container_statuses(status.init_container_statuses, shared),
         ephemeral_container_statuses=_container_statuses(
@@ -449,10 +454,10 @@ def placed_pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) 
     scheduled = [c for c in status.conditions or () if c.type == "PodScheduled"]
     bound_at = bind_time_of(_conditions(scheduled, shared), parse_time(status.start_time))
     return PlacedPod(
-        namespace=Namespace(shared.value(metadata.namespace or "default")),
+        namespace=Namespace(intern(metadata.namespace or "default")),
         name=metadata.name,
         node_name=_node_name(spec, shared),
-        phase=shared.value(status.phase or "Pending"),
+        phase=intern(status.phase or "Pending"),
         owners=_owners(metadata, shared),
         requests=shared.numbers(pod_requests(spec)),
         terminating=metadata.deletion_timestamp is not None,

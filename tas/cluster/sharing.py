@@ -6,7 +6,9 @@ nodes. Parsed from JSON, each pod would hold its own copy of each; shared, a 150
 holds one copy per distinct value, which is most of the difference between a cache that fits
 the components' memory limit and one that does not (docs/deploy.md, "Sizing").
 
-`SharedValues` hands back the object it already holds for an equal value. It is bounded: when
+`SharedValues` hands back the object it already holds for an equal value (strings, the keys
+and values of the mappings, are interned: `sys.intern`, one copy while anything holds it). It
+is bounded: when
 it holds `max_entries` values it forgets them all and starts over, so values no record uses
 any more (the labels of a ReplicaSet long gone) cost at most one table's worth. Records built
 before a reset keep their objects; only sharing with later records is lost, until the new
@@ -19,6 +21,7 @@ holding it; none may.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Mapping
 from typing import TypeVar
 
@@ -58,14 +61,14 @@ class SharedValues:
         """A mapping of strings (labels, a node selector) as one shared, read-only dict."""
         if not values:
             return _EMPTY
-        items = tuple((self.value(str(k)), self.value(str(v))) for k, v in values.items())
+        items = tuple((sys.intern(str(k)), sys.intern(str(v))) for k, v in values.items())
         return self._mapping(items)
 
     def numbers(self, values: Mapping[str, float]) -> Mapping[str, float]:
         """A mapping of quantities (requests, allocatable) as one shared, read-only dict."""
         if not values:
             return _EMPTY_NUMBERS
-        items = tuple((self.value(k), v) for k, v in values.items())
+        items = tuple((sys.intern(k), v) for k, v in values.items())
         return self._mapping(items)
 
     def _mapping(self, items: tuple[tuple[str, H], ...]) -> Mapping[str, H]:
