@@ -9,15 +9,20 @@ coordination.k8s.io/v1 leases; telemetry.intel.com/v1alpha1 taspolicies (+ `stat
 cluster-wide list); rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings,
 clusterrolebindings; scheduling.k8s.io/v1 priorityclasses; apps/v1 deployments and daemonsets,
 core/v1 configmaps, secrets and services, apiextensions.k8s.io/v1 customresourcedefinitions
-(stored as given: nothing runs them); metrics.k8s.io/v1beta1 nodes and
-pods (NodeMetrics and PodMetrics, stored as given); and the custom metrics API
-(custom.metrics.k8s.io/v1beta1 `nodes/*/<metric>`, as prometheus-adapter answers it:
-`custom_metrics.py`), whose values a test sets.
+(stored as given: nothing runs them); admissionregistration.k8s.io/v1
+validatingadmissionpolicies and validatingadmissionpolicybindings (enforced: below);
+metrics.k8s.io/v1beta1 nodes and pods (NodeMetrics and PodMetrics, stored as given); and the
+custom metrics API (custom.metrics.k8s.io/v1beta1 `nodes/*/<metric>`, as prometheus-adapter
+answers it: `custom_metrics.py`), whose values a test sets.
 
 Authentication and RBAC (`rbac.py`): a request with a ServiceAccount's token is authorized
 against the stored roles and bindings as the API server does, and refused with its 403 Status
 and message; a request without a token or with `admin_token` (the default of `api_client()`,
 `configuration()` and `write_kubeconfig()`) is the test's own and is never refused.
+
+Admission (`admission.py`): every update (PUT, PATCH) a ServiceAccount sends passes the stored
+ValidatingAdmissionPolicies and their bindings as on the API server (their CEL evaluated by
+cel-python), and a denial is the API server's Status, recorded in `denials` like RBAC's.
 
 Protocol: list with `metadata.resourceVersion`, `labelSelector`, `fieldSelector`; watch
 (`?watch=true&resourceVersion=N`, chunked newline-delimited ADDED / MODIFIED / DELETED /
@@ -59,8 +64,9 @@ Resource names in the test API are the plurals of the table ("nodes", "pods", "e
 "poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",
 "clusterroles", "rolebindings", "clusterrolebindings", "priorityclasses",
 "persistentvolumeclaims", "deployments", "daemonsets", "configmaps", "secrets", "services",
-"customresourcedefinitions"), except where the plural is taken: the metrics.k8s.io resources are
-"nodemetrics" and "podmetrics".
+"customresourcedefinitions", "validatingadmissionpolicies", "validatingadmissionpolicybindings"),
+except where the plural is taken: the metrics.k8s.io resources are "nodemetrics" and
+"podmetrics".
 """
 
 from tests.k8s_emulator.rbac import Access

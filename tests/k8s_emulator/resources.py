@@ -53,6 +53,21 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False
     ),
+    # Validating admission policies, evaluated on every update a ServiceAccount sends
+    # (`admission.py`).
+    ResourceType(
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        False,
+        has_status=True,
+    ),
+    ResourceType(
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        False,
+    ),
     # What the descheduler reads when its policy asks: priority thresholds by class name,
     # protected storage classes, namespace label selectors, the metrics server's usage.
     ResourceType("/apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", False),

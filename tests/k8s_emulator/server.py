@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import kubernetes.client
 import orjson
 
-from tests.k8s_emulator import custom_metrics
+from tests.k8s_emulator import admission, custom_metrics
 from tests.k8s_emulator.patches import PatchError, field_selector, label_selector
 from tests.k8s_emulator.rbac import (
     Access,
@@ -41,7 +41,7 @@ from tests.k8s_emulator.rbac import (
     unauthorized,
 )
 from tests.k8s_emulator.resources import BY_KIND, BY_PLURAL, ResourceType, Target, parse_path
-from tests.k8s_emulator.store import ApiError, Object, ObjectStore, StoredEvent
+from tests.k8s_emulator.store import Admit, ApiError, Object, ObjectStore, StoredEvent
 
 #: The longest a watch stays open when the client asks for no timeout.
 MAX_WATCH_SECONDS = 30.0
@@ -64,7 +64,8 @@ class RecordedRequest:
 
 @dataclass(frozen=True, slots=True)
 class Denial:
-    """A request RBAC refused: who, and the API server's message (which names the rest)."""
+    """A request RBAC or an admission policy refused: who, and the API server's message (which
+    names the rest)."""
 
     user: str
     method: str
@@ -208,7 +209,7 @@ class KubeEmulator:
 
     @property
     def denials(self) -> list[Denial]:
-        """Every request RBAC refused, in order."""
+        """Every request RBAC or a ValidatingAdmissionPolicy refused, in order."""
         with self._lock:
             return list(self._denials)
 
@@ -247,6 +248,35 @@ class KubeEmulator:
         if account is not None and attributes.resource_request:
             with self._lock:
                 self._accesses.setdefault(account, set()).add(attributes.access)
+
+    def _admission(self, user: User | None, method: str, path: str, target: Target) -> Admit | None:
+        """The validating admission of an update (`admission.py`), for a ServiceAccount's
+        requests only (the test's own are never refused); a refusal is a `Denial`."""
+        if user is None or target.name is None or method not in ("PUT", "PATCH"):
+            return None
+        update = admission.Update(
+            target.resource,
+            target.name,
+            user,
+            namespace=target.namespace or "",
+            subresource=target.subresource or "",
+        )
+
+        def admit(new: Object, old: Object) -> None:
+            try:
+                admission.admit_update(
+                    policies=self.store.list(BY_PLURAL[admission.POLICIES], None)[0],
+                    bindings=self.store.list(BY_PLURAL[admission.BINDINGS], None)[0],
+                    update=update,
+                    obj=new,
+                    old=old,
+                )
+            except ApiError as error:
+                with self._lock:
+                    self._denials.append(Denial(user.name, method, path, error.message))
+                raise
+
+        return admit
 
     # ------------------------------------------------------------ objects (test side)
 
@@ -478,7 +508,8 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 self._watch(target, query)
                 return
-            status, answer = self._route(method, target, query, content_type, body)
+            admit = self.owner._admission(user, method, split.path, target)
+            status, answer = self._route(method, target, query, content_type, body, admit)
         except ApiError as error:
             status, answer = error.code, error.status()
         except Exception as error:  # an emulator bug must show up as a 500, not a hang
@@ -490,7 +521,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, answer)
 
     def _route(
-        self, method: str, target: Target, query: Mapping[str, str], content_type: str, body: Any
+        self,
+        method: str,
+        target: Target,
+        query: Mapping[str, str],
+        content_type: str,
+        body: Any,
+        admit: Admit | None = None,
     ) -> tuple[int, Object]:
         store, resource = self.owner.store, target.resource
         if method == "GET" and target.name is None:
@@ -515,7 +552,12 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise ApiError(400, "BadRequest", "a JSON object body is required")
             return 200, store.replace(
-                resource, target.namespace, target.name, body, subresource=target.subresource
+                resource,
+                target.namespace,
+                target.name,
+                body,
+                subresource=target.subresource,
+                admit=admit,
             )
         if method == "PATCH":
             return 200, store.patch(
@@ -525,6 +567,7 @@ class _Handler(BaseHTTPRequestHandler):
                 content_type,
                 body,
                 subresource=target.subresource,
+                admit=admit,
             )
         if method == "DELETE":
             store.delete(resource, target.namespace, target.name)

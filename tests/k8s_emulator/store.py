@@ -38,6 +38,9 @@ from tests.k8s_emulator.resources import ResourceType
 
 Object = dict[str, Any]
 Key = tuple[str, str, str]  # plural, namespace ("" when cluster-scoped), name
+#: Validating admission of an update: called with (the object as it would be stored, the stored
+#: one) before it is stored; raising ApiError refuses the write (`admission.py`).
+Admit = Callable[[Object, Object], None]
 
 #: How many paginated lists keep their snapshot for their `continue` tokens.
 SNAPSHOTS = 32
@@ -315,13 +318,14 @@ class ObjectStore:
         body: Mapping[str, Any],
         *,
         subresource: str | None = None,
+        admit: Admit | None = None,
     ) -> Object:
         with self.condition:
             current = self._get(resource, namespace, name)
             wanted = (body.get("metadata") or {}).get("resourceVersion")
             if wanted and str(wanted) != current["metadata"]["resourceVersion"]:
                 raise _conflict(resource, name)
-            return self._commit(resource, current, copy.deepcopy(dict(body)), subresource)
+            return self._commit(resource, current, copy.deepcopy(dict(body)), subresource, admit)
 
     def patch(
         self,
@@ -332,6 +336,7 @@ class ObjectStore:
         patch: Any,
         *,
         subresource: str | None = None,
+        admit: Admit | None = None,
     ) -> Object:
         with self.condition:
             current = self._get(resource, namespace, name)
@@ -354,10 +359,15 @@ class ObjectStore:
             wanted = (patched.get("metadata") or {}).get("resourceVersion")
             if wanted is not None and str(wanted) != current["metadata"]["resourceVersion"]:
                 raise _conflict(resource, name)
-            return self._commit(resource, current, patched, subresource)
+            return self._commit(resource, current, patched, subresource, admit)
 
     def _commit(
-        self, resource: ResourceType, current: Object, wanted: Object, subresource: str | None
+        self,
+        resource: ResourceType,
+        current: Object,
+        wanted: Object,
+        subresource: str | None,
+        admit: Admit | None = None,
     ) -> Object:
         if subresource not in (None, "status") or (subresource and not resource.has_status):
             raise ApiError(404, "NotFound", f"no subresource {subresource!r} on {resource.plural}")
@@ -382,6 +392,8 @@ class ObjectStore:
             metadata["generation"] = int(current["metadata"].get("generation", 1)) + 1
         new["metadata"] = metadata
         metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
+        if admit is not None:  # as the API server, also for an update that changes nothing
+            admit(new, current)
         if new == current:
             return copy.deepcopy(current)  # a no-op write does not bump resourceVersion
         metadata["resourceVersion"] = self._bump()
