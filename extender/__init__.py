@@ -5,6 +5,7 @@ format; `decide` turns a pod, its policy and metric values into a decision; `ser
 whole decision path without a transport (store, view, settings, estimates; recorded, counted,
 logged), called by the routes, the simulator and the benchmarks; `decisions` keeps the recent
 ones for `/debug/decisions`; `app` builds the FastAPI application; `tls` and
-`server` serve it with uvicorn; `cli` is the command line shared by `tas extender` and
-`python -m extender`.
+`server` serve it with uvicorn; `cert_reload` loads a renewed certificate into the live TLS
+context, and `certificate` reads its expiry for `/metrics`; `cli` is the command line shared by
+`tas extender` and `python -m extender`.
 """

@@ -2,12 +2,16 @@
 
 Every label value comes from a fixed set or from a policy the extender has: never from a
 request, which could otherwise add a new series (kept until the process ends) per request.
+
+`ExtenderMetrics` are those of the application (one per `create_app`); `CertificateMetrics`
+those of the certificate it serves (`extender.cert_reload`), for the expiry alert.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from extender.certificate import CertificateInfo
 from extender.decisions import Decision, Outcome
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -52,3 +56,32 @@ class ExtenderMetrics:
         self.decisions.labels(decision.verb.value, policy, decision.outcome.value).inc()
         if decision.failed:
             self.filtered_nodes.labels(policy).inc(len(decision.failed))
+
+
+class CertificateMetrics:
+    """The served certificate's expiry, and how reloading it went."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.expiry = Gauge(
+            "tas_extender_certificate_expiry_timestamp_seconds",
+            "When the certificate the extender serves expires (its notAfter, Unix seconds). "
+            "A renewed certificate that fails to load leaves the old one, and its date, here.",
+            registry=registry,
+        )
+        self.reloads = Counter(
+            "tas_extender_certificate_reloads_total",
+            "Changes of the certificate files, by result: loaded (served on new connections "
+            "from then on) or failed (the certificate served before is kept).",
+            ["result"],
+            registry=registry,
+        )
+        for result in ("loaded", "failed"):
+            self.reloads.labels(result)  # both series from the start, so increase() sees a 1st
+
+    def served(self, certificate: CertificateInfo, *, reloaded: bool) -> None:
+        self.expiry.set(certificate.not_after)
+        if reloaded:
+            self.reloads.labels("loaded").inc()
+
+    def reload_failed(self) -> None:
+        self.reloads.labels("failed").inc()

@@ -6,16 +6,21 @@ for a free port and read back the one they got) and the URL is known before the 
 Stopping is bounded: idle keep-alive connections (kube-scheduler keeps some) are closed at
 once, and requests still running get `shutdown_timeout` seconds before they are cancelled,
 so a rollout never waits on the extender for long.
+
+`background` coroutines run on the server's event loop while it serves, and are cancelled
+when it stops: work that must not race the connections, such as reloading the certificate
+into the SSL context they are made with (`extender.cert_reload`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -57,6 +62,30 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: A coroutine function run on the server's loop (see the module docstring).
+Background = Callable[[], Coroutine[Any, Any, None]]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, with `background` tasks from its start to its shutdown."""
+
+    def __init__(self, config: uvicorn.Config, background: Sequence[Background]) -> None:
+        super().__init__(config)
+        self._background = tuple(background)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self._tasks = [asyncio.create_task(start()) for start in self._background]
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await super().shutdown(sockets=sockets)
+
+
 class ExtenderServer:
     """One uvicorn server on one pre-bound socket."""
 
@@ -69,6 +98,7 @@ class ExtenderServer:
         ssl_context: ssl.SSLContext | None = None,
         log_level: str = "info",
         shutdown_timeout: int = 1,
+        background: Sequence[Background] = (),
     ) -> None:
         self._ssl_context = ssl_context
         self.socket = bind_socket(host, port)
@@ -88,7 +118,7 @@ class ExtenderServer:
             ssl_context_factory=factory,
             timeout_graceful_shutdown=shutdown_timeout,
         )
-        self.server = uvicorn.Server(self.config)
+        self.server: uvicorn.Server = _Server(self.config, background)
         self._thread: threading.Thread | None = None
 
     def run(self) -> None:

@@ -49,20 +49,38 @@ def tls_files(
     return TLSFiles(cert=cert, key=key, cacert=cacert)
 
 
-def server_ssl_context(files: TLSFiles) -> ssl.SSLContext:
-    """A server context: TLS 1.2 minimum, client certificates required when a CA is given."""
+def server_ssl_context(files: TLSFiles, *, read: TLSFiles | None = None) -> ssl.SSLContext:
+    """A server context: TLS 1.2 minimum, client certificates required when a CA is given.
+
+    `read`, when given, is where the files are read (their resolved paths, see
+    `load_tls_files`)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    load_tls_files(context, files, read=read)
+    if files.cacert is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def load_tls_files(
+    context: ssl.SSLContext, files: TLSFiles, *, read: TLSFiles | None = None
+) -> None:
+    """Load the certificate chain, its key and the CA file into `context`: from then on every
+    new handshake uses them. Read from `read` when given (the same files by their resolved
+    paths, so that all come from one version of a Secret volume); errors name `files`.
+
+    A failed load may leave `context` half changed (OpenSSL drops the old key when a new
+    certificate does not match it): try new files on a scratch context first.
+    """
+    source = read or files
     try:
-        context.load_cert_chain(certfile=files.cert, keyfile=files.key)
+        context.load_cert_chain(certfile=source.cert, keyfile=source.key)
     except (ssl.SSLError, OSError) as error:
         raise TLSConfigError(
             f"cannot load the certificate {files.cert} with key {files.key}: {error}"
         ) from error
-    if files.cacert is not None:
+    if source.cacert is not None:
         try:
-            context.load_verify_locations(cafile=files.cacert)
+            context.load_verify_locations(cafile=source.cacert)
         except (ssl.SSLError, OSError) as error:
             raise TLSConfigError(f"cannot load the CA file {files.cacert}: {error}") from error
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context

@@ -3,7 +3,8 @@
 Wires the policy store (files or the cluster's TASPolicy objects), the recent placements fed by
 pod and node watches (herd control, `tas.placements`: binds, and each node's allocatable as its
 capacity) and by the pods' usage (Prometheus, else metrics-server's PodMetrics), the metric
-view, the FastAPI application and its uvicorn server with TLS.
+view, the FastAPI application and its uvicorn server with TLS, whose certificate is reloaded
+when its files change (`extender.cert_reload`).
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
 installed here make that second delivery a clean stop (exit 0) instead of a kill.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
+from extender.cert_reload import CertificateReloader
+from extender.self_metrics import CertificateMetrics
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
-from extender.tls import TLSConfigError, server_ssl_context, tls_files
+from extender.tls import TLSConfigError, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import PodFields, ResourceKind
@@ -288,9 +290,9 @@ def _serve(settings: ExtenderCommandSettings) -> int:
     from extender.server import ExtenderServer, tune_allocator
     from tas.policies.wanted import want_policy_metrics
 
-    ssl_context = _server_tls(settings)
-
     registry = CollectorRegistry()
+    reloader = _server_tls(settings, registry)
+
     view = common.open_view(settings.metrics, kube=settings.kube, registry=registry)
     store = PolicyStore()
     want_policy_metrics(store, view)
@@ -346,7 +348,13 @@ def _serve(settings: ExtenderCommandSettings) -> int:
         server = common.bind(
             settings.listen,
             lambda host, port: ExtenderServer(
-                app, host=host, port=port, ssl_context=ssl_context, log_level=settings.log_level
+                app,
+                host=host,
+                port=port,
+                ssl_context=reloader.context if reloader is not None else None,
+                log_level=settings.log_level,
+                # On the server's loop, cancelled as it stops: nothing to add to the shutdown.
+                background=[reloader.watch] if reloader is not None else [],
             ),
         )
         # Also when uvicorn has not taken the signals over yet (see the module docstring).
@@ -357,8 +365,11 @@ def _serve(settings: ExtenderCommandSettings) -> int:
     return 0
 
 
-def _server_tls(settings: ExtenderCommandSettings) -> ssl.SSLContext | None:
-    """The server's TLS context, None for plain HTTP; says loudly what is not authenticated."""
+def _server_tls(
+    settings: ExtenderCommandSettings, registry: CollectorRegistry
+) -> CertificateReloader | None:
+    """The server's TLS context and what reloads it, None for plain HTTP; says loudly what is
+    not authenticated."""
     if (
         settings.cacert == Path(TAS_DEFAULT_CACERT)
         and not settings.insecure_http
@@ -378,7 +389,11 @@ def _server_tls(settings: ExtenderCommandSettings) -> ssl.SSLContext | None:
             cacert=settings.cacert,
             insecure_http=settings.insecure_http,
         )
-        context = server_ssl_context(files) if files is not None else None
+        reloader = (
+            CertificateReloader(files, metrics=CertificateMetrics(registry))
+            if files is not None
+            else None
+        )
     except TLSConfigError as error:
         raise common.SetupError(str(error)) from error
     if files is None:
@@ -389,7 +404,7 @@ def _server_tls(settings: ExtenderCommandSettings) -> ssl.SSLContext | None:
             "port can call the extender. Give --cacert FILE to require kube-scheduler's client "
             "certificate, as TAS did"
         )
-    return context
+    return reloader
 
 
 def _follow_pod_usage(

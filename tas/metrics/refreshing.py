@@ -17,7 +17,11 @@ An explicit `max_age` (the `--metric-max-age` flag) is kept as given.
 
 Failure handling follows the spec: a failed fetch keeps the last good values until they go
 stale, each failing target is logged once when it starts failing and once when it recovers,
-and both are exported (`tas_metric_fetch_errors_total`, `tas_metric_age_seconds`).
+and both are exported (`tas_metric_fetch_errors_total`, `tas_metric_age_seconds`). For the
+alerts on stale and missing metrics (deploy/monitoring), each wanted metric's limit in force
+(`tas_metric_max_age_seconds`) and its number of nodes with a fresh value
+(`tas_metric_fresh_nodes`, 0 when every value is missing) are exported too: only the view
+knows the limit, which follows each metric's cadence.
 """
 
 from __future__ import annotations
@@ -182,7 +186,7 @@ class RefreshingMetricView:
             registry=registry,
         )
         if registry is not None:
-            registry.register(_AgeCollector(self))
+            registry.register(_FreshnessCollector(self))
 
     # -- the MetricView protocol ------------------------------------------------------------
 
@@ -360,22 +364,45 @@ def _finite(answer: SampleColumn) -> SampleColumn:
     return {node: s for node, s in answer.items() if math.isfinite(s.value)}
 
 
-class _AgeCollector(Collector):
-    """Computes `tas_metric_age_seconds` when scraped, so the age is never out of date."""
+class _FreshnessCollector(Collector):
+    """Computes the age, limit and fresh-node gauges when scraped, so they are never out of
+    date: `tas_metric_age_seconds` for each metric held, the other two for each one wanted."""
 
     def __init__(self, view: RefreshingMetricView) -> None:
         self._view = view
 
     def collect(self) -> Iterator[Metric]:
-        family = GaugeMetricFamily(
-            "tas_metric_age_seconds",
-            "Age of the oldest value held for a metric; past --metric-max-age (or, by default, "
-            "two missed updates of a slower source) it counts as missing.",
-            labels=["metric"],
-        )
+        ages, limits, fresh = self._families()
         for name, age in sorted(self._view.ages().items()):
-            family.add_metric([name], age)
-        yield family
+            ages.add_metric([name], age)
+        columns = self._view.columns()  # republishes what went stale since the last read
+        for name in sorted(self._view.wanted):
+            limits.add_metric([name], self._view.max_age_of(name))
+            fresh.add_metric([name], len(columns.get(name, {})))
+        yield from (ages, limits, fresh)
 
     def describe(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily("tas_metric_age_seconds", "", labels=["metric"])
+        yield from self._families()
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily]:
+        return (
+            GaugeMetricFamily(
+                "tas_metric_age_seconds",
+                "Age of the oldest value held for a metric; past tas_metric_max_age_seconds it "
+                "counts as missing.",
+                labels=["metric"],
+            ),
+            GaugeMetricFamily(
+                "tas_metric_max_age_seconds",
+                "The age past which a value of a wanted metric counts as missing: "
+                "--metric-max-age, or by default two missed updates of a slower source.",
+                labels=["metric"],
+            ),
+            GaugeMetricFamily(
+                "tas_metric_fresh_nodes",
+                "Nodes with a fresh value of a wanted metric (0: missing on every node, so no "
+                "rule on it violates and its policies do nothing).",
+                labels=["metric"],
+            ),
+        )

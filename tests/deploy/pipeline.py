@@ -3,10 +3,11 @@
 `start_pipeline` starts one real node-exporter per pretend node with the command line of the
 shipped DaemonSet (deploy/metrics-pipeline/node-exporter; only the listen address, the host
 paths and the textfile directory are local), and a real Prometheus with the shipped
-prometheus.yml and recording rules, where only what needs a cluster is replaced: each
-`kubernetes_sd_configs` becomes static targets carrying the `__meta_kubernetes_*` labels the
-Kubernetes discovery would attach, so the shipped relabelling runs unchanged, and the
-intervals are 1 s. Each job also gets a decoy target that its relabelling must drop.
+prometheus.yml and the rule files it names (recording rules, alerts), where only what needs a
+cluster is replaced: each `kubernetes_sd_configs` becomes static targets carrying the
+`__meta_kubernetes_*` labels the Kubernetes discovery would attach, so the shipped relabelling
+runs unchanged, and the intervals are 1 s. Each job also gets a decoy target that its
+relabelling must drop.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ PIPELINE = DEPLOY / "metrics-pipeline"
 PROMETHEUS_DIR = PIPELINE / "prometheus"
 PROMETHEUS_YML = PROMETHEUS_DIR / "prometheus.yml"
 RULES_YML = PROMETHEUS_DIR / "tas-recording-rules.yml"
+ALERTS_YML = PROMETHEUS_DIR / "tas-alerts.yml"
 ADAPTER_CONFIG = PIPELINE / "prometheus-adapter" / "config.yaml"
 #: The nodes of the pretend cluster and their health_metric.
 HEALTH = {"node-a": 0.0, "node-b": 2.0}
@@ -191,8 +193,9 @@ def start_pipeline(workdir: Path) -> Iterator[Pipeline]:
             textfile_dirs[node] = textfile
         config_dir = workdir / "prometheus" / "config"
         config_dir.mkdir(parents=True)
-        shutil.copy(RULES_YML, config_dir / RULES_YML.name)
         shipped = yaml.safe_load(PROMETHEUS_YML.read_text(encoding="utf-8"))
+        for rule_file in shipped["rule_files"]:
+            shutil.copy(PROMETHEUS_DIR / rule_file, config_dir / rule_file)
         config = local_prometheus_config(
             shipped,
             exporters={n: e.url.removeprefix("http://") for n, e in exporters.items()},

@@ -106,7 +106,8 @@ def test_promtool_accepts_the_cluster_prometheus_configuration(tmp_path: Path) -
     config = tmp_path / "config"
     config.mkdir()
     shutil.copy(PROMETHEUS_YML, config / PROMETHEUS_YML.name)
-    shutil.copy(RULES_YML, config / RULES_YML.name)
+    for rule_file in yaml.safe_load(PROMETHEUS_YML.read_text())["rule_files"]:
+        shutil.copy(PROMETHEUS_YML.parent / rule_file, config / rule_file)
     write_extender_scrape_files(tmp_path)
     result = promtool("check", "config", str(config / PROMETHEUS_YML.name))
     if NO_KUBERNETES_SD in result.stdout + result.stderr:
@@ -121,7 +122,9 @@ def test_promtool_accepts_the_cluster_prometheus_configuration(tmp_path: Path) -
         result = promtool("check", "config", str(config / PROMETHEUS_YML.name))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout + result.stderr
-    assert "5 rules found" in result.stdout  # the rule files it names were checked too
+    # The rule files it names were checked too: the recording rules and the alerts.
+    assert "5 rules found" in result.stdout
+    assert "13 rules found" in result.stdout
 
 
 def test_promtool_accepts_the_compose_prometheus_configuration() -> None:

@@ -4,7 +4,9 @@ Covers: fresh finite values keyed by the policy's metric name; staleness judged 
 against the sample time (no refresh needed); a failed fetch keeping values until they go stale;
 a node vanishing from a successful answer; wanted names registered and released; reads that
 reuse one prebuilt mapping while nothing expires; failures logged once per state change and
-exported as `tas_metric_fetch_errors_total` / `tas_metric_age_seconds`; the background thread.
+exported as `tas_metric_fetch_errors_total` / `tas_metric_age_seconds`; for each wanted metric
+the limit in force (`tas_metric_max_age_seconds`) and the nodes with a fresh value
+(`tas_metric_fresh_nodes`, 0 for a metric no node has), as of the scrape; the background thread.
 """
 
 from __future__ import annotations
@@ -186,6 +188,31 @@ def test_the_age_of_each_metrics_oldest_value_is_exported(tmp_path: Path) -> Non
     clock.advance(100)  # stale values are still counted: the age tells how stale
     age = registry.get_sample_value("tas_metric_age_seconds", {"metric": "health_metric"})
     assert age == 107.0
+
+
+def test_each_wanted_metric_s_limit_and_fresh_node_count_are_exported_as_of_the_scrape(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock(10_000.0)
+    registry = CollectorRegistry()
+    put(tmp_path, "a", "node_health_metric 0\n", mtime=clock.epoch - 2)
+    put(tmp_path, "b", "node_health_metric 0\n", mtime=clock.epoch - 40)  # already stale
+    view = make_view(tmp_path, clock, registry)
+    view.set_wanted([HEALTH, LOAD])  # no node has `load`
+
+    def sample(name: str, metric: str) -> float | None:
+        return registry.get_sample_value(name, {"metric": metric})
+
+    view.refresh_once()
+    assert sample("tas_metric_fresh_nodes", "health_metric") == 1
+    assert sample("tas_metric_fresh_nodes", "load") == 0
+    assert sample("tas_metric_max_age_seconds", "health_metric") == 30
+    assert sample("tas_metric_max_age_seconds", "load") == 30
+    assert sample("tas_metric_age_seconds", "load") is None  # no value held: no age
+    clock.advance(29)  # a's value is now 31 s old: no refresh needed to count it missing
+    assert sample("tas_metric_fresh_nodes", "health_metric") == 0
+    view.set_wanted([LOAD])
+    assert sample("tas_metric_fresh_nodes", "health_metric") is None  # no longer wanted
 
 
 def test_the_background_thread_picks_up_a_new_value_within_a_sync_period(tmp_path: Path) -> None:
