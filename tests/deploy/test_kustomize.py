@@ -16,7 +16,10 @@ Covered:
   ServiceAccounts;
 - deploy/monitoring runs node-exporter with only the textfile collector;
 - the renderer's own rules: JSON 6902 operations (a failed `test` stops the build), strategic
-  merges by the keys Kubernetes uses, and refusals of what it does not implement.
+  merges by the keys Kubernetes uses, `images` (a new name, tag or digest for an image named
+  with any tag, and no other image), a LabelTransformer that labels only the kinds it names, a
+  Component applied to what its kustomization holds, and refusals of what it does not
+  implement.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from tests.deploy.kustomize import (
     Document,
     KustomizeError,
     PatchTestFailedError,
+    component_dirs,
     identity,
+    image_name,
     json_patch,
     kustomization_dirs,
     render,
@@ -306,6 +311,17 @@ def _kustomization(tmp_path: Path, body: Document, files: dict[str, str] | None 
             id="hashed generator",
         ),
         pytest.param({"resources": ["missing.yaml"]}, "does not exist", id="missing file"),
+        pytest.param(
+            {"resources": ["pod.yaml"], "images": [{"name": "b", "newTag": "2", "digest": "d"}]},
+            "exclude each other",
+            id="tag and digest",
+        ),
+        pytest.param(
+            {"resources": ["pod.yaml"], "transformers": ["pod.yaml"]},
+            "only builtin LabelTransformer",
+            id="another transformer",
+        ),
+        pytest.param({"components": ["missing"]}, "does not exist", id="missing component"),
         pytest.param({"resources": ["../outside.yaml"]}, "outside", id="outside the root"),
         pytest.param(
             {
@@ -324,3 +340,84 @@ def test_the_renderer_refuses_what_it_does_not_implement(
     directory = _kustomization(tmp_path, body, {"pod.yaml": yaml.safe_dump(POD)})
     with pytest.raises(KustomizeError, match=message):
         render(directory)
+
+
+@pytest.mark.parametrize(
+    ("image", "name"),
+    [
+        pytest.param("tas", "tas", id="bare"),
+        pytest.param("tas:0.1.0", "tas", id="tag"),
+        pytest.param("ghcr.io/o/tas@sha256:ab", "ghcr.io/o/tas", id="digest"),
+        pytest.param("registry:5000/tas:1", "registry:5000/tas", id="registry port and tag"),
+        pytest.param("registry:5000/tas", "registry:5000/tas", id="registry port"),
+    ],
+)
+def test_an_image_s_name_is_its_reference_without_tag_or_digest(image: str, name: str) -> None:
+    assert image_name(image) == name
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        pytest.param({"name": "b", "newName": "r/b", "newTag": "2"}, "r/b:2", id="name and tag"),
+        pytest.param({"name": "b", "newName": "r/b"}, "r/b:1", id="name keeps the tag"),
+        pytest.param({"name": "b", "digest": "sha256:ab"}, "b@sha256:ab", id="digest"),
+    ],
+)
+def test_images_sets_the_name_tag_or_digest_of_only_the_image_it_names(
+    entry: Document, expected: str, tmp_path: Path
+) -> None:
+    directory = _kustomization(
+        tmp_path, {"resources": ["pod.yaml"], "images": [entry]}, {"pod.yaml": yaml.safe_dump(POD)}
+    )
+    (pod,) = render(directory)
+    first, second = pod["spec"]["containers"]
+    assert second["image"] == expected
+    assert "image" not in first  # a container without an image stays so
+
+
+def test_a_label_transformer_labels_only_the_kinds_its_field_specs_name(tmp_path: Path) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
+    transformer = {
+        "apiVersion": "builtin",
+        "kind": "LabelTransformer",
+        "metadata": {"name": "t"},
+        "labels": {"release": "r"},
+        "fieldSpecs": [{"kind": "Pod", "path": "metadata/labels", "create": True}],
+    }
+    directory = _kustomization(
+        tmp_path,
+        {"resources": ["pod.yaml", "service.yaml"], "transformers": ["t.yaml"]},
+        {
+            "pod.yaml": yaml.safe_dump(POD),
+            "service.yaml": yaml.safe_dump(service),
+            "t.yaml": yaml.safe_dump(transformer),
+        },
+    )
+    pod, rendered_service = render(directory)
+    assert pod["metadata"]["labels"] == {"release": "r"}
+    assert "labels" not in rendered_service["metadata"]
+
+
+def test_a_component_transforms_what_its_kustomization_holds(tmp_path: Path) -> None:
+    directory = _kustomization(
+        tmp_path,
+        {"resources": ["pod.yaml"], "components": ["c"]},
+        {"pod.yaml": yaml.safe_dump(POD)},
+    )
+    component = directory / "c"
+    component.mkdir()
+    (component / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+                "kind": "Component",
+                "images": [{"name": "b", "newTag": "3"}],
+            }
+        )
+    )
+    (pod,) = render(directory)
+    assert pod["spec"]["containers"][1]["image"] == "b:3"
+    assert render(component) == []  # alone, a component holds nothing here
+    assert component in component_dirs(tmp_path)
+    assert component not in kustomization_dirs(tmp_path)
