@@ -293,7 +293,7 @@ def _set_image(directory: Path, entry: Document, objects: list[Document]) -> Non
                     reference = f":{entry['newTag']}"
                 elif "digest" in entry:
                     reference = f"@{entry['digest']}"
-                container["image"] = entry.get("newName", entry["name"]) + reference
+                container["image"] = str(entry.get("newName", entry["name"])) + reference
 
 
 def _apply_transformer(directory: Path, file: str, objects: list[Document]) -> None:
