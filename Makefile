@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# One stamp per set of extras, so each target installs only what it needs: `make run` the demo
+# ([demo]: numpy, jsonschema), everything else the tests' and the simulator's ([test,sim]), which
+# a later `make test` adds to the same .venv.
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: run test lint typecheck imports unit bench compare deps debs clean e2e-kind lock
 
@@ -12,13 +16,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,sim]'
 	touch $(STAMP)
 
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
+	touch $(DEMO_STAMP)
+
+## make deps: what `make test` installs ([test,sim]), without running anything.
 deps: $(STAMP)
 
 ## make run: the health-metric demo on the embedded default (no cluster, no Prometheus).
 ## ARGS go to `tas run` as they are, e.g. make run ARGS="--dashboard 127.0.0.1:18080" when 8080
 ## is taken, or ARGS="--scenario psi-skewed --speed 10" (tas run --help lists them all).
 ARGS ?=
-run: $(STAMP)
+run: $(DEMO_STAMP)
 	$(BIN)/tas run $(ARGS)
 
 ## make test: lint, types, layers and every test. This is what CI runs.

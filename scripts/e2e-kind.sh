@@ -2,10 +2,12 @@
 # The kind walkthrough of docs/deploy.md, run end to end (`make e2e-kind`, opt-in):
 #   1. certificates (scripts/gen-certs.sh) and a kind cluster whose kube-scheduler calls the
 #      extender (Way 1: deploy/kind/cluster.yaml + deploy/scheduler/kubeadm-patches);
-#   2. the image, built and loaded into the nodes (`kind load docker-image`);
-#   3. the components (deploy/cluster), then the metrics pipeline (deploy/metrics-pipeline), in
-#      the order of docs/deploy.md: the pipeline holds a Role in telemetry-aware-scheduling
-#      (Prometheus discovering the components), which that namespace must exist for;
+#   2. the image, built under the name deploy/cluster/kustomization.yaml gives it (`images`) and
+#      loaded into the nodes (`kind load docker-image`), so the Deployments find it there;
+#   3. the CRD (crds/, on its own), the components (deploy/cluster), then the metrics pipeline
+#      (deploy/metrics-pipeline), in the order of docs/deploy.md: the pipeline holds a Role in
+#      telemetry-aware-scheduling (Prometheus discovering the components), which that namespace
+#      must exist for;
 #   4. the health-metric demo: health set on the nodes with `docker exec` (kind nodes are
 #      containers; no ssh), the demo pod's node labelled violating, the pod evicted (the
 #      descheduler switched to Automatic) and placed elsewhere, the label gone after healing;
@@ -21,7 +23,6 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cluster=${TAS_KIND_CLUSTER:-tas-e2e}
-image=telemetry-aware-scheduling:0.1.0
 namespace=telemetry-aware-scheduling
 demo=health-metric-demo
 timeout=${TAS_KIND_TIMEOUT:-240}
@@ -78,6 +79,11 @@ cleanup() {
 trap cleanup EXIT
 export KUBECONFIG="$work/kubeconfig"
 cd "$root"
+# The image the Deployments name once rendered: `images` of deploy/cluster/kustomization.yaml.
+image=$(sed -n 's/^ *newName: *//p' deploy/cluster/kustomization.yaml):$(
+    sed -n 's/^ *newTag: *//p' deploy/cluster/kustomization.yaml)
+[[ $image =~ ^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9_][A-Za-z0-9._-]*$ ]] ||
+    fail "no single image name and tag in deploy/cluster/kustomization.yaml: $image"
 
 step "certificates and the kube-scheduler files (staged in $work)"
 scripts/gen-certs.sh "$work/certs"
@@ -102,16 +108,17 @@ step "image $image, built and loaded into the nodes"
 docker build -t "$image" .
 kind load docker-image "$image" --name "$cluster"
 
-step "components (deploy/cluster)"
+step "the CRD (crds), then the components (deploy/cluster)"
+kubectl apply -k crds
+kubectl wait --for=condition=Established crd/taspolicies.telemetry.intel.com --timeout=60s
 kubectl apply -f deploy/cluster/namespace.yaml
 kubectl -n "$namespace" create secret generic tas-extender-tls \
     --from-file=tls.crt="$work/certs/extender.crt" --from-file=tls.key="$work/certs/extender.key" \
     --from-file=ca.crt="$work/certs/ca.crt"
 kubectl apply -k deploy/cluster
-kubectl wait --for=condition=Established crd/taspolicies.telemetry.intel.com --timeout=60s
 
 step "metrics pipeline (node-exporter, Prometheus)"
-kubectl apply -f deploy/metrics-pipeline/node-exporter/namespace.yaml
+kubectl apply -f deploy/metrics-pipeline/namespace.yaml
 kubectl -n monitoring create secret generic tas-extender-scrape-tls \
     --from-file=tls.crt="$work/certs/scraper.crt" --from-file=tls.key="$work/certs/scraper.key" \
     --from-file=ca.crt="$work/certs/ca.crt"

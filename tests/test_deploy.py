@@ -72,7 +72,11 @@ DEPLOY = ROOT / "deploy"
 GEN_CERTS = ROOT / "scripts" / "gen-certs.sh"
 SET_HEALTH = DEPLOY / "health-metric-demo" / "set-health.sh"
 NAMESPACE = "telemetry-aware-scheduling"
-IMAGE = "telemetry-aware-scheduling:0.1.0"
+#: The image's name in the three Deployments: a placeholder that deploy/cluster/kustomization.yaml
+#: replaces with the published name and tag (`images`; tests/deploy/test_kustomize.py checks it).
+IMAGE_PLACEHOLDER = "telemetry-aware-scheduling"
+#: The image docker-compose builds locally and runs.
+IMAGE = f"{IMAGE_PLACEHOLDER}:0.1.0"
 IMAGE_UID = 10001
 KUBERNETES_VERSIONS = ("1.25", kubernetes_validate.utils.latest_version())
 RECOMMENDED_WEIGHT = 5
@@ -188,7 +192,7 @@ def tas_containers() -> list[tuple[str, Document]]:
         (d["metadata"]["name"], c)
         for d in deployments()
         for c in containers(d)
-        if c["image"].split(":")[0] == IMAGE.split(":")[0]
+        if c["image"].split(":")[0] == IMAGE_PLACEHOLDER
     ]
 
 
@@ -318,7 +322,7 @@ def test_the_tas_image_user_is_the_user_the_deployments_run_as() -> None:
         deployment = the_object("Deployment", name)
         pod_context = deployment["spec"]["template"]["spec"]["securityContext"]
         assert pod_context["runAsUser"] == IMAGE_UID, name
-        assert container["image"] == IMAGE, name
+        assert container["image"] == IMAGE_PLACEHOLDER, name
 
 
 def _rules(role: Document) -> set[tuple[str, str, str]]:
@@ -637,8 +641,9 @@ def test_every_kustomization_lists_only_existing_resources() -> None:
     assert ROOT / "crds" / "Kustomization" in paths
     for path in paths:
         (document,) = load_documents(path)
-        for resource in document["resources"]:
-            assert (path.parent / resource).exists(), (rel(path), resource)
+        for field in ("resources", "components", "transformers"):
+            for entry in document.get(field, []):
+                assert (path.parent / entry).exists(), (rel(path), field, entry)
 
 
 # --- the health-metric demo -----------------------------------------------------------------

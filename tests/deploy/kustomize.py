@@ -15,6 +15,19 @@ kustomizations here use, and it refuses any other feature by name rather than gu
   kind, name, namespace). A patch that is a YAML list is a JSON 6902 patch (`add`, `remove`,
   `replace`, `test`); a mapping is a strategic-merge patch (`strategic_merge`), which without a
   `target` applies to the object its own apiVersion, kind and name identify.
+- `images`: `name` with `newName`, `newTag` or `digest`, set on every container and init
+  container of a Pod or a Pod template whose image is `name` with any tag or digest (kustomize's
+  ImageTagTransformer and its default field specs).
+- `transformers`: files holding kustomize's builtin `LabelTransformer` (`labels`, and
+  `fieldSpecs` of `metadata/labels` with `create: true`, selected by group, version and kind):
+  labels on only the kinds it names, where a kustomization's `labels` would label every object.
+- `components`: directories whose kustomization is `kind: Component`
+  (`kustomize.config.k8s.io/v1alpha1`), applied as kustomize does: after the kustomization's
+  resources, before its own generators; a component's resources are added and its patches,
+  images and transformers apply to every object accumulated so far. Rendered alone, a
+  component is its own resources, transformed (`kubectl kustomize` builds it so too).
+
+Order, as kustomize's: resources, components, generators, then patches, images, transformers.
 
 Where a kubectl is installed, tests/deploy/test_kustomize.py compares this renderer's output
 with `kubectl kustomize` for every kustomization (ignoring only the order of objects).
@@ -43,10 +56,21 @@ _SUPPORTED_FIELDS = {
     "apiVersion",
     "kind",
     "resources",
+    "components",
     "configMapGenerator",
     "generatorOptions",
     "patches",
+    "images",
+    "transformers",
 }
+#: Where kustomize's ImageTagTransformer looks for images by default (kustomize
+#: api/konfig/builtinpluginconsts: `spec/containers[]/image`, and so on).
+_IMAGE_PATHS = (
+    ("spec", "containers"),
+    ("spec", "initContainers"),
+    ("spec", "template", "spec", "containers"),
+    ("spec", "template", "spec", "initContainers"),
+)
 _LIST_MERGE_KEYS = {
     "containers": ("name",),
     "initContainers": ("name",),
@@ -76,32 +100,77 @@ def kustomization_file(directory: Path) -> Path | None:
     return found[0] if found else None
 
 
-def kustomization_dirs(root: Path) -> list[Path]:
-    """Every directory under `root` that holds a kustomization."""
-    return sorted(
-        {path.parent for name in KUSTOMIZATION_NAMES for path in root.rglob(name) if path.is_file()}
+def _kind_of(directory: Path) -> str:
+    path = kustomization_file(directory)
+    assert path is not None
+    return str(
+        (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("kind", "Kustomization")
     )
+
+
+def _all_dirs(root: Path) -> set[Path]:
+    return {
+        path.parent for name in KUSTOMIZATION_NAMES for path in root.rglob(name) if path.is_file()
+    }
+
+
+def kustomization_dirs(root: Path) -> list[Path]:
+    """Every directory under `root` that holds a kustomization (`kubectl apply -k` takes it)."""
+    return sorted(d for d in _all_dirs(root) if _kind_of(d) == "Kustomization")
+
+
+def component_dirs(root: Path) -> list[Path]:
+    """Every directory under `root` that holds a kustomize Component (used by kustomizations)."""
+    return sorted(d for d in _all_dirs(root) if _kind_of(d) == "Component")
+
+
+def _load(directory: Path, *kinds: str) -> Document:
+    path = kustomization_file(directory)
+    if path is None:
+        raise KustomizeError(f"{directory}: no kustomization file")
+    kustomization: Document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    unsupported = set(kustomization) - _SUPPORTED_FIELDS
+    if unsupported:
+        raise KustomizeError(f"{path}: unsupported fields {sorted(unsupported)}")
+    if kustomization.get("kind", "Kustomization") not in kinds:
+        raise KustomizeError(f"{path}: kind {kustomization.get('kind')!r} is not {kinds}")
+    return kustomization
 
 
 def render(directory: Path) -> list[Document]:
     """The objects `kubectl kustomize directory` prints (in the order of the kustomization)."""
-    path = kustomization_file(directory)
-    if path is None:
-        raise KustomizeError(f"{directory}: no kustomization file")
-    kustomization = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    unsupported = set(kustomization) - _SUPPORTED_FIELDS
-    if unsupported:
-        raise KustomizeError(f"{path}: unsupported fields {sorted(unsupported)}")
-    if kustomization.get("kind", "Kustomization") != "Kustomization":
-        raise KustomizeError(f"{path}: kind {kustomization['kind']!r} is not Kustomization")
+    kustomization = _load(directory, "Kustomization", "Component")
     objects: list[Document] = []
     for resource in kustomization.get("resources") or []:
         objects.extend(_resource(directory, resource))
+    for component in kustomization.get("components") or []:
+        _apply_component(directory / component, objects)
     objects.extend(_generated(directory, kustomization))
-    for patch in kustomization.get("patches") or []:
-        _apply_patch(directory, patch, objects)
+    _transform(directory, kustomization, objects)
     _check_unique(directory, objects)
     return objects
+
+
+def _apply_component(directory: Path, objects: list[Document]) -> None:
+    """A Component's resources join `objects`, then its transformations apply to all of them."""
+    if not directory.is_dir():
+        raise KustomizeError(f"{directory}: component does not exist")
+    component = _load(directory, "Component")
+    if component.get("components"):
+        raise KustomizeError(f"{directory}: components of a component are not supported")
+    for resource in component.get("resources") or []:
+        objects.extend(_resource(directory, resource))
+    objects.extend(_generated(directory, component))
+    _transform(directory, component, objects)
+
+
+def _transform(directory: Path, kustomization: Document, objects: list[Document]) -> None:
+    for patch in kustomization.get("patches") or []:
+        _apply_patch(directory, patch, objects)
+    for image in kustomization.get("images") or []:
+        _set_image(directory, image, objects)
+    for transformer in kustomization.get("transformers") or []:
+        _apply_transformer(directory, transformer, objects)
 
 
 def _resource(directory: Path, resource: str) -> list[Document]:
@@ -192,6 +261,55 @@ def _apply_patch(directory: Path, entry: Document, objects: list[Document]) -> N
         raise KustomizeError(f"{directory}: a patch must be a list or a mapping")
     if not matched:
         raise KustomizeError(f"{directory}: patch target {target} matches no object")
+
+
+# --- images and labels -----------------------------------------------------------------------
+
+
+def image_name(image: str) -> str:
+    """`registry:5000/name:tag@sha256:...` without its tag and digest."""
+    name = image.partition("@")[0]
+    head, colon, tail = name.rpartition(":")
+    return head if colon and "/" not in tail else name
+
+
+def _set_image(directory: Path, entry: Document, objects: list[Document]) -> None:
+    unknown = set(entry) - {"name", "newName", "newTag", "digest"}
+    if unknown or "name" not in entry:
+        raise KustomizeError(f"{directory}: unsupported images entry {entry}")
+    if "newTag" in entry and "digest" in entry:
+        raise KustomizeError(f"{directory}: images: newTag and digest exclude each other")
+    for obj in objects:
+        for path in _IMAGE_PATHS:
+            node: Any = obj
+            for key in path:
+                node = node.get(key) if isinstance(node, dict) else None
+            for container in node or []:
+                image = str(container.get("image", ""))
+                if image_name(image) != entry["name"]:
+                    continue
+                reference = image.removeprefix(entry["name"])  # ":tag", "@digest" or ""
+                if "newTag" in entry:
+                    reference = f":{entry['newTag']}"
+                elif "digest" in entry:
+                    reference = f"@{entry['digest']}"
+                container["image"] = str(entry.get("newName", entry["name"])) + reference
+
+
+def _apply_transformer(directory: Path, file: str, objects: list[Document]) -> None:
+    config = yaml.safe_load((directory / file).read_text(encoding="utf-8"))
+    if (config.get("apiVersion"), config.get("kind")) != ("builtin", "LabelTransformer"):
+        raise KustomizeError(f"{directory}/{file}: only builtin LabelTransformer is supported")
+    if set(config) - {"apiVersion", "kind", "metadata", "labels", "fieldSpecs"}:
+        raise KustomizeError(f"{directory}/{file}: unsupported LabelTransformer fields")
+    for spec in config.get("fieldSpecs") or []:
+        if spec.get("path") != "metadata/labels" or spec.get("create") is not True:
+            raise KustomizeError(f"{directory}/{file}: only metadata/labels with create: true")
+        selector = {k: spec[k] for k in ("group", "version", "kind") if k in spec}
+        for obj in objects:
+            if _matches(obj, selector):
+                labels = obj["metadata"].setdefault("labels", {})
+                labels.update({k: str(v) for k, v in (config.get("labels") or {}).items()})
 
 
 def _matches(obj: Document, target: Document) -> bool:

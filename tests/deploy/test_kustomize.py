@@ -10,15 +10,31 @@ Covered:
   (the ValidatingAdmissionPolicy of deploy/cluster, GA in 1.30) is checked from the version that
   serves it;
 - `kubectl apply -f crds/` reads only the CRD (the kustomization is `crds/Kustomization`), and
-  `kubectl apply -k crds/` installs the same CRD;
+  `kubectl apply -k crds/` installs the same CRD; no other kustomization renders a CRD, so
+  `kubectl delete -k` of the components never deletes it and every TASPolicy with it;
+- the image is named in one place: every container of the three components, in deploy/cluster
+  and in its overlay deploy/custom-metrics, runs the image of deploy/cluster's `images`
+  (`newName:newTag`), whose tag is the project's version (what the release workflow pushes);
 - deploy/custom-metrics switches exactly the three components' metric source to
   `custom-metrics` (their command lines still parse with their own parsers) and grants exactly
   `get` on everything in the custom metrics API (`*`: a read of `nodes/*/<metric>` is resource
   `nodes`, subresource `<metric>`, which `nodes/*` never matches) to exactly their three
   ServiceAccounts;
 - deploy/monitoring runs node-exporter with only the textfile collector;
+- a Namespace comes only from the kustomization that owns it: telemetry-aware-scheduling from
+  deploy/cluster (and its overlay), `monitoring` from deploy/metrics-pipeline alone, never from
+  deploy/monitoring, whose `monitoring` is kube-prometheus's (`kubectl delete -k` deletes what
+  it renders);
+- deploy/kube-prometheus-stack is deploy/monitoring with `release: kube-prometheus-stack` on
+  every ServiceMonitor and PrometheusRule, the value set once in the component's
+  release-label.yaml, and no other change;
+- deploy/metrics-pipeline/prometheus-adapter renders no APIService: the registration of the
+  custom metrics API is its own file, apiservice.yaml, pointing at the adapter's Service;
 - the renderer's own rules: JSON 6902 operations (a failed `test` stops the build), strategic
-  merges by the keys Kubernetes uses, and refusals of what it does not implement.
+  merges by the keys Kubernetes uses, `images` (a new name, tag or digest for an image named
+  with any tag, and no other image), a LabelTransformer that labels only the kinds it names, a
+  Component applied to what its kustomization holds, and refusals of what it does not
+  implement.
 """
 
 from __future__ import annotations
@@ -29,6 +45,7 @@ import importlib
 import json
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +57,9 @@ from tests.deploy.kustomize import (
     Document,
     KustomizeError,
     PatchTestFailedError,
+    component_dirs,
     identity,
+    image_name,
     json_patch,
     kustomization_dirs,
     render,
@@ -146,6 +165,45 @@ def test_kubectl_apply_f_crds_reads_only_the_crd() -> None:
             assert document["kind"] == "CustomResourceDefinition"
     (crd,) = rendered(ROOT / "crds")
     assert crd == yaml.safe_load((ROOT / "crds" / "taspolicy.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("directory", kustomization_dirs(DEPLOY), ids=rel)
+def test_only_crds_renders_the_crd(directory: Path) -> None:
+    # `kubectl delete -k deploy/cluster` (an uninstall, a rollback) would delete the CRD it
+    # renders, and the API server every TASPolicy with it.
+    assert [o for o in rendered(directory) if o["kind"] == "CustomResourceDefinition"] == []
+
+
+def _image_entry() -> Document:
+    kustomization = yaml.safe_load((DEPLOY / "cluster" / "kustomization.yaml").read_text())
+    (entry,) = kustomization["images"]
+    return dict(entry)
+
+
+@pytest.mark.parametrize("directory", ["cluster", "custom-metrics"])
+def test_every_component_runs_the_image_deploy_cluster_names(directory: str) -> None:
+    entry = _image_entry()
+    image = f"{entry['newName']}:{entry['newTag']}"
+    deployments = [o for o in rendered(DEPLOY / directory) if o["kind"] == "Deployment"]
+    assert {d["metadata"]["name"] for d in deployments} == set(COMPONENTS)
+    for deployment in deployments:
+        spec = deployment["spec"]["template"]["spec"]
+        for container in [*spec.get("initContainers", []), *spec["containers"]]:
+            assert container["image"] == image, deployment["metadata"]["name"]
+
+
+def test_the_image_s_placeholder_is_what_images_replaces_and_its_tag_the_version() -> None:
+    entry = _image_entry()
+    # The manifests name the placeholder alone, so no tag in them can disagree.
+    for name in ("extender.yaml", "policy-controller.yaml", "descheduler.yaml"):
+        text = (DEPLOY / "cluster" / name).read_text(encoding="utf-8")
+        assert f"image: {entry['name']}  #" in text, name
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert str(entry["newTag"]) == version
+    # .github/workflows/release.yml pushes ghcr.io/<owner>/telemetry-aware-scheduling.
+    registry, owner, repository = str(entry["newName"]).split("/")
+    assert (registry, repository) == ("ghcr.io", "telemetry-aware-scheduling")
+    assert owner == owner.lower()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -321,6 +379,17 @@ def _kustomization(tmp_path: Path, body: Document, files: dict[str, str] | None 
             id="hashed generator",
         ),
         pytest.param({"resources": ["missing.yaml"]}, "does not exist", id="missing file"),
+        pytest.param(
+            {"resources": ["pod.yaml"], "images": [{"name": "b", "newTag": "2", "digest": "d"}]},
+            "exclude each other",
+            id="tag and digest",
+        ),
+        pytest.param(
+            {"resources": ["pod.yaml"], "transformers": ["pod.yaml"]},
+            "only builtin LabelTransformer",
+            id="another transformer",
+        ),
+        pytest.param({"components": ["missing"]}, "does not exist", id="missing component"),
         pytest.param({"resources": ["../outside.yaml"]}, "outside", id="outside the root"),
         pytest.param(
             {
@@ -339,3 +408,150 @@ def test_the_renderer_refuses_what_it_does_not_implement(
     directory = _kustomization(tmp_path, body, {"pod.yaml": yaml.safe_dump(POD)})
     with pytest.raises(KustomizeError, match=message):
         render(directory)
+
+
+@pytest.mark.parametrize(
+    ("image", "name"),
+    [
+        pytest.param("tas", "tas", id="bare"),
+        pytest.param("tas:0.1.0", "tas", id="tag"),
+        pytest.param("ghcr.io/o/tas@sha256:ab", "ghcr.io/o/tas", id="digest"),
+        pytest.param("registry:5000/tas:1", "registry:5000/tas", id="registry port and tag"),
+        pytest.param("registry:5000/tas", "registry:5000/tas", id="registry port"),
+    ],
+)
+def test_an_image_s_name_is_its_reference_without_tag_or_digest(image: str, name: str) -> None:
+    assert image_name(image) == name
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        pytest.param({"name": "b", "newName": "r/b", "newTag": "2"}, "r/b:2", id="name and tag"),
+        pytest.param({"name": "b", "newName": "r/b"}, "r/b:1", id="name keeps the tag"),
+        pytest.param({"name": "b", "digest": "sha256:ab"}, "b@sha256:ab", id="digest"),
+    ],
+)
+def test_images_sets_the_name_tag_or_digest_of_only_the_image_it_names(
+    entry: Document, expected: str, tmp_path: Path
+) -> None:
+    directory = _kustomization(
+        tmp_path, {"resources": ["pod.yaml"], "images": [entry]}, {"pod.yaml": yaml.safe_dump(POD)}
+    )
+    (pod,) = render(directory)
+    first, second = pod["spec"]["containers"]
+    assert second["image"] == expected
+    assert "image" not in first  # a container without an image stays so
+
+
+def test_a_label_transformer_labels_only_the_kinds_its_field_specs_name(tmp_path: Path) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
+    transformer = {
+        "apiVersion": "builtin",
+        "kind": "LabelTransformer",
+        "metadata": {"name": "t"},
+        "labels": {"release": "r"},
+        "fieldSpecs": [{"kind": "Pod", "path": "metadata/labels", "create": True}],
+    }
+    directory = _kustomization(
+        tmp_path,
+        {"resources": ["pod.yaml", "service.yaml"], "transformers": ["t.yaml"]},
+        {
+            "pod.yaml": yaml.safe_dump(POD),
+            "service.yaml": yaml.safe_dump(service),
+            "t.yaml": yaml.safe_dump(transformer),
+        },
+    )
+    pod, rendered_service = render(directory)
+    assert pod["metadata"]["labels"] == {"release": "r"}
+    assert "labels" not in rendered_service["metadata"]
+
+
+def test_a_component_transforms_what_its_kustomization_holds(tmp_path: Path) -> None:
+    directory = _kustomization(
+        tmp_path,
+        {"resources": ["pod.yaml"], "components": ["c"]},
+        {"pod.yaml": yaml.safe_dump(POD)},
+    )
+    component = directory / "c"
+    component.mkdir()
+    (component / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+                "kind": "Component",
+                "images": [{"name": "b", "newTag": "3"}],
+            }
+        )
+    )
+    (pod,) = render(directory)
+    assert pod["spec"]["containers"][1]["image"] == "b:3"
+    assert render(component) == []  # alone, a component holds nothing here
+    assert component in component_dirs(tmp_path)
+    assert component not in kustomization_dirs(tmp_path)
+
+
+# --- who owns what ----------------------------------------------------------------------------
+
+#: The namespaces a kustomization creates, and so deletes again with `kubectl delete -k`.
+OWNED_NAMESPACES = {
+    "deploy/cluster": {NAMESPACE},
+    "deploy/custom-metrics": {NAMESPACE},
+    "deploy/metrics-pipeline": {"monitoring"},
+}
+
+
+@pytest.mark.parametrize("directory", kustomization_dirs(DEPLOY), ids=rel)
+def test_a_namespace_comes_only_from_the_kustomization_that_owns_it(directory: Path) -> None:
+    namespaces = {o["metadata"]["name"] for o in rendered(directory) if o["kind"] == "Namespace"}
+    assert namespaces == OWNED_NAMESPACES.get(rel(directory), set())
+
+
+def test_deploy_monitoring_renders_no_namespace() -> None:
+    for directory in ("monitoring", "kube-prometheus-stack"):
+        assert [o for o in rendered(DEPLOY / directory) if o["kind"] == "Namespace"] == []
+
+
+def _release_label() -> str:
+    component = DEPLOY / "monitoring" / "components" / "kube-prometheus-stack"
+    assert component in component_dirs(DEPLOY)
+    transformer = yaml.safe_load((component / "release-label.yaml").read_text(encoding="utf-8"))
+    return str(transformer["labels"]["release"])
+
+
+def test_kube_prometheus_stack_labels_every_service_monitor_and_rule_with_the_release() -> None:
+    release = _release_label()
+    assert release == "kube-prometheus-stack"  # the chart's documented release name
+    labelled = [
+        o
+        for o in rendered(DEPLOY / "kube-prometheus-stack")
+        if o["kind"] in ("ServiceMonitor", "PrometheusRule")
+    ]
+    assert {o["kind"] for o in labelled} == {"ServiceMonitor", "PrometheusRule"}
+    for obj in labelled:
+        assert obj["metadata"]["labels"]["release"] == release, obj["metadata"]["name"]
+
+
+def test_kube_prometheus_stack_changes_nothing_else_of_deploy_monitoring() -> None:
+    base = {identity(o): o for o in rendered(DEPLOY / "monitoring")}
+    stack = {identity(o): o for o in rendered(DEPLOY / "kube-prometheus-stack")}
+    assert set(stack) == set(base)
+    for key, obj in stack.items():
+        if obj["kind"] in ("ServiceMonitor", "PrometheusRule"):
+            obj["metadata"]["labels"].pop("release")
+        assert obj == base[key], key
+
+
+def test_the_adapter_s_directory_takes_no_api_service_over() -> None:
+    adapter = DEPLOY / "metrics-pipeline" / "prometheus-adapter"
+    objects = rendered(adapter)
+    assert [o for o in objects if o["kind"] == "APIService"] == []
+    (apiservice,) = yaml.safe_load_all((adapter / "apiservice.yaml").read_text(encoding="utf-8"))
+    assert apiservice["kind"] == "APIService"
+    assert apiservice["metadata"]["name"] == "v1beta1.custom.metrics.k8s.io"
+    target = apiservice["spec"]["service"]
+    service = find(objects, "Service", target["name"])
+    assert service["metadata"]["namespace"] == target["namespace"]
+    assert target["port"] in {p["port"] for p in service["spec"]["ports"]}
+    kustomization = yaml.safe_load((adapter / "kustomization.yaml").read_text(encoding="utf-8"))
+    assert "apiservice.yaml" not in kustomization["resources"]

@@ -9,10 +9,13 @@ nodes' health, when kube-scheduler is wired to it), labels nodes at health 2 and
 once the descheduler is switched to Automatic, as the policy controller and the descheduler would.
 
 Covered:
-- the whole walkthrough passes, its steps in the order of docs/deploy.md: the components
-  (deploy/cluster, whose namespace the metrics pipeline's Role needs) before the metrics
-  pipeline; every object of both, the demo's and the Secrets exist at the end; the descheduler's
-  JSON patch (its `test` ops) still matches the shipped arguments;
+- the whole walkthrough passes, its steps in the order of docs/deploy.md: the CRD on its own
+  (crds: deploy/cluster no longer carries it), then the components (deploy/cluster, whose
+  namespace the metrics pipeline's Role needs) before the metrics pipeline; every object of
+  them, the demo's and the Secrets exist at the end; the descheduler's JSON patch (its `test`
+  ops) still matches the shipped arguments;
+- the image built and loaded into the nodes is the one every component's rendered Deployment
+  names (deploy/cluster/kustomization.yaml's `images`), so no node pulls it from a registry;
 - the "extender was called" check needs a line only a filter request writes: with a
   kube-scheduler that never calls the extender, the extender's log still names demo-policy (the
   policy store's line), and the script fails at that check.
@@ -249,16 +252,30 @@ def test_the_walkthrough_applies_in_the_documented_order_and_passes(tmp_path: Pa
         assert "e2e-kind: PASSED" in stderr
 
         applied = [c[2:] for c in calls if c[:2] == ["kubectl", "apply"]]
-        assert applied[:4] == [
+        assert applied[:5] == [
+            ["-k", "crds"],
             ["-f", "deploy/cluster/namespace.yaml"],
             ["-k", "deploy/cluster"],
-            ["-f", "deploy/metrics-pipeline/node-exporter/namespace.yaml"],
+            ["-f", "deploy/metrics-pipeline/namespace.yaml"],
             ["-k", "deploy/metrics-pipeline"],
         ]
         stored = {identity(o) for r in RESOURCES for o in api.objects(r.key)}
-        for directory in ("cluster", "metrics-pipeline"):
-            for obj in render(ROOT / "deploy" / directory):
+        for directory in (
+            ROOT / "crds",
+            ROOT / "deploy" / "cluster",
+            ROOT / "deploy" / "metrics-pipeline",
+        ):
+            for obj in render(directory):
                 assert identity(obj) in stored, identity(obj)
+        images = {
+            container["image"]
+            for obj in render(ROOT / "deploy" / "cluster")
+            if obj["kind"] == "Deployment"
+            for container in obj["spec"]["template"]["spec"]["containers"]
+        }
+        (image,) = images
+        assert ["docker", "build", "-t", image, "."] in calls
+        assert ["kind", "load", "docker-image", image, "--name", CLUSTER] in calls
         for path in ("namespace.yaml", "health-policy.yaml", "demo-app.yaml"):
             for obj in yaml.safe_load_all((DEMO / path).read_text(encoding="utf-8")):
                 assert identity(obj) in stored, identity(obj)

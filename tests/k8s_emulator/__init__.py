@@ -8,7 +8,8 @@ events, namespaces, serviceaccounts, persistentvolumeclaims; policy/v1 poddisrup
 coordination.k8s.io/v1 leases; telemetry.intel.com/v1alpha1 taspolicies (+ `status`, + the
 cluster-wide list); rbac.authorization.k8s.io/v1 roles, clusterroles, rolebindings,
 clusterrolebindings; scheduling.k8s.io/v1 priorityclasses; apps/v1 deployments and daemonsets,
-core/v1 configmaps, secrets and services, apiextensions.k8s.io/v1 customresourcedefinitions
+core/v1 configmaps, secrets and services, networking.k8s.io/v1 networkpolicies,
+apiextensions.k8s.io/v1 customresourcedefinitions
 (stored as given: nothing runs them); admissionregistration.k8s.io/v1
 validatingadmissionpolicies and validatingadmissionpolicybindings (enforced: below);
 metrics.k8s.io/v1beta1 nodes and pods (NodeMetrics and PodMetrics, stored as given); and the
@@ -64,6 +65,7 @@ Resource names in the test API are the plurals of the table ("nodes", "pods", "e
 "poddisruptionbudgets", "leases", "taspolicies", "namespaces", "serviceaccounts", "roles",
 "clusterroles", "rolebindings", "clusterrolebindings", "priorityclasses",
 "persistentvolumeclaims", "deployments", "daemonsets", "configmaps", "secrets", "services",
+"networkpolicies",
 "customresourcedefinitions", "validatingadmissionpolicies", "validatingadmissionpolicybindings"),
 except where the plural is taken: the metrics.k8s.io resources are "nodemetrics" and
 "podmetrics".

@@ -81,6 +81,7 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("/api/v1", "configmaps", "ConfigMap", namespaced=True),
     ResourceType("/api/v1", "secrets", "Secret", namespaced=True),
     ResourceType("/api/v1", "services", "Service", namespaced=True, has_status=True),
+    ResourceType("/apis/networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", True),
     ResourceType(
         "/apis/apiextensions.k8s.io/v1",
         "customresourcedefinitions",

@@ -1,0 +1,403 @@
+"""docs/deploy.md's commands are commands that work: kubeadm's flags, sudo, the install order and
+uninstalling without losing data.
+
+No kubeadm and no cluster run here, so what can be read is read: each kubeadm command line of
+the guide's shell blocks is checked against the flags kubeadm documents for that command (its
+reference pages on kubernetes.io, recorded below) and against kubeadm's rule for `--config`;
+the configuration file the guide writes for kubeadm is written by running the guide's own
+lines in bash.
+
+Covered:
+- every kubeadm command of the guide is a documented command with documented flags, and one
+  that names `--config` names no flag kubeadm refuses beside it (`can not mix '--config' with
+  arguments [patches]`); the check catches the old `--config ... --patches` line;
+- the guide's lines write a kubeadm configuration of two documents: an InitConfiguration of the
+  cluster's own API version whose `patches.directory` is where the guide installs the patch,
+  then the cluster's ClusterConfiguration unchanged; every `--patches` names that directory;
+- no command the guide runs without sudo reads or writes a root-only path (/root,
+  /etc/kubernetes), and no redirection writes one (the shell, not sudo, opens it);
+- the install applies the CRD (crds/) first; every directory the guide applies with `-k` is
+  named again in the uninstall section; nothing the uninstall steps delete renders the CRD or a
+  namespace the kustomization does not own, and the CRD is deleted only under "Removing the
+  TASPolicies, on purpose", after a copy of the policies is kept;
+- the APIService of deploy/metrics-pipeline/prometheus-adapter is created, never applied, in
+  both guides, after `kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy.pipeline import ROOT, rendered
+
+GUIDE = ROOT / "docs" / "deploy.md"
+UPGRADE = ROOT / "docs" / "upgrade-from-tas.md"
+
+#: kubeadm's documented flags per command, from its reference pages (kubernetes.io, Reference >
+#: Setup tools > Kubeadm, generated for v1.34: kubeadm_init_phase_control-plane_scheduler,
+#: kubeadm_join, kubeadm_upgrade_apply, kubeadm_upgrade_node), with the inherited `--rootfs`.
+KUBEADM_FLAGS: dict[tuple[str, ...], set[str]] = {
+    ("init", "phase", "control-plane", "scheduler"): {
+        "--cert-dir",
+        "--config",
+        "--dry-run",
+        "--help",
+        "--image-repository",
+        "--kubernetes-version",
+        "--patches",
+    },
+    ("join",): {
+        "--apiserver-advertise-address",
+        "--apiserver-bind-port",
+        "--certificate-key",
+        "--config",
+        "--control-plane",
+        "--cri-socket",
+        "--discovery-file",
+        "--discovery-token",
+        "--discovery-token-ca-cert-hash",
+        "--discovery-token-unsafe-skip-ca-verification",
+        "--dry-run",
+        "--help",
+        "--ignore-preflight-errors",
+        "--node-name",
+        "--patches",
+        "--skip-phases",
+        "--tls-bootstrap-token",
+        "--token",
+    },
+    ("upgrade", "apply"): {
+        "--allow-experimental-upgrades",
+        "--allow-release-candidate-upgrades",
+        "--certificate-renewal",
+        "--config",
+        "--dry-run",
+        "--etcd-upgrade",
+        "--feature-gates",
+        "--force",
+        "--help",
+        "--ignore-preflight-errors",
+        "--kubeconfig",
+        "--patches",
+        "--print-config",
+        "--yes",
+    },
+    ("upgrade", "node"): {
+        "--certificate-renewal",
+        "--config",
+        "--dry-run",
+        "--etcd-upgrade",
+        "--help",
+        "--ignore-preflight-errors",
+        "--kubeconfig",
+        "--patches",
+    },
+}
+INHERITED_FLAGS = {"--rootfs"}
+#: The flags kubeadm accepts beside `--config`; any other is refused with "can not mix
+#: '--config' with arguments [...]" (kubernetes/kubernetes, cmd/kubeadm/app/apis/kubeadm/
+#: validation/validation.go: ValidateMixedArguments and isAllowedFlag), and so is every `--skip-*`.
+ALLOWED_WITH_CONFIG = {
+    "--config",
+    "--ignore-preflight-errors",
+    "--dry-run",
+    "--kubeconfig",
+    "--node-name",
+    "--kubeconfig-dir",
+    "--upload-certs",
+    "--print-join-command",
+    "--rootfs",
+    "--v",
+    "--log-file",
+}
+PATCHES_DIR = "/etc/kubernetes/tas-patches"
+
+
+def shell_blocks(path: Path) -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+
+
+def shell_lines(path: Path) -> list[str]:
+    """The guide's shell lines, continuation lines joined, comments and heredoc bodies left out."""
+    lines: list[str] = []
+    for block in shell_blocks(path):
+        heredoc = None
+        for line in block.replace("\\\n", " ").splitlines():
+            if heredoc is not None:
+                heredoc = None if line.strip() == heredoc else heredoc
+                continue
+            code = line.split(" #", 1)[0].strip()
+            if code and not code.startswith("#"):
+                lines.append(code)
+            if found := re.search(r"<<\s*'?(\w+)'?", code):
+                heredoc = found.group(1)
+    return lines
+
+
+def check_kubeadm(line: str) -> list[str]:
+    """Problems of one kubeadm command line: an undocumented command or flag, a refused mix."""
+    words = shlex.split(line)
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    assert words[0] == "kubeadm", line
+    path = max(
+        (p for p in KUBEADM_FLAGS if tuple(words[1 : 1 + len(p)]) == p), key=len, default=None
+    )
+    if path is None:
+        return [f"not a command recorded from kubeadm's reference: {line}"]
+    flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+    flags = [{"-f": "--force", "-y": "--yes", "-h": "--help"}.get(f, f) for f in flags]
+    problems = [
+        f"kubeadm {' '.join(path)}: {flag} is not a documented flag"
+        for flag in flags
+        if flag not in KUBEADM_FLAGS[path] | INHERITED_FLAGS
+    ]
+    if "--config" in flags:
+        problems += [
+            f"kubeadm {' '.join(path)}: can not mix '--config' with {flag}"
+            for flag in flags
+            if flag not in ALLOWED_WITH_CONFIG and not flag.startswith("--skip-")
+        ]
+    return problems
+
+
+def kubeadm_lines() -> list[str]:
+    return [line for line in shell_lines(GUIDE) if re.match(r"^(sudo\s+)?kubeadm\s", line)]
+
+
+# --- kubeadm -----------------------------------------------------------------------------------
+
+
+def test_the_guide_runs_kubeadm_for_the_scheduler_joins_and_upgrades() -> None:
+    commands = {tuple(shlex.split(line.removeprefix("sudo "))[1:3]) for line in kubeadm_lines()}
+    assert {("init", "phase"), ("join", "ENDPOINT"), ("upgrade", "apply"), ("upgrade", "node")} <= (
+        commands
+    )
+
+
+@pytest.mark.parametrize("line", kubeadm_lines())
+def test_every_kubeadm_command_uses_documented_flags_only_and_no_refused_mix(line: str) -> None:
+    assert check_kubeadm(line) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        pytest.param(
+            "sudo kubeadm init phase control-plane scheduler --config kubeadm.yaml "
+            "--patches /etc/kubernetes/tas-patches",
+            "can not mix '--config' with --patches",
+            id="the old documented line",
+        ),
+        pytest.param(
+            "kubeadm upgrade apply v1.31.0 --patch /etc/kubernetes/tas-patches",
+            "--patch is not a documented flag",
+            id="a misspelt flag",
+        ),
+        pytest.param("kubeadm alpha patches", "not a command recorded", id="unknown command"),
+    ],
+)
+def test_the_kubeadm_check_finds_what_kubeadm_refuses(line: str, problem: str) -> None:
+    assert any(problem in found for found in check_kubeadm(line)), check_kubeadm(line)
+
+
+def test_every_patches_flag_names_the_directory_the_patch_is_installed_in() -> None:
+    installs = [
+        line
+        for line in shell_lines(GUIDE)
+        if "kube-scheduler+strategic.yaml" in line and line.startswith("sudo install -m")
+    ]
+    (install,) = installs
+    assert shlex.split(install)[-1].rstrip("/") == PATCHES_DIR
+    for line in kubeadm_lines():
+        words = shlex.split(line)
+        if "--patches" in words:
+            assert words[words.index("--patches") + 1] == PATCHES_DIR, line
+
+
+#: A ClusterConfiguration as `kubectl -n kube-system get configmap kubeadm-config -o
+#: jsonpath='{.data.ClusterConfiguration}'` prints it (kubeadm 1.31, v1beta4; shortened).
+CLUSTER_CONFIGURATION = """\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+certificatesDir: /etc/kubernetes/pki
+clusterName: kubernetes
+controlPlaneEndpoint: cp.example:6443
+kubernetesVersion: v1.31.2
+networking:
+  dnsDomain: cluster.local
+  serviceSubnet: 10.96.0.0/12
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_guide_writes_a_kubeadm_configuration_with_the_patches_directory(
+    tmp_path: Path,
+) -> None:
+    (block,) = [b for b in shell_blocks(GUIDE) if "cat > kubeadm-tas.yaml" in b]
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("cat > kubeadm-tas.yaml"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == "EOF")
+    fetch = next(line for line in lines if "get configmap kubeadm-config" in line)
+    assert fetch.endswith("> kubeadm-cluster.yaml")  # the file the heredoc reads
+    (tmp_path / "kubeadm-cluster.yaml").write_text(CLUSTER_CONFIGURATION)
+    script = "\n".join(lines[start : end + 1]) + "\n"
+    result = subprocess.run(
+        ["bash", "-euc", script], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    init, cluster = yaml.safe_load_all((tmp_path / "kubeadm-tas.yaml").read_text())
+    assert init == {
+        "apiVersion": "kubeadm.k8s.io/v1beta4",
+        "kind": "InitConfiguration",
+        "patches": {"directory": PATCHES_DIR},
+    }
+    assert cluster == yaml.safe_load(CLUSTER_CONFIGURATION)
+    runs = [line for line in kubeadm_lines() if "--config" in line and "init phase" in line]
+    assert runs
+    assert all(shlex.split(run)[-1] == "kubeadm-tas.yaml" for run in runs)
+
+
+# --- sudo --------------------------------------------------------------------------------------
+
+ROOT_ONLY = ("/root", "/etc/kubernetes")
+
+
+def root_only_problems(line: str) -> list[str]:
+    """Root-only paths a shell line would touch without root: a redirection (the user's shell
+    opens it, sudo or not) or any path in a command not run with sudo."""
+    problems = [t for t in re.findall(r">\s*(\S+)", line) if t.startswith(ROOT_ONLY)]
+    if not line.startswith("sudo "):
+        problems += [p for p in ROOT_ONLY if p in line]
+    return problems
+
+
+def test_no_command_without_sudo_touches_a_root_only_path() -> None:
+    for line in shell_lines(GUIDE):
+        assert root_only_problems(line) == [], line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(
+            "kubectl patch --local -f /root/kube-scheduler.yaml.orig --type strategic",
+            id="the old fallback: a copy sudo made, read without it",
+        ),
+        pytest.param(
+            "sudo kubectl patch --local -f k.yaml -o yaml > /etc/kubernetes/manifests/k.yaml",
+            id="a redirection into a root-only directory",
+        ),
+    ],
+)
+def test_the_sudo_check_finds_a_root_only_path_touched_without_root(line: str) -> None:
+    assert root_only_problems(line)
+
+
+# --- install and uninstall ------------------------------------------------------------------
+
+
+def _section(title: str) -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else len(text)]
+
+
+def test_the_install_applies_the_crd_first() -> None:
+    (install,) = [b for b in shell_blocks(GUIDE) if "# 1. the CRD" in b]
+    applies = [line for line in install.splitlines() if line.startswith("kubectl apply")]
+    assert shlex.split(applies[0])[:4] == ["kubectl", "apply", "-f", "crds/"]
+    assert any("-k deploy/cluster" in line for line in applies[1:])
+
+
+def _applied_directories() -> set[str]:
+    found = set()
+    for line in shell_lines(GUIDE):
+        words = shlex.split(line)
+        if words[:2] == ["kubectl", "apply"] and "-k" in words:
+            found.add(words[words.index("-k") + 1].rstrip("/"))
+    return found
+
+
+def test_every_directory_the_guide_applies_is_named_in_the_uninstall_section() -> None:
+    uninstall = _section("11. Uninstall and rollback")
+    applied = _applied_directories()
+    assert {
+        "deploy/cluster",
+        "deploy/monitoring",
+        "deploy/kube-prometheus-stack",
+    } <= applied
+    for directory in applied:
+        assert directory in uninstall, directory
+
+
+def _uninstall_deletes() -> list[list[str]]:
+    uninstall = _section("11. Uninstall and rollback")
+    steps = re.findall(r"```sh\n(.*?)```", uninstall, flags=re.DOTALL)
+    first = steps[0]  # the uninstall steps; the policies' own block follows
+    return [
+        shlex.split(line.split(" #", 1)[0])
+        for line in first.splitlines()
+        if line.startswith("kubectl delete")
+    ]
+
+
+def test_the_uninstall_steps_delete_no_crd_and_no_namespace_of_others() -> None:
+    owned = {
+        "deploy/cluster": {"telemetry-aware-scheduling"},
+        "deploy/metrics-pipeline": {"monitoring"},
+    }
+    deletes = _uninstall_deletes()
+    assert deletes
+    for words in deletes:
+        target = words[words.index("-k" if "-k" in words else "-f") + 1]
+        assert not target.startswith("crds"), words
+        if "-k" not in words:
+            continue
+        objects = rendered(ROOT / target)
+        assert [o for o in objects if o["kind"] == "CustomResourceDefinition"] == [], target
+        namespaces = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
+        assert namespaces == owned.get(target, set()), target
+
+
+def test_the_crd_is_deleted_only_on_purpose_after_a_copy_of_the_policies() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    deletes = [m.start() for m in re.finditer(r"kubectl delete -f crds/", text)]
+    assert len(deletes) == 1
+    purpose = text.index("**Removing the TASPolicies, on purpose.**")
+    backup = text.index("kubectl get taspolicies -A -o yaml > taspolicies.yaml")
+    assert purpose < backup < deletes[0]
+    assert "kubectl delete -k crds" not in text
+
+
+@pytest.mark.parametrize("doc", [GUIDE, UPGRADE], ids=lambda p: p.name)
+def test_the_api_service_is_created_never_applied(doc: Path) -> None:
+    text = re.sub(r"\s+", " ", doc.read_text(encoding="utf-8"))
+    apiservice = "deploy/metrics-pipeline/prometheus-adapter/apiservice.yaml"
+    assert f"kubectl create -f {apiservice}" in text
+    assert f"kubectl apply -f {apiservice}" not in text
+    if doc == GUIDE:
+        check = text.index("kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml")
+        assert check < text.index(f"kubectl create -f {apiservice}")
+
+
+def test_the_kube_prometheus_stack_component_is_documented_with_its_release() -> None:
+    text = re.sub(
+        r"\s+", " ", _section("4. Metrics: node-exporter, Prometheus, prometheus-adapter")
+    )
+    for needed in (
+        "kubectl apply -k deploy/kube-prometheus-stack",
+        "deploy/monitoring/components/kube-prometheus-stack/release-label.yaml",
+        "serviceMonitorSelectorNilUsesHelmValues",
+        "ruleSelectorNilUsesHelmValues",
+        "prometheus-k8s-tas-components",
+    ):
+        assert needed in text, needed
