@@ -112,16 +112,22 @@ def diff_node(
     note = format_owned_annotation([k for k in wanted if "/" not in k])
     # When the record already equals what is wanted, every recorded key is wanted: skip parsing.
     recorded = frozenset() if current_note == note else read_owned_annotation(node.annotations)
-    set_labels = {k: v for k, v in wanted.items() if labels.get(k) != v}
+    # A bare key is ours only while it says `violating` (or is absent): with another value it is
+    # another writer's, which we neither overwrite nor remove. The admission policy
+    # (deploy/cluster/policy-controller-admission.yaml) would refuse the whole patch otherwise.
+    set_labels = {
+        k: v
+        for k, v in wanted.items()
+        if labels.get(k) != v and ("/" in k or labels.get(k, VIOLATING) == VIOLATING)
+    }
     remove = tuple(
         sorted(
             key
             for key, value in labels.items()
             if key not in wanted
             and (
-                (value == VIOLATING and key in deschedule_keys)
+                (value == VIOLATING and (key in deschedule_keys or key in recorded))
                 or (key.startswith(LABELING_PREFIX) and "/" in key)
-                or key in recorded
             )
         )
     )

@@ -1,8 +1,9 @@
 """Least privilege, checked against what the code calls: the shipped roles, the real components.
 
 The API emulator loads the shipped manifests (deploy/cluster, rendered as `kubectl apply -k`
-sends it: Namespaces, ServiceAccounts, ClusterRoles, Roles and their bindings) and enforces RBAC
-on every request as the API server does. Each component runs as a process (`python -m
+sends it: Namespaces, ServiceAccounts, ClusterRoles, Roles and their bindings, and the
+ValidatingAdmissionPolicy that limits the controller to its own labels) and enforces RBAC and
+that policy on every request as the API server does. Each component runs as a process (`python -m
 tas_cli`, the image's entry point) with the command line and environment of its shipped
 Deployment (only the metric source, the listen address and what a test cannot mount are
 changed), as its own ServiceAccount, through the health-metric demo: node-a at 0, node-b at 1,

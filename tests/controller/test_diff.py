@@ -5,8 +5,8 @@ Covered:
   labels removed; the owned-labels annotation records the bare keys in the same patch;
 - ownership: a foreign `x=violating` (no policy, not recorded) is never removed; a recorded key
   is removed after its policy is gone; prefixed keys of unknown policies are removed; a bare key
-  of a current deschedule policy with another value is left alone; a damaged annotation is
-  rewritten;
+  with another value than `violating` is another writer's: never overwritten, never removed,
+  even when recorded (the admission policy refuses both); a damaged annotation is rewritten;
 - pods: `violate=<policy>` on pods linking a policy whose node violates it, removed when the
   node recovers or the policy is gone; never added across namespaces; foreign `violate` values
   kept; finished and terminating pods skipped;
@@ -119,6 +119,24 @@ def test_prefixed_labels_of_unknown_policies_are_removed() -> None:
 def test_a_policy_named_key_with_another_value_is_left_alone() -> None:
     node = make_node("A", labels={"demo-policy": "blue"})
     assert diff_node(node, {}, {"demo-policy"}) is None
+
+
+def test_a_policy_named_key_with_another_value_is_never_overwritten() -> None:
+    """Another writer's `demo-policy=blue` on a node that violates demo-policy: the controller
+    leaves it (the admission policy would refuse the patch), and still records its own key."""
+    node = make_node("A", labels={"demo-policy": "blue"})
+    patch = diff_node(node, {"demo-policy": "violating"}, {"demo-policy"})
+    assert patch == NodePatch(NodeName("A"), annotations={OWNED_ANNOTATION: '["demo-policy"]'})
+
+
+def test_a_recorded_key_another_writer_changed_is_not_removed() -> None:
+    node = make_node(
+        "A",
+        labels={"gone-policy": "blue"},
+        annotations={OWNED_ANNOTATION: '["gone-policy"]'},
+    )
+    patch = diff_node(node, {}, frozenset())
+    assert patch == NodePatch(NodeName("A"), annotations={OWNED_ANNOTATION: None})
 
 
 def test_a_damaged_annotation_is_rewritten() -> None:
