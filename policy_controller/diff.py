@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from policy_controller.desired import WantedLabels
-from tas.cluster.model import Node, Pod
+from tas.cluster.model import Node
 from tas.types import Namespace, NodeName, PolicyKey
 from tas.vocabulary import (
     LABELING_PREFIX,
@@ -196,8 +197,30 @@ class NodeDiffer:
         return patches
 
 
+class LabelledPod(Protocol):
+    """What the pod labels are decided from: a `Pod`, or the controller's `PodSummary`."""
+
+    @property
+    def namespace(self) -> Namespace: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+    @property
+    def node_name(self) -> NodeName | None: ...
+
+    @property
+    def phase(self) -> str: ...
+
+    @property
+    def terminating(self) -> bool: ...
+
+
 def diff_pods(
-    pods: Iterable[Pod], violating: Mapping[PolicyKey, Collection[NodeName]]
+    pods: Iterable[LabelledPod], violating: Mapping[PolicyKey, Collection[NodeName]]
 ) -> list[PodPatch]:
     """Pod label patches; `violating` maps every current deschedule policy to its nodes."""
     # Policy name -> violating nodes, per namespace: a pod finds its policy with two lookups
@@ -211,7 +234,7 @@ def diff_pods(
         labels = pod.labels
         if POLICY_LABEL not in labels and POD_VIOLATION_LABEL not in labels:
             continue  # most pods: neither links a policy nor carries our label
-        if pod.phase in _FINISHED_PHASES or pod.deletion_timestamp is not None:
+        if pod.phase in _FINISHED_PHASES or pod.terminating:
             continue
         current = labels.get(POD_VIOLATION_LABEL)
         linked = labels.get(POLICY_LABEL)

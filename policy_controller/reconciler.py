@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from policy_controller.desired import DesiredState, compute_desired
-from policy_controller.diff import NodeDiffer, NodePatch, PodPatch, diff_pods
+from policy_controller.diff import LabelledPod, NodeDiffer, NodePatch, PodPatch, diff_pods
 from policy_controller.self_metrics import ControllerMetrics
 from policy_controller.status import StatusTracker, policy_status, stamped
 from tas.breaker import DEFAULT_MAX_SHARE
@@ -72,8 +72,12 @@ class Reconciler:
         cluster_ready: Callable[[], bool] = lambda: True,
         max_events_per_cycle: int = 100,
         max_violating_share: float = DEFAULT_MAX_SHARE,
+        pods: Callable[[], Iterable[LabelledPod]] | None = None,
     ) -> None:
+        """`pods`: where the pods to label come from, when not `cluster.list_pods` (`tas
+        controller`'s cache holds only the pods linked to a policy, as `PodSummary`s)."""
         self._cluster = cluster
+        self._pods: Callable[[], Iterable[LabelledPod]] = pods or cluster.list_pods
         self._policies = policies
         self._view = metric_view
         self._metrics = metrics
@@ -106,7 +110,7 @@ class Reconciler:
         snapshot = self._policies.snapshot()
         columns = self._view.columns()
         nodes = self._cluster.list_nodes()
-        pods = self._cluster.list_pods()
+        pods = self._pods()
         evaluated_at = self._clock.now()
 
         computing = time.perf_counter()

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import Node, PlacedPod, Pod
+from tas.cluster.model import Node, Pod, PodSummary
 from tas.pressure import load_for_pressure, pressure
 from tas.types import MetricColumns, MetricName, NodeName
 
@@ -103,14 +103,14 @@ class Placement:
     requests: Mapping[str, float]
 
 
-def workload_of(pod: Pod | PlacedPod) -> WorkloadKey:
+def workload_of(pod: Pod | PodSummary) -> WorkloadKey:
     owner = pod.controller
     if owner is None:
         return (pod.namespace, "Pod", pod.name)
     return (pod.namespace, owner.kind, owner.name)
 
 
-def bind_time(pod: Pod | PlacedPod) -> float | None:
+def bind_time(pod: Pod | PodSummary) -> float | None:
     """When the pod was bound: its PodScheduled condition's transition, else its start time."""
     return pod.bound_at
 
@@ -292,7 +292,7 @@ class PlacementTracker:
 
     # -- the feed --------------------------------------------------------------------------
 
-    def observe(self, pod: Pod | PlacedPod, *, now: float) -> None:
+    def observe(self, pod: Pod | PodSummary, *, now: float) -> None:
         """A pod as the cluster now has it: bound pods are remembered once, with their bind
         time (or `now` when the pod carries none); finished or deleted pods are forgotten."""
         key = (pod.namespace, pod.name)
@@ -481,7 +481,7 @@ def _added(base: Estimates, more: Estimates) -> Estimates:
 
 def follow_pods(
     tracker: PlacementTracker,
-    find_pod: Callable[[str, str], Pod | PlacedPod | None],
+    find_pod: Callable[[str, str], Pod | PodSummary | None],
     clock: Clock,
 ) -> Callable[[ClusterChange], None]:
     """A cluster change listener (`ObservableCluster.subscribe`) that feeds `tracker` pods."""
@@ -502,7 +502,7 @@ def follow_pods(
 def follow_cluster(
     tracker: PlacementTracker,
     *,
-    find_pod: Callable[[str, str], Pod | PlacedPod | None],
+    find_pod: Callable[[str, str], Pod | PodSummary | None],
     find_node: Callable[[str], Node | None],
     clock: Clock,
 ) -> Callable[[ClusterChange], None]:

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from policy_controller.loop import ControllerLoop
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from tas.cluster.interface import ResourceKind
+from tas.cluster.interface import PodFields, ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
@@ -105,7 +105,10 @@ def _control(settings: ControllerCommandSettings) -> int:
     # Only the pods it labels: those linked to a policy, and those it labelled before (a pod
     # whose link was removed still carries `violate`, which must go). Most pods are neither.
     cluster = common.open_cluster(
-        api_client, watched=caches, pod_label_selectors=(POLICY_LABEL, POD_VIOLATION_LABEL)
+        api_client,
+        watched=caches,
+        pod_label_selectors=(POLICY_LABEL, POD_VIOLATION_LABEL),
+        pod_fields=PodFields.SUMMARY,  # of each, only what its labels are decided from
     )
     store = PolicyStore()
     want_policy_metrics(store, view)
@@ -129,6 +132,7 @@ def _control(settings: ControllerCommandSettings) -> int:
             may_write=lambda: not life.stop.is_set() and is_leader(),
             # Half-filled caches would look like missing nodes, pods or policies.
             cluster_ready=lambda: cluster.wait_synced(0),
+            pods=cluster.list_pod_summaries,
         )
         sync_period = settings.metrics.sync_period
         loop = ControllerLoop(reconciler, metrics, sync_period=sync_period, is_leader=is_leader)

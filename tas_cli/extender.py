@@ -313,13 +313,13 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             cluster = common.open_cluster(
                 common.kube_api_client(settings.kube),
                 watched=watched,
-                pod_fields=PodFields.PLACEMENT,
+                pod_fields=PodFields.SUMMARY,
             )
             if tracker is not None:
                 cluster.subscribe(
                     follow_cluster(
                         tracker,
-                        find_pod=cluster.find_placed_pod,
+                        find_pod=cluster.find_pod_summary,
                         find_node=cluster.find_node,
                         clock=SYSTEM_CLOCK,
                     )

@@ -27,11 +27,11 @@ from tas.cluster.model import (
     NodeSelectorTerm,
     OwnerReference,
     PersistentVolumeClaim,
-    PlacedPod,
     Pod,
     PodAffinityTerm,
     PodCondition,
     PodDisruptionBudget,
+    PodSummary,
     PreferredSchedulingTerm,
     QoSClass,
     Requirement,
@@ -448,16 +448,18 @@ def pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> Pod:
     )
 
 
-def placed_pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> PlacedPod:
-    """Only what placements (herd control, `tas.placements`) read: the extender's cache."""
+def pod_summary_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> PodSummary:
+    """Only what placements (herd control) and the controller's pod labels read: the
+    extender's and the controller's caches."""
     metadata, spec, status = _pod_parts(raw)
     scheduled = [c for c in status.conditions or () if c.type == "PodScheduled"]
     bound_at = bind_time_of(_conditions(scheduled, shared), parse_time(status.start_time))
-    return PlacedPod(
+    return PodSummary(
         namespace=Namespace(intern(metadata.namespace or "default")),
         name=metadata.name,
         node_name=_node_name(spec, shared),
         phase=intern(status.phase or "Pending"),
+        labels=shared.strings(metadata.labels or {}),
         owners=_owners(metadata, shared),
         requests=shared.numbers(pod_requests(spec)),
         terminating=metadata.deletion_timestamp is not None,

@@ -61,8 +61,9 @@ class PodFields(enum.Enum):
 
     #: Every field of the model: what the descheduler's plugins and evictor read.
     ALL = "all"
-    #: What placements (herd control) read, the others left at their defaults: the extender.
-    PLACEMENT = "placement"
+    #: What placements (herd control) and the controller's pod labels read (`PodSummary`): the
+    #: extender and the policy controller.
+    SUMMARY = "summary"
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,8 +41,8 @@ from tas.cluster.convert import (
     namespace_from_api,
     node_from_api,
     pdb_from_api,
-    placed_pod_from_api,
     pod_from_api,
+    pod_summary_from_api,
     pvc_from_api,
     taint_to_api,
 )
@@ -78,9 +78,9 @@ from tas.cluster.model import (
     Node,
     ObjectReference,
     PersistentVolumeClaim,
-    PlacedPod,
     Pod,
     PodDisruptionBudget,
+    PodSummary,
     Taint,
 )
 from tas.cluster.sharing import SharedValues
@@ -209,12 +209,12 @@ class KubernetesCluster:
             self._core.list_node,
             TypedCodec(NODES, functools.partial(node_from_api, shared=shared)),
         )
-        convert_pod: Callable[..., Pod | PlacedPod] = (
-            pod_from_api if pod_fields is PodFields.ALL else placed_pod_from_api
+        convert_pod: Callable[..., Pod | PodSummary] = (
+            pod_from_api if pod_fields is PodFields.ALL else pod_summary_from_api
         )
         self._pod_fields = pod_fields
         # One pod cache per label selector (Kubernetes has no OR of selectors), or one of all.
-        # Their records are `Pod`s, or `PlacedPod`s with `PodFields.PLACEMENT`.
+        # Their records are `Pod`s, or `PodSummary`s with `PodFields.SUMMARY`.
         self._pod_caches: tuple[Informer[Any], ...] = tuple(
             informer(
                 ResourceKind.POD,
@@ -318,18 +318,26 @@ class KubernetesCluster:
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
         self._need_every_pod_field()
-        if len(self._pod_caches) == 1:
-            pods = self._pod_caches[0].items()
-        else:  # a pod more than one selector matches is in each of their caches: once here
-            newest: dict[tuple[str, str], Pod] = {}
-            for cache in self._pod_caches:
-                for pod in cache.items():
-                    key = (pod.namespace, pod.name)
-                    held = newest.get(key)
-                    if held is None or _newer_version(pod, held):
-                        newest[key] = pod
-            pods = [newest[key] for key in sorted(newest)]
+        pods: list[Pod] = self._cached_pods()
         return pods if node is None else [p for p in pods if p.node_name == node]
+
+    def list_pod_summaries(self) -> Sequence[Pod | PodSummary]:
+        """Every cached pod, as the cache keeps it (`PodSummary`s with `PodFields.SUMMARY`)."""
+        pods: list[Pod | PodSummary] = self._cached_pods()
+        return pods
+
+    def _cached_pods(self) -> Any:
+        if len(self._pod_caches) == 1:
+            return self._pod_caches[0].items()
+        # A pod more than one selector matches is in each of their caches: once here.
+        newest: dict[tuple[str, str], Any] = {}
+        for cache in self._pod_caches:
+            for pod in cache.items():
+                key = (pod.namespace, pod.name)
+                held = newest.get(key)
+                if held is None or _version_number(pod) > _version_number(held):
+                    newest[key] = pod
+        return [newest[key] for key in sorted(newest)]
 
     def find_node(self, name: str) -> Node | None:
         """One node from the cache (None when it is not there)."""
@@ -341,9 +349,10 @@ class KubernetesCluster:
         found: Pod | None = self._find_pod(namespace, name)
         return found
 
-    def find_placed_pod(self, namespace: str, name: str) -> Pod | PlacedPod | None:
-        """What placements read of one pod, from the cache (None when it is not there)."""
-        found: Pod | PlacedPod | None = self._find_pod(namespace, name)
+    def find_pod_summary(self, namespace: str, name: str) -> Pod | PodSummary | None:
+        """One pod as the cache keeps it (a `PodSummary` with `PodFields.SUMMARY`), None when
+        it is not there: what placements read."""
+        found: Pod | PodSummary | None = self._find_pod(namespace, name)
         return found
 
     def _need_every_pod_field(self) -> None:
@@ -583,15 +592,11 @@ class KubernetesCluster:
         return EvictionResult(EvictionOutcome.EVICTED)
 
 
-def _version_number(pod: Pod) -> int:
+def _version_number(pod: Pod | PodSummary) -> int:
     try:
         return int(pod.resource_version)
     except ValueError:
         return 0
-
-
-def _newer_version(pod: Pod, than: Pod) -> bool:
-    return _version_number(pod) > _version_number(than)
 
 
 def _label_patch(set_labels: Mapping[str, str], remove: Iterable[str]) -> dict[str, str | None]:

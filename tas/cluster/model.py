@@ -265,15 +265,17 @@ def controller_of(owners: tuple[OwnerReference, ...]) -> OwnerReference | None:
 
 
 @dataclass(frozen=True, slots=True)
-class PlacedPod:
-    """The part of a pod placements (herd control, `tas.placements`) read, with the names a
-    `Pod` gives them: what the extender's pod cache holds (`PodFields.PLACEMENT`), a few
-    hundred bytes where a `Pod` takes a couple of kilobytes."""
+class PodSummary:
+    """The part of a pod that placements (herd control, `tas.placements`) and the policy
+    controller's pod labels read, with the names a `Pod` gives them: what the extender's and
+    the controller's pod caches hold (`PodFields.SUMMARY`), a few hundred bytes where a `Pod`
+    takes a couple of kilobytes."""
 
     namespace: Namespace
     name: str
     node_name: NodeName | None = None
     phase: str = "Pending"
+    labels: Mapping[str, str] = field(default_factory=dict)
     owners: tuple[OwnerReference, ...] = ()
     requests: Mapping[str, float] = field(default_factory=dict)
     terminating: bool = False

@@ -10,8 +10,9 @@ Covered:
   their resourceVersion are not reported again;
 - realistic objects (tests/k8s_emulator/realistic.py) become the model values the components
   read, and pods of one workload share their equal parts (labels, owners, requests);
-- with `PodFields.PLACEMENT` (the extender) a pod is cached as a `PlacedPod`: the fields
-  placements read, equal to the full `Pod`'s; asking for full pods from it is a ClusterError;
+- with `PodFields.SUMMARY` (the extender, the controller) a pod is cached as a `PodSummary`:
+  the fields placements and pod labels read, equal to the full `Pod`'s; asking for full pods
+  from it is a ClusterError;
 - a pod the typed decoder refuses (a field of the wrong type, which a real API server never
   serves) is skipped with an error naming it, and every other pod of its page is kept;
 - pod label selectors limit the pod cache to the pods any of them selects (the controller's:
@@ -34,7 +35,7 @@ from tas.cluster.convert import PODS, pod_from_api
 from tas.cluster.informer import Backoff, Informer
 from tas.cluster.interface import ChangeType, ClusterChange, ClusterError, PodFields, ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
-from tas.cluster.model import PlacedPod, Pod
+from tas.cluster.model import Pod, PodSummary
 from tas.types import Namespace
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tests.k8s_emulator import KubeEmulator, realistic
@@ -230,28 +231,32 @@ def test_the_extenders_cache_keeps_what_placements_read_equal_to_the_full_pods(
     start: Callable[..., KubernetesCluster],
 ) -> None:
     full = start()
-    placed = start(pod_fields=PodFields.PLACEMENT)
+    placed = start(pod_fields=PodFields.SUMMARY)
     assert full.wait_synced(5)
     assert placed.wait_synced(5)
     pod = full.find_pod("default", "web-1")
-    record = placed.find_placed_pod("default", "web-1")
+    record = placed.find_pod_summary("default", "web-1")
     assert pod is not None
-    assert isinstance(record, PlacedPod)
+    assert isinstance(record, PodSummary)
     assert (record.namespace, record.name, record.node_name, record.phase) == (
         pod.namespace,
         pod.name,
         pod.node_name,
         pod.phase,
     )
-    assert (record.owners, record.requests, record.terminating) == (
+    assert (record.owners, record.requests, record.terminating, record.labels) == (
         pod.owners,
         pod.requests,
         pod.terminating,
+        pod.labels,
     )
+    assert placed.list_pod_summaries() == [
+        placed.find_pod_summary("default", f"web-{i}") for i in range(5)
+    ]
     assert record.bound_at == pod.bound_at
     assert record.bound_at is not None  # from its PodScheduled condition
     assert record.controller == pod.controller
-    with pytest.raises(ClusterError, match="placement fields only"):
+    with pytest.raises(ClusterError, match="summary fields only"):
         placed.list_pods()
 
 
