@@ -12,6 +12,7 @@ are kept only where a component reads them (`POD_ANNOTATIONS_READ`, `NODE_ANNOTA
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Iterable, Mapping
@@ -95,17 +96,23 @@ def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value)  # Python 3.11 reads the API's trailing Z
     except ValueError:
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity(text: str | float) -> float:
+    """A quantity's value, remembered: a cluster's pods repeat a few dozen of them."""
+    return parse_quantity(text)
 
 
 def quantities(values: Any) -> dict[str, float]:
     result: dict[str, float] = {}
     for name, text in _dict(values).items():
         try:
-            result[str(name)] = parse_quantity(text)
-        except QuantityError:
+            result[str(name)] = _quantity(text)
+        except (QuantityError, TypeError):
             log.warning("Ignoring unparsable quantity %s=%r", name, text)
     return result
 
