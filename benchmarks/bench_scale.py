@@ -126,55 +126,29 @@ class Component:
     receives_all: bool = True
 
 
-def _extender(world: World, port: int, state: Path) -> list[str]:
+def _cluster_args(world: World) -> list[str]:
+    """What every component is told of the world: its API, its node telemetry, the sync."""
     return [
-        "extender",
-        "--kubeconfig",
-        str(world.kubeconfig),
-        "--metrics",
-        f"textfile:{world.metrics}",
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--insecure-http",
-        "--sync-period",
-        "5s",
-    ]
+        "--kubeconfig", str(world.kubeconfig), "--metrics", f"textfile:{world.metrics}",
+        "--sync-period", "5s",
+    ]  # fmt: skip
+
+
+def _extender(world: World, port: int, state: Path) -> list[str]:
+    return ["extender", *_cluster_args(world), "--listen", f"127.0.0.1:{port}", "--insecure-http"]
 
 
 def _controller(world: World, port: int, state: Path) -> list[str]:
-    return [
-        "controller",
-        "--kubeconfig",
-        str(world.kubeconfig),
-        "--metrics",
-        f"textfile:{world.metrics}",
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--sync-period",
-        "5s",
-    ]
+    return ["controller", *_cluster_args(world), "--listen", f"127.0.0.1:{port}"]
 
 
 def _descheduler(world: World, port: int, state: Path) -> list[str]:
     return [
-        "descheduler",
-        "--policy-config-file",
-        str(ROOT / "deploy" / "descheduler" / "load-aware.yaml"),
-        "--kubeconfig",
-        str(world.kubeconfig),
-        "--metrics",
-        f"textfile:{world.metrics}",
-        "--mode",
-        "Predictive",
-        "--descheduling-interval",
-        f"{DESCHEDULING_INTERVAL}s",
-        "--sync-period",
-        "5s",
-        "--listen-metrics",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "warning",
-    ]
+        "descheduler", *_cluster_args(world),
+        "--policy-config-file", str(ROOT / "deploy" / "descheduler" / "load-aware.yaml"),
+        "--mode", "Predictive", "--descheduling-interval", f"{DESCHEDULING_INTERVAL}s",
+        "--listen-metrics", f"127.0.0.1:{port}", "--log-level", "warning",
+    ]  # fmt: skip
 
 
 COMPONENTS = (

@@ -42,17 +42,10 @@ from tas.cluster.model import ObjectReference, OwnerReference, QoSClass, Taint, 
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
 from tests.k8s_emulator import KubeEmulator
+from tests.waiting import eventually
 
 NS = Namespace("default")
 POLICY_PATH = "/apis/telemetry.intel.com/v1alpha1/namespaces/default/taspolicies/demo"
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:

@@ -23,7 +23,6 @@ Covered:
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,17 +38,10 @@ from tas.cluster.model import Pod, PodSummary
 from tas.types import Namespace
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tests.k8s_emulator import KubeEmulator, realistic
+from tests.waiting import eventually
 
 Change = tuple[ChangeType, str, str]
 NS = Namespace("default")
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -12,8 +12,6 @@ Covered:
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from embedded.cluster import InMemoryCluster
@@ -22,15 +20,9 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import Namespace, PolicyKey, PolicyName
 from tests.k8s_emulator import KubeEmulator
+from tests.waiting import eventually
 
 KEY = PolicyKey(Namespace("default"), PolicyName("demo"))
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def document(name: str = "demo", target: int = 2, operator: str = "Equals") -> dict[str, Any]:

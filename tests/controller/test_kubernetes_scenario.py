@@ -11,8 +11,7 @@ subresource, core/v1 Events):
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,14 +28,7 @@ from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import ManualClock
 from tests.controller.support import DEMO_NAMESPACE, AgingMetricView, health_policy_document
 from tests.k8s_emulator import KubeEmulator
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
+from tests.waiting import eventually
 
 
 def pod(name: str, node: str, policy: str | None = "demo-policy") -> dict[str, Any]:

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,6 +66,7 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION, POD_VIOLATION_LABEL, POLICY_LABEL
+from tests import waiting
 from tests.builders import ManualClock
 from tests.controller.support import AgingMetricView, health_policy_document
 from tests.deploy.kustomize import Document
@@ -502,11 +502,7 @@ def test_every_validation_refuses_one_of_the_forbidden_changes() -> None:
 
 
 def eventually(check: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
+    waiting.eventually(check, timeout)
 
 
 def labeling_policy() -> Document:

@@ -11,7 +11,6 @@ CRD is installed (`kubectl apply -f crds/`); see docs/cluster.md. Covered:
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from kubernetes import client, config
 from tas.cluster.kubeconfig import load_api_client
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.types import Namespace, PolicyKey, PolicyName
+from tests import waiting
 
 pytestmark = [
     pytest.mark.e2e,
@@ -35,10 +35,7 @@ NAMESPACE = "default"
 
 
 def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.2)
+    waiting.eventually(check, timeout)
 
 
 @pytest.fixture(scope="module")

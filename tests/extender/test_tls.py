@@ -26,7 +26,6 @@ import os
 import socket
 import ssl
 import sys
-import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from tas.metrics.static import StaticMetricView
 from tas.policies.store import PolicyStore
 from tests.extender.support import HEALTH_POLICY, args_body, health_policies, running_extender
 from tests.processes import Process, free_port
+from tests.waiting import eventually
 
 
 @dataclass(frozen=True)
@@ -345,13 +345,6 @@ def served_serial(url: str, context: ssl.SSLContext) -> int:
         der = tls.getpeercert(binary_form=True)
     assert der is not None
     return x509.load_der_x509_certificate(der).serial_number
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "not within the time allowed"
-        time.sleep(0.05)
 
 
 def rotation_client(rotation: Rotation, client: Issued | None = None) -> ssl.SSLContext:
