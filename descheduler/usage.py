@@ -16,7 +16,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from descheduler import framework
@@ -25,7 +25,6 @@ from descheduler.state import CycleState, PodKey, pod_key
 from tas.cluster.interface import Cluster, ClusterError
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
-from tas.metrics.pod_usage import PrometheusPodUsage
 from tas.metrics.prometheus import PrometheusClient, node_labels, node_of, open_prometheus
 from tas.types import NodeName
 
@@ -160,7 +159,15 @@ CPU_SIGNALS = ("cpu", "cpu_utilization", "cpu_pressure", "cpu_combined")
 MEMORY_SIGNALS = ("memory", "memory_utilization", "memory_pressure")
 
 
-def pod_usage_from(source: PrometheusPodUsage) -> PodUsageSource:
+class PodUsageFeed(Protocol):
+    """Each pod's usage as container metrics report it: `cpu` in cores, `memory` in bytes
+    (`tas.metrics.pod_usage.PrometheusPodUsage`, the simulator's model, the demo's);
+    `MetricFetchError` when it cannot be read."""
+
+    def fetch(self) -> Mapping[tuple[str, str], Mapping[str, float]]: ...
+
+
+def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
     """A `descheduler.framework.PodUsageSource`: each pod's measured CPU as a share (0..100) of
     its node's allocatable CPU. Pods without a fresh value are left out (LoadAware then moves
     at most one pod per node per cycle); a failing source gives nothing, logged by the source."""

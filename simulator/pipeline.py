@@ -41,6 +41,7 @@ from simulator.world import (
     ModelState,
     World,
 )
+from tas.metrics.errors import MetricFetchError
 from tas.metrics.source import Fetched, Sample, SampleColumn
 from tas.types import MetricName, Namespace, NodeName
 
@@ -197,7 +198,8 @@ class ModelSource:
         self.clock = clock
         self.faults = faults
 
-    def _outage(self, now: float) -> bool:
+    def in_outage(self, now: float) -> bool:
+        """The scenario's metric source is out at `now` (and faults reach this reader)."""
         return self.faults and any(start <= now < end for start, end in self.store.world.outages)
 
     def close(self) -> None:
@@ -205,7 +207,7 @@ class ModelSource:
 
     def fetch(self, names: frozenset[MetricName]) -> Fetched:
         now = self.clock.elapsed
-        if self._outage(now):
+        if self.in_outage(now):
             return Fetched(errors={"source": "metrics source unavailable (scenario outage)"})
         start, end = self.store.window_at(now)
         columns: dict[MetricName, SampleColumn] = {}
@@ -314,6 +316,10 @@ class ModelSource:
             found[(namespace, name)] = (float(cpu[slot]), float(end.slot_memory[slot]))
         return found
 
+    def pod_usage_feed(self) -> ModelPodUsage:
+        """What the container series answer, as production's readers take it."""
+        return ModelPodUsage(self)
+
     def pod_usage_source(self, state: CycleState) -> PodUsage:
         """`descheduler.framework.PodUsageSource`: usage as a share (0..100) of the pod's node."""
         return self._shares(state, self.pod_usage())
@@ -349,7 +355,7 @@ class ModelSource:
         5-minute CPU busy rate and of the memory in use. None during an outage."""
         now = self.clock.elapsed
         world = self.store.world
-        if self._outage(now):
+        if self.in_outage(now):
             return None
         store = self.store
         n = world.node_count
@@ -460,3 +466,20 @@ class PrometheusApi:
         return httpx.Response(
             200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
         )
+
+
+class ModelPodUsage:
+    """The pods' usage as a `descheduler.usage.PodUsageFeed` (cores, bytes): what `tas
+    descheduler --metrics prometheus:URL` and `tas extender` read from the container series. A
+    metric outage fails it, as the Prometheus it stands for would."""
+
+    def __init__(self, source: ModelSource) -> None:
+        self.source = source
+
+    def fetch(self) -> dict[tuple[str, str], dict[str, float]]:
+        if self.source.in_outage(self.source.clock.elapsed):
+            raise MetricFetchError("metrics source unavailable (scenario outage)")
+        return {
+            key: {"cpu": cpu, "memory": memory}
+            for key, (cpu, memory) in self.source.pod_usage().items()
+        }

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from prometheus_client import CollectorRegistry
 
-from descheduler.cycle import Descheduler, Mode
+from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.framework import Result
 from descheduler.plugins import node_affinity, tas_violations
-from descheduler.usage import PrometheusQueries
-from embedded.scheduler import EmbeddedScheduler, Extender
+from descheduler.usage import PrometheusQueries, pod_usage_from
+from embedded.scheduler import EmbeddedScheduler, Extender, Placement
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from simulator.baselines import (
@@ -54,6 +54,7 @@ from simulator.contenders import (
 )
 from simulator.extenders import OursExtender, TasExtender
 from simulator.figures import FigureRecorder, Figures, Series
+from simulator.loop import ClosedLoop, LoopHooks, LoopObserver, SimulatedWorld
 from simulator.pipeline import (
     VOLCANO_HISTORY,
     ModelSource,
@@ -228,8 +229,14 @@ def run_contender(
             policies=(lambda: policies.snapshot().policies) if knows else (lambda: {}),
             mode=Mode.AUTOMATIC,
             clock=clock,
+            # Ours reads it as `tas descheduler` does (`pod_usage_from`, production's reading of
+            # the container series); Volcano its own query.
             pod_usage=(
-                (source.volcano_pod_usage_source if volcano else source.pod_usage_source)
+                (
+                    source.volcano_pod_usage_source
+                    if volcano
+                    else pod_usage_from(source.pod_usage_feed())
+                )
                 if contender.spec.pod_usage
                 else None
             ),
@@ -248,46 +255,40 @@ def run_contender(
     recorder = FigureRecorder(
         world, [parse_policy(d) for d in scenario.policies], warmup=scenario.warmup
     )
+    on_sync: list[Callable[[], None]] = []
+    if usage_plugin is not None:
+        plugin = usage_plugin
+        on_sync.append(lambda: plugin.refresh(source.volcano_node_usage()))
+    after_cycle: list[Callable[[], None]] = []
+    if soft_tainter is not None:
+        # Its own controller, requeued every deschedulingIntervalSeconds.
+        tainter = soft_tainter
+        values = functools.partial(_query_values, source, clock)
+        after_cycle.append(lambda: tainter.sync(world.cluster, values))
+    hooks = LoopHooks(
+        on_sync=on_sync,
+        before_cycle=[functools.partial(_publish_metrics_server, world, source)],
+        after_cycle=after_cycle,
+    )
+    loop = ClosedLoop(
+        world=SimulatedWorld(world, store_, watchers=[recorder.model]),
+        view=view,
+        scheduler=scheduler,
+        step_seconds=scenario.step,
+        sync_period=scenario.sync_period,
+        descheduling_interval=scenario.descheduling_interval,
+        reconciler=reconciler,
+        descheduler=descheduler,
+        placements=placements,
+        pod_usage=source.pod_usage_feed(),
+        hooks=hooks,
+        observer=FigureObserver(world, recorder),
+        pending=world.pending_count,
+    )
     steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
-    next_sync = 0.0
-    next_deschedule = scenario.descheduling_interval
     report_every = max(1, steps // 100)
     for index in range(steps):
-        t = index * scenario.step
-        clock.advance_to(t)
-        for event in world.due_events(t):
-            world.apply(event, t)
-        state = world.model(t)
-        if world.kill_out_of_memory(state):
-            state = world.model(t)
-        store_.integrate(state, scenario.step)
-        store_.maybe_scrape(t)
-        recorder.model(state, scenario.step)
-        if t + 1e-9 >= next_sync:
-            view.refresh_once()
-            if placements is not None:
-                _feed_placements(placements, source)
-            if reconciler is not None:
-                reconciler.reconcile()
-            if usage_plugin is not None:
-                usage_plugin.refresh(source.volcano_node_usage())
-            next_sync += scenario.sync_period
-        if descheduler is not None and t + 1e-9 >= next_deschedule:
-            _publish_metrics_server(world, source)
-            report = descheduler.run_cycle()
-            evicted = [d for d in report.decisions if d.result == Result.EVICTED]
-            slots = [
-                slot for d in evicted if (slot := world.slot_of(d.namespace, d.name)) is not None
-            ]
-            recorder.evicted(
-                t, slots, for_deschedule_rule=sum(d.strategy in RULE_STRATEGIES for d in evicted)
-            )
-            if soft_tainter is not None:
-                # Its own controller, requeued every deschedulingIntervalSeconds.
-                soft_tainter.sync(world.cluster, functools.partial(_query_values, source, clock))
-            next_deschedule += scenario.descheduling_interval
-        if world.pending_count():
-            recorder.placed(scheduler.schedule_pending())
+        loop.step(index * scenario.step)
         if progress is not None and (index % report_every == 0 or index == steps - 1):
             progress((index + 1) / steps)
     clock.advance_to(steps * scenario.step)
@@ -297,6 +298,27 @@ def run_contender(
         recorder.series,
         eviction_times=[t for t, _ in recorder.evictions],
     )
+
+
+class FigureObserver(LoopObserver):
+    """What the figures record of the loop's decisions: each eviction (with whether a policy's
+    deschedule rule asked for it) and each round of placements."""
+
+    def __init__(self, world: World, recorder: FigureRecorder) -> None:
+        self.world = world
+        self.recorder = recorder
+
+    def cycled(self, t: float, report: CycleReport) -> None:
+        evicted = [d for d in report.decisions if d.result == Result.EVICTED]
+        slots = [
+            slot for d in evicted if (slot := self.world.slot_of(d.namespace, d.name)) is not None
+        ]
+        self.recorder.evicted(
+            t, slots, for_deschedule_rule=sum(d.strategy in RULE_STRATEGIES for d in evicted)
+        )
+
+    def placed(self, t: float, placements: Sequence[Placement]) -> None:
+        self.recorder.placed(placements)
 
 
 def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:
@@ -324,12 +346,6 @@ def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) ->
     for node in cluster.list_nodes():
         listen(ClusterChange(ResourceKind.NODE, ChangeType.ADDED, node.name))
     return tracker
-
-
-def _feed_placements(tracker: PlacementTracker, source: ModelSource) -> None:
-    tracker.set_usage(
-        {key: {"cpu": cpu, "memory": memory} for key, (cpu, memory) in source.pod_usage().items()}
-    )
 
 
 def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:

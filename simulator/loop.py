@@ -1,0 +1,183 @@
+"""The closed loop, one step at a time: what `tas simulate`, `tas run --scenario` and `tas run`
+all run, so the page, the simulator and the evidence describe one loop.
+
+A step at scenario time `t`, in the order the parts of a cluster act on what changed:
+
+1. the world moves to `t` (`WorldStepper.advance`): a scenario's events that are due, the
+   workload's usage, demand and pressure, OOM kills, and a scrape when one is due (the
+   simulator's pipeline), or the node textfiles written (the health demo);
+2. every sync period: the metric view refreshes; herd control learns the pods' usage; the
+   policy controller reconciles on the refreshed values (its own sync period in a cluster);
+3. every descheduling interval: the descheduler's cycle, on the same values;
+4. the scheduler places what is pending, pods the descheduler has just evicted included:
+   their controllers recreate them at once and kube-scheduler binds a pod within a second,
+   well inside a step, so a recreated pod never waits a whole step for its node.
+
+Components that a loop does not run are None. What a run records (the simulator's figures,
+the page's log and charts) watches through a `LoopObserver`; contender-specific parts (Volcano's
+usage plugin, the OpenShift soft tainter, metrics-server's answers) are `hooks`.
+
+Per-pod usage for the descheduler is production's (`descheduler.usage.pod_usage_from`: every
+CPU signal as a share of the node capped at 100, memory as requested), over a `PodUsageFeed`
+of what container metrics report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from descheduler.cycle import CycleReport, Descheduler
+from descheduler.usage import PodUsageFeed
+from embedded.scheduler import EmbeddedScheduler, Placement
+from policy_controller.reconciler import Reconciler
+from simulator.pipeline import ScrapeStore
+from simulator.world import ModelState, World
+from tas.metrics.errors import MetricFetchError
+from tas.placements import PlacementTracker
+
+#: Scenario steps are floats: a deadline this close is due (rounding of index * step).
+_DUE = 1e-9
+
+PodKey = tuple[str, str]
+
+
+class WorldStepper(Protocol):
+    """The world the components act in, moved to a time (seconds since the loop started)."""
+
+    def advance(self, t: float, step: float) -> None: ...
+
+
+class RefreshingView(Protocol):
+    def refresh_once(self) -> None: ...
+
+
+class LoopObserver:
+    """What a run records of each step; every method does nothing unless overridden."""
+
+    def synced(self, t: float) -> None:
+        """The view has refreshed; the controller is about to reconcile."""
+
+    def cycled(self, t: float, report: CycleReport) -> None:
+        """The descheduler's cycle has run."""
+
+    def placed(self, t: float, placements: Sequence[Placement]) -> None:
+        """The scheduler has placed what was pending (maybe nothing)."""
+
+    def stepped(self, t: float) -> None:
+        """The step is done."""
+
+
+@dataclass(kw_only=True)
+class LoopHooks:
+    """Contender-specific parts, at their points of the step."""
+
+    #: After the view refreshed (and before the controller reconciles): policies reloaded,
+    #: Volcano's scheduler usage refreshed, the page's inputs noted.
+    on_sync: Sequence[Callable[[], None]] = ()
+    #: Before the descheduler's cycle: metrics-server's answers published.
+    before_cycle: Sequence[Callable[[], None]] = ()
+    #: After it: the OpenShift soft tainter's own sync.
+    after_cycle: Sequence[Callable[[], None]] = ()
+
+
+@dataclass(kw_only=True)
+class ClosedLoop:
+    """See the module docstring. `step(t)` with `t` non-decreasing, a step apart."""
+
+    world: WorldStepper
+    view: RefreshingView
+    scheduler: EmbeddedScheduler
+    #: Seconds of scenario time per step, per sync, per descheduling cycle.
+    step_seconds: float
+    sync_period: float
+    descheduling_interval: float
+    reconciler: Reconciler | None = None
+    descheduler: Descheduler | None = None
+    #: Herd control's tracker and what feeds it each pod's usage (the extender's feed).
+    placements: PlacementTracker | None = None
+    pod_usage: PodUsageFeed | None = None
+    hooks: LoopHooks = field(default_factory=LoopHooks)
+    observer: LoopObserver = field(default_factory=LoopObserver)
+    #: How many pods are pending, where the world can tell cheaply (the simulator's): the
+    #: scheduler is asked only then. None: asked every step.
+    pending: Callable[[], int] | None = None
+    next_sync: float = 0.0
+    next_cycle: float = field(default=-1.0)
+
+    def __post_init__(self) -> None:
+        if self.next_cycle < 0:
+            self.next_cycle = self.descheduling_interval
+
+    def step(self, t: float) -> None:
+        self.world.advance(t, self.step_seconds)
+        if t + _DUE >= self.next_sync:
+            self.view.refresh_once()
+            if self.placements is not None and self.pod_usage is not None:
+                self._feed_placements(self.placements, self.pod_usage)
+            for hook in self.hooks.on_sync:
+                hook()
+            self.observer.synced(t)
+            if self.reconciler is not None:
+                self.reconciler.reconcile()
+            self.next_sync += self.sync_period
+        if self.descheduler is not None and t + _DUE >= self.next_cycle:
+            for hook in self.hooks.before_cycle:
+                hook()
+            report = self.descheduler.run_cycle()
+            self.observer.cycled(t, report)
+            for hook in self.hooks.after_cycle:
+                hook()
+            self.next_cycle += self.descheduling_interval
+        if self.pending is None or self.pending():
+            self.observer.placed(t, self.scheduler.schedule_pending())
+        self.observer.stepped(t)
+
+    @staticmethod
+    def _feed_placements(placements: PlacementTracker, feed: PodUsageFeed) -> None:
+        """As `tas extender` feeds herd control: the last usage stays while the feed fails."""
+        try:
+            usage = feed.fetch()
+        except MetricFetchError:
+            return
+        placements.set_usage(_cpu_and_memory(usage))
+
+
+class SimulatedWorld:
+    """The simulator's world as a `WorldStepper`: the scenario's events, the workload model
+    (with OOM kills), and the metric pipeline's integration and scrapes (`simulator.pipeline`).
+    `watchers` see each step's state (the figures' recorder, the page)."""
+
+    def __init__(
+        self,
+        world: World,
+        store: ScrapeStore,
+        *,
+        watchers: Sequence[Callable[[ModelState, float], None]] = (),
+    ) -> None:
+        self.world = world
+        self.store = store
+        self.watchers = list(watchers)
+        self.state: ModelState | None = None
+
+    def advance(self, t: float, step: float) -> None:
+        world = self.world
+        world.clock.advance_to(t)
+        for event in world.due_events(t):
+            world.apply(event, t)
+        state = world.model(t)
+        if world.kill_out_of_memory(state):
+            state = world.model(t)
+        self.store.integrate(state, step)
+        self.store.maybe_scrape(t)
+        self.state = state
+        for watcher in self.watchers:
+            watcher(state, step)
+
+
+def _cpu_and_memory(usage: Mapping[PodKey, Mapping[str, float]]) -> dict[PodKey, dict[str, float]]:
+    return {
+        key: {r: values[r] for r in ("cpu", "memory") if r in values}
+        for key, values in usage.items()
+    }
