@@ -14,7 +14,7 @@ A step at scenario time `t`, in the order the parts of a cluster act on what cha
    well inside a step, so a recreated pod never waits a whole step for its node.
 
 Components that a loop does not run are None. What a run records (the simulator's figures,
-the page's log and charts) watches through a `LoopObserver`; contender-specific parts (Volcano's
+the page's log and charts) watches through `LoopObserver`s; contender-specific parts (Volcano's
 usage plugin, the OpenShift soft tainter, metrics-server's answers) are `hooks`.
 
 Per-pod usage for the descheduler is production's (`descheduler.usage.pod_usage_from`: every
@@ -99,7 +99,7 @@ class ClosedLoop:
     placements: PlacementTracker | None = None
     pod_usage: PodUsageFeed | None = None
     hooks: LoopHooks = field(default_factory=LoopHooks)
-    observer: LoopObserver = field(default_factory=LoopObserver)
+    observers: Sequence[LoopObserver] = ()
     #: How many pods are pending, where the world can tell cheaply (the simulator's): the
     #: scheduler is asked only then. None: asked every step.
     pending: Callable[[], int] | None = None
@@ -118,7 +118,8 @@ class ClosedLoop:
                 self._feed_placements(self.placements, self.pod_usage)
             for hook in self.hooks.on_sync:
                 hook()
-            self.observer.synced(t)
+            for observer in self.observers:
+                observer.synced(t)
             if self.reconciler is not None:
                 self.reconciler.reconcile()
             self.next_sync += self.sync_period
@@ -126,13 +127,17 @@ class ClosedLoop:
             for hook in self.hooks.before_cycle:
                 hook()
             report = self.descheduler.run_cycle()
-            self.observer.cycled(t, report)
+            for observer in self.observers:
+                observer.cycled(t, report)
             for hook in self.hooks.after_cycle:
                 hook()
             self.next_cycle += self.descheduling_interval
         if self.pending is None or self.pending():
-            self.observer.placed(t, self.scheduler.schedule_pending())
-        self.observer.stepped(t)
+            placements = self.scheduler.schedule_pending()
+            for observer in self.observers:
+                observer.placed(t, placements)
+        for observer in self.observers:
+            observer.stepped(t)
 
     @staticmethod
     def _feed_placements(placements: PlacementTracker, feed: PodUsageFeed) -> None:

@@ -33,8 +33,10 @@ from prometheus_client import CollectorRegistry
 from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.framework import Result
 from descheduler.plugins import node_affinity, tas_violations
+from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries, pod_usage_from
 from embedded.scheduler import EmbeddedScheduler, Extender, Placement
+from extender.settings import ExtenderSettings
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from simulator.baselines import (
@@ -63,7 +65,7 @@ from simulator.pipeline import (
     perfect,
 )
 from simulator.scenario import Scenario
-from simulator.world import InformerOrder, World
+from simulator.world import InformerOrder, ModelState, World
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
@@ -152,6 +154,71 @@ class QueryAnswers:
         self.source.close()
 
 
+@dataclass(frozen=True)
+class ExtenderParts:
+    """What `ours`' extender is built from: the policies, the metric view, the clock, herd
+    control's tracker, its settings (None: `tas extender`'s defaults) and its weight."""
+
+    store: PolicyStore
+    view: RefreshingMetricView
+    clock: VirtualClock
+    placements: PlacementTracker
+    settings: ExtenderSettings | None
+    weight: int
+
+
+#: Builds `ours`' extender: in-process (`tas simulate`), or behind HTTP (`tas run --scenario`).
+ExtenderFactory = Callable[[ExtenderParts], Extender]
+
+
+def in_process(parts: ExtenderParts) -> Extender:
+    """`ours`' extender as `tas simulate` calls it: the shipped service, in-process."""
+    return OursExtender(
+        store=parts.store,
+        view=parts.view,
+        clock=parts.clock,
+        weight=parts.weight,
+        placements=parts.placements,
+        # None: `tas extender`'s defaults (estimates weigh in scoring only; filtering on them
+        # is an opt-in per policy, `--filter-on-estimates`).
+        settings=parts.settings,
+    )
+
+
+@dataclass
+class Run:
+    """One contender's closed loop on one scenario and seed, ready to step (`step(index)`),
+    and the parts a page shows or explains."""
+
+    scenario: Scenario
+    contender: Contender
+    clock: VirtualClock
+    world: World
+    source: ModelSource
+    view: RefreshingMetricView
+    policies: PolicyStore
+    descheduler: Descheduler | None
+    recorder: FigureRecorder
+    loop: ClosedLoop
+
+    @property
+    def steps(self) -> int:
+        return max(1, math.floor(self.scenario.duration / self.scenario.step + 1e-9))
+
+    def step(self, index: int) -> None:
+        self.loop.step(index * self.scenario.step)
+
+    def result(self) -> RunResult:
+        """The figures, once every step has run (the clock at the scenario's end)."""
+        self.clock.advance_to(self.steps * self.scenario.step)
+        return RunResult(
+            self.contender.name,
+            self.recorder.finish(),
+            self.recorder.series,
+            eviction_times=[t for t, _ in self.recorder.evictions],
+        )
+
+
 def run_contender(
     scenario: Scenario,
     contender: Contender,
@@ -163,6 +230,30 @@ def run_contender(
     """One contender's run. `clairvoyant`: the same run reading true model values, with no
     scrape interval, window or delay and no outage or bogus value (the clairvoyant reference:
     what the contender's rules do with perfect information)."""
+    run = build_run(scenario, contender, seed=seed, clairvoyant=clairvoyant)
+    report_every = max(1, run.steps // 100)
+    for index in range(run.steps):
+        run.step(index)
+        if progress is not None and (index % report_every == 0 or index == run.steps - 1):
+            progress((index + 1) / run.steps)
+    return run.result()
+
+
+def build_run(
+    scenario: Scenario,
+    contender: Contender,
+    *,
+    seed: int,
+    clairvoyant: bool = False,
+    extender: ExtenderFactory = in_process,
+    mode: Mode = Mode.AUTOMATIC,
+    descheduler_metrics: DeschedulerMetrics | None = None,
+    observers: Sequence[LoopObserver] = (),
+    watchers: Sequence[Callable[[ModelState, float], None]] = (),
+) -> Run:
+    """One contender's loop, built as `tas simulate` runs it. `extender` builds ours'
+    extender; `mode`, `descheduler_metrics`, `observers` (of the loop's decisions) and
+    `watchers` (of each step's model state) are what `tas run --scenario` adds."""
     if clairvoyant:
         scenario = dataclasses.replace(scenario, pipeline=perfect(scenario.step))
     clock = VirtualClock()
@@ -183,22 +274,22 @@ def run_contender(
     # The same seed for every contender: where they decide alike (the kube-scheduler model's
     # ties), they face the same chance.
     rng = random.Random(f"{seed}/kube-scheduler")
-    extender: Extender | None = None
+    chosen: Extender | None = None
     placements: PlacementTracker | None = None
     if contender.spec.extender is ExtenderKind.OURS:
-        placements = _follow_placements(world, scenario, clock)
-        extender = OursExtender(
-            store=policies,
-            view=view,
-            clock=clock,
-            weight=contender.weight,
-            placements=placements,
-            # None: `tas extender`'s defaults (estimates weigh in scoring only; filtering on
-            # them is an opt-in per policy, `--filter-on-estimates`).
-            settings=contender.extender,
+        placements = follow_placements(world, scenario, clock)
+        chosen = extender(
+            ExtenderParts(
+                store=policies,
+                view=view,
+                clock=clock,
+                placements=placements,
+                settings=contender.extender,
+                weight=contender.weight,
+            )
         )
     elif contender.spec.extender is ExtenderKind.TAS:
-        extender = TasExtender(
+        chosen = TasExtender(
             store=policies,
             view=view,
             rng=random.Random(f"{seed}/tas-ties"),
@@ -206,8 +297,8 @@ def run_contender(
         )
     usage_plugin: VolcanoUsage | None = None
     if volcano:
-        usage_plugin = extender = _volcano_usage(world, clock)
-    scheduler = EmbeddedScheduler(world.cluster, extender=extender, rng=rng)
+        usage_plugin = chosen = _volcano_usage(world, clock)
+    scheduler = EmbeddedScheduler(world.cluster, extender=chosen, rng=rng)
     reconciler = None
     if contender.spec.controller:
         reconciler = Reconciler(
@@ -227,8 +318,9 @@ def run_contender(
             cluster=InformerOrder(world.cluster, random.Random(f"{seed}/informer-order")),
             metric_view=view,
             policies=(lambda: policies.snapshot().policies) if knows else (lambda: {}),
-            mode=Mode.AUTOMATIC,
+            mode=mode,
             clock=clock,
+            metrics=descheduler_metrics,
             # Ours reads it as `tas descheduler` does (`pod_usage_from`, production's reading of
             # the container series); Volcano its own query.
             pod_usage=(
@@ -247,7 +339,7 @@ def run_contender(
         if contender.spec.openshift_soft_tainter:
             soft_tainter = OpenShiftSoftTainter.from_config(contender.config)
     wanted: set[MetricName] = set()
-    if extender is not None or reconciler is not None:
+    if chosen is not None or reconciler is not None:
         wanted |= policies.snapshot().metric_names
     if descheduler is not None:
         wanted |= descheduler.wanted_metrics()
@@ -271,7 +363,7 @@ def run_contender(
         after_cycle=after_cycle,
     )
     loop = ClosedLoop(
-        world=SimulatedWorld(world, store_, watchers=[recorder.model]),
+        world=SimulatedWorld(world, store_, watchers=[recorder.model, *watchers]),
         view=view,
         scheduler=scheduler,
         step_seconds=scenario.step,
@@ -282,21 +374,11 @@ def run_contender(
         placements=placements,
         pod_usage=source.pod_usage_feed(),
         hooks=hooks,
-        observer=FigureObserver(world, recorder),
+        observers=[FigureObserver(world, recorder), *observers],
         pending=world.pending_count,
     )
-    steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
-    report_every = max(1, steps // 100)
-    for index in range(steps):
-        loop.step(index * scenario.step)
-        if progress is not None and (index % report_every == 0 or index == steps - 1):
-            progress((index + 1) / steps)
-    clock.advance_to(steps * scenario.step)
-    return RunResult(
-        contender.name,
-        recorder.finish(),
-        recorder.series,
-        eviction_times=[t for t, _ in recorder.evictions],
+    return Run(
+        scenario, contender, clock, world, source, view, policies, descheduler, recorder, loop
     )
 
 
@@ -321,7 +403,7 @@ class FigureObserver(LoopObserver):
         self.recorder.placed(placements)
 
 
-def _follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:
+def follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:
     """Herd control as `tas extender` runs it (`follow_cluster`: pods, and each node's capacity
     from its allocatable), fed by the embedded cluster's changes. A pod shows in a sample once
     it has started and a whole averaging window has passed."""
