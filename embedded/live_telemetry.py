@@ -167,3 +167,23 @@ __all__ = [
     "PodProfile",
     "TelemetryStep",
 ]
+
+
+class LiveWorld:
+    """The health demo's world as the closed loop's `WorldStepper` (`simulator.loop`): at loop
+    time `t` (seconds since `started`, on the wall clock) the workload model steps and writes
+    the node textfiles. `latest` is the last step, which the page shows and the pods' usage
+    comes from (`fetch`, a `descheduler.usage.PodUsageFeed`: what container metrics report)."""
+
+    def __init__(self, telemetry: LiveTelemetry, *, started: float) -> None:
+        self.telemetry = telemetry
+        self.started = started
+        self.latest: TelemetryStep | None = None
+
+    def advance(self, t: float, step: float) -> None:
+        self.latest = self.telemetry.step(self.started + t)
+
+    def fetch(self) -> dict[tuple[str, str], dict[str, float]]:
+        if self.latest is None:
+            return {}
+        return {key: {"cpu": cores} for key, cores in self.latest.pod_cpu.items()}

@@ -24,6 +24,8 @@ of what container metrics report.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -75,11 +77,11 @@ class LoopHooks:
 
     #: After the view refreshed (and before the controller reconciles): policies reloaded,
     #: Volcano's scheduler usage refreshed, the page's inputs noted.
-    on_sync: Sequence[Callable[[], None]] = ()
+    on_sync: Sequence[Callable[[], object]] = ()
     #: Before the descheduler's cycle: metrics-server's answers published.
-    before_cycle: Sequence[Callable[[], None]] = ()
+    before_cycle: Sequence[Callable[[], object]] = ()
     #: After it: the OpenShift soft tainter's own sync.
-    after_cycle: Sequence[Callable[[], None]] = ()
+    after_cycle: Sequence[Callable[[], object]] = ()
 
 
 @dataclass(kw_only=True)
@@ -147,6 +149,44 @@ class ClosedLoop:
         except MetricFetchError:
             return
         placements.set_usage(_cpu_and_memory(usage))
+
+
+@dataclass(kw_only=True)
+class RealTime:
+    """Steps a loop as wall time passes, `speed` times faster (`tas run`): at each tick every
+    step due by then, catching up when behind (at most `max_steps` a tick, so a stop is
+    answered on a slow machine), then `after_tick` with the loop's time; `steps` of them in
+    all (a scenario's), or forever (None: the demo)."""
+
+    loop: ClosedLoop
+    tick_seconds: float
+    speed: float = 1.0
+    steps: int | None = None
+    max_steps: int = 1000
+    after_tick: Callable[[float], None] = lambda t: None
+    index: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.steps is not None and self.index >= self.steps
+
+    def run(self, stop: threading.Event) -> None:
+        started = time.monotonic()
+        step = self.loop.step_seconds
+        while not stop.is_set():
+            due = (time.monotonic() - started) * self.speed
+            taken = 0
+            while (
+                not self.finished
+                and self.index * step <= due + _DUE
+                and taken < self.max_steps
+                and not stop.is_set()
+            ):
+                self.loop.step(self.index * step)
+                self.index += 1
+                taken += 1
+            self.after_tick(max(0.0, (self.index - 1) * step))
+            stop.wait(self.tick_seconds)
 
 
 class SimulatedWorld:

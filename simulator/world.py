@@ -446,12 +446,15 @@ class World:
         self._events = [e for e in self._events if e.at > t]
         return due
 
+    def set_gauge(self, metric: str, node: NodeName, value: float) -> None:
+        """A node's gauge (a health value) from now on, as a set-health event sets it."""
+        self.gauges.setdefault(metric, {})[node] = value
+
     def apply(self, event: Event, t: float) -> None:
         kind = event.kind
         if kind is EventKind.SET_HEALTH:
-            column = self.gauges.setdefault(event.metric, {})
             for name in event.nodes:
-                column[NodeName(name)] = event.value
+                self.set_gauge(event.metric, NodeName(name), event.value)
         elif kind in (EventKind.TAINT, EventKind.UNTAINT):
             assert event.taint is not None
             for name in event.nodes:

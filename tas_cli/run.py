@@ -8,11 +8,13 @@ in-memory one (`embedded.demo`); node telemetry is textfiles, written every sync
 workload model (`embedded.live_telemetry`) and by `tas set-health`, and read back by the real
 textfile metric source. The dashboard (`dashboard/`) shows it all and offers the demo's
 controls; its JSON API is in docs/dashboard.md. With `--scenario`, a simulator scenario takes
-the demo's place, in real time (`tas_cli/live_scenario.py`).
+the demo's place, in real time: the very run `tas simulate` makes for `ours`, metric pipeline
+included (`simulator.live`).
 
-One loop, one tick per sync period: the model writes the textfiles, the metric view reads
-them, the scheduler places pending pods, the controller reconciles, the descheduler runs when
-its interval is due, and the dashboard's recorder takes note.
+Both run the closed loop of `simulator.loop` (`ClosedLoop`: the world moves, the view
+refreshes, the controller reconciles, the descheduler cycles when due, the scheduler places
+what is pending), stepped as wall time passes (`RealTime`); the dashboard's recorder is told
+each decision as the loop makes it, and the state once a tick.
 
 SIGINT/SIGTERM end it within 2 s, whatever it is doing. The loop runs in a daemon thread and
 the main thread only waits (as `tas descheduler` runs its schedule), so a signal in the middle
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import logging
 import math
@@ -35,24 +38,22 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 import yaml
 from prometheus_client import CollectorRegistry
 
 from dashboard.app import Controls, create_dashboard_app
 from dashboard.controls import control_access
+from dashboard.observer import RecorderObserver
 from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
-from descheduler.config import ConfigError, DeschedulerConfig, load_config_file
-from descheduler.cycle import CycleReport, Descheduler, Mode
-from descheduler.framework import PodUsage
+from descheduler.config import ConfigError, load_config_file
+from descheduler.cycle import Descheduler, Mode
 from descheduler.self_metrics import DeschedulerMetrics
-from descheduler.signals import Signal
-from descheduler.state import CycleState
+from descheduler.usage import pod_usage_from
 from embedded.cluster import InMemoryCluster
 from embedded.demo import (
     DEMO_APP,
@@ -63,18 +64,20 @@ from embedded.demo import (
     write_start_metrics,
 )
 from embedded.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
-from embedded.live_telemetry import LiveTelemetry, TelemetryStep
-from embedded.scheduler import EmbeddedScheduler, Placement
+from embedded.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
+from embedded.scheduler import EmbeddedScheduler
 from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from simulator.loop import ClosedLoop, LoopHooks, RealTime
 from tas.clock import Clock, SystemClock
 from tas.cluster.interface import policy_key_of
 from tas.explain import parse_decisions
 from tas.metrics import MetricSourceError, open_metric_view
+from tas.placements import Estimates
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.documents import read_documents
 from tas.policies.files import PolicyFileWatcher, policy_files
@@ -249,44 +252,38 @@ def positive_number(text: str) -> float:
     return value
 
 
-class Telemetry(Protocol):
-    def step(self, now: float) -> TelemetryStep: ...
-
-
-def _ignore(_: Any) -> None:
-    return None
-
-
-@dataclass
+@dataclass(kw_only=True)
 class Setup:
-    """The world one `tas run` acts on: the health demo, or a simulator scenario."""
+    """The world one `tas run` acts on (the health demo, or a simulator scenario), with its
+    components wired into one closed loop and the extender's server bound (not started)."""
 
     cluster: InMemoryCluster
     controls: Controls
     workloads: Callable[[], list[dict[str, object]]]
-    telemetry: Telemetry
-    config: DeschedulerConfig
     clock: Clock
+    view: Any
+    store: PolicyStore
+    descheduler: Descheduler
+    extender: ExtenderServer
+    decisions: DecisionLog
+    loop: ClosedLoop
+    driver: RealTime
+    #: The world at the last step, as the page's node cards and charts read it.
+    telemetry: Callable[[], TelemetryStep | None]
+    #: Wall seconds per sync and per descheduling cycle, as the page states them.
     sync_period: float
     interval: float
-    policy_files: PolicyFileWatcher | None
     #: What to print under the URLs, given the dashboard's and the extender's.
     banner: Callable[[str, str], str]
-    finished: Callable[[], bool] = lambda: False
     #: The page's controls that act on this world (a scenario's load comes from its workloads).
     offered: tuple[str, ...] = ("health", "load", "scale")
     #: The state's `scenario`: None for the health demo.
     describe: Callable[[], dict[str, Any] | None] = lambda: None
-    #: Told each scheduler pass and descheduling cycle (a scenario's figures count them).
-    placed: Callable[[Sequence[Placement]], None] = _ignore
-    cycled: Callable[[CycleReport], None] = _ignore
-    #: The extender's flags and its weight with the scheduler (a scenario may set them for ours,
-    #: as `tas simulate` runs it).
-    extender: ExtenderSettings = field(default_factory=ExtenderSettings)
-    extender_weight: int = DEFAULT_EXTENDER_WEIGHT
 
 
-def demo_setup(settings: RunCommandSettings, metrics_dir: Path) -> Setup:
+def demo_setup(
+    settings: RunCommandSettings, metrics_dir: Path, registry: CollectorRegistry
+) -> Setup:
     if not settings.policies.exists():
         raise common.SetupError(f"no policy at {settings.policies} (give --policies FILE)")
     try:
@@ -296,33 +293,100 @@ def demo_setup(settings: RunCommandSettings, metrics_dir: Path) -> Setup:
     write_start_metrics(metrics_dir)
     replicas = settings.replicas if settings.replicas is not None else DEMO_APP.replicas
     cluster = build_demo_cluster(replicas)
-    world = DemoWorld(cluster, metrics_dir, seed=settings.seed)
-    telemetry = LiveTelemetry(
-        cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=settings.seed
+    demo = DemoWorld(cluster, metrics_dir, seed=settings.seed)
+    sync = settings.sync_period or 1.0
+    interval = settings.descheduling_interval or 2.0
+    world = LiveWorld(
+        LiveTelemetry(
+            cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=settings.seed
+        ),
+        started=time.time(),
+    )
+    try:
+        view = open_metric_view(f"textfile:{metrics_dir}", sync_period=sync, registry=registry)
+    except MetricSourceError as error:
+        raise common.SetupError(str(error)) from error
+    clock = SystemClock()
+    store = PolicyStore()
+    loader = ClusterPolicyLoader(cluster, store)
+    files = PolicyFileWatcher(
+        settings.policies, functools.partial(apply_policy_files, cluster=cluster)
+    )
+    descheduler = Descheduler(
+        config=config,
+        cluster=cluster,
+        metric_view=view,
+        policies=lambda: store.snapshot().policies,
+        mode=Mode(settings.mode),
+        clock=clock,
+        metrics=DeschedulerMetrics(registry=CollectorRegistry()),
+        # As `tas descheduler` reads container metrics (production's reading of them).
+        pod_usage=pod_usage_from(world),
+    )
+    want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
+    files.poll()
+    loader.sync()
+    world.advance(0.0, sync)
+    view.refresh_once()
+    decisions = DecisionLog(ExtenderSettings().decision_log_size)
+    extender = _server(
+        create_app(
+            store=store,
+            metrics=view,
+            settings=ExtenderSettings(),
+            registry=registry,
+            decisions=decisions,
+            clock=clock,
+        ),
+        settings.listen,
+        "the extender",
+    )
+    loop = ClosedLoop(
+        world=world,
+        view=view,
+        scheduler=EmbeddedScheduler(
+            cluster, extender=HttpExtender(extender.url, weight=DEFAULT_EXTENDER_WEIGHT)
+        ),
+        step_seconds=sync,
+        sync_period=sync,
+        descheduling_interval=interval,
+        reconciler=Reconciler(
+            cluster=cluster,
+            policies=store,
+            metric_view=view,
+            metrics=ControllerMetrics(CollectorRegistry()),
+            clock=clock,
+        ),
+        descheduler=descheduler,
+        # The policy files and the cluster's TASPolicies, before the controller reconciles.
+        hooks=LoopHooks(on_sync=[files.poll, loader.sync]),
     )
     return Setup(
         cluster=cluster,
-        controls=world,
-        workloads=world.workloads,
-        telemetry=telemetry,
-        config=config,
-        clock=SystemClock(),
-        sync_period=settings.sync_period or 1.0,
-        interval=settings.descheduling_interval or 2.0,
-        policy_files=PolicyFileWatcher(
-            settings.policies, functools.partial(apply_policy_files, cluster=cluster)
-        ),
-        banner=lambda dashboard, extender: demo_banner(metrics_dir, dashboard, extender),
+        controls=demo,
+        workloads=demo.workloads,
+        clock=clock,
+        view=view,
+        store=store,
+        descheduler=descheduler,
+        extender=extender,
+        decisions=decisions,
+        loop=loop,
+        driver=RealTime(loop=loop, tick_seconds=sync),
+        telemetry=lambda: world.latest,
+        sync_period=sync,
+        interval=interval,
+        banner=lambda dashboard, url: demo_banner(metrics_dir, dashboard, url),
     )
 
 
-def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -> Setup:
-    """`name`: the scenario file or name (`--scenario`)."""
-    from simulator.clock import VirtualClock
+def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorRegistry) -> Setup:
+    """`name`: the scenario file or name (`--scenario`): `tas simulate`'s run for `ours`
+    (`simulator.runner.build_run`), its extender behind HTTP, stepped in real time."""
     from simulator.contenders import Unavailable, resolve
+    from simulator.live import ScenarioControls, ScenarioPage
+    from simulator.runner import ExtenderParts, build_run
     from simulator.scenario import ScenarioError, load_scenario
-    from simulator.world import World
-    from tas_cli.live_scenario import ScenarioControls, ScenarioTelemetry
 
     speed = settings.speed or 1.0
     try:
@@ -333,39 +397,94 @@ def scenario_setup(name: str, settings: RunCommandSettings, metrics_dir: Path) -
     if isinstance(contender, Unavailable) or contender.config is None:
         why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
         raise common.SetupError(f"scenario {scenario.name}: {why}")
-    clock = VirtualClock(start=datetime.now(UTC))
+    # Wall seconds given on the command line stand for `speed` times as many scenario seconds.
+    if settings.sync_period is not None:
+        scenario = dataclasses.replace(scenario, sync_period=settings.sync_period * speed)
+    if settings.descheduling_interval is not None:
+        scenario = dataclasses.replace(
+            scenario, descheduling_interval=settings.descheduling_interval * speed
+        )
     seed = settings.seed or scenario.seed
-    world = World(scenario, clock=clock, seed=seed)
-    for document in scenario.policies:
-        world.cluster.apply_policy(document)
-    telemetry = ScenarioTelemetry(world, metrics_dir, speed=speed, started=time.time(), seed=seed)
-    controls = ScenarioControls(world, metrics_dir)
-    sync = settings.sync_period or max(0.2, scenario.sync_period / speed)
-    interval = settings.descheduling_interval or max(sync, scenario.descheduling_interval / speed)
+    decisions = DecisionLog(ExtenderSettings().decision_log_size)
+    servers: list[ExtenderServer] = []
+
+    def behind_http(parts: ExtenderParts) -> HttpExtender:
+        """Ours' extender as `tas extender` serves it (herd control included), called over HTTP
+        by the scheduler model as kube-scheduler calls it."""
+        tracker, view, clock = parts.placements, parts.view, parts.clock
+
+        def estimates() -> Estimates:
+            return tracker.estimates(sample_times=view.sample_times(), now=clock.time())
+
+        app = create_app(
+            store=parts.store,
+            metrics=view,
+            settings=parts.settings or ExtenderSettings(),
+            registry=registry,
+            decisions=decisions,
+            clock=clock,
+            estimates=estimates,
+            cores=tracker.cores,
+        )
+        server = _server(app, settings.listen, "the extender")
+        servers.append(server)
+        return HttpExtender(server.url, weight=parts.weight)
+
+    page: ScenarioPage | None = None
+
+    def watch(state: Any, step: float) -> None:
+        if page is not None:
+            page.watch(state, step)
+
+    run = build_run(
+        scenario,
+        contender,
+        seed=seed,
+        extender=behind_http,
+        mode=Mode(settings.mode),
+        descheduler_metrics=DeschedulerMetrics(registry=CollectorRegistry()),
+        watchers=[watch],
+    )
+    assert run.descheduler is not None  # ours has one (checked above)
+    (extender,) = servers
+    # What the page shows besides what the components read.
+    run.view.set_wanted(
+        run.policies.snapshot().metric_names | run.descheduler.wanted_metrics() | set(SHOWN_METRICS)
+    )
+    driver = RealTime(
+        loop=run.loop,
+        tick_seconds=max(0.2, scenario.sync_period / speed),
+        speed=speed,
+        steps=run.steps,
+    )
+    ticking = driver
+    page = ScenarioPage(run, speed=speed, seed=seed, finished=lambda: ticking.finished)
+    controls = ScenarioControls(run)
     banner = (
         f"Scenario {scenario.name}: {scenario.description.strip()}\n"
         f"{len(scenario.nodes)} nodes, {len(scenario.workloads)} workloads, "
         f"{scenario.duration:g}s of scenario time at {speed:g}x "
-        f"({scenario.duration / speed:g}s). Node telemetry is textfiles in {metrics_dir}/."
+        f"({scenario.duration / speed:g}s), seed {seed}: the run tas simulate makes for ours, "
+        "its metric pipeline included."
     )
     return Setup(
-        cluster=world.cluster,
+        cluster=run.world.cluster,
         controls=controls,
         workloads=controls.workloads,
-        telemetry=telemetry,
-        config=contender.config,
-        clock=clock,
-        sync_period=sync,
-        interval=interval,
-        policy_files=None,
-        banner=lambda dashboard, extender: banner,
-        finished=lambda: telemetry.finished,
+        clock=run.clock,
+        view=run.view,
+        store=run.policies,
+        descheduler=run.descheduler,
+        extender=extender,
+        decisions=decisions,
+        loop=run.loop,
+        driver=driver,
+        telemetry=page.telemetry,
+        sync_period=scenario.sync_period / speed,
+        interval=scenario.descheduling_interval / speed,
+        banner=lambda dashboard, url: banner,
         offered=("health", "scale"),
-        describe=telemetry.describe,
-        placed=telemetry.placed,
-        cycled=telemetry.evicted,
-        extender=contender.extender or ExtenderSettings(),
-        extender_weight=contender.weight,
+        describe=page.describe,
     )
 
 
@@ -396,58 +515,19 @@ def _run(settings: RunCommandSettings) -> int:
     metrics_dir.mkdir(parents=True, exist_ok=True)
     for stale in metrics_dir.glob("*.prom"):  # an earlier run's nodes must not linger
         stale.unlink()
-    if settings.scenario:
-        setup = scenario_setup(settings.scenario, settings, metrics_dir)
-    else:
-        setup = demo_setup(settings, metrics_dir)
-    cluster = setup.cluster
-
     registry = CollectorRegistry()
-    try:
-        view = open_metric_view(
-            f"textfile:{metrics_dir}", sync_period=setup.sync_period, registry=registry
-        )
-    except MetricSourceError as error:
-        raise common.SetupError(str(error)) from error
-    store = PolicyStore()
-    loader = ClusterPolicyLoader(cluster, store)
-    latest: list[TelemetryStep] = []
-    descheduler = Descheduler(
-        config=setup.config,
-        cluster=cluster,
-        metric_view=view,
-        policies=lambda: store.snapshot().policies,
-        mode=Mode(settings.mode),
-        clock=setup.clock,
-        metrics=DeschedulerMetrics(registry=CollectorRegistry()),
-        pod_usage=lambda state: pod_usage(state, latest[-1] if latest else None),
-    )
-    want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
-    if setup.policy_files is not None:
-        setup.policy_files.poll()
-    loader.sync()
-    latest.append(setup.telemetry.step(time.time()))
-    view.refresh_once()
-
-    extender_settings = setup.extender
-    decisions = DecisionLog(extender_settings.decision_log_size)
-    extender_app = create_app(
-        store=store,
-        metrics=view,
-        settings=extender_settings,
-        registry=registry,
-        decisions=decisions,
-        # The world's clock: a scenario's decisions carry its time, as its Events do.
-        clock=setup.clock,
-    )
+    if settings.scenario:
+        setup = scenario_setup(settings.scenario, settings, registry)
+    else:
+        setup = demo_setup(settings, metrics_dir, registry)
+    cluster, view, extender = setup.cluster, setup.view, setup.extender
     with common.Lifetime("tas run", shutdown_seconds=SHUTDOWN_SECONDS) as life:
         life.catch_signals()
-        extender = _server(extender_app, settings.listen, "the extender")
         access = control_access(settings.dashboard[0], allow_remote=settings.allow_remote_controls)
         recorder = Recorder(
             cluster=cluster,
-            policies=store,
-            decisions=decisions,
+            policies=setup.store,
+            decisions=setup.decisions,
             workloads=setup.workloads,
             metric_times=view,  # each node's metric age on the page
             scenario=setup.describe,
@@ -471,7 +551,9 @@ def _run(settings: RunCommandSettings) -> int:
             stop=life.stop,
             access=access,
             clock=setup.clock,
-            explainer=explainer(cluster, view, store, decisions, descheduler, extender_settings),
+            explainer=explainer(
+                cluster, view, setup.store, setup.decisions, setup.descheduler, ExtenderSettings()
+            ),
         )
         dashboard = _server(dashboard_app, settings.dashboard, "the dashboard")
         servers = (dashboard, extender)
@@ -486,43 +568,29 @@ def _run(settings: RunCommandSettings) -> int:
                 server.stop(max(0.0, deadline - time.monotonic()))
 
         life.on_close(stop_servers)
-        http_extender = HttpExtender(extender.url, weight=setup.extender_weight)
-        life.on_close(lambda seconds_left: http_extender.close())
         #: Set by the loop's thread if a tick failed (exit status 1).
         failed = threading.Event()
-        reconciler = Reconciler(
-            cluster=cluster,
-            policies=store,
-            metric_view=view,
-            metrics=ControllerMetrics(CollectorRegistry()),
-            clock=setup.clock,
-        )
-        scheduler = EmbeddedScheduler(cluster, extender=http_extender)
         print_banner(dashboard.url, extender.url, setup.banner(dashboard.url, extender.url))
         if access.notice:
             log.warning("%s", access.notice)
-        loop = Loop(
-            cluster=cluster,
-            telemetry=setup.telemetry,
-            view=view,
-            policy_files=setup.policy_files,
-            loader=loader,
-            scheduler=scheduler,
-            reconciler=reconciler,
-            descheduler=descheduler,
-            recorder=recorder,
-            latest=latest,
-            interval=setup.interval,
-            clock=setup.clock,
-            placed=setup.placed,
-            cycled=setup.cycled,
-            show_state=settings.show_state,
-        )
+        setup.loop.observers = [
+            *setup.loop.observers,
+            RecorderObserver(recorder, view, setup.clock),
+        ]
+        shown = TerminalState(cluster, view, enabled=settings.show_state)
+
+        def after_tick(t: float) -> None:
+            now = setup.clock.now().timestamp()
+            columns = view.columns()
+            recorder.observe(Tick(now=now, columns=columns, telemetry=setup.telemetry()))
+            shown.update(columns)
+
+        setup.driver.after_tick = after_tick
         for handler in logging.getLogger().handlers:
             handler.addFilter(CutShort(life.stop, LOOP_THREAD))
         driver = threading.Thread(
             target=drive,
-            args=(loop, setup, settings.duration, life.stop, failed),
+            args=(setup.driver, settings.duration, life.stop, failed),
             name=LOOP_THREAD,
             daemon=True,
         )
@@ -553,20 +621,27 @@ class CutShort(logging.Filter):
 
 
 def drive(
-    loop: Loop, setup: Setup, duration: float, stop: threading.Event, failed: threading.Event
+    driver: RealTime, duration: float, stop: threading.Event, failed: threading.Event
 ) -> None:
-    """The loop's thread: a tick per sync period until `stop` (or `duration`), then `stop`."""
+    """The loop's thread: `driver` steps the loop until `stop` (or `duration` wall seconds),
+    then sets `stop`. A scenario's end is said once; the world then holds still."""
+    if duration:
+        timer = threading.Timer(duration, stop.set)
+        timer.daemon = True
+        timer.start()
+    announce = driver.after_tick
     announced = False
-    started = time.monotonic()
+
+    def after_tick(t: float) -> None:
+        nonlocal announced
+        announce(t)
+        if driver.finished and not announced:
+            print("The scenario reached its end; the world holds still. Ctrl-C stops.")
+            announced = True
+
+    driver.after_tick = after_tick
     try:
-        while not stop.is_set():
-            loop.tick()
-            if setup.finished() and not announced:
-                print("The scenario reached its end; the world holds still. Ctrl-C stops.")
-                announced = True
-            if duration and time.monotonic() - started >= duration:
-                break
-            stop.wait(setup.sync_period)
+        driver.run(stop)
     except Exception:
         # Once stopping, a tick cut short by the servers going away is no news.
         if not stop.is_set():
@@ -611,80 +686,21 @@ def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
     )
 
 
-@dataclass(kw_only=True)
-class Loop:
-    """One tick per sync period (see the module docstring)."""
+class TerminalState:
+    """`--show-state`: the cluster state printed after every change (the page shows it too)."""
 
-    cluster: InMemoryCluster
-    telemetry: Telemetry
-    view: Any
-    policy_files: PolicyFileWatcher | None
-    loader: ClusterPolicyLoader
-    scheduler: EmbeddedScheduler
-    reconciler: Reconciler
-    descheduler: Descheduler
-    recorder: Recorder
-    latest: list[TelemetryStep]
-    interval: float
-    #: The world's clock, which the recorder reads too (a scenario's, with --scenario).
-    clock: Clock
-    placed: Callable[[Sequence[Placement]], None] = _ignore
-    cycled: Callable[[CycleReport], None] = _ignore
-    #: Print the cluster state after every change (`--show-state`); the dashboard shows it.
-    show_state: bool = False
-    next_cycle: float = field(init=False)
-    #: The cluster state last printed, so the terminal shows only changes.
-    shown: str = field(init=False, default="")
+    def __init__(self, cluster: InMemoryCluster, view: Any, *, enabled: bool) -> None:
+        self._cluster = cluster
+        self._enabled = enabled
+        self._shown = ""
 
-    def __post_init__(self) -> None:
-        self.next_cycle = time.monotonic() + self.interval
-
-    def tick(self) -> None:
-        step = self.telemetry.step(time.time())
-        # After the step: a scenario's clock has just moved to this tick's instant.
-        now = self.clock.now().timestamp()
-        self.latest[:] = [step]
-        self.view.refresh_once()
-        if self.policy_files is not None:
-            self.policy_files.poll()
-        self.loader.sync()
-        # The recorder is told each step as it happens, so the log reads in the loop's order.
-        self.recorder.observe_inputs(now, self.view.columns())
-        placements = self.scheduler.schedule_pending()
-        self.placed(placements)
-        self.recorder.observe_placements(now, placements)
-        self.reconciler.reconcile()
-        if time.monotonic() >= self.next_cycle:
-            report = self.descheduler.run_cycle()
-            self.next_cycle = time.monotonic() + self.interval
-            self.cycled(report)
-            self.recorder.observe_cycle(now, report)
-        columns = self.view.columns()
-        self.recorder.observe(Tick(now=now, columns=columns, telemetry=step))
-        if not self.show_state:
+    def update(self, columns: MetricColumns) -> None:
+        if not self._enabled:
             return
-        state = describe_state(self.cluster, columns)
-        if state != self.shown:
+        state = describe_state(self._cluster, columns)
+        if state != self._shown:
             print(state, flush=True)
-            self.shown = state
-
-
-def pod_usage(state: CycleState, step: TelemetryStep | None) -> PodUsage:
-    """Each pod's CPU as a share of its node (0..100), as container metrics would tell."""
-    if step is None:
-        return {}
-    usage: dict[Any, dict[str, float]] = {}
-    for pod in state.pods:
-        load = step.nodes.get(pod.node_name) if pod.node_name is not None else None
-        cores = step.pod_cpu.get((pod.namespace, pod.name))
-        if load is None or cores is None or load.cores <= 0:
-            continue
-        share = 100.0 * cores / load.cores
-        usage[(pod.namespace, pod.name)] = {
-            Signal.CPU_UTILIZATION.value: share,
-            Signal.CPU_COMBINED.value: share,
-        }
-    return usage
+            self._shown = state
 
 
 def apply_policy_files(path: Path, cluster: InMemoryCluster) -> None:
