@@ -38,6 +38,7 @@ import logging
 import random
 import socket
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -138,6 +139,11 @@ def _newer(candidate: str, current: str) -> bool:
         return candidate != current
 
 
+# How many removed keys the cache remembers: a write's answer trails its watch event by one
+# round trip, in which far fewer objects than this go away.
+TOMBSTONES = 4096
+
+
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
@@ -173,6 +179,10 @@ class Informer(Generic[T]):
         self._after_page = after_page
         self._lock = threading.Lock()
         self._items: dict[str, T] = {}
+        # The resourceVersion each recently removed key went away at. A write's answer can
+        # arrive after the watch event that removed its object (deleted, or moved out of this
+        # cache's label selector); without the tombstone it would put the object back for good.
+        self._tombstones: OrderedDict[str, str] = OrderedDict()
         self._resource_version: str | None = None
         self._response: Any = None
         # Guards `_response`: once the loop has let a response go, its connection may serve
@@ -207,10 +217,13 @@ class Informer(Generic[T]):
         namespace, name = identity.namespace, identity.name
         key = _key(namespace, name)
         if type_ is ChangeType.DELETED:
-            return self._remove(key, namespace, name)
+            return self._remove(key, namespace, name, identity.resource_version)
         with self._lock:
             current = self._items.get(key)
+            gone_at = self._tombstones.get(key)
         if current is not None and not _newer(identity.resource_version, current.resource_version):
+            return False
+        if gone_at is not None and not _newer(identity.resource_version, gone_at):
             return False
         # Converted outside the lock: readers wait for no conversion. Only this cache's watch
         # thread and the adapter's own writes convert, and a write that loses a race to a
@@ -222,14 +235,23 @@ class Informer(Generic[T]):
                 record.resource_version, current.resource_version
             ):
                 return False
+            gone_at = self._tombstones.pop(key, None)
+            if gone_at is not None and not _newer(record.resource_version, gone_at):
+                self._tombstones[key] = gone_at
+                return False
             self._items[key] = record
         self._on_change(
             ChangeType.MODIFIED if current is not None else ChangeType.ADDED, namespace, name
         )
         return True
 
-    def _remove(self, key: str, namespace: str, name: str) -> bool:
+    def _remove(self, key: str, namespace: str, name: str, version: str | None = None) -> bool:
         with self._lock:
+            if version is not None:
+                self._tombstones[key] = version
+                self._tombstones.move_to_end(key)
+                while len(self._tombstones) > TOMBSTONES:
+                    self._tombstones.popitem(last=False)
             if self._items.pop(key, None) is None:
                 return False
         self._on_change(ChangeType.DELETED, namespace, name)

@@ -17,11 +17,14 @@ Covered:
   serves) is skipped with an error naming it, and every other pod of its page is kept;
 - pod label selectors limit the pod cache to the pods any of them selects (the controller's:
   linked to a policy, or labelled `violate`), on the LIST and on the watch; a pod two of them
-  select is listed once, at its newest version, and a label patch reaches it at once.
+  select is listed once, at its newest version, and a label patch reaches it at once;
+- a write's answer that comes in after the watch event which removed its object (out of the
+  selector) does not put the object back.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -216,6 +219,27 @@ def test_two_label_selectors_keep_the_pods_either_selects_each_once(
     eventually(lambda: len(cluster.informers[1]) == 2)  # the `violate` cache's watch saw it
     assert [p.name for p in cluster.list_pods()] == ["web-0", "web-1", "web-2", "web-4"]
     cluster.patch_pod_labels(NS, "web-1", set_labels={}, remove=[POD_VIOLATION_LABEL])
+    eventually(lambda: [p.name for p in cluster.list_pods()] == ["web-0", "web-2", "web-4"])
+
+
+def test_a_writes_answer_arriving_after_the_watch_removed_its_pod_does_not_bring_it_back(
+    api: KubeEmulator, start: Callable[..., KubernetesCluster]
+) -> None:
+    """Our label patch takes a pod out of a selector's cache; the watch's DELETED may come in
+    before the patch's answer. The answer (the same resourceVersion) must not put it back."""
+    cluster = start(pod_label_selectors=[POLICY_LABEL])
+    assert cluster.wait_synced(5)
+    api.merge("pods", "web-0", {"metadata": {"labels": {POLICY_LABEL: None}}}, namespace="default")
+    eventually(lambda: cluster.find_pod("default", "web-0") is None, what="the watch's DELETED")
+    answer = api.get("pods", "web-0", namespace="default")
+    assert answer is not None
+    (cache,) = cluster.informers
+    assert not cache.apply_answer(ChangeType.MODIFIED, json.dumps(answer).encode())
+    assert [p.name for p in cluster.list_pods()] == ["web-2", "web-4"]
+    # A later version the selector matches again is taken.
+    api.merge(
+        "pods", "web-0", {"metadata": {"labels": {POLICY_LABEL: "demo"}}}, namespace="default"
+    )
     eventually(lambda: [p.name for p in cluster.list_pods()] == ["web-0", "web-2", "web-4"])
 
 
