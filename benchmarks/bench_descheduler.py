@@ -20,8 +20,8 @@ Figures:
   no pod fits elsewhere and no move is made. Nothing then bounds how many pods are weighed
   (every pod of every hot node is), so this is the cycle's worst case: 500 nodes may cost at
   most 2.7x 250 nodes. Small sizes keep it short; a quadratic cycle shows at any size;
-- recent-peaks memory: the `RecentPeaks` (descheduler/peaks.py) the shipped policy's cycle
-  keeps, over its LoadAware `paybackSeconds` (300 s: `descheduler.cycle.peak_horizon`), after
+- recent-peaks memory: the `RecentPeaks` (descheduler/plugins/load_aware/peaks.py) LoadAware
+  keeps, over its LoadAware `paybackSeconds` (300 s), after
   ten cycles 30 s apart past that window (the oldest readings being dropped) at 5,000 nodes,
   two metrics, bytes per node with tracemalloc, next to a floor (one cycle's readings: a dict
   of 5,000 floats per metric). A reading is kept while no later one is higher: random readings
@@ -51,8 +51,9 @@ from prometheus_client import CollectorRegistry
 from benchmarks.report import Figure, print_figure
 from benchmarks.timing import median_cpu_seconds
 from descheduler.config import DeschedulerConfig, parse_config
-from descheduler.cycle import CycleReport, Descheduler, Mode, peak_horizon
-from descheduler.peaks import RecentPeaks
+from descheduler.cycle import CycleReport, Descheduler, Mode
+from descheduler.plugins import load_aware
+from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
 from embedded.cluster import InMemoryCluster
@@ -106,7 +107,7 @@ def _policy() -> DeschedulerConfig:
 
 FOLLOWED = (MetricName(Signal.CPU_UTILIZATION), MetricName(Signal.CPU_PRESSURE))
 #: The window the shipped policy's cycle keeps readings for (LoadAware's `paybackSeconds`).
-WINDOW_SECONDS = peak_horizon(_policy())
+WINDOW_SECONDS = _policy().profiles[0].args_of(load_aware.PLUGIN).payback_seconds
 #: The most readings the window holds per node and metric: both ends in.
 WINDOW_READINGS = int(WINDOW_SECONDS // CYCLE_SECONDS) + 1
 #: Ten cycles past the window: the steady state, the oldest readings being dropped.

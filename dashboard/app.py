@@ -78,7 +78,7 @@ ENDPOINTS = {
 
 
 class Explaining(Protocol):
-    """What answers `/api/explain/...` (`tas_cli.explain.Explainer` over `tas run`'s parts).
+    """What answers `/api/explain/...` (`explainer.facts.Explainer` over `tas run`'s parts).
     Each raises `tas.explain.UnknownObjectError` for a name it does not know."""
 
     def explain_pod(self, namespace: str, name: str) -> PodExplanation: ...

@@ -34,9 +34,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from descheduler.classify import Classification
 from descheduler.cycle import CycleReport
 from descheduler.framework import Result
+from descheduler.node_classes import Classification
 from descheduler.self_metrics import CATEGORY_VALUE
 from embedded.cluster import EvictionRecord, InMemoryCluster
 from embedded.live_telemetry import TelemetryStep

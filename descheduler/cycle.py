@@ -13,8 +13,9 @@ The policies' deschedule rules are evaluated once per cycle, into the cycle stat
 breaker (`tas.breaker`, as in the extender and the controller) judges that evaluation and
 TASViolations acts on it.
 
-A classification's hysteresis (a node keeps its overutilized class, and so its soft taint, for a
-hold time) is applied here, where a memory outlives the cycle.
+Each profile's plugins are built once (`Plugin.new`), so what a plugin remembers across cycles
+(LoadAware's hot nodes and peaks) is its own. A dry run (`Descheduler.dry_run`: `tas explain`)
+runs the next cycle in Predictive mode over a read-only cluster, on copies of that memory.
 
 When the circuit breaker trips, every node that violates at that moment gets a Warning Event
 (`DeschedulingHalted`), so `kubectl describe node` shows why nothing moves.
@@ -22,31 +23,39 @@ When the circuit breaker trips, every node that violates at that moment gets a W
 
 from __future__ import annotations
 
+import copy
 import enum
 import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from descheduler.classify import Classification, hold_overutilized
 from descheduler.config import DeschedulerConfig
-from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, EvictionDecision, PodEvictor
+from descheduler.evictor import (
+    Blocked,
+    Cooldown,
+    CooldownMoves,
+    CycleRails,
+    EvictionBudget,
+    EvictionDecision,
+    PodEvictor,
+)
 from descheduler.framework import (
     RUN_POINTS,
     AnyPlugin,
     PluginContext,
+    PluginName,
+    PluginRun,
     PodUsageSource,
     PrometheusFactory,
     Result,
 )
-from descheduler.peaks import RecentPeaks
-from descheduler.plugins import load_aware, soft_tainter, tas_violations
+from descheduler.node_classes import Classification
+from descheduler.plugins import soft_tainter, tas_violations
 from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
 from descheduler.self_metrics import DeschedulerMetrics
-from descheduler.signals import Signal, metric_names
 from descheduler.state import CycleState
 from descheduler.tainter import TaintChanges, sync_soft_taints
 from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
@@ -54,9 +63,10 @@ from descheduler.violations import BreakerJudgement, ViolationSource, judge_brea
 from tas.clock import Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, ObjectReference
+from tas.cluster.read_only import ReadOnlyCluster
 from tas.metrics.view import MetricView
 from tas.policies.model import TASPolicy
-from tas.types import MetricName, NodeName, PolicyKey
+from tas.types import MetricName, Namespace, NodeName, PolicyKey
 
 log = logging.getLogger(__name__)
 
@@ -77,22 +87,15 @@ class CycleReport:
     classifications: dict[str, Classification] = field(default_factory=dict)
     circuit_breaker: str | None = None
     taints: TaintChanges = field(default_factory=TaintChanges)
+    #: The pods plugins weighed that stayed, with the rail or the plugin's reason that held
+    #: each (a filter's rejections only for the pods watched: `Descheduler.dry_run`).
+    blocked: list[Blocked] = field(default_factory=list)
 
     def by_result(self, result: str) -> list[EvictionDecision]:
         return [d for d in self.decisions if d.result == result]
 
-
-def peak_horizon(config: DeschedulerConfig) -> float:
-    """The longest window the configuration asks a node's recent peak over (LoadAware's
-    `paybackSeconds`): how long the cycle keeps readings (`descheduler.peaks`)."""
-    return max(
-        (
-            profile.args_of(load_aware.PLUGIN).payback_seconds
-            for profile in config.profiles
-            if profile.enables(load_aware.PLUGIN)
-        ),
-        default=0.0,
-    )
+    def blocked_of(self, namespace: str, name: str) -> list[Blocked]:
+        return [b for b in self.blocked if (b.namespace, b.name) == (namespace, name)]
 
 
 class Descheduler:
@@ -129,20 +132,38 @@ class Descheduler:
             else None
         )
         self.usage = ClusterUsage(cluster)
-        #: Per profile, when each node was last seen overutilized: the classification's
-        #: hysteresis (`descheduler.classify.hold_overutilized`) outlives a cycle.
-        self.last_over: dict[str, dict[NodeName, datetime]] = {}
-        #: Per profile, since when each node has been overutilized (or held so) at every
-        #: cycle: what a plugin confirms a hot node with.
-        self.over_since: dict[str, dict[NodeName, datetime]] = {}
-        #: Each node's CPU readings over LoadAware's payback horizon: it judges a destination
-        #: at its recent peak (`descheduler.peaks`), not at the trough one cycle may read.
-        #: Kept no longer than asked: an hour held up to 121 readings per node and metric at
-        #: 30 s cycles (110 MiB at 5,000 nodes, `make bench`) where 300 s needs 11. Nothing is
-        #: followed where no peak is asked about (no LoadAware profile).
-        horizon = peak_horizon(config)
-        followed = metric_names([Signal.CPU_COMBINED]) & self.wanted_metrics() if horizon else set()
-        self.peaks = RecentPeaks(followed, keep_seconds=horizon)
+        #: Each profile's plugins, built once: what they remember outlives a cycle.
+        self.plugins: dict[tuple[str, PluginName], PluginRun] = {
+            (profile.name, plugin.name): plugin.new(profile.args_of(plugin))
+            for profile in config.profiles
+            for plugin in (*profile.deschedule, *profile.balance)
+            if plugin.new is not None
+        }
+        #: Pods whose every filter rejection the cycle's report records (`dry_run`).
+        self.watched: frozenset[tuple[Namespace, str]] = frozenset()
+
+    def plugin_run(self, profile: str, name: PluginName) -> PluginRun | None:
+        """The plugin `name` as profile `profile` runs it (None: not enabled there)."""
+        return self.plugins.get((profile, name))
+
+    def dry_run(self, *, watch: frozenset[tuple[Namespace, str]] = frozenset()) -> CycleReport:
+        """The next cycle, in Predictive mode over a read-only cluster, with this descheduler's
+        memory (owner cooldowns, the plugins' memory, the circuit breaker) copied: nothing of
+        this one changes. `watch`: pods whose filter rejections the report records too."""
+        dry = Descheduler(
+            config=self.config,
+            cluster=ReadOnlyCluster(self.cluster, why="a dry run"),
+            metric_view=self.metric_view,
+            policies=self.policies,
+            mode=Mode.PREDICTIVE,
+            clock=self.clock,
+            pod_usage=self.pod_usage,
+        )
+        dry.cooldown = copy.deepcopy(self.cooldown)
+        dry.plugins = copy.deepcopy(self.plugins)
+        dry.halted = self.halted
+        dry.watched = watch
+        return dry.run_cycle()
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""
@@ -182,7 +203,6 @@ class Descheduler:
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
         )
-        self.peaks.record(state.now, state.metrics)
         judgement = judge_breaker(
             state, self._violation_source(), max_share=self.config.max_violating_node_share
         )
@@ -200,27 +220,28 @@ class Descheduler:
             decisions=report.decisions,
             failure_events=self.config.eviction_failure_events,
             grace_period_seconds=self.config.grace_period_seconds,
+            blocked=report.blocked,
+            watched=self.watched,
         )
+        moves = CooldownMoves(self.cooldown, state.now)
         self.usage.new_cycle()
         if self.prometheus is not None:
             self.prometheus.new_cycle()
-        evictors = {
-            profile.name: PodEvictor(
+        evictors = {}
+        for profile in self.config.profiles:
+            rules = ProtectionRules.resolve(profile.evictor, cluster=self.cluster, pods=state.pods)
+            evictors[profile.name] = PodEvictor(
                 cluster=self.cluster,
                 state=state,
-                rules=ProtectionRules.resolve(
-                    profile.evictor, cluster=self.cluster, pods=state.pods
-                ),
+                rules=rules,
                 rails=rails,
                 metrics=self.metrics,
                 profile=profile.name,
             )
-            for profile in self.config.profiles
-        }
         for point in RUN_POINTS:
             for profile in self.config.profiles:
                 for plugin in profile.enabled_at(point):
-                    self._run_plugin(profile, plugin, evictors[profile.name], report)
+                    self._run_plugin(profile, plugin, evictors[profile.name], moves, report)
         self._sync_taints(state, report)
         done = len(report.by_result(Result.EVICTED)) + len(report.by_result(Result.DRY_RUN))
         log.info(
@@ -241,25 +262,34 @@ class Descheduler:
             self.metrics.cycles.labels(outcome).inc()
 
     def _run_plugin(
-        self, profile: Profile, plugin: AnyPlugin, evictor: PodEvictor, report: CycleReport
+        self,
+        profile: Profile,
+        plugin: AnyPlugin,
+        evictor: PodEvictor,
+        moves: CooldownMoves,
+        report: CycleReport,
     ) -> None:
-        if plugin.run is None:
+        run = self.plugins.get((profile.name, plugin.name))
+        if run is None:
             return  # configures only, or acts after every plugin (the SoftTainter)
         if not plugin.runs_while_breaker_open and self.halted is not None:
             log.error("%s skipped: %s", plugin.name, self.halted)
             return
+        evictor = evictor.for_plugin(
+            plugin.name, guard_owners=profile.guards_owners(plugin), evacuating=plugin.evacuates
+        )
         context = PluginContext(
-            evictor=evictor.for_plugin(
-                guard_owners=profile.guards_owners(plugin), evacuating=plugin.evacuates
-            ),
+            state=evictor.state,
+            evictor=evictor,
+            nodes=evictor.fitter,
             classified=functools.partial(self._classified, report, profile.name),
+            moves=moves,
+            declined=evictor.rails.declined,
             pod_usage_source=self.pod_usage,
-            over_since=self.over_since.get(profile.name, {}),
             usage=self.usage,
             prometheus=self.prometheus,
-            peaks=self.peaks,
         )
-        plugin.run(profile.args_of(plugin), context)
+        run.run(context)
 
     def _apply_breaker(self, judgement: BreakerJudgement, *, in_scope: int) -> None:
         """Hold evictions back while the breaker is open; say so when it opens and closes."""
@@ -300,14 +330,6 @@ class Descheduler:
     def _classified(
         self, report: CycleReport, profile: str, classification: Classification
     ) -> None:
-        now = self.clock.now()
-        classification, self.last_over[profile] = hold_overutilized(
-            classification, self.last_over.get(profile, {}), now
-        )
-        # Held nodes continue a streak: a signal that flips between cycles (the combined CPU
-        # signal switching at the fleet's 80%) does not restart the confirmation.
-        since = self.over_since.get(profile, {})
-        self.over_since[profile] = {n: since.get(n, now) for n in classification.overutilized}
         for node in classification.held:
             log.info(
                 '"Node keeps its class" category="%s" node="%s" holdSeconds=%g',

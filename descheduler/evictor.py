@@ -30,25 +30,34 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Collection, Hashable
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
-from descheduler.args import NamespaceFilter, PodSelection
-from descheduler.framework import FULL, EvictorFilter, OwnerGuard, Result
-from descheduler.nodefit import fitting_nodes
+from descheduler.framework import (
+    DONE,
+    FULL,
+    Attempt,
+    EvictorFilter,
+    Outcome,
+    OwnerGuard,
+    Result,
+)
+from descheduler.nodefit import NodeFitter
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
 from tas.cluster.model import ObjectReference, Pod
 from tas.types import Namespace, NodeName
-from tas.vocabulary import POLICY_LABEL
 
 log = logging.getLogger(__name__)
 
 #: Who the Events say evicted the pod.
 EVENT_SOURCE = "telemetry-aware-scheduling descheduler"
+
+_NAMESPACE_NOT_SELECTED = "namespace does not match the namespaceLabelSelector"
+_NO_NODE_FITS = "no other Ready node would accept it (nodeFit)"
 
 
 # ------------------------------------------------------------------------- rails per cycle
@@ -244,6 +253,22 @@ class Cooldown:
         return {k: t for k, t in last.items() if (now - t).total_seconds() < keep}
 
 
+@dataclass(frozen=True, slots=True)
+class CooldownMoves:
+    """The evictions a `Cooldown` remembers, as of one cycle (`framework.MoveHistory`)."""
+
+    cooldown: Cooldown
+    now: datetime
+
+    def owner_moving_since(self, pod: Pod) -> datetime | None:
+        return self.cooldown.moving_since(owner_key(pod))
+
+    def recently_evacuated(self, within: float) -> set[NodeName]:
+        """`Cooldown.evacuated_nodes`; this cycle's evacuations too; nothing when the owner
+        cooldown is off."""
+        return self.cooldown.evacuated_nodes(self.now, within=within)
+
+
 # ------------------------------------------------------------------------------- evicting
 
 
@@ -257,6 +282,36 @@ class EvictionDecision:
     strategy: str
     reason: str
     result: str  # descheduler.framework.Result
+
+
+class Rail(enum.StrEnum):
+    """Which rail held a pod back (`Blocked.rail`), in the order a pod meets them."""
+
+    EVICTED_ALREADY = "evicted already"
+    PROTECTED = "protected"
+    NAMESPACE = "namespace"
+    BREAKER = "circuit breaker"
+    LIMIT = "limit"
+    COOLDOWN = "cooldown"
+    NODE_FIT = "nodeFit"
+    #: Refused by the Eviction API (a PodDisruptionBudget) or failed: see `decisions`.
+    API = "eviction API"
+    #: The plugin's own reason (`PluginContext.declined`): a move that does not pay, a
+    #: replacement left to settle.
+    PLUGIN = "plugin"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A pod a plugin weighed and that stayed, with the rail (or the plugin's reason) that held
+    it: what `tas explain` reads, instead of judging the rails again."""
+
+    namespace: Namespace
+    name: str
+    node: NodeName | None
+    strategy: str
+    rail: Rail
+    why: str
 
 
 @dataclass
@@ -275,27 +330,18 @@ class CycleRails:
     #: `evictionFailureEventNotification`).
     failure_events: bool = False
     grace_period_seconds: int | None = None
+    #: Every eviction attempt a rail held back, and every pod a plugin declined to move.
+    blocked: list[Blocked] = field(default_factory=list)
+    #: Pods whose every filter rejection is recorded in `blocked` too (the pod `tas explain`
+    #: asks about): recording them for every pod would cost each cycle a record per pod.
+    watched: frozenset[tuple[Namespace, str]] = frozenset()
 
+    def block(self, pod: Pod, strategy: str, rail: Rail, why: str) -> None:
+        self.blocked.append(Blocked(pod.namespace, pod.name, pod.node_name, strategy, rail, why))
 
-def _shape(pod: Pod) -> Hashable | None:
-    """What nodeFit reads of a pod (`descheduler.nodefit`): its namespace and policy, its
-    requests, node selection and tolerations. None when it reads more: a pod with required
-    anti-affinity is judged against the pods on each node by its own name and labels."""
-    if pod.required_pod_anti_affinity:
-        return None
-    shape = (
-        pod.namespace,
-        pod.labels.get(POLICY_LABEL),
-        tuple(sorted(pod.requests.items())),
-        tuple(sorted(pod.node_selector.items())),
-        pod.required_node_affinity,
-        pod.tolerations,
-    )
-    try:
-        hash(shape)
-    except TypeError:  # a selector term holding a mapping: asked afresh, never wrongly shared
-        return None
-    return shape
+    def declined(self, pod: Pod, strategy: str, why: str) -> None:
+        """A plugin's own reason to leave the pod (`PluginContext.declined`)."""
+        self.block(pod, strategy, Rail.PLUGIN, why)
 
 
 # A service, not a value: compared and hashed by identity (eq=False).
@@ -308,119 +354,58 @@ class PodEvictor:
     state: CycleState
     rules: EvictorFilter
     rails: CycleRails
+    #: nodeFit for this profile's nodes this cycle, shared by every plugin's view (None: one
+    #: over `state` and the rules' node selector).
+    fitter: NodeFitter = None  # type: ignore[assignment]  # set in __post_init__
     metrics: DeschedulerMetrics | None = None
     profile: str = ""
+    #: The plugin this view is for (what a filter rejection is recorded under).
+    plugin: str = ""
     #: The per-owner cooldown and one-pod-per-owner-per-cycle apply to this plugin.
     guard_owners: bool = True
     #: This plugin empties nodes (`Plugin.evacuates`): see `Cooldown`.
     evacuating: bool = False
-    #: nodeFit's answers this cycle (`fitting_nodes`), shared by every plugin's view.
-    _fits: dict[Hashable, tuple[NodeName, ...]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
 
-    def for_plugin(self, *, guard_owners: bool, evacuating: bool = False) -> PodEvictor:
-        """The same evictor (state, rails, rules), with the owner guard on or off."""
-        return replace(self, guard_owners=guard_owners, evacuating=evacuating)
+    def __post_init__(self) -> None:
+        if self.fitter is None:
+            object.__setattr__(self, "fitter", NodeFitter(self.state, self.rules.node_selector))
 
-    def protection(self, pod: Pod) -> str | None:
-        return self.rules.protection(pod, pdbs=self.state.pdbs, now=self.state.now)
+    def for_plugin(
+        self, plugin: str, *, guard_owners: bool, evacuating: bool = False
+    ) -> PodEvictor:
+        """The same evictor (state, rails, rules), for one plugin: its name, and the owner
+        guard on or off."""
+        return replace(self, plugin=plugin, guard_owners=guard_owners, evacuating=evacuating)
 
-    def evictable(self, pod: Pod, *, namespaces: NamespaceFilter | None = None) -> bool:
-        """Not protected (upstream's Filter), not evicted already, in the plugin's namespaces."""
+    def filter(self, pod: Pod) -> bool:
+        """Upstream's Filter: not protected by the profile's rules, not evicted already."""
         if pod_key(pod) in self.state.evicted:
             return False
-        if namespaces is not None and not namespaces.allows(pod.namespace):
+        protected = self.rules.protection(pod, pdbs=self.state.pdbs, now=self.state.now)
+        if protected is not None:
+            self._rejected(pod, Rail.PROTECTED, protected)
             return False
-        return self.protection(pod) is None
+        return True
 
-    def selected(self, pod: Pod, selection: PodSelection) -> bool:
-        """In the plugin's namespaces and label selector, and not evicted already."""
-        if pod_key(pod) in self.state.evicted:
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        """Upstream's PreEvictionFilter: the namespace label selector, and nodeFit (when on)."""
+        if not self.rules.namespace_selected(pod):
+            self._rejected(pod, Rail.NAMESPACE, _NAMESPACE_NOT_SELECTED)
             return False
-        return selection.matches(pod.namespace, pod.labels)
+        if not self.fits_elsewhere(pod):
+            self._rejected(pod, Rail.NODE_FIT, _NO_NODE_FITS)
+            return False
+        return True
 
-    def pre_eviction_ok(self, pod: Pod) -> bool:
-        """Upstream's PreEvictionFilter: nodeFit (when on) and the namespace label selector."""
-        return self.rules.namespace_selected(pod) and self.fits_elsewhere(pod)
-
-    def fitting_nodes(
-        self,
-        pod: Pod,
-        *,
-        among: Collection[NodeName] | None = None,
-        include_current: bool = False,
-    ) -> tuple[NodeName, ...]:
-        """The Ready nodes (among `among`) that would accept the pod: other than its own,
-        unless `include_current`.
-
-        Each answer scans every Ready node and the pods on it, and a rebalancing cycle asks
-        for every pod it weighs: the answers are kept for the cycle per pod shape (`_shape`),
-        so the pods of one workload cost one scan until an eviction changes the nodes."""
-        shape = _shape(pod)
-        if include_current or shape is None:
-            return self._scan(pod, among=among, include_current=include_current)
-        wanted = among if among is None or isinstance(among, frozenset) else frozenset(among)
-        key = (shape, wanted, len(self.state.evicted))
-        found = self._fits.get(key)
-        if found is None:
-            # Asked for a pod of that shape bound nowhere, so no node discounts its requests.
-            found = self._scan(replace(pod, name="", node_name=None), among=wanted)
-            self._fits[key] = found
-        return tuple(n for n in found if n != pod.node_name)
-
-    def _scan(
-        self,
-        pod: Pod,
-        *,
-        among: Collection[NodeName] | None,
-        include_current: bool = False,
-    ) -> tuple[NodeName, ...]:
-        selector = self.rules.node_selector
-        candidates = [
-            n
-            for n in self.state.ready_nodes
-            if (among is None or n.name in among)
-            and (selector is None or selector.matches(n.labels))
-        ]
-        return fitting_nodes(
-            pod,
-            candidates,
-            pods_by_node=self.state.pods_by_node(),
-            policy=self.state.policy_of(pod),
-            metrics=self.state.metrics,
-            include_current=include_current,
-            load_by_node=self.state.load_by_node(),
-        )
+    def _rejected(self, pod: Pod, rail: Rail, why: str) -> None:
+        if (pod.namespace, pod.name) in self.rails.watched:
+            self.rails.block(pod, self.plugin, rail, why)
 
     def fits_elsewhere(self, pod: Pod, *, among: Collection[NodeName] | None = None) -> bool:
         """nodeFit: another Ready node accepts the pod (always True with nodeFit off)."""
         if not self.rules.node_fit:
             return True
-        return bool(self.fitting_nodes(pod, among=among))
-
-    @property
-    def stopped(self) -> str | None:
-        """Why nothing more can be evicted this cycle, if so."""
-        if self.rails.halted is not None:
-            return "the circuit breaker is open"
-        if self.rails.budget.total_exhausted:
-            return "the total eviction limit is reached"
-        return None
-
-    def node_exhausted(self, node: NodeName | None) -> bool:
-        """The per-node limit is reached for `node`: upstream moves on to the next node."""
-        return self.rails.budget.node_exhausted(node)
-
-    def owner_moving_since(self, pod: Pod) -> datetime | None:
-        """When the pod's owner began losing pods to evictions (its moves of the last hour): a
-        pod of it created since is (likely) a replacement of a moved pod."""
-        return self.rails.cooldown.moving_since(owner_key(pod))
-
-    def recently_evacuated(self, within: float) -> set[NodeName]:
-        """Nodes rebalancing keeps away from (`Cooldown.evacuated_nodes`; this cycle's
-        evacuations too; nothing when the owner cooldown is off)."""
-        return self.rails.cooldown.evacuated_nodes(self.state.now, within=within)
+        return bool(self.fitter.fitting_nodes(pod, among=among))
 
     def evict(
         self,
@@ -430,17 +415,19 @@ class PodEvictor:
         reason: str,
         among: Collection[NodeName] | None = None,
         guard: OwnerGuard = FULL,
-    ) -> bool:
-        """Evict (or in Predictive mode, report) the pod if every rail allows; True if done."""
-        why_not = self._blocked(pod, among=among, guard=guard)
-        if why_not is not None:
-            log.debug("Not evicting %s/%s (%s): %s", pod.namespace, pod.name, strategy, why_not)
-            return False
+    ) -> Attempt:
+        """Evict (or in Predictive mode, report) the pod if every rail allows."""
+        held = self._blocked(pod, among=among, guard=guard)
+        if held is not None:
+            rail, why = held
+            log.debug("Not evicting %s/%s (%s): %s", pod.namespace, pod.name, strategy, why)
+            self.rails.block(pod, strategy, rail, why)
+            return Attempt(self._outcome_of(rail, pod), why)
         full_reason = f"{strategy}: {reason}"
         if self.rails.dry_run:
             self._log_evicted(pod, strategy, reason, " in dry run mode")
             self._done(pod, strategy, full_reason, Result.DRY_RUN)
-            return True
+            return DONE
         try:
             result = self.cluster.evict_pod(
                 pod.namespace,
@@ -452,7 +439,7 @@ class PodEvictor:
             log.warning("Eviction of %s/%s failed: %s", pod.namespace, pod.name, error)
             self._record(pod, strategy, f"{full_reason} ({error})", Result.FAILED)
             self._failure_event(pod, str(error))
-            return False
+            return self._api_blocked(pod, strategy, str(error))
         if result.outcome is EvictionOutcome.EVICTED:
             self._log_evicted(pod, strategy, reason, "")
             self.rails.cooldown.record(
@@ -464,7 +451,7 @@ class PodEvictor:
                 reason=strategy,
                 message=f"pod eviction from {pod.node_name} node by {EVENT_SOURCE}: {reason}",
             )
-            return True
+            return DONE
         if result.outcome is EvictionOutcome.REFUSED:
             log.info(
                 "Eviction of %s/%s refused (PodDisruptionBudget): %s",
@@ -474,34 +461,47 @@ class PodEvictor:
             )
             self._record(pod, strategy, f"{full_reason} ({result.message})", Result.REFUSED)
             self._failure_event(pod, result.message)
-            return False
+            return self._api_blocked(pod, strategy, f"refused: {result.message}")
         if result.outcome is EvictionOutcome.NOT_FOUND:
             log.info("Pod %s/%s is already gone", pod.namespace, pod.name)
             self.state.mark_evicted(pod)
-            return False
+            return self._api_blocked(pod, strategy, "already gone")
         log.warning("Eviction of %s/%s failed: %s", pod.namespace, pod.name, result.message)
         self._record(pod, strategy, f"{full_reason} ({result.message})", Result.FAILED)
         self._failure_event(pod, result.message)
-        return False
+        return self._api_blocked(pod, strategy, result.message)
+
+    def _api_blocked(self, pod: Pod, strategy: str, why: str) -> Attempt:
+        self.rails.block(pod, strategy, Rail.API, why)
+        return Attempt(Outcome.BLOCKED, why)
+
+    def _outcome_of(self, rail: Rail, pod: Pod) -> Outcome:
+        """What a held-back attempt means for the plugin's loop."""
+        rails = self.rails
+        if rail is Rail.BREAKER or rails.budget.total_exhausted:
+            return Outcome.STOPPED
+        if rail is Rail.LIMIT and rails.budget.node_exhausted(pod.node_name):
+            return Outcome.NODE_LIMIT
+        return Outcome.BLOCKED
 
     def _blocked(
         self, pod: Pod, *, among: Collection[NodeName] | None, guard: OwnerGuard = FULL
-    ) -> str | None:
+    ) -> tuple[Rail, str] | None:
         if pod_key(pod) in self.state.evicted:
-            return "already evicted in this cycle"
-        protected = self.protection(pod)
+            return Rail.EVICTED_ALREADY, "already evicted in this cycle"
+        protected = self.rules.protection(pod, pdbs=self.state.pdbs, now=self.state.now)
         if protected is not None:
-            return protected
+            return Rail.PROTECTED, protected
         if not self.rules.namespace_selected(pod):
-            return "namespace does not match the namespaceLabelSelector"
+            return Rail.NAMESPACE, _NAMESPACE_NOT_SELECTED
         if self.rails.halted is not None:
-            return f"circuit breaker open: {self.rails.halted}"
+            return Rail.BREAKER, f"circuit breaker open: {self.rails.halted}"
         rails = self.rails
         exhausted = rails.budget.exhausted(node=pod.node_name, namespace=pod.namespace)
         if exhausted is not None:
             if not rails.dry_run:
                 self._failure_event(pod, exhausted)
-            return exhausted
+            return Rail.LIMIT, exhausted
         owner = owner_key(pod)
         if self.guard_owners and rails.cooldown.seconds > 0:
             if self.evacuating:
@@ -513,9 +513,9 @@ class PodEvictor:
                     else rails.cooldown.blocked(owner, self.state.now, share=guard.share)
                 )
             if cooling:
-                return f"owner {owner[1]}/{owner[2]} is cooling down"
+                return Rail.COOLDOWN, f"owner {owner[1]}/{owner[2]} is cooling down"
         if not self.fits_elsewhere(pod, among=among):
-            return "no other Ready node would accept it (nodeFit)"
+            return Rail.NODE_FIT, _NO_NODE_FITS
         return None
 
     def _log_evicted(self, pod: Pod, strategy: str, reason: str, mode: str) -> None:

@@ -10,28 +10,35 @@ As upstream, `deschedule` plugins of every profile run before any profile's `bal
 plugins; `filter` and `preEvictionFilter` name the DefaultEvictor, whose arguments become the
 profile's evictor rules.
 
+A plugin is built once per profile (`Plugin.new(args)`) into an object the cycle runs each
+cycle (`PluginRun.run(context)`): what a plugin remembers across cycles (LoadAware's hot
+nodes and recent peaks) is its own, not the cycle's.
+
 The framework is the layer both sides meet on, as kubernetes-sigs/descheduler's
-`pkg/framework/types/types.go` draws it: plugins see an `Evictor` (upstream's `Evictor`
-interface: filter, pre-eviction filter, evict), the evictor asks an `EvictorFilter` (upstream's
-`EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch, and neither imports the
-other: `descheduler.evictor` implements the one, the DefaultEvictor plugin the other, and the
-cycle wires them. What an eviction came to (`Result`), the eviction order (`sort_candidates`)
-and the loop every node-by-node plugin ends with (`PluginContext.evict_node_by_node`)
-live here too.
+`pkg/framework/types/types.go` draws it: plugins get a handle (`PluginContext`: the cycle's
+snapshot, nodeFit, the evictions remembered, the usage sources) and an `Evictor` (upstream's
+`Evictor` interface: `filter`, `pre_eviction_filter`, `evict`); the evictor asks an
+`EvictorFilter` (upstream's `EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch,
+and neither imports the other: `descheduler.evictor` implements the one, the DefaultEvictor
+plugin the other, and the cycle wires them. What an eviction came to (`Result`, and for the
+plugin an `Attempt`), the eviction order (`sort_candidates`) and the loop every node-by-node
+plugin ends with (`PluginContext.evict_node_by_node`) live here too. The framework knows no
+plugin's concepts: a plugin's classification of the nodes reaches the cycle as a
+`descheduler.node_classes.Classification`, the vocabulary the report, the metrics and the
+SoftTainter share.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NewType, Protocol, TypeVar
 
-from descheduler.args import FieldReader, NamespaceFilter, PodSelection
-from descheduler.classify import Classification
-from descheduler.peaks import RecentPeaks
-from descheduler.signals import CPU_SIGNALS
+from descheduler.args import FieldReader, PodSelection
+from descheduler.node_classes import Classification
 from descheduler.state import CycleState, PodKey, pod_key
 from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName
@@ -114,41 +121,84 @@ FULL = OwnerGuard()
 Among = Collection[NodeName] | None
 
 
+class Outcome(enum.StrEnum):
+    """What an eviction attempt came to, for the plugin that made it: whether to go on."""
+
+    #: Evicted, or would be in Predictive mode.
+    DONE = "done"
+    #: Not this pod (protected, no other node fits it, its owner cooling down, a namespace
+    #: limit, refused by a PodDisruptionBudget, failed): the next pod may go.
+    BLOCKED = "blocked"
+    #: The pod's node has spent its eviction limit: upstream moves on to the next node.
+    NODE_LIMIT = "node limit"
+    #: Nothing more this cycle: the circuit breaker is open or the total limit is spent.
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One `Evictor.evict` call's answer: its outcome, and why when it was not done."""
+
+    outcome: Outcome
+    why: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is Outcome.DONE
+
+    @property
+    def node_over(self) -> bool:
+        """Nothing more from this pod's node in this cycle."""
+        return self.outcome in (Outcome.NODE_LIMIT, Outcome.STOPPED)
+
+
+DONE = Attempt(Outcome.DONE)
+
+
 class Evictor(Protocol):
-    """What a plugin evicts through: one profile's evictor for one cycle, every rail on the
-    path (upstream's `Evictor` handle). `descheduler.evictor.PodEvictor` is the one there is."""
+    """What a plugin evicts through, upstream's `Evictor`: one profile's evictor for one cycle,
+    every rail on the path. `descheduler.evictor.PodEvictor` is the one there is."""
 
-    @property
-    def state(self) -> CycleState: ...
-
-    @property
-    def stopped(self) -> str | None:
-        """Why nothing more can be evicted this cycle, if so."""
+    def filter(self, pod: Pod) -> bool:
+        """Upstream's Filter: the pod may be evicted at all (not protected by the profile's
+        DefaultEvictor rules) and is not evicted already in this cycle."""
         ...
 
-    def protection(self, pod: Pod) -> str | None: ...
-
-    def evictable(self, pod: Pod, *, namespaces: NamespaceFilter | None = None) -> bool:
-        """Not protected (upstream's Filter), not evicted already, in the plugin's namespaces."""
-        ...
-
-    def selected(self, pod: Pod, selection: PodSelection) -> bool:
-        """In the plugin's namespaces and label selector, and not evicted already."""
-        ...
-
-    def pre_eviction_ok(self, pod: Pod) -> bool:
+    def pre_eviction_filter(self, pod: Pod) -> bool:
         """Upstream's PreEvictionFilter: nodeFit (when on) and the namespace label selector."""
         ...
+
+    def evict(
+        self,
+        pod: Pod,
+        *,
+        strategy: str,
+        reason: str,
+        among: Among = None,
+        guard: OwnerGuard = ...,
+    ) -> Attempt:
+        """Evict (or in Predictive mode, report) the pod if every rail allows. `among`: the
+        nodes nodeFit may place it on (None: any Ready node); `guard`: how much of the owner
+        cooldown the move respects (default `FULL`). Every attempt not done is in the cycle's
+        report with its reason."""
+        ...
+
+
+class NodeFit(Protocol):
+    """nodeFit as a plugin asks it (`descheduler.nodefit.NodeFitter`): which nodes would
+    accept a pod, its policy's `dontschedule` rules included."""
 
     def fitting_nodes(
         self, pod: Pod, *, among: Among = None, include_current: bool = False
     ) -> tuple[NodeName, ...]:
-        """The Ready nodes (of `among`) that would accept the pod, TAS rules included."""
+        """The Ready nodes (of `among`) that would accept the pod, other than its own unless
+        `include_current`."""
         ...
 
-    def node_exhausted(self, node: NodeName | None) -> bool:
-        """The per-node limit is reached for `node`: upstream moves on to the next node."""
-        ...
+
+class MoveHistory(Protocol):
+    """The evictions remembered across cycles (`descheduler.evictor.Cooldown`), as a
+    rebalancing plugin reads them."""
 
     def owner_moving_since(self, pod: Pod) -> datetime | None:
         """When the pod's owner began losing pods to evictions (none of its evictions an hour
@@ -162,19 +212,24 @@ class Evictor(Protocol):
         flap (a flapping health metric would empty them again)."""
         ...
 
-    def evict(
-        self,
-        pod: Pod,
-        *,
-        strategy: str,
-        reason: str,
-        among: Among = None,
-        guard: OwnerGuard = ...,
-    ) -> bool:
-        """Evict (or in Predictive mode, report) the pod if every rail allows; True if done.
-        `among`: the nodes nodeFit may place it on (None: any Ready node); `guard`: how much
-        of the owner cooldown the move respects (default `FULL`)."""
-        ...
+
+class NoMoves:
+    """No evictions remembered (a one-off run)."""
+
+    def owner_moving_since(self, pod: Pod) -> datetime | None:
+        return None
+
+    def recently_evacuated(self, within: float) -> Collection[NodeName]:
+        return ()
+
+
+#: A plugin's own reason to leave a pod where it is (`PluginContext.declined`): the pod,
+#: the plugin's name, and why.
+Declined = Callable[[Pod, str, str], None]
+
+
+def _ignore_declined(pod: Pod, strategy: str, why: str) -> None:
+    return None
 
 
 #: Pods to evict with the reason for each, grouped by the node they run on (None: not
@@ -185,23 +240,6 @@ Candidates = Iterable[tuple[NodeName | None, Iterable[tuple[Pod, str]]]]
 #: Per-pod usage, as a share of its node (signal -> 0..100), where it is measured.
 PodUsage = Mapping[PodKey, Mapping[str, float]]
 PodUsageSource = Callable[[CycleState], PodUsage]
-
-
-def cpu_cores(shares: Mapping[str, float] | None, cores: float) -> float:
-    """A pod's CPU in cores, from its share (0..100) of its node on a CPU signal: measured
-    usage, or its requests where usage is not measured."""
-    if not shares:
-        return 0.0
-    share = max((shares.get(s, 0.0) for s in CPU_SIGNALS), default=0.0)
-    return share / 100.0 * cores
-
-
-def pod_cpu_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
-    """The pod's CPU in cores on a node of `cores`: measured, or its requests until it is."""
-    usage = measured.get(pod_key(pod))
-    if usage is not None:
-        return cpu_cores(usage, cores)
-    return pod.requests.get("cpu", 0.0)
 
 
 class UsageError(Exception):
@@ -267,27 +305,41 @@ RUN_POINTS = (ExtensionPoint.DESCHEDULE, ExtensionPoint.BALANCE)
 
 @dataclass(frozen=True)
 class PluginContext:
-    """What a plugin's run gets: one profile's evictor for this cycle, and the cycle's seams."""
+    """What a plugin's run gets (upstream's `Handle`): the cycle's snapshot, one profile's
+    evictor for this cycle, nodeFit, the evictions remembered, and the usage sources."""
 
+    state: CycleState
     evictor: Evictor
+    nodes: NodeFit
     #: Called with a classification of the nodes, if the plugin makes one (LoadAware,
     #: LowNodeUtilization): the cycle reports it, exports it as metrics and soft-taints by it.
     classified: Callable[[Classification], None]
+    moves: MoveHistory = field(default_factory=NoMoves)
+    #: A plugin's own reason to leave a pod it weighed (a move that does not pay, a replacement
+    #: left to settle): the cycle's report keeps it beside the evictor's refusals.
+    declined: Declined = _ignore_declined
     pod_usage_source: PodUsageSource | None = None
     usage: UsageSources = field(default_factory=NoUsageSources)
     #: The policy's Prometheus (None: no `metricsProviders` Prometheus is configured).
     prometheus: PrometheusClient | None = None
-    #: The nodes the profile's classification found overutilized at every cycle since the
-    #: time given, up to the previous cycle (a plugin confirms a hot node across cycles).
-    over_since: Mapping[NodeName, datetime] = field(default_factory=dict)
-    #: Each node's CPU readings over the recent cycles (None: no memory, as in one-off runs).
-    peaks: RecentPeaks | None = None
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, where a source measures it."""
         if self.pod_usage_source is None:
             return None
-        return self.pod_usage_source(self.evictor.state)
+        return self.pod_usage_source(self.state)
+
+    def selected(self, pod: Pod, selection: PodSelection) -> bool:
+        """In the plugin's namespaces and label selector, and not evicted already."""
+        if pod_key(pod) in self.state.evicted:
+            return False
+        return selection.matches(pod.namespace, pod.labels)
+
+    def fitting_nodes(
+        self, pod: Pod, *, among: Among = None, include_current: bool = False
+    ) -> tuple[NodeName, ...]:
+        """The Ready nodes (of `among`) that would accept the pod (`NodeFit`)."""
+        return self.nodes.fitting_nodes(pod, among=among, include_current=include_current)
 
     def evict_node_by_node(
         self,
@@ -296,22 +348,39 @@ class PluginContext:
         candidates: Candidates,
         evicted: Callable[[Pod], None] | None = None,
     ) -> None:
-        """The loop upstream's deschedule plugins end with: evict each candidate in turn; on
-        a refusal stop when the cycle's limits are spent, and give up on the node when its own
-        limit is. Candidates are generated lazily, so each is judged after the evictions before
-        it; `evicted` hears of each pod evicted (a plugin whose view changes when one leaves).
+        """The loop upstream's deschedule plugins end with: evict each candidate in turn; stop
+        when the cycle's limits are spent, and give up on a node when its own limit is.
+        Candidates are generated lazily, so each is judged after the evictions before it;
+        `evicted` hears of each pod evicted (a plugin whose view changes when one leaves).
         """
-        evictor = self.evictor
-        for node, pods in candidates:
+        for _node, pods in candidates:
             for pod, reason in pods:
-                if evictor.evict(pod, strategy=strategy, reason=reason):
+                attempt = self.evictor.evict(pod, strategy=strategy, reason=reason)
+                if attempt.done:
                     if evicted is not None:
                         evicted(pod)
-                    continue
-                if evictor.stopped:
+                elif attempt.outcome is Outcome.STOPPED:
                     return
-                if evictor.node_exhausted(node):
+                elif attempt.outcome is Outcome.NODE_LIMIT:
                     break
+
+
+class PluginRun(Protocol):
+    """A plugin built for one profile (`Plugin.new`): run once per cycle, it keeps what it
+    remembers across cycles itself."""
+
+    def run(self, context: PluginContext) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Stateless(Generic[A]):
+    """A plugin that remembers nothing between cycles: its run function and its arguments."""
+
+    function: Callable[[A, PluginContext], None]
+    args: A
+
+    def run(self, context: PluginContext) -> None:
+        self.function(self.args, context)
 
 
 @dataclass(frozen=True, eq=False)
@@ -324,9 +393,10 @@ class Plugin(Generic[A]):
     args_type: type[A]
     #: Validates `pluginConfig[i].args`, noting every problem on the reader; never raises.
     parse_args: Callable[[FieldReader], A]
-    #: What a cycle runs; None for a plugin that only configures (DefaultEvictor) or acts after
-    #: every plugin has run (SoftTainter).
-    run: Callable[[A, PluginContext], None] | None = None
+    #: Builds what a cycle runs, once per profile, from the profile's arguments; None for a
+    #: plugin that only configures (DefaultEvictor) or acts after every plugin has run
+    #: (SoftTainter).
+    new: Callable[[A], PluginRun] | None = None
     #: Other names the policy file may use for it (upstream's, where ours differ).
     aliases: tuple[str, ...] = ()
     #: Plugins that must be enabled in the same profile, each with why.
@@ -353,20 +423,27 @@ class Plugin(Generic[A]):
         name: PluginName,
         *,
         args: tuple[type[A], Callable[[FieldReader], A]],
-        run: Callable[[A, PluginContext], None],
+        run: Callable[[A, PluginContext], None] | None = None,
+        new: Callable[[A], PluginRun] | None = None,
         telemetry: bool = False,
         evacuates: bool = False,
         metric_names: Callable[[A], set[MetricName]] | None = None,
         runs_while_breaker_open: bool = False,
     ) -> Plugin[A]:
-        """A plugin a cycle runs at one point: `args` is its arguments type and their parser."""
+        """A plugin a cycle runs at one point: `args` is its arguments type and their parser;
+        `run(args, context)` for a plugin that remembers nothing between cycles, or `new(args)`
+        for one that does."""
         args_type, parse_args = args
+        if (run is None) == (new is None):
+            raise TypeError(f"{name}: give run or new, not both or neither")
+        if run is not None:
+            new = functools.partial(_Stateless, run)
         return cls(
             name=name,
             points=frozenset({point}),
             args_type=args_type,
             parse_args=parse_args,
-            run=run,
+            new=new,
             telemetry=telemetry,
             metric_names=metric_names,
             runs_while_breaker_open=runs_while_breaker_open,

@@ -13,14 +13,17 @@ what already landed there would violate; missing data alone never rules it out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
-from tas.cluster.model import Node, Pod
+from descheduler.state import CycleState
+from tas.cluster.model import LabelSelector, Node, Pod
 from tas.fit import NodeLoad, holds_resources, rejection
 from tas.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load, workload_of
 from tas.policies.model import TASPolicy
 from tas.rules import filter_nodes
 from tas.types import MetricColumns, MetricName, NodeName
+from tas.vocabulary import POLICY_LABEL
 
 
 def anti_affinity_clash(pod: Pod, node: Node, pods_on_node: Iterable[Pod]) -> Pod | None:
@@ -109,3 +112,83 @@ def _unmeasured_at_estimate(
         usage={},
         only_placed=frozenset(node.name for node in missing),
     )
+
+
+def _shape(pod: Pod) -> Hashable | None:
+    """What nodeFit reads of a pod: its namespace and policy, its requests, node selection and
+    tolerations. None when it reads more: a pod with required anti-affinity is judged against
+    the pods on each node by its own name and labels."""
+    if pod.required_pod_anti_affinity:
+        return None
+    shape = (
+        pod.namespace,
+        pod.labels.get(POLICY_LABEL),
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_node_affinity,
+        pod.tolerations,
+    )
+    try:
+        hash(shape)
+    except TypeError:  # a selector term holding a mapping: asked afresh, never wrongly shared
+        return None
+    return shape
+
+
+class NodeFitter:
+    """nodeFit over one cycle's snapshot (`descheduler.framework.NodeFit`), for one profile's
+    node selector.
+
+    Each answer scans every Ready node and the pods on it, and a rebalancing cycle asks for
+    every pod it weighs: the answers are kept for the cycle per pod shape (`_shape`), so the
+    pods of one workload cost one scan until an eviction changes the nodes."""
+
+    def __init__(self, state: CycleState, node_selector: LabelSelector | None = None) -> None:
+        self._state = state
+        self._node_selector = node_selector
+        self._fits: dict[Hashable, tuple[NodeName, ...]] = {}
+
+    def fitting_nodes(
+        self,
+        pod: Pod,
+        *,
+        among: Collection[NodeName] | None = None,
+        include_current: bool = False,
+    ) -> tuple[NodeName, ...]:
+        """The Ready nodes (among `among`) that would accept the pod: other than its own,
+        unless `include_current`."""
+        shape = _shape(pod)
+        if include_current or shape is None:
+            return self._scan(pod, among=among, include_current=include_current)
+        wanted = among if among is None or isinstance(among, frozenset) else frozenset(among)
+        key = (shape, wanted, len(self._state.evicted))
+        found = self._fits.get(key)
+        if found is None:
+            # Asked for a pod of that shape bound nowhere, so no node discounts its requests.
+            found = self._scan(replace(pod, name="", node_name=None), among=wanted)
+            self._fits[key] = found
+        return tuple(n for n in found if n != pod.node_name)
+
+    def _scan(
+        self,
+        pod: Pod,
+        *,
+        among: Collection[NodeName] | None,
+        include_current: bool = False,
+    ) -> tuple[NodeName, ...]:
+        state, selector = self._state, self._node_selector
+        candidates = [
+            n
+            for n in state.ready_nodes
+            if (among is None or n.name in among)
+            and (selector is None or selector.matches(n.labels))
+        ]
+        return fitting_nodes(
+            pod,
+            candidates,
+            pods_by_node=state.pods_by_node(),
+            policy=state.policy_of(pod),
+            metrics=state.metrics,
+            include_current=include_current,
+            load_by_node=state.load_by_node(),
+        )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from descheduler.classify import Category, Classification
+from descheduler.node_classes import Category, Classification
 from tas.types import NodeName
 
 #: Classification as a number, so a status-history panel can colour it.

@@ -19,14 +19,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.classify import Category, Classification, Thresholds
 from descheduler.framework import (
-    Evictor,
+    Outcome,
+    PluginContext,
     PrometheusClient,
     UsageError,
     UsageSources,
     sort_candidates,
 )
+from descheduler.node_classes import Category, Classification, Thresholds
 from descheduler.state import PodKey, pod_key
 from tas.cluster.model import Node, Pod
 from tas.types import NodeName
@@ -304,7 +305,7 @@ def total_available(destinations: Sequence[NodeInfo], resources: Sequence[str]) 
 def evict_from_sources(
     *,
     strategy: str,
-    evictor: Evictor,
+    context: PluginContext,
     sources: Sequence[NodeInfo],
     destinations: Sequence[NodeInfo],
     resources: Sequence[str],
@@ -343,7 +344,7 @@ def evict_from_sources(
                 continue
             if excluded.exclude and not excluded.allows(pod.namespace):
                 continue
-            if not evictor.pre_eviction_ok(pod):
+            if not context.evictor.pre_eviction_filter(pod):
                 continue
             try:
                 pod_usage: Usage | None = snapshot.pod_usage(pod)
@@ -354,11 +355,12 @@ def evict_from_sources(
                     "Unable to get the usage of pod %s/%s: %s", pod.namespace, pod.name, error
                 )
                 continue
-            if not evictor.evict(pod, strategy=strategy, reason=reason(info)):
-                if evictor.stopped:
-                    return
-                if evictor.node_exhausted(info.node.name):
-                    break
+            attempt = context.evictor.evict(pod, strategy=strategy, reason=reason(info))
+            if attempt.outcome is Outcome.STOPPED:
+                return
+            if attempt.outcome is Outcome.NODE_LIMIT:
+                break
+            if not attempt.done:
                 continue
             if pod_usage is None and per_node_limit is None:
                 break  # nobody can tell what moving it changed: one pod per node

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.config import DeschedulerConfig
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Outcome, Plugin, PluginContext, PluginName
 from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
@@ -203,7 +203,7 @@ def _tolerates_some(pod: Pod, nodes: list[_NodeState]) -> bool:
 
 def run(args: VolcanoArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    state = evictor.state
+    state = context.state
     nodes = _node_states(args, state)
     low_nodes = [n for n in nodes if not n.node.unschedulable and n.under()]
     high_nodes = [n for n in nodes if n not in low_nodes and n.over()]
@@ -224,8 +224,6 @@ def run(args: VolcanoArgs, context: PluginContext) -> None:
     measured = context.pod_usage() or {}
     high_nodes.sort(key=lambda n: -(n.usage["memory"] + n.usage["cpu"] * 1000 + n.usage["pods"]))
     for source in high_nodes:
-        if evictor.stopped:
-            return
         if not _continue(source, capacity):
             continue
         key = "cpu" if "cpu" in source.over() else "memory"
@@ -236,7 +234,9 @@ def run(args: VolcanoArgs, context: PluginContext) -> None:
             return cap[resource] * share / 100.0 if share is not None else -1.0
 
         removable = [
-            p for p in source.pods if evictor.evictable(p, namespaces=args.evictable_namespaces)
+            p
+            for p in source.pods
+            if args.evictable_namespaces.allows(p.namespace) and evictor.filter(p)
         ]
         removable.sort(key=lambda p: -usage_of(p, key))
         for pod in removable:
@@ -247,9 +247,10 @@ def run(args: VolcanoArgs, context: PluginContext) -> None:
                 f"node {source.node.name} is over Volcano's targetThresholds "
                 f"({', '.join(source.over())})"
             )
-            if not evictor.evict(pod, strategy=NAME, reason=reason, among=among):
-                if evictor.stopped:
-                    return
+            attempt = evictor.evict(pod, strategy=NAME, reason=reason, among=among)
+            if attempt.outcome is Outcome.STOPPED:
+                return
+            if not attempt.done:
                 continue
             source.usage["pods"] -= 1
             capacity["pods"] -= 1
@@ -270,13 +271,8 @@ def metric_names(args: VolcanoArgs) -> set[MetricName]:
     return {CPU_METRIC, MEMORY_METRIC}
 
 
-PLUGIN = Plugin(
-    name=NAME,
-    points=frozenset({ExtensionPoint.BALANCE}),
-    args_type=VolcanoArgs,
-    parse_args=parse_args,
-    run=run,
-    metric_names=metric_names,
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE, NAME, args=(VolcanoArgs, parse_args), run=run, metric_names=metric_names
 )
 
 

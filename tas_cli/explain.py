@@ -25,53 +25,30 @@ names most like it; a setup problem (a bad flag, no cluster) exit 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
-import math
-import re
 import ssl
 import sys
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from descheduler.cycle import CycleReport, Descheduler, Mode
-from descheduler.evictor import owner_key
-from descheduler.framework import Result
-from descheduler.nodefit import fitting_nodes
-from descheduler.plugins import load_aware
-from descheduler.plugins.default_evictor import ProtectionRules
-from descheduler.state import evaluate_deschedule
-from tas.clock import SYSTEM_CLOCK, Clock
-from tas.cluster.interface import Cluster, ClusterError, EvictionResult, PolicyDocument
-from tas.cluster.model import (
-    NamespaceInfo,
-    Node,
-    ObjectReference,
-    PersistentVolumeClaim,
-    Pod,
-    PodDisruptionBudget,
-    Taint,
-)
+from descheduler.cycle import Descheduler, Mode
+from explainer.facts import DecisionSource, DecisionsUnavailableError, Explainer, api_message
+from tas.clock import SYSTEM_CLOCK
+from tas.cluster.interface import ClusterError
+from tas.cluster.read_only import ReadOnlyCluster
 from tas.explain import (
     EventFact,
     ExtenderRecord,
-    MoveVerdict,
     NodeExplanation,
     PodExplanation,
     UnknownObjectError,
-    explain_gone_pod,
-    explain_node,
-    explain_pod,
-    find_node,
-    find_pod,
     node_from_json,
     parse_decisions,
     pod_from_json,
@@ -79,11 +56,8 @@ from tas.explain import (
     render_pod,
     to_json,
 )
-from tas.metrics.view import MetricView
 from tas.policies.model import TASPolicy
-from tas.rules import ScoreMode
-from tas.types import MetricName, Namespace, NodeName, PolicyKey, PolicyName
-from tas.vocabulary import POLICY_LABEL
+from tas.types import MetricName, PolicyKey
 from tas_cli import common, subcommand
 
 log = logging.getLogger("tas.explain")
@@ -306,7 +280,7 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
                 closing.append(source.close)
             descheduler = Descheduler(
                 config=config,
-                cluster=ReadOnlyCluster(kubernetes),
+                cluster=ReadOnlyCluster(kubernetes, why="tas explain"),
                 metric_view=view,
                 policies=lambda: store.snapshot().policies,
                 mode=Mode.PREDICTIVE,
@@ -329,7 +303,7 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
             try:
                 found = kubernetes.list_events(field_selector="involvedObject.kind=Pod")
             except ClusterError as error:
-                why = _refusal(str(error))
+                why = api_message(str(error))
                 if "forbidden" in why.lower():
                     why += " (the descheduler's role does not list Events: docs/explain.md)"
                 raise ClusterError(why) from error
@@ -392,16 +366,6 @@ def _extender_decisions(settings: ExplainCommandSettings) -> DecisionSource:
     return fetch
 
 
-def _refusal(text: str) -> str:
-    """The API server's own words from an error carrying its Status (its `message`)."""
-    # The API server's encoder (Go's) writes no space after the colon.
-    found = re.search(r'"message":\s*("(?:[^"\\]|\\.)*")', text)
-    if found is not None:
-        with contextlib.suppress(ValueError):
-            text = str(json.loads(found.group(1)))
-    return text
-
-
 def _event_fact(raw: Mapping[str, Any]) -> EventFact:
     involved = raw.get("involvedObject") or {}
     stamp = raw.get("lastTimestamp") or raw.get("eventTime") or raw.get("firstTimestamp")
@@ -422,366 +386,4 @@ def _event_fact(raw: Mapping[str, Any]) -> EventFact:
     )
 
 
-# ------------------------------------------------------------------------- the explainer
-
-
-class DecisionsUnavailableError(Exception):
-    """The extender's decision log could not be read (the message says why)."""
-
-
-DecisionSource = Callable[[], list[ExtenderRecord]]
-
-
-@dataclass
-class Explainer:
-    """Gathers the facts of one world and builds explanations (`tas.explain`). `tas run`
-    builds one over its live parts for the dashboard; this command over a real cluster."""
-
-    cluster: Cluster
-    view: MetricView
-    policies: PolicySource
-    #: The extender's recent decisions; raises `DecisionsUnavailableError`.
-    decisions: DecisionSource
-    #: Events (for evictions); raises `ClusterError` when they cannot be listed.
-    events: Callable[[], Sequence[EventFact]]
-    #: The descheduler whose cycle is run dry (its memory is read, never changed).
-    descheduler: Descheduler | None
-    clock: Clock = SYSTEM_CLOCK
-    score_mode: ScoreMode = ScoreMode.PROPORTIONAL
-    #: What this world cannot tell, whatever is asked (said in every answer).
-    missing: tuple[str, ...] = ()
-    #: One dry cycle at a time: two clicks at once need not run two.
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-
-    def explain_pod(self, namespace: str, name: str) -> PodExplanation:
-        pods = self.cluster.list_pods()
-        missing = list(self.missing)
-        try:
-            pod = find_pod(pods, namespace, name)
-        except UnknownObjectError:
-            # Gone: "why was it moved?" is answered by its eviction Events, if any.
-            gone = explain_gone_pod(namespace, name, events=self._events(missing), missing=missing)
-            if gone is None:
-                raise
-            return gone
-        nodes = self.cluster.list_nodes()
-        policies = self.policies()
-        decisions: list[ExtenderRecord] | None
-        try:
-            decisions = self.decisions()
-        except DecisionsUnavailableError as error:
-            decisions = None
-            missing.append(str(error))
-        move = None
-        if self.descheduler is not None:
-            try:
-                report = self._dry_run(self.descheduler)
-                move = move_verdict(report, pod, descheduler=self.descheduler, policies=policies)
-            except ClusterError as error:  # e.g. a PriorityClass the policy names, unreadable
-                missing.append(f"whether the descheduler would move it: {_refusal(str(error))}")
-        return explain_pod(
-            pod,
-            nodes=nodes,
-            policies=policies,
-            metrics=self.view.columns(),
-            decisions=decisions,
-            move=move,
-            events=self._events(missing),
-            score_mode=self.score_mode,
-            missing=missing,
-        )
-
-    def explain_node(self, name: str) -> NodeExplanation:
-        nodes = self.cluster.list_nodes()
-        node = find_node(nodes, name)
-        missing = list(self.missing)
-        times = getattr(self.view, "sample_times", None)
-        return explain_node(
-            node,
-            nodes=nodes,
-            pods=self.cluster.list_pods(),
-            policies=self.policies(),
-            metrics=self.view.columns(),
-            sample_times=times() if times is not None else {},
-            now=self.clock.now().timestamp(),
-            shown=getattr(self.view, "wanted", ()),
-            events=self._events(missing),
-            score_mode=self.score_mode,
-            missing=missing,
-        )
-
-    def _events(self, missing: list[str]) -> Sequence[EventFact]:
-        try:
-            return self.events()
-        except ClusterError as error:
-            missing.append(f"recent evictions (Events): {error}")
-            return ()
-
-    def _dry_run(self, live: Descheduler) -> CycleReport:
-        with self._lock, _quiet_descheduler_logs():
-            return dry_run_cycle(live)
-
-
-def dry_run_cycle(live: Descheduler) -> CycleReport:
-    """The descheduler's current cycle, run in Predictive mode over a read-only cluster, with
-    `live`'s memory: its owner cooldowns (read, never written in a dry run), how long each node
-    has been overutilized, and whether its circuit breaker is open. `live` is not changed."""
-    dry = Descheduler(
-        config=live.config,
-        cluster=ReadOnlyCluster(live.cluster),
-        metric_view=live.metric_view,
-        policies=live.policies,
-        mode=Mode.PREDICTIVE,
-        clock=live.clock,
-        pod_usage=live.pod_usage,
-    )
-    dry.cooldown = live.cooldown
-    # Shallow copies: a cycle replaces these inner maps, it never changes them in place.
-    dry.last_over = dict(live.last_over)
-    dry.over_since = dict(live.over_since)
-    dry.halted = live.halted
-    return dry.run_cycle()
-
-
-def move_verdict(
-    report: CycleReport,
-    pod: Pod,
-    *,
-    descheduler: Descheduler,
-    policies: Mapping[PolicyKey, TASPolicy],
-) -> MoveVerdict:
-    """What a dry cycle's report says about `pod`: evicted (and by what), or kept, and why."""
-    if report.skipped is not None:
-        return MoveVerdict(False, f"the cycle would not run: {report.skipped}")
-    mine = [d for d in report.decisions if (d.namespace, d.name) == (pod.namespace, pod.name)]
-    for decision in mine:
-        if decision.result == Result.DRY_RUN:
-            return MoveVerdict(
-                True,
-                f"{decision.strategy} would evict it from {decision.node}",
-                strategy=decision.strategy,
-                reasons=(decision.reason,),
-            )
-    reasons: list[str] = [f"{d.strategy} tried: {d.result}: {d.reason}" for d in mine]
-    if report.circuit_breaker is not None:
-        reasons.append(f"circuit breaker open, nothing is evicted: {report.circuit_breaker}")
-    node = pod.node_name
-    if node is None:
-        return MoveVerdict(False, "it is not running on a node", reasons=tuple(reasons))
-    reasons.extend(_policy_reasons(pod, node, descheduler, policies))
-    reasons.extend(_settling_reasons(pod, descheduler))
-    for profile, classification in report.classifications.items():
-        category = classification.categories.get(node)
-        usage = classification.usages.get(node, {})
-        shown = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(usage.items()))
-        high = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(classification.thresholds.high.items()))
-        state = category.value if category is not None else "not classified (no fresh usage)"
-        reasons.append(
-            f"profile {profile}: {node} is {state} for load-aware balancing"
-            + (f" (usage {shown}; high threshold {high})" if shown else "")
-        )
-    others = [d for d in report.decisions if d.result == Result.DRY_RUN and d not in mine]
-    if others:
-        moved = ", ".join(f"{d.namespace}/{d.name} ({d.strategy})" for d in others[:5])
-        reasons.append(f"this cycle would evict {len(others)} other pod(s): {moved}")
-    return MoveVerdict(False, "no plugin would evict it in this cycle", reasons=tuple(reasons))
-
-
-def _settling_reasons(pod: Pod, descheduler: Descheduler) -> list[str]:
-    """A replacement of a pod its owner lost to an eviction, which LoadAware leaves to settle
-    (`descheduler.plugins.load_aware.settle_left`): said only where a profile runs LoadAware."""
-    if not any(load_aware.PLUGIN in p.balance for p in descheduler.config.profiles):
-        return []
-    since = descheduler.cooldown.moving_since(owner_key(pod))
-    left = load_aware.settle_left(pod, since, descheduler.clock.now())
-    if left <= 0:
-        return []
-    return [
-        f"it replaced a pod its owner lost to an eviction: LoadAware leaves it where it is for "
-        f"{math.ceil(left / 60)} more minute(s) (a replica is moved for balance at most once an "
-        "hour)"
-    ]
-
-
-def _policy_reasons(
-    pod: Pod, node: NodeName, descheduler: Descheduler, policies: Mapping[PolicyKey, TASPolicy]
-) -> list[str]:
-    label = pod.labels.get(POLICY_LABEL)
-    if not label:
-        return [f"no {POLICY_LABEL} label: no TAS deschedule rule applies to it"]
-    key = PolicyKey(Namespace(pod.namespace), PolicyName(label))
-    policy = policies.get(key)
-    if policy is None:
-        return [f"its policy {key} does not exist"]
-    evaluation = evaluate_deschedule({key: policy}, descheduler.metric_view.columns(), [node])
-    found = evaluation.get(key)
-    if found is None:
-        return [f"{key} has no deschedule strategy"]
-    why = found.violating.get(node)
-    if why is None:
-        return [f"{node} does not violate {key}'s deschedule rules"]
-    reasons = [f"{node} violates {why}, yet it is kept:"]
-    cluster = descheduler.cluster
-    now = descheduler.clock.now()
-    pods = cluster.list_pods()
-    pdbs = cluster.list_pdbs()
-    # What nodeFit reads, the same for every profile.
-    by_node: dict[NodeName, list[Pod]] = {}
-    for other in pods:
-        if other.node_name is not None:
-            by_node.setdefault(other.node_name, []).append(other)
-    ready = [n for n in cluster.list_nodes() if n.ready]
-    metrics = descheduler.metric_view.columns()
-    for profile in descheduler.config.profiles:
-        rules = ProtectionRules.resolve(profile.evictor, cluster=cluster, pods=pods)
-        protected = rules.protection(pod, pdbs=pdbs, now=now)
-        if protected is not None:
-            reasons.append(f"profile {profile.name} protects it: {protected}")
-        elif rules.node_fit and not fitting_nodes(
-            pod, ready, pods_by_node=by_node, policy=policy, metrics=metrics
-        ):
-            reasons.append("no other Ready node would accept it (nodeFit)")
-    owner = owner_key(pod)
-    if descheduler.cooldown.blocked(owner, now):
-        reasons.append(f"its owner {owner[1]}/{owner[2]} is cooling down after an eviction")
-    return reasons
-
-
-# ------------------------------------------------------------------------- a read-only cluster
-
-
-class ReadOnlyCluster:
-    """A `Cluster` whose reads are the wrapped one's and whose writes never happen: an
-    explanation must not label, taint, evict or record anything. A dry cycle writes nothing
-    but the circuit breaker's Events, which are dropped; any other write is an error."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self._cluster = cluster
-
-    def list_nodes(self) -> Sequence[Node]:
-        return self._cluster.list_nodes()
-
-    def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
-        return self._cluster.list_pods(node=node)
-
-    def list_policy_documents(self) -> Sequence[PolicyDocument]:
-        return self._cluster.list_policy_documents()
-
-    def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
-        return self._cluster.list_pdbs()
-
-    def get_priority_class_value(self, name: str) -> int | None:
-        return self._cluster.get_priority_class_value(name)
-
-    def list_namespaces(self) -> Sequence[NamespaceInfo]:
-        return self._cluster.list_namespaces()
-
-    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
-        return self._cluster.list_persistent_volume_claims()
-
-    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
-        return self._cluster.list_node_metrics()
-
-    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
-        return self._cluster.list_pod_metrics()
-
-    def patch_node_labels(
-        self,
-        node: NodeName,
-        *,
-        set_labels: Mapping[str, str],
-        remove: Iterable[str] = (),
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
-        raise ClusterError("read-only: an explanation does not label nodes")
-
-    def patch_pod_labels(
-        self,
-        namespace: Namespace,
-        name: str,
-        *,
-        set_labels: Mapping[str, str],
-        remove: Iterable[str] = (),
-    ) -> None:
-        raise ClusterError("read-only: an explanation does not label pods")
-
-    def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
-        raise ClusterError("read-only: an explanation does not taint nodes")
-
-    def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None:
-        raise ClusterError("read-only: an explanation does not write policy status")
-
-    def emit_event(
-        self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
-    ) -> None:
-        return None
-
-    def evict_pod(
-        self,
-        namespace: Namespace,
-        name: str,
-        *,
-        reason: str,
-        grace_period_seconds: int | None = None,
-    ) -> EvictionResult:
-        raise ClusterError("read-only: an explanation does not evict")
-
-
-class _DropThreadRecords(logging.Filter):
-    """Drops the descheduler's log records made on the threads explaining: a dry cycle's
-    "Evicted pod in dry run mode" lines would read, in `tas run`'s terminal, as real ones."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.threads: set[int] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.thread in self.threads and record.name.startswith("descheduler"))
-
-
-_DROP = _DropThreadRecords()
-
-
-@contextlib.contextmanager
-def _quiet_descheduler_logs() -> Iterator[None]:
-    for handler in logging.getLogger().handlers:
-        if _DROP not in handler.filters:
-            handler.addFilter(_DROP)
-    _DROP.threads.add(threading.get_ident())
-    try:
-        yield
-    finally:
-        _DROP.threads.discard(threading.get_ident())
-
-
-def embedded_events(events: Callable[[], Sequence[Any]]) -> Callable[[], list[EventFact]]:
-    """The in-memory cluster's recorded Events (`embedded.cluster.RecordedEvent`) as facts."""
-
-    def read() -> list[EventFact]:
-        return [
-            EventFact(
-                time=e.time.timestamp(),
-                kind=e.involved.kind,
-                namespace=e.involved.namespace,
-                name=e.involved.name,
-                reason=e.reason,
-                message=e.message,
-                type=e.type,
-            )
-            for e in events()
-        ]
-
-    return read
-
-
-__all__ = [
-    "DESCRIPTION",
-    "DecisionsUnavailableError",
-    "Explainer",
-    "ReadOnlyCluster",
-    "add_arguments",
-    "dry_run_cycle",
-    "embedded_events",
-    "move_verdict",
-    "run",
-]
+__all__ = ["DESCRIPTION", "add_arguments", "run"]

@@ -66,6 +66,7 @@ from embedded.demo import (
 from embedded.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
 from embedded.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
 from embedded.scheduler import EmbeddedScheduler
+from explainer.facts import Explainer, embedded_events
 from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
@@ -86,7 +87,6 @@ from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas_cli import common, subcommand
-from tas_cli.explain import Explainer, embedded_events
 
 log = logging.getLogger("tas.run")
 

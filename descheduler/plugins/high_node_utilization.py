@@ -62,8 +62,7 @@ def parse_args(r: FieldReader) -> HighNodeUtilizationArgs:
 
 
 def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    state = evictor.state
+    state = context.state
     nodes = state.ready_nodes
     pods = {n.name: state.pods_on_ready_node(n.name) for n in nodes}
     snapshot = requests_snapshot(nodes, pods, args.resources)
@@ -96,14 +95,14 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
     def removable(pod: Pod) -> bool:
         if only_thresholding and not pod.requested_resources & thresholded:
             return False
-        return evictor.evictable(pod)
+        return context.evictor.filter(pod)
 
     def keep_going(info: NodeInfo, available: Usage) -> bool:
         return all(v > 0 for v in available.values())
 
     evict_from_sources(
         strategy=NAME,
-        evictor=evictor,
+        context=context,
         sources=under,
         destinations=targets,
         resources=args.resources,

@@ -53,9 +53,9 @@ def clash(
 
 def run(args: InterPodAntiAffinityArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    state = evictor.state
+    state = context.state
     nodes = {n.name: n for n in state.ready_nodes}
-    pods = [p for p in state.ready_node_pods() if evictor.selected(p, args.pods)]
+    pods = [p for p in state.ready_node_pods() if context.selected(p, args.pods)]
     by_namespace: dict[str, list[Pod]] = {}
     for pod in pods:
         by_namespace.setdefault(pod.namespace, []).append(pod)
@@ -63,7 +63,7 @@ def run(args: InterPodAntiAffinityArgs, context: PluginContext) -> None:
     def candidates(node: Node) -> Iterator[tuple[Pod, str]]:
         for pod in sort_candidates(p for p in pods if p.node_name == node.name):
             other = clash(pod, by_namespace, nodes)
-            if other is None or not evictor.evictable(pod) or not evictor.pre_eviction_ok(pod):
+            if other is None or not evictor.filter(pod) or not evictor.pre_eviction_filter(pod):
                 continue
             yield (
                 pod,

@@ -137,7 +137,7 @@ def parse_args(r: FieldReader) -> LowNodeUtilizationArgs:
 
 
 def _snapshot(args: LowNodeUtilizationArgs, context: PluginContext) -> UsageSnapshot:
-    state = context.evictor.state
+    state = context.state
     nodes = state.ready_nodes
     pods = {n.name: state.pods_on_ready_node(n.name) for n in nodes}
     resources = args.extended_resources
@@ -149,8 +149,7 @@ def _snapshot(args: LowNodeUtilizationArgs, context: PluginContext) -> UsageSnap
 
 
 def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    nodes = evictor.state.ready_nodes
+    nodes = context.state.ready_nodes
     try:
         snapshot = _snapshot(args, context)
     except UsageError as error:
@@ -195,12 +194,12 @@ def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
 
     evict_from_sources(
         strategy=NAME,
-        evictor=evictor,
+        context=context,
         sources=over,
         destinations=under,
         resources=args.extended_resources,
         snapshot=snapshot,
-        removable=evictor.evictable,
+        removable=context.evictor.filter,
         keep_going=keep_going,
         excluded=args.evictable_namespaces,
         per_node_limit=args.node_eviction_limit,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection
 
@@ -40,7 +40,7 @@ def preferred_weight(pod: Pod, node: Node) -> int:
     return sum(t.weight for t in pod.preferred_node_affinity if t.preference.matches(node))
 
 
-def _violates(kind: str, pod: Pod, node: Node, evictor: Evictor) -> str | None:
+def _violates(kind: str, pod: Pod, node: Node, context: PluginContext) -> str | None:
     if kind == REQUIRED:
         if not pod.required_node_affinity or matches_node_selection(pod, node):
             return None
@@ -48,17 +48,16 @@ def _violates(kind: str, pod: Pod, node: Node, evictor: Evictor) -> str | None:
     if not pod.preferred_node_affinity:
         return None
     here = preferred_weight(pod, node)
-    best = max((preferred_weight(pod, n) for n in evictor.state.ready_nodes), default=0)
+    best = max((preferred_weight(pod, n) for n in context.state.ready_nodes), default=0)
     if best <= here:
         return None
     return f"another node scores preferred node affinity {best}, {node.name} only {here}"
 
 
 def run(args: NodeAffinityArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    nodes = evictor.state.ready_nodes
+    nodes = context.state.ready_nodes
     candidates = (
-        (node.name, _candidates(args, kind, node, evictor))
+        (node.name, _candidates(args, kind, node, context))
         for kind in args.node_affinity_type
         for node in nodes
     )
@@ -66,18 +65,18 @@ def run(args: NodeAffinityArgs, context: PluginContext) -> None:
 
 
 def _candidates(
-    args: NodeAffinityArgs, kind: str, node: Node, evictor: Evictor
+    args: NodeAffinityArgs, kind: str, node: Node, context: PluginContext
 ) -> Iterator[tuple[Pod, str]]:
-    for pod in evictor.state.pods_on_ready_node(node.name):
-        if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+    for pod in context.state.pods_on_ready_node(node.name):
+        if not context.selected(pod, args.pods) or not context.evictor.filter(pod):
             continue
-        reason = _violates(kind, pod, node, evictor)
+        reason = _violates(kind, pod, node, context)
         if reason is None:
             continue
         # Upstream checks this even with nodeFit off: the pod must fit some node.
-        if not evictor.fitting_nodes(pod, include_current=True):
+        if not context.fitting_nodes(pod, include_current=True):
             continue
-        if evictor.pre_eviction_ok(pod):
+        if context.evictor.pre_eviction_filter(pod):
             yield pod, reason
 
 

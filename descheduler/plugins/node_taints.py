@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
 
 NAME = PluginName("RemovePodsViolatingNodeTaints")
@@ -51,19 +51,20 @@ def relevant(taint: Taint, args: NodeTaintsArgs) -> bool:
 
 
 def run(args: NodeTaintsArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
+    candidates = ((n.name, _candidates(args, n, context)) for n in context.state.ready_nodes)
     context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
-def _candidates(args: NodeTaintsArgs, node: Node, evictor: Evictor) -> Iterator[tuple[Pod, str]]:
+def _candidates(
+    args: NodeTaintsArgs, node: Node, context: PluginContext
+) -> Iterator[tuple[Pod, str]]:
     taints = [t for t in node.taints if relevant(t, args)]
     if not taints:
         return
-    for pod in evictor.state.pods_on_ready_node(node.name):
-        if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+    for pod in context.state.pods_on_ready_node(node.name):
+        if not context.selected(pod, args.pods) or not context.evictor.filter(pod):
             continue
-        if not evictor.pre_eviction_ok(pod):
+        if not context.evictor.pre_eviction_filter(pod):
             continue
         untolerated = next(
             (t for t in taints if not any(x.tolerates(t) for x in pod.tolerations)), None

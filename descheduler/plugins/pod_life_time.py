@@ -178,15 +178,14 @@ def _condition_match(pod: Pod, wanted: ConditionFilter, state: CycleState) -> bo
 
 
 def run(args: PodLifeTimeArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    state = evictor.state
+    state = context.state
     found = [
         pod
         for pod in state.ready_node_pods(include_finished=True)
-        if evictor.selected(pod, args.pods)
+        if context.selected(pod, args.pods)
         and matches(pod, args, state)
-        and evictor.evictable(pod)
-        and evictor.pre_eviction_ok(pod)
+        and context.evictor.filter(pod)
+        and context.evictor.pre_eviction_filter(pod)
     ]
     # Oldest first; pods without a creation time (none from the API) last.
     found.sort(key=lambda p: (p.creation_timestamp is None, p.creation_timestamp or state.now))

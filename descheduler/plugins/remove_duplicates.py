@@ -73,17 +73,16 @@ def feasible_nodes(pods: list[Pod], nodes: list[Node]) -> set[NodeName]:
 
 
 def run(args: RemoveDuplicatesArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    state = evictor.state
+    state = context.state
     nodes = state.ready_nodes
     occurrences: dict[OwnerImages, int] = {}
     duplicates: dict[OwnerImages, dict[NodeName, list[Pod]]] = {}
     for node in nodes:
         first_seen: set[tuple[str, ...]] = set()
         for pod in state.pods_on_ready_node(node.name):
-            if not args.namespaces.allows(pod.namespace) or not evictor.evictable(pod):
+            if not args.namespaces.allows(pod.namespace) or not context.evictor.filter(pod):
                 continue
-            if not evictor.pre_eviction_ok(pod):
+            if not context.evictor.pre_eviction_filter(pod):
                 continue
             if not pod.owners or any(o.kind in args.exclude_owner_kinds for o in pod.owners):
                 continue

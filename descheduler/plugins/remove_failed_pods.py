@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Node, Pod
 
@@ -81,21 +81,20 @@ def why_not(pod: Pod, args: RemoveFailedPodsArgs, state: CycleState) -> str | No
 
 
 def run(args: RemoveFailedPodsArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
+    candidates = ((n.name, _candidates(args, n, context)) for n in context.state.ready_nodes)
     context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
 def _candidates(
-    args: RemoveFailedPodsArgs, node: Node, evictor: Evictor
+    args: RemoveFailedPodsArgs, node: Node, context: PluginContext
 ) -> Iterator[tuple[Pod, str]]:
-    state = evictor.state
+    state = context.state
     for pod in state.pods_on_ready_node(node.name, include_finished=True):
-        if pod.phase != "Failed" or not evictor.selected(pod, args.pods):
+        if pod.phase != "Failed" or not context.selected(pod, args.pods):
             continue
         if why_not(pod, args, state) is not None:
             continue
-        if evictor.evictable(pod) and evictor.pre_eviction_ok(pod):
+        if context.evictor.filter(pod) and context.evictor.pre_eviction_filter(pod):
             yield pod, "pod failed" + (f" ({pod.reason})" if pod.reason else "")
 
 

@@ -45,7 +45,7 @@ def parse_args(r: FieldReader) -> TASViolationsArgs:
 
 
 def run(args: TASViolationsArgs, context: PluginContext) -> None:
-    candidates = _candidates(args, context.evictor.state)
+    candidates = _candidates(args, context.state)
     # Lowest priority first over every node, so no node's limit ends the loop.
     context.evict_node_by_node(strategy=NAME, candidates=[(None, candidates)])
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod
 
 NAME = PluginName("RemovePodsHavingTooManyRestarts")
@@ -51,21 +51,22 @@ def in_states(pod: Pod, args: TooManyRestartsArgs) -> bool:
 
 
 def run(args: TooManyRestartsArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    candidates = ((n.name, _candidates(args, n, evictor)) for n in evictor.state.ready_nodes)
+    candidates = ((n.name, _candidates(args, n, context)) for n in context.state.ready_nodes)
     context.evict_node_by_node(strategy=NAME, candidates=candidates)
 
 
-def _candidates(args: TooManyRestartsArgs, node: Node, evictor: Evictor) -> list[tuple[Pod, str]]:
+def _candidates(
+    args: TooManyRestartsArgs, node: Node, context: PluginContext
+) -> list[tuple[Pod, str]]:
     """The node's pods restarted too often, most restarted first."""
     found = []
-    for pod in evictor.state.pods_on_ready_node(node.name, include_finished=True):
+    for pod in context.state.pods_on_ready_node(node.name, include_finished=True):
         count = restarts(pod, including_init_containers=args.including_init_containers)
         if count < args.pod_restart_threshold or not in_states(pod, args):
             continue
-        if not evictor.selected(pod, args.pods) or not evictor.evictable(pod):
+        if not context.selected(pod, args.pods) or not context.evictor.filter(pod):
             continue
-        if evictor.pre_eviction_ok(pod):
+        if context.evictor.pre_eviction_filter(pod):
             found.append((count, pod))
     found.sort(key=lambda item: -item[0])
     threshold = args.pod_restart_threshold

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import Evictor, ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import ExtensionPoint, Outcome, Plugin, PluginContext, PluginName
 from tas.cluster.model import LabelSelector, Node, Pod, Requirement, Toleration
 from tas.fit import matches_node_selection, untolerated_taint
 
@@ -133,13 +133,11 @@ def _order(pods: list[Pod]) -> list[Pod]:
 
 def run(args: TopologySpreadArgs, context: PluginContext) -> None:
     evictor = context.evictor
-    state = evictor.state
+    state = context.state
     nodes = state.ready_nodes
     by_name = {n.name: n for n in nodes}
     pods = [
-        p
-        for p in state.ready_node_pods()
-        if evictor.selected(p, args.pods) and evictor.protection(p) is None
+        p for p in state.ready_node_pods() if context.selected(p, args.pods) and evictor.filter(p)
     ]
     namespaces: dict[str, list[Pod]] = {}
     for pod in pods:
@@ -171,22 +169,20 @@ def run(args: TopologySpreadArgs, context: PluginContext) -> None:
                 continue
             total = sum(len(p) for p in domains.values())
             eligible = [n for n in nodes if constraint.includes(n, owner)]
-            _balance(args, evictor, constraint, domains, total, eligible, chosen)
+            _balance(args, context, constraint, domains, total, eligible, chosen)
     for pod in chosen.values():
-        if not evictor.evictable(pod, namespaces=args.pods.namespaces):
+        if not args.pods.namespaces.allows(pod.namespace) or not evictor.filter(pod):
             continue
-        if not evictor.pre_eviction_ok(pod):
-            continue
-        if evictor.node_exhausted(pod.node_name):
+        if not evictor.pre_eviction_filter(pod):
             continue
         reason = "topology spread constraint skew above maxSkew"
-        if not evictor.evict(pod, strategy=NAME, reason=reason) and evictor.stopped:
+        if evictor.evict(pod, strategy=NAME, reason=reason).outcome is Outcome.STOPPED:
             return
 
 
 def _balance(
     args: TopologySpreadArgs,
-    evictor: Evictor,
+    context: PluginContext,
     constraint: _Constraint,
     domains: dict[str, list[Pod]],
     total: int,
@@ -205,7 +201,7 @@ def _balance(
     def fits_below(pod: Pod) -> bool:
         key = (pod.namespace, pod.name)
         if key not in fits:
-            fits[key] = bool(evictor.fitting_nodes(pod, among=targets))
+            fits[key] = bool(context.fitting_nodes(pod, among=targets))
         return fits[key]
 
     i, j = 0, len(ordered) - 1

@@ -15,14 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from descheduler.classify import (
-    Category,
-    ThresholdSpec,
-    classify,
-    hold_overutilized,
-    thresholds_for,
-)
-from descheduler.plugins.load_aware import PRESETS, DeviationPreset
+from descheduler.classify import ThresholdSpec, classify, hold_overutilized, thresholds_for
+from descheduler.node_classes import Category
+from descheduler.plugins.load_aware.args import PRESETS, DeviationPreset
 from descheduler.signals import Signal, combined_cpu, metric_names, node_usages
 from tas.types import MetricName, NodeName
 

@@ -19,9 +19,11 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.args import FieldReader
 from descheduler.cycle import Mode
-from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
+from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor, Rail
 from descheduler.framework import (
     FULL,
+    Attempt,
+    Outcome,
     OwnerGuard,
     sort_candidates,
 )
@@ -417,8 +419,11 @@ def test_a_pdb_refusal_is_counted_and_logged_and_the_pod_stays(
     registry = CollectorRegistry()
     evictor = evictor_on(cluster, registry=registry)
     with caplog.at_level(logging.INFO):
-        done = evictor.evict(cluster.list_pods()[0], strategy="Test", reason="because")
-    assert not done
+        attempt = evictor.evict(cluster.list_pods()[0], strategy="Test", reason="because")
+    assert not attempt.done
+    assert (
+        attempt.why == "refused: Cannot evict pod as it would violate the pod's disruption budget."
+    )
     assert [p.name for p in cluster.list_pods()] == ["web-1"]
     assert "refused (PodDisruptionBudget)" in caplog.text
     assert [d.result for d in evictor.rails.decisions] == ["refused"]
@@ -434,7 +439,7 @@ def test_predictive_mode_reports_and_counts_but_evicts_nothing(
     registry = CollectorRegistry()
     evictor = evictor_on(cluster, mode=Mode.PREDICTIVE, limits=Limits(total=1), registry=registry)
     with caplog.at_level(logging.INFO):
-        assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot")
+        assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot").done
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
     assert 'Evicted pod in dry run mode pod="default/web-1"' in caplog.text
     assert 'reason="node is hot"' in caplog.text
@@ -446,7 +451,7 @@ def test_predictive_mode_reports_and_counts_but_evicts_nothing(
 def test_an_eviction_goes_through_the_eviction_api_with_its_reason() -> None:
     cluster = two_nodes(make_pod("web-1"))
     evictor = evictor_on(cluster)
-    assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot")
+    assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot").done
     (record,) = cluster.evictions
     assert record.reason == "Test: node is hot"
     assert record.replacement is not None  # the ReplicaSet made a new pending pod
@@ -456,7 +461,7 @@ def test_a_failed_eviction_is_counted_as_failed() -> None:
     cluster = two_nodes(make_pod("web-1"))
     cluster.inject_failure(WriteKind.EVICTIONS, TransientClusterError("boom"))
     evictor = evictor_on(cluster)
-    assert not evictor.evict(cluster.list_pods()[0], strategy="Test", reason="r")
+    assert not evictor.evict(cluster.list_pods()[0], strategy="Test", reason="r").done
     assert [d.result for d in evictor.rails.decisions] == ["failed"]
 
 
@@ -465,17 +470,25 @@ def test_the_cooldown_spares_an_owner_evicted_from_a_moment_ago() -> None:
     cooldown = Cooldown(600)
     cluster = two_nodes(make_pod("web-1", owner="rs"), make_pod("web-2", owner="rs"))
     first = evictor_on(cluster, cooldown=cooldown)
-    assert first.evict(cluster.get_pod(Namespace("default"), "web-1"), strategy="T", reason="r")
+    assert first.evict(
+        cluster.get_pod(Namespace("default"), "web-1"), strategy="T", reason="r"
+    ).done
     # Even within the same cycle, one pod per owner.
-    assert not first.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+    assert not first.evict(
+        cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r"
+    ).done
     clock.advance(60)
     later = evictor_on(cluster, cooldown=cooldown)
     later.state.now = clock.now()
-    assert not later.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+    assert not later.evict(
+        cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r"
+    ).done
     clock.advance(600)
     after = evictor_on(cluster, cooldown=cooldown)
     after.state.now = clock.now()
-    assert after.evict(cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r")
+    assert after.evict(
+        cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r"
+    ).done
 
 
 def test_a_clear_gain_moves_several_pods_of_an_owner_and_waits_half_the_cooldown() -> None:
@@ -489,35 +502,71 @@ def test_a_clear_gain_moves_several_pods_of_an_owner_and_waits_half_the_cooldown
         return cluster.get_pod(Namespace("default"), name)
 
     first = evictor_on(cluster, cooldown=cooldown)
-    assert first.evict(pod("web-1"), strategy="T", reason="r", guard=clear)
+    assert first.evict(pod("web-1"), strategy="T", reason="r", guard=clear).done
     # A clear gain: a second pod of the owner in the same cycle; a marginal one waits.
-    assert first.evict(pod("web-2"), strategy="T", reason="r", guard=clear)
-    assert not first.evict(pod("web-3"), strategy="T", reason="r", guard=FULL)
+    assert first.evict(pod("web-2"), strategy="T", reason="r", guard=clear).done
+    assert not first.evict(pod("web-3"), strategy="T", reason="r", guard=FULL).done
     # Half the cooldown later a clear gain may move the owner again; a marginal one may not.
     clock.advance(300)
     later = evictor_on(cluster, cooldown=cooldown)
     later.state.now = clock.now()
-    assert not later.evict(pod("web-3"), strategy="T", reason="r")
-    assert later.evict(pod("web-3"), strategy="T", reason="r", guard=clear)
+    assert not later.evict(pod("web-3"), strategy="T", reason="r").done
+    assert later.evict(pod("web-3"), strategy="T", reason="r", guard=clear).done
     # The limits still hold for a clear gain.
     limited = evictor_on(cluster, cooldown=Cooldown(600), limits=Limits(per_node=0))
-    assert not limited.evict(pod("web-4"), strategy="T", reason="r", guard=clear)
+    assert not limited.evict(pod("web-4"), strategy="T", reason="r", guard=clear).done
 
 
 def test_an_open_circuit_breaker_blocks_every_eviction() -> None:
     cluster = two_nodes(make_pod("web-1"))
     evictor = evictor_on(cluster, halted="3 of 4 nodes with values violate at once")
-    assert evictor.stopped == "the circuit breaker is open"
-    assert not evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    attempt = evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    assert attempt == Attempt(
+        Outcome.STOPPED, "circuit breaker open: 3 of 4 nodes with values violate at once"
+    )
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
+    (blocked,) = evictor.rails.blocked
+    assert (blocked.name, blocked.rail) == ("web-1", Rail.BREAKER)
+
+
+def test_a_spent_limit_says_whether_to_try_the_next_pod_the_next_node_or_stop() -> None:
+    pods = [make_pod(f"web-{i}", node=f"node-{n}", owner=f"rs-{i}") for i, n in enumerate("aabb")]
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    evictor = evictor_on(cluster, mode=Mode.PREDICTIVE, limits=Limits(per_node=1, total=2))
+    web = {p.name: p for p in cluster.list_pods()}
+    assert evictor.evict(web["web-0"], strategy="T", reason="r").done
+    node_spent = evictor.evict(web["web-1"], strategy="T", reason="r")
+    assert node_spent == Attempt(
+        Outcome.NODE_LIMIT, "maxNoOfPodsToEvictPerNode 1 reached on node-a"
+    )
+    assert evictor.evict(web["web-2"], strategy="T", reason="r").done
+    assert evictor.evict(web["web-3"], strategy="T", reason="r") == Attempt(
+        Outcome.STOPPED, "maxNoOfPodsToEvictTotal 2 reached"
+    )
+    assert [(b.name, b.rail) for b in evictor.rails.blocked] == [
+        ("web-1", Rail.LIMIT),
+        ("web-3", Rail.LIMIT),
+    ]
+
+
+def test_a_filters_rejections_are_recorded_for_the_watched_pods_only() -> None:
+    daemon = replace(owners=(OwnerReference("DaemonSet", "ds", controller=True),))
+    cluster = two_nodes(make_pod("ds-1", apply=daemon), make_pod("ds-2", apply=daemon))
+    evictor = evictor_on(cluster).for_plugin("T", guard_owners=True)
+    evictor.rails.watched = frozenset({(Namespace("default"), "ds-2")})
+    assert not any(evictor.filter(p) for p in cluster.list_pods())
+    (blocked,) = evictor.rails.blocked
+    assert (blocked.name, blocked.strategy, blocked.rail) == ("ds-2", "T", Rail.PROTECTED)
 
 
 def test_node_fit_keeps_a_pod_that_no_other_node_would_take() -> None:
     pinned = make_pod("pinned", apply=replace(node_selector={"kubernetes.io/hostname": "node-a"}))
     cluster = two_nodes(pinned)
     evictor = evictor_on(cluster)
-    assert not evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    attempt = evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    assert attempt == Attempt(Outcome.BLOCKED, "no other Ready node would accept it (nodeFit)")
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
+    assert [b.rail for b in evictor.rails.blocked] == [Rail.NODE_FIT]
 
 
 def test_pods_of_one_shape_share_nodefits_answer_yet_each_is_judged_without_its_own_node() -> None:
@@ -540,10 +589,10 @@ def test_pods_of_one_shape_share_nodefits_answer_yet_each_is_judged_without_its_
     )
     evictor = evictor_on(cluster)
     pods = {p.name: p for p in cluster.list_pods()}
-    assert evictor.fitting_nodes(pods["web-1"]) == ("node-b",)
+    assert evictor.fitter.fitting_nodes(pods["web-1"]) == ("node-b",)
     # Not node-a: web-1 still holds its 2 cores there, whoever asked first.
-    assert evictor.fitting_nodes(pods["web-2"]) == ()
-    assert evictor.fitting_nodes(pods["web-2"], include_current=True) == ("node-b",)
+    assert evictor.fitter.fitting_nodes(pods["web-2"]) == ()
+    assert evictor.fitter.fitting_nodes(pods["web-2"], include_current=True) == ("node-b",)
     # An eviction changes the nodes: once web-1 is gone, node-a has room for web-2.
-    assert evictor.evict(pods["web-1"], strategy="Test", reason="because")
-    assert evictor.fitting_nodes(pods["web-2"]) == ("node-a",)
+    assert evictor.evict(pods["web-1"], strategy="Test", reason="because").done
+    assert evictor.fitter.fitting_nodes(pods["web-2"]) == ("node-a",)

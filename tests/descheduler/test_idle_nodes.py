@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from descheduler.classify import Category, ThresholdSpec
+from descheduler.classify import ThresholdSpec
 from descheduler.framework import Result
-from descheduler.idle import classify_with_idle, idle_columns, with_estimates
+from descheduler.node_classes import Category
+from descheduler.plugins.load_aware.idle import classify_with_idle, idle_columns, with_estimates
 from descheduler.signals import Signal
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod

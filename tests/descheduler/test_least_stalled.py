@@ -12,7 +12,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from descheduler.plugins.load_aware import LoadAwareArgs, StallModel
+from descheduler.plugins.load_aware.args import LoadAwareArgs
+from descheduler.plugins.load_aware.stall import StallModel
 from tas.pressure import NodeLoad, Prediction
 from tas.types import NodeName
 
@@ -57,4 +58,4 @@ def test_it_stays_the_plain_min_as_moves_change_the_loads(
         prediction = Prediction(
             usage, m.loads[source], m.peak_loads[chosen], relief=0.0, burden=0.0, cost=0.0
         )
-        m.moved(source, chosen, prediction)
+        m.apply(source, chosen, prediction)

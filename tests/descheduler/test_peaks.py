@@ -1,5 +1,5 @@
-"""A node's recent peak of a metric (`descheduler.peaks`): what LoadAware judges a destination
-at, so the window must be exact and the memory must forget."""
+"""A node's recent peak of a metric (`descheduler.plugins.load_aware.peaks`): what LoadAware
+judges a destination at, so the window must be exact and the memory must forget."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from descheduler.cycle import peak_horizon
-from descheduler.peaks import RecentPeaks
+from descheduler.plugins.load_aware import LoadAware
+from descheduler.plugins.load_aware.peaks import RecentPeaks
 from tas.types import MetricName
 from tests.descheduler.builders import (
     START,
@@ -71,19 +71,21 @@ def test_metrics_not_followed_are_not_kept() -> None:
         pytest.param(900, 900.0, id="a longer payback horizon keeps longer"),
     ],
 )
-def test_the_cycle_keeps_readings_for_loadawares_payback_horizon_only(
+def test_loadaware_keeps_readings_for_its_payback_horizon_only(
     payback: int | None, kept: float
 ) -> None:
     # Kept for an hour, readings falling at every 30 s cycle held 121 per node and metric
-    # (110 MiB at 5,000 nodes, make bench) where the 300 s LoadAware asks about needs 11.
+    # where the 300 s LoadAware asks about needs 11.
     args: dict[str, Any] = {"deviationThresholds": "AsymmetricLow", "resources": ["cpu_combined"]}
     if payback is not None:
         args["paybackSeconds"] = payback
     config = policy_config("LoadAware", args={"LoadAware": args})
-    assert peak_horizon(config) == kept
     descheduler = make_descheduler(cluster_with(make_node("node-a")), config)
-    assert descheduler.peaks.keep_seconds == kept
+    (plugin,) = [p for p in descheduler.plugins.values() if isinstance(p, LoadAware)]
+    assert plugin.peaks.keep_seconds == kept
 
 
 def test_without_loadaware_no_peak_is_kept() -> None:
-    assert peak_horizon(policy_config("RemovePodsViolatingNodeTaints")) == 0.0
+    config = policy_config("RemovePodsViolatingNodeTaints")
+    descheduler = make_descheduler(cluster_with(make_node("node-a")), config)
+    assert not [p for p in descheduler.plugins.values() if isinstance(p, LoadAware)]

@@ -2,7 +2,8 @@
 
 Covered: a throwaway plugin registered through the registry alone has its arguments parsed from
 a DeschedulerPolicy (defaults, and bad arguments reported with their path), is accepted only at
-the extension point it serves, and runs in a real cycle on the in-memory cluster with its
+the extension point it serves, is built once and keeps its memory across cycles, and runs in a
+real cycle on the in-memory cluster with its
 evictions held by the evictor's rails (the total and per-node limits, the DefaultEvictor's
 protections, Predictive mode); registering into one registry leaves the built-in set alone; a
 name or alias is taken once; every plugin module in the package is listed.
@@ -21,7 +22,14 @@ import descheduler.plugins
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, sort_candidates
+from descheduler.framework import (
+    ExtensionPoint,
+    Outcome,
+    Plugin,
+    PluginContext,
+    PluginName,
+    sort_candidates,
+)
 from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, RegistryError, default_registry
 from tas.cluster.model import OwnerReference
@@ -48,16 +56,28 @@ def parse_evict_labelled(r: FieldReader) -> EvictLabelledArgs:
     return EvictLabelledArgs(value=value, namespaces=r.namespaces())
 
 
-def run_evict_labelled(args: EvictLabelledArgs, context: PluginContext) -> None:
-    evictor = context.evictor
-    for pod in sort_candidates(evictor.state.running_in_scope()):
-        if pod.labels.get(LABEL) != args.value:
-            continue
-        if not evictor.evictable(pod, namespaces=args.namespaces):
-            continue
-        evictor.evict(pod, strategy="EvictLabelled", reason=f"{LABEL}={args.value}")
-        if evictor.stopped:
-            return
+class EvictLabelled:
+    """A plugin object, built once per profile: what it remembers across cycles (here, the
+    pods it evicted) is its own."""
+
+    def __init__(self, args: EvictLabelledArgs) -> None:
+        self.args = args
+        self.evicted: list[str] = []
+
+    def run(self, context: PluginContext) -> None:
+        evictor = context.evictor
+        for pod in sort_candidates(context.state.running_in_scope()):
+            if pod.labels.get(LABEL) != self.args.value:
+                continue
+            if not self.args.namespaces.allows(pod.namespace) or not evictor.filter(pod):
+                continue
+            attempt = evictor.evict(
+                pod, strategy="EvictLabelled", reason=f"{LABEL}={self.args.value}"
+            )
+            if attempt.done:
+                self.evicted.append(pod.name)
+            elif attempt.outcome is Outcome.STOPPED:
+                return
 
 
 EVICT_LABELLED = Plugin(
@@ -65,7 +85,7 @@ EVICT_LABELLED = Plugin(
     points=frozenset({ExtensionPoint.DESCHEDULE}),
     args_type=EvictLabelledArgs,
     parse_args=parse_evict_labelled,
-    run=run_evict_labelled,
+    new=EvictLabelled,
 )
 
 
@@ -201,12 +221,19 @@ def test_a_registered_plugin_runs_in_a_cycle_within_the_total_limit() -> None:
     )
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
     config = parse_config(policy({}, maxNoOfPodsToEvictTotal=3), registry=with_evict_labelled())
-    report = make_descheduler(cluster, config).run_cycle()
+    descheduler = make_descheduler(cluster, config)
+    report = descheduler.run_cycle()
     evicted = sorted(d.name for d in report.by_result("evicted"))
     assert len(evicted) == 3
     assert "not-me" not in evicted
     assert {r.name for r in cluster.evictions} == set(evicted)
     assert all(d.reason == f"EvictLabelled: {LABEL}=yes" for d in report.decisions)
+    # The plugin object outlives the cycle: the next cycle runs the same one, memory and all.
+    plugin = descheduler.plugin_run("custom", EVICT_LABELLED.name)
+    assert isinstance(plugin, EvictLabelled)
+    descheduler.run_cycle()
+    assert descheduler.plugin_run("custom", EVICT_LABELLED.name) is plugin
+    assert sorted(plugin.evicted) == ["a-1", "a-2", "b-1", "c-1"]
 
 
 def test_a_registered_plugins_evictions_pass_the_per_node_limit_and_the_protections() -> None:

@@ -244,7 +244,9 @@ def test_tas_violations_acts_on_the_evaluation_the_cycle_state_carries() -> None
     )
     rails = CycleRails(budget=EvictionBudget(Limits()), cooldown=Cooldown(0), dry_run=True)
     evictor = PodEvictor(cluster=cluster, state=state, rules=ProtectionRules(), rails=rails)
-    context = PluginContext(evictor=evictor, classified=lambda _: None)
+    context = PluginContext(
+        state=state, evictor=evictor, nodes=evictor.fitter, classified=lambda _: None
+    )
     tas_violations.run(tas_violations.TASViolationsArgs(), context)
     assert [(d.name, d.reason) for d in rails.decisions] == [
         ("p", "TASViolations: node node-b violates policy demo-policy: as evaluated")

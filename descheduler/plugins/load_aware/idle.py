@@ -4,9 +4,7 @@ A node that just joined has no fresh value until its exporter is scraped and a r
 has passed (a minute or two). Left unknown, it is neither a destination nor part of the
 fleet's average, so a saturated fleet joined by empty nodes reads "All nodes are
 underutilized" (every old node at the mean of the old nodes) until their samples arrive,
-while pods stall (sweep scenario default-0044: Volcano, whose metrics start at zero, moved
-21 s after three nodes joined; `ours` 3 minutes later without this module, 81 s with it,
-once `confirmCycles` saw the old nodes overutilized twice).
+while pods stall.
 
 A node that runs nothing but DaemonSet and static pods is not unknown, though: it is idle but
 for its daemons. `idle_columns` gives such a node, where it lacks a value, the usage its pods imply:
@@ -25,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from descheduler.classify import Category, Classification, ThresholdSpec, classify
-from descheduler.framework import PodUsage, pod_cpu_cores
+from descheduler.classify import ThresholdSpec, classify
+from descheduler.framework import PodUsage
+from descheduler.node_classes import Category, Classification
+from descheduler.plugins.load_aware.stall import pod_cpu_cores
 from descheduler.signals import Signal, node_usages
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod

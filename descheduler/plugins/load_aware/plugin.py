@@ -1,0 +1,219 @@
+"""LoadAware: LowNodeUtilization on real telemetry (CPU utilization, PSI), not on requests.
+
+Nodes are classified from fresh metrics (`load_aware.classification`), and a node that runs
+only DaemonSet and static pods from what they use until its first sample (`load_aware.idle`: a
+destination, never a source); pods are evicted from overutilized nodes, most used first, while
+the node is above its high threshold and the move policy lets them go (`load_aware.moves`: the
+stall model on the CPU signals, the capacity budget on the others). The log lines use the
+upstream descheduler's words, so its users can read them.
+
+How many pods may leave one node in one cycle follows from what can be estimated about each
+move (the rule docs/descheduler.md states):
+
+- where per-pod usage is measured (container PSI or CPU), that is what the pod takes with it,
+  and the pod that relieves the node most goes first;
+- where it is not, the pod's requests as a share of the node's allocatable stand in for it, for
+  the signals they speak for (CPU requests for the CPU signals, memory requests for the memory
+  ones). Requests bound what the scheduler accounts for, not what a pod uses, so the estimate is
+  taken as an upper bound of the relief: eviction stops as soon as the estimates say the node is
+  back under its threshold, and the next cycle measures again (it never overshoots on a guess);
+- a pod for which neither says anything (no such requests, or the IO signal) moves alone: at
+  most one such pod per node per cycle, and none after it on that node;
+- always within the eviction limits (per node, per namespace, total) and the owner cooldown.
+
+The plugin remembers, across cycles, its hot nodes (`HotNodes`: the hysteresis its soft taints
+follow, and the confirmation) and each node's recent CPU peak (`load_aware.peaks`, over
+`paybackSeconds`). It runs even while the circuit breaker is open: its classification feeds the
+metrics and the soft taints (the evictor still stops its evictions). The name
+`LowNodeUtilization` belongs to the upstream plugin on requests
+(`descheduler.plugins.low_node_utilization`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+
+from descheduler.classify import still_over
+from descheduler.framework import (
+    ExtensionPoint,
+    Outcome,
+    Plugin,
+    PluginContext,
+    PluginName,
+    PodUsage,
+    sort_candidates,
+)
+from descheduler.node_classes import Classification
+from descheduler.plugins.load_aware.args import LoadAwareArgs, parse_args, wanted_metric_names
+from descheduler.plugins.load_aware.classification import (
+    HotNodes,
+    classify_nodes,
+    fmt,
+    overutilized_reason,
+)
+from descheduler.plugins.load_aware.idle import estimated_nodes, idle_columns, with_estimates
+from descheduler.plugins.load_aware.moves import (
+    CapacityBudget,
+    Decline,
+    MovePolicy,
+    estimate_relief,
+    eviction_order,
+)
+from descheduler.plugins.load_aware.peaks import RecentPeaks
+from descheduler.plugins.load_aware.stall import StallModel
+from descheduler.signals import CPU_SIGNALS, Signal, metric_names
+from descheduler.state import pod_key
+from tas.types import NodeName
+
+log = logging.getLogger(__name__)
+
+NAME = PluginName("LoadAware")
+
+
+class LoadAware:
+    """One profile's LoadAware, with what it remembers from one cycle to the next."""
+
+    def __init__(self, args: LoadAwareArgs) -> None:
+        self.args = args
+        self.hot = HotNodes()
+        # Only the CPU readings a destination is judged by, and no longer than the payback
+        # horizon asks: an hour held up to 121 readings per node and metric at 30 s cycles.
+        followed = metric_names([Signal.CPU_COMBINED]) & wanted_metric_names(args)
+        self.peaks = RecentPeaks(followed, keep_seconds=args.payback_seconds)
+
+    def run(self, context: PluginContext) -> None:
+        now = context.state.now
+        self.peaks.record(now, context.state.metrics)
+        c = rebalance(
+            self.args,
+            context,
+            pod_usage=context.pod_usage(),
+            over_since=self.hot.over_since,
+            peaks=self.peaks,
+        )
+        held = self.hot.hold(dataclasses.replace(c, hold_seconds=self.args.hold_seconds), now)
+        context.classified(held)
+
+
+def rebalance(
+    args: LoadAwareArgs,
+    context: PluginContext,
+    *,
+    pod_usage: PodUsage | None = None,
+    over_since: Mapping[NodeName, datetime] | None = None,
+    peaks: RecentPeaks | None = None,
+) -> Classification:
+    """One rebalancing pass over the overutilized nodes; the classification it made."""
+    state, evictor = context.state, context.evictor
+    measured = pod_usage or {}
+    estimates = idle_columns(state, measured)
+    metrics = with_estimates(state.metrics, estimates)
+    estimated = estimated_nodes(estimates, metric_names(args.signals))
+    c = classify_nodes(args, state, metrics, estimated)
+    if c.nothing_to_do is not None:
+        log.info('"%s"', c.nothing_to_do)
+        return c
+    signals = list(c.thresholds.high)
+    capacity = dict(c.capacity_to_move)
+    log.info(
+        '"Total capacity to be moved" %s',
+        " ".join(f"{s}={fmt(v)}" for s, v in capacity.items()),
+    )
+    policy: MovePolicy
+    if all(s in CPU_SIGNALS for s in signals):
+        hot = HotNodes(over_since=dict(over_since or {}))
+        policy = StallModel.of(
+            args,
+            state,
+            metrics,
+            c,
+            measured,
+            avoid=context.moves.recently_evacuated(args.avoid_evacuated_seconds),
+            confirmed=hot.confirmed(args, c),
+            peaks=peaks,
+        )
+    else:
+        policy = CapacityBudget(c, capacity)
+    targets = policy.targets(c)
+    for node in c.overutilized:
+        if not policy.worth_relieving(node):
+            continue
+        usage = dict(c.usages[node])
+        pods = state.pods_on(node)
+        removable = [p for p in pods if args.namespaces.allows(p.namespace) and evictor.filter(p)]
+        log.info(
+            '"Pods on node" node="%s" allPods=%d nonRemovablePods=%d removablePods=%d',
+            node,
+            len(pods),
+            len(pods) - len(removable),
+            len(removable),
+        )
+        if not removable:
+            continue
+        log.info(
+            "\"Evicting pods based on priority, if they have same priority, they'll be evicted "
+            'based on QoS tiers"'
+        )
+        per_pod = all(pod_key(p) in measured for p in removable)
+        candidates = (
+            eviction_order(removable, measured, signals) if per_pod else sort_candidates(removable)
+        )
+        unknown_moved = False
+        unpaid = 0
+        for pod in candidates:
+            if not still_over(usage, c.thresholds.high, signals):
+                break
+            spent = policy.spent()
+            if spent is not None:
+                log.info('"%s"', spent)
+                return c
+            if unknown_moved:
+                break  # a move nobody could estimate: see what it changed first
+            if not policy.worth_relieving(node):
+                break
+            relief = measured.get(pod_key(pod)) or estimate_relief(pod, state.nodes[node], signals)
+            move = policy.weigh(pod, node, relief, context, targets)
+            if isinstance(move, Decline):
+                context.declined(pod, NAME, move.why)
+                unpaid += move.unpaid
+                continue  # it does not pay, or nothing predicts it: never on a guess
+            reason = overutilized_reason(node, usage, c, signals)
+            if move.explains:
+                reason = f"{reason}; {move.explains}"
+            attempt = evictor.evict(
+                pod, strategy=NAME, reason=reason, among=targets, guard=move.guard
+            )
+            if attempt.outcome is Outcome.STOPPED:
+                log.warning("LoadAware stops: %s", attempt.why)
+                return c
+            if attempt.outcome is Outcome.NODE_LIMIT:
+                break
+            if not attempt.done:
+                continue
+            policy.moved(node, move)
+            unpaid = 0
+            if relief is None:
+                unknown_moved = True
+                continue
+            for s in signals:
+                moved = relief.get(s, 0.0)
+                usage[s] -= moved
+                capacity[s] -= moved
+        if unpaid:
+            # One line, not one per pod: the per-pod predictions are at debug level.
+            log.info('"No move off the node pays" node="%s" pods=%d', node, unpaid)
+    return c
+
+
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE,
+    NAME,
+    args=(LoadAwareArgs, parse_args),
+    new=LoadAware,
+    telemetry=True,
+    metric_names=wanted_metric_names,
+    runs_while_breaker_open=True,
+)

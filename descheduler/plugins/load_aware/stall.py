@@ -1,0 +1,349 @@
+"""The stall model: on the CPU signals, a move must pay (the formulas in `tas.pressure`).
+
+A node whose pressure is below `atRiskPressure`, or whose recent crest stayed below
+`atRiskCrestPressure`, is not rebalanced, however uneven; a pod moves only when the stall it is
+predicted to take off its node, less what it adds to the fitting node that would stall least
+with it, exceeds what its restart costs, and never when it would make that node the next hot
+one; a pod nothing describes stays (never a move on a guess). The prediction is in the
+eviction's reason; a clear gain (`clearGain` times the cost) waits half the owner cooldown and
+may move several pods of one owner in a cycle (`CLEAR`). A replacement of a moved pod is left
+to settle (`settle_left`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from descheduler.framework import OwnerGuard, PluginContext, PodUsage
+from descheduler.node_classes import Category, Classification
+from descheduler.plugins.load_aware.args import LoadAwareArgs
+from descheduler.plugins.load_aware.moves import Decline, Move
+from descheduler.plugins.load_aware.peaks import RecentPeaks
+from descheduler.signals import CPU_SIGNALS, Signal
+from descheduler.state import CycleState, pod_key
+from tas.cluster.model import Pod
+from tas.pressure import NodeLoad, Prediction, erlang_c, predict, servers_of
+from tas.types import MetricColumns, MetricName, NodeName
+
+log = logging.getLogger(__name__)
+
+#: How long a replacement of a moved pod is left to settle (`settle_left`): an hour, the
+#: horizon over which one pod's evictions are counted.
+SETTLE_SECONDS = 3600.0
+
+#: A clear gain: half the owner cooldown, several pods of one owner per cycle.
+CLEAR = OwnerGuard(share=0.5, several_per_cycle=True)
+
+
+def cpu_cores(shares: Mapping[str, float] | None, cores: float) -> float:
+    """A pod's CPU in cores, from its share (0..100) of its node on a CPU signal: measured
+    usage, or its requests where usage is not measured."""
+    if not shares:
+        return 0.0
+    share = max((shares.get(s, 0.0) for s in CPU_SIGNALS), default=0.0)
+    return share / 100.0 * cores
+
+
+def pod_cpu_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
+    """The pod's CPU in cores on a node of `cores`: measured, or its requests until it is."""
+    usage = measured.get(pod_key(pod))
+    if usage is not None:
+        return cpu_cores(usage, cores)
+    return pod.requests.get("cpu", 0.0)
+
+
+def settle_left(pod: Pod, moving_since: datetime | None, now: datetime) -> float:
+    """Seconds the pod is still left to settle, 0 when it is free to move.
+
+    Only a replacement of a moved pod settles: one created since its owner began losing pods to
+    evictions (`moving_since`, `MoveHistory.owner_moving_since`), for `SETTLE_SECONDS` after it
+    was placed. A pod just moved is not moved again for rebalancing within the hour, however
+    much a move would pay: the scheduler may have put it back on a hot node (its policy scores
+    on something else), and a move that does not hold must not be repeated every cooldown. One
+    replica's slot takes at most one rebalancing move an hour, plus the evictions its policies'
+    deschedule rules demand. A workload just deployed, or scaled, onto a hot node is rebalanced
+    like any other."""
+    placed = pod.creation_timestamp
+    if moving_since is None or placed is None or placed < moving_since:
+        return 0.0
+    return max(0.0, SETTLE_SECONDS - (now - placed).total_seconds())
+
+
+#: Pressures this close are one (the stall model's arithmetic cannot tell them apart more
+#: finely), so scanning a size in load order never stops before an equal one.
+_SAME_PRESSURE = 1e-12
+
+
+@dataclass
+class StallModel:
+    """A move must pay: each node's load as measured, and what a move is predicted to do.
+
+    The load is anchored on the measurements (`tas.pressure.NodeLoad.measured`: utilization
+    times cores, or the load the measured PSI implies where that says more), and moves made
+    this cycle are added to it, so each prediction sees the moves before it. A destination is
+    judged at its peak over the payback horizon (`descheduler.peaks`): the pod moved there
+    stays through the node's next crest, whatever trough this cycle read.
+    """
+
+    args: LoadAwareArgs
+    #: Each node's load now: what a source is relieved from.
+    loads: dict[NodeName, NodeLoad]
+    #: Each node's load at its recent peak: what a destination must make room in.
+    peak_loads: dict[NodeName, NodeLoad]
+
+    #: Sources confirmed: overutilized at `confirmCycles` cycles in a row (this one included).
+    confirmed: frozenset[NodeName] = frozenset()
+    #: Nodes no pod is moved to: evacuated (a policy's deschedule rule) within the cooldown, or
+    #: again and again within `avoidEvacuatedSeconds`, so a flapping health metric does not
+    #: have rebalancing fill a node it will empty again.
+    avoid: frozenset[NodeName] = frozenset()
+    #: `peak_loads` by node size, in load order (`_by_size`).
+    _sizes: dict[int, list[tuple[float, NodeName]]] | None = field(default=None, repr=False)
+    #: The nodes whose "left to settle" line is said this cycle.
+    _settle_said: set[NodeName] = field(default_factory=set, repr=False)
+    #: The move `weigh` let the pass try last, for `moved`.
+    _last: tuple[NodeName, Prediction] | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        args: LoadAwareArgs,
+        state: CycleState,
+        metrics: MetricColumns,
+        c: Classification,
+        measured: PodUsage,
+        *,
+        avoid: Collection[NodeName] = (),
+        confirmed: Collection[NodeName] = (),
+        peaks: RecentPeaks | None = None,
+    ) -> StallModel:
+        """`metrics`: the cycle's values, with idle nodes' estimates (`descheduler.idle`)."""
+        utilization = metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
+        psi = metrics.get(MetricName(Signal.CPU_PRESSURE), {})
+        peak_utilization, peak_psi = utilization, psi
+        if peaks is not None:
+
+            def recent(signal: Signal) -> Mapping[NodeName, float]:
+                return peaks.peak(MetricName(signal), within=args.payback_seconds, now=state.now)
+
+            peak_utilization = _higher(utilization, recent(Signal.CPU_UTILIZATION))
+            peak_psi = _higher(psi, recent(Signal.CPU_PRESSURE))
+        loads: dict[NodeName, NodeLoad] = {}
+        peak_loads: dict[NodeName, NodeLoad] = {}
+        for name in c.categories:
+            node = state.nodes.get(name)
+            cores = node.allocatable.get("cpu", 0.0) if node is not None else 0.0
+            if cores <= 0 or (name not in utilization and name not in psi):
+                continue  # nothing to predict with: the node is never rebalanced on a guess
+            load = NodeLoad.measured(cores, utilization=utilization.get(name), psi=psi.get(name))
+            peak = NodeLoad.measured(
+                cores, utilization=peak_utilization.get(name), psi=peak_psi.get(name)
+            )
+            if measured and name in utilization:
+                # The node's metrics lag its pods: pods that arrived since are not in them yet,
+                # pods that left still are. Where per-pod usage is measured, the pods on the
+                # node now (measured, or their requests until they are) correct the load by
+                # what changed since: without it the next cycle would move pods again onto a
+                # node that already received, and off one that already gave.
+                now = sum(pod_cpu_cores(p, measured, cores) for p in state.pods_on(name))
+                since = now - utilization[name] * cores
+                load, peak = load.plus(since), peak.plus(since)
+            loads[name] = load
+            peak_loads[name] = peak
+        return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid))
+
+    def at_risk(self, node: NodeName) -> bool:
+        load = self.loads.get(node)
+        if load is None:
+            log.info('"Node has no CPU load to predict with, not rebalanced" node="%s"', node)
+            return False
+        if node not in self.confirmed:
+            log.info(
+                '"Node is not overutilized for %d cycles in a row yet, not rebalanced" node="%s"',
+                self.args.confirm_cycles,
+                node,
+            )
+            return False
+        crest = self.peak_loads[node].pressure
+        if crest < self.args.at_risk_crest_pressure:
+            log.info(
+                '"Node did not come near saturating within %gs, not rebalanced" node="%s" '
+                "crestPressure=%.2f atRiskCrestPressure=%g",
+                self.args.payback_seconds,
+                node,
+                crest,
+                self.args.at_risk_crest_pressure,
+            )
+            return False
+        if load.pressure < self.args.at_risk_pressure:
+            log.info(
+                '"Node is not at risk of stalling, not rebalanced" node="%s" pressure=%.2f '
+                "atRiskPressure=%g",
+                node,
+                load.pressure,
+                self.args.at_risk_pressure,
+            )
+            return False
+        return True
+
+    # ------------------------------------------------------------ the move policy
+
+    def targets(self, c: Classification) -> frozenset[NodeName]:
+        """Any node not overutilized (nor evacuated lately), for the prediction to judge. A
+        set: every pod weighed asks each Ready node whether it is among them."""
+        return frozenset(
+            n
+            for n, category in c.categories.items()
+            if category is not Category.OVERUTILIZED and n not in self.avoid
+        )
+
+    def spent(self) -> str | None:
+        return None  # each move is judged on its own prediction, not on a shared budget
+
+    def worth_relieving(self, node: NodeName) -> bool:
+        """At risk of stalling: once relieved enough, what is left is unevenness, not stall."""
+        return self.at_risk(node)
+
+    def weigh(
+        self,
+        pod: Pod,
+        node: NodeName,
+        relief: Mapping[str, float] | None,
+        context: PluginContext,
+        targets: frozenset[NodeName],
+    ) -> Move | Decline:
+        left = settle_left(pod, context.moves.owner_moving_since(pod), context.state.now)
+        if left > 0:
+            if node not in self._settle_said:  # once per node and cycle: why its pods stay
+                self._settle_said.add(node)
+                log.info(
+                    '"Replacements of moved pods are left to settle" node="%s" settleSeconds=%g',
+                    node,
+                    SETTLE_SECONDS,
+                )
+            log.debug('"Left to settle" pod="%s/%s"', pod.namespace, pod.name)
+            return Decline(
+                f"a replacement of a moved pod, left to settle {left:.0f} s more", unpaid=False
+            )
+        found = self.best_move(pod, node, relief, context, targets)
+        if isinstance(found, str):
+            return Decline(found)
+        destination, prediction = found
+        self._last = (destination, prediction)
+        guard = CLEAR if prediction.gain >= self.args.clear_gain else OwnerGuard()
+        return Move(prediction.describe(node, self.name_of(destination)), guard)
+
+    def moved(self, node: NodeName, move: Move) -> None:
+        """Made: the loads the next weighings read follow it (the prediction `weigh`
+        made last)."""
+        if self._last is not None:
+            destination, prediction = self._last
+            self.apply(node, destination, prediction)
+
+    # ------------------------------------------------------------ predictions
+
+    def best_move(
+        self,
+        pod: Pod,
+        node: NodeName,
+        relief: Mapping[str, float] | None,
+        context: PluginContext,
+        among: frozenset[NodeName],
+    ) -> tuple[NodeName, Prediction] | str:
+        """Where the pod would go (the fitting node that stalls least with it) and what the
+        move is predicted to do there; why not, when nothing predicts it or it does not pay."""
+        source = self.loads[node]
+        usage = cpu_cores(relief, source.cores)
+        if usage <= 0:
+            log.debug('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
+            return "no usage to predict the move with"
+        destinations = [
+            d
+            for d in context.fitting_nodes(pod, among=among)
+            if d in self.loads and d not in self.avoid
+        ]
+        if not destinations:
+            log.debug('"No node to move the pod to" pod="%s/%s"', pod.namespace, pod.name)
+            return "no node to move it to (none fits that is not hot or evacuated lately)"
+        destination = self.least_stalled(destinations, usage)
+        prediction = predict(usage, source, self.peak_loads[destination], self.args.cost)
+        if not prediction.pays:
+            described = prediction.describe(node, self.name_of(destination))
+            log.debug(
+                '"Move does not pay" pod="%s/%s" node="%s" %s',
+                pod.namespace,
+                pod.name,
+                node,
+                described,
+            )
+            return f"the move does not pay: {described}"
+        return destination, prediction
+
+    def least_stalled(self, destinations: Collection[NodeName], usage: float) -> NodeName:
+        """Of `destinations`, the one whose peak load stalls least with `usage` more cores (ties:
+        the first name): `min` of (pressure after, name), without a stall evaluation per node.
+
+        Nodes are taken size by size (their Erlang C servers), each size from its least loaded
+        up (`_by_size`); pressure rises with load on a node of a given size, so the first node
+        of a size that stalls more than the best so far ends that size. A weighing at 5,000
+        nodes costs a few evaluations, not 5,000 (`make bench`, "scale").
+        """
+        wanted = destinations if isinstance(destinations, (set, frozenset)) else set(destinations)
+        best: tuple[float, NodeName] | None = None
+        for servers, ordered in self._by_size().items():
+            for load, name in ordered:
+                if name not in wanted:
+                    continue
+                found = (erlang_c(servers, max(0.0, load + usage)), name)
+                if best is None or found < best:
+                    best = found
+                elif found[0] > best[0] + _SAME_PRESSURE:
+                    break  # every node after it here is at least as loaded
+        if best is None:
+            raise ValueError("no destination to choose from")
+        return best[1]
+
+    def _by_size(self) -> dict[int, list[tuple[float, NodeName]]]:
+        """The peak loads by node size (Erlang C servers), each list in (load, name) order;
+        built once a cycle and kept in order by `moved`."""
+        if self._sizes is None:
+            sizes: dict[int, list[tuple[float, NodeName]]] = {}
+            for name, load in self.peak_loads.items():
+                sizes.setdefault(servers_of(load.cores), []).append((load.load, name))
+            for ordered in sizes.values():
+                ordered.sort()
+            self._sizes = sizes
+        return self._sizes
+
+    def name_of(self, destination: NodeName) -> str:
+        """The destination as a prediction names it: said to be judged at its crest where that
+        is above this cycle's reading, so the reason's figures match what an operator reads."""
+        if self.peak_loads[destination].load > self.loads[destination].load:
+            return f"{destination} (at its crest of the last {self.args.payback_seconds:g} s)"
+        return destination
+
+    def apply(self, node: NodeName, destination: NodeName, prediction: Prediction) -> None:
+        """A move from `node` to `destination` as predicted: the loads follow it."""
+        self.loads[node] = prediction.source_after
+        self.loads[destination] = self.loads[destination].plus(prediction.usage)
+        before = self.peak_loads[destination]
+        self.peak_loads[destination] = prediction.destination_after
+        if self._sizes is not None:
+            ordered = self._sizes[servers_of(before.cores)]
+            ordered.pop(bisect.bisect_left(ordered, (before.load, destination)))
+            after = prediction.destination_after
+            bisect.insort(
+                self._sizes.setdefault(servers_of(after.cores), []), (after.load, destination)
+            )
+
+
+def _higher(now: Mapping[NodeName, float], peak: Mapping[NodeName, float]) -> dict[NodeName, float]:
+    """Per node, the higher of this cycle's reading and its recent peak. The cycle records its
+    readings before plugins run, so a followed metric's peak already covers this cycle; a
+    metric the cycle does not follow (PSI read for a policy while LoadAware's signal is
+    utilization alone) has no peak, and its reading stands."""
+    return {node: max(value, peak.get(node, value)) for node, value in now.items()}
