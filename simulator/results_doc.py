@@ -124,7 +124,10 @@ def _family(folder: Path) -> str | None:
         first = path.read_text(encoding="utf-8").splitlines()[0]
         prefix = "# Drawn from "
         if first.startswith(prefix):
-            return first[len(prefix) :].rsplit(", scenario", 1)[0]
+            source = Path(first[len(prefix) :].rsplit(", scenario", 1)[0])
+            # A path in this checkout is said from its root, not from the machine's.
+            root = Path(__file__).resolve().parent.parent
+            return str(source.relative_to(root)) if source.is_relative_to(root) else str(source)
     return None
 
 
@@ -257,10 +260,10 @@ def sweep_table(verdict: Mapping[str, Any]) -> str:
         "gain work lost / stall, p50",
     ]
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    contenders: Mapping[str, Mapping[str, Any]] = verdict.get("contenders", {})
     rows: list[tuple[str, Mapping[str, Any]]] = [
-        (DISPLAY.get(c, c), v) for c, v in verdict.get("contenders", {}).items()
+        (DISPLAY.get(c, c), contenders[c]) for c in _ordered(list(contenders))
     ]
-    rows = sorted(rows, key=lambda row: _ordered(list(DISPLAY.values())).index(row[0]))
     rows += [(f"*{r} (ref)*", v) for r, v in verdict.get("references", {}).items()]
     for name, v in rows:
         tied = v.get("best_or_tied_share", {})
