@@ -339,14 +339,27 @@ def _smaller_than_full(comparison: Comparison) -> list[str]:
     return said
 
 
-def render(comparison: Comparison) -> str:
+def render(comparison: Comparison, *, folder: str = "comparison") -> str:
     parts = [HEADER, "", "# Results: how it compares", ""]
     commit = f"commit `{comparison.commit}`" if comparison.commit else "an unrecorded commit"
+    ran = []
+    if comparison.summary is not None:
+        seeds = sorted({len(e.get("seeds", [])) for e in comparison.summary["scenarios"].values()})
+        said = "/".join(map(str, seeds)) or "no"
+        ran.append(
+            f"{len(comparison.summary['scenarios'])} named scenarios on {said} seeds each "
+            "(`tas simulate --all`, `simulate/summary.json`)"
+        )
+    if comparison.sweep is not None:
+        ran.append(
+            f"{comparison.sweep.get('scenarios')} scenarios drawn from "
+            f"{comparison.family or 'an unrecorded family'} on {comparison.sweep_seeds or '?'} "
+            "seeds each (`tas sweep`, `sweep/sweep.json`)"
+        )
     parts.append(
-        f"From the outputs of `make compare` on {commit}: every named scenario with `tas "
-        f"simulate --all --seeds {FULL_SEEDS}` (`comparison/simulate/summary.json`) and "
-        f"{FULL_SWEEP_COUNT} scenarios drawn from the default family on {FULL_SWEEP_SEEDS} "
-        "seeds with `tas sweep` (`comparison/sweep/sweep.json`)."
+        f"Outputs in `{folder}/` on {commit}: {'; '.join(ran)}. `make compare` runs every "
+        f"named scenario on {FULL_SEEDS} seeds and {FULL_SWEEP_COUNT} drawn scenarios on "
+        f"{FULL_SWEEP_SEEDS} seeds."
     )
     short = _smaller_than_full(comparison)
     if short:
@@ -401,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    args.out.write_text(render(comparison), encoding="utf-8")
+    args.out.write_text(render(comparison, folder=str(args.comparison)), encoding="utf-8")
     print(f"results_doc: wrote {args.out}")
     return 0
 
