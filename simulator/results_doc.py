@@ -344,8 +344,8 @@ def render(comparison: Comparison, *, folder: str = "comparison") -> str:
     commit = f"commit `{comparison.commit}`" if comparison.commit else "an unrecorded commit"
     ran = []
     if comparison.summary is not None:
-        seeds = sorted({len(e.get("seeds", [])) for e in comparison.summary["scenarios"].values()})
-        said = "/".join(map(str, seeds)) or "no"
+        counts = {len(e.get("seeds", [])) for e in comparison.summary["scenarios"].values()}
+        said = "/".join(map(str, sorted(counts))) or "no"
         ran.append(
             f"{len(comparison.summary['scenarios'])} named scenarios on {said} seeds each "
             "(`tas simulate --all`, `simulate/summary.json`)"
@@ -383,9 +383,9 @@ def render(comparison: Comparison, *, folder: str = "comparison") -> str:
         parts.append("Not run: no `sweep/sweep.json`.\n")
     else:
         family = comparison.family or "an unrecorded family"
-        seeds = comparison.sweep_seeds or "?"
+        per = comparison.sweep_seeds or "?"
         parts += [
-            f"{sweep['scenarios']} scenarios drawn from {family}, {seeds} seeds each.\n",
+            f"{sweep['scenarios']} scenarios drawn from {family}, {per} seeds each.\n",
             sweep_table(sweep),
             "",
         ]
