@@ -62,7 +62,7 @@ bench: $(STAMP)
 ## then docs/results.md written from those outputs (simulator/results_doc.py).
 compare: $(STAMP)
 	mkdir -p comparison
-	git rev-parse --short HEAD > comparison/commit.txt
+	(git describe --always --dirty --abbrev=7 2>/dev/null || true) > comparison/commit.txt
 	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
 	$(BIN)/tas sweep --family default --count 200 --seeds 3 --out comparison/sweep
 	$(BIN)/python -m simulator.results_doc comparison --out docs/results.md
