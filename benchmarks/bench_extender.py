@@ -1,5 +1,11 @@
 """Extender speed over real loopback HTTP, each figure next to a floor measured in this run.
 
+- The latency the extender adds to scheduling one pod: `NodeNames` with 500 candidates (what
+  kube-scheduler sends an extender with `nodeCacheCapable: true` at 5,000 nodes, where its
+  default `percentageOfNodesToScore` scores 10%), one request at a time as kube-scheduler's
+  scheduling cycle makes them: p50 and p99 of filter and of prioritize, each against the same
+  quantile of the same work in-process (goals: p50 <= 3 ms, p99 <= 10 ms). Alone:
+  `python -m benchmarks.bench_extender latency`.
 - `NodeNames` with 500 candidates: median filter and prioritize latency (goal <= 3 ms), also
   with recent placements (herd control) on 10% of the cluster's nodes, filtering on estimates
   too (goal <= 3 ms), and a
@@ -263,6 +269,58 @@ def median_pair(
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def quantiles_pair(
+    first: Callable[[], object], second: Callable[[], object], *, repeat: int, warmup: int = 20
+) -> tuple[list[float], list[float]]:
+    """Every timing of two actions run alternately, sorted: the floor and the figure see the
+    same moments of a noisy machine."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for round_ in range(warmup + repeat):
+        for action, kept in ((first, times[0]), (second, times[1])):
+            started = time.perf_counter()
+            action()
+            if round_ >= warmup:
+                kept.append(time.perf_counter() - started)
+    return sorted(times[0]), sorted(times[1])
+
+
+def quantile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+#: Requests per verb for the latency quantiles: enough for a p99 of 20 timings above it.
+LATENCY_REPEAT = 2000
+
+
+def scheduling_latency(port: int) -> None:
+    """p50 and p99 of one filter and one prioritize with 500 `NodeNames` over loopback HTTP,
+    one request at a time, each next to the same quantile of the same work in-process."""
+    body = names_body(CANDIDATES)
+    client = BlockingClient(port)
+    try:
+        for verb in ("filter", "prioritize"):
+            request = request_bytes(f"/scheduler/{verb}", body)
+            floor, latency = quantiles_pair(
+                in_process(verb, body),
+                functools.partial(client.call, request),
+                repeat=LATENCY_REPEAT,
+            )
+            for name, q, goal in (("p50", 0.5, 3.0), ("p99", 0.99, 10.0)):
+                print_figure(
+                    Figure(
+                        f"NodeNames x{CANDIDATES} {verb} {name} latency, one at a time "
+                        "(loopback HTTP, uvicorn)",
+                        quantile(latency, q) * 1000,
+                        "ms",
+                        floor=quantile(floor, q) * 1000,
+                        floor_name=f"in-process {verb} {name}",
+                        max_value=goal,
+                    )
+                )
+    finally:
+        client.close()
+
+
 # -- load ------------------------------------------------------------------------------------
 
 
@@ -420,6 +478,7 @@ def main() -> None:
                 )
             )
         client.close()
+        scheduling_latency(port)
         _placements_figures(filter_small, prioritize_small)
         elapsed, latencies = _run_async(_load(port, [filter_small, prioritize_small]))
         latencies.sort()
@@ -475,3 +534,24 @@ def main() -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def latency_only() -> None:
+    """`python -m benchmarks.bench_extender latency`: the scheduling latency case alone."""
+    from extender.server import tune_allocator
+
+    print(f"  cores: {os.cpu_count()} (shared by the server process and the client)")
+    print(f"  allocator tuned for large bodies: {tune_allocator()}")
+    process, port = start_server()
+    try:
+        scheduling_latency(port)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["latency"]:
+        latency_only()
+    else:
+        main()

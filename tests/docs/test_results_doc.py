@@ -1,0 +1,173 @@
+"""docs/results.md is written by `make compare` from its outputs (`simulator.results_doc`).
+
+The fixture `tests/docs/comparison/` is a real small run, trimmed: `tas simulate --all --seeds 2
+--duration 3m` (three of its scenarios kept) and `tas sweep --count 2 --seeds 2` (runs.json kept
+to its seeds, one drawn scenario's first lines). Covered:
+- the document opens with the generated, do-not-edit header and names the commit it ran on;
+- a table per named scenario with every contender and both reference rows, a figure in bold
+  exactly where summary.json names a clear best;
+- the goals are `simulator.goals`' own verdicts, MET or MISSED, on the named scenarios and on
+  the sweep;
+- runs smaller than make compare's say so at the top; full-size runs do not;
+- a part not run is said to be missing, an empty folder is refused (exit 1);
+- the same outputs give the same bytes, and `make compare` writes docs/results.md with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from simulator.goals import named_goals, sweep_goals
+from simulator.report import COLUMNS
+from simulator.results_doc import (
+    DISPLAY,
+    FULL_SEEDS,
+    FULL_SWEEP_COUNT,
+    FULL_SWEEP_SEEDS,
+    HEADER,
+    Comparison,
+    main,
+    read_comparison,
+    render,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).resolve().parent / "comparison"
+
+
+@pytest.fixture(scope="module")
+def comparison() -> Comparison:
+    return read_comparison(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def document(comparison: Comparison) -> str:
+    return render(comparison)
+
+
+def section(document: str, title: str) -> str:
+    """The text under a `### title` heading, up to the next heading."""
+    found = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^#)", document, re.S | re.M)
+    assert found, f"no section {title!r}"
+    return found.group(1)
+
+
+def test_the_document_says_it_is_generated_and_from_which_commit(document: str) -> None:
+    assert document.startswith(HEADER + "\n")
+    assert "Do not edit" in HEADER
+    assert "commit `2e738a4`" in document
+
+
+def test_every_named_scenario_has_a_table_with_every_contender_and_both_references(
+    comparison: Comparison, document: str
+) -> None:
+    assert comparison.summary is not None
+    for name, entry in comparison.summary["scenarios"].items():
+        text = section(document, name)
+        rows = [line for line in text.splitlines() if line.startswith("| ")]
+        assert len(rows) == 1 + len(entry["contenders"]) + len(entry["references"])
+        assert rows[-2].startswith("| *limit (ref)*")
+        assert rows[-1].startswith("| *clairvoyant (ref)*")
+
+
+def test_a_figure_is_bold_exactly_where_summary_json_names_a_clear_best(
+    comparison: Comparison, document: str
+) -> None:
+    assert comparison.summary is not None
+    paths = {title: fig if key is None else f"{fig}.{key}" for title, fig, key, _ in COLUMNS}
+    shown = {name: contender for contender, name in DISPLAY.items()}
+    for name, entry in comparison.summary["scenarios"].items():
+        rows = [line.strip("|").split(" | ") for line in section(document, name).splitlines()]
+        rows = [[cell.strip() for cell in row] for row in rows if len(row) > 1]
+        header, body = rows[0], rows[2:]
+        bold = {
+            (shown.get(row[0], row[0]), paths[header[i]])
+            for row in body
+            for i, cell in enumerate(row)
+            if cell.startswith("**")
+        }
+        expected = {
+            (contender, path)
+            for path, contender in entry["best"].items()
+            if contender is not None and any(paths.get(title) == path for title in header)
+        }
+        assert bold == expected, name
+
+
+def test_a_clear_best_is_bold_in_its_row_and_column_only(comparison: Comparison) -> None:
+    """The fixture's two seeds make every figure a tie; here summary.json names one best."""
+    assert comparison.summary is not None
+    entry = comparison.summary["scenarios"]["psi-skewed"]
+    best = {**dict.fromkeys(entry["best"]), "work_lost.share": "ours"}
+    summary = {"scenarios": {"psi-skewed": {**entry, "best": best}}}
+    text = section(render(dataclasses.replace(comparison, summary=summary)), "psi-skewed")
+    bold = [line for line in text.splitlines() if "**" in line]
+    share = f"{entry['contenders']['ours']['work_lost']['share']:.2%}"
+    assert len(bold) == 1
+    assert bold[0].startswith("| ours |")
+    assert f"**{share}**" in bold[0]
+    assert bold[0].count("**") == 2
+
+
+def test_the_goals_are_the_simulators_own_verdicts(comparison: Comparison, document: str) -> None:
+    assert comparison.summary is not None
+    assert comparison.sweep is not None
+    for goal in [*named_goals(comparison.summary), *sweep_goals(comparison.sweep)]:
+        verdict = {True: "**MET**", False: "**MISSED**", None: "NOT JUDGED"}[goal.met]
+        assert f"- {verdict} {goal.name}: {goal.shown}" in document
+
+
+def test_runs_smaller_than_make_compares_say_so(document: str) -> None:
+    assert "These runs are smaller than `make compare`'s" in document
+    assert f"named scenarios on 2 seeds, not {FULL_SEEDS}" in document
+    assert f"a sweep of 2 scenarios, not {FULL_SWEEP_COUNT}" in document
+
+
+def test_full_size_runs_are_not_called_a_smoke_test(comparison: Comparison) -> None:
+    assert comparison.summary is not None
+    assert comparison.sweep is not None
+    scenarios = {
+        name: {**entry, "seeds": list(range(FULL_SEEDS))}
+        for name, entry in comparison.summary["scenarios"].items()
+    }
+    full = dataclasses.replace(
+        comparison,
+        summary={"scenarios": scenarios},
+        sweep={**comparison.sweep, "scenarios": FULL_SWEEP_COUNT},
+        sweep_seeds=FULL_SWEEP_SEEDS,
+        full_durations={},
+    )
+    assert "smaller than" not in render(full)
+
+
+def test_a_part_not_run_is_said_to_be_missing(comparison: Comparison) -> None:
+    text = render(dataclasses.replace(comparison, sweep=None, sweep_seeds=None))
+    assert "Not run: no `sweep/sweep.json`." in text
+    assert "### Goals on the named scenarios" in text
+
+
+def test_an_empty_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path), "--out", str(tmp_path / "results.md")]) == 1
+    assert "run make compare" in capsys.readouterr().err
+    assert not (tmp_path / "results.md").exists()
+
+
+def test_the_same_outputs_give_the_same_bytes(tmp_path: Path) -> None:
+    out = tmp_path / "results.md"
+    assert main([str(FIXTURE), "--out", str(out)]) == 0
+    first = out.read_bytes()
+    assert main([str(FIXTURE), "--out", str(out)]) == 0
+    assert out.read_bytes() == first
+
+
+def test_make_compare_writes_docs_results_md_with_it() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ncompare:", 1)[1].split("\n\n", 1)[0]
+    assert "-m simulator.results_doc comparison --out docs/results.md" in recipe
+    assert "comparison/commit.txt" in recipe
+    committed = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert committed.startswith(HEADER + "\n")
