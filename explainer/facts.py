@@ -115,6 +115,7 @@ class Explainer:
             events=self._events(missing),
             score_mode=self.score_mode,
             missing=missing,
+            pods=pods,
         )
 
     def explain_node(self, name: str) -> NodeExplanation:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from tas.cluster.model import Node, Pod
+from tas.fit import rejection
 from tas.policies.model import StrategyName, TASPolicy, format_number
 from tas.rules import ScoreMode, labeling_labels, score_nodes, violation_reason, violations
 from tas.types import MetricColumns, MetricName, NodeName, PolicyKey, PolicyName
@@ -113,6 +114,15 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
+class NotOffered:
+    """A node kube-scheduler did not send the extender for the pod, and why, as its own filters
+    judge the node now (node selection, taints, resources, readiness)."""
+
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class MoveVerdict:
     """Whether the descheduler's current cycle, run dry, would evict the pod, and why."""
 
@@ -162,6 +172,8 @@ class PodExplanation:
     evictions: tuple[Eviction, ...]
     #: What could not be read, each with why (the rest is still explained).
     missing: tuple[str, ...] = ()
+    #: The cluster's other nodes, which the extender never saw for this pod, each with why.
+    not_offered: tuple[NotOffered, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,8 +420,10 @@ def explain_pod(
     events: Sequence[EventFact] = (),
     score_mode: ScoreMode = ScoreMode.PROPORTIONAL,
     missing: Sequence[str] = (),
+    pods: Sequence[Pod] = (),
 ) -> PodExplanation:
-    """`decisions` None: the extender's log could not be read (say why in `missing`)."""
+    """`decisions` None: the extender's log could not be read (say why in `missing`). `pods`:
+    the cluster's pods, for why a node was not offered (its resources)."""
     label = pod.labels.get(POLICY_LABEL)
     policy = policies.get(PolicyKey(pod.namespace, PolicyName(label))) if label else None
     verdicts: list[PolicyVerdict] = []
@@ -417,6 +431,7 @@ def explain_pod(
         verdicts = policy_verdicts(
             policy, pod.node_name, metrics, [n.name for n in nodes], score_mode=score_mode
         )
+    placement = placement_of(pod, decisions) if decisions is not None else None
     return PodExplanation(
         namespace=pod.namespace,
         name=pod.name,
@@ -425,11 +440,39 @@ def explain_pod(
         policy_label=label,
         policy_found=policy is not None,
         policies=tuple(verdicts),
-        placement=placement_of(pod, decisions) if decisions is not None else None,
+        placement=placement,
         move=move,
         evictions=evictions_from(events, pod=f"{pod.namespace}/{pod.name}"),
         missing=tuple(missing),
+        not_offered=not_offered(pod, placement, nodes, pods) if placement is not None else (),
     )
+
+
+def not_offered(
+    pod: Pod, placement: Placement, nodes: Sequence[Node], pods: Sequence[Pod]
+) -> tuple[NotOffered, ...]:
+    """The nodes missing from the extender's candidates for the pod, with why: kube-scheduler's
+    own filters (node selection, taints, resources) as they judge the node now, or, where they
+    would accept it now, that kube-scheduler did not send it then."""
+    offered = {c.node for c in placement.candidates}
+    by_node: dict[str, list[Pod]] = {}
+    for other in pods:
+        if other.node_name is not None:
+            by_node.setdefault(other.node_name, []).append(other)
+    found = []
+    for node in sorted(nodes, key=lambda n: n.name):
+        if node.name in offered:
+            continue
+        why = rejection(pod, node, pods_on_node=by_node.get(node.name, ()))
+        found.append(
+            NotOffered(
+                node.name,
+                why
+                or "kube-scheduler did not send it (it may have joined since, or the scheduler "
+                "sent only a sample of the nodes)",
+            )
+        )
+    return tuple(found)
 
 
 def explain_gone_pod(
@@ -539,6 +582,8 @@ def _from_json(kind: Any, data: Any) -> Any:
         values = {
             f.name: _from_json(hints[f.name], data[_camel(f.name)])
             for f in dataclasses.fields(kind)
+            # A field an older answer lacks keeps its default.
+            if _camel(f.name) in data or f.default is dataclasses.MISSING
             if _camel(f.name) in data
         }
         return kind(**values)
@@ -606,6 +651,7 @@ def render_pod(found: PodExplanation) -> str:
             lines.append("    " + _verdict_line(verdict, on=found.node))
     lines.append("")
     lines.extend(_placement_lines(found.placement, runs_on=found.node))
+    lines.extend(_not_offered_lines(found))
     lines.append("")
     if found.move is None:
         lines.append("Would the descheduler move it now? not evaluated (see missing below)")
@@ -661,6 +707,15 @@ def _placement_lines(placement: Placement | None, *, runs_on: str | None) -> lis
     return lines
 
 
+def _not_offered_lines(found: PodExplanation) -> list[str]:
+    if not found.not_offered:
+        return []
+    return [
+        "  not offered to the extender by kube-scheduler:",
+        *(f"  {n.node}: {n.reason}" for n in found.not_offered),
+    ]
+
+
 def render_node(found: NodeExplanation) -> str:
     lines = [f"Node {found.name} ({'Ready' if found.ready else 'NotReady'})", "Metrics:"]
     if not found.metrics:
@@ -704,6 +759,7 @@ __all__ = [
     "MetricReading",
     "MoveVerdict",
     "NodeExplanation",
+    "NotOffered",
     "Placement",
     "PodExplanation",
     "PolicyVerdict",
@@ -716,6 +772,7 @@ __all__ = [
     "find_pod",
     "near_matches",
     "node_from_json",
+    "not_offered",
     "parse_decisions",
     "placement_of",
     "pod_from_json",

@@ -38,7 +38,7 @@ from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
-from tas.cluster.model import ObjectReference
+from tas.cluster.model import ObjectReference, Taint, TaintEffect
 from tas.explain import (
     GONE,
     EventFact,
@@ -174,6 +174,28 @@ def test_the_placement_is_the_extenders_own_decision_for_every_candidate() -> No
     assert "node-c: filtered out; demo-policy: health_metric Equals 2 (value 2)  <- runs here" in (
         text
     )
+
+
+def test_every_node_the_extender_never_saw_is_listed_with_why() -> None:
+    world = World()
+    world.cluster.add_node(
+        make_node("node-d", taints=[Taint("dedicated", TaintEffect.NO_SCHEDULE, "gpu")])
+    )
+    world.cluster.add_node(make_node("node-e"))  # would fit: kube-scheduler did not send it
+    world.place("demo-1", world.pod.uid)
+    found = world.explainer.explain_pod(NS, "demo-1")
+    assert [(n.node, n.reason) for n in found.not_offered] == [
+        ("node-d", "taint dedicated=gpu:NoSchedule is not tolerated"),
+        (
+            "node-e",
+            "kube-scheduler did not send it (it may have joined since, or the scheduler sent "
+            "only a sample of the nodes)",
+        ),
+    ]
+    text = render_pod(found)
+    assert "  not offered to the extender by kube-scheduler:" in text
+    assert "  node-d: taint dedicated=gpu:NoSchedule is not tolerated" in text
+    assert pod_from_json(to_json(found)) == found  # the dashboard's answer keeps them
 
 
 def test_scores_of_an_earlier_attempt_are_not_shown_with_a_later_filter() -> None:
