@@ -25,7 +25,7 @@ from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
-from tas_cli import common, subcommand
+from tas_cli import common
 
 log = logging.getLogger("policy_controller")
 
@@ -90,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
     return _control(settings)
 
 
-@subcommand.exit_2_on_setup_error("controller")
 def _control(settings: ControllerCommandSettings) -> int:
     registry = CollectorRegistry()
     api_client = common.kube_api_client(settings.kube)

@@ -195,9 +195,8 @@ def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -
             # First of all, so that a SIGTERM while the caches fill is a clean stop too.
             life.catch_signals()
             return _deschedule(settings, config, mode, interval, cluster, life)
-    except common.SetupError as error:
-        print(f"tas descheduler: {error}", file=sys.stderr)
-        return 2
+    except common.SetupError:
+        raise  # one line and exit 2 (`tas_cli.subcommand.run_command`)
     except Exception as error:  # a broken cluster or source at startup: one clear line
         log.error("Descheduler stopped: %s", error)
         return 1

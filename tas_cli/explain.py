@@ -58,7 +58,7 @@ from tas.explain import (
 )
 from tas.policies.model import TASPolicy
 from tas.types import MetricName, PolicyKey
-from tas_cli import common, subcommand
+from tas_cli import common
 
 log = logging.getLogger("tas.explain")
 
@@ -164,7 +164,6 @@ def run(args: argparse.Namespace) -> int:
     return _run(settings)
 
 
-@subcommand.exit_2_on_setup_error("explain")
 def _run(settings: ExplainCommandSettings) -> int:
     if settings.kind == "pod" and settings.name.count("/") != 1:
         raise common.SetupError(f"a pod is NAMESPACE/NAME, not {settings.name!r}")

@@ -41,7 +41,7 @@ from tas.policies.store import PolicyStore
 from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
 from tas.types import MetricName
-from tas_cli import common, subcommand
+from tas_cli import common
 from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 if TYPE_CHECKING:
@@ -282,7 +282,6 @@ def run(args: argparse.Namespace) -> int:
     return _serve(settings)
 
 
-@subcommand.exit_2_on_setup_error("extender")
 def _serve(settings: ExtenderCommandSettings) -> int:
     # Imported here, not at the top: FastAPI, uvicorn and the metric sources' httpx are most
     # of the start-up time, and `tas extender --help` (or a refused command line) needs none.

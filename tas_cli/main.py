@@ -178,8 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = common.parse_with_tas_flags(
             parser, arguments[1:], component=component, prefix=[component]
         )
-    code: int = args.handler(args)
-    return code
+    from tas_cli import subcommand
+
+    return subcommand.run_command(chosen or "", args.handler, args)
 
 
 if __name__ == "__main__":

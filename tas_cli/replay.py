@@ -39,7 +39,6 @@ from tas.replay.history import History, ReplayInputError, make_window, parse_tim
 from tas.replay.prometheus import read_history
 from tas.replay.scenario import build_scenario
 from tas.types import MetricName
-from tas_cli import subcommand
 from tas_cli.common import SetupError, duration
 
 #: `tas replay --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
@@ -96,7 +95,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG timelines")
 
 
-@subcommand.exit_2_on_setup_error("replay")
 def run(args: argparse.Namespace) -> int:
     now = time.time()
     try:

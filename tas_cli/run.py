@@ -86,7 +86,7 @@ from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import MetricColumns, MetricName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
-from tas_cli import common, subcommand
+from tas_cli import common
 
 log = logging.getLogger("tas.run")
 
@@ -508,7 +508,6 @@ def check_settings(settings: RunCommandSettings) -> None:
             raise common.SetupError(unknown)
 
 
-@subcommand.exit_2_on_setup_error("run")
 def _run(settings: RunCommandSettings) -> int:
     check_settings(settings)
     metrics_dir: Path = settings.dir / "metrics"

@@ -5,30 +5,22 @@ declares only its own description, arguments and body.)
 
 from __future__ import annotations
 
-import functools
+import argparse
 import sys
 from collections.abc import Callable
-from typing import ParamSpec
 
 from tas_cli.common import SetupError
 
-P = ParamSpec("P")
 
-
-def exit_2_on_setup_error(command: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
-    """Wrap a command's body: a `tas_cli.common.SetupError` (a flag the user can fix, a port
-    taken, a file missing) becomes `tas COMMAND: why` on stderr and exit status 2, never a
-    traceback."""
-
-    def wrap(body: Callable[P, int]) -> Callable[P, int]:
-        @functools.wraps(body)
-        def guarded(*args: P.args, **kwargs: P.kwargs) -> int:
-            try:
-                return body(*args, **kwargs)
-            except SetupError as error:
-                print(f"tas {command}: {error}", file=sys.stderr)
-                return 2
-
-        return guarded
-
-    return wrap
+def run_command(
+    command: str, body: Callable[[argparse.Namespace], int], args: argparse.Namespace
+) -> int:
+    """Run a command's body (its module's `run`): a `tas_cli.common.SetupError` (a flag the
+    user can fix, a port taken, a file missing) becomes `tas COMMAND: why` on stderr and exit
+    status 2, never a traceback. The one place that does: `tas_cli.main` runs every command
+    through it, so a command's body only raises."""
+    try:
+        return body(args)
+    except SetupError as error:
+        print(f"tas {command}: {error}", file=sys.stderr)
+        return 2

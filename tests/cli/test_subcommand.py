@@ -10,6 +10,7 @@ Covered:
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import subprocess
 import sys
@@ -18,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tas_cli import common
-from tas_cli.main import COMMANDS, build_parser, command_parser
-from tas_cli.subcommand import exit_2_on_setup_error
+from tas_cli.main import COMMANDS, build_parser, command_parser, main
+from tas_cli.subcommand import run_command
 from tests.processes import ROOT
 
 
@@ -59,12 +60,23 @@ def test_python_m_a_component_is_the_same_command_as_tas_component(
 
 
 def test_a_setup_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    @exit_2_on_setup_error("example")
-    def body(port: int) -> int:
-        raise common.SetupError(f"cannot listen on :{port}")
+    def body(args: argparse.Namespace) -> int:
+        raise common.SetupError(f"cannot listen on :{args.port}")
 
-    assert body(80) == 2
+    assert run_command("example", body, argparse.Namespace(port=80)) == 2
     assert capsys.readouterr().err == "tas example: cannot listen on :80\n"
+
+
+def test_every_command_runs_through_the_one_place_that_turns_a_setup_error_into_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # No module of its own catches it: `tas explain` with a kubeconfig that is not there.
+    missing = tmp_path / "none"
+    assert main(["explain", "pod", "default/web", "--kubeconfig", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tas explain: ")
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
 
 
 def test_tas_run_without_its_policy_file_says_so_in_one_line_and_exits_2(tmp_path: Path) -> None:
