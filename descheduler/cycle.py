@@ -28,7 +28,7 @@ import enum
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from descheduler.config import DeschedulerConfig
@@ -57,7 +57,7 @@ from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
-from descheduler.tainter import TaintChanges, sync_soft_taints
+from descheduler.tainter import TaintChanges, TaintHolds, sync_soft_taints
 from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
 from descheduler.violations import BreakerJudgement, ViolationSource, judge_breaker
 from tas.clock import Clock
@@ -139,6 +139,8 @@ class Descheduler:
             for plugin in (*profile.deschedule, *profile.balance)
             if plugin.new is not None
         }
+        #: When each soft taint was set: held for the classification's hold time.
+        self.taint_holds = TaintHolds()
         #: Pods whose every filter rejection the cycle's report records (`dry_run`).
         self.watched: frozenset[tuple[Namespace, str]] = frozenset()
 
@@ -161,6 +163,7 @@ class Descheduler:
         )
         dry.cooldown = copy.deepcopy(self.cooldown)
         dry.plugins = copy.deepcopy(self.plugins)
+        dry.taint_holds = copy.deepcopy(self.taint_holds)
         dry.halted = self.halted
         dry.watched = watch
         return dry.run_cycle()
@@ -355,7 +358,16 @@ class Descheduler:
         for profile in tainting:
             key = profile.args_of(soft_tainter.PLUGIN).taint_key
             classification = report.classifications.get(profile.name)
-            over = classification.overutilized if classification is not None else ()
+            over: Collection[NodeName] = ()
+            if classification is not None:
+                over = self.taint_holds.tainted(
+                    key,
+                    classification.overutilized,
+                    held=classification.held,
+                    classified=classification.categories,
+                    hold_seconds=classification.hold_seconds,
+                    now=state.now,
+                )
             changes = sync_soft_taints(
                 self.cluster, nodes, key=key, overutilized=over, dry_run=dry_run
             )

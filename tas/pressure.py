@@ -183,6 +183,11 @@ class Prediction:
             f"{after.pressure:.2f} on {source}, {there.pressure:.2f} -> "
             f"{there_after.pressure:.2f} on {destination}; relief {self.relief:.3f} - burden "
             f"{self.burden:.3f} stalled cores vs cost {self.cost:.3f} (gain x{gain})"
+            + (
+                f"; it would make {destination} the next hot node"
+                if self.moves_the_hot_node
+                else ""
+            )
         )
 
 

@@ -327,9 +327,10 @@ def test_soft_taints_follow_the_hot_node_and_go_when_it_recovers() -> None:
         make_node("node-b"),
         make_node("node-c"),
     )
+    clock = FakeClock(START)
     view = StaticMetricView({"cpu_utilization": {"node-a": 0.9, "node-b": 0.1, "node-c": 0.5}})
     config = policy_config("LoadAware", "SoftTainter", args=TAINTER)
-    descheduler = make_descheduler(cluster, config, metrics=view)
+    descheduler = make_descheduler(cluster, config, metrics=view, clock=clock)
     report = descheduler.run_cycle()
     assert report.taints.added == [NodeName("node-a")]
     assert taints(cluster) == {"node-a": (other, SOFT_TAINT), "node-b": (), "node-c": ()}
@@ -337,10 +338,50 @@ def test_soft_taints_follow_the_hot_node_and_go_when_it_recovers() -> None:
     cluster.reset_write_counts()
     descheduler.run_cycle()
     assert cluster.write_counts()[WriteKind.NODE_TAINTS] == 0
-    # Recovered to its low threshold (20): the soft taint goes at once, the other one stays.
+    # Recovered to its low threshold (20): the class goes at once; the soft taint stays for the
+    # hold time (120 s by default) since the node was last overutilized, then goes alone.
     view.set_column(MetricName("cpu_utilization"), {"node-a": 0.2, "node-b": 0.1, "node-c": 0.5})
+    clock.advance(60)
+    report = descheduler.run_cycle()
+    assert report.classifications["test"].categories[NodeName("node-a")] != "overutilized"
+    assert report.taints.removed == []
+    clock.advance(60)
     assert descheduler.run_cycle().taints.removed == [NodeName("node-a")]
     assert taints(cluster)["node-a"] == (other,)
+
+
+def test_a_soft_taint_on_a_swinging_load_is_held_until_the_node_stays_cool() -> None:
+    """A load that crosses the thresholds every cycle flips no new pod's preference with it:
+    the taint stays until the node has not been overutilized for the hold time."""
+    clock = FakeClock(START)
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"))
+    view = StaticMetricView({"cpu_utilization": {"node-a": 0.9, "node-b": 0.1, "node-c": 0.5}})
+    args = {"LoadAware": {**TAINTER["LoadAware"], "holdSeconds": 90}}
+    descheduler = make_descheduler(
+        cluster, policy_config("LoadAware", "SoftTainter", args=args), metrics=view, clock=clock
+    )
+    changes = []
+    for cycle in range(12):  # every 30 s, hot and idle by turns
+        hot = cycle % 2 == 0
+        view.set_column(
+            MetricName("cpu_utilization"),
+            {"node-a": 0.9 if hot else 0.1, "node-b": 0.1, "node-c": 0.5},
+        )
+        report = descheduler.run_cycle()
+        changes += [("+", cycle) for _ in report.taints.added]
+        changes += [("-", cycle) for _ in report.taints.removed]
+        clock.advance(30)
+    # Set once; never removed while it keeps coming back within the hold.
+    assert changes == [("+", 0)]
+    # Idle for good: removed once the hold since the last hot reading (cycle 10) has passed.
+    view.set_column(MetricName("cpu_utilization"), {"node-a": 0.1, "node-b": 0.1, "node-c": 0.5})
+    removed_at = None
+    for cycle in range(12, 20):
+        if descheduler.run_cycle().taints.removed:
+            removed_at = cycle
+            break
+        clock.advance(30)
+    assert removed_at == 13  # 90 s after cycle 10's hot reading
 
 
 def test_a_node_keeps_its_soft_taint_for_the_hold_time_unless_it_falls_to_the_low_threshold() -> (
