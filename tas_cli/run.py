@@ -541,7 +541,8 @@ def _run(settings: RunCommandSettings) -> int:
                 "mode": settings.mode,
                 "syncPeriod": setup.sync_period,
                 "deschedulingInterval": setup.interval,
-                "metricsDir": str(metrics_dir),
+                # Absolute: tas set-health, run from anywhere, writes here (it asks for it).
+                "metricsDir": str(metrics_dir.resolve()),
                 # The page offers only the controls that act (none where they are refused).
                 "controls": {
                     "offered": list(setup.offered) if access.allowed else [],
