@@ -288,7 +288,7 @@ function classNote(node) {
   const above = signals.filter((s) => node.usage[s] > t.high[s])
     .map((s) => `${s} ${percent(node.usage[s])} > high ${percent(t.high[s])}`).join(", ");
   const hold = over.holdSeconds > 0 ? ` or for ${fmt(over.holdSeconds)}s` : "";
-  return `${since}: ${above}; no longer above high, it is held until below ${below}${hold}`;
+  return `${since}: ${above}; once not above high, held until below ${below}${hold}`;
 }
 
 function renderNodes(state) {
