@@ -80,7 +80,9 @@ class SetHealthError(Exception):
 #: `tas set-health --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
     f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series; "
-    f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node."
+    f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node. From any directory: "
+    "without --dir it asks the running `make run` (its dashboard's GET /api/state) for its "
+    "metrics directory and its nodes; NODE must be one of them."
 )
 
 

@@ -72,11 +72,18 @@ function ruleText(rule) {
   return `${rule.metricname} ${rule.operator} ${metricValue(rule.metricname, rule.target)}`;
 }
 
-// The descheduler's and the controller's sentences carry the load-aware usage (0..100) and PSI
-// (0..1) as bare numbers ("cpu_utilization 85.34 > high 85", "pressure 1.00 -> 0.40 on"):
-// on the page they read in percent, as everywhere else on it.
+// The components' sentences carry the load-aware usage (0..100), PSI and a rule on a share
+// (0..1) as bare numbers ("cpu_utilization 85.34 > high 85", "pressure 1.00 -> 0.40 on",
+// "cpu_pressure GreaterThan 0.6 (value 0.81)"): on the page they read in percent, as
+// everywhere else on it.
+const SHARE_RULE = new RegExp("\\b([a-z_]+_(?:utilization|pressure)) " +
+  "(GreaterThan|LessThan|Equals|NotEquals|GreaterOrEqual|LessOrEqual) (-?\\d+(?:\\.\\d+)?)" +
+  "(?: \\(value (-?\\d+(?:\\.\\d+)?)\\))?", "g");
+
 function withPercents(text) {
   return String(text)
+    .replace(SHARE_RULE, (all, metric, operator, target, value) =>
+      `${metric} ${operator} ${pct(Number(target))}` + (value === undefined ? "" : ` (value ${pct(Number(value))})`))
     .replace(/\b([a-z_]+) (-?\d+(?:\.\d+)?) > high (-?\d+(?:\.\d+)?)/g,
       (all, signal, value, high) => `${signal} ${percent(Number(value))} > high ${percent(Number(high))}`)
     .replace(/\bpressure \d[^;:]*/g, (clause) => clause.replace(/(\d+(?:\.\d+)?) -> (\d+(?:\.\d+)?) on\b/g,

@@ -50,9 +50,9 @@
   function verdictText(v, on) {
     const where = on ? ` on ${on}` : "";
     if (v.verdict === "score") {
-      return `score ${v.score}/10${where}, rank ${v.rank} of ${v.of}: ${v.detail}`;
+      return withPercents(`score ${v.score}/10${where}, rank ${v.rank} of ${v.of}: ${v.detail}`);
     }
-    return `${v.verdict}${where}: ${v.detail}`;
+    return withPercents(`${v.verdict}${where}: ${v.detail}`);
   }
 
   function verdictRows(verdicts, on, withPolicy) {
@@ -94,7 +94,7 @@
             el("td", {}, c.node + (c.node === x.node ? " (runs here)" : "")),
             el("td", { class: c.verdict === "fail" ? "fail" : "" }, c.verdict === null ? "-" : c.verdict === "pass" ? "kept" : "filtered out"),
             el("td", {}, c.score === null ? "-" : c.score),
-            el("td", {}, c.reason || Object.entries(c.metrics).map(([m, v]) => `${m} ${metricValue(m, v)}`).join(", ")))))];
+            el("td", {}, c.reason ? withPercents(c.reason) : Object.entries(c.metrics).map(([m, v]) => `${m} ${metricValue(m, v)}`).join(", ")))))];
     const move = x.move === null
       ? el("p", { class: "muted" }, "not evaluated")
       : [el("p", { "data-move": x.move.wouldMove ? "yes" : "no" },

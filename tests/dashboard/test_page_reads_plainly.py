@@ -122,6 +122,12 @@ def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
             "node node-a is overutilized: cpu_utilization 85.3% > high 85%; moving 0.23 cores: "
             "pressure 100% -> 40.5% on node-a, 1% -> 2% on node-d; relief 0.2"
         )
+        rule = "removed node-b (psi-aware: cpu_pressure GreaterThan 0.6 (value 0.8123))"
+        assert js(browser, "return withPercents(arguments[0])", rule) == (
+            "removed node-b (psi-aware: cpu_pressure GreaterThan 60% (value 81.2%))"
+        )
+        health = "removed node-b (demo-policy: health_metric Equals 1 (value 1))"
+        assert js(browser, "return withPercents(arguments[0])", health) == health
 
         # The CPU chart draws the load-aware thresholds its caption names; pressure has none.
         tags = "#chart-util .threshold-label"
