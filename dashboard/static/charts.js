@@ -148,6 +148,8 @@ function timeRange() {
 function makeChart(id, { series, axes, scales, height, legend, thresholds, rows }) {
   const target = document.getElementById(id);
   target.replaceChildren();
+  // The key of the thresholds the chart it replaces drew (a heatmap draws none).
+  target.closest("figure")?.querySelector(".threshold-keys")?.remove();
   const chart = {};
   const options = {
     width: chartWidth(target),
@@ -530,7 +532,7 @@ function buildCharts(names) {
   });
   heatmapLegend("heat-legend", lines ? [] : [
     [valueColour(0.1, 1, null), "low"], [valueColour(0.9, 1, null), "high"],
-    [valueColour(0.9, 1, 0), "past the policy's GreaterThan threshold (usage: the load-aware high)"],
+    [valueColour(0.9, 1, 0), "past the threshold its chart's caption names"],
     [THRESHOLD_HIGH, "metric age: stale"],
   ]);
   buildEvictionChart([], []);
