@@ -8,7 +8,8 @@ extender's decision log itself. So the log reads in the order things happened. E
 reader may ask for is built here, under one lock, as plain JSON-ready data, so HTTP handlers
 only copy it out:
 
-- the state: nodes (metric values, labels, taints, pods, load-aware class), pods, policies
+- the state: nodes (metric values, labels, taints, pods, load-aware class and, overutilized,
+  since when and how long the hysteresis holds it), pods, policies
   (rules, status, violating nodes), workloads, the descheduler's thresholds and breaker;
 - the decision log, one entry per step of the loop, each with a one-line `summary` a person
   reads and `details` a script reads: extender filter and prioritize verdicts with reasons,
@@ -152,6 +153,8 @@ class Recorder:
         self._history: deque[Json] = deque(maxlen=history_points)
         self._seen = _Seen()
         self._classification: Classification | None = None
+        #: node -> {"since", "lastAbove"}: its overutilized streak (`_track_overutilized`).
+        self._over: dict[str, dict[str, float]] = {}
         self._evictions_total = 0
         self._evicted_this_tick = 0
         self._last_cycle: float | None = None
@@ -217,8 +220,20 @@ class Recorder:
             self._last_cycle = now
             for classification in cycle.classifications.values():
                 self._classification = classification
+                self._track_overutilized(now, classification)
                 break
             self._bump()
+
+    def _track_overutilized(self, now: float, classification: Classification) -> None:
+        """Since when each overutilized node has been so, and when it was last above its high
+        threshold (not only held there by the hysteresis): what explains its class."""
+        over = set(classification.overutilized)
+        for node in [n for n in self._over if n not in over]:
+            del self._over[node]
+        for node in over:
+            seen = self._over.setdefault(str(node), {"since": now, "lastAbove": now})
+            if node not in classification.held:
+                seen["lastAbove"] = now
 
     def observe(self, tick: Tick) -> None:
         """A tick's end: whatever the step hooks above were not told, then the state and a
@@ -571,6 +586,7 @@ class Recorder:
                         for t in node.taints
                     ],
                     "classification": category.value if category is not None else None,
+                    "overutilized": self._overutilized_json(node.name, classification),
                     "usage": dict(classification.usages.get(node.name, {}))
                     if classification
                     else {},
@@ -623,6 +639,25 @@ class Recorder:
                 "evictions": self._evictions_total,
                 "lastCycle": self._last_cycle,
             },
+        }
+
+    def _overutilized_json(
+        self, node: NodeName, classification: Classification | None
+    ) -> Json | None:
+        """Why an overutilized node is so: since when, whether only the hysteresis holds it
+        (`descheduler.classify.hold_overutilized`: it stays overutilized until every signal is
+        at or below its low threshold, or `holdSeconds` after it was last above its high one),
+        and when that hold ends at the latest. None for a node in another class."""
+        seen = self._over.get(node)
+        if classification is None or seen is None:
+            return None
+        hold = classification.hold_seconds
+        return {
+            "since": seen["since"],
+            "lastAbove": seen["lastAbove"],
+            "held": node in classification.held,
+            "holdSeconds": hold,
+            "holdUntil": seen["lastAbove"] + hold if hold > 0 else None,
         }
 
     def _policy_status(self, key: PolicyKey) -> Mapping[str, Any] | None:

@@ -1,10 +1,12 @@
 """What a simulation leaves behind: `summary.json` (the same bytes for the same seeds) and one
-terminal table per scenario (a row per contender, a column per figure, means over the seeds)."""
+terminal table per scenario (a row per contender, a column per figure, means over the seeds;
+split into blocks of columns one under the other, none wider than `TABLE_WIDTH`)."""
 
 from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,9 @@ from simulator.seeds import (
     shares_of_gain,
 )
 
+#: The widest line a table prints: its columns are split into blocks that fit.
+TABLE_WIDTH = 110
+GAP = "  "
 #: Significant digits kept in summary.json: enough to compare, few enough to read and diff.
 DIGITS = 6
 
@@ -164,40 +169,63 @@ def table(result: SeededResult) -> str:
         cells = [_cell(found, figure, key, fmt) for _, figure, key, fmt in columns]
         gains = ["100%"] * len(gain_columns) if name == LIMIT else []
         rows.append([f"{name} (ref)", *cells, *(gains or _gain_cells(shares, name, gain_columns))])
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(row: Sequence[str]) -> str:
-        first = row[0].ljust(widths[0])
-        return "  ".join(
-            [first, *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
-        )
-
     scenario = result.scenario
     seeds = result.seeds
     said = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}, means"
     title = f"{scenario.name} ({said}, {scenario.duration / 60:g} min)"
-    out = [title, line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    out = [title, *_blocks(header, rows)]
+    notes = []
     for name in names:
         changed = scenario.contenders.get(name)
         if changed is not None and (note := changed.runs_with(name, set_by="the scenario")):
-            out.append(note)
+            notes.append(note)
     if result.references:
-        out.append(
+        notes.append(
             "(ref): references, not contenders: limit = the fluid bound (demand divisible, "
             "free to move within the node capacities), clairvoyant = ours reading true values "
             "(no scrape interval, window or delay)"
         )
     if gain_columns:
-        out.append(
+        notes.append(
             "gain: share of the achievable gain, (requests - row) / (requests - limit); "
             "- where requests is already at the limit; a stall below the limit's (gain above "
             "100%) is bought with work lost: overloaded nodes stall no more than full ones"
         )
     if len(seeds) > 1:
-        out.append(
+        notes.append(
             f"* clearly best: its 95% interval over {len(seeds)} seeds lies below every other "
             "contender's (no mark: a tie); summary.json has the intervals"
         )
     for name, reason in sorted(result.unavailable.items()):
-        out.append(f"{name}: unavailable: {reason}")
+        notes.append(f"{name}: unavailable: {reason}")
+    for note in notes:
+        out.extend(textwrap.wrap(note, TABLE_WIDTH, subsequent_indent="  ", break_on_hyphens=False))
     return "\n".join(out)
+
+
+def _blocks(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The table's lines: as many figure columns as fit in `TABLE_WIDTH` per block, each block
+    with the contender column again, blocks one under the other (a blank line between), so a
+    terminal of `TABLE_WIDTH` columns never wraps a row."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    blocks: list[list[int]] = [[]]
+    used = widths[0]
+    for i in range(1, len(header)):
+        if blocks[-1] and used + len(GAP) + widths[i] > TABLE_WIDTH:
+            blocks.append([])
+            used = widths[0]
+        blocks[-1].append(i)
+        used += len(GAP) + widths[i]
+
+    def line(row: Sequence[str], columns: Sequence[int]) -> str:
+        cells = [row[0].ljust(widths[0]), *(row[i].rjust(widths[i]) for i in columns)]
+        return GAP.join(cells)
+
+    lines: list[str] = []
+    for columns in blocks:
+        if lines:
+            lines.append("")
+        lines.append(line(header, columns))
+        lines.append(line(["-" * w for w in widths], columns))
+        lines.extend(line(row, columns) for row in rows)
+    return lines

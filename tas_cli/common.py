@@ -349,6 +349,47 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
 
 
+@dataclass(frozen=True)
+class Listener:
+    """An address a command will serve on: what for, and how to pick another (`bind`'s)."""
+
+    address: tuple[str, int]
+    what: str
+    if_taken: str = ""
+
+
+def check_listeners(listeners: Sequence[Listener]) -> None:
+    """Raise one `SetupError` naming every address of `listeners` that cannot be bound now (a
+    port taken, a host not this machine's, one address given twice), so a user fixes them all
+    at once instead of meeting them one run at a time. One problem reads as `bind`'s line.
+    The servers still bind through `bind`: a port taken after this check is reported there."""
+    problems: list[str] = []
+    seen: dict[tuple[str, int], str] = {}
+    for listener in listeners:
+        host, port = listener.address
+        purpose = f" for {listener.what}" if listener.what else ""
+        if listener.address in seen:
+            problems.append(f"{host}:{port}{purpose}: already given for {seen[listener.address]}")
+            continue
+        seen[listener.address] = listener.what
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            # As the servers bind: a port whose last connections linger in TIME_WAIT is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as error:
+                problem = f"{host}:{port}{purpose}: {error.strerror or error}"
+                if listener.if_taken and error.errno == errno.EADDRINUSE:
+                    problem += f". {listener.if_taken}"
+                problems.append(problem)
+    if len(problems) == 1:
+        raise SetupError(f"cannot listen on {problems[0]}")
+    if problems:
+        lines = "\n".join(f"  {problem}" for problem in problems)
+        raise SetupError(f"cannot listen on {len(problems)} addresses:\n{lines}")
+
+
 def bind(
     address: tuple[str, int],
     server: Callable[[str, int], S],

@@ -39,7 +39,8 @@ from tas.replay.history import History, ReplayInputError, make_window, parse_tim
 from tas.replay.prometheus import read_history
 from tas.replay.scenario import build_scenario
 from tas.types import MetricName
-from tas_cli.common import SetupError, duration
+from tas_cli.common import SetupError, duration, share
+from tas_cli.validate import problem_lines
 
 #: `tas replay --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
@@ -86,11 +87,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="PromQL overrides, node label, token and CA files (as the components')",
     )
     parser.add_argument(
-        "--max-violating-share",
-        type=float,
+        "--max-violating-node-share",
+        dest="max_violating_share",
+        type=share,
         default=0.5,
         metavar="SHARE",
-        help="the circuit breaker's share (default 0.5, as the components')",
+        help="the circuit breaker's share, as the extender's flag of this name (default 0.5)",
+    )
+    parser.add_argument(
+        "--max-violating-share",
+        dest="max_violating_share",
+        type=share,
+        action=DeprecatedAlias,
+        new_flag="--max-violating-node-share",
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG timelines")
 
@@ -156,10 +166,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of a flag, hidden from `--help`: it still works, and says on stderr
+    which flag to use instead."""
+
+    def __init__(self, *args: Any, new_flag: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new_flag = new_flag
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"tas replay: {option_string} is deprecated: use {self.new_flag}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
+
+
 def _load(path: Path, flag: str) -> tuple[TASPolicy, ...]:
     result = load_policy_path(path)
     if result.problems:
-        raise SetupError(f"{flag} {path} has errors: " + "; ".join(str(p) for p in result.problems))
+        # One problem a line, as `tas validate` prints them.
+        lines = "\n".join(problem_lines(result.problems))
+        raise SetupError(f"{flag} {path} has errors:\n{lines}")
     if not result.policies:
         raise SetupError(f"{flag} {path}: no TASPolicy found")
     return result.policies

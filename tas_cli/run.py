@@ -510,6 +510,10 @@ def check_settings(settings: RunCommandSettings) -> None:
 
 def _run(settings: RunCommandSettings) -> int:
     check_settings(settings)
+    # Every port at once, before anything is built: not one taken port per attempt.
+    common.check_listeners(
+        [_listener(settings.dashboard, "the dashboard"), _listener(settings.listen, "the extender")]
+    )
     metrics_dir: Path = settings.dir / "metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
     for stale in metrics_dir.glob("*.prom"):  # an earlier run's nodes must not linger
@@ -536,7 +540,8 @@ def _run(settings: RunCommandSettings) -> int:
                 "mode": settings.mode,
                 "syncPeriod": setup.sync_period,
                 "deschedulingInterval": setup.interval,
-                "metricsDir": str(metrics_dir),
+                # Absolute: tas set-health, run from anywhere, writes here (it asks for it).
+                "metricsDir": str(metrics_dir.resolve()),
                 # The page offers only the controls that act (none where they are refused).
                 "controls": {
                     "offered": list(setup.offered) if access.allowed else [],
@@ -673,12 +678,20 @@ def explainer(
 
 
 def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
-    host, port = address
-    flag, spare = PORT_FLAGS[what]
     return common.bind(
         address,
         lambda host, port: ExtenderServer(app, host=host, port=port, log_level="warning"),
         what=what,
+        if_taken=_listener(address, what).if_taken,
+    )
+
+
+def _listener(address: tuple[str, int], what: str) -> common.Listener:
+    host, port = address
+    flag, spare = PORT_FLAGS[what]
+    return common.Listener(
+        address,
+        what,
         if_taken=f"Something else is serving there; pick another port with {flag} "
         f'{host}:{spare} (make run ARGS="{flag} {host}:{spare}"), or stop what '
         f"holds it (ss -ltnp 'sport = :{port}' shows which)",

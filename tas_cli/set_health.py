@@ -5,11 +5,16 @@ The quickest way to watch the health-metric demo react: the embedded default rea
 The file is rewritten atomically under the directory's writer lock, so `make run`'s own
 telemetry writes (which rewrite the same file every second) never lose the value.
 
-A typo must not look like success: the node must already have its file in the directory (every
-node of `make run` has one), otherwise the command fails and says which nodes exist, from the
-running `make run`'s dashboard (`GET /api/nodes`) or, when none answers, from the directory's
-files; `--create` writes a new node's file on purpose. A directory that does not exist is an
-error too, never created here (a mistyped `--dir` would otherwise be a new, unread directory).
+The running `make run` is asked first (its dashboard, `GET /api/state`, at `--url`,
+$TAS_DEMO_URL or the default address): its `nodes` are the nodes there are and its `metricsDir`
+(an absolute path) is the directory to write, so the command works from any directory. Only
+when none answers is the directory `--dir` (default `run/metrics`) and its files the nodes.
+
+A typo must not look like success: a node the running demo does not have is exit 2 naming its
+nodes (and the closest one), `--create` or not, since nothing would read its file; without a
+running demo, a node without a file in the directory is the same error, and `--create` writes
+a new node's file on purpose. A directory that does not exist is an error too, never created
+here (a mistyped `--dir` would otherwise be a new, unread directory).
 
 With `--ssh [USER@]HOST` it does what TAS's demo script does on a real node: it writes
 `node_health_metric VALUE` to `/tmp/node-metrics/text.prom` (`--remote-dir`) for that node's
@@ -24,6 +29,7 @@ password fails at once with sudo's own message.
 from __future__ import annotations
 
 import argparse
+import difflib
 import http.client
 import json
 import math
@@ -32,12 +38,16 @@ import shlex
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tas.metrics.textfile import SUFFIX, format_value, node_file, write_node_series
 from tas_cli import common
 
 SERIES = "node_health_metric"
+#: Where `make run` writes its textfiles, when no running one says where.
+DEFAULT_DIR = Path("run/metrics")
 REMOTE_DIR = "/tmp/node-metrics"
 REMOTE_FILE = "text.prom"
 SSH_TIMEOUT_SECONDS = 30
@@ -70,7 +80,9 @@ class SetHealthError(Exception):
 #: `tas set-health --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
     f"Write `{SERIES} VALUE` into DIR/NODE.prom, keeping its other series; "
-    f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node."
+    f"with --ssh, into {REMOTE_DIR}/{REMOTE_FILE} on a real node. From any directory: "
+    "without --dir it asks the running `make run` (its dashboard's GET /api/state) for its "
+    "metrics directory and its nodes; NODE must be one of them."
 )
 
 
@@ -80,19 +92,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dir",
         type=Path,
-        default=Path("run/metrics"),
-        help="the textfile metrics directory (default: run/metrics)",
+        default=None,
+        help="the textfile metrics directory (default: the running `make run`'s own, which "
+        f"its dashboard at --url says, from any directory; when none answers, {DEFAULT_DIR})",
     )
     parser.add_argument(
         "--create",
         action="store_true",
-        help="write NODE's file even though the directory has none yet (a new node)",
+        help="write NODE's file in a directory that has none yet (a directory of your own: "
+        "never a node the running `make run` does not have)",
     )
     parser.add_argument(
         "--url",
         default=None,
-        help=f"the running `make run`'s dashboard, asked which nodes exist when NODE has no "
-        f"file (default ${common.DEMO_URL_VARIABLE} or {common.DEMO_URL})",
+        help=f"the running `make run`'s dashboard, asked for its nodes and its metrics "
+        f"directory (GET /api/state; default ${common.DEMO_URL_VARIABLE} or {common.DEMO_URL})",
     )
     parser.add_argument(
         "--ssh",
@@ -145,13 +159,17 @@ def ssh_command(
 
 
 def run(args: argparse.Namespace) -> int:
+    directory: Path | None = args.dir
     try:
         value = parse_value(args.value)
         if args.ssh is not None:
             return _over_ssh(args.node, args.ssh, value, remote_dir=args.remote_dir)
         url = common.demo_url(args.url)
-        check_target(args.dir, args.node, create=args.create, url=url)
-        write_node_series(args.dir, args.node, {SERIES: value})
+        demo = running_demo(url)
+        if directory is None:
+            directory = demo.metrics_dir if demo is not None and demo.metrics_dir else DEFAULT_DIR
+        check_target(directory, args.node, create=args.create, url=url, demo=demo)
+        write_node_series(directory, args.node, {SERIES: value})
     except SetHealthError as error:
         print(f"set-health: {error}", file=sys.stderr)
         return 2
@@ -159,49 +177,84 @@ def run(args: argparse.Namespace) -> int:
         print(f"set-health: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"set-health: cannot write {args.dir}: {error}", file=sys.stderr)
+        print(f"set-health: cannot write {directory}: {error}", file=sys.stderr)
         return 1
-    print(f"{args.node}: {SERIES} {args.value} ({node_file(args.dir, args.node)})")
+    print(f"{args.node}: {SERIES} {args.value} ({node_file(directory, args.node)})")
     return 0
 
 
-def check_target(directory: Path, node: str, *, create: bool, url: str) -> None:
-    """Raise `SetHealthError` unless `directory` exists and holds `node`'s file (or `create`)."""
+@dataclass(frozen=True)
+class RunningDemo:
+    """What the running `tas run` says of itself on its dashboard (`GET /api/state`)."""
+
+    nodes: tuple[str, ...]
+    #: The textfile directory its telemetry writes and its metric view reads (None: not said).
+    metrics_dir: Path | None
+
+
+def check_target(
+    directory: Path, node: str, *, create: bool, url: str, demo: RunningDemo | None
+) -> None:
+    """Raise `SetHealthError` unless `directory` exists and `node` is a node there.
+
+    In the running demo's (`demo`) directory its nodes are the known ones, `create` or not: a
+    file for a node it does not have would be read by nothing. In a directory of one's own
+    (no demo answers, or `--dir` names another), the directory's files are, and `create`
+    writes a new node's file. A node of the demo never goes to another directory's file."""
     path = node_file(directory, node)  # a name that cannot be a file is refused first
     if not directory.is_dir():
         what = "is not a directory" if directory.exists() else "does not exist"
         raise SetHealthError(
-            f"{directory} {what} ({directory.resolve()}): is `make run` running, from this "
-            "directory? It creates run/metrics and prints the directory it uses. For a "
-            f"directory of your own: mkdir -p {directory}"
+            f"{directory} {what} ({directory.resolve()}): is `make run` running? It creates "
+            f"its metrics directory and serves it at {url}, where this command looks first "
+            f"(--url, ${common.DEMO_URL_VARIABLE}). For a directory of your own: "
+            f"mkdir -p {directory}"
         )
+    # The demo's own directory, or (a --dir elsewhere) a directory of one's own.
+    own = demo is None or (
+        demo.metrics_dir is not None and directory.resolve() != demo.metrics_dir.resolve()
+    )
+    if demo is not None and node in demo.nodes and not path.exists():
+        raise SetHealthError(
+            f"{directory} has no {path.name}, but {node} is a node of the running `make run` "
+            f"at {url}: is {directory} its metrics directory? (leave out --dir: this command "
+            "asks `make run` for it)"
+        )
+    if demo is not None and not own:
+        if node not in demo.nodes:
+            guess = _did_you_mean(node, demo.nodes)
+            raise SetHealthError(
+                f"no node {node!r} in the running `make run` at {url}{guess}; "
+                f"its nodes: {', '.join(demo.nodes)}"
+            )
+        return
     if create or path.exists():
         return
-    live = dashboard_nodes(url)
-    if live is not None:
-        if node in live:
-            raise SetHealthError(
-                f"{directory} has no {path.name}, but {node} is a node of the running `make run` "
-                f"at {url}: is {directory} its metrics directory? (`make run` prints it)"
-            )
-        raise SetHealthError(
-            f"no node {node!r} in the running `make run` at {url}; its nodes: "
-            f"{', '.join(live)} (--create writes a new node's file)"
-        )
-    files = sorted(p.name.removesuffix(SUFFIX) for p in directory.glob(f"*{SUFFIX}"))
+    files = tuple(sorted(p.name.removesuffix(SUFFIX) for p in directory.glob(f"*{SUFFIX}")))
     known = f"the nodes there: {', '.join(files)}" if files else "it has no node files"
+    demo_said = (
+        f"no `make run` answers at {url}"
+        if demo is None
+        else f"not the directory of the running `make run` at {url}"
+    )
     raise SetHealthError(
-        f"no node {node!r} in {directory} ({known}; no `make run` answers at {url}); "
-        "--create writes a new node's file"
+        f"no node {node!r} in {directory}{_did_you_mean(node, files)} ({known}; {demo_said}); "
+        "--create writes a new node's file in a directory of your own"
     )
 
 
-def dashboard_nodes(url: str) -> list[str] | None:
-    """The node names a running `make run` serves at `url`, or None when none answers."""
+def _did_you_mean(node: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(node, known, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def running_demo(url: str) -> RunningDemo | None:
+    """What the `make run` serving its dashboard at `url` says of itself, or None when none
+    answers."""
     if not url.startswith(("http://", "https://")):
         raise SetHealthError(f"--url must be an http:// or https:// address, not {url!r}")
     request = urllib.request.Request(
-        url.rstrip("/") + "/api/nodes", headers={"Accept": "application/json"}
+        url.rstrip("/") + "/api/state", headers={"Accept": "application/json"}
     )
     # No proxy: the dashboard is `make run` on this machine (or one the user names), and a
     # proxy from the environment would answer for it, or refuse, instead.
@@ -211,10 +264,14 @@ def dashboard_nodes(url: str) -> list[str] | None:
             answer = json.loads(response.read())
     except (OSError, http.client.HTTPException, ValueError):  # refused, not HTTP, not JSON
         return None
-    if not isinstance(answer, list):
+    if not isinstance(answer, dict) or not isinstance(answer.get("nodes"), list):
         return None
-    names = [entry.get("name") for entry in answer if isinstance(entry, dict)]
-    return [name for name in names if isinstance(name, str)] or None
+    names = [entry.get("name") for entry in answer["nodes"] if isinstance(entry, dict)]
+    nodes = tuple(name for name in names if isinstance(name, str))
+    if not nodes:
+        return None
+    said = answer.get("metricsDir")
+    return RunningDemo(nodes, Path(said) if isinstance(said, str) and said else None)
 
 
 def _over_ssh(node: str, destination: str, value: float, *, remote_dir: str) -> int:

@@ -3,9 +3,11 @@
 Each scenario runs on `--seeds N` seeds (default 5: its own seed and the next four), every run
 an independent job on a process pool over all cores (or a Dask cluster with `--dask`). Writes
 DIR/summary.json (means over the seeds, 95% intervals, the clear bests), PNG charts per scenario
-from its first seed, and a log of the components' own messages (DIR/simulate.log), and prints
-one table per scenario, then a legend of the columns shown (what each figure counts, in which
-unit, `LEGEND`). A scenario name that is neither a file nor a named scenario lists the named
+from its first seed, and the run's log (DIR/simulate.log: what ran, its progress and tables, and
+the components' warnings), and prints one table per scenario (blocks of columns no wider than
+`LINE_WIDTH`), then a legend of the columns shown (what each figure counts, in which unit,
+`LEGEND`), and where it wrote. Fewer than `FEW_SEEDS` seeds is warned of: their intervals are
+too wide to compare. A scenario name that is neither a file nor a named scenario lists the named
 ones and exits 2; a bad scenario file lists every problem with its path and exits 1.
 
 Every table and summary.json also carry two reference rows, never contenders: `limit` (the
@@ -18,12 +20,20 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+import shlex
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import TextIO
 
 from tas_cli.common import print_problems
+
+#: The widest line the command prints (`simulator.report.TABLE_WIDTH`, its tables', too).
+LINE_WIDTH = 110
+#: Below this many seeds a 95% interval (Student's t over the seeds) is too wide to tell
+#: contenders apart: t for 1 degree of freedom is 12.7, for 2 it is 4.3.
+FEW_SEEDS = 3
 
 #: What each column of the tables means, by its title (`simulator.report.COLUMNS`; a test
 #: keeps the two in step), from the figures' definitions in `simulator.figures`. Every figure is
@@ -57,10 +67,22 @@ LEGEND: dict[str, str] = {
 }
 
 
-def legend(titles: list[str]) -> str:
-    """The legend of the columns `titles`, a line each, under the tables."""
-    width = max((len(t) for t in titles), default=0)
-    lines = [f"  {title.ljust(width)}  {LEGEND[title]}" for title in titles]
+def legend(titles: list[str], *, width: int = LINE_WIDTH) -> str:
+    """The legend of the columns `titles` under the tables: a column's title, then what it
+    counts, wrapped under itself so no line is wider than `width`."""
+    column = max((len(t) for t in titles), default=0)
+    indent = " " * (column + 4)
+    lines = []
+    for title in titles:
+        lines.extend(
+            textwrap.wrap(
+                LEGEND[title],
+                width,
+                initial_indent=f"  {title.ljust(column)}  ",
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+            )
+        )
     return "\n".join(
         ["What the columns count (means over the seeds; for each, lower is better):", *lines]
     )
@@ -111,7 +133,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "95%% intervals (default: 5)",
     )
     add_spreading_options(parser)
-    parser.add_argument("--out", type=Path, default=Path("simulation"), metavar="DIR")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("simulation"),
+        metavar="DIR",
+        help="where to write summary.json, the PNG charts and simulate.log, the run's log "
+        "(default: ./simulation, created if missing)",
+    )
     parser.add_argument(
         "--duration", default="", metavar="DURATION", help="cut every scenario to this long"
     )
@@ -208,9 +237,26 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if duration is not None:
         scenarios = [s.with_duration(duration) for s in scenarios]
+    if args.seeds < FEW_SEEDS:
+        if args.seeds == 1:
+            said = "1 seed gives no 95% interval, nothing to tell contenders apart by"
+        else:
+            said = f"{args.seeds} seeds give 95% intervals too wide to tell contenders apart"
+        print(
+            f"tas simulate: warning: {said}: use --seeds {FEW_SEEDS} or more (default 5) for "
+            "figures to compare",
+            file=sys.stderr,
+        )
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     _log_to(out / "simulate.log")
+    LOG.info("tas %s", shlex.join(sys.argv[1:]))
+    for scenario in scenarios:
+        LOG.info(
+            "scenario %s: %g min, seeds from %s, %d seed(s), contenders %s",
+            scenario.name, scenario.duration / 60,
+            "its own" if args.seed is None else args.seed, args.seeds, ", ".join(contenders),
+        )  # fmt: skip
     started = time.perf_counter()
     bar = ProgressBar("simulate", sys.stderr)
     try:
@@ -222,20 +268,21 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             dask_address=args.dask or None,
             log_path=out / "simulate.log",
-            progress=lambda done, total: bar(f"{done}/{total} runs", done / total),
+            progress=lambda done, total: _progress(bar, done, total),
         )
     except DaskUnavailableError as error:
         bar.done()
         print(f"tas simulate: {error}", file=sys.stderr)
         return 2
     bar.done()
+    charts: list[Path] = []
     for result in results:
         print(table(result) + "\n", flush=True)
+        LOG.info("%s", table(result))
         if not args.no_charts:
             from simulator.charts import write_charts
 
-            for path in write_charts(result, out):
-                print(f"  chart: {path}")
+            charts.extend(write_charts(result, out))
     figures = {f for r in results for s in r.contenders.values() for f in s.means()}
     print(legend([title for title, figure, _, _ in COLUMNS if figure in figures]) + "\n")
     document = summary(results)
@@ -244,17 +291,38 @@ def run(args: argparse.Namespace) -> int:
     if judged and "ours" in contenders:
         goals = named_goals(document)
         print(report("ours against its goals on the named scenarios", goals) + "\n")
-    print(f"summary: {out / 'summary.json'} ({time.perf_counter() - started:.1f} s)")
+    seconds = time.perf_counter() - started
+    LOG.info("done in %.1f s", seconds)
+    print(f"wrote {_shown(out / 'summary.json')} ({seconds:.1f} s)")
+    print(f"wrote {_shown(out / 'simulate.log')}")
+    if charts:
+        print(f"wrote {len(charts)} charts: {_shown(out)}/*.png")
     return 0
 
 
+LOG = logging.getLogger("tas_cli.simulate")
+
+
+def _shown(path: Path) -> str:
+    """`path` as a user finds it: a relative one from here, spelt ./simulation/..."""
+    return str(path) if path.is_absolute() else f"./{path}"
+
+
+def _progress(bar: ProgressBar, done: int, total: int) -> None:
+    bar(f"{done}/{total} runs", done / total)
+    LOG.info("%d of %d runs done", done, total)
+
+
 def _log_to(path: Path) -> None:
-    """The components log every decision; during a simulation that belongs in a file."""
+    """The run's log: what was run and how it went (this command's own lines, from INFO),
+    and what the components warn of, here and in the workers (`simulator.jobs`, which
+    append to the same file); the components' every decision stays out (below WARNING)."""
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
         old.close()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
+    LOG.setLevel(logging.INFO)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from tas.policies.files import policy_files
-from tas.policies.model import load_policies_text
+from tas.policies.model import PolicyProblem, load_policies_text
 
 STDIN = "-"
 
@@ -64,16 +65,19 @@ def _texts(name: str) -> list[tuple[str, str | None]]:
     return texts
 
 
+def problem_lines(problems: Iterable[PolicyProblem]) -> list[str]:
+    """Policy problems as `tas validate` prints them: one a line (`file:line: ...`), in the
+    order of the files, documents and lines they are about, an error before a warning."""
+    ordered = sorted(problems, key=lambda p: (p.source, p.document or 0, p.line or 0, p.warning))
+    return [str(problem) for problem in ordered]
+
+
 def _report(source: str, text: str, *, strict: bool) -> bool:
     """Print what `text` holds; True when it is one or more valid policies and nothing else
     (and, when `strict`, nothing ignored either)."""
     result = load_policies_text(text, source=source)
-    found = sorted(
-        (*result.problems, *result.warnings),
-        key=lambda p: (p.document or 0, p.line or 0, p.warning),
-    )
-    for problem in found:
-        print(problem, file=sys.stderr)
+    for line in problem_lines((*result.problems, *result.warnings)):
+        print(line, file=sys.stderr)
     if result.problems:
         return False
     if not result.policies:

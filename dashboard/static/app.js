@@ -50,8 +50,44 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-function pct(value) {
-  return value === undefined || value === null ? "–" : `${Math.round(value * 100)}%`;
+// One unit per metric on the page: a share (0..1: utilization, pressure) and a load-aware usage
+// (0..100) both read as a percent, rounded alike: at most one decimal, none when it is whole.
+function percent(value) {
+  return value === undefined || value === null ? "–" : `${Math.round(value * 10) / 10}%`;
+}
+
+function pct(share) {
+  return share === undefined || share === null ? "–" : percent(share * 100);
+}
+
+// The metrics the components read as a share of 0..1 (the node's CPU or memory busy, PSI).
+const SHARE_METRIC = /_(utilization|pressure)$/;
+
+function metricValue(name, value) {
+  return SHARE_METRIC.test(name) ? pct(value) : fmt(value);
+}
+
+// A policy rule in the page's units (`cpu_pressure GreaterThan 60%`); as written in its title.
+function ruleText(rule) {
+  return `${rule.metricname} ${rule.operator} ${metricValue(rule.metricname, rule.target)}`;
+}
+
+// The components' sentences carry the load-aware usage (0..100), PSI and a rule on a share
+// (0..1) as bare numbers ("cpu_utilization 85.34 > high 85", "pressure 1.00 -> 0.40 on",
+// "cpu_pressure GreaterThan 0.6 (value 0.81)"): on the page they read in percent, as
+// everywhere else on it.
+const SHARE_RULE = new RegExp("\\b([a-z_]+_(?:utilization|pressure)) " +
+  "(GreaterThan|LessThan|Equals|NotEquals|GreaterOrEqual|LessOrEqual) (-?\\d+(?:\\.\\d+)?)" +
+  "(?: \\(value (-?\\d+(?:\\.\\d+)?)\\))?", "g");
+
+function withPercents(text) {
+  return String(text)
+    .replace(SHARE_RULE, (all, metric, operator, target, value) =>
+      `${metric} ${operator} ${pct(Number(target))}` + (value === undefined ? "" : ` (value ${pct(Number(value))})`))
+    .replace(/\b([a-z_]+) (-?\d+(?:\.\d+)?) > high (-?\d+(?:\.\d+)?)/g,
+      (all, signal, value, high) => `${signal} ${percent(Number(value))} > high ${percent(Number(high))}`)
+    .replace(/\bpressure \d[^;:]*/g, (clause) => clause.replace(/(\d+(?:\.\d+)?) -> (\d+(?:\.\d+)?) on\b/g,
+      (all, before, after) => `${pct(Number(before))} -> ${pct(Number(after))} on`));
 }
 
 function fmt(value) {
@@ -64,7 +100,8 @@ function fmt(value) {
 function clockTime(seconds) {
   const scenario = view.state && view.state.scenario;
   if (scenario) return scenarioTime(seconds - scenario.start);
-  return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+  // 24-hour, whatever the reader's locale ("h23": midnight is 00, never 24).
+  return new Date(seconds * 1000).toLocaleTimeString([], { hourCycle: "h23" });
 }
 
 function scenarioTime(elapsed) {
@@ -158,6 +195,7 @@ function buildCard(name) {
   const card = {
     root: el("div", { class: "node", "data-node": name }),
     badge: el("span", { class: "class-badge" }),
+    classNote: el("div", { class: "class-note muted small", "data-class-note": "" }),
     health: el("b", { "data-health": "" }),
     demand: el("div", { class: "muted small" }),
     cpu: meter("CPU"),
@@ -185,6 +223,7 @@ function buildCard(name) {
   };
   card.root.append(
     el("div", { class: "node-head" }, el("span", { class: "node-name" }, name), card.badge),
+    card.classNote,
     el("div", { class: "health" }, "health_metric ", card.health),
     card.demand, card.cpu, card.pressure, card.memory, card.marks, card.pods,
     el("div", { class: "node-controls" },
@@ -204,6 +243,9 @@ function updateCard(card, node, pods) {
   card.badge.textContent = node.classification || "";
   card.badge.className = `class-badge ${node.classification || ""}`;
   card.badge.hidden = !node.classification;
+  const note = classNote(node);
+  card.classNote.textContent = note;
+  card.classNote.hidden = !note;
   card.health.textContent = fmt(health);
   card.demand.textContent = node.model ? `CPU demand ${fmt(node.model.cpuDemand)} of ${fmt(node.allocatable.cpu)} cores` : "";
   card.cpu.set(node.metrics.cpu_utilization);
@@ -216,9 +258,12 @@ function updateCard(card, node, pods) {
     ...labels.map(([key, value]) => el("span", {
       class: `chip label ${value === "violating" ? "violating" : ""}`,
       "data-label": `${key}=${value}`,
+      title: `${key}=${value}`,
     }, `${key}=${value}`)),
-    ...node.taints.map((t) => el("span", { class: "chip taint", "data-taint": t.key },
-      `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`)),
+    ...node.taints.map((t) => {
+      const text = `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`;
+      return el("span", { class: "chip taint", "data-taint": t.key, title: text }, text);
+    }),
   ]);
   const nodePods = node.pods.map((key) => pods.get(key)).filter(Boolean)
     .sort((a, b) => (b.policy ? 1 : 0) - (a.policy ? 1 : 0));
@@ -229,6 +274,28 @@ function updateCard(card, node, pods) {
   card.load.hidden = !offers("load");
   card.healthLabel.hidden = !offers("health");
   card.buttons.forEach((button) => { button.hidden = !offers("health"); });
+}
+
+// Why a node is overutilized, with the hysteresis that keeps it so (descheduler/classify.py,
+// hold_overutilized): once above its high threshold it stays overutilized until every signal
+// is at or below its low one, or holdSeconds after it was last above the high one.
+function classNote(node) {
+  const over = node.overutilized;
+  const t = view.state && view.state.descheduler.thresholds;
+  if (!over || !t) return "";
+  const signals = Object.keys(t.high);
+  const below = signals.map((s) => percent(t.low[s])).join(" and ");
+  const until = over.holdUntil === null ? "" : ` or until ${clockTime(over.holdUntil)}`;
+  const since = `overutilized since ${clockTime(over.since)}`;
+  if (over.held) {
+    const now = signals.map((s) => `${s} ${percent(node.usage[s])}`).join(", ");
+    return `${since}, until below ${below}${until}: held (${now}, not above high ` +
+      `${signals.map((s) => percent(t.high[s])).join(" and ")})`;
+  }
+  const above = signals.filter((s) => node.usage[s] > t.high[s])
+    .map((s) => `${s} ${percent(node.usage[s])} > high ${percent(t.high[s])}`).join(", ");
+  const hold = over.holdSeconds > 0 ? ` or for ${fmt(over.holdSeconds)}s` : "";
+  return `${since}: ${above}; once not above high, held until below ${below}${hold}`;
 }
 
 function renderNodes(state) {
@@ -278,6 +345,33 @@ function policyBadges(policy) {
   return badges;
 }
 
+// What each rule does to a node, and how many nodes it does it to now (the policy's status).
+const STRATEGY_EFFECT = { dontschedule: "don't schedule here", deschedule: "move pods away" };
+
+function affected(policy, strategy, total) {
+  const status = policy.status;
+  if (!(strategy in STRATEGY_EFFECT) || !status) return null;
+  const nodes = (status.violatingNodes || {})[strategy] || [];
+  const which = nodes.length && nodes.length <= 4 ? ` (${nodes.join(", ")})` : "";
+  return el("div", { class: "affects", "data-affects": strategy },
+    `${nodes.length} of ${total} node${total === 1 ? "" : "s"}: ${STRATEGY_EFFECT[strategy]}${which}`);
+}
+
+// The header's legend of health_metric values, with how many nodes hold each one now.
+function renderHealthCounts(state) {
+  const box = document.getElementById("health-counts");
+  if (!box) return;
+  const total = state.nodes.length;
+  const meaning = { 0: "healthy", 1: "don't schedule here", 2: "move pods away" };
+  const counts = [0, 1, 2].map((value) => {
+    const nodes = state.nodes.filter((n) => n.metrics.health_metric === value).map((n) => n.name);
+    const which = nodes.length && nodes.length < total && nodes.length <= 3 ? ` (${nodes.join(", ")})` : "";
+    return el("span", { class: `h${value}`, "data-health-count": value },
+      `${nodes.length} of ${total} nodes: ${meaning[value]}${which}`);
+  });
+  box.replaceChildren("Now: ", counts[0], ", ", counts[1], ", ", counts[2], ".");
+}
+
 function renderPolicies(state) {
   const box = document.getElementById("policies");
   if (!state.policies.length) {
@@ -286,14 +380,18 @@ function renderPolicies(state) {
   }
   box.replaceChildren(...state.policies.map((policy) => {
     const status = policy.status || {};
-    const ruleText = (name, rule) => (name === "scheduleonmetric"
+    const said = (name, rule) => (name === "scheduleonmetric"
       ? `${rule.metricname}: ${rule.operator === "LessThan" ? "lower" : "higher"} value scores higher`
-      : rule.text);
-    const rows = Object.entries(policy.strategies).flatMap(([name, strategy]) => [
-      el("dt", {}, name),
-      el("dd", {}, (name === "scheduleonmetric" ? strategy.rules.slice(0, 1) : strategy.rules)
-        .map((r) => ruleText(name, r)).join(strategy.logicalOperator === "allOf" ? " and " : " or ")),
-    ]);
+      : ruleText(rule));
+    const rows = Object.entries(policy.strategies).flatMap(([name, strategy]) => {
+      const rules = name === "scheduleonmetric" ? strategy.rules.slice(0, 1) : strategy.rules;
+      return [
+        el("dt", {}, name),
+        el("dd", { title: rules.map((r) => r.text).join("\n") },
+          el("div", {}, rules.map((r) => said(name, r)).join(strategy.logicalOperator === "allOf" ? " and " : " or ")),
+          affected(policy, name, state.nodes.length)),
+      ];
+    });
     return el("div", { class: "policy", "data-policy": `${policy.namespace}/${policy.name}` },
       el("div", { class: "policy-head" },
         el("b", {}, policy.name), el("span", { class: "muted" }, policy.namespace),
@@ -339,8 +437,8 @@ function renderWorkloads(state) {
   const t = d.thresholds;
   const signals = t ? Object.keys(t.high) : [];
   const thresholds = t
-    ? signals.map((s) => `${s}: low ${fmt(t.low[s])}, high ${fmt(t.high[s])}` +
-      (t.average ? ` (fleet average ${fmt(t.average[s])})` : "")).join("; ")
+    ? signals.map((s) => `${s}: low ${percent(t.low[s])}, high ${percent(t.high[s])}` +
+      (t.average ? ` (fleet average ${percent(t.average[s])})` : "")).join("; ")
     : "no classification yet";
   const notes = [];
   if (signals.some((s) => s in SIGNAL_HELP)) {
@@ -392,7 +490,7 @@ function logRow(group) {
     el("td", {}, clockTime(entry.time)),
     el("td", {}, entry.source),
     el("td", { class: "kind" }, entry.kind),
-    el("td", {}, entry.summary, repeated ? " " : null, repeated));
+    el("td", {}, withPercents(entry.summary), repeated ? " " : null, repeated));
 }
 
 // Newest first; an entry that repeats the one shown above it (same kind, same words: the same
@@ -469,6 +567,7 @@ function apply(update) {
     view.nodes = state.nodes.map((n) => n.name);
     renderScenario(state);
     renderNodes(state);
+    renderHealthCounts(state);
     renderPolicies(state);
     renderWorkloads(state);
     document.getElementById("clock").textContent = state.time ? clockTime(state.time) : "";

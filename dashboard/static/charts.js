@@ -36,6 +36,12 @@ const STRATEGIES = {
 };
 const OTHER_STRATEGY_COLOURS = ["#7a52c7", "#1b9aaa", "#8c6d31"];
 const WINDOWS = { 600: "10 min", 3600: "1 hour" };
+// Right of the plot: each threshold's short tag beside its line's end (never over the data),
+// and room for the newest time label, centred on its tick at the plot's right end.
+const GUTTER = 48;
+const TAG_HEIGHT = 14;
+// The time axis's steps: whole seconds, so two ticks never read as the same time.
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
 
 const chartView = { window: 3600, colours: new Map(), lastDraw: 0, timer: null, drawMs: 0, draws: 0 };
 
@@ -100,11 +106,28 @@ function textWidth(text) {
 }
 
 function timeAxis() {
-  return { font: AXIS_FONT, values: (u, ticks) => ticks.map((t) => clockTime(t)), space: 70, size: 30 };
+  return { font: AXIS_FONT, values: (u, ticks) => timeLabels(ticks), space: 70, size: 30, incrs: TIME_STEPS };
 }
 
+// Each tick's time, and none twice: a label equal to the one before it is left out.
+function timeLabels(ticks) {
+  let last = null;
+  return ticks.map((t) => {
+    const label = clockTime(t);
+    if (label === last) return "";
+    last = label;
+    return label;
+  });
+}
+
+// A share (0..1) axis, in percent as everywhere on the page.
 function percentAxis() {
   return fittedAxis({ values: (u, ticks) => ticks.map((t) => `${Math.round(t * 100)}%`) });
+}
+
+// A load-aware usage (0..100) axis.
+function usageAxis() {
+  return fittedAxis({ values: (u, ticks) => ticks.map((t) => `${Math.round(t)}%`) });
 }
 
 // ------------------------------------------------------------------------------ building
@@ -125,11 +148,13 @@ function timeRange() {
 function makeChart(id, { series, axes, scales, height, legend, thresholds, rows }) {
   const target = document.getElementById(id);
   target.replaceChildren();
+  // The key of the thresholds the chart it replaces drew (a heatmap draws none).
+  target.closest("figure")?.querySelector(".threshold-keys")?.remove();
   const chart = {};
   const options = {
     width: chartWidth(target),
     height: height || CHART_HEIGHT,
-    padding: [8, 14, 0, 0],
+    padding: [8, GUTTER, 0, 0],
     series,
     axes: [timeAxis(), ...(axes || [fittedAxis()])],
     scales: { x: { time: true, range: () => timeRange() }, ...(scales || {}) },
@@ -170,7 +195,10 @@ function policyThresholds(metric) {
       for (const rule of spec.rules) {
         if (rule.metricname !== metric || typeof rule.target !== "number") continue;
         const text = `${rule.metricname} ${rule.operator} ${rule.target}`;
-        const line = found.get(text) || { value: rule.target, colour: THRESHOLD_HIGH, dash: [8, 4], text, notes: [] };
+        const line = found.get(text) || {
+          value: rule.target, colour: THRESHOLD_HIGH, dash: [8, 4], text, notes: [],
+          label: ruleText(rule), tag: metricValue(rule.metricname, rule.target),
+        };
         line.notes.push(`${policy.name} ${strategy}`);
         found.set(text, line);
       }
@@ -179,19 +207,37 @@ function policyThresholds(metric) {
   return [...found.values()].map((line) => ({ ...line, note: line.notes.join(", ") }));
 }
 
-// Threshold lines on the canvas, their labels as text over the plot (a reader can select and
-// find them; tests read them), each at its line's height.
+// The load-aware descheduler's own thresholds where its signal is this metric (0..100 over a
+// 0..1 share), fixed ones only: deviation thresholds move with the fleet (the usage chart
+// draws those as series).
+function loadAwareThresholds(metric) {
+  const t = view.state && view.state.descheduler.thresholds;
+  if (!t || t.average || !(metric in t.high)) return [];
+  return [
+    { value: t.high[metric] / 100, colour: THRESHOLD_HIGH, dash: [8, 4], text: `load-aware high ${t.high[metric]}`,
+      label: `load-aware high ${percent(t.high[metric])}`, tag: percent(t.high[metric]), note: "overutilized above" },
+    { value: t.low[metric] / 100, colour: THRESHOLD_LOW, dash: [3, 3], text: `load-aware low ${t.low[metric]}`,
+      label: `load-aware low ${percent(t.low[metric])}`, tag: percent(t.low[metric]), note: "underutilized at or below" },
+  ];
+}
+
+function metricThresholds(metric) {
+  return [...policyThresholds(metric), ...loadAwareThresholds(metric)];
+}
+
+// Threshold lines on the canvas; beside each line's right end, in the gutter right of the plot,
+// its short tag ("85%") as text (never over the data; tags pushed apart, never over each
+// other), its whole description in the tag's title and in the key under the chart.
 function drawThresholds(u, thresholds) {
   const ctx = u.ctx;
   const { left, width } = u.bbox;
   const [min, max] = [u.scales.y.min, u.scales.y.max];
-  const labels = [];
-  const shown = new Set();
+  const shown = new Map();
   for (const t of thresholds) {
     if (t.value === null || t.value === undefined || t.value < min || t.value > max) continue;
     const key = `${t.text}|${t.note}`;
     if (shown.has(key)) continue;
-    shown.add(key);
+    shown.set(key, t);
     const y = Math.round(u.valToPos(t.value, "y", true));
     if (t.line !== false) {
       ctx.save();
@@ -204,21 +250,56 @@ function drawThresholds(u, thresholds) {
       ctx.stroke();
       ctx.restore();
     }
-    const cssY = u.valToPos(t.value, "y");
-    const above = cssY > 16;  // below the line when it runs along the top
-    labels.push(el("span", {
-      class: "threshold-label",
-      "data-threshold": t.text,
-      "data-value": t.value,
-      style: `top: ${Math.round(above ? cssY - 15 : cssY + 2)}px; color: ${t.colour}`,
-    }, t.note ? `${t.text} (${t.note})` : t.text));
   }
-  let box = u.over.querySelector(".threshold-labels");
+  const plotTop = u.bbox.top / uPlot.pxRatio;
+  const plotBottom = plotTop + u.bbox.height / uPlot.pxRatio;
+  const tagLeft = (left + width) / uPlot.pxRatio + 4;
+  const placed = [...shown.values()]
+    .map((t) => ({ t, y: plotTop + u.valToPos(t.value, "y") }))
+    .sort((a, b) => a.y - b.y);
+  // Top down, each tag centred on its line unless that would overlap the one above it; then
+  // bottom up, back inside the plot's height.
+  let next = -Infinity;
+  for (const p of placed) {
+    p.top = Math.max(p.y - TAG_HEIGHT / 2, next);
+    next = p.top + TAG_HEIGHT;
+  }
+  let limit = plotBottom + TAG_HEIGHT / 2;
+  for (const p of [...placed].reverse()) {
+    p.top = Math.min(p.top, limit - TAG_HEIGHT);
+    limit = p.top;
+  }
+  const wrap = u.root.querySelector(".u-wrap");
+  let box = wrap.querySelector(".threshold-labels");
   if (!box) {
     box = el("div", { class: "threshold-labels" });
-    u.over.append(box);
+    wrap.append(box);
   }
-  box.replaceChildren(...labels);
+  const describe = (t) => (t.note ? `${t.label || t.text} (${t.note})` : t.label || t.text);
+  box.replaceChildren(...placed.map(({ t, top }) => el("span", {
+    class: "threshold-label",
+    "data-threshold": t.text,
+    "data-value": t.value,
+    title: describe(t),
+    style: `top: ${Math.round(top)}px; left: ${Math.round(tagLeft)}px; color: ${t.colour}`,
+  }, t.tag || t.label || t.text)));
+  renderThresholdKey(u, [...shown.values()].map((t) => [t, describe(t)]));
+}
+
+// Under the chart: each threshold drawn, as a dashed swatch in its colour and its words.
+function renderThresholdKey(u, items) {
+  const figure = u.root.closest("figure");
+  if (!figure) return;
+  let box = figure.querySelector(".threshold-keys");
+  if (!box) {
+    box = el("div", { class: "threshold-keys swatches" });
+    figure.append(box);
+  }
+  const key = JSON.stringify(items.map(([t, text]) => [t.colour, text]));
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...items.map(([t, text]) => el("span", { class: "swatch-item threshold-key", "data-threshold": t.text },
+    el("span", { class: "dash-swatch", style: `border-top-color: ${t.colour}` }), text)));
 }
 
 // ------------------------------------------------------------------------------ rows: timeline, heatmap
@@ -394,16 +475,13 @@ function buildCharts(names) {
     height: rowsHeight(names.length),
     rows: () => ({ names, columns: chartView.columns[metric], colourOf: (v) => valueColour(v, scale, threshold()), labelled: true }),
   });
-  const firstThreshold = (metric) => () => {
-    const found = policyThresholds(metric).filter((t) => t.text.includes("GreaterThan"));
-    return found.length ? Math.min(...found.map((t) => t.value)) : null;
-  };
+  const firstThreshold = (metric) => () => heatThreshold(metric);
   for (const [key, metric] of [["util", "cpu_utilization"], ["pressure", "cpu_pressure"]]) {
     view.charts[key] = makeChart(`chart-${key}`, lines ? {
       series: [{}, ...nodeSeries(names), fleet],
       axes: [percentAxis()],
       scales: { y: { range: [0, 1] } },
-      thresholds: () => policyThresholds(metric),
+      thresholds: () => metricThresholds(metric),
     } : heat(metric, 1, firstThreshold(metric)));
     view.charts[key].lines = lines;
   }
@@ -412,15 +490,17 @@ function buildCharts(names) {
     if (!last) return [];
     // Labels only: the low and high series draw the lines, which move with deviation thresholds.
     return [
-      { value: last.high, colour: THRESHOLD_HIGH, line: false, text: `high ${fmt(last.high)}`, note: "overutilized above" },
-      { value: last.low, colour: THRESHOLD_LOW, line: false, text: `low ${fmt(last.low)}`, note: "underutilized below" },
+      { value: last.high, colour: THRESHOLD_HIGH, line: false, dash: [8, 4], text: `high ${fmt(last.high)}`,
+        label: `high ${percent(last.high)}`, tag: percent(last.high), note: "overutilized above" },
+      { value: last.low, colour: THRESHOLD_LOW, line: false, dash: [3, 3], text: `low ${fmt(last.low)}`,
+        label: `low ${percent(last.low)}`, tag: percent(last.low), note: "underutilized at or below" },
     ];
   };
   view.charts.usage = makeChart("chart-usage", lines ? {
     series: [{}, ...nodeSeries(names),
       { label: "low", stroke: THRESHOLD_LOW, width: 1.5, dash: [3, 3], points: { show: false } },
       { label: "high", stroke: THRESHOLD_HIGH, width: 2, dash: [8, 4], points: { show: false } }],
-    axes: [fittedAxis()],
+    axes: [usageAxis()],
     scales: { y: { range: [0, 100] } },
     thresholds: usageThresholds,
   } : heat("usage", 100, () => (chartView.lastClassified ? chartView.lastClassified.high : null)));
@@ -438,7 +518,7 @@ function buildCharts(names) {
     axes: [fittedAxis({ values: (u, ticks) => ticks.map((t) => `${t}s`) })],
     scales: { y: { range: (u, min, max) => [0, Math.max(chartView.maxAge ? chartView.maxAge * 1.25 : 5, max || 0)] } },
     thresholds: () => (chartView.maxAge ? [{
-      value: chartView.maxAge, colour: THRESHOLD_HIGH, dash: [8, 4],
+      value: chartView.maxAge, colour: THRESHOLD_HIGH, dash: [8, 4], tag: `${fmt(chartView.maxAge)}s`,
       text: `stale after ${fmt(chartView.maxAge)}s`, note: "the components no longer read it",
     }] : []),
   } : {
@@ -452,23 +532,47 @@ function buildCharts(names) {
   });
   heatmapLegend("heat-legend", lines ? [] : [
     [valueColour(0.1, 1, null), "low"], [valueColour(0.9, 1, null), "high"],
-    [valueColour(0.9, 1, 0), "past the policy's GreaterThan threshold (usage: the load-aware high)"],
+    [valueColour(0.9, 1, 0), "past the threshold its chart's caption names"],
     [THRESHOLD_HIGH, "metric age: stale"],
   ]);
   buildEvictionChart([], []);
-  const captions = lines ? {
-    util: "CPU utilization per node (dashed: fleet average; red: the policies' thresholds)",
-    pressure: "CPU pressure (PSI some) per node (dashed: fleet average; red: the policies' thresholds)",
-    age: "Metric age per node: seconds since its newest value was measured",
-  } : {
-    util: "CPU utilization, a row per node (darker: higher; red: past the policies' threshold)",
-    pressure: "CPU pressure (PSI some), a row per node (darker: higher; red: past the policies' threshold)",
-    age: `Metric age, a row per node (darker: older; red: stale${chartView.maxAge ? `, past ${fmt(chartView.maxAge)}s` : ""})`,
+}
+
+// Redrawn with the charts: the thresholds a caption names change with the policies.
+function renderCaptions(lines) {
+  const captions = {
+    util: metricCaption("CPU utilization", "cpu_utilization", lines),
+    pressure: metricCaption("CPU pressure (PSI some)", "cpu_pressure", lines),
+    age: lines
+      ? "Metric age per node: seconds since its newest value was measured"
+      : `Metric age, a row per node (darker: older; red: stale${chartView.maxAge ? `, past ${fmt(chartView.maxAge)}s` : ""})`,
   };
   for (const [key, text] of Object.entries(captions)) {
     const caption = document.getElementById(`${key}-caption`);
-    if (caption) caption.textContent = text;
+    if (caption && caption.textContent !== text) caption.textContent = text;
   }
+}
+
+// A heatmap's red: past the lowest GreaterThan threshold of the policies (or the load-aware
+// high threshold on this signal), if any.
+function heatThreshold(metric) {
+  const found = policyThresholds(metric).filter((t) => t.text.includes("GreaterThan"))
+    .concat(loadAwareThresholds(metric).slice(0, 1));
+  return found.length ? Math.min(...found.map((t) => t.value)) : null;
+}
+
+// A caption says only what its chart draws: the red lines named are the ones there are.
+function metricCaption(title, metric, lines) {
+  if (!lines) {
+    const threshold = heatThreshold(metric);
+    return threshold === null
+      ? `${title}, a row per node (darker: higher)`
+      : `${title}, a row per node (darker: higher; red: past ${pct(threshold)})`;
+  }
+  const drawn = [];
+  if (policyThresholds(metric).length) drawn.push("red: the policies' thresholds");
+  if (loadAwareThresholds(metric).length) drawn.push("red / dark: the load-aware high / low thresholds");
+  return `${title} per node (dashed grey: fleet average${drawn.length ? `; ${drawn.join("; ")}` : ""})`;
 }
 
 // Rebuilt when a strategy appears or a count changes (the legend says each one's count).
@@ -513,6 +617,7 @@ function drawCharts() {
     buildCharts(names);
     view.chartNodes = key;
   }
+  renderCaptions(view.charts.util.lines);
   const range = timeRange();
   const points = view.points.filter((p) => p.time >= range[0]);
   const xs = points.map((p) => p.time);
@@ -546,8 +651,8 @@ function drawCharts() {
   const signal = [...points].reverse().find((p) => p.signal);
   if (signal) {
     document.getElementById("usage-caption").textContent = view.charts.util.lines
-      ? `Load-aware usage (${signal.signal}, 0..100) with low / high thresholds`
-      : `Load-aware usage (${signal.signal}, 0..100), a row per node (red: past the high threshold)`;
+      ? `Load-aware usage (${signal.signal}, in %) with low / high thresholds`
+      : `Load-aware usage (${signal.signal}, in %), a row per node (red: past the high threshold)`;
   }
   chartView.drawMs = performance.now() - started;
   chartView.draws += 1;

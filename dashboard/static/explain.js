@@ -43,16 +43,16 @@
     return node;
   }
 
-  const num = (v) => (v === null || v === undefined ? "-" : String(Math.round(v * 10000) / 10000));
-  const when = (t) => (t ? new Date(t * 1000).toLocaleTimeString() : "unknown time");
+  // On the page's one clock, 24-hour, as the log and the header (app.js clockTime).
+  const when = (t) => (t ? clockTime(t) : "unknown time");
   const age = (s) => (s === null || s === undefined ? "no fresh value" : `${s.toFixed(1)}s old`);
 
   function verdictText(v, on) {
     const where = on ? ` on ${on}` : "";
     if (v.verdict === "score") {
-      return `score ${v.score}/10${where}, rank ${v.rank} of ${v.of}: ${v.detail}`;
+      return withPercents(`score ${v.score}/10${where}, rank ${v.rank} of ${v.of}: ${v.detail}`);
     }
-    return `${v.verdict}${where}: ${v.detail}`;
+    return withPercents(`${v.verdict}${where}: ${v.detail}`);
   }
 
   function verdictRows(verdicts, on, withPolicy) {
@@ -65,7 +65,7 @@
   function evictionList(evictions) {
     if (!evictions.length) return el("p", { class: "muted" }, "none");
     return el("ul", {}, evictions.map((e) =>
-      el("li", {}, `${when(e.time)} ${e.pod} (${e.strategy}): ${e.message}`)));
+      el("li", {}, `${when(e.time)} ${e.pod} (${e.strategy}): ${withPercents(e.message)}`)));
   }
 
   function missingList(missing) {
@@ -94,13 +94,13 @@
             el("td", {}, c.node + (c.node === x.node ? " (runs here)" : "")),
             el("td", { class: c.verdict === "fail" ? "fail" : "" }, c.verdict === null ? "-" : c.verdict === "pass" ? "kept" : "filtered out"),
             el("td", {}, c.score === null ? "-" : c.score),
-            el("td", {}, c.reason || Object.entries(c.metrics).map(([m, v]) => `${m} ${num(v)}`).join(", ")))))];
+            el("td", {}, c.reason ? withPercents(c.reason) : Object.entries(c.metrics).map(([m, v]) => `${m} ${metricValue(m, v)}`).join(", ")))))];
     const move = x.move === null
       ? el("p", { class: "muted" }, "not evaluated")
       : [el("p", { "data-move": x.move.wouldMove ? "yes" : "no" },
           el("span", { class: x.move.wouldMove ? "yes" : "no" }, x.move.wouldMove ? "Yes" : "No"),
-          `: ${x.move.summary}`),
-        el("ul", {}, x.move.reasons.map((r) => el("li", {}, r)))];
+          `: ${withPercents(x.move.summary)}`),
+        el("ul", {}, x.move.reasons.map((r) => el("li", {}, withPercents(r))))];
     return [
       el("p", {}, `Runs on `, el("b", {}, x.node || "nowhere yet (pending)"), ` (phase ${x.phase})`),
       el("h3", {}, "Policy"), policy,
@@ -116,7 +116,7 @@
       el("p", {}, x.ready ? "Ready" : "NotReady"),
       el("h3", {}, "Metrics"),
       el("table", {}, x.metrics.map((m) => el("tr", { "data-metric": m.metric },
-        el("td", {}, m.metric), el("td", {}, num(m.value)), el("td", { class: "muted" }, age(m.ageSeconds))))),
+        el("td", {}, m.metric), el("td", {}, metricValue(m.metric, m.value)), el("td", { class: "muted" }, age(m.ageSeconds))))),
       el("h3", {}, "Policies"),
       x.policies.length ? verdictRows(x.policies, null, true) : el("p", { class: "muted" }, "none"),
       el("h3", {}, "Labels"),

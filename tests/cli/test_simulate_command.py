@@ -4,7 +4,11 @@ Covered:
 - a scenario name that is neither a file nor a named scenario is exit 2, offering the closest
   name and listing every named one, before anything runs or is written;
 - under its tables, a legend says what each column shown counts and in which unit, and every
-  column the tables can show has one.
+  column the tables can show has one;
+- (issue 45) every line it prints fits 110 columns (the table in blocks of columns, each with
+  the contender column, notes and legend wrapped), where a row of every contender was 230;
+  fewer than 3 seeds is warned of; `--out` has help; it says where it wrote; simulate.log
+  holds the run's log (what ran, its progress, its tables).
 """
 
 from __future__ import annotations
@@ -47,14 +51,67 @@ def test_the_tables_are_followed_by_a_legend_of_their_columns(tmp_path: Path) ->
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    header = next(line for line in lines if line.startswith("contender "))
-    shown = [title for title in LEGEND if title in header]
+    headers = " ".join(line for line in lines if line.startswith("contender "))
+    shown = [title for title in LEGEND if title in headers]
     assert "viol.place" in shown
     assert "lost core·s" in shown
     start = next(i for i, line in enumerate(lines) if line.startswith("What the columns count"))
-    legend = lines[start + 1 : start + 1 + len(shown)]
-    for title, line in zip(shown, legend, strict=True):
-        assert line.split()[0] == title.split()[0], legend
-        assert LEGEND[title] in line
+    # An entry per column, its text wrapped under itself: continuation lines start blank.
+    entries: list[str] = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        if line.startswith("   ") and entries:
+            entries[-1] += " " + line.strip()
+        else:
+            entries.append(line.strip())
+    assert len(entries) == len(shown), entries
+    for title, entry in zip(shown, entries, strict=True):
+        assert entry.startswith(title + " "), entries
+        assert " ".join(LEGEND[title].split()) in " ".join(entry.split())
     assert "core-seconds" in LEGEND["lost core·s"]  # the units
     assert "0..1" in LEGEND["hottest"]
+
+
+def test_every_line_fits_110_columns_and_it_says_what_it_wrote_and_logged(
+    tmp_path: Path,
+) -> None:
+    done = simulate(tmp_path, "health-demo", "--seeds", "2", "--duration", "2m", "--no-charts")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    said = [
+        line for line in lines if not line.startswith("wrote ")
+    ]  # paths are as long as they are
+    assert max(len(line) for line in said) <= 110, max(said, key=len)
+    # Every contender and every column still there, in blocks one under the other.
+    headers = [line for line in lines if line.startswith("contender ")]
+    assert len(headers) >= 2
+    for name in ("requests", "volcano-loadaware", "ours", "clairvoyant (ref)"):
+        assert sum(line.startswith(name + " ") for line in lines) == len(headers), name
+    assert "gain stall" in headers[-1]
+
+    assert done.stderr.splitlines()[0] == (
+        "tas simulate: warning: 2 seeds give 95% intervals too wide to tell contenders apart: "
+        "use --seeds 3 or more (default 5) for figures to compare"
+    )
+    out = tmp_path / "out"
+    assert f"wrote {out / 'summary.json'} (" in done.stdout
+    assert f"wrote {out / 'simulate.log'}\n" in done.stdout
+    log = (out / "simulate.log").read_text(encoding="utf-8")
+    assert "scenario health-demo: 2 min, seeds from its own, 2 seed(s)" in log
+    assert "16 of 16 runs done" in log
+    assert "contender " in log  # the tables
+
+
+def test_out_has_help_and_three_seeds_are_not_warned_of(tmp_path: Path) -> None:
+    usage = subprocess.run(
+        tas_command("simulate", "--help"), capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert "--out DIR" in usage
+    assert "where to write summary.json" in " ".join(usage.split())
+    done = simulate(
+        tmp_path, "health-demo", "--seeds", "3", "--contenders", "ours", "--duration", "1m",
+        "--no-charts",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr

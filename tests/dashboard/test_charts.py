@@ -192,20 +192,29 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         assert _near(_js(browser, PIXEL, "cls", now - 3000, row_of["node-a"]), UNDERUTILIZED)
         assert _near(_js(browser, PIXEL, "cls", now - 300, row_of["node-c"]), APPROPRIATE)
 
-        # The policy's threshold: a labelled line at 0.6, in a colour no node uses.
+        # The policy's threshold: a labelled line at 0.6, in a colour no node uses, in the
+        # page's unit (percent); its tag beside the line's end, its words in the key below.
         threshold = '.threshold-label[data-threshold="cpu_pressure GreaterThan 0.6"]'
         label = browser.find_element(By.CSS_SELECTOR, f"#chart-pressure {threshold}")
-        assert label.text == "cpu_pressure GreaterThan 0.6 (psi-aware dontschedule)"
+        assert label.text == "60%"
+        described = "cpu_pressure GreaterThan 60% (psi-aware dontschedule)"
+        assert label.get_attribute("title") == described
+        key = browser.find_element(
+            By.CSS_SELECTOR,
+            '#chart-pressure + .threshold-keys [data-threshold="cpu_pressure GreaterThan 0.6"]',
+        )
+        assert key.text == described
         legend = _legend(browser, "pressure")
         assert list(legend)[:5] == names
         node_colours = {legend[n].lower() for n in names}
         line = [_js(browser, PIXEL, "pressure", now - s, 0.6) for s in (3400, 3000, 2500)]
         assert any(_near(c, (0xD1, 0x00, 0x1F), 30) for c in line), line
         assert "#d1001f" not in node_colours
-        label_y = label.rect["y"] + label.rect["height"]
-        plot_top = _js(browser, "return view.charts.pressure.plot.over.getBoundingClientRect().top")
-        line_y = plot_top + _js(browser, "return view.charts.pressure.plot.valToPos(0.6, 'y')")
-        assert abs(label_y - line_y) < 4, "the label sits on its line"
+        label_y = label.rect["y"] + label.rect["height"] / 2
+        plot = _js(browser, "return view.charts.pressure.plot.over.getBoundingClientRect()")
+        line_y = plot["top"] + _js(browser, "return view.charts.pressure.plot.valToPos(0.6, 'y')")
+        assert abs(label_y - line_y) < 4, "the tag sits beside its line"
+        assert label.rect["x"] >= plot["right"], "the tag is right of the plot, not over the data"
 
         # Evictions: stacked by strategy, and per node.
         labels = browser.find_elements(By.CSS_SELECTOR, "#chart-evictions .u-label")
@@ -218,7 +227,8 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
 
         # Metric age: every node's line, and the age past which the components lose a value.
         stale = browser.find_element(By.CSS_SELECTOR, "#chart-age .threshold-label")
-        assert stale.text.startswith("stale after 30s")
+        assert stale.text == "30s"
+        assert (stale.get_attribute("title") or "").startswith("stale after 30s")
         ages = _js(browser, "return view.charts.age.plot.data.slice(1).map((s) => s[1800])")
         assert len(ages) == 5
         assert all(0 <= age < 30 for age in ages), ages

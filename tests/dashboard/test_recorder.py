@@ -5,20 +5,23 @@ Covered: label and taint writes logged as they happen (a pod labelled and evicte
 tick still shows its label); health changes; pending pods logged once per reason; evictions
 with reason, strategy and the owner's replacement; circuit-breaker trips and recoveries;
 extender decisions in order; history points with the fleet average, thresholds and classes
-(deviation thresholds with the average they move with); no entry stamped before the one
-logged ahead of it; the scenario the state carries; reading the log after an id, by kind and
-with a limit.
+(deviation thresholds with the average they move with); an overutilized node's streak (since
+when, when last above high, whether the hysteresis holds it, until when); no entry stamped
+before the one logged ahead of it; the scenario the state carries; reading the log after an
+id, by kind and with a limit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dashboard.recorder import Recorder, Tick
-from descheduler.classify import ThresholdSpec, classify
+from descheduler.classify import ThresholdSpec, classify, hold_overutilized
 from descheduler.cycle import CycleReport
 from descheduler.evictor import EvictionDecision
 from embedded.cluster import InMemoryCluster
@@ -328,3 +331,39 @@ def test_a_nodes_metric_age_keeps_growing_once_its_values_go_stale(tmp_path: Pat
     assert "node-b" not in recorder.history()[-1]["metric_age"], "node-b never reported"
     assert recorder.history()[-1]["metric_age"]["node-c"] == 102.0
     assert recorder.state()["metricMaxAge"] == view.max_age == 30.0
+
+
+def test_an_overutilized_node_says_since_when_and_how_long_the_hysteresis_holds_it() -> None:
+    recorder, _, _ = make_recorder()
+    spec = ThresholdSpec({"cpu_utilization": 35.0}, {"cpu_utilization": 85.0})
+    memory: dict[NodeName, datetime] = {}
+
+    def cycle(now: float, a: float) -> None:
+        nonlocal memory
+        usages = {
+            NodeName("node-a"): {"cpu_utilization": a},
+            NodeName("node-b"): {"cpu_utilization": 10.0},
+        }
+        held = dataclasses.replace(classify(usages, spec), hold_seconds=120.0)
+        held, memory = hold_overutilized(held, memory, datetime.fromtimestamp(now, UTC))
+        recorder.observe_cycle(now, CycleReport(classifications={"relieve": held}))
+        recorder.observe(Tick(now=now, columns=columns({})))
+
+    def node_a() -> Any:
+        return next(n for n in recorder.state()["nodes"] if n["name"] == "node-a")
+
+    cycle(100.0, 90.0)  # above high 85
+    cycle(110.0, 92.0)
+    assert node_a()["overutilized"] == {
+        "since": 100.0, "lastAbove": 110.0, "held": False, "holdSeconds": 120.0, "holdUntil": 230.0,
+    }  # fmt: skip
+    cycle(120.0, 76.0)  # under high, above low: held, as the issue's 76% against 85
+    assert node_a()["classification"] == "overutilized"
+    assert node_a()["overutilized"] == {
+        "since": 100.0, "lastAbove": 110.0, "held": True, "holdSeconds": 120.0, "holdUntil": 230.0,
+    }  # fmt: skip
+    cycle(130.0, 30.0)  # at or below low: released
+    assert node_a()["classification"] == "underutilized"
+    assert node_a()["overutilized"] is None
+    cycle(140.0, 90.0)  # a new streak
+    assert node_a()["overutilized"]["since"] == 140.0

@@ -4,10 +4,13 @@ Covers: writing `node_health_metric` for a node (keeping its other series), read
 through the textfile source under the policy name `health_metric`, the default directory, and
 a clear error with exit code 2 for a value that is not a finite number.
 
-Loud on typos, as a user meets them (real `tas` processes; issue 21):
-- a node without a file in the directory exits 2, writes nothing, and names the nodes that
-  exist: the running `make run`'s (its dashboard API, at --url or $TAS_DEMO_URL) or, when none
-  answers, the directory's files; `--create` writes a new node's file on purpose;
+Loud on typos, as a user meets them (real `tas` processes; issues 21 and 45):
+- a node the running `make run` (its dashboard API, at --url or $TAS_DEMO_URL) does not have
+  exits 2, writes nothing, and names its nodes and the closest one, `--create` or not;
+- without --dir, from any directory, the running `make run`'s own metrics directory is written
+  (it says where in `/api/state`); when none answers, run/metrics;
+- with no `make run` answering, a node without a file in the directory exits 2 naming the
+  directory's nodes (and the closest one); `--create` writes a new node's file on purpose;
 - a node of the running `make run` written to another directory is refused, saying so;
 - a missing `--dir` is an error naming the path and how to create it, and is not created.
 """
@@ -41,10 +44,11 @@ def test_set_health_writes_the_series_a_health_metric_policy_reads(tmp_path: Pat
     assert view.columns() == {"health_metric": {"b": 2.0}}
 
 
-def test_the_default_directory_is_run_metrics(
+def test_without_a_running_demo_the_default_directory_is_run_metrics(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TAS_DEMO_URL", nobody_answers())
     (tmp_path / "run" / "metrics").mkdir(parents=True)
     (tmp_path / "run" / "metrics" / "node-1.prom").write_text("")
     assert tas("set-health", "node-1", "1.5") == 0
@@ -98,12 +102,13 @@ def test_an_unknown_node_exits_2_and_names_the_directory_s_nodes(tmp_path: Path)
     (tmp_path / "node-a.prom").write_text("node_health_metric 0\n")
     (tmp_path / "node-b.prom").write_text("node_health_metric 1\n")
     url = nobody_answers()
-    done = set_health_process("node-zz", "2", "--dir", str(tmp_path), cwd=tmp_path, url=url)
+    done = set_health_process("node-bb", "2", "--dir", str(tmp_path), cwd=tmp_path, url=url)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == (
-        f"set-health: no node 'node-zz' in {tmp_path} (the nodes there: node-a, node-b; no "
-        f"`make run` answers at {url}); --create writes a new node's file\n"
+        f"set-health: no node 'node-bb' in {tmp_path} (did you mean node-b?) (the nodes there: "
+        f"node-a, node-b; no `make run` answers at {url}); --create writes a new node's file "
+        "in a directory of your own\n"
     )
     assert sorted(p.name for p in tmp_path.glob("*.prom")) == ["node-a.prom", "node-b.prom"]
 
@@ -133,15 +138,28 @@ def test_a_missing_directory_is_an_error_and_is_not_created(tmp_path: Path) -> N
 def test_an_unknown_node_names_the_running_make_run_s_nodes(tmp_path: Path) -> None:
     with start_demo(tmp_path) as demo:
         metrics = str(demo.metrics)
-        done = set_health_process(
-            "node-zz", "2", "--dir", metrics, cwd=tmp_path, url=demo.dashboard
-        )
+        for create in ((), ("--create",)):  # --create adds no node the demo does not have
+            done = set_health_process(
+                "node-cc", "2", "--dir", metrics, *create, cwd=tmp_path, url=demo.dashboard
+            )
+            assert done.returncode == 2
+            assert done.stderr == (
+                f"set-health: no node 'node-cc' in the running `make run` at {demo.dashboard} "
+                "(did you mean node-c?); its nodes: node-a, node-b, node-c, node-d, node-e\n"
+            )
+            assert not (demo.metrics / "node-cc.prom").exists()
+        # Without --dir, from another directory: the demo says where its metrics are.
+        other = tmp_path / "somewhere-else"
+        other.mkdir()
+        done = set_health_process("node-c", "2", "--create", cwd=other, url=demo.dashboard)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == f"node-c: node_health_metric 2 ({demo.metrics / 'node-c.prom'})\n"
+        assert "node_health_metric 2\n" in (demo.metrics / "node-c.prom").read_text()
+        assert list(other.iterdir()) == []
+        done = set_health_process("node-q", "2", "--create", cwd=other, url=demo.dashboard)
         assert done.returncode == 2
-        assert done.stderr == (
-            f"set-health: no node 'node-zz' in the running `make run` at {demo.dashboard}; its "
-            "nodes: node-a, node-b, node-c, node-d, node-e (--create writes a new node's file)\n"
-        )
-        assert not (demo.metrics / "node-zz.prom").exists()
+        assert "no node 'node-q' in the running `make run`" in done.stderr
+        assert not (demo.metrics / "node-q.prom").exists()
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         done = set_health_process(
