@@ -31,14 +31,12 @@ from embedded.workload import (
 )
 from tas.cluster.model import Pod
 from tas.metrics.textfile import write_node_series
-from tas.types import Namespace, NodeName
+from tas.types import NodeName, PodKey
 
 CPU_UTILIZATION = "node_cpu_utilization"
 CPU_PRESSURE = "node_cpu_pressure"
 MEMORY_UTILIZATION = "node_memory_utilization"
 MEMORY_PRESSURE = "node_memory_pressure"
-
-PodKey = tuple[Namespace, str]
 
 
 @dataclass(frozen=True, slots=True)

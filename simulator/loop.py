@@ -38,11 +38,10 @@ from simulator.pipeline import ScrapeStore
 from simulator.world import ModelState, World
 from tas.metrics.errors import MetricFetchError
 from tas.placements import PlacementTracker
+from tas.types import PodKey
 
 #: Scenario steps are floats: a deadline this close is due (rounding of index * step).
 _DUE = 1e-9
-
-PodKey = tuple[str, str]
 
 
 class WorldStepper(Protocol):

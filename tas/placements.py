@@ -62,7 +62,7 @@ from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodSummary
 from tas.pressure import load_for_pressure, pressure
-from tas.types import MetricColumns, MetricName, NodeName
+from tas.types import MetricColumns, MetricName, NodeName, PodKey
 
 #: Metric -> the pod resource whose share of the node's capacity estimates its rise. CPU
 #: pressure is no linear function of load; the pod's CPU share is a first-order stand-in that
@@ -84,7 +84,6 @@ FORGET_AFTER = 600.0
 #: Workload keys kept for sharing before the table starts over.
 _MAX_WORKLOADS = 50_000
 
-PodKey = tuple[str, str]
 #: namespace, owner kind, owner name (the pod's own name for a pod without a controller).
 WorkloadKey = tuple[str, str, str]
 #: metric -> node -> sample time (Unix seconds) of the node's current value.
