@@ -449,6 +449,18 @@ class PlacementTracker:
             self._cached = (generation, sample_times, found)
         return found
 
+    def estimator(
+        self, *, sample_times: Callable[[], SampleTimes], now: Callable[[], float]
+    ) -> Callable[[], Estimates]:
+        """What the extender calls at each request (`ExtenderService(estimates=...)`): the
+        estimates over the metric view's current sample times at the clock's now. `tas
+        extender` and the simulator's ours wire this one."""
+
+        def estimates() -> Estimates:
+            return self.estimates(sample_times=sample_times(), now=now())
+
+        return estimates
+
     def _prune(self, now: float) -> None:
         horizon = self.window + self.forget_after
         old = [k for k, p in self._recent.items() if now - p.bound_at > horizon]
