@@ -94,6 +94,10 @@ Estimates = Mapping[MetricName, Mapping[NodeName, float]]
 
 @dataclass(frozen=True, slots=True)
 class Placement:
+    """A pod bound recently, whose load its node's samples may not hold yet (what herd
+    control estimates). Not the scheduler model's `embedded.scheduler.ScheduleResult` nor
+    `tas explain`'s `tas.explain.ExtenderDecision`."""
+
     namespace: str
     name: str
     node: NodeName
@@ -103,6 +107,8 @@ class Placement:
 
 
 def workload_of(pod: Pod | PodSummary) -> WorkloadKey:
+    """The workload the pod belongs to: its controller (a ReplicaSet, a StatefulSet, ...), or
+    the pod itself when nothing controls it (its pods share one usage estimate)."""
     owner = pod.controller
     if owner is None:
         return (pod.namespace, "Pod", pod.name)
