@@ -33,11 +33,6 @@ from tas.cluster.model import Pod
 from tas.metrics.textfile import write_node_series
 from tas.types import NodeName, PodKey
 
-CPU_UTILIZATION = "node_cpu_utilization"
-CPU_PRESSURE = "node_cpu_pressure"
-MEMORY_UTILIZATION = "node_memory_utilization"
-MEMORY_PRESSURE = "node_memory_pressure"
-
 
 @dataclass(frozen=True, slots=True)
 class PodProfile:
@@ -59,6 +54,15 @@ class NodeLoad:
     memory_used: float
     memory_utilization: float
     memory_pressure: float
+
+    def series(self) -> dict[str, float]:
+        """The values the node's textfile holds, by series name."""
+        return {
+            "node_cpu_utilization": round(self.cpu_utilization, 4),
+            "node_cpu_pressure": round(self.cpu_pressure, 4),
+            "node_memory_utilization": round(self.memory_utilization, 4),
+            "node_memory_pressure": round(self.memory_pressure, 4),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +134,7 @@ class LiveTelemetry:
                 memory_pressure=memory_pressure(m, capacity),
             )
             loads[node.name] = load
-            write_node_series(
-                self._directory,
-                node.name,
-                {
-                    CPU_UTILIZATION: round(load.cpu_utilization, 4),
-                    CPU_PRESSURE: round(load.cpu_pressure, 4),
-                    MEMORY_UTILIZATION: round(load.memory_utilization, 4),
-                    MEMORY_PRESSURE: round(load.memory_pressure, 4),
-                },
-            )
+            write_node_series(self._directory, node.name, load.series())
         return TelemetryStep(time=now, nodes=loads, pod_cpu=pod_cpu)
 
     def _slot(self, pod: Pod) -> int:

@@ -24,6 +24,7 @@ Goals not met yet are strict xfails naming what limits them (see the issue notes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -35,12 +36,12 @@ import pytest
 
 from embedded.scheduler import Extender
 from simulator.contenders import CONTENDERS, Contender, resolve
-from simulator.extenders import OursExtender
 from simulator.report import table
-from simulator.runner import ExtenderParts, ScenarioResult, build_run, run_scenario
+from simulator.runner import ExtenderParts, ScenarioResult, build_run, in_process, run_scenario
 from simulator.scenario import load_scenario
 from simulator.seeds import run_seeded
 from tas.metrics.refreshing import default_max_age
+from tas.placements import PlacementTracker
 from tas_cli.main import main
 
 #: Virtual time each named scenario is cut to for the tests (its key events happen in it).
@@ -184,15 +185,9 @@ def test_bogus_metric_ours_keeps_placing_pods(results: dict[str, ScenarioResult]
 
 
 def without_herd_control(parts: ExtenderParts) -> Extender:
-    """Ours' extender as `tas simulate` builds it (`simulator.runner.in_process`), but without
-    its recent placements' tracker: no estimates between a bind and the sample that shows it."""
-    return OursExtender(
-        store=parts.store,
-        view=parts.view,
-        clock=parts.clock,
-        weight=parts.weight,
-        settings=parts.settings,
-    )
+    """Ours' extender as `tas simulate` builds it, with a recent placements' tracker that is
+    told of no bind: no estimate between a bind and the sample that shows it."""
+    return in_process(dataclasses.replace(parts, placements=PlacementTracker()))
 
 
 def herd_figures(seed: int, *, herd_control: bool) -> Any:
