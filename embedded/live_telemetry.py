@@ -166,7 +166,7 @@ class LiveWorld:
     """The health demo's world as the closed loop's `WorldStepper` (`simulator.loop`): at loop
     time `t` (seconds since `started`, on the wall clock) the workload model steps and writes
     the node textfiles. `latest` is the last step, which the page shows and the pods' usage
-    comes from (`fetch`, a `descheduler.usage.PodUsageFeed`: what container metrics report)."""
+    comes from (`fetch`, a `tas.metrics.source.PodUsageFeed`: what container metrics report)."""
 
     def __init__(self, telemetry: LiveTelemetry, *, started: float) -> None:
         self.telemetry = telemetry
@@ -176,7 +176,7 @@ class LiveWorld:
     def advance(self, t: float, step: float) -> None:
         self.latest = self.telemetry.step(self.started + t)
 
-    def fetch(self) -> dict[tuple[str, str], dict[str, float]]:
+    def fetch(self) -> dict[PodKey, dict[str, float]]:
         if self.latest is None:
             return {}
         return {key: {"cpu": cores} for key, cores in self.latest.pod_cpu.items()}

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from descheduler.cycle import CycleReport, Descheduler
-from descheduler.usage import PodUsageFeed
 from embedded.scheduler import EmbeddedScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from simulator.pipeline import ScrapeStore
 from simulator.world import ModelState, World
 from tas.metrics.errors import MetricFetchError
+from tas.metrics.source import PodUsageFeed
 from tas.placements import PlacementTracker
 from tas.types import PodKey
 

@@ -45,6 +45,8 @@ from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 if TYPE_CHECKING:
     from tas.cluster.kubernetes import KubernetesCluster
+    from tas.metrics.pod_usage import PrometheusPodUsage
+    from tas.metrics.resource_metrics import ResourceMetricsPodUsage
 
 log = logging.getLogger("extender")
 
@@ -421,7 +423,7 @@ def _follow_pod_usage(
     `common.resource_metrics_period`."""
     from tas.metrics.errors import MetricFetchError
 
-    usage: common.PodUsageFeed | None = common.open_pod_usage(metrics)
+    usage: PrometheusPodUsage | ResourceMetricsPodUsage | None = common.open_pod_usage(metrics)
     period = metrics.sync_period
     if usage is None:
         usage = common.open_resource_metrics_pod_usage(cluster)
