@@ -31,14 +31,7 @@ from embedded.workload import (
 )
 from tas.cluster.model import Pod
 from tas.metrics.textfile import write_node_series
-from tas.types import Namespace, NodeName
-
-CPU_UTILIZATION = "node_cpu_utilization"
-CPU_PRESSURE = "node_cpu_pressure"
-MEMORY_UTILIZATION = "node_memory_utilization"
-MEMORY_PRESSURE = "node_memory_pressure"
-
-PodKey = tuple[Namespace, str]
+from tas.types import NodeName, PodKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +54,15 @@ class NodeLoad:
     memory_used: float
     memory_utilization: float
     memory_pressure: float
+
+    def series(self) -> dict[str, float]:
+        """The values the node's textfile holds, by series name."""
+        return {
+            "node_cpu_utilization": round(self.cpu_utilization, 4),
+            "node_cpu_pressure": round(self.cpu_pressure, 4),
+            "node_memory_utilization": round(self.memory_utilization, 4),
+            "node_memory_pressure": round(self.memory_pressure, 4),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,16 +134,7 @@ class LiveTelemetry:
                 memory_pressure=memory_pressure(m, capacity),
             )
             loads[node.name] = load
-            write_node_series(
-                self._directory,
-                node.name,
-                {
-                    CPU_UTILIZATION: round(load.cpu_utilization, 4),
-                    CPU_PRESSURE: round(load.cpu_pressure, 4),
-                    MEMORY_UTILIZATION: round(load.memory_utilization, 4),
-                    MEMORY_PRESSURE: round(load.memory_pressure, 4),
-                },
-            )
+            write_node_series(self._directory, node.name, load.series())
         return TelemetryStep(time=now, nodes=loads, pod_cpu=pod_cpu)
 
     def _slot(self, pod: Pod) -> int:
@@ -173,7 +166,7 @@ class LiveWorld:
     """The health demo's world as the closed loop's `WorldStepper` (`simulator.loop`): at loop
     time `t` (seconds since `started`, on the wall clock) the workload model steps and writes
     the node textfiles. `latest` is the last step, which the page shows and the pods' usage
-    comes from (`fetch`, a `descheduler.usage.PodUsageFeed`: what container metrics report)."""
+    comes from (`fetch`, a `tas.metrics.source.PodUsageFeed`: what container metrics report)."""
 
     def __init__(self, telemetry: LiveTelemetry, *, started: float) -> None:
         self.telemetry = telemetry
@@ -183,7 +176,7 @@ class LiveWorld:
     def advance(self, t: float, step: float) -> None:
         self.latest = self.telemetry.step(self.started + t)
 
-    def fetch(self) -> dict[tuple[str, str], dict[str, float]]:
+    def fetch(self) -> dict[PodKey, dict[str, float]]:
         if self.latest is None:
             return {}
         return {key: {"cpu": cores} for key, cores in self.latest.pod_cpu.items()}

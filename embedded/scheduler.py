@@ -113,10 +113,18 @@ class Extender(Protocol):
 
 
 @dataclass(frozen=True)
-class Placement:
+class ScheduleResult:
+    """One scheduling attempt's outcome for a pod ("namespace/name"): the node it was bound to
+    ("scheduled"), or None and why it waits (kube-scheduler's ScheduleResult and FitError).
+    Not herd control's `tas.placements.Placement` (a bound pod whose load samples miss)."""
+
     pod: str
     node: NodeName | None
     reason: str
+
+
+#: The dashboard's name for `ScheduleResult` until it switches.
+Placement = ScheduleResult
 
 
 def num_feasible_nodes_to_find(nodes: int, percentage: int = 0) -> int:
@@ -304,7 +312,7 @@ class EmbeddedScheduler:
         self._percentage = percentage_of_nodes_to_score
         self._next_start = 0
 
-    def schedule_pending(self) -> list[Placement]:
+    def schedule_pending(self) -> list[ScheduleResult]:
         """One pass over pending pods, in queue order; each is bound or stays pending."""
         pods = self._cluster.list_pods()
         pending = [
@@ -318,7 +326,7 @@ class EmbeddedScheduler:
         table = _NodeTable(self._cluster.list_nodes(), pods)
         return [self._place(pod, table) for pod in pending]
 
-    def schedule(self, pod: Pod) -> Placement:
+    def schedule(self, pod: Pod) -> ScheduleResult:
         table = _NodeTable(self._cluster.list_nodes(), self._cluster.list_pods())
         return self._place(pod, table)
 
@@ -338,7 +346,7 @@ class EmbeddedScheduler:
             self._next_start = (self._next_start + processed) % count
         return order[found]
 
-    def _place(self, pod: Pod, table: _NodeTable) -> Placement:
+    def _place(self, pod: Pod, table: _NodeTable) -> ScheduleResult:
         chosen = self._candidates(pod, table)
         names = [table.names[i] for i in chosen]
         reasons: dict[str, str] = {}
@@ -383,7 +391,7 @@ class EmbeddedScheduler:
             return self._pending(pod, f"binding failed: {error}")
         table.add(bound, table.index[best])
         log.info("Scheduled %s/%s on %s", pod.namespace, pod.name, best)
-        return Placement(f"{pod.namespace}/{pod.name}", best, "scheduled")
+        return ScheduleResult(f"{pod.namespace}/{pod.name}", best, "scheduled")
 
     def _select(
         self,
@@ -414,6 +422,6 @@ class EmbeddedScheduler:
         # one draw among them is the same distribution.
         return names[ties[self._rng.randrange(len(ties))]]
 
-    def _pending(self, pod: Pod, reason: str) -> Placement:
+    def _pending(self, pod: Pod, reason: str) -> ScheduleResult:
         log.info("Pod %s/%s stays pending: %s", pod.namespace, pod.name, reason)
-        return Placement(f"{pod.namespace}/{pod.name}", None, reason)
+        return ScheduleResult(f"{pod.namespace}/{pod.name}", None, reason)

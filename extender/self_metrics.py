@@ -9,10 +9,11 @@ those of the certificate it serves (`extender.cert_reload`), for the expiry aler
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
 from extender.certificate import CertificateInfo
 from extender.decisions import Decision, Outcome
+from tas.self_metrics import MetricFactory
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -22,32 +23,29 @@ UNKNOWN_POLICY = "unknown"
 
 class ExtenderMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.request_seconds = Histogram(
+        metrics = MetricFactory(registry)
+        self.request_seconds = metrics.histogram(
             "tas_extender_request_duration_seconds",
             "Time to answer a scheduler extender request, by verb.",
             ["verb"],
             buckets=_BUCKETS,
-            registry=registry,
         )
-        self.decisions = Counter(
+        self.decisions = metrics.counter(
             "tas_extender_decisions_total",
             "Filter and prioritize decisions, by verb, policy and outcome. The policy is the "
             f'TASPolicy found, "{UNKNOWN_POLICY}" when the pod names one that does not exist '
             '(outcome policy-not-found), and "" when the pod has no telemetry-policy label.',
             ["verb", "policy", "outcome"],
-            registry=registry,
         )
-        self.filtered_nodes = Counter(
+        self.filtered_nodes = metrics.counter(
             "tas_extender_filtered_nodes_total",
             "Nodes removed by filter because they violate a dontschedule strategy, by policy.",
             ["policy"],
-            registry=registry,
         )
-        self.rejected_requests = Counter(
+        self.rejected_requests = metrics.counter(
             "tas_extender_rejected_requests_total",
             "Requests answered with a client error (bad body, type, size), by verb and status.",
             ["verb", "status"],
-            registry=registry,
         )
 
     def count_decision(self, decision: Decision) -> None:
@@ -62,18 +60,17 @@ class CertificateMetrics:
     """The served certificate's expiry, and how reloading it went."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.expiry = Gauge(
+        metrics = MetricFactory(registry)
+        self.expiry = metrics.gauge(
             "tas_extender_certificate_expiry_timestamp_seconds",
             "When the certificate the extender serves expires (its notAfter, Unix seconds). "
             "A renewed certificate that fails to load leaves the old one, and its date, here.",
-            registry=registry,
         )
-        self.reloads = Counter(
+        self.reloads = metrics.counter(
             "tas_extender_certificate_reloads_total",
             "Changes of the certificate files, by result: loaded (served on new connections "
             "from then on) or failed (the certificate served before is kept).",
             ["result"],
-            registry=registry,
         )
         for result in ("loaded", "failed"):
             self.reloads.labels(result)  # both series from the start, so increase() sees a 1st

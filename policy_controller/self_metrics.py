@@ -4,58 +4,52 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
+from tas.self_metrics import MetricFactory
 from tas.types import PolicyKey
 
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.reconcile_seconds = Histogram(
+        metrics = MetricFactory(registry)
+        self.reconcile_seconds = metrics.histogram(
             "tas_controller_reconcile_duration_seconds",
             "Time one reconcile cycle took (reads, evaluation and writes).",
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-            registry=registry,
         )
-        self.cycles = Counter(
+        self.cycles = metrics.counter(
             "tas_controller_cycles_total",
             "Reconcile cycles by outcome (done, not_ready, not_leader, failed).",
             ["outcome"],
-            registry=registry,
         )
-        self.label_writes = Counter(
+        self.label_writes = metrics.counter(
             "tas_controller_label_writes_total",
             "Label patches sent, by object kind (node, pod).",
             ["kind"],
-            registry=registry,
         )
-        self.status_writes = Counter(
+        self.status_writes = metrics.counter(
             "tas_controller_status_writes_total",
             "TASPolicy status updates sent.",
-            registry=registry,
         )
-        self.events = Counter(
+        self.events = metrics.counter(
             "tas_controller_events_total",
             "Kubernetes Events emitted, by reason.",
             ["reason"],
-            registry=registry,
         )
-        self.write_errors = Counter(
+        self.write_errors = metrics.counter(
             "tas_controller_write_errors_total",
             "Writes the cluster refused or failed, by kind (node, pod, status, event).",
             ["kind"],
-            registry=registry,
         )
-        self.violating_nodes = Gauge(
+        self.violating_nodes = metrics.gauge(
             "tas_controller_violating_nodes",
             "Nodes violating a policy's strategy at the last evaluation.",
             ["namespace", "policy", "strategy"],
-            registry=registry,
         )
-        self.leader = Gauge(
+        self.leader = metrics.gauge(
             "tas_controller_leader",
             "1 while this replica holds the leader lease (or runs without election).",
-            registry=registry,
         )
         self._reported: set[tuple[str, str, str]] = set()
 

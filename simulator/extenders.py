@@ -78,9 +78,8 @@ class OursExtender:
         self.weight = weight
         estimates: Callable[[], Estimates] | None = None
         if placements is not None and isinstance(view, RefreshingMetricView):
-            # What `tas extender` wires (tas_cli.extender._estimator), on the virtual clock.
-            def estimates() -> Estimates:
-                return placements.estimates(sample_times=view.sample_times(), now=clock.time())
+            # What `tas extender` wires, on the virtual clock.
+            estimates = placements.estimator(sample_times=view.sample_times, now=clock.time)
 
         # `tas extender` with no flags builds `ExtenderSettings()` (tests/simulator/
         # test_extenders.py checks it): the breaker's share, score mode and filtering on

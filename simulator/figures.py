@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from embedded.scheduler import Placement
+from embedded.scheduler import ScheduleResult
 from simulator.world import ModelState, World
 from tas.cluster.model import Pod
 from tas.fit import rejection
@@ -230,7 +230,7 @@ class FigureRecorder:
                 counts[(key, pod.node_name)] = counts.get((key, pod.node_name), 0) + 1
         return counts
 
-    def placed(self, placements: Sequence[Placement]) -> None:
+    def placed(self, placements: Sequence[ScheduleResult]) -> None:
         """Judge each placement on true values: did the node violate the pod's dontschedule?"""
         for placement in placements:
             if placement.node is None:

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 from embedded.demo import DemoError
-from embedded.live_telemetry import NodeLoad, PodKey, TelemetryStep
+from embedded.live_telemetry import NodeLoad, TelemetryStep
 from simulator.report import table
 from simulator.runner import Run
 from simulator.seeds import SeededFigures, SeededResult
 from simulator.world import ModelState
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Pod
-from tas.types import Namespace, NodeName
+from tas.types import Namespace, NodeName, PodKey
 
 #: The gauge the page's health control sets (the health demo's metric).
 HEALTH_METRIC = "health_metric"

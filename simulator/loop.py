@@ -31,18 +31,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from descheduler.cycle import CycleReport, Descheduler
-from descheduler.usage import PodUsageFeed
-from embedded.scheduler import EmbeddedScheduler, Placement
+from embedded.scheduler import EmbeddedScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from simulator.pipeline import ScrapeStore
 from simulator.world import ModelState, World
 from tas.metrics.errors import MetricFetchError
+from tas.metrics.source import PodUsageFeed
 from tas.placements import PlacementTracker
+from tas.types import PodKey
 
 #: Scenario steps are floats: a deadline this close is due (rounding of index * step).
 _DUE = 1e-9
-
-PodKey = tuple[str, str]
 
 
 class WorldStepper(Protocol):
@@ -64,7 +63,7 @@ class LoopObserver:
     def cycled(self, t: float, report: CycleReport) -> None:
         """The descheduler's cycle has run."""
 
-    def placed(self, t: float, placements: Sequence[Placement]) -> None:
+    def placed(self, t: float, placements: Sequence[ScheduleResult]) -> None:
         """The scheduler has placed what was pending (maybe nothing)."""
 
     def stepped(self, t: float) -> None:

@@ -469,7 +469,7 @@ class PrometheusApi:
 
 
 class ModelPodUsage:
-    """The pods' usage as a `descheduler.usage.PodUsageFeed` (cores, bytes): what `tas
+    """The pods' usage as a `tas.metrics.source.PodUsageFeed` (cores, bytes): what `tas
     descheduler --metrics prometheus:URL` and `tas extender` read from the container series. A
     metric outage fails it, as the Prometheus it stands for would."""
 

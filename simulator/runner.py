@@ -35,7 +35,7 @@ from descheduler.framework import Result
 from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries, pod_usage_from
-from embedded.scheduler import EmbeddedScheduler, Extender, Placement
+from embedded.scheduler import EmbeddedScheduler, Extender, ScheduleResult
 from extender.settings import ExtenderSettings
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
@@ -399,7 +399,7 @@ class FigureObserver(LoopObserver):
             t, slots, for_deschedule_rule=sum(d.strategy in RULE_STRATEGIES for d in evicted)
         )
 
-    def placed(self, t: float, placements: Sequence[Placement]) -> None:
+    def placed(self, t: float, placements: Sequence[ScheduleResult]) -> None:
         self.recorder.placed(placements)
 
 

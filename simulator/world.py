@@ -48,7 +48,7 @@ from tas.cluster.model import (
     Taint,
     TaintEffect,
 )
-from tas.types import MetricColumns, MetricName, Namespace, NodeName
+from tas.types import MetricColumns, MetricName, Namespace, NodeName, PodKey
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -108,7 +108,7 @@ class Burst:
     """Pods created together by a `scale` event marked `burst`, for the herd figure."""
 
     at: float
-    pods: set[tuple[str, str]]
+    pods: set[PodKey]
     schedulable_nodes: int
     #: The most pods of the burst a load-balanced placement puts on one node
     #: (`simulator.fair_share`).
@@ -169,13 +169,13 @@ class World:
         self._live = [w.migration == "live" for w in scenario.workloads]
         #: Pods ended outside the Eviction API (kubelet, garbage collector): VMs restart.
         self._killing = False
-        self.pod_slot: dict[tuple[str, str], int] = {}
+        self.pod_slot: dict[PodKey, int] = {}
         self.workload_index = {w.name: i for i, w in enumerate(scenario.workloads)}
         self.workload_slots: list[list[int]] = [[] for _ in scenario.workloads]
         self._replicas_made = [0] * len(scenario.workloads)
         self._patterns: dict[int, list[int]] = {}
         # Bookkeeping for the figures.
-        self.created_at: dict[tuple[str, str], float] = {}
+        self.created_at: dict[PodKey, float] = {}
         self.pending_durations: list[float] = []
         self.oom_kills = 0
         self.kubelet_evictions = 0

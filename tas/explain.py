@@ -101,8 +101,10 @@ class ExtenderRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Placement:
-    """The extender's last filter and prioritize decisions for the pod, merged per node."""
+class ExtenderDecision:
+    """The extender's last filter and prioritize decisions for the pod, merged per node (what
+    `tas explain` shows under "Placement"; not the scheduler model's `ScheduleResult` nor herd
+    control's `tas.placements.Placement`)."""
 
     filter_time: float | None
     prioritize_time: float | None
@@ -167,7 +169,7 @@ class PodExplanation:
     policy_found: bool
     #: Every strategy of the pod's policy on the node it runs on.
     policies: tuple[PolicyVerdict, ...]
-    placement: Placement | None
+    placement: ExtenderDecision | None
     move: MoveVerdict | None
     evictions: tuple[Eviction, ...]
     #: What could not be read, each with why (the rest is still explained).
@@ -267,7 +269,7 @@ def parse_decisions(raw: object) -> list[ExtenderRecord]:
     return records
 
 
-def placement_of(pod: Pod, records: Sequence[ExtenderRecord]) -> Placement | None:
+def placement_of(pod: Pod, records: Sequence[ExtenderRecord]) -> ExtenderDecision | None:
     """The pod's newest filter and prioritize decisions (by UID when the log has one, else by
     name: a replacement pod has a new name), merged node by node."""
     key = f"{pod.namespace}/{pod.name}"
@@ -304,7 +306,7 @@ def placement_of(pod: Pod, records: Sequence[ExtenderRecord]) -> Placement | Non
     unapplied = next(
         (r for r in (filtered, scored) if r is not None and r.outcome != "applied"), None
     )
-    return Placement(
+    return ExtenderDecision(
         filter_time=filtered.time if filtered else None,
         prioritize_time=scored.time if scored else None,
         policy=main.policy,
@@ -449,7 +451,7 @@ def explain_pod(
 
 
 def not_offered(
-    pod: Pod, placement: Placement, nodes: Sequence[Node], pods: Sequence[Pod]
+    pod: Pod, placement: ExtenderDecision, nodes: Sequence[Node], pods: Sequence[Pod]
 ) -> tuple[NotOffered, ...]:
     """The nodes missing from the extender's candidates for the pod, with why: kube-scheduler's
     own filters (node selection, taints, resources) as they judge the node now, or, where they
@@ -677,7 +679,7 @@ def _verdict_line(verdict: PolicyVerdict, *, on: str | None) -> str:
     return f"{verdict.strategy}: {verdict.verdict}{where}: {verdict.detail}"
 
 
-def _placement_lines(placement: Placement | None, *, runs_on: str | None) -> list[str]:
+def _placement_lines(placement: ExtenderDecision | None, *, runs_on: str | None) -> list[str]:
     if placement is None:
         return [
             "Placement: no decision for this pod in the extender's log (it keeps only the most "
@@ -755,12 +757,12 @@ __all__ = [
     "Candidate",
     "EventFact",
     "Eviction",
+    "ExtenderDecision",
     "ExtenderRecord",
     "MetricReading",
     "MoveVerdict",
     "NodeExplanation",
     "NotOffered",
-    "Placement",
     "PodExplanation",
     "PolicyVerdict",
     "UnknownObjectError",

@@ -62,7 +62,7 @@ from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodSummary
 from tas.pressure import load_for_pressure, pressure
-from tas.types import MetricColumns, MetricName, NodeName
+from tas.types import MetricColumns, MetricName, NodeName, PodKey
 
 #: Metric -> the pod resource whose share of the node's capacity estimates its rise. CPU
 #: pressure is no linear function of load; the pod's CPU share is a first-order stand-in that
@@ -84,7 +84,6 @@ FORGET_AFTER = 600.0
 #: Workload keys kept for sharing before the table starts over.
 _MAX_WORKLOADS = 50_000
 
-PodKey = tuple[str, str]
 #: namespace, owner kind, owner name (the pod's own name for a pod without a controller).
 WorkloadKey = tuple[str, str, str]
 #: metric -> node -> sample time (Unix seconds) of the node's current value.
@@ -95,6 +94,10 @@ Estimates = Mapping[MetricName, Mapping[NodeName, float]]
 
 @dataclass(frozen=True, slots=True)
 class Placement:
+    """A pod bound recently, whose load its node's samples may not hold yet (what herd
+    control estimates). Not the scheduler model's `embedded.scheduler.ScheduleResult` nor
+    `tas explain`'s `tas.explain.ExtenderDecision`."""
+
     namespace: str
     name: str
     node: NodeName
@@ -104,6 +107,8 @@ class Placement:
 
 
 def workload_of(pod: Pod | PodSummary) -> WorkloadKey:
+    """The workload the pod belongs to: its controller (a ReplicaSet, a StatefulSet, ...), or
+    the pod itself when nothing controls it (its pods share one usage estimate)."""
     owner = pod.controller
     if owner is None:
         return (pod.namespace, "Pod", pod.name)
@@ -449,6 +454,18 @@ class PlacementTracker:
         with self._lock:
             self._cached = (generation, sample_times, found)
         return found
+
+    def estimator(
+        self, *, sample_times: Callable[[], SampleTimes], now: Callable[[], float]
+    ) -> Callable[[], Estimates]:
+        """What the extender calls at each request (`ExtenderService(estimates=...)`): the
+        estimates over the metric view's current sample times at the clock's now. `tas
+        extender` and the simulator's ours wire this one."""
+
+        def estimates() -> Estimates:
+            return self.estimates(sample_times=sample_times(), now=now())
+
+        return estimates
 
     def _prune(self, now: float) -> None:
         horizon = self.window + self.forget_after

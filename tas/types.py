@@ -10,6 +10,10 @@ MetricName = NewType("MetricName", str)
 PolicyName = NewType("PolicyName", str)
 Namespace = NewType("Namespace", str)
 
+#: A pod, by its namespace and name: what every per-pod table is keyed by. Plain strings, so a
+#: key built from a metric's labels is one too (a `Namespace` is a `str`, so a pod's own is).
+PodKey = tuple[str, str]
+
 #: One metric's values: node -> value. Only fresh, finite values are ever in a column; a node
 #: that is absent has no usable value (missing or stale), which never violates a rule.
 MetricColumn = Mapping[NodeName, float]

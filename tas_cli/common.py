@@ -511,14 +511,6 @@ def open_pod_usage(metrics: MetricsSettings) -> PrometheusPodUsage | None:
         raise SetupError(f"--metrics-config: {error}") from error
 
 
-class PodUsageFeed(Protocol):
-    """Per-pod usage, as `PrometheusPodUsage` and `ResourceMetricsPodUsage` both answer it."""
-
-    def fetch(self) -> dict[tuple[str, str], dict[str, float]]: ...
-
-    def close(self) -> None: ...
-
-
 def open_resource_metrics_pod_usage(cluster: KubernetesCluster) -> ResourceMetricsPodUsage:
     """Per-pod usage from the resource metrics API (metrics.k8s.io PodMetrics, metrics-server;
     RBAC `list` of `pods` in `metrics.k8s.io`), for a process whose metrics do not come from

@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +33,6 @@ from tas.cluster.interface import PodFields, ResourceKind
 from tas.placements import (
     DEFAULT_RESOURCES,
     DEFAULT_WINDOW,
-    Estimates,
     PlacementTracker,
     follow_cluster,
 )
@@ -46,7 +45,8 @@ from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 if TYPE_CHECKING:
     from tas.cluster.kubernetes import KubernetesCluster
-    from tas.metrics.refreshing import RefreshingMetricView
+    from tas.metrics.pod_usage import PrometheusPodUsage
+    from tas.metrics.resource_metrics import ResourceMetricsPodUsage
 
 log = logging.getLogger("extender")
 
@@ -339,7 +339,11 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             metrics=view,
             settings=settings.app,
             registry=registry,
-            estimates=_estimator(tracker, view) if tracker is not None else None,
+            estimates=(
+                tracker.estimator(sample_times=view.sample_times, now=time.time)
+                if tracker is not None
+                else None
+            ),
             cores=tracker.cores if tracker is not None else None,
             caches_synced=(lambda: cluster.wait_synced(0)) if cluster is not None else None,
         )
@@ -418,7 +422,7 @@ def _follow_pod_usage(
     `common.resource_metrics_period`."""
     from tas.metrics.errors import MetricFetchError
 
-    usage: common.PodUsageFeed | None = common.open_pod_usage(metrics)
+    usage: PrometheusPodUsage | ResourceMetricsPodUsage | None = common.open_pod_usage(metrics)
     period = metrics.sync_period
     if usage is None:
         usage = common.open_resource_metrics_pod_usage(cluster)
@@ -440,10 +444,3 @@ def _follow_pod_usage(
             stop.wait(period)
 
     life.in_background(follow, life.stop, period, name="pod-usage")
-
-
-def _estimator(tracker: PlacementTracker, view: RefreshingMetricView) -> Callable[[], Estimates]:
-    def estimates() -> Estimates:
-        return tracker.estimates(sample_times=view.sample_times(), now=time.time())
-
-    return estimates

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tas_cli.common import print_problems
-from tas_cli.simulate import add_spreading_options
+from tas_cli.simulation_options import add_contenders_option, add_spreading_options
 
 #: `tas sweep --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
@@ -32,9 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--count", type=int, default=20, metavar="N", help="scenarios to draw")
     parser.add_argument("--seeds", type=int, default=3, metavar="K", help="seeds per scenario")
-    parser.add_argument(
-        "--contenders", default="", metavar="A,B", help="only these contenders (default: all)"
-    )
+    add_contenders_option(parser)
     add_spreading_options(parser)
     parser.add_argument("--out", type=Path, default=Path("sweep"), metavar="DIR")
 

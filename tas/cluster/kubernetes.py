@@ -84,7 +84,7 @@ from tas.cluster.model import (
     Taint,
 )
 from tas.cluster.sharing import SharedValues
-from tas.types import Namespace, NodeName, PolicyKey
+from tas.types import Namespace, NodeName, PodKey, PolicyKey
 from tas.vocabulary import GROUP, PLURAL, VERSION
 
 log = logging.getLogger(__name__)
@@ -330,7 +330,7 @@ class KubernetesCluster:
         if len(self._pod_caches) == 1:
             return self._pod_caches[0].items()
         # A pod more than one selector matches is in each of their caches: once here.
-        newest: dict[tuple[str, str], Any] = {}
+        newest: dict[PodKey, Any] = {}
         for cache in self._pod_caches:
             for pod in cache.items():
                 key = (pod.namespace, pod.name)

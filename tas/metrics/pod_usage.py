@@ -34,11 +34,10 @@ from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import FetchFailures, MetricFetchError
 from tas.metrics.prometheus import PrometheusClient, open_prometheus
 from tas.metrics.source import Sample
+from tas.types import PodKey
 
 log = logging.getLogger(__name__)
 
-#: namespace, pod name.
-PodKey = tuple[str, str]
 #: Resource name -> the counter whose rate it is (cores, or a 0..1 share of time waiting).
 SERIES: Mapping[str, str] = {
     "cpu": "container_cpu_usage_seconds_total",

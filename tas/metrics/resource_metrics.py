@@ -20,14 +20,13 @@ import logging
 from collections.abc import Callable, Mapping
 
 from tas.metrics.errors import MetricFetchError
-from tas.types import Namespace
+from tas.types import Namespace, PodKey
 
 log = logging.getLogger(__name__)
 
 #: metrics-server's default resolution: the age of what it serves is never less.
 MIN_PERIOD = 15.0
 
-PodKey = tuple[str, str]
 #: Reads every PodMetrics (`tas.cluster.kubernetes.KubernetesCluster.list_pod_metrics`); raises
 #: what the cluster raises when it cannot.
 ListPodMetrics = Callable[[], Mapping[tuple[Namespace, str], Mapping[str, float]]]

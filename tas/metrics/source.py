@@ -1,4 +1,5 @@
-"""What a metrics source hands the refreshing view: timed values and per-target failures.
+"""What a metrics source hands the refreshing view: timed values and per-target failures; and
+what a per-pod usage feed hands its readers (`PodUsageFeed`).
 
 A source answers for the metric names the view wants. An answered metric replaces its whole
 column (so a node that vanished from the answer vanishes from the view); a metric that is not
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from tas.types import MetricName, NodeName
+from tas.types import MetricName, NodeName, PodKey
 
 
 class Sample(NamedTuple):
@@ -46,3 +47,12 @@ class MetricSource(Protocol):
     def fetch(self, names: frozenset[MetricName]) -> Fetched: ...
 
     def close(self) -> None: ...
+
+
+class PodUsageFeed(Protocol):
+    """Each pod's usage as container metrics report it: `cpu` in cores, `memory` in bytes
+    (`tas.metrics.pod_usage.PrometheusPodUsage`, `tas.metrics.resource_metrics.
+    ResourceMetricsPodUsage`, the simulator's model, the live world's); `fetch` raises
+    `MetricFetchError` when it cannot be read."""
+
+    def fetch(self) -> Mapping[PodKey, Mapping[str, float]]: ...

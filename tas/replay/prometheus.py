@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from tas.metrics.names import derived, derived_promql, promql_selector, series_names
 from tas.metrics.prometheus import PrometheusClient, node_labels, node_of
 from tas.replay.history import History, PodHistory, Steps, Window, fresh_steps
-from tas.types import MetricName, NodeName
+from tas.types import MetricName, NodeName, PodKey
 
 _LabelKey = tuple[tuple[str, str], ...]
 
@@ -97,7 +97,7 @@ def read_pods(
     kube-state-metrics drops a deleted pod's series, and Prometheus would otherwise carry it
     for five minutes. `labelled_only`: only pods with a `telemetry-policy` label (all a replay
     acts on), so a week of a big cluster's other pods is not read for nothing."""
-    pods: dict[tuple[str, str], PodHistory] = {}
+    pods: dict[PodKey, PodHistory] = {}
     query = "timestamp(kube_pod_info)"
     if labelled_only:
         query += ' and on (namespace, pod) kube_pod_labels{label_telemetry_policy!=""}'

@@ -5,13 +5,15 @@ exports is the one the descheduler predicts with; a move's relief, burden and co
 would make the destination the next hot node never pays. Then LoadAware through a real cycle:
 nodes not at risk of stalling are not rebalanced however uneven they look; a clear gain moves
 several pods of one owner in a cycle while a marginal one waits for the cooldown; every
-eviction's reason carries its prediction.
+eviction's reason carries its prediction. Where a cycle moves nothing, the test also reads why
+in LoadAware's log (`load_aware_log`), so it cannot pass for another reason.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -107,6 +109,32 @@ def test_a_longer_restart_turns_a_paying_move_into_one_that_waits() -> None:
 # ---------------------------------------------------------------------- LoadAware in a cycle
 
 
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def load_aware_log() -> Iterator[list[str]]:
+    """LoadAware's log lines, debug ones included, while the block runs: why it moved nothing."""
+    logger = logging.getLogger("descheduler.plugins.load_aware")
+    handler, level = _Lines(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+NOT_CONFIRMED = '"Node is not overutilized for 2 cycles in a row yet, not rebalanced" node="node-a"'
+
+
 def load_aware(**extra: Any) -> dict[str, dict[str, Any]]:
     return {
         "LoadAware": {
@@ -121,16 +149,20 @@ def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> N
     pods = tuple(make_pod(f"app-{i}", owner=f"rs-{i}", cpu=0.8) for i in range(6))
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
     # node-a at 60% of 8 cores (PSI 0.14), the others at 10%: far above the average + 10, but
-    # nothing there waits for a CPU.
+    # nothing there waits for a CPU. Confirmed at once, so its risk is all that holds it.
     metrics = {
         "cpu_utilization": {"node-a": 0.6, "node-b": 0.1, "node-c": 0.1},
         "cpu_pressure": {"node-a": 0.14, "node-b": 0.0, "node-c": 0.0},
     }
-    report = make_descheduler(
-        cluster, policy_config("LoadAware", args=load_aware()), metrics=metrics
-    ).run_cycle()
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    with load_aware_log() as log:
+        report = make_descheduler(cluster, config, metrics=metrics).run_cycle()
     assert report.classifications["test"].overutilized == ("node-a",)
     assert report.decisions == []
+    assert (
+        '"Node did not come near saturating within 300s, not rebalanced" node="node-a" '
+        "crestPressure=0.14 atRiskCrestPressure=0.5"
+    ) in log
 
 
 def saturated(
@@ -159,7 +191,9 @@ def saturated(
     if prepare is not None:
         prepare(descheduler)
     # The first cycle sees node-a hot; the second confirms it (`confirmCycles` 2) and acts.
-    assert descheduler.run_cycle().decisions == []
+    with load_aware_log() as log:
+        assert descheduler.run_cycle().decisions == []
+    assert NOT_CONFIRMED in log
     return descheduler.run_cycle().by_result(Result.EVICTED)
 
 
@@ -177,7 +211,12 @@ def test_a_marginal_gain_moves_one_pod_of_an_owner_per_cycle() -> None:
 
 def test_a_move_that_does_not_pay_is_not_made() -> None:
     # A restart as long as the payback horizon, ten times over: no move pays for it.
-    assert saturated(restartSeconds=3000, paybackSeconds=300) == []
+    with load_aware_log() as log:
+        assert saturated(restartSeconds=3000, paybackSeconds=300) == []
+    assert '"No move off the node pays" node="node-a" pods=8' in log
+    unpaid = [line for line in log if line.startswith('"Move does not pay" pod="default/web-0"')]
+    assert len(unpaid) == 1
+    assert "vs cost 10.000 (gain x0.4)" in unpaid[0]
 
 
 def test_every_eviction_states_its_prediction() -> None:
@@ -260,7 +299,12 @@ def test_a_node_hot_at_one_cycle_only_is_not_rebalanced() -> None:
     # overutilized (nor held so) at two cycles in a row.
     for utilization in (hot, calm, calm, calm, hot):
         view.set_column(MetricName("cpu_utilization"), utilization)
-        assert descheduler.run_cycle().decisions == []
+        with load_aware_log() as log:
+            assert descheduler.run_cycle().decisions == []
+        if utilization is hot:
+            assert NOT_CONFIRMED in log
+        else:
+            assert '"All nodes are under target utilization, nothing to do here"' in log
         clock.advance(60)
     # Hot at two cycles in a row: confirmed, and rebalanced.
     assert descheduler.run_cycle().by_result(Result.EVICTED)
@@ -391,6 +435,7 @@ def moved_after_a_crest(crest: Reading, seconds_ago: int) -> list[EvictionDecisi
         ((0.1, 0.0), crest), ((1.0, 0.95), (0.1, 0.0)), apart=seconds_ago
     )
     assert at_crest.decisions == []
+    assert "node-a" not in at_crest.classifications["test"].overutilized
     return after.by_result(Result.EVICTED)
 
 

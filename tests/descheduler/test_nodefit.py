@@ -10,6 +10,8 @@ while that passes the rules, not once what landed there would violate.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from descheduler.nodefit import fitting_nodes
@@ -139,7 +141,9 @@ def test_dontschedule_rules_remove_nodes_the_policy_forbids() -> None:
     assert found == ("c",)
 
 
-def test_a_pod_whose_only_other_nodes_violate_its_dontschedule_rules_is_not_evicted() -> None:
+def test_a_pod_whose_only_other_nodes_violate_its_dontschedule_rules_is_not_evicted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     policy = make_policy(
         "demo-policy",
         namespace="default",
@@ -154,9 +158,14 @@ def test_a_pod_whose_only_other_nodes_violate_its_dontschedule_rules_is_not_evic
     config = policy_config("TASViolations", circuitBreaker={"maxViolatingNodeShare": 1.0})
     view = StaticMetricView({"health_metric": health})
     descheduler = make_descheduler(cluster, config, metrics=view, policies={policy.key: policy})
-    report = descheduler.run_cycle()
+    with caplog.at_level(logging.DEBUG, logger="descheduler.evictor"):
+        report = descheduler.run_cycle()
     assert report.decisions == []
     assert [p.name for p in cluster.list_pods()] == ["demo"]
+    assert (
+        "Not evicting default/demo (TASViolations): no other Ready node would accept it (nodeFit)"
+        in caplog.messages
+    )
     # Once one other node is healthy again, the pod may go.
     view.set_column(MetricName("health_metric"), {**health, "node-c": 0})
     assert [d.name for d in descheduler.run_cycle().decisions] == ["demo"]

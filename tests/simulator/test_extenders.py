@@ -38,7 +38,7 @@ from tas.cluster.model import Node, OwnerReference, Pod
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
 from tas.metrics.static import StaticMetricView
-from tas.placements import Estimates, PlacementTracker
+from tas.placements import PlacementTracker
 from tas.policies.model import Operator, TASPolicy
 from tas.policies.store import PolicyStore
 from tas.rules import ScoreMode
@@ -210,9 +210,7 @@ def test_with_recent_placements_ours_and_tas_extender_add_the_same_estimates() -
     store.replace([policy])
     chosen = ExtenderSettings(filter_estimate_policies=frozenset({"demo-policy"}))
     ours = OursExtender(store=store, view=view, clock=clock, placements=tracker, settings=chosen)
-
-    def estimates() -> Estimates:  # what `tas extender` wires (tas_cli.extender._estimator)
-        return tracker.estimates(sample_times=view.sample_times(), now=clock.time())
+    estimates = tracker.estimator(sample_times=view.sample_times, now=clock.time)  # as wired
 
     candidates = list(utilization)
     with running_extender(
