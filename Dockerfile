@@ -24,6 +24,7 @@ COPY descheduler ./descheduler
 COPY embedded ./embedded
 COPY dashboard ./dashboard
 COPY simulator ./simulator
+COPY explainer ./explainer
 COPY benchmarks ./benchmarks
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 

@@ -95,15 +95,19 @@ class ScenarioPage:
         """The scenario as the page shows it (the state's `scenario`)."""
         scenario = self._run.scenario
         clock = self._run.clock
+        finished = self._finished()
+        # Ended: the whole duration, although the clock stands at the last step's time until
+        # the end-of-run figures are read (`summary`).
+        elapsed = scenario.duration if finished else self.elapsed
         return {
             "name": scenario.name,
             "description": scenario.description.strip(),
             "duration": scenario.duration,
-            "elapsed": round(self.elapsed, 3),
+            "elapsed": round(elapsed, 3),
             "speed": self._speed,
             # The scenario clock's Unix time at 0 s: every time on the page is on this clock.
             "start": clock.epoch(0.0),
-            "finished": self._finished(),
+            "finished": finished,
             "seed": self._seed,
             "summary": self.summary(),
         }
