@@ -13,7 +13,7 @@ from typing import Protocol
 
 from dashboard.recorder import Recorder
 from descheduler.cycle import CycleReport
-from embedded.scheduler import Placement
+from embedded.scheduler import ScheduleResult
 from simulator.loop import LoopObserver
 from tas.clock import Clock
 from tas.types import MetricColumns
@@ -38,5 +38,5 @@ class RecorderObserver(LoopObserver):
     def cycled(self, t: float, report: CycleReport) -> None:
         self._recorder.observe_cycle(self._now(), report)
 
-    def placed(self, t: float, placements: Sequence[Placement]) -> None:
+    def placed(self, t: float, placements: Sequence[ScheduleResult]) -> None:
         self._recorder.observe_placements(self._now(), placements)

@@ -30,7 +30,7 @@ eviction) happened after the writes logged before it, so "newest first" holds in
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,7 +41,7 @@ from descheduler.node_classes import Classification
 from descheduler.self_metrics import CATEGORY_VALUE
 from embedded.cluster import EvictionRecord, InMemoryCluster
 from embedded.live_telemetry import TelemetryStep
-from embedded.scheduler import Placement
+from embedded.scheduler import ScheduleResult
 from extender.decisions import Decision, DecisionLog, Verb
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
@@ -104,7 +104,7 @@ class Tick:
     now: float
     columns: MetricColumns
     telemetry: TelemetryStep | None = None
-    placements: Sequence[Placement] = ()
+    placements: Sequence[ScheduleResult] = ()
     cycle: CycleReport | None = None
 
 
@@ -155,6 +155,9 @@ class Recorder:
         self._classification: Classification | None = None
         #: node -> {"since", "lastAbove"}: its overutilized streak (`_track_overutilized`).
         self._over: dict[str, dict[str, float]] = {}
+        #: node -> why none of its pods left in the last cycle, while it is overutilized: the
+        #: reason the cycle recorded most often for its pods (`CycleReport.blocked`).
+        self._kept: dict[str, str] = {}
         self._evictions_total = 0
         self._evicted_this_tick = 0
         self._last_cycle: float | None = None
@@ -200,7 +203,7 @@ class Recorder:
             self._log_metrics(now, columns, nodes)
             self._bump()
 
-    def observe_placements(self, now: float, placements: Sequence[Placement]) -> None:
+    def observe_placements(self, now: float, placements: Sequence[ScheduleResult]) -> None:
         """After the scheduler's pass: the extender's verdicts, then where the pods went."""
         decisions = self._new_decisions()
         with self._lock:
@@ -222,6 +225,7 @@ class Recorder:
                 self._classification = classification
                 self._track_overutilized(now, classification)
                 break
+            self._kept = _kept_reasons(cycle)
             self._bump()
 
     def _track_overutilized(self, now: float, classification: Classification) -> None:
@@ -338,7 +342,7 @@ class Recorder:
             decision.verb.value, summary, source="extender", time=decision.time, details=data
         )
 
-    def _log_placements(self, now: float, placements: Sequence[Placement]) -> None:
+    def _log_placements(self, now: float, placements: Sequence[ScheduleResult]) -> None:
         for placement in placements:
             if placement.node is not None:
                 self._seen.pending.pop(placement.pod, None)
@@ -658,6 +662,7 @@ class Recorder:
             "held": node in classification.held,
             "holdSeconds": hold,
             "holdUntil": seen["lastAbove"] + hold if hold > 0 else None,
+            "keptBy": self._kept.get(node),
         }
 
     def _policy_status(self, key: PolicyKey) -> Mapping[str, Any] | None:
@@ -751,3 +756,26 @@ def _num(value: float | None) -> str:
 
 
 __all__ = ["FLEET", "HISTORY_POINTS", "KINDS", "SHOWN_METRICS", "Recorder", "SampleTimes", "Tick"]
+
+
+def _kept_reasons(cycle: CycleReport) -> dict[str, str]:
+    """Per node none of whose pods left in the cycle: the reason its pods stayed that the cycle
+    recorded most often (the rail, or the plugin's own reason), and how many more there were."""
+    left = {d.node for d in cycle.decisions if d.result in (Result.EVICTED, Result.DRY_RUN)}
+    reasons: dict[str, Counter[str]] = {}
+    for blocked in cycle.blocked:
+        if blocked.node is None or blocked.node in left:
+            continue
+        # A prediction's figures differ pod by pod: its rule is what names the reason.
+        why = blocked.why.split(": moving ")[0]
+        if "the next hot node" in blocked.why:
+            why += ": it would make its destination the next hot node"
+        reasons.setdefault(blocked.node, Counter())[f"{blocked.strategy}: {why}"] += 1
+    kept = {}
+    for node, counted in reasons.items():
+        (top, times), *others = counted.most_common()
+        more = sum(n for _, n in others)
+        kept[node] = f"{top} ({times} pod(s)" + (
+            f"; {more} held for other reasons)" if more else ")"
+        )
+    return kept

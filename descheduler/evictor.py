@@ -49,6 +49,7 @@ from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
 from tas.cluster.model import ObjectReference, Pod
+from tas.placements import WorkloadKey, workload_of
 from tas.types import Namespace, NodeName
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,6 @@ class EvictionBudget:
         return self.limits.total is not None and self.total >= self.limits.total
 
 
-OwnerKey = tuple[str, str, str]
 #: How long the nodes pods were evacuated from are remembered: an hour, the horizon over which
 #: a pod's evictions are counted (a node evacuated again and again, a flapping health metric,
 #: would otherwise be refilled by rebalancing and emptied again).
@@ -138,13 +138,6 @@ EVACUATED_NODE_MEMORY = 3600.0
 #: another of its evictions are replacements (`Cooldown.moving_since`).
 MOVE_MEMORY = 3600.0
 _K = TypeVar("_K")
-
-
-def owner_key(pod: Pod) -> OwnerKey:
-    owner = pod.controller
-    if owner is None:
-        return (pod.namespace, "Pod", pod.name)
-    return (pod.namespace, owner.kind, owner.name)
 
 
 class Cooldown:
@@ -159,7 +152,7 @@ class Cooldown:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._last_evacuation: dict[OwnerKey, datetime] = {}
+        self._last_evacuation: dict[WorkloadKey, datetime] = {}
         #: Nodes pods were evacuated from, and when last (rebalancing does not fill them again).
         self._evacuated_nodes: dict[NodeName, datetime] = {}
         #: When each node was seen to begin violating a deschedule rule (a cycle that saw it
@@ -168,28 +161,28 @@ class Cooldown:
         self._violating: frozenset[NodeName] = frozenset()
         #: Every owner's last eviction, kept for `MOVE_MEMORY` (longer than the cooldown), and
         #: the first of its evictions since then (pods created after it are replacements).
-        self._moved: dict[OwnerKey, datetime] = {}
-        self._moving_since: dict[OwnerKey, datetime] = {}
+        self._moved: dict[WorkloadKey, datetime] = {}
+        self._moving_since: dict[WorkloadKey, datetime] = {}
 
-    def blocked(self, key: OwnerKey, now: datetime, *, share: float = 1.0) -> bool:
+    def blocked(self, key: WorkloadKey, now: datetime, *, share: float = 1.0) -> bool:
         """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
         predicted gain is clear waits less, `OwnerGuard`)."""
         last = self._moved.get(key)
         return last is not None and (now - last).total_seconds() < self.seconds * share
 
-    def moving_since(self, key: OwnerKey) -> datetime | None:
+    def moving_since(self, key: WorkloadKey) -> datetime | None:
         """When the owner's remembered evictions began (none longer than `MOVE_MEMORY` apart):
         its pods created since are replacements of moved pods."""
         return self._moving_since.get(key)
 
-    def evacuation_blocked(self, key: OwnerKey, now: datetime) -> bool:
+    def evacuation_blocked(self, key: WorkloadKey, now: datetime) -> bool:
         """Evacuated in an earlier cycle (not this one: `now` is the cycle's) and cooling."""
         last = self._last_evacuation.get(key)
         return last is not None and last < now and (now - last).total_seconds() < self.seconds
 
     def record(
         self,
-        key: OwnerKey,
+        key: WorkloadKey,
         now: datetime,
         *,
         evacuation: bool = False,
@@ -261,7 +254,7 @@ class CooldownMoves:
     now: datetime
 
     def owner_moving_since(self, pod: Pod) -> datetime | None:
-        return self.cooldown.moving_since(owner_key(pod))
+        return self.cooldown.moving_since(workload_of(pod))
 
     def recently_evacuated(self, within: float) -> set[NodeName]:
         """`Cooldown.evacuated_nodes`; this cycle's evacuations too; nothing when the owner
@@ -325,7 +318,7 @@ class CycleRails:
     halted: str | None = None
     decisions: list[EvictionDecision] = field(default_factory=list)
     #: Owners evicted from in this cycle (dry runs included): one pod per owner per cycle.
-    owners: set[OwnerKey] = field(default_factory=set)
+    owners: set[WorkloadKey] = field(default_factory=set)
     #: Warning Events for refused, failed and limit-stopped evictions (upstream's
     #: `evictionFailureEventNotification`).
     failure_events: bool = False
@@ -443,7 +436,7 @@ class PodEvictor:
         if result.outcome is EvictionOutcome.EVICTED:
             self._log_evicted(pod, strategy, reason, "")
             self.rails.cooldown.record(
-                owner_key(pod), self.state.now, evacuation=self.evacuating, node=pod.node_name
+                workload_of(pod), self.state.now, evacuation=self.evacuating, node=pod.node_name
             )
             self._done(pod, strategy, full_reason, Result.EVICTED)
             self._event(
@@ -502,7 +495,7 @@ class PodEvictor:
             if not rails.dry_run:
                 self._failure_event(pod, exhausted)
             return Rail.LIMIT, exhausted
-        owner = owner_key(pod)
+        owner = workload_of(pod)
         if self.guard_owners and rails.cooldown.seconds > 0:
             if self.evacuating:
                 cooling = rails.cooldown.evacuation_blocked(owner, self.state.now)
@@ -533,7 +526,7 @@ class PodEvictor:
 
     def _done(self, pod: Pod, strategy: str, reason: str, result: str) -> None:
         self.rails.budget.record(node=pod.node_name, namespace=pod.namespace)
-        self.rails.owners.add(owner_key(pod))
+        self.rails.owners.add(workload_of(pod))
         self.state.mark_evicted(pod)
         self._record(pod, strategy, reason, result)
 

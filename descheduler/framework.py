@@ -39,9 +39,9 @@ from typing import Any, Generic, NewType, Protocol, TypeVar
 
 from descheduler.args import FieldReader, PodSelection
 from descheduler.node_classes import Classification
-from descheduler.state import CycleState, PodKey, pod_key
+from descheduler.state import CycleState, pod_key
 from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
-from tas.types import MetricName, NodeName
+from tas.types import MetricName, NodeName, PodKey
 from tas.vocabulary import PREFER_NO_EVICTION_ANNOTATION
 
 PluginName = NewType("PluginName", str)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
 from descheduler.node_classes import Category, Classification
+from tas.self_metrics import MetricFactory
 from tas.types import NodeName
 
 #: Classification as a number, so a status-history panel can colour it.
@@ -25,55 +26,48 @@ CATEGORY_VALUE: Mapping[Category, float] = {
 
 class DeschedulerMetrics:
     def __init__(self, *, registry: CollectorRegistry) -> None:
-        self.evictions = Counter(
+        declare = MetricFactory(registry)
+        self.evictions = declare.counter(
             "tas_descheduler_evictions_total",
             "Evictions asked for (or, in Predictive mode, that would be), by result.",
             ["strategy", "node", "namespace", "result"],
-            registry=registry,
         )
-        self.node_usage = Gauge(
+        self.node_usage = declare.gauge(
             "tas_descheduler_node_usage",
             "A node's usage per load-aware signal, 0..100.",
             ["node", "resource"],
-            registry=registry,
         )
-        self.node_classification = Gauge(
+        self.node_classification = declare.gauge(
             "tas_descheduler_node_classification",
             "A node's load-aware class: -1 underutilized, 0 appropriately utilized, "
             "1 overutilized.",
             ["node"],
-            registry=registry,
         )
-        self.threshold = Gauge(
+        self.threshold = declare.gauge(
             "tas_descheduler_threshold",
             "The low (underutilized) and high (overutilized) thresholds in force, 0..100.",
             ["resource", "bound"],
-            registry=registry,
         )
-        self.circuit_breaker_open = Gauge(
+        self.circuit_breaker_open = declare.gauge(
             "tas_descheduler_circuit_breaker_open",
             "1 while too many nodes violate at once and every eviction is held back.",
-            registry=registry,
         )
-        self.cycles = Counter(
+        self.cycles = declare.counter(
             "tas_descheduler_cycles_total",
             "Descheduling cycles, by outcome (run, skipped).",
             ["outcome"],
-            registry=registry,
         )
         buckets = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
-        self.cycle_seconds = Histogram(
+        self.cycle_seconds = declare.histogram(
             "tas_descheduler_cycle_duration_seconds",
             "Wall time of one descheduling cycle that ran (upstream: loop_duration_seconds).",
             buckets=buckets,
-            registry=registry,
         )
-        self.cycle_cpu_seconds = Histogram(
+        self.cycle_cpu_seconds = declare.histogram(
             "tas_descheduler_cycle_cpu_seconds",
             "CPU time the cycle's own thread spent in one cycle that ran (what sizes the "
             "descheduler's CPU request; the wall time also counts waits for other threads).",
             buckets=buckets,
-            registry=registry,
         )
         self._classified: set[NodeName] = set()
 

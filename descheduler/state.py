@@ -17,10 +17,8 @@ from tas.cluster.model import Node, Pod, PodDisruptionBudget
 from tas.fit import NodeLoad, holds_resources, node_load
 from tas.policies.model import StrategyName, TASPolicy
 from tas.rules import deschedule_violations, violation_reason
-from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
+from tas.types import MetricColumns, NodeName, PodKey, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
-
-PodKey = tuple[Namespace, str]
 
 
 def pod_key(pod: Pod) -> PodKey:

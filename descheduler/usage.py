@@ -16,17 +16,18 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
-from descheduler.state import CycleState, PodKey, pod_key
+from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.prometheus import PrometheusClient, node_labels, node_of, open_prometheus
-from tas.types import NodeName
+from tas.metrics.source import PodUsageFeed
+from tas.types import NodeName, PodKey
 
 T = TypeVar("T")
 
@@ -157,14 +158,6 @@ def _read(kind: str, call: Callable[[], T]) -> T:
 CPU_SIGNALS = ("cpu", "cpu_utilization", "cpu_pressure", "cpu_combined")
 #: Memory signals: no per-pod measure here, so the pod's requests share, as LoadAware estimates.
 MEMORY_SIGNALS = ("memory", "memory_utilization", "memory_pressure")
-
-
-class PodUsageFeed(Protocol):
-    """Each pod's usage as container metrics report it: `cpu` in cores, `memory` in bytes
-    (`tas.metrics.pod_usage.PrometheusPodUsage`, the simulator's model, the demo's);
-    `MetricFetchError` when it cannot be read."""
-
-    def fetch(self) -> Mapping[tuple[str, str], Mapping[str, float]]: ...
 
 
 def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:

@@ -28,9 +28,9 @@ from descheduler.framework import (
     sort_candidates,
 )
 from descheduler.node_classes import Category, Classification, Thresholds
-from descheduler.state import PodKey, pod_key
+from descheduler.state import pod_key
 from tas.cluster.model import Node, Pod
-from tas.types import NodeName
+from tas.types import NodeName, PodKey
 
 log = logging.getLogger(__name__)
 

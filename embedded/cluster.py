@@ -58,7 +58,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.types import Namespace, NodeName, PolicyKey
+from tas.types import Namespace, NodeName, PodKey, PolicyKey
 
 
 class WriteKind(enum.StrEnum):
@@ -121,7 +121,7 @@ class InMemoryCluster:
         self._namespaces: dict[str, NamespaceInfo] = {}
         self._pvcs: dict[tuple[Namespace, str], PersistentVolumeClaim] = {}
         self._node_metrics: dict[NodeName, Mapping[str, float]] = {}
-        self._pod_metrics: dict[tuple[Namespace, str], Mapping[str, float]] = {}
+        self._pod_metrics: dict[PodKey, Mapping[str, float]] = {}
 
     # ----------------------------------------------------------------- reads (Cluster)
 
@@ -164,7 +164,7 @@ class InMemoryCluster:
         with self._lock:
             return dict(self._node_metrics)
 
-    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+    def list_pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         with self._lock:
             return dict(self._pod_metrics)
 
@@ -381,7 +381,7 @@ class InMemoryCluster:
         namespaces: Iterable[NamespaceInfo] | None = None,
         pvcs: Iterable[PersistentVolumeClaim] | None = None,
         node_metrics: Mapping[NodeName, Mapping[str, float]] | None = None,
-        pod_metrics: Mapping[tuple[Namespace, str], Mapping[str, float]] | None = None,
+        pod_metrics: Mapping[PodKey, Mapping[str, float]] | None = None,
     ) -> None:
         """Replace what is given of the objects only some descheduler configurations read:
         PriorityClasses, Namespaces, PersistentVolumeClaims and the metrics server's usage."""

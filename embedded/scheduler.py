@@ -123,10 +123,6 @@ class ScheduleResult:
     reason: str
 
 
-#: The dashboard's name for `ScheduleResult` until it switches.
-Placement = ScheduleResult
-
-
 def num_feasible_nodes_to_find(nodes: int, percentage: int = 0) -> int:
     """How many feasible nodes kube-scheduler looks for before it stops searching."""
     if nodes < MIN_FEASIBLE_NODES or percentage >= 100:

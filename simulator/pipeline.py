@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from descheduler.framework import PodUsage
 from descheduler.signals import combined_cpu
-from descheduler.state import CycleState, PodKey
+from descheduler.state import CycleState
 from descheduler.usage import CPU_SIGNALS, MEMORY_SIGNALS
 from simulator.clock import VirtualClock
 from simulator.scenario import Pipeline
@@ -43,7 +43,7 @@ from simulator.world import (
 )
 from tas.metrics.errors import MetricFetchError
 from tas.metrics.source import Fetched, Sample, SampleColumn
-from tas.types import MetricName, Namespace, NodeName
+from tas.types import MetricName, Namespace, NodeName, PodKey
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -389,11 +389,11 @@ class ModelSource:
 
     def metrics_server(
         self,
-    ) -> tuple[dict[NodeName, dict[str, float]], dict[tuple[Namespace, str], dict[str, float]]]:
+    ) -> tuple[dict[NodeName, dict[str, float]], dict[PodKey, dict[str, float]]]:
         """What metrics-server would answer (metrics.k8s.io): usage per node and per pod."""
         start, end = self.store.window_at(self.clock.elapsed)
         world = self.store.world
-        pods = {
+        pods: dict[PodKey, dict[str, float]] = {
             (Namespace(ns), name): {"cpu": cpu, "memory": memory}
             for (ns, name), (cpu, memory) in self.pod_usage().items()
         }

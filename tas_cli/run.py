@@ -78,7 +78,6 @@ from tas.clock import Clock, SystemClock
 from tas.cluster.interface import policy_key_of
 from tas.explain import parse_decisions
 from tas.metrics import MetricSourceError, open_metric_view
-from tas.placements import Estimates
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.documents import read_documents
 from tas.policies.files import PolicyFileWatcher, policy_files
@@ -412,10 +411,6 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
         """Ours' extender as `tas extender` serves it (herd control included), called over HTTP
         by the scheduler model as kube-scheduler calls it."""
         tracker, view, clock = parts.placements, parts.view, parts.clock
-
-        def estimates() -> Estimates:
-            return tracker.estimates(sample_times=view.sample_times(), now=clock.time())
-
         app = create_app(
             store=parts.store,
             metrics=view,
@@ -423,7 +418,7 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
             registry=registry,
             decisions=decisions,
             clock=clock,
-            estimates=estimates,
+            estimates=tracker.estimator(sample_times=view.sample_times, now=clock.time),
             cores=tracker.cores,
         )
         server = _server(app, settings.listen, "the extender")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tas_cli.common import print_problems
+from tas_cli.simulation_options import add_contenders_option, add_spreading_options
 
 #: The widest line the command prints (`simulator.report.TABLE_WIDTH`, its tables', too).
 LINE_WIDTH = 110
@@ -118,9 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "scenarios", nargs="*", metavar="SCENARIO", help="a named scenario or a YAML file"
     )
     parser.add_argument("--all", action="store_true", help="every named scenario")
-    parser.add_argument(
-        "--contenders", default="", metavar="A,B", help="only these contenders (default: all)"
-    )
+    add_contenders_option(parser)
     parser.add_argument(
         "--seed", type=int, default=None, help="the first seed (default: the scenario's own)"
     )
@@ -145,19 +144,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration", default="", metavar="DURATION", help="cut every scenario to this long"
     )
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
-
-
-def add_spreading_options(parser: argparse.ArgumentParser) -> None:
-    """Where the runs go, the same for `tas simulate` and `tas sweep`."""
-    parser.add_argument(
-        "--workers", type=int, default=None, metavar="W", help="processes (default: every core)"
-    )
-    parser.add_argument(
-        "--dask",
-        default="",
-        metavar="ADDRESS",
-        help="run on this Dask distributed scheduler (tcp://host:8786) instead of local processes",
-    )
 
 
 class ProgressBar:

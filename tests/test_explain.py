@@ -32,7 +32,7 @@ import pytest
 
 from descheduler.config import load_config_file
 from descheduler.cycle import Descheduler, Mode
-from descheduler.evictor import Cooldown, owner_key
+from descheduler.evictor import Cooldown
 from explainer.facts import Explainer, embedded_events
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
@@ -55,6 +55,7 @@ from tas.explain import (
     to_json,
 )
 from tas.metrics.static import StaticMetricView
+from tas.placements import workload_of
 from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
 from tas.types import MetricName, Namespace, NodeName
@@ -299,7 +300,7 @@ def test_a_pod_the_owner_cooldown_holds_says_so() -> None:
     world = World()
     pod = world.cluster.get_pod(Namespace(NS), "demo-1")
     world.descheduler.cooldown = Cooldown(300)
-    world.descheduler.cooldown.record(owner_key(pod), world.clock.now(), evacuation=True)
+    world.descheduler.cooldown.record(workload_of(pod), world.clock.now(), evacuation=True)
     world.clock.advance(60)
     found = world.explainer.explain_pod(NS, "demo-1")
     assert found.move is not None
@@ -320,7 +321,7 @@ def test_a_replacement_of_a_moved_pod_says_how_long_load_aware_leaves_it() -> No
     now = world.clock.now()
     lost = make_pod("demo-0", namespace=NS, owner="demo-app-rs")
     world.descheduler.cooldown = Cooldown(300)
-    world.descheduler.cooldown.record(owner_key(lost), now)  # its owner lost a pod just now
+    world.descheduler.cooldown.record(workload_of(lost), now)  # its owner lost a pod just now
     world.clock.advance(600)
     replacement = make_pod(
         "demo-r1", node="node-a", namespace=NS, owner="demo-app-rs", created=now, cpu=2

@@ -295,7 +295,9 @@ function classNote(node) {
   const above = signals.filter((s) => node.usage[s] > t.high[s])
     .map((s) => `${s} ${percent(node.usage[s])} > high ${percent(t.high[s])}`).join(", ");
   const hold = over.holdSeconds > 0 ? ` or for ${fmt(over.holdSeconds)}s` : "";
-  return `${since}: ${above}; once not above high, held until below ${below}${hold}`;
+  // Why none of its pods left in the last cycle, as the cycle recorded it.
+  const kept = over.keptBy ? `; not relieved in the last cycle: ${over.keptBy}` : "";
+  return `${since}: ${above}; once not above high, held until below ${below}${hold}${kept}`;
 }
 
 function renderNodes(state) {

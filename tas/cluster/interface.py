@@ -29,7 +29,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.types import Namespace, NodeName, PolicyKey, PolicyName
+from tas.types import Namespace, NodeName, PodKey, PolicyKey, PolicyName
 
 
 class ClusterError(Exception):
@@ -118,7 +118,7 @@ class Cluster(Protocol):
         """The metrics server's usage per node (metrics.k8s.io NodeMetrics), base units."""
         ...
 
-    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+    def list_pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         """The metrics server's usage per pod, its containers summed, base units."""
         ...
 

@@ -409,8 +409,8 @@ class KubernetesCluster:
             for item in items
         }
 
-    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
-        found: dict[tuple[Namespace, str], Mapping[str, float]] = {}
+    def list_pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
+        found: dict[PodKey, Mapping[str, float]] = {}
         for item in self._metrics("pods"):
             metadata = item.get("metadata") or {}
             key = (Namespace(str(metadata.get("namespace", ""))), str(metadata.get("name", "")))

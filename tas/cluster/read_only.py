@@ -15,7 +15,7 @@ from tas.cluster.model import (
     PodDisruptionBudget,
     Taint,
 )
-from tas.types import Namespace, NodeName, PolicyKey
+from tas.types import Namespace, NodeName, PodKey, PolicyKey
 
 
 class ReadOnlyCluster:
@@ -52,7 +52,7 @@ class ReadOnlyCluster:
     def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
         return self._cluster.list_node_metrics()
 
-    def list_pod_metrics(self) -> Mapping[tuple[Namespace, str], Mapping[str, float]]:
+    def list_pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         return self._cluster.list_pod_metrics()
 
     def patch_node_labels(

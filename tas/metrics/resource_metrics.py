@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from tas.metrics.errors import MetricFetchError
-from tas.types import Namespace, PodKey
+from tas.types import PodKey
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ MIN_PERIOD = 15.0
 
 #: Reads every PodMetrics (`tas.cluster.kubernetes.KubernetesCluster.list_pod_metrics`); raises
 #: what the cluster raises when it cannot.
-ListPodMetrics = Callable[[], Mapping[tuple[Namespace, str], Mapping[str, float]]]
+ListPodMetrics = Callable[[], Mapping[PodKey, Mapping[str, float]]]
 
 
 class ResourceMetricsPodUsage:

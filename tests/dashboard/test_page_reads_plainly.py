@@ -186,6 +186,17 @@ def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
             f"overutilized since {since}, until below 35% or until {until}: held "
             "(cpu_utilization 75.8%, not above high 85%)"
         )
+        # A hot node none of whose pods left: the rule the cycle recorded for them.
+        kept = js(browser, """
+            const t = view.state.time;
+            const over = { since: t - 60, lastAbove: t, held: false, holdSeconds: 120,
+                           holdUntil: t + 120,
+                           keptBy: "LoadAware: the move does not pay (3 pod(s))" };
+            const node = { usage: { cpu_utilization: 95 }, overutilized: over };
+            return classNote(node);""")  # fmt: skip
+        assert kept.endswith(
+            "; not relieved in the last cycle: LoadAware: the move does not pay (3 pod(s))"
+        )
 
         # Thresholds' tags beside the plot, apart; the newest time label has room.
         js(browser, "drawCharts()")

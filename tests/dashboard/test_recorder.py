@@ -23,10 +23,10 @@ from typing import Any
 from dashboard.recorder import Recorder, Tick
 from descheduler.classify import ThresholdSpec, classify, hold_overutilized
 from descheduler.cycle import CycleReport
-from descheduler.evictor import EvictionDecision
+from descheduler.evictor import Blocked, EvictionDecision, Rail
 from embedded.cluster import InMemoryCluster
 from embedded.demo import build_demo_cluster
-from embedded.scheduler import Placement
+from embedded.scheduler import ScheduleResult
 from extender.decisions import Decision, DecisionLog, Outcome, Verb
 from tas.cluster.model import Taint, TaintEffect
 from tas.metrics import open_metric_view
@@ -98,11 +98,11 @@ def test_a_health_change_is_logged_once_with_both_values() -> None:
 
 def test_a_pending_pod_is_logged_once_per_reason_and_when_placed() -> None:
     recorder, _, _ = make_recorder()
-    waiting = Placement("ns/p", None, "0/5 nodes are available")
+    waiting = ScheduleResult("ns/p", None, "0/5 nodes are available")
     for now in (1.0, 2.0):
         recorder.observe_placements(now, [waiting])
-    recorder.observe_placements(3.0, [Placement("ns/p", None, "binding failed")])
-    recorder.observe_placements(4.0, [Placement("ns/p", NodeName("node-a"), "scheduled")])
+    recorder.observe_placements(3.0, [ScheduleResult("ns/p", None, "binding failed")])
+    recorder.observe_placements(4.0, [ScheduleResult("ns/p", NodeName("node-a"), "scheduled")])
     assert summaries(recorder, "schedule") == [
         "ns/p stays pending: 0/5 nodes are available",
         "ns/p stays pending: binding failed",
@@ -356,14 +356,42 @@ def test_an_overutilized_node_says_since_when_and_how_long_the_hysteresis_holds_
     cycle(110.0, 92.0)
     assert node_a()["overutilized"] == {
         "since": 100.0, "lastAbove": 110.0, "held": False, "holdSeconds": 120.0, "holdUntil": 230.0,
+        "keptBy": None,
     }  # fmt: skip
     cycle(120.0, 76.0)  # under high, above low: held, as the 76% against 85
     assert node_a()["classification"] == "overutilized"
     assert node_a()["overutilized"] == {
         "since": 100.0, "lastAbove": 110.0, "held": True, "holdSeconds": 120.0, "holdUntil": 230.0,
+        "keptBy": None,
     }  # fmt: skip
     cycle(130.0, 30.0)  # at or below low: released
     assert node_a()["classification"] == "underutilized"
     assert node_a()["overutilized"] is None
     cycle(140.0, 90.0)  # a new streak
     assert node_a()["overutilized"]["since"] == 140.0
+
+
+def test_a_hot_node_nothing_left_says_which_rule_kept_its_pods() -> None:
+    recorder, _, _ = make_recorder()
+    spec = ThresholdSpec({"cpu_utilization": 35.0}, {"cpu_utilization": 85.0})
+    usages = {
+        NodeName("node-a"): {"cpu_utilization": 95.0},
+        NodeName("node-b"): {"cpu_utilization": 10.0},
+    }
+    does_not_pay = (
+        "the move does not pay: moving 1.39 cores: pressure 1.00 -> 0.52 on node-a, 0.94 -> 1.00 "
+        "on node-b; relief 4.590 - burden 1.847 stalled cores vs cost 0.139 (gain x0.0); it "
+        "would make node-b the next hot node"
+    )
+    blocked = [
+        Blocked(Namespace("ns"), f"p{i}", NodeName("node-a"), "LoadAware", Rail.PLUGIN, why)
+        for i, why in enumerate([does_not_pay, does_not_pay, "owner ReplicaSet/rs is cooling down"])
+    ]
+    report = CycleReport(classifications={"relieve": classify(usages, spec)}, blocked=blocked)
+    recorder.observe_cycle(100.0, report)
+    recorder.observe(Tick(now=100.0, columns=columns({})))
+    node = next(n for n in recorder.state()["nodes"] if n["name"] == "node-a")
+    assert node["overutilized"]["keptBy"] == (
+        "LoadAware: the move does not pay: it would make its destination the next hot node "
+        "(2 pod(s); 1 held for other reasons)"
+    )

@@ -14,10 +14,11 @@ import pytest
 from descheduler.classify import ThresholdSpec
 from descheduler.framework import Result
 from descheduler.node_classes import Category
-from descheduler.plugins.load_aware.idle import classify_with_idle, idle_columns, with_estimates
+from descheduler.plugins.load_aware.idle import classify_with_idle, idle_columns
 from descheduler.signals import Signal
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod
+from tas.placements import add_estimates
 from tas.pressure import pressure
 from tas.types import MetricName, NodeName
 from tests.descheduler.builders import (
@@ -98,7 +99,7 @@ def test_no_value_is_invented_for_a_metric_no_node_reports() -> None:
 
 def test_a_value_the_node_has_is_never_replaced_by_an_estimate() -> None:
     state = state_of(metrics={"cpu_utilization": {"node-new": 0.3}})
-    merged = with_estimates(state.metrics, idle_columns(state, {}))
+    merged = add_estimates(state.metrics, idle_columns(state, {}))
     assert merged[MetricName(Signal.CPU_UTILIZATION)][NodeName("node-new")] == 0.3
 
 

@@ -86,16 +86,6 @@ def estimated_nodes(
     return {node for name in names for node in estimates.get(name, {})}
 
 
-def with_estimates(
-    metrics: MetricColumns, estimates: Mapping[MetricName, MetricColumn]
-) -> MetricColumns:
-    """The columns with the estimates added (they fill only values the columns lack)."""
-    merged: dict[MetricName, MetricColumn] = dict(metrics)
-    for name, column in estimates.items():
-        merged[name] = {**column, **metrics.get(name, {})}
-    return merged
-
-
 def classify_with_idle(
     metrics: MetricColumns,
     signals: Collection[Signal],

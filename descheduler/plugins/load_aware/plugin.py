@@ -54,7 +54,7 @@ from descheduler.plugins.load_aware.classification import (
     fmt,
     overutilized_reason,
 )
-from descheduler.plugins.load_aware.idle import estimated_nodes, idle_columns, with_estimates
+from descheduler.plugins.load_aware.idle import estimated_nodes, idle_columns
 from descheduler.plugins.load_aware.moves import (
     CapacityBudget,
     Decline,
@@ -66,6 +66,7 @@ from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.plugins.load_aware.stall import StallModel
 from descheduler.signals import CPU_SIGNALS, Signal, metric_names
 from descheduler.state import pod_key
+from tas.placements import add_estimates
 from tas.types import NodeName
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,8 @@ def rebalance(
     state, evictor = context.state, context.evictor
     measured = pod_usage or {}
     estimates = idle_columns(state, measured)
-    metrics = with_estimates(state.metrics, estimates)
+    # Estimates only fill values the columns lack (`idle_columns`): added, they are the value.
+    metrics = add_estimates(state.metrics, estimates)
     estimated = estimated_nodes(estimates, metric_names(args.signals))
     c = classify_nodes(args, state, metrics, estimated)
     if c.nothing_to_do is not None:
