@@ -40,7 +40,7 @@ from typing import Any, Generic, NewType, Protocol, TypeVar
 from descheduler.args import FieldReader, PodSelection
 from descheduler.node_classes import Classification
 from descheduler.state import CycleState, pod_key
-from tas.cluster.model import LabelSelector, Pod, PodDisruptionBudget, QoSClass
+from tas.cluster.model import LabelSelector, Node, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName, PodKey
 from tas.vocabulary import PREFER_NO_EVICTION_ANNOTATION
 
@@ -340,6 +340,16 @@ class PluginContext:
     ) -> tuple[NodeName, ...]:
         """The Ready nodes (of `among`) that would accept the pod (`NodeFit`)."""
         return self.nodes.fitting_nodes(pod, among=among, include_current=include_current)
+
+    def evict_from_each_node(
+        self, *, strategy: str, candidates_on: Callable[[Node], Iterable[tuple[Pod, str]]]
+    ) -> None:
+        """`evict_node_by_node` over the Ready nodes, in order: `candidates_on(node)` gives
+        each node's pods to evict with the reason for each."""
+        ready = self.state.ready_nodes
+        self.evict_node_by_node(
+            strategy=strategy, candidates=((n.name, candidates_on(n)) for n in ready)
+        )
 
     def evict_node_by_node(
         self,

@@ -81,8 +81,9 @@ def why_not(pod: Pod, args: RemoveFailedPodsArgs, state: CycleState) -> str | No
 
 
 def run(args: RemoveFailedPodsArgs, context: PluginContext) -> None:
-    candidates = ((n.name, _candidates(args, n, context)) for n in context.state.ready_nodes)
-    context.evict_node_by_node(strategy=NAME, candidates=candidates)
+    context.evict_from_each_node(
+        strategy=NAME, candidates_on=lambda node: _candidates(args, node, context)
+    )
 
 
 def _candidates(

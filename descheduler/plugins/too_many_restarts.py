@@ -51,8 +51,9 @@ def in_states(pod: Pod, args: TooManyRestartsArgs) -> bool:
 
 
 def run(args: TooManyRestartsArgs, context: PluginContext) -> None:
-    candidates = ((n.name, _candidates(args, n, context)) for n in context.state.ready_nodes)
-    context.evict_node_by_node(strategy=NAME, candidates=candidates)
+    context.evict_from_each_node(
+        strategy=NAME, candidates_on=lambda node: _candidates(args, node, context)
+    )
 
 
 def _candidates(

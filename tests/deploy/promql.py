@@ -33,6 +33,10 @@ _SUFFIXES = {
     "CounterMetricFamily": ("_total", "_created"),
     "HistogramMetricFamily": ("_bucket", "_sum", "_count"),
     "SummaryMetricFamily": ("_sum", "_count"),
+    # tas.self_metrics.MetricFactory's methods, as the components declare through it.
+    "counter": ("_total", "_created"),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
     "InfoMetricFamily": ("_info",),
 }
 _KEYWORDS = frozenset(
@@ -104,7 +108,8 @@ def exported_metric_names(root: Path = ROOT) -> dict[str, str]:
     """Every series name the project's metric definitions expose -> the file defining it."""
     found: dict[str, str] = {}
     for name, constructor, path in metric_definitions(root):
-        base = name.removesuffix("_total") if constructor.startswith("Counter") else name
+        counter = constructor.startswith("Counter") or constructor == "counter"
+        base = name.removesuffix("_total") if counter else name
         for suffix in _SUFFIXES[constructor]:
             found[base + suffix] = path
     return found
