@@ -368,7 +368,7 @@ def build_run(
         scheduler=scheduler,
         step_seconds=scenario.step,
         sync_period=scenario.sync_period,
-        descheduling_interval=scenario.descheduling_interval,
+        descheduling_interval=contender.interval(scenario),
         reconciler=reconciler,
         descheduler=descheduler,
         placements=placements,

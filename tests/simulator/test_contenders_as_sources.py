@@ -57,7 +57,8 @@ from tas.cluster.model import Node, Pod, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 
 # Two nodes hold six 1.2-core pods each (90% of 8 cores); four are empty. The first
-# descheduling cycle is at 2m, after the taint that kept the four empty is gone.
+# descheduling cycle is at 2m (every baseline here runs every 2m, not at its shipped cadence),
+# after the taint that kept the four empty is gone.
 HOT = """
 name: hot-pair
 duration: 2m30s
@@ -68,6 +69,10 @@ startupDelay: 10s
 syncPeriod: 10s
 deschedulingInterval: 2m
 metrics: {{scrapeInterval: 15s, window: 1m, delay: 15s}}
+contenders:
+  psi-profile: {{deschedulingInterval: 2m}}
+  volcano-loadaware: {{deschedulingInterval: 2m}}
+  requests-lnu: {{deschedulingInterval: 2m}}
 nodes:
   - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
 workloads:
