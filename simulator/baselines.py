@@ -41,14 +41,28 @@ scheduler's `usage` plugin (`VolcanoUsage`, which Volcano's docs pair with LoadA
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.config import DeschedulerConfig
-from descheduler.framework import ExtensionPoint, Outcome, Plugin, PluginContext, PluginName
+from descheduler.cycle import Descheduler
+from descheduler.framework import (
+    FULL,
+    Attempt,
+    Evictor,
+    ExtensionPoint,
+    Outcome,
+    OwnerGuard,
+    Plugin,
+    PluginContext,
+    PluginName,
+    PluginRun,
+)
 from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
@@ -280,7 +294,231 @@ def registry_for(contender: str) -> Registry:
     """The plugins a contender's descheduler document may name."""
     if contender == "volcano-loadaware":
         return Registry([*(p for p in PLUGINS if p.name != load_aware.NAME), PLUGIN])
+    if contender.startswith("psi-profile"):
+        return Registry([*PLUGINS, MIGRATION_AWARE_PLUGIN])
     return default_registry()
+
+
+# ------------------------------------------------- KubeVirt's KubevirtMigrationAware filter
+
+MIGRATION_AWARE = PluginName("KubevirtMigrationAware")
+#: The plugin's defaults: openshift-virtualization/kubevirt-descheduler-plugins, as vendored by
+#: openshift/cluster-kube-descheduler-operator at 945dcaa9, plugins/kubevirtmigrationaware/
+#: defaults.go: `defaultMigrationCooldown = 15 * time.Minute`, `defaultMaxMigrationCooldown =
+#: 6 * time.Hour`, `defaultMigrationHistoryWindow = 48 * time.Hour`; a field left out or 0
+#: gets its default (`SetDefaults_KubevirtMigrationAwareArgs`).
+DEFAULT_MIGRATION_COOLDOWN = 15 * 60.0
+DEFAULT_MAX_MIGRATION_COOLDOWN = 6 * 3600.0
+DEFAULT_MIGRATION_HISTORY_WINDOW = 48 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationAwareArgs:
+    migration_cooldown: float = DEFAULT_MIGRATION_COOLDOWN
+    max_migration_cooldown: float = DEFAULT_MAX_MIGRATION_COOLDOWN
+    migration_history_window: float = DEFAULT_MIGRATION_HISTORY_WINDOW
+
+
+def parse_migration_aware_args(r: FieldReader) -> MigrationAwareArgs:
+    """`migrationCooldown`, `maxMigrationCooldown`, `migrationHistoryWindow` (validation.go:
+    none negative; a cap below the floor is refused when both are set)."""
+    found: dict[str, float] = {}
+    for key, default in (
+        ("migrationCooldown", DEFAULT_MIGRATION_COOLDOWN),
+        ("maxMigrationCooldown", DEFAULT_MAX_MIGRATION_COOLDOWN),
+        ("migrationHistoryWindow", DEFAULT_MIGRATION_HISTORY_WINDOW),
+    ):
+        # The reader refuses negative durations.
+        found[key] = r.duration(key) or default
+    if found["maxMigrationCooldown"] < found["migrationCooldown"]:
+        r.problem(r.at("maxMigrationCooldown"), "must be at least migrationCooldown")
+    return MigrationAwareArgs(
+        found["migrationCooldown"], found["maxMigrationCooldown"], found["migrationHistoryWindow"]
+    )
+
+
+#: Served at `filter` and `preEvictionFilter`, as the operator enables it; no cycle runs it
+#: (this project's framework runs only the DefaultEvictor there): `KubevirtMigrationAware`
+#: applies it around the profile's plugins.
+MIGRATION_AWARE_PLUGIN: Plugin[MigrationAwareArgs] = Plugin(
+    name=MIGRATION_AWARE,
+    points=frozenset({ExtensionPoint.FILTER, ExtensionPoint.PRE_EVICTION_FILTER}),
+    args_type=MigrationAwareArgs,
+    parse_args=parse_migration_aware_args,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VmiState:
+    """A VirtualMachineInstance as the plugin's informer holds it: its identity and its
+    `status.migrationState` timestamps (seconds; None where absent)."""
+
+    uid: str
+    migration_start: float | None = None
+    migration_end: float | None = None
+
+    @property
+    def migrating(self) -> bool:
+        return self.migration_start is not None and self.migration_end is None
+
+
+#: The VMI behind a pod (KubeVirt's `kubevirt.io/domain` annotation), None for other pods.
+VmiLookup = Callable[[Pod], VmiState | None]
+
+
+@dataclass
+class KubevirtMigrationAware:
+    """The plugin (kubevirtmigrationaware.go at the operator's 945dcaa9 vendoring), per profile:
+
+    - `Filter` refuses a virt-launcher pod whose VMI is migrating (a start, no end);
+    - `PreEvictionFilter` defers one whose VMI migrated within its cooldown: max(
+      migrationCooldown, the last migration's duration), doubled for each further completion
+      within `migrationHistoryWindow` (`for i := 1; i < count; i++`), capped at
+      `maxMigrationCooldown`; the loop then tries the profile's next pod;
+    - the history is the informer's: every change of a VMI's `endTimestamp` is one completion,
+      whatever caused the migration. Here a VMI is looked at whenever a filter asks about its
+      pod, which in the simulator is before any eviction of it (the descheduler is what
+      migrates VMs), so no completion is missed.
+    Pods without a VMI pass both (its fail-open contract). `blocks` counts what it held back,
+    by reason (`descheduler_kubevirt_eviction_blocks_total`).
+    """
+
+    args: MigrationAwareArgs
+    vmis: VmiLookup
+    now: Callable[[], float]
+    filter_enabled: bool = True
+    pre_eviction_enabled: bool = True
+    history: dict[str, list[float]] = field(default_factory=dict)
+    blocks: dict[str, int] = field(default_factory=dict)
+    _last_end: dict[str, float] = field(default_factory=dict)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> KubevirtMigrationAware:
+        """Its memory copied, its informer and clock shared (`Descheduler.dry_run`)."""
+        return dataclasses.replace(
+            self,
+            history={uid: list(times) for uid, times in self.history.items()},
+            blocks=dict(self.blocks),
+            _last_end=dict(self._last_end),
+        )
+
+    def _look_up(self, pod: Pod) -> VmiState | None:
+        vmi = self.vmis(pod)
+        end = vmi.migration_end if vmi is not None else None
+        if vmi is not None and end is not None and self._last_end.get(vmi.uid) != end:
+            self._last_end[vmi.uid] = end
+            self.history.setdefault(vmi.uid, []).append(end)
+        return vmi
+
+    def filter(self, pod: Pod) -> bool:
+        vmi = self._look_up(pod)
+        if not self.filter_enabled or vmi is None or not vmi.migrating:
+            return True
+        self._count("migration_in_progress")
+        return False
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        vmi = self._look_up(pod)
+        if not self.pre_eviction_enabled or vmi is None or vmi.migration_end is None:
+            return True
+        if self.now() - vmi.migration_end < self.effective_cooldown(vmi):
+            self._count("cooldown")
+            return False
+        return True
+
+    def effective_cooldown(self, vmi: VmiState) -> float:
+        args = self.args
+        cooldown = args.migration_cooldown
+        if vmi.migration_start is not None and vmi.migration_end is not None:
+            cooldown = max(cooldown, vmi.migration_end - vmi.migration_start)
+        for _ in range(1, self._count_within_window(vmi.uid)):
+            cooldown *= 2
+            if cooldown >= args.max_migration_cooldown:
+                break
+        return min(cooldown, args.max_migration_cooldown)
+
+    def _count_within_window(self, uid: str) -> int:
+        cutoff = self.now() - self.args.migration_history_window
+        kept = [t for t in self.history.get(uid, []) if t > cutoff]
+        self.history[uid] = kept
+        return len(kept)
+
+    def _count(self, reason: str) -> None:
+        self.blocks[reason] = self.blocks.get(reason, 0) + 1
+
+
+@dataclass(frozen=True)
+class _MigrationAwareEvictor:
+    """A profile's evictor with the plugin's filters added to the DefaultEvictor's."""
+
+    evictor: Evictor
+    plugin: KubevirtMigrationAware
+
+    def filter(self, pod: Pod) -> bool:
+        return self.evictor.filter(pod) and self.plugin.filter(pod)
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        return self.evictor.pre_eviction_filter(pod) and self.plugin.pre_eviction_filter(pod)
+
+    def evict(
+        self,
+        pod: Pod,
+        *,
+        strategy: str,
+        reason: str,
+        among: Collection[NodeName] | None = None,
+        guard: OwnerGuard = FULL,
+    ) -> Attempt:
+        return self.evictor.evict(pod, strategy=strategy, reason=reason, among=among, guard=guard)
+
+
+@dataclass
+class _WithMigrationAwareness:
+    """A profile's plugin run whose evictor carries the KubevirtMigrationAware filters."""
+
+    inner: PluginRun
+    plugin: KubevirtMigrationAware
+
+    def run(self, context: PluginContext) -> None:
+        evictor = _MigrationAwareEvictor(context.evictor, self.plugin)
+        self.inner.run(dataclasses.replace(context, evictor=evictor))
+
+
+def add_migration_awareness(
+    descheduler: Descheduler,
+    document: Mapping[str, Any],
+    *,
+    vmis: VmiLookup,
+    now: Callable[[], float],
+) -> list[KubevirtMigrationAware]:
+    """Apply KubevirtMigrationAware to every plugin of each profile of `document` (the
+    DeschedulerPolicy `descheduler` runs) that enables it at `filter` or `preEvictionFilter`,
+    as the operator does for KubeVirtRelieveAndMigrate (target_config_reconciler.go at 945dcaa9:
+    both points, always, with a `pluginConfig` entry of its own). Returns one plugin instance
+    per such profile (each remembers its own history)."""
+    added: list[KubevirtMigrationAware] = []
+    by_name = {p.name: p for p in descheduler.config.profiles}
+    for raw in document.get("profiles") or []:
+        profile = by_name.get(raw.get("name", ""))
+        plugins = raw.get("plugins") or {}
+
+        def enabled(point: str, plugins: Mapping[str, Any] = plugins) -> bool:
+            return MIGRATION_AWARE in ((plugins.get(point) or {}).get("enabled") or [])
+
+        at_filter, at_pre = enabled("filter"), enabled("preEvictionFilter")
+        if profile is None or not (at_filter or at_pre):
+            continue
+        plugin = KubevirtMigrationAware(
+            profile.args_of(MIGRATION_AWARE_PLUGIN),
+            vmis,
+            now,
+            filter_enabled=at_filter,
+            pre_eviction_enabled=at_pre,
+        )
+        for key, run in list(descheduler.plugins.items()):
+            if key[0] == profile.name:
+                descheduler.plugins[key] = _WithMigrationAwareness(run, plugin)
+        added.append(plugin)
+    return added
 
 
 # ------------------------------------------------------------- OpenShift's soft tainter

@@ -11,7 +11,7 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 | requests | kube-scheduler defaults | none |
 | requests-lnu | as requests | upstream LowNodeUtilization on requests, OpenShift docs' example |
 | tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity |
-| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it, + soft tainter |
+| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it (KubevirtMigrationAware included), + soft tainter |
 | psi-profile-60s | as requests | as psi-profile, every 60 s instead of every hour |
 | volcano-loadaware | requests + Volcano's `usage` plugin | Volcano LoadAware as documented |
 | ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
@@ -210,10 +210,13 @@ REQUESTS_LNU = (
 #   without the customization is the CPU-and-memory `linear_amplified_ideal_point_...` one);
 # - the protected namespaces excluded; DefaultEvictor evictLocalStoragePods, noEvictionPolicy
 #   Mandatory (upstream's nodeFit default, off).
+# - `KubevirtMigrationAware`, which the operator always adds to this profile (a `pluginConfig`
+#   entry `{}`, enabled at `filter` and `preEvictionFilter`; the `dev*Migration*`
+#   customizations unset, so its defaults: 15m cooldown, doubling per migration in 48h, 6h cap):
+#   a VM is not migrated again within its cooldown (`simulator.baselines.
+#   KubevirtMigrationAware`, applied around the profile's plugins by the runner).
 # Left out: `nodeSelector: kubevirt.io/schedulable=true` (KubeVirt labels its nodes; every
-# simulated node stands for one), and the `KubevirtMigrationAware` filter (keeps a VM from
-# migrating again within `migrationCooldown`, per VM; this descheduler's cooldown is per owner,
-# which would hold a whole workload). The soft tainter is not a descheduler plugin in OpenShift
+# simulated node stands for one). The soft tainter is not a descheduler plugin in OpenShift
 # but a controller of its own: `simulator.baselines.OpenShiftSoftTainter`.
 PSI_PROFILE = (
     BASELINE_POLICY
@@ -249,9 +252,15 @@ profiles:
           nodeFit: false
           evictLocalStoragePods: true
           noEvictionPolicy: Mandatory
+      - name: KubevirtMigrationAware
+        args: {}
     plugins:
       balance:
         enabled: [LowNodeUtilization]
+      filter:
+        enabled: [DefaultEvictor, KubevirtMigrationAware]
+      preEvictionFilter:
+        enabled: [KubevirtMigrationAware]
 """
 )
 
@@ -392,6 +401,9 @@ class Contender:
     extender: ExtenderSettings | None = None
     #: The scenario's (or the family's) cadence for this contender (None: its source's).
     descheduling_interval: float | None = None
+    #: The DeschedulerPolicy document `config` was read from (what the framework does not
+    #: keep: the plugins enabled at `filter` and `preEvictionFilter`).
+    document: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -438,6 +450,7 @@ def resolve(name: str, settings: ContenderSettings | None = None) -> Contender |
         config,
         settings.extender,
         settings.descheduling_interval,
+        document,
     )
 
 

@@ -42,7 +42,9 @@ from policy_controller.self_metrics import ControllerMetrics
 from simulator.baselines import (
     VOLCANO_METRICS_INTERVAL,
     OpenShiftSoftTainter,
+    VmiState,
     VolcanoUsage,
+    add_migration_awareness,
     volcano_estimate,
 )
 from simulator.clock import VirtualClock
@@ -338,6 +340,13 @@ def build_run(
         )
         if contender.spec.openshift_soft_tainter:
             soft_tainter = OpenShiftSoftTainter.from_config(contender.config)
+        if contender.document is not None:
+            add_migration_awareness(
+                descheduler,
+                contender.document,
+                vmis=functools.partial(_vmi_of, world, clock),
+                now=lambda: clock.elapsed,
+            )
     wanted: set[MetricName] = set()
     if chosen is not None or reconciler is not None:
         wanted |= policies.snapshot().metric_names
@@ -460,6 +469,25 @@ def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
         }
 
     return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
+
+
+def _vmi_of(world: World, clock: VirtualClock, pod: Pod) -> VmiState | None:
+    """The VMI behind a VM's launcher pod (`migration: live`), as KubeVirt's status says it:
+    a migration starts when its target pod is bound and ends when the VM resumes there. A VM
+    restarted rather than migrated is a new VMI without a migration."""
+    slot = world.slot_of(pod.namespace, pod.name)
+    if slot is None or world.scenario.workloads[world.slot_workload[slot]].migration != "live":
+        return None
+    uid = f"vmi-{slot}"
+    copied = float(world.slot_ghost_until.data[slot])
+    ready = float(world.slot_ready.data[slot])
+    pause = world.scenario.live_migration.pause
+    if not math.isfinite(copied) or math.isnan(ready) or abs(ready - (copied + pause)) > 1e-6:
+        return VmiState(uid)
+    start = float(world.slot_since.data[slot])
+    if clock.elapsed < ready:
+        return VmiState(uid, migration_start=start)
+    return VmiState(uid, migration_start=start, migration_end=ready)
 
 
 def _query_values(
