@@ -10,11 +10,14 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 |---|---|---|
 | requests | kube-scheduler defaults | none |
 | requests-lnu | as requests | upstream LowNodeUtilization on requests, OpenShift docs' example |
-| tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity |
-| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it (KubevirtMigrationAware included), + soft tainter |
+| tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity (a) |
+| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it (b) |
 | psi-profile-60s | as requests | as psi-profile, every 60 s instead of every hour |
 | volcano-loadaware | requests + Volcano's `usage` plugin | Volcano LoadAware as documented |
 | ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
+
+(a) on the `<policy>=violating` labels TAS's controller writes every 5 s, with no breaker.
+(b) KubevirtMigrationAware included, with OpenShift's soft tainter beside it.
 
 Each descheduler runs as often as its source ships it (`ContenderSpec.descheduling_interval`,
 each constant citing where it comes from): the OpenShift operator's KubeDescheduler every hour,
@@ -81,6 +84,16 @@ UPSTREAM_DESCHEDULING_INTERVAL = 120.0
 #: Ours: deploy/cluster/descheduler.yaml runs `tas descheduler --descheduling-interval 60s`;
 #: the scenario's `deschedulingInterval` (default 60 s) says how ours is deployed there.
 OURS_DESCHEDULING_INTERVAL = 60.0
+
+
+#: Intel TAS's controller: its metric cache and its enforcer (which labels the nodes that violate
+#: a deschedule rule `<policy>=violating`) each run on a ticker of `--syncPeriod`, default 5s
+#: (intel/platform-aware-scheduling at c4c90e36, telemetry-aware-scheduling/cmd/main.go:
+#: `flag.StringVar(&syncPeriod, "syncPeriod", "5s", ...)`, `metricTicker`, `enforcerTicker`;
+#: pkg/strategies/core/enforcer.go `EnforceRegisteredStrategies` loops on the ticker). The
+#: enforcer labels every node `Violated` finds (pkg/strategies/deschedule/enforce.go
+#: `Enforce`, strategy.go `Violated`): no circuit breaker.
+TAS_SYNC_PERIOD = 5.0
 
 
 class Staleness(enum.StrEnum):
@@ -321,6 +334,12 @@ class ContenderSpec:
     #: Seconds between descheduling cycles as its source ships it; None: the scenario's
     #: `deschedulingInterval` (ours), or no descheduler at all.
     descheduling_interval: float | None = None
+    #: Seconds between metric refreshes and controller cycles as its source ships them; None:
+    #: the scenario's `syncPeriod` (ours' controller and extender, and the Prometheus readers).
+    sync_period: float | None = None
+    #: Its controller holds new `violating` labels back while too many nodes violate at once
+    #: (this project's circuit breaker); TAS's enforcer has none.
+    controller_breaker: bool = True
 
 
 CONTENDERS: Mapping[str, ContenderSpec] = {
@@ -346,6 +365,8 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
             True,
             False,
             descheduling_interval=UPSTREAM_DESCHEDULING_INTERVAL,
+            sync_period=TAS_SYNC_PERIOD,
+            controller_breaker=False,
         ),
         ContenderSpec(
             "psi-profile",
@@ -408,6 +429,10 @@ class Contender:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def sync_period(self, scenario: Scenario) -> float:
+        """Seconds between its metric refreshes and controller cycles in `scenario`."""
+        return self.spec.sync_period or scenario.sync_period
 
     def interval(self, scenario: Scenario) -> float:
         """Seconds between its descheduling cycles in `scenario`: the scenario's setting for

@@ -68,6 +68,7 @@ from simulator.pipeline import (
 )
 from simulator.scenario import Scenario
 from simulator.world import InformerOrder, ModelState, World
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
@@ -83,6 +84,8 @@ log = logging.getLogger(__name__)
 Progress = Callable[[float], None]
 #: Staleness that never comes: TAS keeps every value forever.
 NEVER = 1e15
+#: A breaker share no evaluation can exceed (more than all of the nodes never violate).
+NO_BREAKER = 1.0
 
 #: The plugins that evict because a policy's deschedule rule named the node: TASViolations
 #: directly, RemovePodsViolatingNodeAffinity through the `<policy>=violating` label the
@@ -117,7 +120,7 @@ def max_age(contender: Contender, scenario: Scenario) -> float | None:
     # Queried each cycle: the answer of the last refresh only (a step of slack for rounding).
     # Its values carry the query's evaluation time (`QueryAnswers`), not the scrape's, so the
     # pipeline's delay and scrape interval do not make a fresh answer look stale.
-    return scenario.sync_period + scenario.step / 2
+    return contender.sync_period(scenario) + scenario.step / 2
 
 
 class QueryAnswers:
@@ -265,9 +268,10 @@ def build_run(
     volcano = contender.spec.volcano_scheduler
     store_ = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY if volcano else 0.0)
     source = ModelSource(store_, clock, faults=not clairvoyant)
+    sync_period = contender.sync_period(scenario)
     view = RefreshingMetricView(
         QueryAnswers(source, clock) if contender.spec.staleness is Staleness.QUERY else source,
-        sync_period=scenario.sync_period,
+        sync_period=sync_period,
         max_age=max_age(contender, scenario),
         clock=clock,
     )
@@ -309,6 +313,10 @@ def build_run(
             metric_view=view,
             metrics=ControllerMetrics(CollectorRegistry()),
             clock=clock,
+            # TAS's enforcer labels whatever violates, however many nodes at once.
+            max_violating_share=(
+                DEFAULT_MAX_SHARE if contender.spec.controller_breaker else NO_BREAKER
+            ),
         )
     descheduler = None
     soft_tainter = None
@@ -376,7 +384,7 @@ def build_run(
         view=view,
         scheduler=scheduler,
         step_seconds=scenario.step,
-        sync_period=scenario.sync_period,
+        sync_period=sync_period,
         descheduling_interval=contender.interval(scenario),
         reconciler=reconciler,
         descheduler=descheduler,
