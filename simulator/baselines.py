@@ -12,9 +12,11 @@ Rules, from Volcano's documentation ("Load-aware Descheduling", volcano.sh docs,
 volcano-sh/descheduler README) and its plugin (`pkg/framework/plugins/loadaware`,
 `load_aware.go` and `nodeutilization.go`):
 
-- node usage: CPU and memory utilization from Prometheus, averaged over `duration` (2m); pods
-  count as a third resource (the number of pods on the node). A node without a value counts
-  as using nothing (Volcano's metrics start at zero);
+- node usage: CPU and memory utilization from Prometheus with Volcano's own queries
+  (`volcano_cpu_query`: the mean over a 30s-step subquery of `duration`, 2m, of a 30 s irate),
+  answered by the simulated Prometheus from its scrapes; pods count as a third resource (the
+  number of pods on the node). A node without a value counts as using nothing (Volcano's
+  metrics start at zero, and a query that answers nothing leaves them there);
 - thresholds in percent: underutilized when every resource <= `thresholds` (and the node is
   schedulable), overutilized when any resource > `targetThresholds`; a resource left out gets
   100 (0 with deviation thresholds), so it never decides;
@@ -71,6 +73,7 @@ from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thr
 from embedded.scheduler import MAX_NODE_SCORE, FilterAnswer
 from tas.cluster.interface import Cluster
 from tas.cluster.model import Node, Pod
+from tas.durations import DurationError, parse_duration
 from tas.fit import requested, untolerated_taint
 from tas.types import MetricName, NodeName
 
@@ -78,9 +81,44 @@ log = logging.getLogger(__name__)
 
 NAME = PluginName("LoadAware")
 RESOURCES = ("cpu", "memory", "pods")
-#: The metric names Volcano's Prometheus queries stand for (1 - idle rate, 1 - MemAvailable).
-CPU_METRIC = MetricName("cpu_utilization")
-MEMORY_METRIC = MetricName("memory_utilization")
+#: LoadAware's `duration` default (volcano-sh/descheduler at 393a2d82,
+#: pkg/framework/plugins/loadaware/defaults.go: `if args.Duration == "" { args.Duration = "2m" }`).
+VOLCANO_DURATION = "2m"
+#: The subquery step and the irate range of Volcano's node CPU query (below).
+VOLCANO_SUBQUERY_STEP = 30.0
+VOLCANO_IRATE_RANGE = 30.0
+
+
+def volcano_cpu_query(duration: str) -> MetricName:
+    """Volcano's node CPU query (volcano-sh/descheduler at 393a2d82, pkg/framework/plugins/
+    loadaware/metrics/metrics_client_prometheus.go `NodeMetricsAvg`), without its
+    `instance="<node>"` matcher: Volcano asks node by node, the simulator answers every node
+    at once. With 30 s scrapes, `irate(...[30s])` rarely finds the two samples it needs: the
+    simulated Prometheus answers it as Prometheus would (`simulator.pipeline`)."""
+    return MetricName(
+        'avg_over_time((1 - (avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}'
+        f"[30s])) * 1))[{duration}:30s])"
+    )
+
+
+def volcano_memory_query(duration: str) -> MetricName:
+    """Volcano's node memory query (the same function), without its `instance` matchers."""
+    return MetricName(
+        "avg_over_time(((1-node_memory_MemAvailable_bytes/node_memory_MemTotal_bytes))"
+        f"[{duration}:30s])"
+    )
+
+
+def read_volcano_query(name: str) -> tuple[str, float] | None:
+    """("cpu" or "memory", the range in seconds) when `name` is one of Volcano's node queries."""
+    for resource, query in (("cpu", volcano_cpu_query), ("memory", volcano_memory_query)):
+        prefix, suffix = query("\0").split("\0")
+        if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix + suffix):
+            try:
+                return resource, parse_duration(name[len(prefix) : -len(suffix)])
+            except DurationError:
+                return None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +128,7 @@ class VolcanoArgs:
     use_deviation_thresholds: bool = False
     number_of_nodes: int = 0
     node_fit: bool = False
-    duration: str = "2m"
+    duration: str = VOLCANO_DURATION
     evictable_namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
 
 
@@ -110,6 +148,12 @@ def parse_args(r: FieldReader) -> VolcanoArgs:
     # Volcano's query settings: the simulator's metric pipeline stands in for Prometheus.
     r.get("metrics")
     duration = r.get("duration")
+    if duration is not None:
+        try:
+            parse_duration(str(duration))
+        except DurationError as error:
+            r.problem(r.at("duration"), str(error))
+            duration = None
     # DefaultEvictor-style fields Volcano's argument type also carries; its DefaultEvictor
     # plugin is what applies them, as here.
     for key in (
@@ -128,7 +172,7 @@ def parse_args(r: FieldReader) -> VolcanoArgs:
         use_deviation_thresholds=r.boolean("useDeviationThresholds", False),
         number_of_nodes=r.integer("numberOfNodes", 0) or 0,
         node_fit=r.boolean("nodeFit", False),
-        duration=str(duration) if duration is not None else "2m",
+        duration=str(duration) if duration is not None else VOLCANO_DURATION,
         evictable_namespaces=r.namespaces("evictableNamespaces"),
     )
 
@@ -168,8 +212,9 @@ def _bounds(args: VolcanoArgs) -> tuple[dict[str, float], dict[str, float]]:
 def _node_states(args: VolcanoArgs, state: CycleState) -> list[_NodeState]:
     low_pct, high_pct = _bounds(args)
     nodes = state.ready_nodes
-    cpu = state.metrics.get(CPU_METRIC, {})
-    memory = state.metrics.get(MEMORY_METRIC, {})
+    # Volcano's metric client leaves a node at 0 when its query answers nothing or fails.
+    cpu = state.metrics.get(volcano_cpu_query(args.duration), {})
+    memory = state.metrics.get(volcano_memory_query(args.duration), {})
     average: dict[str, float] = dict.fromkeys(RESOURCES, 0.0)
     if args.use_deviation_thresholds and nodes:
         for node in nodes:
@@ -282,7 +327,7 @@ def _continue(node: _NodeState, capacity: Mapping[str, float]) -> bool:
 
 
 def metric_names(args: VolcanoArgs) -> set[MetricName]:
-    return {CPU_METRIC, MEMORY_METRIC}
+    return {volcano_cpu_query(args.duration), volcano_memory_query(args.duration)}
 
 
 PLUGIN = Plugin.serving(

@@ -277,10 +277,14 @@ profiles:
 """
 )
 
-# Volcano's documented default policy (the volcano-descheduler ConfigMap in its docs and
-# installer): DefaultEvictor ignorePvcPods, nodeFit, priorityThreshold 10000; LoadAware with
-# thresholds cpu 30 / memory 30 and targetThresholds cpu 80 / memory 85. Volcano has no cooldown
-# and no circuit breaker.
+# Volcano's shipped policy, the volcano-descheduler ConfigMap of volcano-sh/descheduler at
+# 393a2d82 (installer/volcano-descheduler-development.yaml): DefaultEvictor ignorePvcPods,
+# nodeFit, priorityThreshold 10000; LoadAware with thresholds cpu 30 / memory 30 and
+# targetThresholds cpu 80 / memory 85, and no `nodeFit` of its own: LoadAware's defaults
+# (pkg/framework/plugins/loadaware/defaults.go) leave it false and `duration` 2m (it would act
+# only in LoadAware's PreEvictionFilter, which the ConfigMap does not enable either). Volcano
+# has no cooldown and no circuit breaker. The ConfigMap's `metrics: {address: null}` stands
+# for the user's Prometheus: here the simulated one, answering Volcano's own queries.
 VOLCANO = (
     BASELINE_POLICY
     + """profiles:
@@ -299,7 +303,6 @@ VOLCANO = (
           metrics:
             address: null
             type: null
-          nodeFit: true
           targetThresholds:
             cpu: 80
             memory: 85
