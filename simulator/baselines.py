@@ -752,19 +752,23 @@ class VolcanoUsage:
         return FilterAnswer(passed=passed, failed=failed)
 
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
+        return {name: round(p / 10) for name, p in self.points(pod, candidates).items()}
+
+    def points(self, pod: Pod, candidates: Sequence[NodeName]) -> dict[NodeName, float]:
+        """The plugin's own node order, 0..500 (none without fresh metrics)."""
         if not self._fresh():
-            return dict.fromkeys(candidates, 0)
+            return dict.fromkeys(candidates, 0.0)
         nodes = self.nodes()
         recent = self.recent()
-        scores: dict[NodeName, int] = {}
+        scores: dict[NodeName, float] = {}
         for name in candidates:
             node = nodes.get(name)
             if node is None:
-                scores[name] = 0
+                scores[name] = 0.0
                 continue
             cpu, memory = self._composites(node, recent.get(name, (0.0, 0.0)))
             share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
-            scores[name] = round(share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT / 10)
+            scores[name] = share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT
         return scores
 
     def _composites(self, node: Node, shadow: tuple[float, float]) -> tuple[float, float]:
@@ -783,6 +787,86 @@ class VolcanoUsage:
         if (cpu + used) / 2.0 >= VOLCANO_RISK_THRESHOLD:
             return composites(VOLCANO_RISK_FACTOR)
         return cpu, used
+
+
+#: The Volcano scheduler's `binpack` defaults (volcano-sh/volcano at ed72c7c8,
+#: pkg/scheduler/plugins/binpack/binpack.go `calculateWeight`): binpack.weight 1, cpu 1,
+#: memory 1.
+VOLCANO_BINPACK_WEIGHTS = {"cpu": 1, "memory": 1}
+VOLCANO_BINPACK_WEIGHT = 1
+
+
+def volcano_binpack(pod: Pod, node: Node, used: tuple[float, float]) -> float:
+    """The `binpack` plugin's score of a node for a pod, 0..100 (binpack.go `BinPackingScore`):
+    per resource the pod requests, (its request + what the node's pods request) / allocatable,
+    weighted; 0 when the pod would not fit in one of them."""
+    score = 0.0
+    weights = 0
+    for resource, node_used in zip(("cpu", "memory"), used, strict=True):
+        request = pod.requests.get(resource, 0.0)
+        capacity = node.allocatable.get(resource, 0.0)
+        if request == 0:
+            continue
+        weight = VOLCANO_BINPACK_WEIGHTS[resource]
+        if capacity == 0:
+            weights += weight
+            continue
+        if request + node_used > capacity:
+            return 0.0
+        score += (request + node_used) * weight / capacity
+        weights += weight
+    if weights:
+        score /= weights
+    return score * MAX_NODE_SCORE * VOLCANO_BINPACK_WEIGHT
+
+
+@dataclass
+class VolcanoScheduler:
+    """What the Volcano scheduler adds to kube-scheduler's scoring, as one in-process
+    extender: its shipped configuration (volcano-sh/volcano at ed72c7c8, installer/helm/chart/
+    volcano/config/volcano-scheduler.conf) orders nodes with `nodeorder` and `binpack`, and
+    Volcano's docs add `usage` for the LoadAware descheduler.
+
+    - `nodeorder` wraps kube-scheduler's score plugins with kube-scheduler's weights
+      (nodeorder.go `calculateWeight`: leastrequested 1, balancedresource 1, tainttoleration 3,
+      nodeaffinity 2, podaffinity 2, podtopologyspread 2, imagelocality 1, mostrequested 0):
+      the scheduler model's own scores stand for it;
+    - `binpack` (`volcano_binpack`) adds the requested share of each node, so with
+      leastrequested at the same weight the two cancel and requests no longer spread pods;
+    - `usage` (`VolcanoUsage`) filters and scores by real usage.
+    Both scores are in Volcano's units (0..100 per plugin and weight) and are answered, summed,
+    in tenths: the scheduler model multiplies an extender's score by 10.
+    """
+
+    usage: VolcanoUsage
+    #: What the pods on each node request (cpu cores, memory bytes): Volcano's `node.Used`.
+    requested: Callable[[], Mapping[NodeName, tuple[float, float]]]
+
+    @property
+    def weight(self) -> int:
+        return self.usage.weight
+
+    @property
+    def ignorable(self) -> bool:
+        return self.usage.ignorable
+
+    def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
+        return self.usage.filter(pod, candidates)
+
+    def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
+        usage = self.usage.points(pod, candidates)
+        nodes = self.usage.nodes()
+        requested = self.requested()
+        scores: dict[NodeName, int] = {}
+        for name in candidates:
+            node = nodes.get(name)
+            binpack = (
+                volcano_binpack(pod, node, requested.get(name, (0.0, 0.0)))
+                if node is not None
+                else 0.0
+            )
+            scores[name] = round((usage.get(name, 0.0) + binpack) / 10)
+        return scores
 
 
 def volcano_estimate(requests: Mapping[str, float]) -> tuple[float, float]:

@@ -43,6 +43,7 @@ from simulator.baselines import (
     VOLCANO_METRICS_INTERVAL,
     OpenShiftSoftTainter,
     VmiState,
+    VolcanoScheduler,
     VolcanoUsage,
     add_migration_awareness,
     volcano_estimate,
@@ -303,7 +304,8 @@ def build_run(
         )
     usage_plugin: VolcanoUsage | None = None
     if volcano:
-        usage_plugin = chosen = _volcano_usage(world, clock)
+        usage_plugin = _volcano_usage(world, clock)
+        chosen = VolcanoScheduler(usage_plugin, functools.partial(_requested_by_node, world))
     scheduler = EmbeddedScheduler(world.cluster, extender=chosen, rng=rng)
     reconciler = None
     if contender.spec.controller:
@@ -477,6 +479,28 @@ def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
         }
 
     return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
+
+
+def _requested_by_node(world: World) -> dict[NodeName, tuple[float, float]]:
+    """What the pods bound to each node request (cpu cores, memory bytes), summed with arrays
+    (a burst of thousands of pods is scored pod by pod)."""
+    workloads_of = world.scenario.workloads
+    requests = np.array(
+        [(w.requests.get("cpu", 0.0), w.requests.get("memory", 0.0)) for w in workloads_of],
+        dtype=np.float64,
+    ).reshape(-1, 2)
+    where = np.asarray(world.slot_node.view, dtype=np.int64)
+    bound = where >= 0
+    if not bound.any():
+        return {}
+    workloads = np.asarray(world.slot_workload, dtype=np.int64)[: len(where)][bound]
+    n = world.node_count
+    cpu = np.bincount(where[bound], weights=requests[workloads, 0], minlength=n)
+    memory = np.bincount(where[bound], weights=requests[workloads, 1], minlength=n)
+    return {
+        world.node_names[i]: (float(cpu[i]), float(memory[i]))
+        for i in np.flatnonzero((cpu > 0) | (memory > 0))
+    }
 
 
 def _vmi_of(world: World, clock: VirtualClock, pod: Pod) -> VmiState | None:

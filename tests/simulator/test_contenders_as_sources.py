@@ -433,7 +433,7 @@ def test_volcanos_usage_filter_and_score_follow_real_usage_while_metrics_are_fre
     # Metrics older than MetricsActiveTime (5m): every node passes, none is scored.
     stale = _plugin({"cool": (10, 20), "hot": (85, 20)}, age=301)
     assert stale.filter(pod, names[::2]).passed == names[::2]
-    assert set(stale.prioritize(pod, names[::2]).values()) == {0}
+    assert set(stale.points(pod, names[::2]).values()) == {0.0}
 
 
 def test_pods_bound_since_the_last_metrics_count_by_their_estimate() -> None:

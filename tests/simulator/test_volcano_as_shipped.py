@@ -4,6 +4,10 @@ simulator.contenders `VOLCANO`, simulator.pipeline `ModelSource.volcano_node_que
 Covered:
 - the installer's policy: the DefaultEvictor with nodeFit, LoadAware without a nodeFit of its
   own (its default, false) and with its default `duration` 2m; a bad `duration` is refused;
+- the scheduler as Volcano ships it: `binpack` scores a node by the share of it the pods
+  request, pod included (0 where the pod does not fit); beside kube-scheduler's least-allocated
+  score at the same weight (`nodeorder`) it cancels the spreading by requests, so with fresh
+  metrics `usage` decides, and without them the scores are the same for equal nodes;
 - the plugin reads node usage with Volcano's own queries, answered by the simulated Prometheus
   from its scrapes: the mean over a 30s-step subquery of 2m of a 30 s irate. With 15 s scrapes
   that is the busy share; with 30 s scrapes no 30 s range holds two scrapes, so the CPU query
@@ -22,9 +26,12 @@ from embedded.scheduler import EmbeddedScheduler
 from simulator.baselines import (
     PLUGIN,
     VOLCANO_DURATION,
+    VolcanoScheduler,
+    VolcanoUsage,
     parse_args,
     read_volcano_query,
     registry_for,
+    volcano_binpack,
     volcano_cpu_query,
     volcano_memory_query,
 )
@@ -34,6 +41,8 @@ from simulator.pipeline import VOLCANO_HISTORY, ModelSource, ScrapeStore
 from simulator.runner import run_contender
 from simulator.scenario import load_scenario_text
 from simulator.world import World
+from tas.cluster.model import Node, Pod
+from tas.types import Namespace, NodeName
 
 # One 8-core node running 6.4 cores of steady work: 80% busy.
 STEADY = """
@@ -134,6 +143,48 @@ def test_volcano_s_queries_read_back_to_their_resource_and_range() -> None:
     assert read_volcano_query("cpu_utilization") is None
     assert 'irate(node_cpu_seconds_total{mode="idle"}[30s])' in volcano_cpu_query("2m")
     assert volcano_cpu_query("2m").endswith("[2m:30s])")
+
+
+# ----------------------------------------------------------------------- the scheduler
+
+
+def _node(name: str) -> Node:
+    return Node(name=NodeName(name), allocatable={"cpu": 8.0, "memory": 32.0 * 2**30})
+
+
+def _pod(cpu: float, memory: float) -> Pod:
+    return Pod(namespace=Namespace("default"), name="p", requests={"cpu": cpu, "memory": memory})
+
+
+@pytest.mark.parametrize(
+    ("used", "score"),
+    [
+        pytest.param((0.0, 0.0), (2 / 8 + 4 / 32) / 2 * 100, id="an empty node"),
+        pytest.param((4.0, 12 * 2.0**30), (6 / 8 + 16 / 32) / 2 * 100, id="half requested"),
+        pytest.param((7.0, 0.0), 0.0, id="the pod does not fit: 0"),
+    ],
+)
+def test_binpack_scores_the_requested_share_with_the_pod(
+    used: tuple[float, float], score: float
+) -> None:
+    assert volcano_binpack(_pod(2.0, 4 * 2.0**30), _node("n"), used) == pytest.approx(score)
+
+
+def test_binpack_skips_what_the_pod_does_not_request() -> None:
+    assert volcano_binpack(_pod(2.0, 0.0), _node("n"), (2.0, 0.0)) == pytest.approx(50.0)
+
+
+def test_the_scheduler_adds_binpack_to_usage_in_tenths() -> None:
+    nodes = {NodeName(n): _node(n) for n in ("a", "b")}
+    usage = VolcanoUsage(nodes=lambda: nodes, recent=lambda: {}, now=lambda: 0.0)
+    requested = {NodeName("a"): (4.0, 0.0)}
+    scheduler = VolcanoScheduler(usage, lambda: requested)
+    pod = _pod(2.0, 0.0)
+    # No metrics yet: binpack alone, 75 and 25 points.
+    assert scheduler.prioritize(pod, [NodeName("a"), NodeName("b")]) == {"a": 8, "b": 2}
+    usage.refresh({NodeName("a"): (60.0, 0.0), NodeName("b"): (0.0, 0.0)})
+    # usage: a (1 - 0.6 + 1) / 2 x 500 = 350, b 500.
+    assert scheduler.prioritize(pod, [NodeName("a"), NodeName("b")]) == {"a": 42, "b": 52}
 
 
 # ------------------------------------------------------------------- the query's value
