@@ -2,6 +2,8 @@
 otherwise (simulator.contenders, simulator.scenario `contenders.<name>.deschedulingInterval`).
 
 Covered:
+- a scenario may name every contender (the schema's list is the contenders'), and
+  psi-profile-60s is psi-profile at another cadence, nothing else;
 - the defaults are the cited constants: the OpenShift operator's KubeDescheduler (psi-profile,
   requests-lnu) every hour, Volcano's installer every 10 minutes, upstream's Helm chart (tas)
   every 2 minutes, psi-profile-60s every minute; requests has no descheduler; ours runs at the
@@ -17,6 +19,8 @@ Covered:
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +165,17 @@ def test_ours_runs_at_the_scenario_s_interval_whose_default_is_what_deploy_ships
     document = yaml.safe_load(QUIET.format(ours="60s"))
     del document["deschedulingInterval"]
     assert load_scenario_text(yaml.safe_dump(document)).descheduling_interval == 60.0
+
+
+def test_a_scenario_may_name_every_contender_and_no_other() -> None:
+    schema = json.loads((SCENARIOS / "schema.json").read_text(encoding="utf-8"))
+    names = schema["properties"]["contenders"]["propertyNames"]["enum"]
+    assert names == list(CONTENDERS)
+
+
+def test_psi_profile_60s_is_psi_profile_at_another_cadence() -> None:
+    short, shipped = CONTENDERS["psi-profile-60s"], CONTENDERS["psi-profile"]
+    assert dataclasses.replace(short, name="psi-profile", descheduling_interval=3600.0) == shipped
 
 
 def test_only_requests_has_no_descheduler() -> None:
