@@ -9,7 +9,10 @@ loop can do, so the simulator models the lag the way Prometheus makes it:
   adapter caches), and a rate is the counter's increase between the first and the last scrape
   of the `window` ending there (`rate(node_pressure_cpu_waiting_seconds_total[1m])`): no rate
   without two scrapes in the window, as in Prometheus;
-- each value carries its sample time (the last scrape's), so staleness checks judge it right.
+- each value carries its sample time (the last scrape's), so staleness checks judge it right;
+- components that send their own PromQL get it evaluated the same way: Volcano's LoadAware
+  queries (`avg_over_time(irate(...[30s])[2m:30s])`, `volcano_node_query`) see only the
+  scrapes each subquery point would, so a 30 s irate over 30 s scrapes answers nothing.
 
 `ModelSource` serves this through the real `MetricSource` protocol, so every contender reads it
 through `tas.metrics.refreshing.RefreshingMetricView`, the components' own metric code path.

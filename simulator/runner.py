@@ -506,7 +506,8 @@ def _requested_by_node(world: World) -> dict[NodeName, tuple[float, float]]:
 def _vmi_of(world: World, clock: VirtualClock, pod: Pod) -> VmiState | None:
     """The VMI behind a VM's launcher pod (`migration: live`), as KubeVirt's status says it:
     a migration starts when its target pod is bound and ends when the VM resumes there. A VM
-    restarted rather than migrated is a new VMI without a migration."""
+    restarted rather than migrated has no migration in its status (its slot keeps the VMI's
+    identity, so the plugin's history of it stays)."""
     slot = world.slot_of(pod.namespace, pod.name)
     if slot is None or world.scenario.workloads[world.slot_workload[slot]].migration != "live":
         return None
