@@ -12,9 +12,11 @@ Rules, from Volcano's documentation ("Load-aware Descheduling", volcano.sh docs,
 volcano-sh/descheduler README) and its plugin (`pkg/framework/plugins/loadaware`,
 `load_aware.go` and `nodeutilization.go`):
 
-- node usage: CPU and memory utilization from Prometheus, averaged over `duration` (2m); pods
-  count as a third resource (the number of pods on the node). A node without a value counts
-  as using nothing (Volcano's metrics start at zero);
+- node usage: CPU and memory utilization from Prometheus with Volcano's own queries
+  (`volcano_cpu_query`: the mean over a 30s-step subquery of `duration`, 2m, of a 30 s irate),
+  answered by the simulated Prometheus from its scrapes; pods count as a third resource (the
+  number of pods on the node). A node without a value counts as using nothing (Volcano's
+  metrics start at zero, and a query that answers nothing leaves them there);
 - thresholds in percent: underutilized when every resource <= `thresholds` (and the node is
   schedulable), overutilized when any resource > `targetThresholds`; a resource left out gets
   100 (0 with deviation thresholds), so it never decides;
@@ -41,14 +43,28 @@ scheduler's `usage` plugin (`VolcanoUsage`, which Volcano's docs pair with LoadA
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.config import DeschedulerConfig
-from descheduler.framework import ExtensionPoint, Outcome, Plugin, PluginContext, PluginName
+from descheduler.cycle import Descheduler
+from descheduler.framework import (
+    FULL,
+    Attempt,
+    Evictor,
+    ExtensionPoint,
+    Outcome,
+    OwnerGuard,
+    Plugin,
+    PluginContext,
+    PluginName,
+    PluginRun,
+)
 from descheduler.plugins import load_aware, low_node_utilization
 from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
@@ -57,6 +73,7 @@ from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thr
 from embedded.scheduler import MAX_NODE_SCORE, FilterAnswer
 from tas.cluster.interface import Cluster
 from tas.cluster.model import Node, Pod
+from tas.durations import DurationError, parse_duration
 from tas.fit import requested, untolerated_taint
 from tas.types import MetricName, NodeName
 
@@ -64,9 +81,44 @@ log = logging.getLogger(__name__)
 
 NAME = PluginName("LoadAware")
 RESOURCES = ("cpu", "memory", "pods")
-#: The metric names Volcano's Prometheus queries stand for (1 - idle rate, 1 - MemAvailable).
-CPU_METRIC = MetricName("cpu_utilization")
-MEMORY_METRIC = MetricName("memory_utilization")
+#: LoadAware's `duration` default (volcano-sh/descheduler at 393a2d82,
+#: pkg/framework/plugins/loadaware/defaults.go: `if args.Duration == "" { args.Duration = "2m" }`).
+VOLCANO_DURATION = "2m"
+#: The subquery step and the irate range of Volcano's node CPU query (below).
+VOLCANO_SUBQUERY_STEP = 30.0
+VOLCANO_IRATE_RANGE = 30.0
+
+
+def volcano_cpu_query(duration: str) -> MetricName:
+    """Volcano's node CPU query (volcano-sh/descheduler at 393a2d82, pkg/framework/plugins/
+    loadaware/metrics/metrics_client_prometheus.go `NodeMetricsAvg`), without its
+    `instance="<node>"` matcher: Volcano asks node by node, the simulator answers every node
+    at once. With 30 s scrapes, `irate(...[30s])` rarely finds the two samples it needs: the
+    simulated Prometheus answers it as Prometheus would (`simulator.pipeline`)."""
+    return MetricName(
+        'avg_over_time((1 - (avg by (instance) (irate(node_cpu_seconds_total{mode="idle"}'
+        f"[30s])) * 1))[{duration}:30s])"
+    )
+
+
+def volcano_memory_query(duration: str) -> MetricName:
+    """Volcano's node memory query (the same function), without its `instance` matchers."""
+    return MetricName(
+        "avg_over_time(((1-node_memory_MemAvailable_bytes/node_memory_MemTotal_bytes))"
+        f"[{duration}:30s])"
+    )
+
+
+def read_volcano_query(name: str) -> tuple[str, float] | None:
+    """("cpu" or "memory", the range in seconds) when `name` is one of Volcano's node queries."""
+    for resource, query in (("cpu", volcano_cpu_query), ("memory", volcano_memory_query)):
+        prefix, suffix = query("\0").split("\0")
+        if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix + suffix):
+            try:
+                return resource, parse_duration(name[len(prefix) : -len(suffix)])
+            except DurationError:
+                return None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +128,7 @@ class VolcanoArgs:
     use_deviation_thresholds: bool = False
     number_of_nodes: int = 0
     node_fit: bool = False
-    duration: str = "2m"
+    duration: str = VOLCANO_DURATION
     evictable_namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
 
 
@@ -96,6 +148,12 @@ def parse_args(r: FieldReader) -> VolcanoArgs:
     # Volcano's query settings: the simulator's metric pipeline stands in for Prometheus.
     r.get("metrics")
     duration = r.get("duration")
+    if duration is not None:
+        try:
+            parse_duration(str(duration))
+        except DurationError as error:
+            r.problem(r.at("duration"), str(error))
+            duration = None
     # DefaultEvictor-style fields Volcano's argument type also carries; its DefaultEvictor
     # plugin is what applies them, as here.
     for key in (
@@ -114,7 +172,7 @@ def parse_args(r: FieldReader) -> VolcanoArgs:
         use_deviation_thresholds=r.boolean("useDeviationThresholds", False),
         number_of_nodes=r.integer("numberOfNodes", 0) or 0,
         node_fit=r.boolean("nodeFit", False),
-        duration=str(duration) if duration is not None else "2m",
+        duration=str(duration) if duration is not None else VOLCANO_DURATION,
         evictable_namespaces=r.namespaces("evictableNamespaces"),
     )
 
@@ -154,8 +212,9 @@ def _bounds(args: VolcanoArgs) -> tuple[dict[str, float], dict[str, float]]:
 def _node_states(args: VolcanoArgs, state: CycleState) -> list[_NodeState]:
     low_pct, high_pct = _bounds(args)
     nodes = state.ready_nodes
-    cpu = state.metrics.get(CPU_METRIC, {})
-    memory = state.metrics.get(MEMORY_METRIC, {})
+    # Volcano's metric client leaves a node at 0 when its query answers nothing or fails.
+    cpu = state.metrics.get(volcano_cpu_query(args.duration), {})
+    memory = state.metrics.get(volcano_memory_query(args.duration), {})
     average: dict[str, float] = dict.fromkeys(RESOURCES, 0.0)
     if args.use_deviation_thresholds and nodes:
         for node in nodes:
@@ -268,7 +327,7 @@ def _continue(node: _NodeState, capacity: Mapping[str, float]) -> bool:
 
 
 def metric_names(args: VolcanoArgs) -> set[MetricName]:
-    return {CPU_METRIC, MEMORY_METRIC}
+    return {volcano_cpu_query(args.duration), volcano_memory_query(args.duration)}
 
 
 PLUGIN = Plugin.serving(
@@ -280,7 +339,231 @@ def registry_for(contender: str) -> Registry:
     """The plugins a contender's descheduler document may name."""
     if contender == "volcano-loadaware":
         return Registry([*(p for p in PLUGINS if p.name != load_aware.NAME), PLUGIN])
+    if contender.startswith("psi-profile"):
+        return Registry([*PLUGINS, MIGRATION_AWARE_PLUGIN])
     return default_registry()
+
+
+# ------------------------------------------------- KubeVirt's KubevirtMigrationAware filter
+
+MIGRATION_AWARE = PluginName("KubevirtMigrationAware")
+#: The plugin's defaults: openshift-virtualization/kubevirt-descheduler-plugins, as vendored by
+#: openshift/cluster-kube-descheduler-operator at 945dcaa9, plugins/kubevirtmigrationaware/
+#: defaults.go: `defaultMigrationCooldown = 15 * time.Minute`, `defaultMaxMigrationCooldown =
+#: 6 * time.Hour`, `defaultMigrationHistoryWindow = 48 * time.Hour`; a field left out or 0
+#: gets its default (`SetDefaults_KubevirtMigrationAwareArgs`).
+DEFAULT_MIGRATION_COOLDOWN = 15 * 60.0
+DEFAULT_MAX_MIGRATION_COOLDOWN = 6 * 3600.0
+DEFAULT_MIGRATION_HISTORY_WINDOW = 48 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationAwareArgs:
+    migration_cooldown: float = DEFAULT_MIGRATION_COOLDOWN
+    max_migration_cooldown: float = DEFAULT_MAX_MIGRATION_COOLDOWN
+    migration_history_window: float = DEFAULT_MIGRATION_HISTORY_WINDOW
+
+
+def parse_migration_aware_args(r: FieldReader) -> MigrationAwareArgs:
+    """`migrationCooldown`, `maxMigrationCooldown`, `migrationHistoryWindow` (validation.go:
+    none negative; a cap below the floor is refused when both are set)."""
+    found: dict[str, float] = {}
+    for key, default in (
+        ("migrationCooldown", DEFAULT_MIGRATION_COOLDOWN),
+        ("maxMigrationCooldown", DEFAULT_MAX_MIGRATION_COOLDOWN),
+        ("migrationHistoryWindow", DEFAULT_MIGRATION_HISTORY_WINDOW),
+    ):
+        # The reader refuses negative durations.
+        found[key] = r.duration(key) or default
+    if found["maxMigrationCooldown"] < found["migrationCooldown"]:
+        r.problem(r.at("maxMigrationCooldown"), "must be at least migrationCooldown")
+    return MigrationAwareArgs(
+        found["migrationCooldown"], found["maxMigrationCooldown"], found["migrationHistoryWindow"]
+    )
+
+
+#: Served at `filter` and `preEvictionFilter`, as the operator enables it; no cycle runs it
+#: (this project's framework runs only the DefaultEvictor there): `KubevirtMigrationAware`
+#: applies it around the profile's plugins.
+MIGRATION_AWARE_PLUGIN: Plugin[MigrationAwareArgs] = Plugin(
+    name=MIGRATION_AWARE,
+    points=frozenset({ExtensionPoint.FILTER, ExtensionPoint.PRE_EVICTION_FILTER}),
+    args_type=MigrationAwareArgs,
+    parse_args=parse_migration_aware_args,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VmiState:
+    """A VirtualMachineInstance as the plugin's informer holds it: its identity and its
+    `status.migrationState` timestamps (seconds; None where absent)."""
+
+    uid: str
+    migration_start: float | None = None
+    migration_end: float | None = None
+
+    @property
+    def migrating(self) -> bool:
+        return self.migration_start is not None and self.migration_end is None
+
+
+#: The VMI behind a pod (KubeVirt's `kubevirt.io/domain` annotation), None for other pods.
+VmiLookup = Callable[[Pod], VmiState | None]
+
+
+@dataclass
+class KubevirtMigrationAware:
+    """The plugin (kubevirtmigrationaware.go at the operator's 945dcaa9 vendoring), per profile:
+
+    - `Filter` refuses a virt-launcher pod whose VMI is migrating (a start, no end);
+    - `PreEvictionFilter` defers one whose VMI migrated within its cooldown: max(
+      migrationCooldown, the last migration's duration), doubled for each further completion
+      within `migrationHistoryWindow` (`for i := 1; i < count; i++`), capped at
+      `maxMigrationCooldown`; the loop then tries the profile's next pod;
+    - the history is the informer's: every change of a VMI's `endTimestamp` is one completion,
+      whatever caused the migration. Here a VMI is looked at whenever a filter asks about its
+      pod, which in the simulator is before any eviction of it (the descheduler is what
+      migrates VMs), so no completion is missed.
+    Pods without a VMI pass both (its fail-open contract). `blocks` counts what it held back,
+    by reason (`descheduler_kubevirt_eviction_blocks_total`).
+    """
+
+    args: MigrationAwareArgs
+    vmis: VmiLookup
+    now: Callable[[], float]
+    filter_enabled: bool = True
+    pre_eviction_enabled: bool = True
+    history: dict[str, list[float]] = field(default_factory=dict)
+    blocks: dict[str, int] = field(default_factory=dict)
+    _last_end: dict[str, float] = field(default_factory=dict)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> KubevirtMigrationAware:
+        """Its memory copied, its informer and clock shared (`Descheduler.dry_run`)."""
+        return dataclasses.replace(
+            self,
+            history={uid: list(times) for uid, times in self.history.items()},
+            blocks=dict(self.blocks),
+            _last_end=dict(self._last_end),
+        )
+
+    def _look_up(self, pod: Pod) -> VmiState | None:
+        vmi = self.vmis(pod)
+        end = vmi.migration_end if vmi is not None else None
+        if vmi is not None and end is not None and self._last_end.get(vmi.uid) != end:
+            self._last_end[vmi.uid] = end
+            self.history.setdefault(vmi.uid, []).append(end)
+        return vmi
+
+    def filter(self, pod: Pod) -> bool:
+        vmi = self._look_up(pod)
+        if not self.filter_enabled or vmi is None or not vmi.migrating:
+            return True
+        self._count("migration_in_progress")
+        return False
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        vmi = self._look_up(pod)
+        if not self.pre_eviction_enabled or vmi is None or vmi.migration_end is None:
+            return True
+        if self.now() - vmi.migration_end < self.effective_cooldown(vmi):
+            self._count("cooldown")
+            return False
+        return True
+
+    def effective_cooldown(self, vmi: VmiState) -> float:
+        args = self.args
+        cooldown = args.migration_cooldown
+        if vmi.migration_start is not None and vmi.migration_end is not None:
+            cooldown = max(cooldown, vmi.migration_end - vmi.migration_start)
+        for _ in range(1, self._count_within_window(vmi.uid)):
+            cooldown *= 2
+            if cooldown >= args.max_migration_cooldown:
+                break
+        return min(cooldown, args.max_migration_cooldown)
+
+    def _count_within_window(self, uid: str) -> int:
+        cutoff = self.now() - self.args.migration_history_window
+        kept = [t for t in self.history.get(uid, []) if t > cutoff]
+        self.history[uid] = kept
+        return len(kept)
+
+    def _count(self, reason: str) -> None:
+        self.blocks[reason] = self.blocks.get(reason, 0) + 1
+
+
+@dataclass(frozen=True)
+class _MigrationAwareEvictor:
+    """A profile's evictor with the plugin's filters added to the DefaultEvictor's."""
+
+    evictor: Evictor
+    plugin: KubevirtMigrationAware
+
+    def filter(self, pod: Pod) -> bool:
+        return self.evictor.filter(pod) and self.plugin.filter(pod)
+
+    def pre_eviction_filter(self, pod: Pod) -> bool:
+        return self.evictor.pre_eviction_filter(pod) and self.plugin.pre_eviction_filter(pod)
+
+    def evict(
+        self,
+        pod: Pod,
+        *,
+        strategy: str,
+        reason: str,
+        among: Collection[NodeName] | None = None,
+        guard: OwnerGuard = FULL,
+    ) -> Attempt:
+        return self.evictor.evict(pod, strategy=strategy, reason=reason, among=among, guard=guard)
+
+
+@dataclass
+class _WithMigrationAwareness:
+    """A profile's plugin run whose evictor carries the KubevirtMigrationAware filters."""
+
+    inner: PluginRun
+    plugin: KubevirtMigrationAware
+
+    def run(self, context: PluginContext) -> None:
+        evictor = _MigrationAwareEvictor(context.evictor, self.plugin)
+        self.inner.run(dataclasses.replace(context, evictor=evictor))
+
+
+def add_migration_awareness(
+    descheduler: Descheduler,
+    document: Mapping[str, Any],
+    *,
+    vmis: VmiLookup,
+    now: Callable[[], float],
+) -> list[KubevirtMigrationAware]:
+    """Apply KubevirtMigrationAware to every plugin of each profile of `document` (the
+    DeschedulerPolicy `descheduler` runs) that enables it at `filter` or `preEvictionFilter`,
+    as the operator does for KubeVirtRelieveAndMigrate (target_config_reconciler.go at 945dcaa9:
+    both points, always, with a `pluginConfig` entry of its own). Returns one plugin instance
+    per such profile (each remembers its own history)."""
+    added: list[KubevirtMigrationAware] = []
+    by_name = {p.name: p for p in descheduler.config.profiles}
+    for raw in document.get("profiles") or []:
+        profile = by_name.get(raw.get("name", ""))
+        plugins = raw.get("plugins") or {}
+
+        def enabled(point: str, plugins: Mapping[str, Any] = plugins) -> bool:
+            return MIGRATION_AWARE in ((plugins.get(point) or {}).get("enabled") or [])
+
+        at_filter, at_pre = enabled("filter"), enabled("preEvictionFilter")
+        if profile is None or not (at_filter or at_pre):
+            continue
+        plugin = KubevirtMigrationAware(
+            profile.args_of(MIGRATION_AWARE_PLUGIN),
+            vmis,
+            now,
+            filter_enabled=at_filter,
+            pre_eviction_enabled=at_pre,
+        )
+        for key, run in list(descheduler.plugins.items()):
+            if key[0] == profile.name:
+                descheduler.plugins[key] = _WithMigrationAwareness(run, plugin)
+        added.append(plugin)
+    return added
 
 
 # ------------------------------------------------------------- OpenShift's soft tainter
@@ -469,19 +752,23 @@ class VolcanoUsage:
         return FilterAnswer(passed=passed, failed=failed)
 
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
+        return {name: round(p / 10) for name, p in self.points(pod, candidates).items()}
+
+    def points(self, pod: Pod, candidates: Sequence[NodeName]) -> dict[NodeName, float]:
+        """The plugin's own node order, 0..500 (none without fresh metrics)."""
         if not self._fresh():
-            return dict.fromkeys(candidates, 0)
+            return dict.fromkeys(candidates, 0.0)
         nodes = self.nodes()
         recent = self.recent()
-        scores: dict[NodeName, int] = {}
+        scores: dict[NodeName, float] = {}
         for name in candidates:
             node = nodes.get(name)
             if node is None:
-                scores[name] = 0
+                scores[name] = 0.0
                 continue
             cpu, memory = self._composites(node, recent.get(name, (0.0, 0.0)))
             share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
-            scores[name] = round(share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT / 10)
+            scores[name] = share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT
         return scores
 
     def _composites(self, node: Node, shadow: tuple[float, float]) -> tuple[float, float]:
@@ -500,6 +787,86 @@ class VolcanoUsage:
         if (cpu + used) / 2.0 >= VOLCANO_RISK_THRESHOLD:
             return composites(VOLCANO_RISK_FACTOR)
         return cpu, used
+
+
+#: The Volcano scheduler's `binpack` defaults (volcano-sh/volcano at ed72c7c8,
+#: pkg/scheduler/plugins/binpack/binpack.go `calculateWeight`): binpack.weight 1, cpu 1,
+#: memory 1.
+VOLCANO_BINPACK_WEIGHTS = {"cpu": 1, "memory": 1}
+VOLCANO_BINPACK_WEIGHT = 1
+
+
+def volcano_binpack(pod: Pod, node: Node, used: tuple[float, float]) -> float:
+    """The `binpack` plugin's score of a node for a pod, 0..100 (binpack.go `BinPackingScore`):
+    per resource the pod requests, (its request + what the node's pods request) / allocatable,
+    weighted; 0 when the pod would not fit in one of them."""
+    score = 0.0
+    weights = 0
+    for resource, node_used in zip(("cpu", "memory"), used, strict=True):
+        request = pod.requests.get(resource, 0.0)
+        capacity = node.allocatable.get(resource, 0.0)
+        if request == 0:
+            continue
+        weight = VOLCANO_BINPACK_WEIGHTS[resource]
+        if capacity == 0:
+            weights += weight
+            continue
+        if request + node_used > capacity:
+            return 0.0
+        score += (request + node_used) * weight / capacity
+        weights += weight
+    if weights:
+        score /= weights
+    return score * MAX_NODE_SCORE * VOLCANO_BINPACK_WEIGHT
+
+
+@dataclass
+class VolcanoScheduler:
+    """What the Volcano scheduler adds to kube-scheduler's scoring, as one in-process
+    extender: its shipped configuration (volcano-sh/volcano at ed72c7c8, installer/helm/chart/
+    volcano/config/volcano-scheduler.conf) orders nodes with `nodeorder` and `binpack`, and
+    Volcano's docs add `usage` for the LoadAware descheduler.
+
+    - `nodeorder` wraps kube-scheduler's score plugins with kube-scheduler's weights
+      (nodeorder.go `calculateWeight`: leastrequested 1, balancedresource 1, tainttoleration 3,
+      nodeaffinity 2, podaffinity 2, podtopologyspread 2, imagelocality 1, mostrequested 0):
+      the scheduler model's own scores stand for it;
+    - `binpack` (`volcano_binpack`) adds the requested share of each node, so with
+      leastrequested at the same weight the two cancel and requests no longer spread pods;
+    - `usage` (`VolcanoUsage`) filters and scores by real usage.
+    Both scores are in Volcano's units (0..100 per plugin and weight) and are answered, summed,
+    in tenths: the scheduler model multiplies an extender's score by 10.
+    """
+
+    usage: VolcanoUsage
+    #: What the pods on each node request (cpu cores, memory bytes): Volcano's `node.Used`.
+    requested: Callable[[], Mapping[NodeName, tuple[float, float]]]
+
+    @property
+    def weight(self) -> int:
+        return self.usage.weight
+
+    @property
+    def ignorable(self) -> bool:
+        return self.usage.ignorable
+
+    def filter(self, pod: Pod, candidates: Sequence[NodeName]) -> FilterAnswer:
+        return self.usage.filter(pod, candidates)
+
+    def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
+        usage = self.usage.points(pod, candidates)
+        nodes = self.usage.nodes()
+        requested = self.requested()
+        scores: dict[NodeName, int] = {}
+        for name in candidates:
+            node = nodes.get(name)
+            binpack = (
+                volcano_binpack(pod, node, requested.get(name, (0.0, 0.0)))
+                if node is not None
+                else 0.0
+            )
+            scores[name] = round((usage.get(name, 0.0) + binpack) / 10)
+        return scores
 
 
 def volcano_estimate(requests: Mapping[str, float]) -> tuple[float, float]:

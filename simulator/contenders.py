@@ -10,10 +10,21 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 |---|---|---|
 | requests | kube-scheduler defaults | none |
 | requests-lnu | as requests | upstream LowNodeUtilization on requests, OpenShift docs' example |
-| tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity |
-| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it, + soft tainter |
+| tas | requests + TAS-semantics extender (weight 1) | RemovePodsViolatingNodeAffinity (a) |
+| psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it (b) |
+| psi-profile-60s | as requests | as psi-profile, every 60 s instead of every hour |
 | volcano-loadaware | requests + Volcano's `usage` plugin | Volcano LoadAware as documented |
 | ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
+
+(a) on the `<policy>=violating` labels TAS's controller writes every 5 s, with no breaker.
+(b) KubevirtMigrationAware included, with OpenShift's soft tainter beside it.
+
+Each descheduler runs as often as its source ships it (`ContenderSpec.descheduling_interval`,
+each constant citing where it comes from): the OpenShift operator's KubeDescheduler every hour,
+Volcano's every 10 minutes, upstream's (TAS's) every 2 minutes. Ours runs at the scenario's
+`deschedulingInterval` (60 s unless the scenario says otherwise, as deploy/cluster ships it).
+A scenario or a family may run a baseline at another cadence
+(`contenders.<name>.deschedulingInterval`), and the report says so under its table.
 
 Upstream descheduler baselines have no per-owner cooldown and no circuit breaker, so their
 documents switch both off (`evictionCooldownSeconds: 0`, `maxViolatingNodeShare: 1`); this
@@ -34,13 +45,55 @@ from descheduler.config import ConfigError, DeschedulerConfig, parse_config
 from extender.settings import ExtenderSettings
 from simulator.baselines import registry_for
 from simulator.extenders import OURS_WEIGHT, TAS_WEIGHT
-from simulator.scenario import ContenderSettings
+from simulator.scenario import ContenderSettings, Scenario
 
 
 class ExtenderKind(enum.StrEnum):
     NONE = "none"
     OURS = "ours"
     TAS = "tas"
+
+
+# ------------------------------------------------------------------ shipped cadences
+
+#: The OpenShift operator's KubeDescheduler (psi-profile, requests-lnu): 3600 s.
+#: openshift/cluster-kube-descheduler-operator at 945dcaa9: the CRD has no default, and the
+#: operator refuses a KubeDescheduler without a positive interval (target_config_reconciler.go,
+#: "descheduler should have an interval set"); every KubeDescheduler it ships sets
+#: `deschedulingIntervalSeconds: 3600` (deploy/02_kube-descheduler-operator.cr.yaml, the CSV's
+#: alm-examples in manifests/cluster-kube-descheduler-operator.clusterserviceversion.yaml, the
+#: README's example), and so does the PSI lab's KubeDescheduler (/work/shared/seeds/001).
+OPENSHIFT_DESCHEDULING_INTERVAL = 3600.0
+#: A short cadence for the PSI profile, its own contender (psi-profile-60s) so a report can
+#: show both: the lab's guide lowers `deschedulingIntervalSeconds` "for testing purposes"
+#: (/work/shared/seeds/001 patches it to 5 s); 60 s is ours' shipped cadence, the one every
+#: descheduler contender ran at before each ran at its own.
+PSI_TESTING_INTERVAL = 60.0
+#: Volcano's descheduler: 10 minutes. volcano-sh/descheduler at 393a2d82,
+#: installer/volcano-descheduler-development.yaml runs `/vc-descheduler
+#: --descheduling-interval=10m` (its cron expression `*/10 * * * *` says the same, and the
+#: interval wins when both are set: README).
+VOLCANO_DESCHEDULING_INTERVAL = 600.0
+#: The upstream descheduler that TAS's demo pairs with its labels (tas): every 2 minutes.
+#: TAS's health-metric demo runs it once by hand (intel/platform-aware-scheduling at c4c90e36,
+#: telemetry-aware-scheduling/deploy/health-metric-demo/run_descheduler, no interval) and
+#: points to upstream's install; kubernetes-sigs/descheduler at 7d2b28bf ships its Helm chart
+#: as `kind: CronJob` with `schedule: "*/2 * * * *"` (charts/descheduler/values.yaml; the
+#: Deployment variant, not the default, uses `deschedulingInterval: 5m`).
+UPSTREAM_DESCHEDULING_INTERVAL = 120.0
+#: Ours: deploy/cluster/descheduler.yaml runs `tas descheduler --descheduling-interval 60s`;
+#: the scenario's `deschedulingInterval` (default 60 s) says how ours is deployed there.
+OURS_DESCHEDULING_INTERVAL = 60.0
+
+
+#: Intel TAS's controller: its metric cache and its enforcer (which labels the nodes that violate
+#: a deschedule rule `<policy>=violating`) each run on a ticker of `--syncPeriod`, default 5s
+#: (intel/platform-aware-scheduling at c4c90e36, telemetry-aware-scheduling/cmd/main.go:
+#: `flag.StringVar(&syncPeriod, "syncPeriod", "5s", ...)`, `metricTicker`, `enforcerTicker`;
+#: pkg/strategies/core/enforcer.go `EnforceRegisteredStrategies` loops on the ticker). The
+#: enforcer labels every node `Violated` finds (pkg/strategies/deschedule/enforce.go
+#: `Enforce`, strategy.go `Violated`): no circuit breaker.
+TAS_SYNC_PERIOD = 5.0
 
 
 class Staleness(enum.StrEnum):
@@ -170,10 +223,13 @@ REQUESTS_LNU = (
 #   without the customization is the CPU-and-memory `linear_amplified_ideal_point_...` one);
 # - the protected namespaces excluded; DefaultEvictor evictLocalStoragePods, noEvictionPolicy
 #   Mandatory (upstream's nodeFit default, off).
+# - `KubevirtMigrationAware`, which the operator always adds to this profile (a `pluginConfig`
+#   entry `{}`, enabled at `filter` and `preEvictionFilter`; the `dev*Migration*`
+#   customizations unset, so its defaults: 15m cooldown, doubling per migration in 48h, 6h cap):
+#   a VM is not migrated again within its cooldown (`simulator.baselines.
+#   KubevirtMigrationAware`, applied around the profile's plugins by the runner).
 # Left out: `nodeSelector: kubevirt.io/schedulable=true` (KubeVirt labels its nodes; every
-# simulated node stands for one), and the `KubevirtMigrationAware` filter (keeps a VM from
-# migrating again within `migrationCooldown`, per VM; this descheduler's cooldown is per owner,
-# which would hold a whole workload). The soft tainter is not a descheduler plugin in OpenShift
+# simulated node stands for one). The soft tainter is not a descheduler plugin in OpenShift
 # but a controller of its own: `simulator.baselines.OpenShiftSoftTainter`.
 PSI_PROFILE = (
     BASELINE_POLICY
@@ -209,16 +265,26 @@ profiles:
           nodeFit: false
           evictLocalStoragePods: true
           noEvictionPolicy: Mandatory
+      - name: KubevirtMigrationAware
+        args: {}
     plugins:
       balance:
         enabled: [LowNodeUtilization]
+      filter:
+        enabled: [DefaultEvictor, KubevirtMigrationAware]
+      preEvictionFilter:
+        enabled: [KubevirtMigrationAware]
 """
 )
 
-# Volcano's documented default policy (the volcano-descheduler ConfigMap in its docs and
-# installer): DefaultEvictor ignorePvcPods, nodeFit, priorityThreshold 10000; LoadAware with
-# thresholds cpu 30 / memory 30 and targetThresholds cpu 80 / memory 85. Volcano has no cooldown
-# and no circuit breaker.
+# Volcano's shipped policy, the volcano-descheduler ConfigMap of volcano-sh/descheduler at
+# 393a2d82 (installer/volcano-descheduler-development.yaml): DefaultEvictor ignorePvcPods,
+# nodeFit, priorityThreshold 10000; LoadAware with thresholds cpu 30 / memory 30 and
+# targetThresholds cpu 80 / memory 85, and no `nodeFit` of its own: LoadAware's defaults
+# (pkg/framework/plugins/loadaware/defaults.go) leave it false and `duration` 2m (it would act
+# only in LoadAware's PreEvictionFilter, which the ConfigMap does not enable either). Volcano
+# has no cooldown and no circuit breaker. The ConfigMap's `metrics: {address: null}` stands
+# for the user's Prometheus: here the simulated one, answering Volcano's own queries.
 VOLCANO = (
     BASELINE_POLICY
     + """profiles:
@@ -237,7 +303,6 @@ VOLCANO = (
           metrics:
             address: null
             type: null
-          nodeFit: true
           targetThresholds:
             cpu: 80
             memory: 85
@@ -269,6 +334,15 @@ class ContenderSpec:
     #: The Volcano scheduler's `usage` plugin filters and scores beside kube-scheduler's, and
     #: the descheduler reads per-pod usage with Volcano's own query.
     volcano_scheduler: bool = False
+    #: Seconds between descheduling cycles as its source ships it; None: the scenario's
+    #: `deschedulingInterval` (ours), or no descheduler at all.
+    descheduling_interval: float | None = None
+    #: Seconds between metric refreshes and controller cycles as its source ships them; None:
+    #: the scenario's `syncPeriod` (ours' controller and extender, and the Prometheus readers).
+    sync_period: float | None = None
+    #: Its controller holds new `violating` labels back while too many nodes violate at once
+    #: (this project's circuit breaker); TAS's enforcer has none.
+    controller_breaker: bool = True
 
 
 CONTENDERS: Mapping[str, ContenderSpec] = {
@@ -276,9 +350,27 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
     for spec in (
         ContenderSpec("requests", ExtenderKind.NONE, 0, None, Staleness.QUERY, False, False),
         ContenderSpec(
-            "requests-lnu", ExtenderKind.NONE, 0, REQUESTS_LNU, Staleness.QUERY, False, False
+            "requests-lnu",
+            ExtenderKind.NONE,
+            0,
+            REQUESTS_LNU,
+            Staleness.QUERY,
+            False,
+            False,
+            descheduling_interval=OPENSHIFT_DESCHEDULING_INTERVAL,
         ),
-        ContenderSpec("tas", ExtenderKind.TAS, TAS_WEIGHT, TAS, Staleness.NEVER, True, False),
+        ContenderSpec(
+            "tas",
+            ExtenderKind.TAS,
+            TAS_WEIGHT,
+            TAS,
+            Staleness.NEVER,
+            True,
+            False,
+            descheduling_interval=UPSTREAM_DESCHEDULING_INTERVAL,
+            sync_period=TAS_SYNC_PERIOD,
+            controller_breaker=False,
+        ),
         ContenderSpec(
             "psi-profile",
             ExtenderKind.NONE,
@@ -288,6 +380,18 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
             False,
             False,
             openshift_soft_tainter=True,
+            descheduling_interval=OPENSHIFT_DESCHEDULING_INTERVAL,
+        ),
+        ContenderSpec(
+            "psi-profile-60s",
+            ExtenderKind.NONE,
+            0,
+            PSI_PROFILE,
+            Staleness.QUERY,
+            False,
+            False,
+            openshift_soft_tainter=True,
+            descheduling_interval=PSI_TESTING_INTERVAL,
         ),
         ContenderSpec(
             "volcano-loadaware",
@@ -299,6 +403,7 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
             False,
             pod_usage=True,
             volcano_scheduler=True,
+            descheduling_interval=VOLCANO_DESCHEDULING_INTERVAL,
         ),
         # Ours reads per-pod usage as `tas descheduler --metrics prometheus:URL` does (the
         # container series; here the model's per-pod usage).
@@ -318,10 +423,29 @@ class Contender:
     config: DeschedulerConfig | None
     #: Ours' extender flags as the scenario sets them (None: `tas extender`'s defaults).
     extender: ExtenderSettings | None = None
+    #: The scenario's (or the family's) cadence for this contender (None: its source's).
+    descheduling_interval: float | None = None
+    #: The DeschedulerPolicy document `config` was read from (what the framework does not
+    #: keep: the plugins enabled at `filter` and `preEvictionFilter`).
+    document: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def sync_period(self, scenario: Scenario) -> float:
+        """Seconds between its metric refreshes and controller cycles in `scenario`."""
+        return self.spec.sync_period or scenario.sync_period
+
+    def interval(self, scenario: Scenario) -> float:
+        """Seconds between its descheduling cycles in `scenario`: the scenario's setting for
+        this contender, else its source's shipped cadence, else (ours) the scenario's
+        `deschedulingInterval`."""
+        return (
+            self.descheduling_interval
+            or self.spec.descheduling_interval
+            or scenario.descheduling_interval
+        )
 
 
 @dataclass(frozen=True)
@@ -348,7 +472,14 @@ def resolve(name: str, settings: ContenderSettings | None = None) -> Contender |
                 name,
                 f"the descheduler config reader rejects its DeschedulerPolicy: {shown}{more}",
             )
-    return Contender(spec, settings.extender_weight or spec.weight, config, settings.extender)
+    return Contender(
+        spec,
+        settings.extender_weight or spec.weight,
+        config,
+        settings.extender,
+        settings.descheduling_interval,
+        document,
+    )
 
 
 def choose_contenders(text: str) -> list[str]:

@@ -9,7 +9,10 @@ loop can do, so the simulator models the lag the way Prometheus makes it:
   adapter caches), and a rate is the counter's increase between the first and the last scrape
   of the `window` ending there (`rate(node_pressure_cpu_waiting_seconds_total[1m])`): no rate
   without two scrapes in the window, as in Prometheus;
-- each value carries its sample time (the last scrape's), so staleness checks judge it right.
+- each value carries its sample time (the last scrape's), so staleness checks judge it right;
+- components that send their own PromQL get it evaluated the same way: Volcano's LoadAware
+  queries (`avg_over_time(irate(...[30s])[2m:30s])`, `volcano_node_query`) see only the
+  scrapes each subquery point would, so a 30 s irate over 30 s scrapes answers nothing.
 
 `ModelSource` serves this through the real `MetricSource` protocol, so every contender reads it
 through `tas.metrics.refreshing.RefreshingMetricView`, the components' own metric code path.
@@ -31,6 +34,7 @@ from descheduler.framework import PodUsage
 from descheduler.signals import combined_cpu
 from descheduler.state import CycleState
 from descheduler.usage import CPU_SIGNALS, MEMORY_SIGNALS
+from simulator.baselines import VOLCANO_IRATE_RANGE, VOLCANO_SUBQUERY_STEP, read_volcano_query
 from simulator.clock import VirtualClock
 from simulator.scenario import Pipeline
 from simulator.world import (
@@ -62,8 +66,11 @@ VOLCANO_PERIOD = 600.0
 VOLCANO_RATE_RANGE = 300.0
 VOLCANO_STEP = 30.0
 #: Volcano's descheduler reads a pod's usage as `avg_over_time(irate(...[30s])[2m:30s])`
-#: (its LoadAware `duration`, 2m): a value exists once two scrapes of the pod are in range.
+#: (its LoadAware `duration`, 2m): a value exists once a subquery point has two scrapes of the
+#: pod in its 30 s range.
 VOLCANO_POD_RANGE = 120.0
+#: Prometheus's lookback for an instant vector selector (`--query.lookback-delta`, 5m).
+LOOKBACK = 300.0
 #: What the scrape store must keep for Volcano's node query.
 VOLCANO_HISTORY = VOLCANO_PERIOD + VOLCANO_RATE_RANGE
 
@@ -145,6 +152,10 @@ class ScrapeStore:
             del self.scrapes[:cut]
             del self._times[:cut]
 
+    def last_by(self, t: float) -> int:
+        """The index of the last scrape taken at or before `t`; -1 when none."""
+        return bisect.bisect_right(self._times, t + 1e-9) - 1
+
     def visible(self, t: float) -> int:
         """The index of the last scrape visible at `t` (after the delay); -1 when none."""
         return bisect.bisect_right(self._times, t - self.spec.delay + 1e-9) - 1
@@ -223,6 +234,8 @@ class ModelSource:
                 values = self._per_node(end.memory_utilization, end.present)
             elif name == COMBINED_QUERY:
                 values = _combined(rates[CPU_UTILIZATION], rates[CPU_PRESSURE])
+            elif (volcano := read_volcano_query(name)) is not None:
+                values = self.volcano_node_query(*volcano)
             else:
                 values = dict(end.gauges.get(name, {}))
             values = self._bogus(name, end.t, values, end)
@@ -274,33 +287,42 @@ class ModelSource:
         return self._per_pod(np.flatnonzero(same), cpu, end)
 
     def volcano_pod_usage(self) -> dict[tuple[str, str], tuple[float, float]]:
-        """Per pod, as Volcano's descheduler queries it (`VOLCANO_POD_RANGE`): the rate from
-        the pod's first scrape in the last 2 minutes to its latest one, so a value exists as
-        soon as the pod has been scraped twice, not a whole window after it started."""
+        """Per pod, as Volcano's descheduler queries it (`PodsMetricsAvg`:
+        `avg_over_time(irate(container_cpu_usage_seconds_total{pod=...}[30s])[2m:30s])`, its
+        memory the latest `container_memory_usage_bytes`), evaluated as Prometheus does (see
+        `volcano_node_query`): at each 30 s subquery point of the last 2 minutes, the rate
+        between the last two scrapes of the pod in the 30 s before it; the mean of the points
+        there are. A pod has a value once a point has two scrapes of it, not a window later;
+        with 30 s scrapes, mostly never."""
         store = self.store
-        last = store.visible(self.clock.elapsed)
-        if last < 0:
+        now = self.clock.elapsed
+        ingested = now - store.spec.delay
+        latest = store.last_by(ingested)
+        if latest < 0:
             return {}
-        end = store.scrapes[last]
+        end = store.scrapes[latest]
         size = len(end.slot_instance)
-        first = np.full(size, -1, dtype=np.int64)
-        for index in range(store.first_since(end.t - VOLCANO_POD_RANGE), last):
-            scrape = store.scrapes[index]
-            n = min(size, len(scrape.slot_instance))
-            same = np.zeros(size, dtype=np.bool_)
-            same[:n] = (
-                (scrape.slot_instance[:n] == end.slot_instance[:n])
-                & (scrape.slot_node[:n] >= 0)
-                & (scrape.slot_node[:n] == end.slot_node[:n])
+        total, points = np.zeros(size), np.zeros(size)
+        t = np.floor(now / VOLCANO_SUBQUERY_STEP + 1e-9) * VOLCANO_SUBQUERY_STEP
+        while t > now - VOLCANO_POD_RANGE + 1e-9:
+            last = store.last_by(min(t, ingested))
+            t_point, t = t, t - VOLCANO_SUBQUERY_STEP
+            if last < 1 or store.scrapes[last - 1].t <= t_point - VOLCANO_IRATE_RANGE + 1e-9:
+                continue
+            a, b = store.scrapes[last - 1], store.scrapes[last]
+            n = min(size, len(a.slot_instance), len(b.slot_instance))
+            same = (
+                (a.slot_instance[:n] == b.slot_instance[:n])
+                & (b.slot_instance[:n] == end.slot_instance[:n])
+                & (a.slot_node[:n] >= 0)
+                & (a.slot_node[:n] == b.slot_node[:n])
             )
-            first[same & (first < 0)] = index
+            rate = (b.slot_cpu_seconds[:n] - a.slot_cpu_seconds[:n]) / (b.t - a.t)
+            total[:n] += np.where(same, rate, 0.0)
+            points[:n] += same
+        slots = np.flatnonzero(points)
         cpu = np.zeros(size)
-        slots = np.flatnonzero(first >= 0)
-        for slot in slots:
-            start = store.scrapes[int(first[slot])]
-            cpu[slot] = (end.slot_cpu_seconds[slot] - start.slot_cpu_seconds[slot]) / (
-                end.t - start.t
-            )
+        cpu[slots] = total[slots] / points[slots]
         return self._per_pod(slots, cpu, end)
 
     def _per_pod(
@@ -386,6 +408,46 @@ class ModelSource:
             cpu = cpu_sum[i] / cpu_count[i] if cpu_count[i] else 0.0
             found[world.node_names[i]] = (100.0 * cpu, 100.0 * memory_sum[i] / memory_count[i])
         return found
+
+    def volcano_node_query(self, resource: str, duration: float) -> dict[NodeName, float]:
+        """Volcano's LoadAware node query (`simulator.baselines.volcano_cpu_query`,
+        `volcano_memory_query`) as Prometheus evaluates it now: a subquery at the multiples of
+        30 s in (now - `duration`, now] (Prometheus 3's left-open range), each point seeing
+        the scrapes taken by then and ingested by now (after the delay), then their mean.
+        At a point, CPU is `irate` over the 30 s before it: the last two scrapes in that range,
+        none with fewer than two (so with 30 s scrapes mostly none); memory is the last scrape
+        within the 5 m lookback. A node without any point has no value: Volcano reads 0."""
+        store = self.store
+        now = self.clock.elapsed
+        world = store.world
+        n = world.node_count
+        total, points = np.zeros(n), np.zeros(n)
+        ingested = now - store.spec.delay
+        t = np.floor(now / VOLCANO_SUBQUERY_STEP + 1e-9) * VOLCANO_SUBQUERY_STEP
+        while t > now - duration + 1e-9:
+            last = store.last_by(min(t, ingested))
+            t_point, t = t, t - VOLCANO_SUBQUERY_STEP
+            if last < 0:
+                continue
+            end = store.scrapes[last]
+            size = min(n, len(end.present))
+            if resource == "memory":
+                if end.t <= t_point - LOOKBACK:
+                    continue
+                present = end.present[:size]
+                total[:size] += np.where(present, end.memory_utilization[:size], 0.0)
+                points[:size] += present
+                continue
+            if last < 1 or store.scrapes[last - 1].t <= t_point - VOLCANO_IRATE_RANGE + 1e-9:
+                continue
+            start = store.scrapes[last - 1]
+            a, b = start.counters[CPU_UTILIZATION], end.counters[CPU_UTILIZATION]
+            m = min(size, len(a), len(b))
+            both = end.present[:m] & start.present[:m]
+            rate = np.clip((b[:m] - a[:m]) / (end.t - start.t), 0.0, 1.0)
+            total[:m] += np.where(both, rate, 0.0)
+            points[:m] += both
+        return {world.node_names[i]: float(total[i] / points[i]) for i in np.flatnonzero(points)}
 
     def metrics_server(
         self,

@@ -42,7 +42,10 @@ from policy_controller.self_metrics import ControllerMetrics
 from simulator.baselines import (
     VOLCANO_METRICS_INTERVAL,
     OpenShiftSoftTainter,
+    VmiState,
+    VolcanoScheduler,
     VolcanoUsage,
+    add_migration_awareness,
     volcano_estimate,
 )
 from simulator.clock import VirtualClock
@@ -66,6 +69,7 @@ from simulator.pipeline import (
 )
 from simulator.scenario import Scenario
 from simulator.world import InformerOrder, ModelState, World
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
@@ -81,6 +85,8 @@ log = logging.getLogger(__name__)
 Progress = Callable[[float], None]
 #: Staleness that never comes: TAS keeps every value forever.
 NEVER = 1e15
+#: A breaker share no evaluation can exceed (more than all of the nodes never violate).
+NO_BREAKER = 1.0
 
 #: The plugins that evict because a policy's deschedule rule named the node: TASViolations
 #: directly, RemovePodsViolatingNodeAffinity through the `<policy>=violating` label the
@@ -115,7 +121,7 @@ def max_age(contender: Contender, scenario: Scenario) -> float | None:
     # Queried each cycle: the answer of the last refresh only (a step of slack for rounding).
     # Its values carry the query's evaluation time (`QueryAnswers`), not the scrape's, so the
     # pipeline's delay and scrape interval do not make a fresh answer look stale.
-    return scenario.sync_period + scenario.step / 2
+    return contender.sync_period(scenario) + scenario.step / 2
 
 
 class QueryAnswers:
@@ -263,9 +269,10 @@ def build_run(
     volcano = contender.spec.volcano_scheduler
     store_ = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY if volcano else 0.0)
     source = ModelSource(store_, clock, faults=not clairvoyant)
+    sync_period = contender.sync_period(scenario)
     view = RefreshingMetricView(
         QueryAnswers(source, clock) if contender.spec.staleness is Staleness.QUERY else source,
-        sync_period=scenario.sync_period,
+        sync_period=sync_period,
         max_age=max_age(contender, scenario),
         clock=clock,
     )
@@ -297,7 +304,8 @@ def build_run(
         )
     usage_plugin: VolcanoUsage | None = None
     if volcano:
-        usage_plugin = chosen = _volcano_usage(world, clock)
+        usage_plugin = _volcano_usage(world, clock)
+        chosen = VolcanoScheduler(usage_plugin, functools.partial(_requested_by_node, world))
     scheduler = EmbeddedScheduler(world.cluster, extender=chosen, rng=rng)
     reconciler = None
     if contender.spec.controller:
@@ -307,6 +315,10 @@ def build_run(
             metric_view=view,
             metrics=ControllerMetrics(CollectorRegistry()),
             clock=clock,
+            # TAS's enforcer labels whatever violates, however many nodes at once.
+            max_violating_share=(
+                DEFAULT_MAX_SHARE if contender.spec.controller_breaker else NO_BREAKER
+            ),
         )
     descheduler = None
     soft_tainter = None
@@ -338,6 +350,13 @@ def build_run(
         )
         if contender.spec.openshift_soft_tainter:
             soft_tainter = OpenShiftSoftTainter.from_config(contender.config)
+        if contender.document is not None:
+            add_migration_awareness(
+                descheduler,
+                contender.document,
+                vmis=functools.partial(_vmi_of, world, clock),
+                now=lambda: clock.elapsed,
+            )
     wanted: set[MetricName] = set()
     if chosen is not None or reconciler is not None:
         wanted |= policies.snapshot().metric_names
@@ -367,8 +386,8 @@ def build_run(
         view=view,
         scheduler=scheduler,
         step_seconds=scenario.step,
-        sync_period=scenario.sync_period,
-        descheduling_interval=scenario.descheduling_interval,
+        sync_period=sync_period,
+        descheduling_interval=contender.interval(scenario),
         reconciler=reconciler,
         descheduler=descheduler,
         placements=placements,
@@ -460,6 +479,48 @@ def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
         }
 
     return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
+
+
+def _requested_by_node(world: World) -> dict[NodeName, tuple[float, float]]:
+    """What the pods bound to each node request (cpu cores, memory bytes), summed with arrays
+    (a burst of thousands of pods is scored pod by pod)."""
+    workloads_of = world.scenario.workloads
+    requests = np.array(
+        [(w.requests.get("cpu", 0.0), w.requests.get("memory", 0.0)) for w in workloads_of],
+        dtype=np.float64,
+    ).reshape(-1, 2)
+    where = np.asarray(world.slot_node.view, dtype=np.int64)
+    bound = where >= 0
+    if not bound.any():
+        return {}
+    workloads = np.asarray(world.slot_workload, dtype=np.int64)[: len(where)][bound]
+    n = world.node_count
+    cpu = np.bincount(where[bound], weights=requests[workloads, 0], minlength=n)
+    memory = np.bincount(where[bound], weights=requests[workloads, 1], minlength=n)
+    return {
+        world.node_names[i]: (float(cpu[i]), float(memory[i]))
+        for i in np.flatnonzero((cpu > 0) | (memory > 0))
+    }
+
+
+def _vmi_of(world: World, clock: VirtualClock, pod: Pod) -> VmiState | None:
+    """The VMI behind a VM's launcher pod (`migration: live`), as KubeVirt's status says it:
+    a migration starts when its target pod is bound and ends when the VM resumes there. A VM
+    restarted rather than migrated has no migration in its status (its slot keeps the VMI's
+    identity, so the plugin's history of it stays)."""
+    slot = world.slot_of(pod.namespace, pod.name)
+    if slot is None or world.scenario.workloads[world.slot_workload[slot]].migration != "live":
+        return None
+    uid = f"vmi-{slot}"
+    copied = float(world.slot_ghost_until.data[slot])
+    ready = float(world.slot_ready.data[slot])
+    pause = world.scenario.live_migration.pause
+    if not math.isfinite(copied) or math.isnan(ready) or abs(ready - (copied + pause)) > 1e-6:
+        return VmiState(uid)
+    start = float(world.slot_since.data[slot])
+    if clock.elapsed < ready:
+        return VmiState(uid, migration_start=start)
+    return VmiState(uid, migration_start=start, migration_end=ready)
 
 
 def _query_values(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import difflib
 import enum
 import itertools
 import json
@@ -143,6 +144,12 @@ class Event:
 #: scenario may configure (`contenders.<name>.extender`). The clairvoyant reference runs
 #: ours' code, with ours' settings.
 OURS_EXTENDER_CONTENDERS = frozenset({"ours"})
+#: The contenders without a descheduler: no cadence to set (`contenders.<name>.
+#: deschedulingInterval`).
+NO_DESCHEDULER_CONTENDERS = frozenset({"requests"})
+#: The contenders whose descheduler runs at the scenario's own `deschedulingInterval` (how this
+#: project is deployed there): their cadence is set there, not under `contenders`.
+SCENARIO_INTERVAL_CONTENDERS = frozenset({"ours"})
 
 
 def extender_flags(settings: ExtenderSettings) -> list[str]:
@@ -167,6 +174,9 @@ class ContenderSettings:
     #: `tas extender`'s flags, as `ExtenderSettings` (ours only): what a user would try, such
     #: as `--max-violating-node-share 1`, run on the same scenario.
     extender: ExtenderSettings | None = None
+    #: Seconds between its descheduling cycles, where the scenario changes its source's
+    #: shipped cadence (`simulator.contenders`).
+    descheduling_interval: float | None = None
 
     def runs_with(self, contender: str, *, set_by: str) -> str | None:
         """The line a report prints under its table when `set_by` (the scenario, the family)
@@ -183,6 +193,8 @@ class ContenderSettings:
             said.append(f"extender weight {self.extender_weight}")
         if self.extender is not None and (flags := extender_flags(self.extender)):
             said.append("tas extender " + " ".join(flags))
+        if self.descheduling_interval is not None:
+            said.append(f"a descheduling cycle every {self.descheduling_interval:g}s")
         return said
 
 
@@ -302,6 +314,10 @@ def read_scenario(document: object, *, source: str = "", base: Path) -> Scenario
 
 
 def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "enum" and isinstance(error.instance, str):
+        known = [str(v) for v in error.validator_value]
+        close = difflib.get_close_matches(error.instance, known, n=1)
+        return str(error.message) + (f" (did you mean {close[0]}?)" if close else "")
     if error.validator == "oneOf" and error.context:
         # Name the alternatives' complaints, not only "is not valid under any of the schemas".
         reasons = sorted({c.message for c in error.context})
@@ -405,7 +421,7 @@ class _Reader:
         for name in sorted({n for n in names if names.count(n) > 1}):
             self.problem("workloads", f"workload name {name!r} is used twice")
         policies = self.policies(doc.get("policies") or [])
-        contenders = self.contenders(doc.get("contenders") or {})
+        contenders = self.contenders(doc.get("contenders") or {}, step=step)
         events = self.events(doc.get("events") or [], known_nodes, set(names))
         if self.problems:
             return None
@@ -650,7 +666,7 @@ class _Reader:
             documents.append(item)
         return tuple(documents)
 
-    def contenders(self, raw: Mapping[str, Any]) -> dict[str, ContenderSettings]:
+    def contenders(self, raw: Mapping[str, Any], *, step: float) -> dict[str, ContenderSettings]:
         settings: dict[str, ContenderSettings] = {}
         for name, item in raw.items():
             path = f"contenders.{name}"
@@ -674,8 +690,32 @@ class _Reader:
                 descheduler=document,
                 extender_weight=item.get("extenderWeight"),
                 extender=self.extender_settings(item.get("extender"), name, f"{path}.extender"),
+                descheduling_interval=self.contender_interval(
+                    item.get("deschedulingInterval"), name, f"{path}.deschedulingInterval", step
+                ),
             )
         return settings
+
+    def contender_interval(
+        self, raw: object, contender: str, path: str, step: float
+    ) -> float | None:
+        """A baseline's descheduling cadence, where the scenario changes its shipped one."""
+        if raw is None:
+            return None
+        if contender in NO_DESCHEDULER_CONTENDERS:
+            self.problem(path, f"{contender} runs no descheduler: there is no cadence to set")
+            return None
+        if contender in SCENARIO_INTERVAL_CONTENDERS:
+            self.problem(
+                path,
+                f"{contender} runs at the scenario's deschedulingInterval: set that instead",
+            )
+            return None
+        interval = self.duration(raw, path, 0.0)
+        if step > 0 and interval < step:
+            self.problem(path, f"must be at least one step ({step:g}s), got {interval:g}s")
+            return None
+        return interval
 
     def extender_settings(
         self, raw: Mapping[str, Any] | None, contender: str, path: str

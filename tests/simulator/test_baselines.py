@@ -33,7 +33,8 @@ HOT = {"worker-1", "worker-2"}
 # land on worker-1 and worker-2 (six each). The taint goes at 1m; the first descheduling cycle
 # comes at 2m. Per hot node: requests 6 x 1 core = 75% CPU (> 50), 6 x 3Gi = 56% memory
 # (> 40), 6 of 110 pods; usage 6 x 1.2 cores = 90% CPU (> 80), 6 x 512Mi = 9% memory. The four
-# others are empty: 0% of everything, under every low threshold of both baselines.
+# others are empty: 0% of everything, under every low threshold of both baselines. Every
+# baseline runs at the scenario's 2m here (its shipped cadence would come after the end).
 SKEWED = """
 name: baseline-thresholds
 duration: 6m
@@ -46,6 +47,11 @@ deschedulingInterval: 2m
 metrics: {{scrapeInterval: 15s, window: 1m, delay: {delay}}}
 nodes:
   - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
+contenders:
+  requests-lnu: {{deschedulingInterval: 2m}}
+  psi-profile: {{deschedulingInterval: 2m}}
+  volcano-loadaware: {{deschedulingInterval: 2m}}
+  tas: {{deschedulingInterval: 2m}}
 workloads:
   - name: hot
     replicas: 12
@@ -77,6 +83,11 @@ startupDelay: 10s
 syncPeriod: 10s
 deschedulingInterval: 2m
 metrics: {scrapeInterval: 15s, window: 1m, delay: 15s}
+contenders:
+  requests-lnu: {deschedulingInterval: 2m}
+  psi-profile: {deschedulingInterval: 2m}
+  volcano-loadaware: {deschedulingInterval: 2m}
+  tas: {deschedulingInterval: 2m}
 nodes:
   - {name: "worker-{i}", count: 6, cpu: 8, memory: 32Gi}
 workloads:

@@ -15,7 +15,7 @@ Covered:
 - Volcano with its scheduler: the `usage` plugin keeps new pods off a node above its CPU
   threshold that requests alone would pick, scores by real usage plus the estimates of pods
   bound since the last metrics, and stands aside on metrics older than 5 minutes; Volcano's
-  per-pod usage exists after two scrapes of a pod;
+  per-pod usage exists once a 30 s subquery point holds two scrapes of a pod;
 - VMs migrate, pods restart: an evicted `migration: live` pod keeps running on its node while
   its memory is copied, then pauses; an evicted pod restarts after its start-up delay;
 - the kubelet acts on memory: at its threshold it evicts (usage over request first), taints
@@ -57,7 +57,8 @@ from tas.cluster.model import Node, Pod, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 
 # Two nodes hold six 1.2-core pods each (90% of 8 cores); four are empty. The first
-# descheduling cycle is at 2m, after the taint that kept the four empty is gone.
+# descheduling cycle is at 2m (every baseline here runs every 2m, not at its shipped cadence),
+# after the taint that kept the four empty is gone.
 HOT = """
 name: hot-pair
 duration: 2m30s
@@ -68,6 +69,10 @@ startupDelay: 10s
 syncPeriod: 10s
 deschedulingInterval: 2m
 metrics: {{scrapeInterval: 15s, window: 1m, delay: 15s}}
+contenders:
+  psi-profile: {{deschedulingInterval: 2m}}
+  volcano-loadaware: {{deschedulingInterval: 2m}}
+  requests-lnu: {{deschedulingInterval: 2m}}
 nodes:
   - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
 workloads:
@@ -428,7 +433,7 @@ def test_volcanos_usage_filter_and_score_follow_real_usage_while_metrics_are_fre
     # Metrics older than MetricsActiveTime (5m): every node passes, none is scored.
     stale = _plugin({"cool": (10, 20), "hot": (85, 20)}, age=301)
     assert stale.filter(pod, names[::2]).passed == names[::2]
-    assert set(stale.prioritize(pod, names[::2]).values()) == {0}
+    assert set(stale.points(pod, names[::2]).values()) == {0.0}
 
 
 def test_pods_bound_since_the_last_metrics_count_by_their_estimate() -> None:
@@ -460,11 +465,12 @@ def _scraped(scenario_text: str, *, until: float) -> ModelSource:
     return ModelSource(store, clock)
 
 
-def test_volcanos_pod_usage_appears_after_two_scrapes_not_a_window_later() -> None:
-    # Running from 0s (no start-up delay); scrapes at 0s and 15s, visible 15s later (delay
-    # 0 here): at 15s Volcano's query has a value, the 1m rate window has one too but only
-    # for pods that ran through the whole window.
-    volcano = _scraped(STEADY, until=15.0).volcano_pod_usage()
+def test_volcanos_pod_usage_appears_at_the_first_subquery_point_with_two_scrapes() -> None:
+    # Running from 0s (no start-up delay), scraped every 15s (delay 0 here). At 15s the
+    # subquery's only point (0s) has one scrape in its 30 s irate range: no value. At 30s the
+    # point 30s has the scrapes of 15s and 30s: a value, well before a whole 1m window.
+    assert _scraped(STEADY, until=15.0).volcano_pod_usage() == {}
+    volcano = _scraped(STEADY, until=30.0).volcano_pod_usage()
     assert len(volcano) == 8
     assert all(cpu == pytest.approx(0.8) for cpu, _ in volcano.values())
 

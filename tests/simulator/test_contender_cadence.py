@@ -1,0 +1,249 @@
+"""Every contender's descheduler runs as often as its source ships it, unless the scenario says
+otherwise (simulator.contenders, simulator.scenario `contenders.<name>.deschedulingInterval`).
+
+Covered:
+- a scenario may name every contender (the schema's list is the contenders'), and
+  psi-profile-60s is psi-profile at another cadence, nothing else;
+- the defaults are the cited constants: the OpenShift operator's KubeDescheduler (psi-profile,
+  requests-lnu) every hour, Volcano's installer every 10 minutes, upstream's Helm chart (tas)
+  every 2 minutes, psi-profile-60s every minute; requests has no descheduler; ours runs at the
+  scenario's `deschedulingInterval`, whose default is deploy/cluster's `--descheduling-interval`;
+- a scenario that sets one contender's cadence changes that contender's cycle count and no
+  other's;
+- every problem of a cadence setting is listed with its path: an unknown contender (with the
+  name it was probably meant to be), a contender without a descheduler, ours (set at the
+  scenario level), a cadence shorter than a step, one that is no duration (by the schema);
+- a report says when a scenario or a family changed a contender's cadence, and a family's
+  setting reaches every drawn scenario.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from descheduler.cycle import Descheduler
+from simulator.contenders import (
+    CONTENDERS,
+    OPENSHIFT_DESCHEDULING_INTERVAL,
+    OURS_DESCHEDULING_INTERVAL,
+    PSI_TESTING_INTERVAL,
+    UPSTREAM_DESCHEDULING_INTERVAL,
+    VOLCANO_DESCHEDULING_INTERVAL,
+    Contender,
+    resolve,
+)
+from simulator.family import draw_scenario, load_family, read_family
+from simulator.runner import run_contender
+from simulator.scenario import (
+    NO_DESCHEDULER_CONTENDERS,
+    SCENARIOS,
+    Scenario,
+    ScenarioError,
+    load_scenario_text,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Two small nodes, two pods, two hours: cheap enough to count every contender's cycles.
+QUIET = """
+name: cadence
+duration: 2h
+step: 10s
+seed: 1
+warmup: 1m
+syncPeriod: 10s
+deschedulingInterval: {ours}
+metrics: {{scrapeInterval: 30s, window: 1m}}
+nodes:
+  - {{name: "worker-{{i}}", count: 2, cpu: 4, memory: 8Gi}}
+workloads:
+  - name: app
+    replicas: 2
+    requests: {{cpu: 500m, memory: 1Gi}}
+    usage: {{cpu: {{profile: steady, value: 200m}}, memory: {{profile: steady, value: 512Mi}}}}
+"""
+
+WITH_DESCHEDULER = [name for name, spec in CONTENDERS.items() if spec.descheduler is not None]
+
+
+def quiet(contenders: dict[str, Any] | None = None, *, ours: str = "60s") -> Scenario:
+    document = yaml.safe_load(QUIET.format(ours=ours))
+    if contenders is not None:
+        document["contenders"] = contenders
+    return load_scenario_text(yaml.safe_dump(document))
+
+
+def problems_of(contenders: dict[str, Any]) -> str:
+    document = yaml.safe_load(QUIET.format(ours="60s"))
+    document["contenders"] = contenders
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario_text(yaml.safe_dump(document))
+    return "\n".join(caught.value.problems)
+
+
+def resolved(name: str, scenario: Scenario) -> Contender:
+    found = resolve(name, scenario.contenders.get(name))
+    assert isinstance(found, Contender), found
+    return found
+
+
+def cycles(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many descheduling cycles each contender with a descheduler runs."""
+    counted: list[int] = []
+    original = Descheduler.run_cycle
+
+    def spy(self: Descheduler) -> Any:
+        counted.append(1)
+        return original(self)
+
+    monkeypatch.setattr(Descheduler, "run_cycle", spy)
+    found: dict[str, int] = {}
+    for name in WITH_DESCHEDULER:
+        counted.clear()
+        run_contender(scenario, resolved(name, scenario), seed=1)
+        found[name] = len(counted)
+    return found
+
+
+def expected_cycles(scenario: Scenario, interval: float) -> int:
+    """Cycles at interval, 2 x interval, ... up to the last step (duration - step)."""
+    return int((scenario.duration - scenario.step) // interval)
+
+
+# ---------------------------------------------------------------------------- defaults
+
+
+@pytest.mark.parametrize(
+    ("name", "interval"),
+    [
+        pytest.param("psi-profile", 3600.0, id="OpenShift KubeDescheduler: an hour"),
+        pytest.param("requests-lnu", 3600.0, id="OpenShift LowNodeUtilization: an hour"),
+        pytest.param("volcano-loadaware", 600.0, id="Volcano's installer: 10 minutes"),
+        pytest.param("tas", 120.0, id="upstream's Helm chart CronJob: 2 minutes"),
+        pytest.param("psi-profile-60s", 60.0, id="the PSI profile's short cadence"),
+    ],
+)
+def test_each_baseline_runs_at_its_source_s_cadence_by_default(name: str, interval: float) -> None:
+    assert CONTENDERS[name].descheduling_interval == interval
+    assert resolved(name, quiet(ours="30s")).interval(quiet(ours="30s")) == interval
+
+
+def test_the_defaults_are_the_cited_constants() -> None:
+    assert OPENSHIFT_DESCHEDULING_INTERVAL == 3600.0
+    assert VOLCANO_DESCHEDULING_INTERVAL == 600.0
+    assert UPSTREAM_DESCHEDULING_INTERVAL == 120.0
+    assert PSI_TESTING_INTERVAL == 60.0
+    by_name = {name: spec.descheduling_interval for name, spec in CONTENDERS.items()}
+    assert by_name == {
+        "requests": None,
+        "requests-lnu": OPENSHIFT_DESCHEDULING_INTERVAL,
+        "tas": UPSTREAM_DESCHEDULING_INTERVAL,
+        "psi-profile": OPENSHIFT_DESCHEDULING_INTERVAL,
+        "psi-profile-60s": PSI_TESTING_INTERVAL,
+        "volcano-loadaware": VOLCANO_DESCHEDULING_INTERVAL,
+        "ours": None,
+    }
+
+
+def test_ours_runs_at_the_scenario_s_interval_whose_default_is_what_deploy_ships() -> None:
+    assert resolved("ours", quiet(ours="30s")).interval(quiet(ours="30s")) == 30.0
+    manifest = (REPO / "deploy" / "cluster" / "descheduler.yaml").read_text(encoding="utf-8")
+    args = [
+        doc["spec"]["template"]["spec"]["containers"][0]["args"]
+        for doc in yaml.safe_load_all(manifest)
+        if doc and doc.get("kind") == "Deployment"
+    ]
+    (shipped,) = [a[a.index("--descheduling-interval") + 1] for a in args]
+    assert shipped == f"{OURS_DESCHEDULING_INTERVAL:g}s"
+    assert Scenario.descheduling_interval == OURS_DESCHEDULING_INTERVAL
+    document = yaml.safe_load(QUIET.format(ours="60s"))
+    del document["deschedulingInterval"]
+    assert load_scenario_text(yaml.safe_dump(document)).descheduling_interval == 60.0
+
+
+def test_a_scenario_may_name_every_contender_and_no_other() -> None:
+    schema = json.loads((SCENARIOS / "schema.json").read_text(encoding="utf-8"))
+    names = schema["properties"]["contenders"]["propertyNames"]["enum"]
+    assert names == list(CONTENDERS)
+
+
+def test_psi_profile_60s_is_psi_profile_at_another_cadence() -> None:
+    short, shipped = CONTENDERS["psi-profile-60s"], CONTENDERS["psi-profile"]
+    assert dataclasses.replace(short, name="psi-profile", descheduling_interval=3600.0) == shipped
+
+
+def test_only_requests_has_no_descheduler() -> None:
+    without = {name for name, spec in CONTENDERS.items() if spec.descheduler is None}
+    assert without == NO_DESCHEDULER_CONTENDERS
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def test_setting_one_contender_s_cadence_changes_only_its_cycle_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plain = quiet()
+    before = cycles(plain, monkeypatch)
+    assert before == {
+        name: expected_cycles(plain, resolved(name, plain).interval(plain))
+        for name in WITH_DESCHEDULER
+    }
+    assert before["psi-profile"] == 1
+    changed = quiet({"psi-profile": {"deschedulingInterval": "5m"}})
+    after = cycles(changed, monkeypatch)
+    assert after["psi-profile"] == expected_cycles(changed, 300.0) == 23
+    assert {k: v for k, v in after.items() if k != "psi-profile"} == {
+        k: v for k, v in before.items() if k != "psi-profile"
+    }
+
+
+def test_every_problem_of_a_cadence_setting_is_listed_with_its_path() -> None:
+    problems = problems_of(
+        {
+            "requests": {"deschedulingInterval": "1m"},
+            "ours": {"deschedulingInterval": "1m"},
+            "volcano-loadaware": {"deschedulingInterval": "1s"},
+        }
+    )
+    for expected in (
+        "contenders.requests.deschedulingInterval: requests runs no descheduler",
+        "contenders.ours.deschedulingInterval: ours runs at the scenario's deschedulingInterval",
+        "contenders.volcano-loadaware.deschedulingInterval: must be at least one step (10s), "
+        "got 1s",
+    ):
+        assert expected in problems, problems
+    # The shape is checked first, by the schema.
+    shape = problems_of({"tas": {"deschedulingInterval": "soon"}})
+    assert "contenders.tas.deschedulingInterval: 'soon' is not valid" in shape
+
+
+def test_an_unknown_contender_is_rejected_with_the_name_it_was_probably_meant_to_be() -> None:
+    problems = problems_of({"psi-profle": {"deschedulingInterval": "60s"}})
+    assert "'psi-profle' is not one of" in problems
+    assert "(did you mean psi-profile?)" in problems
+
+
+def test_a_report_says_which_cadence_the_scenario_set() -> None:
+    scenario = quiet({"psi-profile": {"deschedulingInterval": "5m"}})
+    settings = scenario.contenders["psi-profile"]
+    assert settings.runs_with("psi-profile", set_by="the scenario") == (
+        "psi-profile runs with a descheduling cycle every 300s (set by the scenario)"
+    )
+
+
+def test_a_family_s_cadence_reaches_every_drawn_scenario() -> None:
+    document = dict(load_family("default").raw)
+    document["contenders"] = {"psi-profile": {"deschedulingInterval": "60s"}}
+    family = read_family(document, base=SCENARIOS / "families")
+    for index in range(2):
+        drawn = load_scenario_text(yaml.safe_dump(draw_scenario(family, index)), base=SCENARIOS)
+        contender = resolved("psi-profile", drawn)
+        assert contender.interval(drawn) == 60.0
+        assert resolved("ours", drawn).interval(drawn) == drawn.descheduling_interval
