@@ -21,7 +21,7 @@ COPY tas_cli ./tas_cli
 COPY extender ./extender
 COPY policy_controller ./policy_controller
 COPY descheduler ./descheduler
-COPY embedded ./embedded
+COPY inmemory ./inmemory
 COPY dashboard ./dashboard
 COPY simulator ./simulator
 COPY explainer ./explainer

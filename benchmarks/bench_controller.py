@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from benchmarks.report import Figure, print_figure
 from benchmarks.timing import median_cpu_seconds
-from embedded.cluster import InMemoryCluster, WriteKind
+from inmemory.cluster import InMemoryCluster, WriteKind
 from policy_controller.desired import compute_desired
 from policy_controller.diff import NodeDiffer, diff_nodes, diff_pods
 from policy_controller.reconciler import Reconciler

@@ -56,7 +56,7 @@ from descheduler.plugins import load_aware
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from simulator.clock import VirtualClock
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
 from tas.metrics.static import StaticMetricView

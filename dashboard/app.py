@@ -3,7 +3,7 @@
 Everything the page shows comes from the JSON API under `/api/` (docs/dashboard.md), which
 scripts and tests read too; `/api/stream` pushes the same data as server-sent events, so the
 page updates without reloading. Controls are POSTs whose bodies are validated by
-`dashboard.controls` before the demo acts (`embedded.demo.DemoWorld`); every mistake is a 4xx
+`dashboard.controls` before the demo acts (`inmemory.demo.DemoWorld`); every mistake is a 4xx
 with `{"error": reason}`, never a 500. A dashboard listening beyond loopback refuses its controls
 (403) unless told otherwise (`dashboard.controls.control_access`); reading stays open.
 
@@ -39,7 +39,7 @@ from dashboard.controls import (
     parse_set_health,
 )
 from dashboard.recorder import KINDS, Recorder
-from embedded.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
+from inmemory.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.model import Pod
 from tas.explain import NodeExplanation, PodExplanation, UnknownObjectError
@@ -87,7 +87,7 @@ class Explaining(Protocol):
 
 
 class Controls(Protocol):
-    """What the page's buttons act on (`embedded.demo.DemoWorld`, or a scenario's world).
+    """What the page's buttons act on (`inmemory.demo.DemoWorld`, or a scenario's world).
     Each raises `DemoError` (with an HTTP status) for what it cannot do."""
 
     def set_health(self, node: str, value: float) -> None: ...

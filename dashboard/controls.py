@@ -10,7 +10,7 @@ out, or a `ControlError` whose status and message say what was wrong:
 - 422: a field of the wrong type or out of range.
 
 Unknown nodes and workloads (404) and conflicts (409) are the demo's to judge
-(`embedded.demo.DemoError`).
+(`inmemory.demo.DemoError`).
 
 Who may use the controls at all is decided here too, from the address the dashboard listens on
 (`control_access`): the controls have no authentication, so beyond loopback they are refused

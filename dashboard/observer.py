@@ -13,7 +13,7 @@ from typing import Protocol
 
 from dashboard.recorder import Recorder
 from descheduler.cycle import CycleReport
-from embedded.scheduler import ScheduleResult
+from inmemory.scheduler import ScheduleResult
 from simulator.loop import LoopObserver
 from tas.clock import Clock
 from tas.types import MetricColumns

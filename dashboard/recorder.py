@@ -39,10 +39,10 @@ from descheduler.cycle import CycleReport
 from descheduler.framework import Result
 from descheduler.node_classes import Classification
 from descheduler.self_metrics import CATEGORY_VALUE
-from embedded.cluster import EvictionRecord, InMemoryCluster
-from embedded.live_telemetry import TelemetryStep
-from embedded.scheduler import ScheduleResult
 from extender.decisions import Decision, DecisionLog, Verb
+from inmemory.cluster import EvictionRecord, InMemoryCluster
+from inmemory.live_telemetry import TelemetryStep
+from inmemory.scheduler import ScheduleResult
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod

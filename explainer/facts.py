@@ -150,7 +150,7 @@ class Explainer:
 
 
 def embedded_events(events: Callable[[], Sequence[Any]]) -> Callable[[], list[EventFact]]:
-    """The in-memory cluster's recorded Events (`embedded.cluster.RecordedEvent`) as facts."""
+    """The in-memory cluster's recorded Events (`inmemory.cluster.RecordedEvent`) as facts."""
 
     def read() -> list[EventFact]:
         return [

@@ -6,7 +6,7 @@ rails); only the cluster, the kube-scheduler and the workload are modelled, the 
 
 - `scenario`: scenario files (YAML, JSON Schema in scenarios/schema.json), every problem listed;
 - `clock`: the virtual clock every component reads;
-- `world`: the in-memory cluster, the workload model (`embedded.workload`) and the events;
+- `world`: the in-memory cluster, the workload model (`inmemory.workload`) and the events;
 - `pipeline`: scrapes, rate windows and delay between the model and the metric view;
 - `extenders`: this project's extender and Intel TAS's, called in-process;
 - `baselines`: Volcano's LoadAware, written from its documented rules;

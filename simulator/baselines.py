@@ -70,7 +70,7 @@ from descheduler.plugins.registry import PLUGINS, Registry, default_registry
 from descheduler.state import CycleState, pod_key
 from descheduler.tainter import soft_taint
 from descheduler.utilization import METRIC_RESOURCE, above, below, deviation_thresholds
-from embedded.scheduler import MAX_NODE_SCORE, FilterAnswer
+from inmemory.scheduler import MAX_NODE_SCORE, FilterAnswer
 from tas.cluster.interface import Cluster
 from tas.cluster.model import Node, Pod
 from tas.durations import DurationError, parse_duration
@@ -692,7 +692,7 @@ class VolcanoUsage:
     """The Volcano scheduler's `usage` plugin, which Volcano's LoadAware descheduler needs
     (Volcano's docs: "the Volcano scheduler also needs to enable the plugin usage", so the
     evicted pods avoid the busy nodes), as the kube-scheduler model's in-process extender
-    (`embedded.scheduler.Extender`): its predicate as the filter, its node order as the score.
+    (`inmemory.scheduler.Extender`): its predicate as the filter, its node order as the score.
 
     From volcano-sh/volcano at ed72c7c8, pkg/scheduler/plugins/usage/usage.go (`predicateFn`,
     `nodeOrderFn`, `calcNodeScore`) and estimator.go:

@@ -1,4 +1,4 @@
-"""The two extenders the kube-scheduler model calls in-process (`embedded.scheduler.Extender`).
+"""The two extenders the kube-scheduler model calls in-process (`inmemory.scheduler.Extender`).
 
 - `OursExtender` is this project's extender: a thin adapter to the `ExtenderService` that
   `tas extender`'s HTTP routes call (`extender/service.py`), built with the settings `tas
@@ -31,12 +31,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from embedded.extender_client import DEFAULT_EXTENDER_WEIGHT
-from embedded.scheduler import ExtenderError, FilterAnswer
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
+from inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT
+from inmemory.scheduler import ExtenderError, FilterAnswer
 from simulator.clock import VirtualClock
 from tas.cluster.model import Pod
 from tas.metrics.refreshing import RefreshingMetricView

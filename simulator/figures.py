@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from embedded.scheduler import ScheduleResult
+from inmemory.scheduler import ScheduleResult
 from simulator.world import ModelState, World
 from tas.cluster.model import Pod
 from tas.fit import rejection

@@ -3,7 +3,7 @@
 A reference for every comparison (issue 23), not a contender: it schedules nothing. Each step,
 the demand of every pod that should be running is treated as divisible and free to move
 between nodes within the same node capacities, and two figures are computed analytically
-from the same workload model the contenders are judged on (`embedded.workload`):
+from the same workload model the contenders are judged on (`inmemory.workload`):
 
 - **work lost**: demand that no placement can serve this step. That is the demand above the
   capacity of the nodes the pods' constraints allow: with the pods grouped by the set of nodes
@@ -17,7 +17,7 @@ from the same workload model the contenders are judged on (`embedded.workload`):
   been created and started;
 - **stall** (PSI `some` summed over nodes, as `simulator.figures`): the least of any placement
   that loses no more work than that, i.e. one that keeps every node within its cores. Each
-  node's pressure is Erlang C at its load (`embedded.workload.cpu_pressures`), convex in the
+  node's pressure is Erlang C at its load (`inmemory.workload.cpu_pressures`), convex in the
   load; the least sum for the served demand is a water filling over each node's convex
   envelope (the curve itself where it is convex), cheapest slopes first. On identical nodes
   that is equalized utilization; on mixed sizes the larger nodes take more (they wait less at
@@ -44,7 +44,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from embedded.workload import cpu_pressures
+from inmemory.workload import cpu_pressures
 from simulator.clock import VirtualClock
 from simulator.figures import Figures
 from simulator.scenario import EventKind, Scenario
@@ -56,7 +56,7 @@ from tas.types import Namespace
 FloatArray = npt.NDArray[np.float64]
 
 #: Utilization points at which a node's pressure curve is sampled for its convex envelope: the
-#: workload model's own table grid (`embedded.workload`: 2001 points over 0..1), so the
+#: workload model's own table grid (`inmemory.workload`: 2001 points over 0..1), so the
 #: envelope of these points lies under the curve the figures are judged on everywhere.
 _GRID = np.linspace(0.0, 1.0, 2001)
 #: Above this many distinct node sets, only the single groups and their union are checked

@@ -20,8 +20,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from embedded.demo import DemoError
-from embedded.live_telemetry import NodeLoad, TelemetryStep
+from inmemory.demo import DemoError
+from inmemory.live_telemetry import NodeLoad, TelemetryStep
 from simulator.report import table
 from simulator.runner import Run
 from simulator.seeds import SeededFigures, SeededResult

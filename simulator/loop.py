@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from descheduler.cycle import CycleReport, Descheduler
-from embedded.scheduler import EmbeddedScheduler, ScheduleResult
+from inmemory.scheduler import EmbeddedScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from simulator.pipeline import ScrapeStore
 from simulator.world import ModelState, World

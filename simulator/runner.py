@@ -35,8 +35,8 @@ from descheduler.framework import Result
 from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries, pod_usage_from
-from embedded.scheduler import EmbeddedScheduler, Extender, ScheduleResult
 from extender.settings import ExtenderSettings
+from inmemory.scheduler import EmbeddedScheduler, Extender, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from simulator.baselines import (

@@ -30,8 +30,8 @@ import jsonschema
 import yaml
 
 from descheduler.config import ConfigError, parse_config
-from embedded.workload import ProfileKind, UsageProfile
 from extender.settings import ExtenderSettings
+from inmemory.workload import ProfileKind, UsageProfile
 from simulator.baselines import registry_for
 from tas.cluster.model import (
     NodeSelectorTerm,

@@ -1,7 +1,7 @@
 """The modelled world of one run: the in-memory cluster, the workload model and the events.
 
 Everything here is the same for every contender: the cluster the components act on
-(`embedded.cluster`), the pods' usage (`embedded.workload`), the scenario's events, and the
+(`inmemory.cluster`), the pods' usage (`inmemory.workload`), the scenario's events, and the
 bookkeeping the figures need (when pods were created, bound, evicted, killed).
 
 A pod's usage is a *slot*: the usage stream of one replica of a workload. The slot travels in
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from embedded.cluster import InMemoryCluster
-from embedded.workload import (
+from inmemory.cluster import InMemoryCluster
+from inmemory.workload import (
     UsageBank,
     cpu_pressures,
     memory_pressures,

@@ -95,7 +95,7 @@ Estimates = Mapping[MetricName, Mapping[NodeName, float]]
 @dataclass(frozen=True, slots=True)
 class Placement:
     """A pod bound recently, whose load its node's samples may not hold yet (what herd
-    control estimates). Not the scheduler model's `embedded.scheduler.ScheduleResult` nor
+    control estimates). Not the scheduler model's `inmemory.scheduler.ScheduleResult` nor
     `tas explain`'s `tas.explain.ExtenderDecision`."""
 
     namespace: str

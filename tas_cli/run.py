@@ -4,8 +4,8 @@ Everything real except the cluster: the extender serves HTTP on 127.0.0.1, the p
 controller labels nodes and pods and writes policy status, the descheduler (Automatic: TAS
 violations, load-aware rebalancing, soft taints) evicts, and the kube-scheduler model places
 pending pods by calling the extender with kube-scheduler's wire format. The cluster is the
-in-memory one (`embedded.demo`); node telemetry is textfiles, written every sync period by the
-workload model (`embedded.live_telemetry`) and by `tas set-health`, and read back by the real
+in-memory one (`inmemory.demo`); node telemetry is textfiles, written every sync period by the
+workload model (`inmemory.live_telemetry`) and by `tas set-health`, and read back by the real
 textfile metric source. The dashboard (`dashboard/`) shows it all and offers the demo's
 controls; its JSON API is in docs/dashboard.md. With `--scenario`, a simulator scenario takes
 the demo's place, in real time: the very run `tas simulate` makes for `ours`, metric pipeline
@@ -54,8 +54,13 @@ from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import pod_usage_from
-from embedded.cluster import InMemoryCluster
-from embedded.demo import (
+from explainer.facts import Explainer, embedded_events
+from extender.app import create_app
+from extender.decisions import DecisionLog
+from extender.server import ExtenderServer
+from extender.settings import ExtenderSettings
+from inmemory.cluster import InMemoryCluster
+from inmemory.demo import (
     DEMO_APP,
     NODES,
     DemoWorld,
@@ -63,14 +68,9 @@ from embedded.demo import (
     profile_of,
     write_start_metrics,
 )
-from embedded.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
-from embedded.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
-from embedded.scheduler import EmbeddedScheduler
-from explainer.facts import Explainer, embedded_events
-from extender.app import create_app
-from extender.decisions import DecisionLog
-from extender.server import ExtenderServer
-from extender.settings import ExtenderSettings
+from inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
+from inmemory.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
+from inmemory.scheduler import EmbeddedScheduler
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from simulator.loop import ClosedLoop, LoopHooks, RealTime

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
 from tas.policies.model import TASPolicy, parse_policy
 from tas.types import MetricColumns, MetricName, Namespace, NodeName

@@ -18,7 +18,7 @@ import grimp
 PACKAGES = (
     "tas",
     "tas_cli",
-    "embedded",
+    "inmemory",
     "extender",
     "policy_controller",
     "descheduler",

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.files import into_store
 from tas.policies.model import (

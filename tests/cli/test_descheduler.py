@@ -22,7 +22,7 @@ import yaml
 
 from descheduler.config import parse_config
 from descheduler.cycle import Mode
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from tas.vocabulary import POLICY_LABEL
 from tas_cli import descheduler as tas_descheduler
 from tas_cli.descheduler import DeschedulerCommandSettings, policy_document, run

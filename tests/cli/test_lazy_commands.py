@@ -44,7 +44,7 @@ sys.exit(main(args))
 """
 
 #: What the simulator, the embedded world and the tests bring, and a cluster pod must not.
-NOT_IN_A_CLUSTER = ("numpy", "matplotlib", "selenium", "dashboard", "simulator", "embedded")
+NOT_IN_A_CLUSTER = ("numpy", "matplotlib", "selenium", "dashboard", "simulator", "inmemory")
 
 
 def _runner(modules: Path, *args: str, blocked: tuple[str, ...] = ()) -> list[str]:

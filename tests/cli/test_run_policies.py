@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from tas.policies.files import PolicyFileWatcher
 from tas.types import Namespace, PolicyKey, PolicyName
 from tas_cli.run import apply_policy_files

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from embedded.cluster import WriteKind
+from inmemory.cluster import WriteKind
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.interface import TransientClusterError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.metrics import open_metric_view

@@ -18,11 +18,11 @@ from dashboard.app import create_dashboard_app
 from dashboard.controls import LOCAL_ACCESS, ControlAccess
 from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
 from descheduler.cycle import CycleReport
-from embedded.demo import DemoWorld, build_demo_cluster, profile_of, write_start_metrics
-from embedded.live_telemetry import LiveTelemetry
-from embedded.scheduler import EmbeddedScheduler
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
+from inmemory.demo import DemoWorld, build_demo_cluster, profile_of, write_start_metrics
+from inmemory.live_telemetry import LiveTelemetry
+from inmemory.scheduler import EmbeddedScheduler
 from tas.metrics import open_metric_view
 from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dashboard.app import STATIC
-from embedded.demo import LOAD_NAMESPACE
+from inmemory.demo import LOAD_NAMESPACE
 from tas.metrics.textformat import parse_text
 from tas.types import NodeName
 from tests.dashboard.harness import Harness

@@ -31,7 +31,7 @@ from descheduler.classify import ThresholdSpec, classify
 from descheduler.cycle import CycleReport
 from descheduler.evictor import EvictionDecision
 from descheduler.tainter import soft_taint
-from embedded.demo import NODE_CORES, NODE_MEMORY
+from inmemory.demo import NODE_CORES, NODE_MEMORY
 from tas.cluster.model import Node
 from tas.policies.files import load_policy_path
 from tas.types import MetricName, Namespace, NodeName

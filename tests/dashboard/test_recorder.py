@@ -24,10 +24,10 @@ from dashboard.recorder import Recorder, Tick
 from descheduler.classify import ThresholdSpec, classify, hold_overutilized
 from descheduler.cycle import CycleReport
 from descheduler.evictor import Blocked, EvictionDecision, Rail
-from embedded.cluster import InMemoryCluster
-from embedded.demo import build_demo_cluster
-from embedded.scheduler import ScheduleResult
 from extender.decisions import Decision, DecisionLog, Outcome, Verb
+from inmemory.cluster import InMemoryCluster
+from inmemory.demo import build_demo_cluster
+from inmemory.scheduler import ScheduleResult
 from tas.cluster.model import Taint, TaintEffect
 from tas.metrics import open_metric_view
 from tas.metrics.textfile import write_node_series

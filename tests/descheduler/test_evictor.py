@@ -31,7 +31,7 @@ from descheduler.plugins import default_evictor
 from descheduler.plugins.default_evictor import EvictorArgs, ProtectionRules
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
-from embedded.cluster import WriteKind
+from inmemory.cluster import WriteKind
 from tas.cluster.interface import TransientClusterError
 from tas.cluster.model import (
     LabelSelector,

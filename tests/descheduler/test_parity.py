@@ -21,7 +21,7 @@ from typing import Any
 
 from descheduler.cycle import Mode
 from descheduler.profiles import OwnerCooldown
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from tas.cluster.model import LabelSelector, PodDisruptionBudget, Taint, TaintEffect
 from tas.metrics.static import StaticMetricView
 from tas.types import MetricName, Namespace

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Mode
 from descheduler.state import CycleState
-from embedded.cluster import WriteKind
+from inmemory.cluster import WriteKind
 from tas.cluster.model import Taint, TaintEffect
 from tas.fit import rejection
 from tas.metrics.static import StaticMetricView

@@ -37,9 +37,9 @@ from descheduler.cycle import Descheduler
 from descheduler.framework import Result
 from descheduler.kubedescheduler import expand
 from descheduler.plugins import low_node_utilization
-from embedded.cluster import InMemoryCluster
-from embedded.scheduler import EmbeddedScheduler
-from embedded.workload import erlang_c
+from inmemory.cluster import InMemoryCluster
+from inmemory.scheduler import EmbeddedScheduler
+from inmemory.workload import erlang_c
 from simulator.baselines import (
     APPROPRIATE_TAINT,
     OVERUTILIZED_TAINT,
@@ -379,7 +379,7 @@ events:
 
 
 def _web_nodes(monkeypatch: pytest.MonkeyPatch, contender: str) -> list[str]:
-    from embedded.scheduler import EmbeddedScheduler
+    from inmemory.scheduler import EmbeddedScheduler
 
     placed: list[str] = []
     original = EmbeddedScheduler.schedule_pending
@@ -520,7 +520,7 @@ def _evict_and_follow(migration: str) -> list[tuple[float, float, float, float]]
     30s, when the pod is evicted and its node cordoned, so the replacement goes to the other."""
     import dataclasses
 
-    from embedded.scheduler import EmbeddedScheduler
+    from inmemory.scheduler import EmbeddedScheduler
     from simulator.world import World
 
     scenario = load_scenario_text(MIGRATING.format(migration=migration))
@@ -610,7 +610,7 @@ def test_the_kubelet_ranks_pods_over_their_request_then_priority_then_excess() -
 
     scenario = load_scenario_text(LEAKING)
     world = World(scenario, clock=VirtualClock(), seed=1)
-    from embedded.scheduler import EmbeddedScheduler
+    from inmemory.scheduler import EmbeddedScheduler
 
     EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
     state = world.model(200.0)

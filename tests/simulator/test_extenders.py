@@ -26,10 +26,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from embedded.cluster import InMemoryCluster
-from embedded.extender_client import HttpExtender
-from embedded.scheduler import EmbeddedScheduler, ExtenderError
 from extender.settings import ExtenderSettings
+from inmemory.cluster import InMemoryCluster
+from inmemory.extender_client import HttpExtender
+from inmemory.scheduler import EmbeddedScheduler, ExtenderError
 from simulator.clock import VirtualClock
 from simulator.extenders import OursExtender, TasExtender
 from simulator.runner import run_scenario

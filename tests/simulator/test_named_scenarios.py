@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from embedded.scheduler import Extender
+from inmemory.scheduler import Extender
 from simulator.contenders import CONTENDERS, Contender, resolve
 from simulator.report import table
 from simulator.runner import ExtenderParts, ScenarioResult, build_run, in_process, run_scenario

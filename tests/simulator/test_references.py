@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from embedded.workload import cpu_pressure, cpu_pressures
+from inmemory.workload import cpu_pressure, cpu_pressures
 from simulator.clock import VirtualClock
 from simulator.contenders import CONTENDERS, choose_contenders
 from simulator.family import FAMILIES, draw_scenario, load_family

@@ -1,4 +1,4 @@
-"""The kube-scheduler model scores as kube-scheduler does (embedded.scheduler).
+"""The kube-scheduler model scores as kube-scheduler does (inmemory.scheduler).
 
 Covered:
 - balanced allocation prefers the node where CPU and memory fractions stay close;
@@ -14,7 +14,7 @@ import functools
 import random
 from collections import Counter
 
-from embedded.scheduler import EmbeddedScheduler, num_feasible_nodes_to_find
+from inmemory.scheduler import EmbeddedScheduler, num_feasible_nodes_to_find
 from tas.cluster.model import Taint, TaintEffect
 from tests import builders
 from tests.builders import cluster_of

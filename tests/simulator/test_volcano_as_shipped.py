@@ -22,7 +22,7 @@ import yaml
 
 from descheduler.args import FieldReader
 from descheduler.config import parse_config
-from embedded.scheduler import EmbeddedScheduler
+from inmemory.scheduler import EmbeddedScheduler
 from simulator.baselines import (
     PLUGIN,
     VOLCANO_DURATION,

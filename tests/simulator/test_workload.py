@@ -1,4 +1,4 @@
-"""The workload model (embedded.workload) is what the spec says it is.
+"""The workload model (inmemory.workload) is what the spec says it is.
 
 Covered:
 - Erlang C pressure: the spec's reference points for 8 cores, 0 when idle, 1 at saturation,
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from embedded.workload import (
+from inmemory.workload import (
     ProfileKind,
     UsageBank,
     UsageProfile,

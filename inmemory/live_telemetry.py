@@ -1,7 +1,7 @@
 """The workload model on the real clock, written where node-exporter's textfiles would be.
 
 `make run` has no kubelet and no kernel to measure, so this plays their part: every step it
-evaluates each running pod's usage profile (`embedded.workload`), sums it per node, turns it
+evaluates each running pod's usage profile (`inmemory.workload`), sums it per node, turns it
 into what the node's kernel would report (CPU utilization, PSI CPU pressure by Erlang C,
 memory utilization and pressure) and writes those gauges into the node's textfile, keeping
 every other series (the health value `tas set-health` writes). The components read them back
@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedded.cluster import InMemoryCluster
-from embedded.workload import (
+from inmemory.cluster import InMemoryCluster
+from inmemory.workload import (
     UsageBank,
     UsageProfile,
     cpu_pressure,

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from embedded.cluster import WriteKind
+from inmemory.cluster import WriteKind
 from tas.cluster.interface import (
     ChangeType,
     ClusterChange,

@@ -5,9 +5,9 @@ so it behaves like the API server where those components could tell the differen
 
 - writes touch only the keys given and bump a cluster-wide resourceVersion; a no-op write
   changes nothing and notifies no one;
-- an eviction gets the Eviction API's PodDisruptionBudget verdict (`embedded.disruption`:
+- an eviction gets the Eviction API's PodDisruptionBudget verdict (`inmemory.disruption`:
   REFUSED is the HTTP 429 of the real API) and an owned pod that is evicted comes back as its
-  controller would recreate it (`embedded.owners`);
+  controller would recreate it (`inmemory.owners`);
 - listeners hear about every change, like a watch;
 - Events and evictions are kept in order, for the dashboard, the simulator and the tests.
 
@@ -32,8 +32,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from embedded.disruption import Budget, Verdict, judge_eviction
-from embedded.owners import replacement_for
+from inmemory.disruption import Budget, Verdict, judge_eviction
+from inmemory.owners import replacement_for
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import (
     ChangeListener,

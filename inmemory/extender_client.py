@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
-from embedded.scheduler import ExtenderError, FilterAnswer
+from inmemory.scheduler import ExtenderError, FilterAnswer
 from tas.cluster.model import Pod
 from tas.types import NodeName
 

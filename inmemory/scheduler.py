@@ -52,7 +52,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from embedded.cluster import InMemoryCluster
+from inmemory.cluster import InMemoryCluster
 from tas.cluster.interface import ClusterError
 from tas.cluster.model import Node, Pod, TaintEffect
 from tas.fit import (

@@ -7,7 +7,7 @@ cluster has around it:
   nothing new is scheduled there), the others healthy (0);
 - the demo app: a ReplicaSet whose pods link `demo-policy` and must avoid nodes labelled
   `demo-policy=violating` (required node affinity, as `deploy/health-metric-demo/demo-app.yaml`);
-- background workloads with usage profiles from the workload model (`embedded.workload`):
+- background workloads with usage profiles from the workload model (`inmemory.workload`):
   a bursty web tier, batch jobs on a repeating trace, a steady cache, and a node agent per node
   (a DaemonSet, never evicted), so the CPU utilization and pressure charts move;
 - the demo's controls, as data the dashboard and the terminal share: scaling a ReplicaSet,
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from embedded.cluster import InMemoryCluster
-from embedded.live_telemetry import PodProfile
-from embedded.workload import ProfileKind, UsageProfile, steady
+from inmemory.cluster import InMemoryCluster
+from inmemory.live_telemetry import PodProfile
+from inmemory.workload import ProfileKind, UsageProfile, steady
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Node, NodeSelectorTerm, OwnerReference, Pod, QoSClass, Requirement
 from tas.metrics.textfile import write_node_series

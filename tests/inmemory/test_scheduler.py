@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from embedded.extender_client import HttpExtender
-from embedded.scheduler import EmbeddedScheduler, ExtenderError, FilterAnswer
+from inmemory.extender_client import HttpExtender
+from inmemory.scheduler import EmbeddedScheduler, ExtenderError, FilterAnswer
 from tas.cluster.model import Pod, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 from tests import builders

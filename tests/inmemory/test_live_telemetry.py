@@ -1,5 +1,5 @@
-"""The workload model on the real clock, written as textfiles (`embedded.live_telemetry`), and
-the demo world it runs in (`embedded.demo`).
+"""The workload model on the real clock, written as textfiles (`inmemory.live_telemetry`), and
+the demo world it runs in (`inmemory.demo`).
 
 Covered:
 - a step sums running pods' usage per node into utilization, Erlang C pressure and memory,
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from embedded.demo import (
+from inmemory.demo import (
     LOAD_NAMESPACE,
     MAX_LOAD_PODS_PER_NODE,
     NODES,
@@ -26,8 +26,8 @@ from embedded.demo import (
     profile_of,
     write_start_metrics,
 )
-from embedded.live_telemetry import LiveTelemetry
-from embedded.workload import cpu_pressure
+from inmemory.live_telemetry import LiveTelemetry
+from inmemory.workload import cpu_pressure
 from tas.metrics import open_metric_view
 from tas.metrics.textformat import parse_text
 from tas.types import MetricName, NodeName
