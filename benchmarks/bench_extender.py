@@ -24,6 +24,7 @@ does, so the client's own cost stays small. Both share the machine's cores.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
 import json
@@ -33,7 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -175,6 +176,26 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+@contextlib.contextmanager
+def serving(*, placements: bool = False) -> Iterator[int]:
+    """The server started (`start_server`), its port, and stopped after."""
+    process, port = start_server(placements=placements)
+    try:
+        yield port
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _tuned() -> None:
+    """Say the cores, and tune the allocator as the server does, so the in-process floors are
+    not inflated by page faults the server does not pay."""
+    from extender.server import tune_allocator
+
+    print(f"  cores: {os.cpu_count()} (shared by the server process and the clients)")
+    print(f"  allocator tuned for large bodies: {tune_allocator()}")
 
 
 def start_server(*, placements: bool = False) -> tuple[subprocess.Popen[bytes], int]:
@@ -431,8 +452,7 @@ def naive_filter(body: bytes) -> Callable[[], bytes]:
 
 
 def _placements_figures(filter_request: bytes, prioritize_request: bytes) -> None:
-    process, port = start_server(placements=True)
-    try:
+    with serving(placements=True) as port:
         client = BlockingClient(port)
         for verb, request in (("filter", filter_request), ("prioritize", prioritize_request)):
             latency = median_seconds(functools.partial(client.call, request), repeat=300)
@@ -446,20 +466,11 @@ def _placements_figures(filter_request: bytes, prioritize_request: bytes) -> Non
                 )
             )
         client.close()
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def main() -> None:
-    from extender.server import tune_allocator
-
-    print(f"  cores: {os.cpu_count()} (shared by the server process and the clients)")
-    # The same allocator settings as the server, so the in-process floors are not inflated by
-    # page faults the server does not pay.
-    print(f"  allocator tuned for large bodies: {tune_allocator()}")
-    process, port = start_server()
-    try:
+    _tuned()
+    with serving() as port:
         small = names_body(CANDIDATES)
         filter_small = request_bytes("/scheduler/filter", small)
         prioritize_small = request_bytes("/scheduler/prioritize", small)
@@ -531,23 +542,13 @@ def main() -> None:
                 max_ratio=0.25,
             )
         )
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 def latency_only() -> None:
     """`python -m benchmarks.bench_extender latency`: the scheduling latency case alone."""
-    from extender.server import tune_allocator
-
-    print(f"  cores: {os.cpu_count()} (shared by the server process and the client)")
-    print(f"  allocator tuned for large bodies: {tune_allocator()}")
-    process, port = start_server()
-    try:
+    _tuned()
+    with serving() as port:
         scheduling_latency(port)
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 if __name__ == "__main__":

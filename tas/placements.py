@@ -21,9 +21,8 @@ A pod's estimated load, per resource, is the first of:
   idle replicas behind equal requests (1.7 and 0.05 cores average 1.2), so one busy pod can
   land where only an average one fits; a high percentile assumes every new pod is a busy one,
   which overstates a burst's total and steers later pods to nodes known only by lagging values.
-  Measured on `tas sweep --family default --count 40 --seeds 2` (one frozen tree, A/B), p90
-  made 337 violating placements where the mean made 325, with 0.5% less work lost: the mean
-  stays the default, and the pod's own usage replaces it as soon as it is measured;
+  The mean is the default (docs/decisions.md), and the pod's own usage replaces it as soon as
+  it is measured;
 - its requests, scaled by the fleet's usage/requests ratio (never below 1: a burst of a new
   workload is as under-requested as the rest).
 
@@ -41,10 +40,8 @@ from its measured pressure (`tas.pressure.load_for_pressure`, the model the desc
 with), the placements' cores are added to it, and the pressure at that load is the node's value
 (`add_estimates` with the nodes' cores). On 8 cores, a node measured at 0.2 that receives one
 core reads 0.41, not 0.325, while an empty node that receives the same still reads 0: the same
-core costs a loaded node more, which is what keeps a burst off the nodes about to stall.
-Measured on scale-out over five seeds (A/B on one tree): violating placements 15 -> 5 and work
-lost down 10-28% per seed; on herd, stall down a third; on 40 drawn scenarios x 2 seeds, work
-lost and stall unchanged within 0.3% and 6% fewer evictions.
+core costs a loaded node more, which is what keeps a burst off the nodes about to stall
+(measured: docs/decisions.md).
 
 Pure: `PlacementTracker` holds what it was told (binds, nodes, usage) and answers from values
 it is given (sample times, now); the feeds (the pod and node watches in `tas extender`, the

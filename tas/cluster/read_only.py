@@ -1,97 +1,73 @@
-"""A read-only view of a cluster: its reads, and no write."""
+"""A read-only view of a cluster: its reads, and no write.
+
+A rule, not a copy of the interface: each of the `Cluster` interface's reads is the wrapped
+cluster's (`READS`), each write is refused with a ClusterError naming why the cluster is
+read-only (`REFUSED`), and Events are dropped (a dry cycle's circuit breaker records some). A
+name in neither is no part of the interface; tests/cluster/test_read_only.py checks that the
+two cover the interface exactly, so a write added to it cannot pass through unnoticed.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from tas.cluster.interface import Cluster, ClusterError, EvictionResult, PolicyDocument
-from tas.cluster.model import (
-    NamespaceInfo,
-    Node,
-    ObjectReference,
-    PersistentVolumeClaim,
-    Pod,
-    PodDisruptionBudget,
-    Taint,
+from tas.cluster.interface import Cluster, ClusterError
+
+#: The interface's reads, forwarded as they are.
+READS = frozenset(
+    {
+        "list_nodes",
+        "list_pods",
+        "list_policy_documents",
+        "list_pdbs",
+        "get_priority_class_value",
+        "list_namespaces",
+        "list_persistent_volume_claims",
+        "list_node_metrics",
+        "list_pod_metrics",
+    }
 )
-from tas.types import Namespace, NodeName, PodKey, PolicyKey
+
+#: The interface's writes, each refused with what it would have done.
+REFUSED: Mapping[str, str] = {
+    "patch_node_labels": "label nodes",
+    "patch_pod_labels": "label pods",
+    "set_node_taints": "taint nodes",
+    "update_policy_status": "write policy status",
+    "evict_pod": "evict",
+}
+
+#: The writes that are dropped without a word: what a dry run may record in passing.
+DROPPED = frozenset({"emit_event"})
 
 
 class ReadOnlyCluster:
     """A `Cluster` whose reads are the wrapped one's and whose writes never happen: a dry
     run (`descheduler.cycle.Descheduler.dry_run`, what `tas explain` asks) must not label,
-    taint, evict or record anything. Events are dropped (a dry cycle's circuit breaker records
-    some); any other write is a ClusterError naming `why` the cluster is read-only."""
+    taint, evict or record anything."""
 
     def __init__(self, cluster: Cluster, *, why: str = "read-only") -> None:
         self._cluster = cluster
         self._why = why
 
-    def list_nodes(self) -> Sequence[Node]:
-        return self._cluster.list_nodes()
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # our own, before __init__ set it (a copy): never forwarded
+            raise AttributeError(name)
+        if name in READS:
+            return getattr(self._cluster, name)
+        if name in DROPPED:
+            return _drop
+        if name in REFUSED:
+            return self._refuser(REFUSED[name])
+        raise AttributeError(f"{name} is not part of the Cluster interface")
 
-    def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
-        return self._cluster.list_pods(node=node)
+    def _refuser(self, what: str) -> Any:
+        def refuse(*args: object, **kwargs: object) -> Any:
+            raise ClusterError(f"{self._why} does not {what}")
 
-    def list_policy_documents(self) -> Sequence[PolicyDocument]:
-        return self._cluster.list_policy_documents()
+        return refuse
 
-    def list_pdbs(self) -> Sequence[PodDisruptionBudget]:
-        return self._cluster.list_pdbs()
 
-    def get_priority_class_value(self, name: str) -> int | None:
-        return self._cluster.get_priority_class_value(name)
-
-    def list_namespaces(self) -> Sequence[NamespaceInfo]:
-        return self._cluster.list_namespaces()
-
-    def list_persistent_volume_claims(self) -> Sequence[PersistentVolumeClaim]:
-        return self._cluster.list_persistent_volume_claims()
-
-    def list_node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
-        return self._cluster.list_node_metrics()
-
-    def list_pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
-        return self._cluster.list_pod_metrics()
-
-    def patch_node_labels(
-        self,
-        node: NodeName,
-        *,
-        set_labels: Mapping[str, str],
-        remove: Iterable[str] = (),
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> None:
-        raise ClusterError(f"{self._why} does not label nodes")
-
-    def patch_pod_labels(
-        self,
-        namespace: Namespace,
-        name: str,
-        *,
-        set_labels: Mapping[str, str],
-        remove: Iterable[str] = (),
-    ) -> None:
-        raise ClusterError(f"{self._why} does not label pods")
-
-    def set_node_taints(self, node: NodeName, taints: Sequence[Taint]) -> None:
-        raise ClusterError(f"{self._why} does not taint nodes")
-
-    def update_policy_status(self, key: PolicyKey, status: Mapping[str, Any]) -> None:
-        raise ClusterError(f"{self._why} does not write policy status")
-
-    def emit_event(
-        self, involved: ObjectReference, *, reason: str, message: str, warning: bool = False
-    ) -> None:
-        return None
-
-    def evict_pod(
-        self,
-        namespace: Namespace,
-        name: str,
-        *,
-        reason: str,
-        grace_period_seconds: int | None = None,
-    ) -> EvictionResult:
-        raise ClusterError(f"{self._why} does not evict")
+def _drop(*args: object, **kwargs: object) -> None:
+    return None
