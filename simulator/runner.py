@@ -245,6 +245,20 @@ def run_contender(
     return run.result()
 
 
+def first_cycle(seed: int, interval: float, step: float, phase: float | None = None) -> float:
+    """When a descheduler's first cycle falls: at a seeded point within its first interval
+    (`phase`: the scenario's own share of the interval instead).
+
+    A descheduler in a cluster was started long before any scenario begins (upstream cycles at
+    start-up, `wait.NonSlidingUntil`, then every interval), so where its cycles fall in the
+    scenario's hour is arbitrary. Each seed draws one share of the interval, the same for every
+    contender, so none is favoured by its phase; an hourly descheduler then cycles once in a
+    one-hour scenario, at a time that differs by seed, instead of never. At least one step in,
+    after the world's first metrics."""
+    share = random.Random(f"{seed}/descheduler-phase").random() if phase is None else phase
+    return max(step, share * interval)
+
+
 def build_run(
     scenario: Scenario,
     contender: Contender,
@@ -381,13 +395,15 @@ def build_run(
         before_cycle=[functools.partial(_publish_metrics_server, world, source)],
         after_cycle=after_cycle,
     )
+    interval = contender.interval(scenario)
     loop = ClosedLoop(
         world=SimulatedWorld(world, store_, watchers=[recorder.model, *watchers]),
         view=view,
         scheduler=scheduler,
         step_seconds=scenario.step,
         sync_period=sync_period,
-        descheduling_interval=contender.interval(scenario),
+        descheduling_interval=interval,
+        next_cycle=first_cycle(seed, interval, scenario.step, scenario.descheduling_phase),
         reconciler=reconciler,
         descheduler=descheduler,
         placements=placements,

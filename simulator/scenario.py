@@ -211,6 +211,9 @@ class Scenario:
     startup_delay: float = 10.0
     sync_period: float = 10.0
     descheduling_interval: float = 60.0
+    #: Where each descheduler's first cycle falls, as a share of its interval (None: drawn per
+    #: seed, the same for every contender: `simulator.runner.first_cycle`).
+    descheduling_phase: float | None = None
     pipeline: Pipeline = field(default_factory=Pipeline)
     live_migration: LiveMigration = field(default_factory=LiveMigration)
     policies: tuple[Mapping[str, Any], ...] = ()
@@ -390,6 +393,7 @@ class _Reader:
             self.problem("liveMigration.bandwidth", "must be more than 0")
         sync_period = self.duration(doc.get("syncPeriod"), "syncPeriod", 10.0)
         interval = self.duration(doc.get("deschedulingInterval"), "deschedulingInterval", 60.0)
+        phase = doc.get("deschedulingPhase")
         warmup = self.duration(doc.get("warmup"), "warmup", 600.0)
         startup = self.duration(doc.get("startupDelay"), "startupDelay", 10.0)
         if step <= 0:
@@ -435,6 +439,7 @@ class _Reader:
             startup_delay=startup,
             sync_period=sync_period,
             descheduling_interval=interval,
+            descheduling_phase=None if phase is None else float(phase),
             pipeline=pipeline,
             live_migration=live_migration,
             nodes=nodes,

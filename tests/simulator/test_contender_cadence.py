@@ -39,7 +39,7 @@ from simulator.contenders import (
     resolve,
 )
 from simulator.family import draw_scenario, load_family, read_family
-from simulator.runner import run_contender
+from simulator.runner import build_run, first_cycle, run_contender
 from simulator.scenario import (
     NO_DESCHEDULER_CONTENDERS,
     SCENARIOS,
@@ -111,9 +111,11 @@ def cycles(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> dict[str, int
     return found
 
 
-def expected_cycles(scenario: Scenario, interval: float) -> int:
-    """Cycles at interval, 2 x interval, ... up to the last step (duration - step)."""
-    return int((scenario.duration - scenario.step) // interval)
+def expected_cycles(scenario: Scenario, interval: float, *, seed: int = 1) -> int:
+    """Cycles at the seed's first cycle (`first_cycle`: a point within the first interval), then
+    every interval, up to the last step (duration - step)."""
+    first = first_cycle(seed, interval, scenario.step)
+    return int((scenario.duration - scenario.step - first) // interval) + 1
 
 
 # ---------------------------------------------------------------------------- defaults
@@ -195,10 +197,10 @@ def test_setting_one_contender_s_cadence_changes_only_its_cycle_count(
         name: expected_cycles(plain, resolved(name, plain).interval(plain))
         for name in WITH_DESCHEDULER
     }
-    assert before["psi-profile"] == 1
+    assert before["psi-profile"] == 2  # seed 1's phase: 27% into the hour, then an hour later
     changed = quiet({"psi-profile": {"deschedulingInterval": "5m"}})
     after = cycles(changed, monkeypatch)
-    assert after["psi-profile"] == expected_cycles(changed, 300.0) == 23
+    assert after["psi-profile"] == expected_cycles(changed, 300.0) == 24
     assert {k: v for k, v in after.items() if k != "psi-profile"} == {
         k: v for k, v in before.items() if k != "psi-profile"
     }
@@ -247,3 +249,50 @@ def test_a_family_s_cadence_reaches_every_drawn_scenario() -> None:
         contender = resolved("psi-profile", drawn)
         assert contender.interval(drawn) == 60.0
         assert resolved("ours", drawn).interval(drawn) == drawn.descheduling_interval
+
+
+# ---------------------------------------------------------------------------- the phase
+
+
+def first_cycle_times(
+    scenario: Scenario, name: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> list[float]:
+    """The scenario times of a contender's descheduling cycles."""
+    times: list[float] = []
+    original = Descheduler.run_cycle
+
+    def spy(self: Descheduler) -> Any:
+        times.append(self.clock.now().timestamp())
+        return original(self)
+
+    monkeypatch.setattr(Descheduler, "run_cycle", spy)
+    run = build_run(scenario, resolved(name, scenario), seed=seed)
+    for index in range(run.steps):
+        run.step(index)
+    return [t - run.clock.epoch(0.0) for t in times]
+
+
+def test_every_descheduler_first_cycles_at_the_seeds_share_of_its_own_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A descheduler started long before the scenario cycles at an arbitrary point of its
+    interval: each seed draws one share, the same for every contender, so an hourly one cycles
+    once in an hour, at a time that differs by seed, instead of never."""
+    scenario = quiet().with_duration(3600)
+    shares = []
+    for seed in (1, 2, 3):
+        hourly = first_cycle_times(scenario, "psi-profile", seed, monkeypatch)
+        ours = first_cycle_times(scenario, "ours", seed, monkeypatch)
+        assert len(hourly) == 1, hourly
+        share = hourly[0] / 3600
+        # The same share of ours' 60 s, to the step.
+        assert ours[0] == pytest.approx(share * 60, abs=scenario.step)
+        assert ours[1] - ours[0] == pytest.approx(60.0, abs=scenario.step)
+        shares.append(round(share, 2))
+    assert len(set(shares)) == 3
+    # A scenario may pin it: one interval in, as a descheduler started with the scenario.
+    pinned = load_scenario_text(
+        yaml.safe_dump({**yaml.safe_load(QUIET.format(ours="60s")), "deschedulingPhase": 1})
+    ).with_duration(3600)
+    assert first_cycle_times(pinned, "ours", 1, monkeypatch)[0] == 60.0
+    assert first_cycle_times(pinned, "psi-profile", 1, monkeypatch) == []

@@ -57,8 +57,8 @@ from tas.cluster.model import Node, Pod, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 
 # Two nodes hold six 1.2-core pods each (90% of 8 cores); four are empty. The first
-# descheduling cycle is at 2m (every baseline here runs every 2m, not at its shipped cadence),
-# after the taint that kept the four empty is gone.
+# descheduling cycle is at 2m (every baseline here runs every 2m, not at its shipped cadence,
+# and one interval in: deschedulingPhase 1), after the taint that kept the four empty is gone.
 HOT = """
 name: hot-pair
 duration: 2m30s
@@ -68,6 +68,7 @@ warmup: 1m
 startupDelay: 10s
 syncPeriod: 10s
 deschedulingInterval: 2m
+deschedulingPhase: 1
 metrics: {{scrapeInterval: 15s, window: 1m, delay: 15s}}
 contenders:
   psi-profile: {{deschedulingInterval: 2m}}
