@@ -52,6 +52,7 @@ from descheduler.framework import (
     Result,
 )
 from descheduler.node_classes import Classification
+from descheduler.nodefit import NodeFitter
 from descheduler.plugins import soft_tainter, tas_violations
 from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
@@ -238,6 +239,7 @@ class Descheduler:
                 state=state,
                 rules=rules,
                 rails=rails,
+                fitter=NodeFitter(state, rules.node_selector),
                 metrics=self.metrics,
                 profile=profile.name,
             )

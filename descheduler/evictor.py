@@ -347,9 +347,9 @@ class PodEvictor:
     state: CycleState
     rules: EvictorFilter
     rails: CycleRails
-    #: nodeFit for this profile's nodes this cycle, shared by every plugin's view (None: one
-    #: over `state` and the rules' node selector).
-    fitter: NodeFitter = None  # type: ignore[assignment]  # set in __post_init__
+    #: nodeFit for this profile's nodes this cycle (over `state`, for the rules' node
+    #: selector), shared by every plugin's view.
+    fitter: NodeFitter
     metrics: DeschedulerMetrics | None = None
     profile: str = ""
     #: The plugin this view is for (what a filter rejection is recorded under).
@@ -358,10 +358,6 @@ class PodEvictor:
     guard_owners: bool = True
     #: This plugin empties nodes (`Plugin.evacuates`): see `Cooldown`.
     evacuating: bool = False
-
-    def __post_init__(self) -> None:
-        if self.fitter is None:
-            object.__setattr__(self, "fitter", NodeFitter(self.state, self.rules.node_selector))
 
     def for_plugin(
         self, plugin: str, *, guard_owners: bool, evacuating: bool = False

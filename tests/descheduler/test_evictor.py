@@ -27,6 +27,7 @@ from descheduler.framework import (
     OwnerGuard,
     sort_candidates,
 )
+from descheduler.nodefit import NodeFitter
 from descheduler.plugins import default_evictor
 from descheduler.plugins.default_evictor import EvictorArgs, ProtectionRules
 from descheduler.self_metrics import DeschedulerMetrics
@@ -401,6 +402,7 @@ def evictor_on(
         state=state,
         rules=ProtectionRules(),
         rails=rails,
+        fitter=NodeFitter(state),
         metrics=DeschedulerMetrics(registry=registry or CollectorRegistry()),
     )
 

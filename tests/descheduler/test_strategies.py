@@ -25,6 +25,7 @@ import pytest
 from descheduler.cycle import Descheduler, Mode
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
 from descheduler.framework import PluginContext
+from descheduler.nodefit import NodeFitter
 from descheduler.plugins import tas_violations
 from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.plugins.node_affinity import PREFERRED, REQUIRED
@@ -243,7 +244,9 @@ def test_tas_violations_acts_on_the_evaluation_the_cycle_state_carries() -> None
         },
     )
     rails = CycleRails(budget=EvictionBudget(Limits()), cooldown=Cooldown(0), dry_run=True)
-    evictor = PodEvictor(cluster=cluster, state=state, rules=ProtectionRules(), rails=rails)
+    evictor = PodEvictor(
+        cluster=cluster, state=state, rules=ProtectionRules(), rails=rails, fitter=NodeFitter(state)
+    )
     context = PluginContext(
         state=state, evictor=evictor, nodes=evictor.fitter, classified=lambda _: None
     )
