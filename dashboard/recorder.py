@@ -767,10 +767,8 @@ def _kept_reasons(cycle: CycleReport) -> dict[str, str]:
         if blocked.node is None or blocked.node in left:
             continue
         # A prediction's figures differ pod by pod: its rule is what names the reason.
-        why = blocked.why.split(": moving ")[0]
-        if "the next hot node" in blocked.why:
-            why += ": it would make its destination the next hot node"
-        reasons.setdefault(blocked.node, Counter())[f"{blocked.strategy}: {why}"] += 1
+        rule = blocked.rule or blocked.why
+        reasons.setdefault(blocked.node, Counter())[f"{blocked.strategy}: {rule}"] += 1
     kept = {}
     for node, counted in reasons.items():
         (top, times), *others = counted.most_common()

@@ -48,6 +48,7 @@ from descheduler.framework import (
     PluginName,
     PluginRun,
     PodUsageSource,
+    PrometheusClient,
     PrometheusFactory,
     Result,
 )
@@ -127,9 +128,13 @@ class Descheduler:
         self.cooldown = Cooldown(config.cooldown_seconds)
         #: Why the circuit breaker held evictions back in the last cycle (None: it did not).
         self.halted: str | None = None
+        #: The policy's Prometheus client, built once (a dry run reads through the same one).
+        self._prometheus_client = (
+            prometheus(config.prometheus_url) if config.prometheus_url else None
+        )
         self.prometheus = (
-            CycleCachedPrometheus(prometheus(config.prometheus_url))
-            if config.prometheus_url
+            CycleCachedPrometheus(self._prometheus_client)
+            if self._prometheus_client is not None
             else None
         )
         self.usage = ClusterUsage(cluster)
@@ -153,6 +158,14 @@ class Descheduler:
         """The next cycle, in Predictive mode over a read-only cluster, with this descheduler's
         memory (owner cooldowns, the plugins' memory, the circuit breaker) copied: nothing of
         this one changes. `watch`: pods whose filter rejections the report records too."""
+        live_client = self._prometheus_client
+
+        def same_client(url: str) -> PrometheusClient:
+            # Asked only when the config names a Prometheus, as it was for this one.
+            if live_client is None:
+                raise ValueError(f"no Prometheus client for {url}")
+            return live_client
+
         dry = Descheduler(
             config=self.config,
             cluster=ReadOnlyCluster(self.cluster, why="a dry run"),
@@ -161,6 +174,8 @@ class Descheduler:
             mode=Mode.PREDICTIVE,
             clock=self.clock,
             pod_usage=self.pod_usage,
+            # Its own per-cycle answers, over the live client: no second client to build.
+            prometheus=same_client,
         )
         dry.cooldown = copy.deepcopy(self.cooldown)
         dry.plugins = copy.deepcopy(self.plugins)

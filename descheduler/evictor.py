@@ -305,6 +305,9 @@ class Blocked:
     strategy: str
     rail: Rail
     why: str
+    #: The rule that held it, without this pod's figures (empty: `why` says it), for a page
+    #: that sums the reasons over pods.
+    rule: str = ""
 
 
 @dataclass
@@ -332,9 +335,11 @@ class CycleRails:
     def block(self, pod: Pod, strategy: str, rail: Rail, why: str) -> None:
         self.blocked.append(Blocked(pod.namespace, pod.name, pod.node_name, strategy, rail, why))
 
-    def declined(self, pod: Pod, strategy: str, why: str) -> None:
+    def declined(self, pod: Pod, strategy: str, why: str, *, rule: str = "") -> None:
         """A plugin's own reason to leave the pod (`PluginContext.declined`)."""
-        self.block(pod, strategy, Rail.PLUGIN, why)
+        self.blocked.append(
+            Blocked(pod.namespace, pod.name, pod.node_name, strategy, Rail.PLUGIN, why, rule)
+        )
 
 
 # A service, not a value: compared and hashed by identity (eq=False).

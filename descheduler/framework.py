@@ -223,12 +223,14 @@ class NoMoves:
         return ()
 
 
-#: A plugin's own reason to leave a pod where it is (`PluginContext.declined`): the pod,
-#: the plugin's name, and why.
-Declined = Callable[[Pod, str, str], None]
+class Declined(Protocol):
+    """A plugin's own reason to leave a pod where it is (`PluginContext.declined`): the pod,
+    the plugin's name, why, and the rule without this pod's figures (empty: `why` says it)."""
+
+    def __call__(self, pod: Pod, strategy: str, why: str, *, rule: str = "") -> None: ...
 
 
-def _ignore_declined(pod: Pod, strategy: str, why: str) -> None:
+def _ignore_declined(pod: Pod, strategy: str, why: str, *, rule: str = "") -> None:
     return None
 
 

@@ -12,7 +12,7 @@ mode; Predictive mode logs what it would write.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -47,7 +47,7 @@ class TaintHolds:
         overutilized: Collection[NodeName],
         *,
         held: Collection[NodeName],
-        classified: Collection[NodeName] | Mapping[NodeName, object],
+        classified: Collection[NodeName],
         hold_seconds: float,
         now: datetime,
     ) -> set[NodeName]:

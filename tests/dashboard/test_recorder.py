@@ -383,9 +383,16 @@ def test_a_hot_node_nothing_left_says_which_rule_kept_its_pods() -> None:
         "on node-b; relief 4.590 - burden 1.847 stalled cores vs cost 0.139 (gain x0.0); it "
         "would make node-b the next hot node"
     )
+    hot_next = "the move does not pay: it would make its destination the next hot node"
     blocked = [
-        Blocked(Namespace("ns"), f"p{i}", NodeName("node-a"), "LoadAware", Rail.PLUGIN, why)
-        for i, why in enumerate([does_not_pay, does_not_pay, "owner ReplicaSet/rs is cooling down"])
+        Blocked(Namespace("ns"), f"p{i}", NodeName("node-a"), "LoadAware", Rail.PLUGIN, why, rule)
+        for i, (why, rule) in enumerate(
+            [
+                (does_not_pay, hot_next),
+                (does_not_pay, hot_next),
+                ("owner ReplicaSet/rs is cooling down", ""),
+            ]
+        )
     ]
     report = CycleReport(classifications={"relieve": classify(usages, spec)}, blocked=blocked)
     recorder.observe_cycle(100.0, report)

@@ -20,6 +20,7 @@ from descheduler.node_classes import Classification
 from descheduler.signals import Signal
 from descheduler.state import pod_key
 from tas.cluster.model import Node, Pod
+from tas.pressure import Prediction
 from tas.types import NodeName
 
 
@@ -31,6 +32,8 @@ class Move:
     explains: str = ""
     #: How much of the owner cooldown it respects.
     guard: OwnerGuard = FULL
+    #: Where it goes and what it is predicted to do there, where a policy predicts moves.
+    planned: tuple[NodeName, Prediction] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,9 @@ class Decline:
     why: str
     #: The move was weighed and does not pay (counted in the node's summary line).
     unpaid: bool = True
+    #: The rule that kept it, without this pod's figures (what a page sums over pods; empty:
+    #: `why` says no more).
+    rule: str = ""
 
 
 class MovePolicy(Protocol):

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
-from datetime import datetime
 
 from descheduler.classify import still_over
 from descheduler.framework import (
@@ -67,7 +65,6 @@ from descheduler.plugins.load_aware.stall import StallModel
 from descheduler.signals import CPU_SIGNALS, Signal, metric_names
 from descheduler.state import pod_key
 from tas.placements import add_estimates
-from tas.types import NodeName
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +89,7 @@ class LoadAware:
             self.args,
             context,
             pod_usage=context.pod_usage(),
-            over_since=self.hot.over_since,
+            hot=self.hot,
             peaks=self.peaks,
         )
         held = self.hot.hold(dataclasses.replace(c, hold_seconds=self.args.hold_seconds), now)
@@ -104,7 +101,7 @@ def rebalance(
     context: PluginContext,
     *,
     pod_usage: PodUsage | None = None,
-    over_since: Mapping[NodeName, datetime] | None = None,
+    hot: HotNodes | None = None,
     peaks: RecentPeaks | None = None,
 ) -> Classification:
     """One rebalancing pass over the overutilized nodes; the classification it made."""
@@ -126,7 +123,6 @@ def rebalance(
     )
     policy: MovePolicy
     if all(s in CPU_SIGNALS for s in signals):
-        hot = HotNodes(over_since=dict(over_since or {}))
         policy = StallModel.of(
             args,
             state,
@@ -134,7 +130,7 @@ def rebalance(
             c,
             measured,
             avoid=context.moves.recently_evacuated(args.avoid_evacuated_seconds),
-            confirmed=hot.confirmed(args, c),
+            confirmed=(hot or HotNodes()).confirmed(args, c),
             peaks=peaks,
         )
     else:
@@ -179,7 +175,7 @@ def rebalance(
             relief = measured.get(pod_key(pod)) or estimate_relief(pod, state.nodes[node], signals)
             move = policy.weigh(pod, node, relief, context, targets)
             if isinstance(move, Decline):
-                context.declined(pod, NAME, move.why)
+                context.declined(pod, NAME, move.why, rule=move.rule)
                 unpaid += move.unpaid
                 continue  # it does not pay, or nothing predicts it: never on a guess
             reason = overutilized_reason(node, usage, c, signals)

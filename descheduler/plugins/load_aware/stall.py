@@ -105,8 +105,6 @@ class StallModel:
     _sizes: dict[int, list[tuple[float, NodeName]]] | None = field(default=None, repr=False)
     #: The nodes whose "left to settle" line is said this cycle.
     _settle_said: set[NodeName] = field(default_factory=set, repr=False)
-    #: The move `weigh` let the pass try last, for `moved`.
-    _last: tuple[NodeName, Prediction] | None = field(default=None, repr=False)
 
     @classmethod
     def of(
@@ -227,22 +225,21 @@ class StallModel:
                 )
             log.debug('"Left to settle" pod="%s/%s"', pod.namespace, pod.name)
             return Decline(
-                f"a replacement of a moved pod, left to settle {left:.0f} s more", unpaid=False
+                f"a replacement of a moved pod, left to settle {left:.0f} s more",
+                unpaid=False,
+                rule="a replacement of a moved pod, left to settle",
             )
         found = self.best_move(pod, node, relief, context, targets)
-        if isinstance(found, str):
-            return Decline(found)
+        if isinstance(found, Decline):
+            return found
         destination, prediction = found
-        self._last = (destination, prediction)
         guard = CLEAR if prediction.gain >= self.args.clear_gain else OwnerGuard()
-        return Move(prediction.describe(node, self.name_of(destination)), guard)
+        return Move(prediction.describe(node, self.name_of(destination)), guard, found)
 
     def moved(self, node: NodeName, move: Move) -> None:
-        """Made: the loads the next weighings read follow it (the prediction `weigh`
-        made last)."""
-        if self._last is not None:
-            destination, prediction = self._last
-            self.apply(node, destination, prediction)
+        """Made: the loads the next weighings read follow its prediction."""
+        if move.planned is not None:
+            self.apply(node, *move.planned)
 
     # ------------------------------------------------------------ predictions
 
@@ -253,14 +250,14 @@ class StallModel:
         relief: Mapping[str, float] | None,
         context: PluginContext,
         among: frozenset[NodeName],
-    ) -> tuple[NodeName, Prediction] | str:
+    ) -> tuple[NodeName, Prediction] | Decline:
         """Where the pod would go (the fitting node that stalls least with it) and what the
         move is predicted to do there; why not, when nothing predicts it or it does not pay."""
         source = self.loads[node]
         usage = cpu_cores(relief, source.cores)
         if usage <= 0:
             log.debug('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
-            return "no usage to predict the move with"
+            return Decline("no usage to predict the move with")
         destinations = [
             d
             for d in context.fitting_nodes(pod, among=among)
@@ -268,7 +265,7 @@ class StallModel:
         ]
         if not destinations:
             log.debug('"No node to move the pod to" pod="%s/%s"', pod.namespace, pod.name)
-            return "no node to move it to (none fits that is not hot or evacuated lately)"
+            return Decline("no node to move it to (none fits that is not hot or evacuated lately)")
         destination = self.least_stalled(destinations, usage)
         prediction = predict(usage, source, self.peak_loads[destination], self.args.cost)
         if not prediction.pays:
@@ -280,7 +277,10 @@ class StallModel:
                 node,
                 described,
             )
-            return f"the move does not pay: {described}"
+            rule = "the move does not pay"
+            if prediction.moves_the_hot_node:
+                rule += ": it would make its destination the next hot node"
+            return Decline(f"the move does not pay: {described}", rule=rule)
         return destination, prediction
 
     def least_stalled(self, destinations: Collection[NodeName], usage: float) -> NodeName:
