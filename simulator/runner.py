@@ -250,11 +250,12 @@ def first_cycle(seed: int, interval: float, step: float, phase: float | None = N
     (`phase`: the scenario's own share of the interval instead).
 
     A descheduler in a cluster was started long before any scenario begins (upstream cycles at
-    start-up, `wait.NonSlidingUntil`, then every interval), so where its cycles fall in the
-    scenario's hour is arbitrary. Each seed draws one share of the interval, the same for every
-    contender, so none is favoured by its phase; an hourly descheduler then cycles once in a
-    one-hour scenario, at a time that differs by seed, instead of never. At least one step in,
-    after the world's first metrics."""
+    start-up, then every interval: `wait.NonSlidingUntil` in kubernetes-sigs/descheduler's
+    pkg/descheduler/descheduler.go), so where its cycles fall in the scenario's hour is
+    arbitrary. Each seed draws one share of the interval, the same for every contender, so none
+    is favoured by its phase; an hourly descheduler then cycles once in a one-hour scenario, at
+    a time that differs by seed, instead of never. At least one step in, after the world's first
+    metrics."""
     share = random.Random(f"{seed}/descheduler-phase").random() if phase is None else phase
     return max(step, share * interval)
 
