@@ -172,7 +172,25 @@ class Recorder:
         #: metric -> node -> when its newest value seen was measured: a value gone stale drops
         #: out of the view, and its age keeps growing from here.
         self._sampled: dict[MetricName, dict[NodeName, float]] = {}
-        self._state: Json = {"time": None, "nodes": [], "pods": [], "policies": []}
+        #: Before the first tick: the state's every key, empty, so a reader polling from the
+        #: start (the page, a test waiting for the scenario's summary) never meets a missing key.
+        self._state: Json = {
+            "time": None,
+            **self._info,
+            "scenario": None,
+            "nodes": [],
+            "pods": [],
+            "policies": [],
+            "policyProblems": [],
+            "metricMaxAge": None,
+            "workloads": [],
+            "descheduler": {
+                "thresholds": None,
+                "circuitBreaker": None,
+                "evictions": 0,
+                "lastCycle": None,
+            },
+        }
         #: Bumped by every tick and every note: readers compare it to see if anything is new.
         self.version = 0
         self._clock = clock

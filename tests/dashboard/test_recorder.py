@@ -7,7 +7,8 @@ with reason, strategy and the owner's replacement; circuit-breaker trips and rec
 extender decisions in order; history points with the fleet average, thresholds and classes
 (deviation thresholds with the average they move with); an overutilized node's streak (since
 when, when last above high, whether the hysteresis holds it, until when); no entry stamped
-before the one logged ahead of it; the scenario the state carries; reading the log after an
+before the one logged ahead of it; the scenario the state carries (and every key before the
+first tick); reading the log after an
 id, by kind and with a limit.
 """
 
@@ -253,6 +254,15 @@ def test_the_state_carries_the_scenario_it_is_told() -> None:
     recorder_without, _, _ = make_recorder()
     recorder_without.observe(Tick(now=1000.0, columns=columns({})))
     assert recorder_without.state()["scenario"] is None
+
+
+def test_the_state_before_the_first_tick_has_every_key_a_ticked_one_has() -> None:
+    recorder, _, _ = make_recorder()
+    before = recorder.state()
+    recorder.observe(Tick(now=1000.0, columns=columns({})))
+    after = recorder.state()
+    assert set(before) == set(after)
+    assert set(before["descheduler"]) == set(after["descheduler"])
 
 
 def test_the_log_is_read_after_an_id_by_kind_and_newest_last() -> None:
