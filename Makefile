@@ -58,13 +58,15 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 ## make compare: the evidence behind the README's comparison: every named scenario on 5 seeds,
-## and 200 scenarios drawn from the default family on 3 seeds, on every core (about an hour on 2),
+## 200 scenarios drawn from the default family and 100 from large-slow (larger fleets, slower
+## pipelines and start-ups, another PSI model) on 3 seeds, on every core (about two hours on 2),
 ## then docs/results.md written from those outputs (simulator/results_doc.py).
 compare: $(STAMP)
 	mkdir -p comparison
 	(git describe --always --dirty --abbrev=7 2>/dev/null || true) > comparison/commit.txt
 	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
-	$(BIN)/tas sweep --family default --count 200 --seeds 3 --out comparison/sweep
+	$(BIN)/tas sweep --family default --count 200 --seeds 3 --out comparison/sweep-default
+	$(BIN)/tas sweep --family large-slow --count 100 --seeds 3 --out comparison/sweep-large-slow
 	$(BIN)/python -m simulator.results_doc comparison --out docs/results.md
 
 ## make lock: the hashed lock files, from pyproject.toml: requirements.lock (the base install, what

@@ -1,12 +1,14 @@
 """docs/results.md, written from what `make compare` leaves (`python -m simulator.results_doc`).
 
 Input is a comparison folder as `make compare` writes it: `simulate/summary.json` (`tas simulate
---all`), `sweep/sweep.json` with `sweep/runs.json` and `sweep/scenarios/` (`tas sweep`), and
-`commit.txt` (the commit the runs were made on); a part that is missing is said to be missing.
+--all`), one folder per family swept, `sweep-<family>/` (or a single `sweep/`), each with
+`sweep.json`, `runs.json` and `scenarios/` (`tas sweep`), and `commit.txt` (the commit the runs
+were made on); a part that is missing is said to be missing.
 Output is Markdown: a header saying it is generated, the method, one table per named scenario
 (means over the seeds, the clear best in bold, the reference rows in italics; a column of only
-zeros and dashes left out), the sweep's
-table, and the goals `ours` is held to (`simulator.goals`), each MET or MISSED. Runs smaller
+zeros and dashes left out), each sweep's
+table, and the goals `ours` is held to (`simulator.goals`) on the named scenarios and on each
+family, each MET or MISSED. Runs smaller
 than `make compare`'s (fewer seeds, fewer drawn scenarios, scenarios cut short) are named as
 such at the top: their figures are a smoke test, not evidence.
 
@@ -28,9 +30,10 @@ from simulator.jobs import CLAIRVOYANT, LIMIT
 from simulator.report import COLUMNS
 from simulator.seeds import GAIN_FIGURES
 
-#: What `make compare` runs: every named scenario on 5 seeds; 200 drawn scenarios on 3 seeds.
+#: What `make compare` runs: every named scenario on 5 seeds; from each shipped family, its
+#: count of drawn scenarios on 3 seeds (the Makefile's `compare` recipe says the same).
 FULL_SEEDS = 5
-FULL_SWEEP_COUNT = 200
+FULL_SWEEP_COUNTS: Mapping[str, int] = {"default": 200, "large-slow": 100}
 FULL_SWEEP_SEEDS = 3
 
 HEADER = (
@@ -92,13 +95,27 @@ where no other contender is clearly better on work lost or stall while no worse 
 
 
 @dataclass(frozen=True)
+class Sweep:
+    """One `tas sweep` output folder: its verdict, seeds per scenario and family."""
+
+    verdict: Mapping[str, Any]
+    seeds: int | None
+    #: The family file, as the drawn scenarios name it (None: unrecorded).
+    family: str | None
+    #: The folder's name in the comparison folder (`sweep-default`).
+    folder: str
+
+    @property
+    def family_name(self) -> str | None:
+        return None if self.family is None else Path(self.family).stem
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """What one comparison folder holds; None where that part was not run."""
+    """What one comparison folder holds; None (or no sweeps) where that part was not run."""
 
     summary: Mapping[str, Any] | None
-    sweep: Mapping[str, Any] | None
-    sweep_seeds: int | None
-    family: str | None
+    sweeps: tuple[Sweep, ...]
     commit: str | None
     #: Each named scenario's own duration (seconds), to tell a run cut short.
     full_durations: Mapping[str, float]
@@ -145,6 +162,16 @@ def _full_durations(names: Sequence[str]) -> dict[str, float]:
     return found
 
 
+def _read_sweeps(folder: Path) -> tuple[Sweep, ...]:
+    found = []
+    for path in sorted([*folder.glob("sweep"), *folder.glob("sweep-*")]):
+        verdict = _json(path / "sweep.json")
+        if verdict is not None:
+            seeds = _sweep_seeds(_json(path / "runs.json"))
+            found.append(Sweep(verdict, seeds, _family(path), path.name))
+    return tuple(found)
+
+
 def read_comparison(folder: Path) -> Comparison:
     summary = _json(folder / "simulate" / "summary.json")
     commit_file = folder / "commit.txt"
@@ -152,9 +179,7 @@ def read_comparison(folder: Path) -> Comparison:
     names = list(summary["scenarios"]) if summary else []
     return Comparison(
         summary=summary,
-        sweep=_json(folder / "sweep" / "sweep.json"),
-        sweep_seeds=_sweep_seeds(_json(folder / "sweep" / "runs.json")),
-        family=_family(folder / "sweep"),
+        sweeps=_read_sweeps(folder),
         commit=commit or None,
         full_durations=_full_durations(names),
     )
@@ -330,12 +355,17 @@ def _smaller_than_full(comparison: Comparison) -> list[str]:
         ]
         if cut:
             said.append(f"{len(cut)} named scenarios cut short of their own duration")
-    sweep = comparison.sweep
-    if sweep is not None:
-        if sweep.get("scenarios", 0) < FULL_SWEEP_COUNT:
-            said.append(f"a sweep of {sweep.get('scenarios')} scenarios, not {FULL_SWEEP_COUNT}")
-        if (comparison.sweep_seeds or 0) < FULL_SWEEP_SEEDS:
-            said.append(f"on {comparison.sweep_seeds} seeds each, not {FULL_SWEEP_SEEDS}")
+    for sweep in comparison.sweeps:
+        family = sweep.family_name or "an unrecorded family"
+        full = FULL_SWEEP_COUNTS.get(sweep.family_name or "", max(FULL_SWEEP_COUNTS.values()))
+        count = sweep.verdict.get("scenarios", 0)
+        if count < full:
+            said.append(f"a sweep of {count} scenarios of {family}, not {full}")
+        if (sweep.seeds or 0) < FULL_SWEEP_SEEDS:
+            said.append(f"{family} on {sweep.seeds} seeds each, not {FULL_SWEEP_SEEDS}")
+    missing = sorted(set(FULL_SWEEP_COUNTS) - {s.family_name for s in comparison.sweeps})
+    if missing:
+        said.append(f"no sweep of {', '.join(missing)}")
     return said
 
 
@@ -350,15 +380,16 @@ def render(comparison: Comparison, *, folder: str = "comparison") -> str:
             f"{len(comparison.summary['scenarios'])} named scenarios on {said} seeds each "
             "(`tas simulate --all`, `simulate/summary.json`)"
         )
-    if comparison.sweep is not None:
+    for sweep in comparison.sweeps:
         ran.append(
-            f"{comparison.sweep.get('scenarios')} scenarios drawn from "
-            f"{comparison.family or 'an unrecorded family'} on {comparison.sweep_seeds or '?'} "
-            "seeds each (`tas sweep`, `sweep/sweep.json`)"
+            f"{sweep.verdict.get('scenarios')} scenarios drawn from "
+            f"{sweep.family or 'an unrecorded family'} on {sweep.seeds or '?'} "
+            f"seeds each (`tas sweep`, `{sweep.folder}/sweep.json`)"
         )
+    full = ", ".join(f"{n} from {f}" for f, n in FULL_SWEEP_COUNTS.items())
     parts.append(
         f"Outputs in `{folder}/` on {commit}: {'; '.join(ran)}. `make compare` runs every "
-        f"named scenario on {FULL_SEEDS} seeds and {FULL_SWEEP_COUNT} drawn scenarios on "
+        f"named scenario on {FULL_SEEDS} seeds and drawn scenarios ({full}) on "
         f"{FULL_SWEEP_SEEDS} seeds."
     )
     short = _smaller_than_full(comparison)
@@ -378,19 +409,24 @@ def render(comparison: Comparison, *, folder: str = "comparison") -> str:
             parts += [scenario_table(name, summary["scenarios"][name]), ""]
         parts += ["### Goals on the named scenarios\n", goals_list(named_goals(summary)), ""]
     parts.append("## Drawn scenarios (`tas sweep`)\n")
-    sweep = comparison.sweep
-    if sweep is None:
-        parts.append("Not run: no `sweep/sweep.json`.\n")
-    else:
-        family = comparison.family or "an unrecorded family"
-        per = comparison.sweep_seeds or "?"
+    if not comparison.sweeps:
+        parts.append("Not run: no `sweep-<family>/sweep.json`.\n")
+    for sweep in comparison.sweeps:
+        family = sweep.family or "an unrecorded family"
+        per = sweep.seeds or "?"
+        name = sweep.family_name or sweep.folder
         parts += [
-            f"{sweep['scenarios']} scenarios drawn from {family}, {per} seeds each.\n",
-            sweep_table(sweep),
+            f"### {name}\n",
+            f"{sweep.verdict['scenarios']} scenarios drawn from {family}, {per} seeds each.\n",
+            sweep_table(sweep.verdict),
             "",
         ]
-        if "ours" in sweep.get("contenders", {}):
-            parts += ["### Goals on the sweep\n", goals_list(sweep_goals(sweep)), ""]
+        if "ours" in sweep.verdict.get("contenders", {}):
+            parts += [
+                f"### Goals on {name}\n",
+                goals_list(sweep_goals(sweep.verdict)),
+                "",
+            ]
     parts.append(
         "What each goal asks and why it is judged as written: "
         "[decisions.md](decisions.md#how-the-comparison-is-judged)."
@@ -407,10 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
     args = parser.parse_args(argv)
     comparison = read_comparison(args.comparison)
-    if comparison.summary is None and comparison.sweep is None:
+    if comparison.summary is None and not comparison.sweeps:
         print(
             f"results_doc: nothing to write from: {args.comparison} has neither "
-            "simulate/summary.json nor sweep/sweep.json (run make compare)",
+            "simulate/summary.json nor sweep-<family>/sweep.json (run make compare)",
             file=sys.stderr,
         )
         return 1

@@ -8,9 +8,11 @@ to its seeds, one drawn scenario's first lines). Covered:
   exactly where summary.json names a clear best;
 - the goals are `simulator.goals`' own verdicts, MET or MISSED, on the named scenarios and on
   the sweep;
-- runs smaller than make compare's say so at the top; full-size runs do not;
+- runs smaller than make compare's say so at the top (a family not swept included); full-size
+  runs do not;
 - a part not run is said to be missing, an empty folder is refused (exit 1);
-- the same outputs give the same bytes, and `make compare` writes docs/results.md with it.
+- the same outputs give the same bytes, and `make compare` writes docs/results.md with it,
+  sweeping every shipped family.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from simulator.report import COLUMNS
 from simulator.results_doc import (
     DISPLAY,
     FULL_SEEDS,
-    FULL_SWEEP_COUNT,
+    FULL_SWEEP_COUNTS,
     FULL_SWEEP_SEEDS,
     HEADER,
     Comparison,
@@ -115,8 +117,9 @@ def test_a_clear_best_is_bold_in_its_row_and_column_only(comparison: Comparison)
 
 def test_the_goals_are_the_simulators_own_verdicts(comparison: Comparison, document: str) -> None:
     assert comparison.summary is not None
-    assert comparison.sweep is not None
-    for goal in [*named_goals(comparison.summary), *sweep_goals(comparison.sweep)]:
+    assert comparison.sweeps
+    sweeps = [g for s in comparison.sweeps for g in sweep_goals(s.verdict)]
+    for goal in [*named_goals(comparison.summary), *sweeps]:
         verdict = {True: "**MET**", False: "**MISSED**", None: "NOT JUDGED"}[goal.met]
         assert f"- {verdict} {goal.name}: {goal.shown}" in document
 
@@ -124,12 +127,13 @@ def test_the_goals_are_the_simulators_own_verdicts(comparison: Comparison, docum
 def test_runs_smaller_than_make_compares_say_so(document: str) -> None:
     assert "These runs are smaller than `make compare`'s" in document
     assert f"named scenarios on 2 seeds, not {FULL_SEEDS}" in document
-    assert f"a sweep of 2 scenarios, not {FULL_SWEEP_COUNT}" in document
+    assert f"a sweep of 2 scenarios of default, not {FULL_SWEEP_COUNTS['default']}" in document
+    assert "no sweep of large-slow" in document
 
 
 def test_full_size_runs_are_not_called_a_smoke_test(comparison: Comparison) -> None:
     assert comparison.summary is not None
-    assert comparison.sweep is not None
+    (sweep,) = comparison.sweeps
     scenarios = {
         name: {**entry, "seeds": list(range(FULL_SEEDS))}
         for name, entry in comparison.summary["scenarios"].items()
@@ -137,16 +141,24 @@ def test_full_size_runs_are_not_called_a_smoke_test(comparison: Comparison) -> N
     full = dataclasses.replace(
         comparison,
         summary={"scenarios": scenarios},
-        sweep={**comparison.sweep, "scenarios": FULL_SWEEP_COUNT},
-        sweep_seeds=FULL_SWEEP_SEEDS,
+        sweeps=tuple(
+            dataclasses.replace(
+                sweep,
+                verdict={**sweep.verdict, "scenarios": count},
+                seeds=FULL_SWEEP_SEEDS,
+                family=f"scenarios/families/{family}.yaml",
+                folder=f"sweep-{family}",
+            )
+            for family, count in FULL_SWEEP_COUNTS.items()
+        ),
         full_durations={},
     )
     assert "smaller than" not in render(full)
 
 
 def test_a_part_not_run_is_said_to_be_missing(comparison: Comparison) -> None:
-    text = render(dataclasses.replace(comparison, sweep=None, sweep_seeds=None))
-    assert "Not run: no `sweep/sweep.json`." in text
+    text = render(dataclasses.replace(comparison, sweeps=()))
+    assert "Not run: no `sweep-<family>/sweep.json`." in text
     assert "### Goals on the named scenarios" in text
 
 
@@ -168,6 +180,11 @@ def test_make_compare_writes_docs_results_md_with_it() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("\ncompare:", 1)[1].split("\n\n", 1)[0]
     assert "-m simulator.results_doc comparison --out docs/results.md" in recipe
+    shipped = {path.stem for path in (ROOT / "scenarios" / "families").glob("*.yaml")}
+    assert shipped == set(FULL_SWEEP_COUNTS)  # every shipped family swept, at the count said here
+    for family in FULL_SWEEP_COUNTS:
+        count = FULL_SWEEP_COUNTS[family]
+        assert f"--family {family} --count {count} --seeds {FULL_SWEEP_SEEDS}" in recipe
     assert "comparison/commit.txt" in recipe
     committed = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert committed.startswith(HEADER + "\n")

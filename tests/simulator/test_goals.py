@@ -1,8 +1,10 @@
 """The goals ours is held to, judged from sweep.json and summary.json.
 
-Covered: each sweep goal is MET at its limit and MISSED just past it; a figure that is missing
-is not judged (never counted as met); the named-scenario goals need intervals that do not
-overlap, not merely a lower mean.
+Covered: each sweep goal (issue 46's) is MET at its limit and MISSED just past it; the highest
+undominated share allows ties; worse than requests allows obeying a deschedule rule and names
+every cause; perfect information is shown beside ours and never judged in its place; a figure
+that is missing is not judged (never counted as met); the named-scenario goals need intervals
+that do not overlap, not merely a lower mean.
 """
 
 from __future__ import annotations
@@ -15,92 +17,109 @@ import pytest
 from simulator.goals import named_goals, report, sweep_goals
 
 
-def _verdict() -> dict[str, Any]:
+def _row(undominated: float = 0.95) -> dict[str, Any]:
     return {
-        "scenarios": 200,
-        "contenders": {
-            "ours": {
-                "best_share": 0.5,
-                "best_or_tied_share": {"work_lost": 0.9, "stall": 0.95},
-                "work_lost_vs_requests": {"p50": 0.3, "p90": 0.6},
-                "stall_vs_requests": {"p50": 0.5, "p90": 0.8},
-                "worse_than_requests": {"scenarios": 0},
-                "max_evictions_per_pod_hour": {"p95": 2, "max": 3},
-                "violating_placements": {"total": 4, "none_share": 0.95},
-            }
-        },
+        "undominated_share": undominated,
+        "worse_than_requests": {"scenarios": 0},
+        "max_evictions_per_pod_hour": {"p95": 2, "max": 3},
+        "share_of_gain_hindsight": {"work_lost": {"p50": 0.5, "p10": 0.1, "scenarios": 120}},
     }
 
 
-def test_the_worse_than_requests_goal_says_why_each_scenario_was_worse() -> None:
+def _verdict() -> dict[str, Any]:
+    return {
+        "scenarios": 200,
+        "contenders": {"ours": _row(), "requests": _row(0.9), "psi-profile": _row(0.95)},
+    }
+
+
+def test_worse_than_requests_allows_obeying_a_deschedule_rule_and_says_each_cause() -> None:
     verdict = copy.deepcopy(_verdict())
     verdict["contenders"]["ours"]["worse_than_requests"] = {
         "scenarios": 5,
         "by_cause": {"deschedule_rule": 3, "restarts_for_stall": 0, "other": 2},
     }
-    line = sweep_goals(verdict)[3].line()
-    assert line.startswith("  MISSED     scenarios worse than requests beyond the interval: 5")
-    assert line.endswith(
-        "of ours': 3 obey a deschedule rule requests ignores, "
+    goal = sweep_goals(verdict)[2]
+    assert goal.met is False
+    assert goal.line().startswith(
+        "  MISSED     scenarios worse than requests beyond the interval, "
+        "but for obeying a deschedule rule: 2 (goal <= 0)"
+    )
+    assert goal.line().endswith(
+        "of ours': 3 obey a deschedule rule requests ignores (allowed), "
         "2 other (worse placements, moves that bought nothing)"
     )
+    verdict["contenders"]["ours"]["worse_than_requests"]["by_cause"]["other"] = 0
+    verdict["contenders"]["ours"]["worse_than_requests"]["scenarios"] = 3
+    assert sweep_goals(verdict)[2].met is True
 
 
 def test_every_sweep_goal_is_met_at_its_limit() -> None:
     goals = sweep_goals(_verdict())
-    assert [g.met for g in goals] == [True] * 7
-    assert report("t", goals).startswith("t: 7 of 7 met")
+    assert [g.met for g in goals] == [True] * 6
+    assert report("t", goals).startswith("t: 6 of 6 met")
+    assert goals[5].line().endswith("50% over 120 scenarios with a gain (goal >= 50%)")
 
 
 @pytest.mark.parametrize(
     ("path", "value", "goal"),
     [
-        pytest.param(("best_or_tied_share", "work_lost"), 0.89, 0, id="best-or-tied-lost"),
-        pytest.param(("best_or_tied_share", "stall"), 0.5, 1, id="best-or-tied-stall"),
-        pytest.param(("work_lost_vs_requests", "p90"), 0.61, 2, id="ratio-p90"),
-        pytest.param(("worse_than_requests", "scenarios"), 1, 3, id="worse-than-requests"),
-        pytest.param(("max_evictions_per_pod_hour", "p95"), 2.5, 4, id="churn-p95"),
-        pytest.param(("max_evictions_per_pod_hour", "max"), 4, 5, id="churn-max"),
-        pytest.param(("violating_placements", "none_share"), 0.94, 6, id="violations"),
+        pytest.param(("undominated_share",), 0.94, 0, id="undominated"),
+        pytest.param(("worse_than_requests", "scenarios"), 1, 2, id="worse-than-requests"),
+        pytest.param(("max_evictions_per_pod_hour", "p95"), 2.5, 3, id="churn-p95"),
+        pytest.param(("max_evictions_per_pod_hour", "max"), 4, 4, id="churn-max"),
+        pytest.param(("share_of_gain_hindsight", "work_lost", "p50"), 0.49, 5, id="gain"),
     ],
 )
 def test_a_sweep_goal_is_missed_just_past_its_limit(
-    path: tuple[str, str], value: float, goal: int
+    path: tuple[str, ...], value: float, goal: int
 ) -> None:
     verdict = copy.deepcopy(_verdict())
-    verdict["contenders"]["ours"][path[0]][path[1]] = value
+    row = verdict["contenders"]["ours"]
+    for key in path[:-1]:
+        row = row[key]
+    row[path[-1]] = value
+    if path == ("undominated_share",):  # still the highest: only the share's own goal misses
+        verdict["contenders"]["psi-profile"]["undominated_share"] = 0.9
     goals = sweep_goals(verdict)
     assert goals[goal].met is False
     assert "MISSED" in goals[goal].line()
     assert sum(g.met is False for g in goals) == 1
 
 
+def test_another_contender_undominated_more_often_misses_the_highest_share() -> None:
+    verdict = copy.deepcopy(_verdict())
+    verdict["contenders"]["psi-profile"]["undominated_share"] = 0.97
+    goal = sweep_goals(verdict)[1]
+    assert goal.met is False
+    assert goal.line().endswith("95% (the next: psi-profile 97%)")
+    verdict["contenders"]["psi-profile"]["undominated_share"] = 0.95
+    assert sweep_goals(verdict)[1].met is True  # a tie is not beaten
+
+
 def test_each_sweep_goal_shows_what_perfect_information_reaches_and_is_judged_on_ours() -> None:
     verdict = copy.deepcopy(_verdict())
-    clairvoyant = copy.deepcopy(verdict["contenders"]["ours"])
-    clairvoyant["violating_placements"]["none_share"] = 0.82
-    clairvoyant["work_lost_vs_requests"]["p90"] = 4.2
+    clairvoyant = _row(0.82)
+    clairvoyant["share_of_gain_hindsight"]["work_lost"]["p50"] = 0.7
     verdict["references"] = {"clairvoyant": clairvoyant}
-    verdict["contenders"]["ours"]["violating_placements"]["none_share"] = 0.6
+    verdict["contenders"]["ours"]["share_of_gain_hindsight"]["work_lost"]["p50"] = 0.2
     goals = sweep_goals(verdict)
-    # Judged on ours alone: the clairvoyant meeting a goal does not make ours meet it.
-    assert [g.met for g in goals] == [True, True, True, True, True, True, False]
+    # Judged on ours alone: the clairvoyant meeting a goal does not make ours meet it, and
+    # missing one does not make ours miss it.
+    assert [g.met for g in goals] == [True, True, True, True, True, False]
     assert (
-        goals[6]
+        goals[0]
         .line()
-        .endswith("60% (goal >= 95%); with perfect information 82%, which misses it too")
+        .endswith("95% (goal >= 95%); with perfect information 82%, which misses it too")
     )
-    # Placements where every fitting node violated (the breaker failing open) told apart.
-    verdict["contenders"]["ours"]["violating_placements"]["none_avoidable_share"] = 0.7
-    placed = sweep_goals(verdict)[6]
-    assert placed.line().endswith("which misses it too; without an avoidable one 70%")
-    assert placed.met is False  # judged on every violating placement
     assert (
-        goals[2]
+        goals[5]
         .line()
-        .endswith("0.60x (goal <= 0.6); with perfect information 4.20x, which misses it too")
+        .endswith(
+            "20% over 120 scenarios with a gain (goal >= 50%); "
+            "with perfect information 70% over 120 scenarios with a gain"
+        )
     )
-    assert goals[0].line().endswith("90% (goal >= 90%); with perfect information 90%")
 
 
 def test_a_missing_figure_is_not_judged_and_not_counted() -> None:
@@ -183,25 +202,3 @@ def test_the_scale_out_goals_show_the_clairvoyants_figures() -> None:
     )
     assert violating.met is False
     assert violating.line().endswith("1.0 (goal <= 0); with perfect information 0.0")
-
-
-@pytest.mark.parametrize(
-    ("floor", "words"),
-    [
-        pytest.param(
-            1.0, "; the fluid bound 1.00x, so no placement can meet it", id="out-of-reach"
-        ),
-        pytest.param(0.6, "; the fluid bound 0.60x", id="reachable"),
-    ],
-)
-def test_the_work_lost_ratio_shows_the_fluid_bound_and_whether_anything_can_meet_it(
-    floor: float, words: str
-) -> None:
-    # The fluid bound loses no more work than any placement on every run, so its p90 ratio is
-    # a floor under every contender's: above the goal, the goal is out of reach for all.
-    verdict = copy.deepcopy(_verdict())
-    verdict["references"] = {"limit": {"work_lost_vs_requests": {"p50": 0.3, "p90": floor}}}
-    goals = sweep_goals(verdict)
-    assert goals[2].line().endswith(f"0.60x (goal <= 0.6){words}")
-    assert goals[2].met is True  # judged on ours alone, the bound only explains
-    assert all(words not in g.line() for i, g in enumerate(goals) if i != 2)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from simulator.family import (
     FamilyError,
     draw_scenario,
     load_family,
+    named_families,
     read_family,
 )
 from simulator.jobs import JobResult
@@ -119,10 +121,31 @@ def test_a_contenders_figures_over_seeds_follow_the_seeds_added_and_are_aggregat
 # ------------------------------------------------------------------------------ families
 
 
-def test_every_scenario_the_default_family_draws_is_a_valid_scenario() -> None:
-    family = load_family("default")
+@pytest.mark.parametrize("name", named_families())
+def test_every_scenario_a_shipped_family_draws_is_a_valid_scenario(name: str) -> None:
+    family = load_family(name)
     for index in range(60):
         read_scenario(draw_scenario(family, index), base=FAMILIES)
+
+
+def test_the_second_family_differs_from_the_default_in_sizes_pipelines_and_restarts() -> None:
+    """Issue 46: a family the defaults were not written against, so its draws must differ from
+    the default's where a default could be tuned: fleet size, pipeline lag, start-up cost."""
+
+    def drawn(name: str) -> dict[str, list[float]]:
+        family = load_family(name)
+        found: dict[str, list[float]] = {"nodes": [], "lag": [], "startup": []}
+        for index in range(40):
+            scenario = read_scenario(draw_scenario(family, index), base=FAMILIES)
+            found["nodes"].append(len(scenario.nodes))
+            pipeline = scenario.pipeline
+            found["lag"].append(pipeline.scrape_interval + pipeline.window + pipeline.delay)
+            found["startup"].append(scenario.startup_delay)
+        return found
+
+    default, large = drawn("default"), drawn("large-slow")
+    for figure in ("nodes", "lag", "startup"):
+        assert statistics.median(large[figure]) > 1.5 * statistics.median(default[figure]), figure
 
 
 def test_a_draw_depends_on_its_index_only() -> None:
