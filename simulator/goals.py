@@ -10,7 +10,8 @@ They come from the project's issues, and they are checked on results, never used
   indivisible, placed once where their constraints allow, `simulator.hindsight`), over the
   scenarios with anything to gain;
 - on the named scenarios (`summary.json`, several seeds): in psi-taint-release, ours beats
-  psi-profile on work lost, stall and spread (intervals that do not overlap); in psi-skewed,
+  psi-profile, at its shipped hourly cadence and at 60 s, on work lost, stall and spread
+  (intervals that do not overlap); in psi-skewed,
   ours' spread p95 is at most half of requests'; in scale-out (issue 25), ours' work lost is at
   most requests-lnu's (intervals allowed: not worse beyond them), its herd ratio at most 1.5
   (against the load-balanced fair share, `simulator.fair_share`; the count-based ratio is shown
@@ -188,8 +189,12 @@ def _below(summary: Mapping[str, Any], scenario: str, figure: Sequence[str], oth
 
 
 def named_goals(summary: Mapping[str, Any]) -> list[Goal]:
+    # Against the PSI profile at its shipped hourly cadence, and at 60 s, the yardstick these
+    # goals were first set against: an hourly descheduler acts once in this scenario, so beating
+    # it alone would say little.
     goals = [
-        _below(summary, "psi-taint-release", figure, "psi-profile")
+        _below(summary, "psi-taint-release", figure, other)
+        for other in ("psi-profile", "psi-profile-60s")
         for figure in (("work_lost", "core_seconds"), ("stall",), ("pressure_spread", "p95"))
     ]
     ours = _get(summary, "scenarios", "psi-skewed", "contenders", OURS, "pressure_spread", "p95")

@@ -138,7 +138,13 @@ def _summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
 
     return {
         "scenarios": {
-            "psi-taint-release": {"ci95": {"ours": figures(ours), "psi-profile": figures(theirs)}},
+            "psi-taint-release": {
+                "ci95": {
+                    "ours": figures(ours),
+                    "psi-profile": figures(theirs),
+                    "psi-profile-60s": figures(theirs),
+                }
+            },
             "psi-skewed": {
                 "contenders": {
                     "ours": {"pressure_spread": {"p95": 0.2}},
@@ -151,9 +157,10 @@ def _summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
 
 def test_beating_a_contender_needs_intervals_that_do_not_overlap() -> None:
     clear = named_goals(_summary([1.0, 2.0], [2.5, 3.0]))
-    assert [g.met for g in clear[:4]] == [True, True, True, True]
+    assert [g.met for g in clear[:7]] == [True] * 7
+    assert "psi-profile-60s" in clear[3].name  # the shipped hourly cadence and 60 s, both
     overlapping = named_goals(_summary([1.0, 2.6], [2.5, 3.0]))
-    assert [g.met for g in overlapping[:3]] == [False, False, False]
+    assert [g.met for g in overlapping[:6]] == [False] * 6
 
 
 def test_named_goals_not_run_are_not_judged() -> None:
