@@ -280,14 +280,8 @@ def median_pair(
     first: Callable[[], object], second: Callable[[], object], *, repeat: int, warmup: int = 2
 ) -> tuple[float, float]:
     """Median times of two actions run alternately."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for round_ in range(warmup + repeat):
-        for action, kept in ((first, times[0]), (second, times[1])):
-            started = time.perf_counter()
-            action()
-            if round_ >= warmup:
-                kept.append(time.perf_counter() - started)
-    return statistics.median(times[0]), statistics.median(times[1])
+    first_times, second_times = quantiles_pair(first, second, repeat=repeat, warmup=warmup)
+    return statistics.median(first_times), statistics.median(second_times)
 
 
 def quantiles_pair(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from descheduler.node_classes import Category, Classification, Thresholds, Usage
@@ -29,8 +29,12 @@ from tas.types import NodeName
 
 @dataclass(frozen=True, slots=True)
 class ThresholdSpec:
-    thresholds: Mapping[str, float]
-    target_thresholds: Mapping[str, float]
+    """Upstream LowNodeUtilizationArgs' thresholds, which the arguments of the plugins modelled
+    on it extend (LowNodeUtilization's, Volcano's LoadAware's; ours keys them by signal and
+    gives them here: `load_aware.classification.spec_of`)."""
+
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    target_thresholds: Mapping[str, float] = field(default_factory=dict)
     use_deviation_thresholds: bool = False
     number_of_nodes: int = 0
 

@@ -462,5 +462,24 @@ class Plugin(Generic[A]):
             evacuates=evacuates,
         )
 
+    @classmethod
+    def node_by_node(
+        cls,
+        name: PluginName,
+        *,
+        args: tuple[type[A], Callable[[FieldReader], A]],
+        candidates: Callable[[A, Node, PluginContext], Iterable[tuple[Pod, str]]],
+    ) -> Plugin[A]:
+        """A deschedule plugin that remembers nothing and goes over the Ready nodes in order
+        (`PluginContext.evict_from_each_node`): `candidates(args, node, context)` gives each
+        node's pods to evict with the reason for each."""
+
+        def run(plugin_args: A, context: PluginContext) -> None:
+            context.evict_from_each_node(
+                strategy=name, candidates_on=lambda node: candidates(plugin_args, node, context)
+            )
+
+        return cls.serving(ExtensionPoint.DESCHEDULE, name, args=args, run=run)
+
 
 AnyPlugin = Plugin[Any]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from descheduler.args import FieldReader
+from descheduler.plugins.load_aware.args import PRESETS as DEVIATION_PRESETS
 from tas.problems import ProblemsError
 
 API_VERSION = "operator.openshift.io/v1"
@@ -109,14 +110,8 @@ LOW_NODE_UTILIZATION_THRESHOLDS = {
     "": (20, 50),
     "High": (40, 70),
 }
-DEVIATION_THRESHOLDS = {
-    "Low": (10, 10),
-    "Medium": (20, 20),
-    "High": (30, 30),
-    "AsymmetricLow": (0, 10),
-    "AsymmetricMedium": (0, 20),
-    "AsymmetricHigh": (0, 30),
-}
+#: `devDeviationThresholds`: (thresholds, targetThresholds), the presets LoadAware names too.
+DEVIATION_THRESHOLDS = {preset.value: bounds for preset, bounds in DEVIATION_PRESETS.items()}
 HIGH_NODE_UTILIZATION_THRESHOLDS = {"Minimal": 10, "Modest": 20, "": 20, "Moderate": 30}
 ACTUAL_UTILIZATION_QUERIES = {
     "PrometheusCPUUsage": "instance:node_cpu:rate:sum",

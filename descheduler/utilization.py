@@ -311,16 +311,24 @@ def evict_from_sources(
     resources: Sequence[str],
     snapshot: UsageSnapshot,
     removable: Callable[[Pod], bool],
-    keep_going: Callable[[NodeInfo, Usage], bool],
     excluded: NamespaceFilter,
     per_node_limit: int | None,
     reason: Callable[[NodeInfo], str],
+    still_over: Callable[[NodeInfo], bool] | None = None,
 ) -> None:
     """Upstream's `evictPodsFromSourceNodes`: from each source node in turn, lowest priority
-    first, evict pods the destinations could take until `keep_going` says stop."""
+    first, evict pods the destinations could take while they have room for every resource and
+    the source node still needs relief, where `still_over` tells (together, what each upstream
+    plugin's `continueEvictionCond` checks)."""
     available = total_available(destinations, resources)
     if available is None:
         return
+
+    def keep_going(info: NodeInfo) -> bool:
+        if still_over is not None and not still_over(info):
+            return False
+        return all(v > 0 for v in available.values())
+
     log.info('"Total capacity to be moved" %s', " ".join(f"{k}={v}" for k, v in available.items()))
     targets = [d.node for d in destinations]
     for info in sources:
@@ -334,7 +342,7 @@ def evict_from_sources(
         )
         if not candidates:
             continue
-        if not keep_going(info, available):
+        if not keep_going(info):
             continue
         evicted = 0
         for pod in sort_candidates(candidates):
@@ -371,7 +379,7 @@ def evict_from_sources(
                 moved = 1 if name == PODS else pod_usage.get(name, 0)
                 info.usage[name] = info.usage.get(name, 0) - moved
                 available[name] -= moved
-            if not keep_going(info, available):
+            if not keep_going(info):
                 break
 
 

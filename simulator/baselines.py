@@ -46,20 +46,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.classify import ThresholdSpec
 from descheduler.config import DeschedulerConfig
 from descheduler.cycle import Descheduler
 from descheduler.framework import (
-    FULL,
     Attempt,
     Evictor,
     ExtensionPoint,
     Outcome,
-    OwnerGuard,
     Plugin,
     PluginContext,
     PluginName,
@@ -122,11 +121,7 @@ def read_volcano_query(name: str) -> tuple[str, float] | None:
 
 
 @dataclass(frozen=True, slots=True)
-class VolcanoArgs:
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    target_thresholds: Mapping[str, float] = field(default_factory=dict)
-    use_deviation_thresholds: bool = False
-    number_of_nodes: int = 0
+class VolcanoArgs(ThresholdSpec):
     node_fit: bool = False
     duration: str = VOLCANO_DURATION
     evictable_namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
@@ -504,16 +499,10 @@ class _MigrationAwareEvictor:
     def pre_eviction_filter(self, pod: Pod) -> bool:
         return self.evictor.pre_eviction_filter(pod) and self.plugin.pre_eviction_filter(pod)
 
-    def evict(
-        self,
-        pod: Pod,
-        *,
-        strategy: str,
-        reason: str,
-        among: Collection[NodeName] | None = None,
-        guard: OwnerGuard = FULL,
-    ) -> Attempt:
-        return self.evictor.evict(pod, strategy=strategy, reason=reason, among=among, guard=guard)
+    @property
+    def evict(self) -> Callable[..., Attempt]:
+        """The profile's evictor's own: only the filters are added."""
+        return self.evictor.evict
 
 
 @dataclass

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -345,6 +345,18 @@ class ContenderSpec:
     controller_breaker: bool = True
 
 
+_PSI_PROFILE = ContenderSpec(
+    "psi-profile",
+    ExtenderKind.NONE,
+    0,
+    PSI_PROFILE,
+    Staleness.QUERY,
+    False,
+    False,
+    openshift_soft_tainter=True,
+    descheduling_interval=OPENSHIFT_DESCHEDULING_INTERVAL,
+)
+
 CONTENDERS: Mapping[str, ContenderSpec] = {
     spec.name: spec
     for spec in (
@@ -371,28 +383,9 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
             sync_period=TAS_SYNC_PERIOD,
             controller_breaker=False,
         ),
-        ContenderSpec(
-            "psi-profile",
-            ExtenderKind.NONE,
-            0,
-            PSI_PROFILE,
-            Staleness.QUERY,
-            False,
-            False,
-            openshift_soft_tainter=True,
-            descheduling_interval=OPENSHIFT_DESCHEDULING_INTERVAL,
-        ),
-        ContenderSpec(
-            "psi-profile-60s",
-            ExtenderKind.NONE,
-            0,
-            PSI_PROFILE,
-            Staleness.QUERY,
-            False,
-            False,
-            openshift_soft_tainter=True,
-            descheduling_interval=PSI_TESTING_INTERVAL,
-        ),
+        _PSI_PROFILE,
+        # The same profile at a short cadence, for testing (`PSI_TESTING_INTERVAL`).
+        replace(_PSI_PROFILE, name="psi-profile-60s", descheduling_interval=PSI_TESTING_INTERVAL),
         ContenderSpec(
             "volcano-loadaware",
             ExtenderKind.NONE,

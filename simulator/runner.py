@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import CycleReport, Descheduler, Mode
@@ -487,13 +488,7 @@ def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
         if not len(slots):
             return {}
         workloads = np.fromiter((world.slot_workload[s] for s in slots), np.int64, len(slots))
-        n = world.node_count
-        cpu = np.bincount(where[slots], weights=estimates[workloads, 0], minlength=n)
-        memory = np.bincount(where[slots], weights=estimates[workloads, 1], minlength=n)
-        return {
-            world.node_names[i]: (float(cpu[i]), float(memory[i]))
-            for i in np.flatnonzero((cpu > 0) | (memory > 0))
-        }
+        return _summed_by_node(world, where[slots], estimates[workloads])
 
     return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
 
@@ -511,9 +506,17 @@ def _requested_by_node(world: World) -> dict[NodeName, tuple[float, float]]:
     if not bound.any():
         return {}
     workloads = np.asarray(world.slot_workload, dtype=np.int64)[: len(where)][bound]
+    return _summed_by_node(world, where[bound], requests[workloads])
+
+
+def _summed_by_node(
+    world: World, nodes: npt.NDArray[np.int64], amounts: npt.NDArray[np.float64]
+) -> dict[NodeName, tuple[float, float]]:
+    """Each pod's (cpu, memory) `amounts` row summed on its node (`nodes`, the node indices
+    in the same order), for the nodes with any."""
     n = world.node_count
-    cpu = np.bincount(where[bound], weights=requests[workloads, 0], minlength=n)
-    memory = np.bincount(where[bound], weights=requests[workloads, 1], minlength=n)
+    cpu = np.bincount(nodes, weights=amounts[:, 0], minlength=n)
+    memory = np.bincount(nodes, weights=amounts[:, 1], minlength=n)
     return {
         world.node_names[i]: (float(cpu[i]), float(memory[i]))
         for i in np.flatnonzero((cpu > 0) | (memory > 0))

@@ -342,6 +342,35 @@ def warn_tas_flags(notices: Iterable[str]) -> None:
         log.warning("%s", notice)
 
 
+class ComponentSettings(Protocol):
+    """What a long-running component's settings (the extender's, the controller's) tell of
+    its start: the log level, and the TAS flags translated on the way in."""
+
+    @property
+    def log_level(self) -> str: ...
+
+    @property
+    def tas_flag_notices(self) -> tuple[str, ...]: ...
+
+
+C = TypeVar("C", bound=ComponentSettings)
+
+
+def component_command(
+    read: Callable[[argparse.Namespace], C], body: Callable[[C], int]
+) -> Callable[[argparse.Namespace], int]:
+    """A component's `run`: its settings read once (`read`), logging configured at their
+    level and each TAS flag used warned of (`warn_tas_flags`), then `body(settings)`."""
+
+    def run(args: argparse.Namespace) -> int:
+        settings = read(args)
+        configure_logging(settings.log_level)
+        warn_tas_flags(settings.tas_flag_notices)
+        return body(settings)
+
+    return run
+
+
 # ------------------------------------------------------------------ setup
 
 

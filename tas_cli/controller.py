@@ -83,13 +83,6 @@ class ControllerCommandSettings:
         return common.read_settings(cls, args)
 
 
-def run(args: argparse.Namespace) -> int:
-    settings = ControllerCommandSettings.from_args(args)
-    common.configure_logging(settings.log_level)
-    common.warn_tas_flags(settings.tas_flag_notices)
-    return _control(settings)
-
-
 def _control(settings: ControllerCommandSettings) -> int:
     registry = CollectorRegistry()
     api_client = common.kube_api_client(settings.kube)
@@ -156,3 +149,6 @@ def _control(settings: ControllerCommandSettings) -> int:
         life.in_background(loop.run, life.stop, name="loop")
         life.stop.wait()
     return 0
+
+
+run = common.component_command(ControllerCommandSettings.from_args, _control)

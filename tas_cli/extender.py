@@ -275,13 +275,6 @@ DESCRIPTION = (
 )
 
 
-def run(args: argparse.Namespace) -> int:
-    settings = ExtenderCommandSettings.from_args(args)
-    common.configure_logging(settings.log_level)
-    common.warn_tas_flags(settings.tas_flag_notices)
-    return _serve(settings)
-
-
 def _serve(settings: ExtenderCommandSettings) -> int:
     # Imported here, not at the top: FastAPI, uvicorn and the metric sources' httpx are most
     # of the start-up time, and `tas extender --help` (or a refused command line) needs none.
@@ -366,6 +359,9 @@ def _serve(settings: ExtenderCommandSettings) -> int:
         log.info("Extender serving on %s (policies from %s)", server.url, source)
         server.run()
     return 0
+
+
+run = common.component_command(ExtenderCommandSettings.from_args, _serve)
 
 
 def _server_tls(

@@ -15,8 +15,6 @@ from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
 from descheduler.utilization import (
     BASIC,
-    NodeInfo,
-    Usage,
     below,
     capacity_of,
     evict_from_sources,
@@ -97,9 +95,6 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
             return False
         return context.evictor.filter(pod)
 
-    def keep_going(info: NodeInfo, available: Usage) -> bool:
-        return all(v > 0 for v in available.values())
-
     evict_from_sources(
         strategy=NAME,
         context=context,
@@ -108,7 +103,6 @@ def run(args: HighNodeUtilizationArgs, context: PluginContext) -> None:
         resources=args.resources,
         snapshot=snapshot,
         removable=removable,
-        keep_going=keep_going,
         excluded=args.evictable_namespaces,
         per_node_limit=None,
         reason=lambda info: f"node {info.node.name} is underutilized: emptying it",

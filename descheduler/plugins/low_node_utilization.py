@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
+from descheduler.classify import ThresholdSpec
 from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, UsageError
 from descheduler.utilization import (
     BASIC,
     METRIC_RESOURCE,
     NodeInfo,
-    Usage,
     UsageSnapshot,
     above,
     below,
@@ -53,11 +53,7 @@ class MetricsSource(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class LowNodeUtilizationArgs:
-    thresholds: dict[str, float] = field(default_factory=dict)
-    target_thresholds: dict[str, float] = field(default_factory=dict)
-    use_deviation_thresholds: bool = False
-    number_of_nodes: int = 0
+class LowNodeUtilizationArgs(ThresholdSpec):
     evictable_namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
     #: upstream's `evictionLimits.node`: evictions per node by this plugin, per cycle.
     node_eviction_limit: int | None = None
@@ -187,10 +183,8 @@ def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
         return
     over.sort(key=lambda i: (-i.total, i.node.name))
 
-    def keep_going(info: NodeInfo, available: Usage) -> bool:
-        if not any(info.available.get(k, 0) < v for k, v in info.usage.items()):
-            return False
-        return all(v > 0 for v in available.values())
+    def still_over(info: NodeInfo) -> bool:
+        return any(info.available.get(k, 0) < v for k, v in info.usage.items())
 
     evict_from_sources(
         strategy=NAME,
@@ -200,10 +194,10 @@ def run(args: LowNodeUtilizationArgs, context: PluginContext) -> None:
         resources=args.extended_resources,
         snapshot=snapshot,
         removable=context.evictor.filter,
-        keep_going=keep_going,
         excluded=args.evictable_namespaces,
         per_node_limit=args.node_eviction_limit,
         reason=lambda info: _reason(info.node.name, percent[info.node.name], highs),
+        still_over=still_over,
     )
 
 

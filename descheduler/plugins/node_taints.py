@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod, Taint, TaintEffect
 
 NAME = PluginName("RemovePodsViolatingNodeTaints")
@@ -50,12 +50,6 @@ def relevant(taint: Taint, args: NodeTaintsArgs) -> bool:
     return args.included_taints is None or _named(taint, args.included_taints)
 
 
-def run(args: NodeTaintsArgs, context: PluginContext) -> None:
-    context.evict_from_each_node(
-        strategy=NAME, candidates_on=lambda node: _candidates(args, node, context)
-    )
-
-
 def _candidates(
     args: NodeTaintsArgs, node: Node, context: PluginContext
 ) -> Iterator[tuple[Pod, str]]:
@@ -80,4 +74,4 @@ def _candidates(
             )
 
 
-PLUGIN = Plugin.serving(ExtensionPoint.DESCHEDULE, NAME, args=(NodeTaintsArgs, parse_args), run=run)
+PLUGIN = Plugin.node_by_node(NAME, args=(NodeTaintsArgs, parse_args), candidates=_candidates)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import Plugin, PluginContext, PluginName
 from descheduler.state import CycleState
 from tas.cluster.model import ContainerStatus, Node, Pod
 
@@ -80,12 +80,6 @@ def why_not(pod: Pod, args: RemoveFailedPodsArgs, state: CycleState) -> str | No
     return None
 
 
-def run(args: RemoveFailedPodsArgs, context: PluginContext) -> None:
-    context.evict_from_each_node(
-        strategy=NAME, candidates_on=lambda node: _candidates(args, node, context)
-    )
-
-
 def _candidates(
     args: RemoveFailedPodsArgs, node: Node, context: PluginContext
 ) -> Iterator[tuple[Pod, str]]:
@@ -99,6 +93,4 @@ def _candidates(
             yield pod, "pod failed" + (f" ({pod.reason})" if pod.reason else "")
 
 
-PLUGIN = Plugin.serving(
-    ExtensionPoint.DESCHEDULE, NAME, args=(RemoveFailedPodsArgs, parse_args), run=run
-)
+PLUGIN = Plugin.node_by_node(NAME, args=(RemoveFailedPodsArgs, parse_args), candidates=_candidates)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName
+from descheduler.framework import Plugin, PluginContext, PluginName
 from tas.cluster.model import Node, Pod
 
 NAME = PluginName("RemovePodsHavingTooManyRestarts")
@@ -50,12 +50,6 @@ def in_states(pod: Pod, args: TooManyRestartsArgs) -> bool:
     return any(s.waiting_reason in args.states for s in statuses)
 
 
-def run(args: TooManyRestartsArgs, context: PluginContext) -> None:
-    context.evict_from_each_node(
-        strategy=NAME, candidates_on=lambda node: _candidates(args, node, context)
-    )
-
-
 def _candidates(
     args: TooManyRestartsArgs, node: Node, context: PluginContext
 ) -> list[tuple[Pod, str]]:
@@ -74,6 +68,4 @@ def _candidates(
     return [(pod, f"{count} restarts, threshold {threshold}") for count, pod in found]
 
 
-PLUGIN = Plugin.serving(
-    ExtensionPoint.DESCHEDULE, NAME, args=(TooManyRestartsArgs, parse_args), run=run
-)
+PLUGIN = Plugin.node_by_node(NAME, args=(TooManyRestartsArgs, parse_args), candidates=_candidates)

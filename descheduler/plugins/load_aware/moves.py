@@ -37,6 +37,18 @@ class Move:
 
 
 @dataclass(frozen=True, slots=True)
+class MoveCandidate:
+    """A pod the pass weighs moving off its node."""
+
+    pod: Pod
+    node: NodeName
+    #: What moving it takes off the node per signal (0..100); None where it is not known.
+    relief: Mapping[str, float] | None
+    #: The nodes it may go to (`MovePolicy.targets`).
+    targets: frozenset[NodeName]
+
+
+@dataclass(frozen=True, slots=True)
 class Decline:
     """The pod stays: why (the cycle's report keeps it for `tas explain`)."""
 
@@ -63,15 +75,8 @@ class MovePolicy(Protocol):
         """Whether the node is (still) worth moving pods off (checked before each pod)."""
         ...
 
-    def weigh(
-        self,
-        pod: Pod,
-        node: NodeName,
-        relief: Mapping[str, float] | None,
-        context: PluginContext,
-        targets: frozenset[NodeName],
-    ) -> Move | Decline:
-        """Whether moving `pod` off `node` (taking `relief` with it, where known) is tried."""
+    def weigh(self, candidate: MoveCandidate, context: PluginContext) -> Move | Decline:
+        """Whether moving the candidate off its node (taking its relief, where known) is tried."""
         ...
 
     def moved(self, node: NodeName, move: Move) -> None:
@@ -100,14 +105,7 @@ class CapacityBudget:
     def worth_relieving(self, node: NodeName) -> bool:
         return True
 
-    def weigh(
-        self,
-        pod: Pod,
-        node: NodeName,
-        relief: Mapping[str, float] | None,
-        context: PluginContext,
-        targets: frozenset[NodeName],
-    ) -> Move | Decline:
+    def weigh(self, candidate: MoveCandidate, context: PluginContext) -> Move | Decline:
         return Move()
 
     def moved(self, node: NodeName, move: Move) -> None:

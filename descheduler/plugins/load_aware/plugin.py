@@ -56,6 +56,7 @@ from descheduler.plugins.load_aware.idle import estimated_nodes, idle_columns
 from descheduler.plugins.load_aware.moves import (
     CapacityBudget,
     Decline,
+    MoveCandidate,
     MovePolicy,
     estimate_relief,
     eviction_order,
@@ -173,7 +174,7 @@ def rebalance(
             if not policy.worth_relieving(node):
                 break
             relief = measured.get(pod_key(pod)) or estimate_relief(pod, state.nodes[node], signals)
-            move = policy.weigh(pod, node, relief, context, targets)
+            move = policy.weigh(MoveCandidate(pod, node, relief, targets), context)
             if isinstance(move, Decline):
                 context.declined(pod, NAME, move.why, rule=move.rule)
                 unpaid += move.unpaid

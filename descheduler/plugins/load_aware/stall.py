@@ -21,7 +21,7 @@ from datetime import datetime
 from descheduler.framework import OwnerGuard, PluginContext, PodUsage
 from descheduler.node_classes import Category, Classification
 from descheduler.plugins.load_aware.args import LoadAwareArgs
-from descheduler.plugins.load_aware.moves import Decline, Move
+from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.signals import CPU_SIGNALS, Signal
 from descheduler.state import CycleState, pod_key
@@ -206,14 +206,8 @@ class StallModel:
         """At risk of stalling: once relieved enough, what is left is unevenness, not stall."""
         return self.at_risk(node)
 
-    def weigh(
-        self,
-        pod: Pod,
-        node: NodeName,
-        relief: Mapping[str, float] | None,
-        context: PluginContext,
-        targets: frozenset[NodeName],
-    ) -> Move | Decline:
+    def weigh(self, candidate: MoveCandidate, context: PluginContext) -> Move | Decline:
+        pod, node = candidate.pod, candidate.node
         left = settle_left(pod, context.moves.owner_moving_since(pod), context.state.now)
         if left > 0:
             if node not in self._settle_said:  # once per node and cycle: why its pods stay
@@ -229,7 +223,7 @@ class StallModel:
                 unpaid=False,
                 rule="a replacement of a moved pod, left to settle",
             )
-        found = self.best_move(pod, node, relief, context, targets)
+        found = self.best_move(candidate, context)
         if isinstance(found, Decline):
             return found
         destination, prediction = found
@@ -244,23 +238,20 @@ class StallModel:
     # ------------------------------------------------------------ predictions
 
     def best_move(
-        self,
-        pod: Pod,
-        node: NodeName,
-        relief: Mapping[str, float] | None,
-        context: PluginContext,
-        among: frozenset[NodeName],
+        self, candidate: MoveCandidate, context: PluginContext
     ) -> tuple[NodeName, Prediction] | Decline:
-        """Where the pod would go (the fitting node that stalls least with it) and what the
-        move is predicted to do there; why not, when nothing predicts it or it does not pay."""
+        """Where the pod would go (the fitting node among its targets that stalls least with
+        it) and what the move is predicted to do there; why not, when nothing predicts it or it
+        does not pay."""
+        pod, node = candidate.pod, candidate.node
         source = self.loads[node]
-        usage = cpu_cores(relief, source.cores)
+        usage = cpu_cores(candidate.relief, source.cores)
         if usage <= 0:
             log.debug('"No usage to predict the move with" pod="%s/%s"', pod.namespace, pod.name)
             return Decline("no usage to predict the move with")
         destinations = [
             d
-            for d in context.fitting_nodes(pod, among=among)
+            for d in context.fitting_nodes(pod, among=candidate.targets)
             if d in self.loads and d not in self.avoid
         ]
         if not destinations:
