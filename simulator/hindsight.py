@@ -1,0 +1,178 @@
+"""The hindsight placement: an achievable reference, tighter than the fluid limit.
+
+A reference for every comparison (issue 46), not a contender: it runs no scheduler. Knowing
+every pod's whole future usage, it places each pod once, when the pod is created (the initial
+pods at the start, a scale event's when it fires), on a node that is schedulable for it at
+that moment (ready, not cordoned, taints tolerated, selector and affinity matched, as
+`simulator.limit` checks them), whole (a pod is indivisible), and never moves it afterwards,
+so nothing restarts. The placement is a greedy over the pods ordered by their peak demand,
+the largest first: each goes to the allowed node (of the least used few, on a large fleet)
+where its whole future adds the least work
+lost, then the least stall, to what the pods already placed there will use.
+
+What it is: a placement a clairvoyant scheduler that never moves anything could make, so its
+figures (`work_lost`, `stall`, in the units and after the warm-up of `simulator.figures`) are
+achievable. What it is not: a lower bound. A scheduler that moves pods as load shifts can beat
+it, and the greedy is not optimal; the fluid limit (`simulator.limit`) stays the outer bound,
+never above this one on work lost nor on stall + work lost (the tests check both): every
+placement here is one the limit's divisible demand may take, over no more nodes.
+
+Accounting, as the limit's: demand of a pod a scale event has just created counts as lost
+during the start-up delay; a pod no node allows when it is created never runs (its demand is
+lost); a pod whose node leaves is not re-placed (no moves), so its demand is lost while the
+node is gone; a scale-down removes the newest pods (`simulator.limit._scale`), so the usage
+streams are the limit's. Each node's pressure is the world's (`_pressures`, the one call to
+the workload model). The world is stepped through its events and usage model only, like the
+limit, so this costs a fraction of one contender's run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from inmemory.workload import cpu_pressures
+from simulator.clock import VirtualClock
+from simulator.figures import Figures
+from simulator.limit import _admit, _probe, _scale
+from simulator.scenario import EventKind, Scenario
+from simulator.world import World
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: At most this many allowed nodes are weighed for a pod: those least used over its lifetime
+#: (on a fleet of hundreds of nodes, weighing every one costs minutes and changes little).
+_WEIGHED = 24
+#: Two added work losses closer than this (core-seconds) are a tie, decided by stall.
+_TIE = 1e-9
+
+
+def _pressures(load: FloatArray, cores: FloatArray) -> FloatArray:
+    """The world's CPU pressure (PSI `some`) of nodes at these loads: the one place this
+    module asks the workload model, so it follows the world's model if that changes."""
+    return cpu_pressures(load, cores)
+
+
+class _Timeline:
+    """What the world does over the run, step by step, with no pod placed: each slot's usage
+    while it runs, the demand of pods still starting, and the nodes."""
+
+    def __init__(self, scenario: Scenario, seed: int) -> None:
+        clock = VirtualClock()
+        world = World(scenario, clock=clock, seed=seed)
+        probes = [_probe(world, w) for w in range(len(scenario.workloads))]
+        allowed = np.zeros((len(probes), 0), dtype=np.bool_)
+        born = np.zeros(0)
+        steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
+        self.dt = scenario.step
+        self.counted = np.array([i * scenario.step >= scenario.warmup for i in range(steps)])
+        running: list[FloatArray] = []
+        cores: list[FloatArray] = []
+        present: list[BoolArray] = []
+        #: Per slot, the nodes schedulable for its pod in the step it was created.
+        self.allowed: list[BoolArray] = []
+        self.demand_total = 0.0
+        self.starting = 0.0
+        admitted = False
+        for index in range(steps):
+            t = index * scenario.step
+            clock.advance_to(t)
+            due = world.due_events(t)
+            for event in due:
+                if event.kind is EventKind.SCALE:
+                    _scale(world, event.workload, event.replicas, born, t)
+                else:
+                    world.apply(event, t)
+            if not admitted or due:
+                # Schedulable now: `_admit` from nothing, so a node counts only as it is now.
+                allowed = _admit(world, probes, np.zeros((len(probes), 0), dtype=np.bool_))
+                admitted = True
+            slots = len(world.slot_workload)
+            if slots > len(born):
+                born = np.concatenate([born, np.full(slots - len(born), t)])
+            workloads = np.asarray(world.slot_workload, dtype=np.int64)
+            for slot in range(len(self.allowed), slots):
+                self.allowed.append(allowed[workloads[slot]].copy())
+            usage = np.asarray(world.cpu_bank.values(t), dtype=np.float64)
+            live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
+            ready = live & (t >= born + scenario.startup_delay)
+            running.append(np.where(ready, usage, 0.0))
+            cores.append(np.asarray(world.cores.view, dtype=np.float64).copy())
+            present.append(np.asarray(world.present.view) > 0)
+            if self.counted[index]:
+                self.demand_total += float(usage[live].sum()) * self.dt
+                self.starting += float(usage[live & ~ready].sum()) * self.dt
+        self.usage = _stack(running, len(self.allowed))
+        self.cores = _stack(cores, world.node_count)
+        self.present = _stack(present, world.node_count).astype(np.bool_)
+
+
+def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
+    """Rows of growing length as one (width x steps) matrix, zero where a row was shorter."""
+    out = np.zeros((width, len(rows)), dtype=np.float64)
+    for step, row in enumerate(rows):
+        out[: len(row), step] = row
+    return out
+
+
+def _cost(load: FloatArray, cores: FloatArray, present: BoolArray) -> tuple[FloatArray, FloatArray]:
+    """Per node and step: the demand not served (above the cores, or all of it on a node that
+    has left) and the pressure."""
+    lost = np.where(present, np.maximum(0.0, load - cores), load)
+    stall = np.where(present, _pressures(load, cores), 0.0)
+    return lost, stall
+
+
+def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
+    """The hindsight placement's figures for one scenario and seed, in the shape of a
+    contender's `work_lost` and `stall` (`simulator.figures`), after the same warm-up."""
+    timeline = _Timeline(scenario, seed)
+    nodes = timeline.cores.shape[0]
+    load = np.zeros_like(timeline.cores)
+    counted = timeline.counted
+    unplaced = 0.0
+    peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
+    for slot in sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s)):
+        demand = timeline.usage[slot]
+        steps = np.flatnonzero((demand > 0) & counted)
+        candidates = np.flatnonzero(timeline.allowed[slot][:nodes]) if nodes else np.zeros(0)
+        if not len(candidates):
+            unplaced += float(demand[counted].sum()) * timeline.dt
+            continue
+        if not len(steps):
+            load[candidates[0]] += demand
+            continue
+        if len(candidates) > _WEIGHED:
+            used = (
+                load[np.ix_(candidates, steps)]
+                / np.maximum(timeline.cores[np.ix_(candidates, steps)], 1e-9)
+            ).sum(axis=1)
+            candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
+        before = load[np.ix_(candidates, steps)]
+        cores = timeline.cores[np.ix_(candidates, steps)]
+        present = timeline.present[np.ix_(candidates, steps)]
+        lost_before, stall_before = _cost(before, cores, present)
+        lost_after, stall_after = _cost(before + demand[steps], cores, present)
+        added_lost = (lost_after - lost_before).sum(axis=1)
+        added_stall = (stall_after - stall_before).sum(axis=1)
+        least = added_lost.min()
+        tied = added_lost <= least + _TIE
+        best = candidates[tied][int(np.argmin(added_stall[tied]))]
+        load[best] += demand
+    lost, stall = _cost(load, timeline.cores, timeline.present.astype(np.bool_))
+    dt = timeline.dt
+    overflow = float(lost[:, counted].sum()) * dt
+    displaced = timeline.starting + unplaced
+    total = overflow + displaced
+    return {
+        "work_lost": {
+            "core_seconds": total,
+            "share": total / timeline.demand_total if timeline.demand_total > 0 else 0.0,
+            "stalled": overflow,
+            "displaced": displaced,
+        },
+        "stall": float(stall[:, counted].sum()) * dt,
+    }
