@@ -45,7 +45,8 @@ Per contender, over the N scenarios of a family (`sweep.json`):
 `references` holds the reference rows (`simulator.jobs.REFERENCES`, never contenders, never
 "best"): `limit` and `hindsight` with their `*_vs_requests` ratios; `clairvoyant` (ours'
 code reading true values) with every figure above, judged as if it ran in ours' place among
-the same contenders: what ours' decisions reach with perfect information, the bound the metrics' lag leaves them.
+the same contenders: what ours' decisions reach with perfect information, the bound the
+metrics' lag leaves them.
 
 The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
 so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
