@@ -163,7 +163,7 @@ def table(result: SeededResult) -> str:
             path = figure if key is None else f"{figure}.{key}"
             row.append(cell + ("*" if best.get(path) == name and len(result.seeds) > 1 else ""))
         rows.append(row + _gain_cells(shares, name, gain_columns))
-    for name in (LIMIT, CLAIRVOYANT):
+    for name in (LIMIT, HINDSIGHT, CLAIRVOYANT):
         reference = result.references.get(name)
         if reference is None:
             continue
@@ -184,7 +184,9 @@ def table(result: SeededResult) -> str:
     if result.references:
         notes.append(
             "(ref): references, not contenders: limit = the fluid bound (demand divisible, "
-            "free to move within the node capacities), clairvoyant = ours reading true values "
+            "free to move within the node capacities), hindsight = whole pods each placed once "
+            "where its constraints allow, knowing the future (achievable, no moves), "
+            "clairvoyant = ours reading true values "
             "(no scrape interval, window or delay)"
         )
     if gain_columns:

@@ -458,6 +458,7 @@ def table(verdict: Mapping[str, Any]) -> str:
         "herd p95",
         "gain lost p50",
         "gain stall p50",
+        "gain lost vs hs",
     )
     rows = [header]
     for contender, v in verdict["contenders"].items():
@@ -475,6 +476,7 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _herd(v["herd_ratio_by_load"]),
                 _share(v["share_of_gain"]["work_lost"]["p50"]),
                 _share(v["share_of_gain"]["stall"]["p50"]),
+                _share(v["share_of_gain_hindsight"]["work_lost"]["median"]),
             )
         )
     for reference, v in verdict.get("references", {}).items():
@@ -493,6 +495,9 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _herd(herd) if (herd := v.get("herd_ratio_by_load")) else "-",
                 _share(gains["work_lost"]["p50"]) if gains else "100%",
                 _share(gains["stall"]["p50"]) if gains else "100%",
+                _share(h["work_lost"]["median"])
+                if (h := v.get("share_of_gain_hindsight"))
+                else ("100%" if reference == HINDSIGHT else "-"),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -507,13 +512,15 @@ def table(verdict: Mapping[str, Any]) -> str:
     return (
         f"{verdict['scenarios']} scenarios; ratios against requests (below 1 is better)\n"
         + "\n".join(lines)
-        + "\n(ref): references, not contenders: limit = the fluid bound, clairvoyant = ours "
-        "reading true values, judged in ours' place; unavoid.: placed where every fitting node "
+        + "\n(ref): references, not contenders: limit = the fluid bound, hindsight = whole pods "
+        "placed once knowing the future (achievable, no moves), clairvoyant = ours reading "
+        "true values, judged in ours' place; unavoid.: placed where every fitting node "
         "violated; herd p95: the most pods of a burst on one node over the load-balanced fair "
         "share, 95th percentile over the runs with a burst; undominated: share of scenarios "
         "where no other contender is clearly better on work lost or stall and no worse on the "
         "other; gain: share of the achievable gain, (requests - row) / (requests - limit), median "
-        "over the scenarios with any gain to make"
+        "over the scenarios with any gain to make; gain lost vs hs: the same on work lost against "
+        "hindsight, over the scenarios where requests loses more beyond the noise"
     )
 
 
