@@ -1,14 +1,18 @@
 """The hindsight placement: an achievable reference, tighter than the fluid limit.
 
 A reference for every comparison (issue 46), not a contender: it runs no scheduler. Knowing
-every pod's whole future usage, it places each pod once, when the pod is created (the initial
-pods at the start, a scale event's when it fires), on a node that is schedulable for it at
-that moment (ready, not cordoned, taints tolerated, selector and affinity matched, as
-`simulator.limit` checks them), whole (a pod is indivisible), and never moves it afterwards,
-so nothing restarts. The placement is a greedy over the pods ordered by their peak demand,
-the largest first: each goes to the allowed node (of the least used few, on a large fleet)
-where its whole future adds the least work
-lost, then the least stall, to what the pods already placed there will use.
+every pod's whole future usage, it places each pod once (the initial pods at the start, a
+scale event's when it fires), on a node that is schedulable for it at that moment (ready, not
+cordoned, taints tolerated, selector and affinity matched, as `simulator.limit` checks them),
+whole (a pod is indivisible), and never moves it afterwards, so nothing restarts. A pod may
+instead wait, as a pending pod does, for a node that becomes schedulable for it later (one
+that joins, is uncordoned or untainted), losing its demand until it has started there.
+
+The placement is a greedy over the pods ordered by their peak demand, the largest first: each
+goes where (and from when) its whole future adds the least work lost, then the least stall,
+to what the pods already placed will use; then a few passes take each pod out and put it back
+where it now adds the least (a pod placed early met none of the later ones). On a large fleet
+only the least used few of the allowed nodes are weighed for each pod.
 
 What it is: a placement a clairvoyant scheduler that never moves anything could make, so its
 figures (`work_lost`, `stall`, in the units and after the warm-up of `simulator.figures`) are
@@ -18,12 +22,13 @@ never above this one on work lost nor on stall + work lost (the tests check both
 placement here is one the limit's divisible demand may take, over no more nodes.
 
 Accounting, as the limit's: demand of a pod a scale event has just created counts as lost
-during the start-up delay; a pod no node allows when it is created never runs (its demand is
-lost); a pod whose node leaves is not re-placed (no moves), so its demand is lost while the
-node is gone; a scale-down removes the newest pods (`simulator.limit._scale`), so the usage
-streams are the limit's. Each node's pressure is the world's (`_pressures`, the one call to
-the workload model). The world is stepped through its events and usage model only, like the
-limit, so this costs a fraction of one contender's run.
+during the start-up delay (and a pod that waits for a later node, until it has started); a
+pod no node ever allows never runs (its demand is lost); a pod whose node leaves is not
+re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the
+newest pods (`simulator.limit._scale`), so the usage streams are the limit's. Each node's
+pressure is the world's (`_pressures`, the one call to the workload model). The world is
+stepped through its events and usage model only, like the limit, so this costs a fraction of
+one contender's run.
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ BoolArray = npt.NDArray[np.bool_]
 #: At most this many allowed nodes are weighed for a pod: those least used over its lifetime
 #: (on a fleet of hundreds of nodes, weighing every one costs minutes and changes little).
 _WEIGHED = 24
+#: At most this many times at which a pod may be placed (its creation, then steps where more
+#: nodes became schedulable for it).
+_OPTIONS = 4
+#: Passes of re-placing each pod, with every other pod placed, after the greedy.
+_PASSES = 2
 #: Two added work losses closer than this (core-seconds) are a tie, decided by stall.
 _TIE = 1e-9
 
@@ -72,8 +82,11 @@ class _Timeline:
         running: list[FloatArray] = []
         cores: list[FloatArray] = []
         present: list[BoolArray] = []
-        #: Per slot, the nodes schedulable for its pod in the step it was created.
-        self.allowed: list[BoolArray] = []
+        #: Per slot, when it may be placed and where: the step it was created with the nodes
+        #: schedulable then, and later steps where more nodes became schedulable (a pod may
+        #: wait for a node that joins, as a pending pod does, losing its demand meanwhile).
+        self.options: list[list[tuple[int, BoolArray]]] = []
+        self.ready_after = math.ceil(scenario.startup_delay / scenario.step - 1e-9)
         self.demand_total = 0.0
         self.starting = 0.0
         admitted = False
@@ -94,8 +107,10 @@ class _Timeline:
             if slots > len(born):
                 born = np.concatenate([born, np.full(slots - len(born), t)])
             workloads = np.asarray(world.slot_workload, dtype=np.int64)
-            for slot in range(len(self.allowed), slots):
-                self.allowed.append(allowed[workloads[slot]].copy())
+            for slot in range(len(self.options), slots):
+                self.options.append([(index, allowed[workloads[slot]].copy())])
+            if due and index:
+                self._offer_later(index, allowed, workloads, world)
             usage = np.asarray(world.cpu_bank.values(t), dtype=np.float64)
             live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
             ready = live & (t >= born + scenario.startup_delay)
@@ -105,9 +120,26 @@ class _Timeline:
             if self.counted[index]:
                 self.demand_total += float(usage[live].sum()) * self.dt
                 self.starting += float(usage[live & ~ready].sum()) * self.dt
-        self.usage = _stack(running, len(self.allowed))
+        self.usage = _stack(running, len(self.options))
         self.cores = _stack(cores, world.node_count)
         self.present = _stack(present, world.node_count).astype(np.bool_)
+
+    def _offer_later(
+        self,
+        index: int,
+        allowed: BoolArray,
+        workloads: npt.NDArray[np.int64],
+        world: World,
+    ) -> None:
+        for slot, options in enumerate(self.options):
+            if world.slot_pod[slot] is None or len(options) >= _OPTIONS:
+                continue
+            mask = allowed[workloads[slot]]
+            seen = np.zeros_like(mask)
+            for _, earlier in options:
+                seen[: len(earlier)] |= earlier
+            if (mask & ~seen).any():
+                options.append((index, mask.copy()))
 
 
 def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
@@ -126,42 +158,112 @@ def _cost(load: FloatArray, cores: FloatArray, present: BoolArray) -> tuple[Floa
     return lost, stall
 
 
+def _best_node(
+    timeline: _Timeline,
+    load: FloatArray,
+    demand: FloatArray,
+    candidates: npt.NDArray[np.int64],
+    *,
+    keep: int | None = None,
+) -> tuple[int, float, float]:
+    """The candidate node where `demand` adds the least work lost, then the least stall,
+    over the counted steps (`keep`, the pod's node now, among the weighed on a large fleet)."""
+    steps = np.flatnonzero((demand > 0) & timeline.counted)
+    if not len(steps):
+        return (int(candidates[0]) if keep is None else keep), 0.0, 0.0
+    if len(candidates) > _WEIGHED:
+        used = (
+            load[np.ix_(candidates, steps)]
+            / np.maximum(timeline.cores[np.ix_(candidates, steps)], 1e-9)
+        ).sum(axis=1)
+        candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
+        if keep is not None and keep not in candidates:
+            candidates = np.append(candidates, keep)
+    before = load[np.ix_(candidates, steps)]
+    cores = timeline.cores[np.ix_(candidates, steps)]
+    present = timeline.present[np.ix_(candidates, steps)]
+    lost_before, stall_before = _cost(before, cores, present)
+    lost_after, stall_after = _cost(before + demand[steps], cores, present)
+    added_lost = (lost_after - lost_before).sum(axis=1)
+    added_stall = (stall_after - stall_before).sum(axis=1)
+    tied = added_lost <= added_lost.min() + _TIE
+    if keep is not None:
+        # Leave the pod where it is unless elsewhere is better beyond rounding.
+        at = int(np.flatnonzero(candidates == keep)[0])
+        if added_lost[at] <= added_lost.min() + _TIE and added_stall[at] <= (
+            added_stall[tied].min() + _TIE
+        ):
+            return keep, float(added_lost[at]), float(added_stall[at])
+    pick = int(np.flatnonzero(tied)[int(np.argmin(added_stall[tied]))])
+    return int(candidates[pick]), float(added_lost[pick]), float(added_stall[pick])
+
+
+def _best_option(
+    timeline: _Timeline,
+    load: FloatArray,
+    slot: int,
+    *,
+    keep: tuple[int, FloatArray] | None = None,
+) -> tuple[int, FloatArray] | None:
+    """Where and from when the pod adds the least work lost (its own while it waits, plus
+    what it adds to a node), then the least stall: the node and the usage it runs there;
+    None where no node ever allows it."""
+    usage = timeline.usage[slot]
+    nodes = load.shape[0]
+    best: tuple[float, float, int, FloatArray] | None = None
+    for start, mask in timeline.options[slot]:
+        candidates = np.flatnonzero(mask[:nodes])
+        if not len(candidates):
+            continue
+        demand = usage
+        if start != timeline.options[slot][0][0]:
+            # Placed later: bound at `start`, running only once started.
+            demand = usage.copy()
+            demand[: start + timeline.ready_after] = 0.0
+        waiting = float((usage - demand)[timeline.counted].sum())
+        same = keep is not None and np.array_equal(keep[1], demand)
+        node, lost, stall = _best_node(
+            timeline, load, demand, candidates, keep=keep[0] if same and keep else None
+        )
+        key = (lost + waiting, stall)
+        if (
+            best is None
+            or key[0] < best[0] - _TIE
+            or (key[0] <= best[0] + _TIE and key[1] < best[1] - _TIE)
+        ):
+            best = (key[0], key[1], node, demand)
+    return None if best is None else (best[2], best[3])
+
+
 def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
     """The hindsight placement's figures for one scenario and seed, in the shape of a
     contender's `work_lost` and `stall` (`simulator.figures`), after the same warm-up."""
     timeline = _Timeline(scenario, seed)
-    nodes = timeline.cores.shape[0]
     load = np.zeros_like(timeline.cores)
     counted = timeline.counted
     unplaced = 0.0
     peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
-    for slot in sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s)):
-        demand = timeline.usage[slot]
-        steps = np.flatnonzero((demand > 0) & counted)
-        candidates = np.flatnonzero(timeline.allowed[slot][:nodes]) if nodes else np.zeros(0)
-        if not len(candidates):
-            unplaced += float(demand[counted].sum()) * timeline.dt
+    order = sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s))
+    placed: dict[int, tuple[int, FloatArray]] = {}
+    for slot in order:
+        choice = _best_option(timeline, load, slot)
+        if choice is None:
+            unplaced += float(timeline.usage[slot][counted].sum()) * timeline.dt
             continue
-        if not len(steps):
-            load[candidates[0]] += demand
-            continue
-        if len(candidates) > _WEIGHED:
-            used = (
-                load[np.ix_(candidates, steps)]
-                / np.maximum(timeline.cores[np.ix_(candidates, steps)], 1e-9)
-            ).sum(axis=1)
-            candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
-        before = load[np.ix_(candidates, steps)]
-        cores = timeline.cores[np.ix_(candidates, steps)]
-        present = timeline.present[np.ix_(candidates, steps)]
-        lost_before, stall_before = _cost(before, cores, present)
-        lost_after, stall_after = _cost(before + demand[steps], cores, present)
-        added_lost = (lost_after - lost_before).sum(axis=1)
-        added_stall = (stall_after - stall_before).sum(axis=1)
-        least = added_lost.min()
-        tied = added_lost <= least + _TIE
-        best = candidates[tied][int(np.argmin(added_stall[tied]))]
-        load[best] += demand
+        placed[slot] = choice
+        load[choice[0]] += choice[1]
+    # Greedy first, then passes that take each pod out and put it back where it now adds the
+    # least: a pod placed early met none of the pods after it. Each pass never raises the
+    # cost (the pod's own place is a candidate).
+    for _ in range(_PASSES):
+        for slot, (node, demand) in placed.items():
+            load[node] -= demand
+            choice = _best_option(timeline, load, slot, keep=(node, demand))
+            assert choice is not None
+            placed[slot] = choice
+            load[choice[0]] += choice[1]
+    for slot, (_, demand) in placed.items():
+        unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
     lost, stall = _cost(load, timeline.cores, timeline.present.astype(np.bool_))
     dt = timeline.dt
     overflow = float(lost[:, counted].sum()) * dt
