@@ -123,6 +123,7 @@ class _Timeline:
         self.usage = _stack(running, len(self.options))
         self.cores = _stack(cores, world.node_count)
         self.present = _stack(present, world.node_count).astype(np.bool_)
+        self.capacity = self.cores.sum(axis=1)
 
     def _offer_later(
         self,
@@ -163,6 +164,7 @@ def _best_node(
     load: FloatArray,
     demand: FloatArray,
     candidates: npt.NDArray[np.int64],
+    totals: FloatArray,
     *,
     keep: int | None = None,
 ) -> tuple[int, float, float]:
@@ -172,10 +174,8 @@ def _best_node(
     if not len(steps):
         return (int(candidates[0]) if keep is None else keep), 0.0, 0.0
     if len(candidates) > _WEIGHED:
-        used = (
-            load[np.ix_(candidates, steps)]
-            / np.maximum(timeline.cores[np.ix_(candidates, steps)], 1e-9)
-        ).sum(axis=1)
+        # Least used over the whole run (cheap to keep), not only over this pod's life.
+        used = totals[candidates] / np.maximum(timeline.capacity[candidates], 1e-9)
         candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
         if keep is not None and keep not in candidates:
             candidates = np.append(candidates, keep)
@@ -201,6 +201,7 @@ def _best_node(
 def _best_option(
     timeline: _Timeline,
     load: FloatArray,
+    totals: FloatArray,
     slot: int,
     *,
     keep: tuple[int, FloatArray] | None = None,
@@ -223,7 +224,7 @@ def _best_option(
         waiting = float((usage - demand)[timeline.counted].sum())
         same = keep is not None and np.array_equal(keep[1], demand)
         node, lost, stall = _best_node(
-            timeline, load, demand, candidates, keep=keep[0] if same and keep else None
+            timeline, load, demand, candidates, totals, keep=keep[0] if same and keep else None
         )
         key = (lost + waiting, stall)
         if (
@@ -240,28 +241,33 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
     contender's `work_lost` and `stall` (`simulator.figures`), after the same warm-up."""
     timeline = _Timeline(scenario, seed)
     load = np.zeros_like(timeline.cores)
+    #: Each node's load summed over the run, kept with `load` (to pick the few to weigh).
+    totals = np.zeros(len(load))
     counted = timeline.counted
     unplaced = 0.0
     peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
     order = sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s))
     placed: dict[int, tuple[int, FloatArray]] = {}
     for slot in order:
-        choice = _best_option(timeline, load, slot)
+        choice = _best_option(timeline, load, totals, slot)
         if choice is None:
             unplaced += float(timeline.usage[slot][counted].sum()) * timeline.dt
             continue
         placed[slot] = choice
         load[choice[0]] += choice[1]
+        totals[choice[0]] += choice[1].sum()
     # Greedy first, then passes that take each pod out and put it back where it now adds the
     # least: a pod placed early met none of the pods after it. Each pass never raises the
     # cost (the pod's own place is a candidate).
     for _ in range(_PASSES):
         for slot, (node, demand) in placed.items():
             load[node] -= demand
-            choice = _best_option(timeline, load, slot, keep=(node, demand))
+            totals[node] -= demand.sum()
+            choice = _best_option(timeline, load, totals, slot, keep=(node, demand))
             assert choice is not None
             placed[slot] = choice
             load[choice[0]] += choice[1]
+            totals[choice[0]] += choice[1].sum()
     for slot, (_, demand) in placed.items():
         unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
     lost, stall = _cost(load, timeline.cores, timeline.present.astype(np.bool_))
