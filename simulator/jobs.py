@@ -30,10 +30,12 @@ Progress = Callable[[int, int], None]
 
 #: The reference rows of every comparison (issue 23), run as jobs like the contenders but
 #: never contenders themselves: `limit`, the fluid bound (`simulator.limit`), and
-#: `clairvoyant`, the shipped `ours` reading true values (`run_contender(clairvoyant=True)`).
+#: `clairvoyant`, the shipped `ours` reading true values (`run_contender(clairvoyant=True)`);
+#: `hindsight`, a placement with no moves that knows every pod's future (`simulator.hindsight`).
 LIMIT = "limit"
+HINDSIGHT = "hindsight"
 CLAIRVOYANT = "clairvoyant"
-REFERENCES = (LIMIT, CLAIRVOYANT)
+REFERENCES = (LIMIT, HINDSIGHT, CLAIRVOYANT)
 #: The contender the clairvoyant reference runs.
 CLAIRVOYANT_OF = "ours"
 
@@ -70,11 +72,15 @@ def run_job(job: Job) -> JobResult:
     """One run, start to end. Importable at module level, so process pools and Dask workers
     can call it by reference."""
     from simulator.contenders import Unavailable, resolve
+    from simulator.hindsight import hindsight_placement
     from simulator.limit import fluid_limit
     from simulator.runner import run_contender
 
     if job.contender == LIMIT:
         figures = fluid_limit(job.scenario, seed=job.seed)
+        return JobResult(job.scenario.name, job.contender, job.seed, figures)
+    if job.contender == HINDSIGHT:
+        figures = hindsight_placement(job.scenario, seed=job.seed)
         return JobResult(job.scenario.name, job.contender, job.seed, figures)
     clairvoyant = job.contender == CLAIRVOYANT
     runs = CLAIRVOYANT_OF if clairvoyant else job.contender

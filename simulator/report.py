@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator.jobs import CLAIRVOYANT, CLAIRVOYANT_OF, LIMIT
+from simulator.jobs import CLAIRVOYANT, CLAIRVOYANT_OF, HINDSIGHT, LIMIT
 from simulator.seeds import (
     GAIN_FIGURES,
     SeededFigures,
@@ -76,6 +76,7 @@ def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
     `scenarios.<name>.references.{limit,clairvoyant}`: the reference rows' means (never in
     `best`), `references_ci95` their intervals; `share_of_gain.<c>.{work_lost,stall}`: each
     contender's (and clairvoyant's) share of the gain from requests to the limit;
+    `share_of_gain_hindsight` the same against the hindsight placement;
     `gaps.{pipeline,rules}.{work_lost,stall}`: ours - clairvoyant (what the metric pipeline
     costs) and clairvoyant - limit (what the decision rules cost)."""
     scenarios: dict[str, Any] = {}
@@ -94,6 +95,7 @@ def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
             entry["references"] = {name: rounded(s.means()) for name, s in references.items()}
             entry["references_ci95"] = {name: rounded(s.ci95()) for name, s in references.items()}
             entry["share_of_gain"] = rounded(shares_of_gain(result))
+            entry["share_of_gain_hindsight"] = rounded(shares_of_gain(result, reference=HINDSIGHT))
             entry["gaps"] = rounded(gaps(result))
         if result.unavailable:
             entry["unavailable"] = dict(sorted(result.unavailable.items()))
@@ -161,7 +163,7 @@ def table(result: SeededResult) -> str:
             path = figure if key is None else f"{figure}.{key}"
             row.append(cell + ("*" if best.get(path) == name and len(result.seeds) > 1 else ""))
         rows.append(row + _gain_cells(shares, name, gain_columns))
-    for name in (LIMIT, CLAIRVOYANT):
+    for name in (LIMIT, HINDSIGHT, CLAIRVOYANT):
         reference = result.references.get(name)
         if reference is None:
             continue
@@ -182,7 +184,9 @@ def table(result: SeededResult) -> str:
     if result.references:
         notes.append(
             "(ref): references, not contenders: limit = the fluid bound (demand divisible, "
-            "free to move within the node capacities), clairvoyant = ours reading true values "
+            "free to move within the node capacities), hindsight = whole pods each placed once "
+            "where its constraints allow, knowing the future (achievable, no moves), "
+            "clairvoyant = ours reading true values "
             "(no scrape interval, window or delay)"
         )
     if gain_columns:

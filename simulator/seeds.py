@@ -190,12 +190,21 @@ def share_of_gain(baseline: float, value: float, limit: float) -> float | None:
     return (baseline - value) / achievable
 
 
-def shares_of_gain(result: SeededResult) -> dict[str, dict[str, float | None]]:
+def something_to_gain(baseline: Interval, reference: Interval) -> bool:
+    """A scenario with anything to gain against a reference: requests' mean is above the
+    reference's by at least `NEGLIGIBLE_GAIN`, and beyond the noise over the seeds (requests'
+    95% interval wholly above the reference's)."""
+    return baseline.mean - reference.mean >= NEGLIGIBLE_GAIN and baseline.low > reference.high
+
+
+def shares_of_gain(
+    result: SeededResult, *, reference: str = LIMIT
+) -> dict[str, dict[str, float | None]]:
     """Per contender (and the clairvoyant reference), its share of the achievable gain on
-    each of `GAIN_FIGURES`, from the means over the seeds; empty without requests or the
-    limit."""
+    each of `GAIN_FIGURES` against `reference` (the fluid limit, or the hindsight placement),
+    from the means over the seeds; empty without requests or the reference."""
     base = result.contenders.get(BASELINE)
-    limit = result.references.get(LIMIT)
+    limit = result.references.get(reference)
     if base is None or limit is None:
         return {}
     rows = dict(result.contenders)

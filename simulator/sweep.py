@@ -36,12 +36,17 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   over the load-balanced fair share (`simulator.fair_share`);
 - `share_of_gain.{work_lost,stall}`: its share of the achievable gain, (requests - it) /
   (requests - limit) on the means over the seeds, over the scenarios where requests is not
-  already at the limit: the median (p50) and the worst tenth (p10); `scenarios` counts them.
+  already at the limit: the median (p50) and the worst tenth (p10); `scenarios` counts them;
+- `share_of_gain_hindsight.{work_lost,stall}`: the same against the hindsight placement
+  (`simulator.hindsight`, achievable with no moves), over the scenarios with anything to gain:
+  requests' mean at least 1 unit above the hindsight's and its 95% interval wholly above
+  (`seeds.something_to_gain`): the `median`, the worst tenth (`p10`), and `scenarios`.
 
 `references` holds the reference rows (`simulator.jobs.REFERENCES`, never contenders, never
-"best"): `limit` with its `*_vs_requests` ratios; `clairvoyant` (ours' code reading true values)
-with every figure above, judged as if it ran in ours' place among the same contenders: what
-ours' decisions reach with perfect information, the bound the metrics' lag leaves them.
+"best"): `limit` and `hindsight` with their `*_vs_requests` ratios; `clairvoyant` (ours'
+code reading true values) with every figure above, judged as if it ran in ours' place among
+the same contenders: what ours' decisions reach with perfect information, the bound the
+metrics' lag leaves them.
 
 The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
 so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
@@ -64,6 +69,7 @@ from simulator.figures import percentile
 from simulator.jobs import (
     CLAIRVOYANT,
     CLAIRVOYANT_OF,
+    HINDSIGHT,
     LIMIT,
     REFERENCES,
     Job,
@@ -82,6 +88,7 @@ from simulator.seeds import (
     SeededFigures,
     seeds_for,
     share_of_gain,
+    something_to_gain,
 )
 from simulator.stats import Interval, clear_best, numeric_leaves
 
@@ -197,6 +204,7 @@ class _Tally:
         self.avoidably_clean_scenarios = 0
         self.undominated = 0
         self.gains: dict[str, list[float]] = {"work_lost": [], "stall": []}
+        self.gains_hindsight: dict[str, list[float]] = {"work_lost": [], "stall": []}
 
 
 #: The sweep's figures by dotted path in a run's figures.
@@ -230,7 +238,7 @@ def summarize(
     verdict = {contender: _verdict_of(tally, share) for contender, tally in tallies.items()}
     found: dict[str, Any] = {}
     for reference, tally in references.items():
-        if reference == LIMIT:
+        if reference in (LIMIT, HINDSIGHT):
             found[reference] = {
                 "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
                 "stall_vs_requests": _quantiles(tally.ratios["stall"]),
@@ -262,6 +270,7 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
             "none_avoidable_share": share(tally.avoidably_clean_scenarios),
         },
         "share_of_gain": _gains(tally),
+        "share_of_gain_hindsight": _gains_over_something(tally),
         "herd_ratio_by_load": {
             "p50": percentile(tally.herd, 50) if tally.herd else None,
             "p95": percentile(tally.herd, 95) if tally.herd else None,
@@ -296,6 +305,7 @@ def _tally_references(
     achievable gain (none where requests is already at the limit)."""
     means = {row: s.intervals() for row, s in rows.items()}
     baseline, limit = means.get(BASELINE, {}), means.get(LIMIT, {})
+    hindsight = means.get(HINDSIGHT, {})
     for row, found in means.items():
         tally = tallies.get(row) or references.get(row)
         if tally is None:
@@ -303,13 +313,21 @@ def _tally_references(
         for key, path in GAIN_FIGURES.items():
             if path not in found or path not in baseline:
                 continue
-            if row == LIMIT:  # the clairvoyant's come with its place among the contenders
+            if row in (
+                LIMIT,
+                HINDSIGHT,
+            ):  # the clairvoyant's come with its place among the contenders
                 ratio = (found[path].mean + 1.0) / (baseline[path].mean + 1.0)
                 tally.ratios[key].append(ratio)
-            if row != LIMIT and path in limit:
+                continue
+            if path in limit:
                 gain = share_of_gain(baseline[path].mean, found[path].mean, limit[path].mean)
                 if gain is not None:
                     tally.gains[key].append(gain)
+            if path in hindsight and something_to_gain(baseline[path], hindsight[path]):
+                gain = share_of_gain(baseline[path].mean, found[path].mean, hindsight[path].mean)
+                if gain is not None:
+                    tally.gains_hindsight[key].append(gain)
 
 
 def _gains(tally: _Tally) -> dict[str, Any]:
@@ -320,6 +338,19 @@ def _gains(tally: _Tally) -> dict[str, Any]:
             "scenarios": len(values),
         }
         for key, values in tally.gains.items()
+    }
+
+
+def _gains_over_something(tally: _Tally) -> dict[str, Any]:
+    """The share of the gain against the hindsight placement: `median` (the goal's figure)
+    and `p10` over the `scenarios` with anything to gain (`something_to_gain`)."""
+    return {
+        key: {
+            "median": percentile(values, 50) if values else None,
+            "p10": percentile(values, 10) if values else None,
+            "scenarios": len(values),
+        }
+        for key, values in tally.gains_hindsight.items()
     }
 
 
@@ -427,6 +458,7 @@ def table(verdict: Mapping[str, Any]) -> str:
         "herd p95",
         "gain lost p50",
         "gain stall p50",
+        "gain lost vs hs",
     )
     rows = [header]
     for contender, v in verdict["contenders"].items():
@@ -444,6 +476,7 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _herd(v["herd_ratio_by_load"]),
                 _share(v["share_of_gain"]["work_lost"]["p50"]),
                 _share(v["share_of_gain"]["stall"]["p50"]),
+                _share(v["share_of_gain_hindsight"]["work_lost"]["median"]),
             )
         )
     for reference, v in verdict.get("references", {}).items():
@@ -462,6 +495,9 @@ def table(verdict: Mapping[str, Any]) -> str:
                 _herd(herd) if (herd := v.get("herd_ratio_by_load")) else "-",
                 _share(gains["work_lost"]["p50"]) if gains else "100%",
                 _share(gains["stall"]["p50"]) if gains else "100%",
+                _share(h["work_lost"]["median"])
+                if (h := v.get("share_of_gain_hindsight"))
+                else ("100%" if reference == HINDSIGHT else "-"),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -476,13 +512,15 @@ def table(verdict: Mapping[str, Any]) -> str:
     return (
         f"{verdict['scenarios']} scenarios; ratios against requests (below 1 is better)\n"
         + "\n".join(lines)
-        + "\n(ref): references, not contenders: limit = the fluid bound, clairvoyant = ours "
-        "reading true values, judged in ours' place; unavoid.: placed where every fitting node "
+        + "\n(ref): references, not contenders: limit = the fluid bound, hindsight = whole pods "
+        "placed once knowing the future (achievable, no moves), clairvoyant = ours reading "
+        "true values, judged in ours' place; unavoid.: placed where every fitting node "
         "violated; herd p95: the most pods of a burst on one node over the load-balanced fair "
         "share, 95th percentile over the runs with a burst; undominated: share of scenarios "
         "where no other contender is clearly better on work lost or stall and no worse on the "
         "other; gain: share of the achievable gain, (requests - row) / (requests - limit), median "
-        "over the scenarios with any gain to make"
+        "over the scenarios with any gain to make; gain lost vs hs: the same on work lost against "
+        "hindsight, over the scenarios where requests loses more beyond the noise"
     )
 
 

@@ -10,9 +10,11 @@ the components' warnings), and prints one table per scenario (blocks of columns 
 too wide to compare. A scenario name that is neither a file nor a named scenario lists the named
 ones and exits 2; a bad scenario file lists every problem with its path and exits 1.
 
-Every table and summary.json also carry two reference rows, never contenders: `limit` (the
-fluid bound, `simulator.limit`) and `clairvoyant` (ours reading true values, no pipeline lag),
-and each contender's share of the achievable gain, (requests - it) / (requests - limit).
+Every table and summary.json also carry three reference rows, never contenders: `limit` (the
+fluid bound, `simulator.limit`), `hindsight` (whole pods placed once knowing the future, no
+moves: achievable, `simulator.hindsight`) and `clairvoyant` (ours reading true values, no
+pipeline lag), and each contender's share of the achievable gain, (requests - it) /
+(requests - limit), and the same against the hindsight placement.
 """
 
 from __future__ import annotations
@@ -109,8 +111,8 @@ def unknown_scenario(name: str) -> str | None:
 DESCRIPTION = (
     "Run scenarios on a virtual clock against several contenders (requests, "
     "requests-lnu, tas, psi-profile, volcano-loadaware, ours) and report the same figures "
-    "for each, beside two references: the fluid limit and ours with perfect information "
-    "(clairvoyant)."
+    "for each, beside three references: the fluid limit, the hindsight placement (no moves) "
+    "and ours with perfect information (clairvoyant)."
 )
 
 

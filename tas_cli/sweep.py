@@ -3,9 +3,9 @@
 Writes DIR/sweep.json (the verdict per contender), DIR/runs.json (every run's figures),
 DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`) and
 DIR/sweep.log (the components' own messages), and prints the verdict as a table. A bad family
-file lists every problem with its path and exits 1. The reference rows (`limit`, `clairvoyant`)
-run on every scenario and seed too, and every contender's share of the achievable gain is
-given (`simulator.sweep`).
+file lists every problem with its path and exits 1. The reference rows (`limit`, `hindsight`,
+`clairvoyant`) run on every scenario and seed too, and every contender's share of the
+achievable gain is given (`simulator.sweep`).
 """
 
 from __future__ import annotations

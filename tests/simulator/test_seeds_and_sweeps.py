@@ -260,7 +260,7 @@ def test_simulate_on_several_seeds_reports_means_intervals_and_clear_bests(
     # requests never evicts and ours does, on every seed: a clear difference, not a tie.
     assert entry["best"]["evictions.total"] == "requests"
     # The reference rows: in summary.json with the same figures, never judged best.
-    assert set(entry["references"]) == {"limit", "clairvoyant"}
+    assert set(entry["references"]) == {"limit", "hindsight", "clairvoyant"}
     limit = entry["references"]["limit"]
     assert (
         limit["work_lost"]["core_seconds"]
@@ -269,10 +269,12 @@ def test_simulate_on_several_seeds_reports_means_intervals_and_clear_bests(
     assert "limit" not in entry["best"].values()
     assert "clairvoyant" not in entry["best"].values()
     assert set(entry["share_of_gain"]["ours"]) == {"work_lost", "stall"}
+    assert set(entry["share_of_gain_hindsight"]["ours"]) == {"work_lost", "stall"}
     assert set(entry["gaps"]) == {"pipeline", "rules"}
     out = capsys.readouterr().out
     assert "health-demo (seeds 1..3, means, 5 min)" in out
     assert "limit (ref)" in out
+    assert "hindsight (ref)" in out
     assert "clairvoyant (ref)" in out
 
 
@@ -299,7 +301,7 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
             "best_share", "best_or_tied_share", "undominated_share", "work_lost_vs_requests",
             "stall_vs_requests",
             "worse_than_requests", "max_evictions_per_pod_hour", "violating_placements",
-            "share_of_gain", "herd_ratio_by_load",
+            "share_of_gain", "share_of_gain_hindsight", "herd_ratio_by_load",
         }  # fmt: skip
         assert 0 <= figures["best_share"] <= figures["best_or_tied_share"]["work_lost"] <= 1
         assert (
@@ -314,8 +316,13 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     # Every scenario has a best or tied contender on work lost.
     assert max(c["best_or_tied_share"]["work_lost"] for c in verdict["contenders"].values()) > 0
     # The reference rows, apart from the contenders: the limit loses no more than requests.
-    assert set(verdict["references"]) == {"limit", "clairvoyant"}
+    assert set(verdict["references"]) == {"limit", "hindsight", "clairvoyant"}
     assert verdict["references"]["limit"]["work_lost_vs_requests"]["p90"] <= 1.0
+    # The share against the hindsight placement: a median over the scenarios it counts.
+    gain = verdict["contenders"]["ours"]["share_of_gain_hindsight"]["work_lost"]
+    assert set(gain) == {"median", "p10", "scenarios"}
+    assert 0 <= gain["scenarios"] <= 3
+    assert (gain["median"] is None) == (gain["scenarios"] == 0)
     # The clairvoyant is judged like ours, in ours' place: every figure a contender has.
     clairvoyant = verdict["references"]["clairvoyant"]
     assert set(clairvoyant) == set(verdict["contenders"]["ours"])

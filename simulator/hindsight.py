@@ -1,0 +1,286 @@
+"""The hindsight placement: an achievable reference, tighter than the fluid limit.
+
+A reference for every comparison (issue 46), not a contender: it runs no scheduler. Knowing
+every pod's whole future usage, it places each pod once (the initial pods at the start, a
+scale event's when it fires), on a node that is schedulable for it at that moment (ready, not
+cordoned, taints tolerated, selector and affinity matched, as `simulator.limit` checks them),
+whole (a pod is indivisible), and never moves it afterwards, so nothing restarts. A pod may
+instead wait, as a pending pod does, for a node that becomes schedulable for it later (one
+that joins, is uncordoned or untainted), losing its demand until it has started there.
+
+The placement is a greedy over the pods ordered by their peak demand, the largest first: each
+goes where (and from when) its whole future adds the least work lost, then the least stall,
+to what the pods already placed will use; then a few passes take each pod out and put it back
+where it now adds the least (a pod placed early met none of the later ones). On a large fleet
+only the least used few of the allowed nodes are weighed for each pod.
+
+What it is: a placement a clairvoyant scheduler that never moves anything could make, so its
+figures (`work_lost`, `stall`, in the units and after the warm-up of `simulator.figures`) are
+achievable. What it is not: a lower bound. A scheduler that moves pods as load shifts can beat
+it, and the greedy is not optimal; the fluid limit (`simulator.limit`) stays the outer bound,
+never above this one on work lost nor on stall + work lost (the tests check both): every
+placement here is one the limit's divisible demand may take, over no more nodes.
+
+Accounting, as the limit's: demand of a pod a scale event has just created counts as lost
+during the start-up delay (and a pod that waits for a later node, until it has started); a
+pod no node ever allows never runs (its demand is lost); a pod whose node leaves is not
+re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the
+newest pods (`simulator.limit._scale`), so the usage streams are the limit's. Each node's
+pressure is the world's (`_pressures`, the one call to the workload model). The world is
+stepped through its events and usage model only, like the limit, so this costs a fraction of
+one contender's run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from inmemory.workload import cpu_pressures
+from simulator.clock import VirtualClock
+from simulator.figures import Figures
+from simulator.limit import _admit, _probe, _scale
+from simulator.scenario import EventKind, Scenario
+from simulator.world import World
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: At most this many allowed nodes are weighed for a pod: those least used over its lifetime
+#: (on a fleet of hundreds of nodes, weighing every one costs minutes and changes little).
+_WEIGHED = 24
+#: At most this many times at which a pod may be placed (its creation, then steps where more
+#: nodes became schedulable for it).
+_OPTIONS = 4
+#: Passes of re-placing each pod, with every other pod placed, after the greedy.
+_PASSES = 2
+#: Two added work losses closer than this (core-seconds) are a tie, decided by stall.
+_TIE = 1e-9
+
+
+def _pressures(load: FloatArray, cores: FloatArray) -> FloatArray:
+    """The world's CPU pressure (PSI `some`) of nodes at these loads: the one place this
+    module asks the workload model, so it follows the world's model if that changes."""
+    return cpu_pressures(load, cores)
+
+
+class _Timeline:
+    """What the world does over the run, step by step, with no pod placed: each slot's usage
+    while it runs, the demand of pods still starting, and the nodes."""
+
+    def __init__(self, scenario: Scenario, seed: int) -> None:
+        clock = VirtualClock()
+        world = World(scenario, clock=clock, seed=seed)
+        probes = [_probe(world, w) for w in range(len(scenario.workloads))]
+        allowed = np.zeros((len(probes), 0), dtype=np.bool_)
+        born = np.zeros(0)
+        steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
+        self.dt = scenario.step
+        self.counted = np.array([i * scenario.step >= scenario.warmup for i in range(steps)])
+        running: list[FloatArray] = []
+        cores: list[FloatArray] = []
+        present: list[BoolArray] = []
+        #: Per slot, when it may be placed and where: the step it was created with the nodes
+        #: schedulable then, and later steps where more nodes became schedulable (a pod may
+        #: wait for a node that joins, as a pending pod does, losing its demand meanwhile).
+        self.options: list[list[tuple[int, BoolArray]]] = []
+        self.ready_after = math.ceil(scenario.startup_delay / scenario.step - 1e-9)
+        self.demand_total = 0.0
+        self.starting = 0.0
+        admitted = False
+        for index in range(steps):
+            t = index * scenario.step
+            clock.advance_to(t)
+            due = world.due_events(t)
+            for event in due:
+                if event.kind is EventKind.SCALE:
+                    _scale(world, event.workload, event.replicas, born, t)
+                else:
+                    world.apply(event, t)
+            if not admitted or due:
+                # Schedulable now: `_admit` from nothing, so a node counts only as it is now.
+                allowed = _admit(world, probes, np.zeros((len(probes), 0), dtype=np.bool_))
+                admitted = True
+            slots = len(world.slot_workload)
+            if slots > len(born):
+                born = np.concatenate([born, np.full(slots - len(born), t)])
+            workloads = np.asarray(world.slot_workload, dtype=np.int64)
+            for slot in range(len(self.options), slots):
+                self.options.append([(index, allowed[workloads[slot]].copy())])
+            if due and index:
+                self._offer_later(index, allowed, workloads, world)
+            usage = np.asarray(world.cpu_bank.values(t), dtype=np.float64)
+            live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
+            ready = live & (t >= born + scenario.startup_delay)
+            running.append(np.where(ready, usage, 0.0))
+            cores.append(np.asarray(world.cores.view, dtype=np.float64).copy())
+            present.append(np.asarray(world.present.view) > 0)
+            if self.counted[index]:
+                self.demand_total += float(usage[live].sum()) * self.dt
+                self.starting += float(usage[live & ~ready].sum()) * self.dt
+        self.usage = _stack(running, len(self.options))
+        self.cores = _stack(cores, world.node_count)
+        self.present = _stack(present, world.node_count).astype(np.bool_)
+        self.capacity = self.cores.sum(axis=1)
+
+    def _offer_later(
+        self,
+        index: int,
+        allowed: BoolArray,
+        workloads: npt.NDArray[np.int64],
+        world: World,
+    ) -> None:
+        for slot, options in enumerate(self.options):
+            if world.slot_pod[slot] is None or len(options) >= _OPTIONS:
+                continue
+            mask = allowed[workloads[slot]]
+            seen = np.zeros_like(mask)
+            for _, earlier in options:
+                seen[: len(earlier)] |= earlier
+            if (mask & ~seen).any():
+                options.append((index, mask.copy()))
+
+
+def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
+    """Rows of growing length as one (width x steps) matrix, zero where a row was shorter."""
+    out = np.zeros((width, len(rows)), dtype=np.float64)
+    for step, row in enumerate(rows):
+        out[: len(row), step] = row
+    return out
+
+
+def _cost(load: FloatArray, cores: FloatArray, present: BoolArray) -> tuple[FloatArray, FloatArray]:
+    """Per node and step: the demand not served (above the cores, or all of it on a node that
+    has left) and the pressure."""
+    lost = np.where(present, np.maximum(0.0, load - cores), load)
+    stall = np.where(present, _pressures(load, cores), 0.0)
+    return lost, stall
+
+
+def _best_node(
+    timeline: _Timeline,
+    load: FloatArray,
+    demand: FloatArray,
+    candidates: npt.NDArray[np.int64],
+    totals: FloatArray,
+    *,
+    keep: int | None = None,
+) -> tuple[int, float, float]:
+    """The candidate node where `demand` adds the least work lost, then the least stall,
+    over the counted steps (`keep`, the pod's node now, among the weighed on a large fleet)."""
+    steps = np.flatnonzero((demand > 0) & timeline.counted)
+    if not len(steps):
+        return (int(candidates[0]) if keep is None else keep), 0.0, 0.0
+    if len(candidates) > _WEIGHED:
+        # Least used over the whole run (cheap to keep), not only over this pod's life.
+        used = totals[candidates] / np.maximum(timeline.capacity[candidates], 1e-9)
+        candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
+        if keep is not None and keep not in candidates:
+            candidates = np.append(candidates, keep)
+    before = load[np.ix_(candidates, steps)]
+    cores = timeline.cores[np.ix_(candidates, steps)]
+    present = timeline.present[np.ix_(candidates, steps)]
+    lost_before, stall_before = _cost(before, cores, present)
+    lost_after, stall_after = _cost(before + demand[steps], cores, present)
+    added_lost = (lost_after - lost_before).sum(axis=1)
+    added_stall = (stall_after - stall_before).sum(axis=1)
+    tied = added_lost <= added_lost.min() + _TIE
+    if keep is not None:
+        # Leave the pod where it is unless elsewhere is better beyond rounding.
+        at = int(np.flatnonzero(candidates == keep)[0])
+        if added_lost[at] <= added_lost.min() + _TIE and added_stall[at] <= (
+            added_stall[tied].min() + _TIE
+        ):
+            return keep, float(added_lost[at]), float(added_stall[at])
+    pick = int(np.flatnonzero(tied)[int(np.argmin(added_stall[tied]))])
+    return int(candidates[pick]), float(added_lost[pick]), float(added_stall[pick])
+
+
+def _best_option(
+    timeline: _Timeline,
+    load: FloatArray,
+    totals: FloatArray,
+    slot: int,
+    *,
+    keep: tuple[int, FloatArray] | None = None,
+) -> tuple[int, FloatArray] | None:
+    """Where and from when the pod adds the least work lost (its own while it waits, plus
+    what it adds to a node), then the least stall: the node and the usage it runs there;
+    None where no node ever allows it."""
+    usage = timeline.usage[slot]
+    nodes = load.shape[0]
+    best: tuple[float, float, int, FloatArray] | None = None
+    for start, mask in timeline.options[slot]:
+        candidates = np.flatnonzero(mask[:nodes])
+        if not len(candidates):
+            continue
+        demand = usage
+        if start != timeline.options[slot][0][0]:
+            # Placed later: bound at `start`, running only once started.
+            demand = usage.copy()
+            demand[: start + timeline.ready_after] = 0.0
+        waiting = float((usage - demand)[timeline.counted].sum())
+        same = keep is not None and np.array_equal(keep[1], demand)
+        node, lost, stall = _best_node(
+            timeline, load, demand, candidates, totals, keep=keep[0] if same and keep else None
+        )
+        key = (lost + waiting, stall)
+        if (
+            best is None
+            or key[0] < best[0] - _TIE
+            or (key[0] <= best[0] + _TIE and key[1] < best[1] - _TIE)
+        ):
+            best = (key[0], key[1], node, demand)
+    return None if best is None else (best[2], best[3])
+
+
+def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
+    """The hindsight placement's figures for one scenario and seed, in the shape of a
+    contender's `work_lost` and `stall` (`simulator.figures`), after the same warm-up."""
+    timeline = _Timeline(scenario, seed)
+    load = np.zeros_like(timeline.cores)
+    #: Each node's load summed over the run, kept with `load` (to pick the few to weigh).
+    totals = np.zeros(len(load))
+    counted = timeline.counted
+    unplaced = 0.0
+    peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
+    order = sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s))
+    placed: dict[int, tuple[int, FloatArray]] = {}
+    for slot in order:
+        choice = _best_option(timeline, load, totals, slot)
+        if choice is None:
+            unplaced += float(timeline.usage[slot][counted].sum()) * timeline.dt
+            continue
+        placed[slot] = choice
+        load[choice[0]] += choice[1]
+        totals[choice[0]] += choice[1].sum()
+    # Greedy first, then passes that take each pod out and put it back where it now adds the
+    # least: a pod placed early met none of the pods after it. Each pass never raises the
+    # cost (the pod's own place is a candidate).
+    for _ in range(_PASSES):
+        for slot, (node, demand) in placed.items():
+            load[node] -= demand
+            totals[node] -= demand.sum()
+            choice = _best_option(timeline, load, totals, slot, keep=(node, demand))
+            assert choice is not None
+            placed[slot] = choice
+            load[choice[0]] += choice[1]
+            totals[choice[0]] += choice[1].sum()
+    for slot, (_, demand) in placed.items():
+        unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
+    lost, stall = _cost(load, timeline.cores, timeline.present.astype(np.bool_))
+    dt = timeline.dt
+    overflow = float(lost[:, counted].sum()) * dt
+    displaced = timeline.starting + unplaced
+    total = overflow + displaced
+    return {
+        "work_lost": {
+            "core_seconds": total,
+            "share": total / timeline.demand_total if timeline.demand_total > 0 else 0.0,
+            "stalled": overflow,
+            "displaced": displaced,
+        },
+        "stall": float(stall[:, counted].sum()) * dt,
+    }
