@@ -170,7 +170,7 @@ def _worse_but_for_rules(row: Mapping[str, Any]) -> float | None:
 
 def _gain_goal(row: Mapping[str, Any]) -> Goal:
     gain = _get(row, *GAIN_PATH)
-    median = _get(gain, "p50") if isinstance(gain, Mapping) else None
+    median = _get(gain, "median") if isinstance(gain, Mapping) else None
     if median is None:
         return Goal(_GAIN, None, "no figure")
     over = _get(gain, "scenarios")

@@ -4,7 +4,10 @@ A reference for every comparison (issue 46), not a contender: it runs no schedul
 every pod's whole future usage, it places each pod once (the initial pods at the start, a
 scale event's when it fires), on a node that is schedulable for it at that moment (ready, not
 cordoned, taints tolerated, selector and affinity matched, as `simulator.limit` checks them),
-whole (a pod is indivisible), and never moves it afterwards, so nothing restarts. A pod may
+whole (a pod is indivisible), where its requests fit beside those of the pods placed there
+for as long as it lives (kube-scheduler's resource fit: every contender schedules through it,
+so a placement past the requests would be one none of them could make), and never moves it
+afterwards, so nothing restarts. A pod may
 instead wait, as a pending pod does, for a node that becomes schedulable for it later (one
 that joins, is uncordoned or untainted), losing its demand until it has started there.
 
@@ -21,14 +24,14 @@ it, and the greedy is not optimal; the fluid limit (`simulator.limit`) stays the
 never above this one on work lost nor on stall + work lost (the tests check both): every
 placement here is one the limit's divisible demand may take, over no more nodes.
 
-Accounting, as the limit's: demand of a pod a scale event has just created counts as lost
-during the start-up delay (and a pod that waits for a later node, until it has started); a
-pod no node ever allows never runs (its demand is lost); a pod whose node leaves is not
-re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the
-newest pods (`simulator.limit._scale`), so the usage streams are the limit's. Each node's
-pressure is the world's (`_pressures`, the one call to the workload model). The world is
-stepped through its events and usage model only, like the limit, so this costs a fraction of
-one contender's run.
+Accounting, as the limit's: demand of a pod a scale event has just created counts as lost during
+the start-up delay (and a pod that waits for a later node, until it has started); a pod no node
+ever allows, or none has room for, never runs (its demand is lost: a scheduler could place it
+once room frees, so this is where the reference is loosest); a pod whose node leaves is not
+re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the newest
+pods (`simulator.limit._scale`), so the usage streams are the limit's. Each node's pressure is
+the world's (`_pressures`, the one call to the workload model). The world is stepped through its
+events and usage model only, like the limit, so this costs a fraction of one contender's run.
 """
 
 from __future__ import annotations
@@ -81,7 +84,9 @@ class _Timeline:
         self.counted = np.array([i * scenario.step >= scenario.warmup for i in range(steps)])
         running: list[FloatArray] = []
         cores: list[FloatArray] = []
+        memory: list[FloatArray] = []
         present: list[BoolArray] = []
+        alive: list[BoolArray] = []
         #: Per slot, when it may be placed and where: the step it was created with the nodes
         #: schedulable then, and later steps where more nodes became schedulable (a pod may
         #: wait for a node that joins, as a pending pod does, losing its demand meanwhile).
@@ -115,12 +120,34 @@ class _Timeline:
             live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
             ready = live & (t >= born + scenario.startup_delay)
             running.append(np.where(ready, usage, 0.0))
+            alive.append(live)
             cores.append(np.asarray(world.cores.view, dtype=np.float64).copy())
+            memory.append(np.asarray(world.memory.view, dtype=np.float64).copy())
             present.append(np.asarray(world.present.view) > 0)
             if self.counted[index]:
                 self.demand_total += float(usage[live].sum()) * self.dt
                 self.starting += float(usage[live & ~ready].sum()) * self.dt
         self.usage = _stack(running, len(self.options))
+        #: Per slot and step, whether its pod exists (bound or not): while it does, a node it
+        #: is placed on holds its requests, as kube-scheduler counts them.
+        self.alive = _stack(alive, len(self.options)).astype(np.bool_)
+        slot_workloads = world.slot_workload
+        #: Per slot, its pod's (cpu, memory) requests.
+        self.requests = np.array(
+            [
+                [
+                    scenario.workloads[w].requests.get("cpu", 0.0),
+                    scenario.workloads[w].requests.get("memory", 0.0),
+                ]
+                for w in slot_workloads
+            ],
+            dtype=np.float64,
+        ).reshape(len(slot_workloads), 2)
+        #: Per node and step, its allocatable (cpu, memory): the node's size, as the world
+        #: gives its nodes (`simulator.world`).
+        self.allocatable = np.stack(
+            [_stack(cores, world.node_count), _stack(memory, world.node_count)]
+        )
         self.cores = _stack(cores, world.node_count)
         self.present = _stack(present, world.node_count).astype(np.bool_)
         self.capacity = self.cores.sum(axis=1)
@@ -198,22 +225,45 @@ def _best_node(
     return int(candidates[pick]), float(added_lost[pick]), float(added_stall[pick])
 
 
+def _fitting(
+    timeline: _Timeline,
+    reserved: FloatArray,
+    slot: int,
+    candidates: npt.NDArray[np.int64],
+    held: BoolArray,
+) -> npt.NDArray[np.int64]:
+    """The candidates whose allocatable holds the pod's requests beside those of the pods
+    placed there, at every step it holds them while the node is present (kube-scheduler's
+    resource fit, kept for the pod's whole life since nothing moves)."""
+    need = timeline.requests[slot]
+    if not held.any() or not need.any():
+        return candidates
+    room = timeline.allocatable[:, candidates][:, :, held] - reserved[:, candidates][:, :, held]
+    short = room < need[:, None, None] - _TIE
+    short &= timeline.present[candidates][:, held][None, :, :]
+    fits: npt.NDArray[np.int64] = candidates[~short.any(axis=(0, 2))]
+    return fits
+
+
 def _best_option(
     timeline: _Timeline,
     load: FloatArray,
     totals: FloatArray,
+    reserved: FloatArray,
     slot: int,
     *,
-    keep: tuple[int, FloatArray] | None = None,
-) -> tuple[int, FloatArray] | None:
+    keep: tuple[int, FloatArray, BoolArray] | None = None,
+) -> tuple[int, FloatArray, BoolArray] | None:
     """Where and from when the pod adds the least work lost (its own while it waits, plus
-    what it adds to a node), then the least stall: the node and the usage it runs there;
-    None where no node ever allows it."""
+    what it adds to a node), then the least stall: the node, the usage it runs there and the
+    steps it holds its requests there; None where no node ever allows it or has room for it."""
     usage = timeline.usage[slot]
     nodes = load.shape[0]
-    best: tuple[float, float, int, FloatArray] | None = None
+    steps = np.arange(usage.shape[0])
+    best: tuple[float, float, int, FloatArray, BoolArray] | None = None
     for start, mask in timeline.options[slot]:
-        candidates = np.flatnonzero(mask[:nodes])
+        held = timeline.alive[slot] & (steps >= start)
+        candidates = _fitting(timeline, reserved, slot, np.flatnonzero(mask[:nodes]), held)
         if not len(candidates):
             continue
         demand = usage
@@ -232,8 +282,8 @@ def _best_option(
             or key[0] < best[0] - _TIE
             or (key[0] <= best[0] + _TIE and key[1] < best[1] - _TIE)
         ):
-            best = (key[0], key[1], node, demand)
-    return None if best is None else (best[2], best[3])
+            best = (key[0], key[1], node, demand, held)
+    return None if best is None else (best[2], best[3], best[4])
 
 
 def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
@@ -247,28 +297,34 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
     unplaced = 0.0
     peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
     order = sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s))
-    placed: dict[int, tuple[int, FloatArray]] = {}
+    #: Per resource (cpu, memory), node and step: the requests of the pods placed there.
+    reserved = np.zeros_like(timeline.allocatable)
+    placed: dict[int, tuple[int, FloatArray, BoolArray]] = {}
+
+    def hold(slot: int, choice: tuple[int, FloatArray, BoolArray], sign: float) -> None:
+        node, demand, held = choice
+        load[node] += sign * demand
+        totals[node] += sign * demand.sum()
+        reserved[:, node, held] += sign * timeline.requests[slot][:, None]
+
     for slot in order:
-        choice = _best_option(timeline, load, totals, slot)
+        choice = _best_option(timeline, load, totals, reserved, slot)
         if choice is None:
             unplaced += float(timeline.usage[slot][counted].sum()) * timeline.dt
             continue
         placed[slot] = choice
-        load[choice[0]] += choice[1]
-        totals[choice[0]] += choice[1].sum()
+        hold(slot, choice, 1.0)
     # Greedy first, then passes that take each pod out and put it back where it now adds the
     # least: a pod placed early met none of the pods after it. Each pass never raises the
     # cost (the pod's own place is a candidate).
     for _ in range(_PASSES):
-        for slot, (node, demand) in placed.items():
-            load[node] -= demand
-            totals[node] -= demand.sum()
-            choice = _best_option(timeline, load, totals, slot, keep=(node, demand))
-            assert choice is not None
+        for slot, current in placed.items():
+            hold(slot, current, -1.0)
+            choice = _best_option(timeline, load, totals, reserved, slot, keep=current)
+            assert choice is not None  # its own place still has room
             placed[slot] = choice
-            load[choice[0]] += choice[1]
-            totals[choice[0]] += choice[1].sum()
-    for slot, (_, demand) in placed.items():
+            hold(slot, choice, 1.0)
+    for slot, (_, demand, _) in placed.items():
         unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
     lost, stall = _cost(load, timeline.cores, timeline.present.astype(np.bool_))
     dt = timeline.dt

@@ -83,6 +83,18 @@ def test_a_pod_goes_only_where_its_node_selector_allows() -> None:
     assert _lost(hindsight_placement(scenario, seed=3)) == pytest.approx(2.0 * COUNTED)
 
 
+def test_a_pod_goes_only_where_its_requests_fit_as_kube_scheduler_counts_them() -> None:
+    # Three pods requesting 3 cores each on 2 x 4 cores: kube-scheduler binds two and leaves
+    # the third pending, whatever they use; the reference may not place it either.
+    requesting = _workload("big", 3, 0.5)
+    requesting["requests"] = {"cpu": "3", "memory": "64Mi"}
+    figures = hindsight_placement(_scenario([requesting]), seed=3)
+    assert _lost(figures) == pytest.approx(0.5 * COUNTED)
+    # Requests that fit (1 core each): all three run, nothing lost.
+    requesting["requests"] = {"cpu": "1", "memory": "64Mi"}
+    assert _lost(hindsight_placement(_scenario([requesting]), seed=3)) == pytest.approx(0.0)
+
+
 def test_a_pod_no_node_tolerates_never_runs() -> None:
     tainted = [
         {"name": n, "cpu": 4, "memory": "16Gi", "taints": [{"key": "k", "effect": "NoSchedule"}]}
