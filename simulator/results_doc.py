@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.goals import Goal, named_goals, sweep_goals
-from simulator.jobs import CLAIRVOYANT, LIMIT
+from simulator.jobs import CLAIRVOYANT, HINDSIGHT, LIMIT
 from simulator.report import COLUMNS
 from simulator.seeds import GAIN_FIGURES
 
@@ -72,10 +72,12 @@ current behaviour, cited in the code (`simulator/baselines.py`, `simulator/conte
 
 Every scenario runs on several seeds; a figure is the mean over them, and a contender is
 **best** (bold) only when its 95% interval lies below every other contender's: overlapping
-intervals are a tie, and no figure is bold. Two reference rows, never contenders, bound what is
-possible: `limit`, the fluid bound (each step's demand divisible and free to move within the
+intervals are a tie, and no figure is bold. Three reference rows, never contenders, bound what
+is possible: `limit`, the fluid bound (each step's demand divisible and free to move within the
 same node capacities: the least work lost and stall any placement can reach,
-`simulator/limit.py`), and `clairvoyant`, the shipped `ours` reading true values with no scrape
+`simulator/limit.py`); `hindsight`, a placement a clairvoyant scheduler could make (each pod
+whole, placed once where its constraints and requests allow, knowing the future, never moved:
+`simulator/hindsight.py`), the reference the gain goal is judged against; and `clairvoyant`, the shipped `ours` reading true values with no scrape
 interval, window or delay (ours - clairvoyant is what the metric pipeline costs, clairvoyant -
 limit what the decision rules cost). A gain column is a contender's share of the achievable
 gain, (requests - it) / (requests - limit).
@@ -229,7 +231,7 @@ def scenario_table(name: str, entry: Mapping[str, Any]) -> str:
             cells.append(f"**{cell}**" if clear else cell)
         cells += [_share(shares.get(contender, {}).get(g)) for g in gains]
         lines.append("| " + " | ".join(cells) + " |")
-    for reference in (LIMIT, CLAIRVOYANT):
+    for reference in (LIMIT, HINDSIGHT, CLAIRVOYANT):
         if reference not in references:
             continue
         cells = [f"*{reference} (ref)*"]
