@@ -77,10 +77,10 @@ is possible: `limit`, the fluid bound (each step's demand divisible and free to 
 same node capacities: the least work lost and stall any placement can reach,
 `simulator/limit.py`); `hindsight`, a placement a clairvoyant scheduler could make (each pod
 whole, placed once where its constraints and requests allow, knowing the future, never moved:
-`simulator/hindsight.py`), the reference the gain goal is judged against; and `clairvoyant`, the shipped `ours` reading true values with no scrape
-interval, window or delay (ours - clairvoyant is what the metric pipeline costs, clairvoyant -
-limit what the decision rules cost). A gain column is a contender's share of the achievable
-gain, (requests - it) / (requests - limit).
+`simulator/hindsight.py`), the reference the gain goal is judged against; and `clairvoyant`, the
+shipped `ours` reading true values with no scrape interval, window or delay (ours - clairvoyant
+is what the metric pipeline costs, clairvoyant - limit what the decision rules cost). A gain
+column is a contender's share of the achievable gain, (requests - it) / (requests - limit).
 
 **Work lost** is demand not served: CPU demand above a node's cores, plus the demand of pods not
 running (pending, or restarting after an eviction or an OOM kill). **Stall** is PSI cpu "some"
