@@ -25,6 +25,12 @@ bogus metric, a cordon, a third of the nodes tainted while load arrives, a scale
 new pods, nodes added, a node removed, and a scale-out (empty nodes join a hot fleet, then
 the pods waiting for them arrive in a burst).
 
+`healthEffects` says what the nodes of its set-health events do (a scenario's set-health
+`effect`): `weights` over `none`, `degrade` and `fail-after`, `degrade` the share of its cores a
+degraded node serves, `failAfter` the delay before a node fails. Each unhealthy episode (a
+set-health, or every unhealthy value of a flap) draws one effect, from its own random stream,
+so adding the field moved no other draw. Without it every effect is none (a gauge only).
+
 A family may also set contenders the way a scenario does (`contenders:`, copied as it is into
 every drawn scenario): to measure a flag of ours, such as `extender: {maxViolatingNodeShare: 1}`,
 over the same draws as the default.
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -67,6 +74,12 @@ EVENT_KINDS = (
     "scale-out",
 )
 SHAPES = ("steady", "bursty", "ramp", "trace", "skewed")
+#: The effects a set-health may have (`simulator.scenario.HealthEffectKind`).
+HEALTH_EFFECTS = ("none", "degrade", "fail-after")
+_HEALTH_EFFECT_KEYS = ("weights", "degrade", "failAfter")
+#: What `healthEffects` draws where the family does not say.
+DEFAULT_DEGRADE = {"uniform": [0.25, 0.75]}
+DEFAULT_FAIL_AFTER = ["2m", "5m", "10m"]
 _TOP_KEYS = {
     "name",
     "description",
@@ -79,6 +92,7 @@ _TOP_KEYS = {
     "workloads",
     "policies",
     "events",
+    "healthEffects",
     "contenders",
 }
 
@@ -152,6 +166,7 @@ def read_family(document: object, *, source: str = "", base: Path) -> Family:
     checker.draw(document.get("usagePerRequest", 1.0), "usagePerRequest", _number_between(0.05, 20))
     checker.workloads(document.get("workloads"))
     checker.events(document.get("events") or {})
+    checker.health_effects(document.get("healthEffects"))
     policy_sets = checker.policies(document.get("policies"), base)
     checker.contenders(document.get("contenders") or {})
     if problems:
@@ -203,6 +218,14 @@ def _duration_check(value: object) -> str | None:
     except DurationError as error:
         return str(error)
     return None if seconds >= 0 else "must not be negative"
+
+
+def _share_served_check(value: object) -> str | None:
+    """A degraded node's share of its cores: more than 0 (a node that serves nothing has
+    failed) and less than 1 (one that serves all is not degraded)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "must be a number"
+    return None if 0 < value < 1 else "must be more than 0 and less than 1"
 
 
 def _quantity_check(value: object) -> str | None:
@@ -257,7 +280,9 @@ class _Checker:
             return
         for key, weight in spec.items():
             if key not in known:
-                self.problems.append(f"{path}.{key}: unknown (known: {', '.join(known)})")
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                self.problems.append(f"{path}.{key}: unknown (known: {', '.join(known)}){hint}")
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
                 self.problems.append(f"{path}.{key}: a weight is a number of at least 0")
         if all(isinstance(w, int | float) for w in spec.values()) and sum(spec.values()) <= 0:
@@ -326,6 +351,31 @@ class _Checker:
             reason = _number_between(0, 1)(probability)
             if reason:
                 self.problems.append(f"events.{kind}: a probability {reason}")
+
+    def health_effects(self, body: object) -> None:
+        if body is None:
+            return
+        if not isinstance(body, dict):
+            self.problems.append(
+                f"healthEffects: must be a mapping ({', '.join(_HEALTH_EFFECT_KEYS)})"
+            )
+            return
+        for key in body:
+            if key not in _HEALTH_EFFECT_KEYS:
+                close = difflib.get_close_matches(str(key), _HEALTH_EFFECT_KEYS, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                self.problems.append(
+                    f"healthEffects.{key}: unknown (known: {', '.join(_HEALTH_EFFECT_KEYS)}){hint}"
+                )
+        self.weights(body.get("weights"), "healthEffects.weights", HEALTH_EFFECTS)
+        self.draw(
+            body.get("degrade", DEFAULT_DEGRADE),
+            "healthEffects.degrade",
+            _share_served_check,
+        )
+        self.draw(
+            body.get("failAfter", DEFAULT_FAIL_AFTER), "healthEffects.failAfter", _duration_check
+        )
 
     def contenders(self, body: object) -> None:
         """Checked in full with the drawn scenario; here only what a family cannot carry."""
@@ -403,6 +453,10 @@ class _Draw:
         return spec
 
     def seconds(self, spec: Any) -> float:
+        if isinstance(spec, dict) and set(spec) == {"uniform"}:
+            # Durations between two durations (`{uniform: [2m, 10m]}`).
+            low, high = (self.seconds(bound) for bound in spec["uniform"])
+            return self.rng.uniform(low, high)
         value = self.value(spec)
         return float(value) if isinstance(value, int | float) else parse_duration(str(value))
 
@@ -461,7 +515,14 @@ def draw_scenario(family: Family, index: int) -> dict[str, Any]:
     )
     document["policies"] = [dict(d) for d in policy_set.documents]
     document["events"] = _draw_events(
-        draw, raw.get("events") or {}, document, policy_set, duration, warmup, (family.seed, index)
+        draw,
+        raw.get("events") or {},
+        document,
+        policy_set,
+        duration,
+        warmup,
+        (family.seed, index),
+        raw.get("healthEffects"),
     )
     if raw.get("contenders"):
         # Not drawn: every scenario runs the contenders as the family sets them.
@@ -625,6 +686,29 @@ def _usage_shape(draw: _Draw, shape: str, mean: float, duration: float) -> dict[
     return {"profile": "trace", "points": points}
 
 
+class _HealthEffects:
+    """The effects of a scenario's unhealthy episodes (`healthEffects`): each episode's from its
+    own random stream, so the field moves no other draw. None without the field."""
+
+    def __init__(self, spec: Mapping[str, Any] | None, stream: tuple[int, int]) -> None:
+        self.spec = spec
+        self.stream = stream
+
+    def draw(self, episode: str) -> dict[str, Any]:
+        """The `effect` entry of an episode's unhealthy set-health (empty: none given)."""
+        if self.spec is None:
+            return {}
+        draw = _Draw(random.Random(f"{self.stream[0]}/{self.stream[1]}/health-effect/{episode}"))
+        kind = draw.weighted(self.spec["weights"])
+        if kind == "degrade":
+            share = float(draw.value(self.spec.get("degrade", DEFAULT_DEGRADE)))
+            return {"effect": {"degrade": min(max(round(share, 3), 0.001), 0.999)}}
+        if kind == "fail-after":
+            delay = draw.seconds(self.spec.get("failAfter", DEFAULT_FAIL_AFTER))
+            return {"effect": {"fail-after": format_duration(round(delay))}}
+        return {"effect": "none"}
+
+
 def _draw_events(
     draw: _Draw,
     probabilities: Mapping[str, float],
@@ -633,6 +717,7 @@ def _draw_events(
     duration: float,
     warmup: float,
     stream: tuple[int, int],
+    health_effects: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     rng = draw.rng
     nodes = [n["name"] for n in document["nodes"]]
@@ -649,12 +734,18 @@ def _draw_events(
         return format_duration(seconds)
 
     health = policy_set.health_metric
+    effects = _HealthEffects(health_effects, stream)
     if health and happens("set-health"):
         node, start = rng.choice(nodes), when(0.1, 0.5)
         events.append(
             {
                 "at": at(start),
-                "set-health": {"nodes": [node], "metric": health, "value": policy_set.unhealthy},
+                "set-health": {
+                    "nodes": [node],
+                    "metric": health,
+                    "value": policy_set.unhealthy,
+                    **effects.draw("set-health"),
+                },
             }
         )
         back = start + rng.uniform(duration * 0.1, duration * 0.4)
@@ -669,11 +760,11 @@ def _draw_events(
         node, t = rng.choice(nodes), when(0.1, 0.3)
         flip = rng.uniform(45, 180)
         bad = True
+        effect = effects.draw("health-flap")
         while t < duration * 0.9:
             value = policy_set.unhealthy if bad else policy_set.healthy
-            events.append(
-                {"at": at(t), "set-health": {"nodes": [node], "metric": health, "value": value}}
-            )
+            body = {"nodes": [node], "metric": health, "value": value, **(effect if bad else {})}
+            events.append({"at": at(t), "set-health": body})
             t, bad = round(t + flip), not bad
         if not bad:
             events.append(

@@ -20,7 +20,13 @@
 - `work_lost`: core-seconds of demand not served after the warm-up: stalls (demand above a
   node's cores) plus demand of pods that could not run (pending or starting after an eviction
   or a kill), and its share of all demand. Counting displaced demand keeps evictions honest:
-  a pod that is moved does no work while it moves;
+  a pod that is moved does no work while it moves. A degraded node serves a share of its
+  cores, so its demand above that share stalls; a failed node's pods run nowhere until their
+  replacements run elsewhere, so their demand is displaced (`simulator.world`).
+  `displaced_by_strategy` splits off the displaced core-seconds that followed a descheduler's
+  evictions, by the plugin that evicted (from the eviction until the pod runs again), and
+  `displaced_by_rule` sums those of the plugins that evict for a policy's deschedule rule:
+  what obeying the rule cost (the sweep's `why_worse` reads it);
 - `stall`: node-seconds under CPU pressure after the warm-up: PSI `some` (0..1) integrated over
   time on every node and summed. Work lost counts only demand above the cores, so pressure
   below saturation costs nothing there, while the PSI-driven contenders act at 75-88%
@@ -44,7 +50,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,9 +99,25 @@ class _Episode:
 
 
 class FigureRecorder:
-    def __init__(self, world: World, policies: Iterable[TASPolicy], *, warmup: float) -> None:
+    def __init__(
+        self,
+        world: World,
+        policies: Iterable[TASPolicy],
+        *,
+        warmup: float,
+        strategies: Iterable[str] = (),
+        rule_strategies: Collection[str] = (),
+    ) -> None:
+        """`strategies`: the descheduler plugins that may evict (each reported, 0 when it did
+        not, so seeds average alike); `rule_strategies`: those that evict for a policy's
+        deschedule rule."""
         self.world = world
         self.warmup = warmup
+        self._rule_strategies = frozenset(rule_strategies)
+        #: Displaced core-seconds after the warm-up, by the plugin whose eviction displaced it.
+        self.displaced_by: dict[str, float] = dict.fromkeys(strategies, 0.0)
+        #: Slots displaced by a plugin's eviction and not running since: slot -> plugin.
+        self._displaced_for: dict[int, str] = {}
         self.policies = {p.key: p for p in policies}
         self._dontschedule_names = sorted(
             {
@@ -154,10 +176,21 @@ class FigureRecorder:
             self.stalled += state.stalled * dt
             self.displaced += state.displaced * dt
             self.stall += float(pressure.sum()) * dt
+        if self._displaced_for:
+            self._attribute(state, dt if state.t >= self.warmup else 0.0)
         self._track_violations(state.t)
         if self._step % self.series.every == 0:
             self._sample(state)
         self._step += 1
+
+    def _attribute(self, state: ModelState, dt: float) -> None:
+        """The displaced demand of pods a plugin evicted, to that plugin, until they run."""
+        displaced = state.displaced_slots
+        for slot, strategy in list(self._displaced_for.items()):
+            if state.running[slot]:
+                del self._displaced_for[slot]
+            elif displaced is not None and displaced[slot] and dt > 0:
+                self.displaced_by[strategy] += float(state.slot_cpu[slot]) * dt
 
     def _sample(self, state: ModelState) -> None:
         series = self.series
@@ -270,11 +303,24 @@ class FigureRecorder:
             rejection(pod, nodes[name], pods_on_node=by_node.get(name, ())) is None for name in fine
         )
 
-    def evicted(self, t: float, slots: Iterable[int], *, for_deschedule_rule: int = 0) -> None:
+    def evicted(
+        self,
+        t: float,
+        slots: Iterable[int],
+        *,
+        for_deschedule_rule: int = 0,
+        strategies: Sequence[str] = (),
+    ) -> None:
         """Pods evicted at `t` (their usage streams); `for_deschedule_rule` of them because a
-        policy's deschedule rule named their node."""
+        policy's deschedule rule named their node; `strategies`, when given, the plugin that
+        evicted each (in the order of `slots`), which their displaced demand is charged to."""
+        slots = list(slots)
         self.evictions.extend((t, slot) for slot in slots)
         self.rule_evictions += for_deschedule_rule
+        if strategies:
+            for slot, strategy in zip(slots, strategies, strict=True):
+                self._displaced_for[slot] = strategy
+                self.displaced_by.setdefault(strategy, 0.0)
 
     # -------------------------------------------------------------------- the figures
 
@@ -320,6 +366,10 @@ class FigureRecorder:
                 "share": lost / self.demand if self.demand > 0 else 0.0,
                 "stalled": self.stalled,
                 "displaced": self.displaced,
+                "displaced_by_rule": math.fsum(
+                    v for k, v in self.displaced_by.items() if k in self._rule_strategies
+                ),
+                "displaced_by_strategy": dict(sorted(self.displaced_by.items())),
             },
             "stall": self.stall,
             "pending_seconds": {"p95": percentile(waits, 95)},

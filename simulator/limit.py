@@ -29,6 +29,9 @@ one, and pods pending or starting add no pressure. But no node's pressure rises 
 stall + work lost (node-seconds + core-seconds) than the limit; the tests check both bounds.
 
 Nothing evicts, nothing restarts, memory is not modelled (an OOM kill only adds work lost).
+A set-health's effect counts from the step it holds: a degraded node offers the share of its
+cores it serves, a failed node none (`simulator.world`); a failed node's pods are as free to
+move as any, so the bound charges nothing for the taint-based eviction's delay.
 A scale-down removes the newest pods, as it does where every pod runs: which usage streams
 remain is then the contenders' (a contender with pods still pending may keep others).
 The world is stepped through its events and its usage model only (no scheduler, no
@@ -127,8 +130,10 @@ class _Epoch:
     use, and the cut bounds over unions of those sets."""
 
     def __init__(self, world: World, allowed: npt.NDArray[np.bool_]) -> None:
-        present = np.asarray(world.present.view) > 0
-        cores = np.asarray(world.cores.view, dtype=np.float64)
+        # The cores each node serves now: a degraded node's share, none of a failed one's.
+        serving = np.asarray(world.serving.view, dtype=np.float64)
+        present = (np.asarray(world.present.view) > 0) & (serving > 0)
+        cores = np.asarray(world.cores.view, dtype=np.float64) * serving
         usable = allowed & present[np.newaxis, :]
         sets: dict[bytes, int] = {}
         self.group_of_workload = np.zeros(len(usable), dtype=np.int64)
@@ -199,6 +204,7 @@ def fluid_limit(scenario: Scenario, *, seed: int) -> Figures:
     steps = max(1, math.floor(scenario.duration / scenario.step + 1e-9))
     demand_total = overflow = starting = stall = 0.0
     epoch: _Epoch | None = None
+    capacity_version = world.capacity_version
     for index in range(steps):
         t = index * scenario.step
         clock.advance_to(t)
@@ -211,7 +217,8 @@ def fluid_limit(scenario: Scenario, *, seed: int) -> Figures:
         slots = len(world.slot_workload)
         if slots > len(born):
             born = np.concatenate([born, np.full(slots - len(born), t)])
-        if epoch is None or due:
+        if epoch is None or due or world.capacity_version != capacity_version:
+            capacity_version = world.capacity_version
             allowed = _admit(world, probes, allowed)
             epoch = _Epoch(world, allowed)
         if t < scenario.warmup:

@@ -466,7 +466,9 @@ class ModelSource:
                 name = world.node_names[i]
                 if name in utilization:
                     nodes[name] = {
-                        "cpu": utilization[name] * float(world.cores.data[i]),
+                        # Utilization is of the cores the node serves (a degraded node's).
+                        "cpu": utilization[name]
+                        * float(world.cores.data[i] * world.serving.data[i]),
                         "memory": float(end.memory_utilization[i]) * float(world.memory.data[i]),
                     }
         return nodes, pods

@@ -380,7 +380,11 @@ def build_run(
         wanted |= descheduler.wanted_metrics()
     view.set_wanted(wanted)
     recorder = FigureRecorder(
-        world, [parse_policy(d) for d in scenario.policies], warmup=scenario.warmup
+        world,
+        [parse_policy(d) for d in scenario.policies],
+        warmup=scenario.warmup,
+        strategies=_evicting_plugins(contender),
+        rule_strategies=RULE_STRATEGIES,
     )
     on_sync: list[Callable[[], None]] = []
     if usage_plugin is not None:
@@ -429,15 +433,33 @@ class FigureObserver(LoopObserver):
 
     def cycled(self, t: float, report: CycleReport) -> None:
         evicted = [d for d in report.decisions if d.result == Result.EVICTED]
-        slots = [
-            slot for d in evicted if (slot := self.world.slot_of(d.namespace, d.name)) is not None
+        found = [
+            (slot, d.strategy)
+            for d in evicted
+            if (slot := self.world.slot_of(d.namespace, d.name)) is not None
         ]
         self.recorder.evicted(
-            t, slots, for_deschedule_rule=sum(d.strategy in RULE_STRATEGIES for d in evicted)
+            t,
+            [slot for slot, _ in found],
+            for_deschedule_rule=sum(d.strategy in RULE_STRATEGIES for d in evicted),
+            strategies=[strategy for _, strategy in found],
         )
 
     def placed(self, t: float, placements: Sequence[ScheduleResult]) -> None:
         self.recorder.placed(placements)
+
+
+def _evicting_plugins(contender: Contender) -> list[str]:
+    """The plugins of a contender's descheduler that may evict, by name (none without one)."""
+    if contender.config is None:
+        return []
+    return sorted(
+        {
+            str(plugin.name)
+            for profile in contender.config.profiles
+            for plugin in (*profile.deschedule, *profile.balance)
+        }
+    )
 
 
 def follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:

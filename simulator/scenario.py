@@ -125,6 +125,36 @@ class EventKind(enum.StrEnum):
     BOGUS_METRIC = "bogus-metric"
 
 
+class HealthEffectKind(enum.StrEnum):
+    """What a node does once a set-health event calls it unhealthy (`HealthEffect`)."""
+
+    NONE = "none"
+    DEGRADE = "degrade"
+    FAIL_AFTER = "fail-after"
+
+
+@dataclass(frozen=True)
+class HealthEffect:
+    """What a set-health event does to its nodes, from the event until the node's next
+    set-health (`simulator.world` models it):
+
+    - none: nothing; the value is a gauge the policies read (the default, and what every
+      set-health did before effects existed);
+    - degrade: the node serves only `share` of its cores (its pods get proportionally less
+      CPU: stall, and work lost, through the usage model);
+    - fail-after: `delay` seconds after the event the node fails, unless a later set-health of
+      the node comes first. A failed node stays failed: NotReady, its pods stopped, deleted by
+      the taint-based eviction and replaced by their controllers elsewhere.
+    """
+
+    kind: HealthEffectKind = HealthEffectKind.NONE
+    share: float = 1.0
+    delay: float = 0.0
+
+
+NO_HEALTH_EFFECT = HealthEffect()
+
+
 @dataclass(frozen=True)
 class Event:
     at: float
@@ -138,6 +168,8 @@ class Event:
     burst: bool = False
     added: tuple[NodeSpec, ...] = ()
     lasts: float = 0.0
+    #: set-health only: what the node does from now on (none: a gauge only).
+    effect: HealthEffect = NO_HEALTH_EFFECT
 
 
 #: The contenders that run this project's extender service: the only ones whose extender a
@@ -317,6 +349,15 @@ def read_scenario(document: object, *, source: str = "", base: Path) -> Scenario
 
 
 def _message(error: jsonschema.ValidationError) -> str:
+    # A schema node's `$comment` is the hint its violation needs (`effect: degrade` is told
+    # that degrade takes a share).
+    hint = error.schema.get("$comment") if isinstance(error.schema, dict) else None
+    if hint:
+        return f"{_plain_message(error)} ({hint})"
+    return _plain_message(error)
+
+
+def _plain_message(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum" and isinstance(error.instance, str):
         known = [str(v) for v in error.validator_value]
         close = difflib.get_close_matches(error.instance, known, n=1)
@@ -775,6 +816,7 @@ class _Reader:
                         nodes=names,
                         metric=body.get("metric", DEFAULT_HEALTH_METRIC),
                         value=float(body["value"]),
+                        effect=self.health_effect(body.get("effect"), f"{where}.effect"),
                     )
                 )
             elif kind is EventKind.TAINT:
@@ -823,6 +865,16 @@ class _Reader:
                     )
                 )
         return tuple(found)
+
+    def health_effect(self, raw: object, path: str) -> HealthEffect:
+        """A set-health's `effect` (the schema has checked its shape: `none`, or one of
+        `{degrade: SHARE}` and `{fail-after: DURATION}`)."""
+        if not isinstance(raw, Mapping):
+            return NO_HEALTH_EFFECT
+        if "degrade" in raw:
+            return HealthEffect(HealthEffectKind.DEGRADE, share=float(raw["degrade"]))
+        delay = self.duration(raw.get("fail-after"), f"{path}.fail-after", 0.0)
+        return HealthEffect(HealthEffectKind.FAIL_AFTER, delay=delay)
 
 
 def _expand(pattern: str, n: int) -> str:

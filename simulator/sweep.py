@@ -16,10 +16,10 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   loses work), and this one counts only better trades;
 - `worse_than_requests.scenarios`: scenarios where its work lost interval lies wholly above
   requests': worse beyond doubt; `worse_than_requests.by_cause` says why, each scenario once, in
-  this order (`why_worse`): `deschedule_rule`, it evicted pods off nodes a policy's deschedule
-  rule named (emptied or not before the node recovered), which requests (no descheduler) leaves
-  running, while the model charges the capacity an evacuated node stops giving and nothing for
-  running on a node the policy calls unhealthy;
+  this order (`why_worse`): `deschedule_rule`, the core-seconds its evictions for a policy's
+  deschedule rule displaced (`work_lost.displaced_by_rule`: from each eviction until the pod
+  ran again) account for its work lost beyond requests' (means over the seeds): the loss is
+  the rule obeyed, which requests (no descheduler) ignores;
   `restarts_for_stall`, no more work lost to overload than requests' (the stalled part within
   requests' interval) and clearly less stall (its interval wholly below, and at least one
   node-second of stall saved per extra core-second lost): the extra work lost is the restarts
@@ -398,9 +398,10 @@ def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -
 
     The goal stays judged on work lost alone; this says which of the losses are a policy
     obeyed or a trade the stall figure shows, and which are plain harm."""
-    for obeyed in ("evacuation_seconds.evacuated", "evictions.deschedule_rule"):
-        if obeyed in found and found[obeyed].mean > requests.get(obeyed, _ZERO).mean:
-            return WorseCause.DESCHEDULE_RULE
+    obeyed = "work_lost.displaced_by_rule"
+    paid = found.get(obeyed, _ZERO).mean - requests.get(obeyed, _ZERO).mean
+    if 0 < found[HEADLINE].mean - requests[HEADLINE].mean <= paid:
+        return WorseCause.DESCHEDULE_RULE
     overload, stall = "work_lost.stalled", "stall"
     if (
         all(path in found and path in requests for path in (overload, stall, HEADLINE))

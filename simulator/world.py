@@ -33,7 +33,14 @@ from inmemory.workload import (
 )
 from simulator.clock import VirtualClock
 from simulator.fair_share import most_pods_when_balanced
-from simulator.scenario import Event, EventKind, NodeSpec, Scenario, WorkloadSpec
+from simulator.scenario import (
+    Event,
+    EventKind,
+    HealthEffectKind,
+    NodeSpec,
+    Scenario,
+    WorkloadSpec,
+)
 from tas.cluster.interface import (
     ChangeType,
     ClusterChange,
@@ -71,6 +78,26 @@ HOUSEKEEPING_INTERVAL = 10.0
 PRESSURE_TRANSITION_PERIOD = 300.0
 MEMORY_PRESSURE_TAINT = Taint("node.kubernetes.io/memory-pressure", TaintEffect.NO_SCHEDULE)
 
+#: A failed node (a set-health `effect: {fail-after: D}`), as Kubernetes meets it: the kubelet
+#: stops posting the node's status, and after the node lifecycle controller's
+#: `node-monitor-grace-period` (50s since Kubernetes 1.32, kubernetes/kubernetes#126287; 40s
+#: before) its Ready condition turns Unknown and it is tainted `node.kubernetes.io/unreachable`,
+#: NoSchedule and NoExecute. Every pod carries the DefaultTolerationSeconds admission plugin's
+#: toleration of that NoExecute taint with `tolerationSeconds: 300` (kubernetes.io/docs/concepts/
+#: scheduling-eviction/taint-and-toleration/, "Taint based evictions"), so 300s later the taint
+#: manager deletes the pods, and a ReplicaSet creates their replacements at once (it does not
+#: count terminating pods). A StatefulSet does not: its pod's deletion is never confirmed by the
+#: gone kubelet, and the controller creates no pod of that identity until it is
+#: (kubernetes.io/docs/tasks/run-application/force-delete-stateful-set-pod/), so it stays lost.
+#: So does a pod that tolerates the taint itself (a toleration here has no tolerationSeconds:
+#: it tolerates for ever).
+NODE_MONITOR_GRACE_PERIOD = 50.0
+UNREACHABLE_TOLERATION_SECONDS = 300.0
+UNREACHABLE_TAINTS = (
+    Taint("node.kubernetes.io/unreachable", TaintEffect.NO_SCHEDULE),
+    Taint("node.kubernetes.io/unreachable", TaintEffect.NO_EXECUTE),
+)
+
 #: The pod annotation that names a pod's usage stream (copied into replacements).
 SLOT_ANNOTATION = "simulator.telemetry-aware-scheduling/slot"
 #: The true-value metric names the model offers (besides event-set node metrics).
@@ -101,6 +128,9 @@ class ModelState:
     demand_total: float = 0.0
     stalled: float = 0.0
     displaced: float = 0.0
+    #: Per slot: the slots whose demand `displaced` counts (live, not running, not a VM still
+    #: running on its source), for the figures' causes.
+    displaced_slots: npt.NDArray[np.bool_] | None = None
 
 
 @dataclass
@@ -114,6 +144,15 @@ class Burst:
     #: (`simulator.fair_share`).
     balanced_most: float
     placed: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Failure:
+    """A node that failed at `at` (seconds), and how far Kubernetes has answered it."""
+
+    at: float
+    not_ready: bool = False
+    pods_deleted: bool = False
 
 
 class _Grow:
@@ -149,6 +188,16 @@ class World:
         self.cores = _Grow(0.0)
         self.memory = _Grow(0.0)
         self.present = _Grow(0.0)
+        #: Per node: the share of its cores it serves (1; less while a set-health `degrade`
+        #: holds; 0 once it has failed: `apply`, `_advance_health`).
+        self.serving = _Grow(1.0)
+        #: Nodes due to fail (a set-health `fail-after`), by index: when.
+        self._fails_at: dict[int, float] = {}
+        #: Nodes that failed, by index (a failed node stays failed).
+        self.failures: dict[int, _Failure] = {}
+        #: Counts changes of what nodes serve outside the scenario's events (a failure), so a
+        #: reader that rebuilds on events (the fluid limit) rebuilds on these too.
+        self.capacity_version = 0
         #: Node metrics that only events set (health_metric ...): metric -> node -> value.
         self.gauges: dict[str, dict[NodeName, float]] = {}
         # Slots: one usage stream per replica.
@@ -210,12 +259,14 @@ class World:
                 spec.memory,
                 1.0,
             )
+            self.serving.data[i] = 1.0
         else:
             self.node_index[node.name] = len(self.node_names)
             self.node_names.append(node.name)
             self.cores.append(spec.cpu)
             self.memory.append(spec.memory)
             self.present.append(1.0)
+            self.serving.append(1.0)
         for metric, value in spec.metrics.items():
             self.gauges.setdefault(metric, {})[node.name] = value
 
@@ -224,7 +275,11 @@ class World:
         for pod in self.cluster.list_pods(node=name):
             self._kill(pod.namespace, pod.name)
         self.cluster.remove_node(name)
-        self.present.data[self.node_index[name]] = 0.0
+        i = self.node_index[name]
+        self.present.data[i] = 0.0
+        # A node that leaves takes its health with it (one of that name joining later is new).
+        self._fails_at.pop(i, None)
+        self.failures.pop(i, None)
         for column in self.gauges.values():
             column.pop(name, None)
 
@@ -442,6 +497,9 @@ class World:
     # ------------------------------------------------------------------------ events
 
     def due_events(self, t: float) -> list[Event]:
+        """The scenario's events due by `t`, to `apply`. What the health effects under way do
+        by `t` (a node failing, marked NotReady, its pods deleted) is done first."""
+        self._advance_health(t)
         due = [e for e in self._events if e.at <= t]
         self._events = [e for e in self._events if e.at > t]
         return due
@@ -454,7 +512,8 @@ class World:
         kind = event.kind
         if kind is EventKind.SET_HEALTH:
             for name in event.nodes:
-                self.set_gauge(event.metric, NodeName(name), event.value)
+                self._set_health(NodeName(name), event, t)
+            self._advance_health(t)
         elif kind in (EventKind.TAINT, EventKind.UNTAINT):
             assert event.taint is not None
             for name in event.nodes:
@@ -485,22 +544,85 @@ class World:
             nodes = frozenset(event.nodes)
             self.bogus.append((t, t + event.lasts, event.metric, event.value, nodes))
 
+    # ------------------------------------------------------------------------ health
+
+    def _set_health(self, name: NodeName, event: Event, t: float) -> None:
+        """A set-health on one node: its gauge, and its effect from now until the node's next
+        set-health, which replaces it (one without an effect ends a degrade and calls off a
+        failure still to come). A failed node stays failed: its exporter is gone with it, so
+        it has no gauge to set either."""
+        i = self.node_index.get(name)
+        if i is None or i in self.failures:
+            return
+        self.set_gauge(event.metric, name, event.value)
+        effect = event.effect
+        self._fails_at.pop(i, None)
+        share = effect.share if effect.kind is HealthEffectKind.DEGRADE else 1.0
+        if float(self.serving.data[i]) != share:
+            self.serving.data[i] = share
+            self.capacity_version += 1
+        if effect.kind is HealthEffectKind.FAIL_AFTER:
+            self._fails_at[i] = t + effect.delay
+
+    def _advance_health(self, t: float) -> None:
+        """What is due by `t` of the failures set off (`NODE_MONITOR_GRACE_PERIOD`): a node
+        fails (serves nothing, its pods stop, its metrics stop), is marked NotReady and
+        tainted unreachable, and its pods are deleted and replaced."""
+        for i, when in sorted(self._fails_at.items(), key=lambda item: (item[1], item[0])):
+            if when <= t + 1e-9:
+                del self._fails_at[i]
+                self._fail(i, when)
+        for i, failure in sorted(self.failures.items()):
+            name = self.node_names[i]
+            if not failure.not_ready and t + 1e-9 >= failure.at + NODE_MONITOR_GRACE_PERIOD:
+                failure.not_ready = True
+                node = self.cluster.get_node(name)
+                others = tuple(x for x in node.taints if x not in UNREACHABLE_TAINTS)
+                self.cluster.update_node(
+                    dataclasses.replace(node, ready=False, taints=(*others, *UNREACHABLE_TAINTS))
+                )
+            deleted_at = failure.at + NODE_MONITOR_GRACE_PERIOD + UNREACHABLE_TOLERATION_SECONDS
+            if not failure.pods_deleted and t + 1e-9 >= deleted_at:
+                failure.pods_deleted = True
+                for pod in self.cluster.list_pods(node=name):
+                    controller = pod.controller
+                    if (controller is not None and controller.kind == "StatefulSet") or any(
+                        tol.tolerates(UNREACHABLE_TAINTS[1]) for tol in pod.tolerations
+                    ):
+                        continue
+                    self._kill(pod.namespace, pod.name)
+
+    def _fail(self, i: int, at: float) -> None:
+        self.failures[i] = _Failure(at)
+        self.serving.data[i] = 0.0
+        self.capacity_version += 1
+        for column in self.gauges.values():
+            column.pop(self.node_names[i], None)
+
     # ------------------------------------------------------------------------- model
 
     def model(self, t: float) -> ModelState:
         n = self.node_count
-        cores = np.asarray(self.cores.view, dtype=np.float64)
+        # What each node serves: a degraded node a share of its cores; a failed one nothing,
+        # and it is as good as gone (nothing runs there, nothing is scraped from it).
+        serving = np.asarray(self.serving.view, dtype=np.float64)
+        cores = np.asarray(self.cores.view, dtype=np.float64) * serving
         capacity = np.asarray(self.memory.view, dtype=np.float64)
-        present = np.asarray(self.present.view) > 0
+        present = (np.asarray(self.present.view) > 0) & (serving > 0)
         slot_cpu = self.cpu_bank.values(t)
         slot_memory = self.memory_bank.values(t)
         nodes = np.asarray(self.slot_node.view, dtype=np.int64)
         ready = np.asarray(self.slot_ready.view, dtype=np.float64)
         live = self._live_slots()
         with np.errstate(invalid="ignore"):
-            running = (nodes >= 0) & (t >= ready)
+            running = (nodes >= 0) & (t >= ready) & present[np.maximum(nodes, 0)]
         ghost_nodes = np.asarray(self.slot_ghost_node.view, dtype=np.int64)
-        ghosts = (ghost_nodes >= 0) & (t < np.asarray(self.slot_ghost_until.view)) & ~running
+        ghosts = (
+            (ghost_nodes >= 0)
+            & (t < np.asarray(self.slot_ghost_until.view))
+            & ~running
+            & present[np.maximum(ghost_nodes, 0)]
+        )
         where = np.concatenate([nodes[running], ghost_nodes[ghosts]])
         demand = np.bincount(
             where, weights=np.concatenate([slot_cpu[running], slot_cpu[ghosts]]), minlength=n
@@ -517,6 +639,8 @@ class World:
         memory_utilization = np.where(present, np.minimum(used / safe_memory, 1.0), 0.0)
         memory_pressure = np.where(present, memory_pressures(used, capacity), 0.0)
         stalled = float(np.maximum(demand - cores, 0.0)[present].sum())
+        # A VM still running on its source node while it migrates is not displaced.
+        displaced_slots = live & ~running & ~ghosts
         return ModelState(
             t=t,
             present=present,
@@ -532,8 +656,8 @@ class World:
             running=running,
             demand_total=float(slot_cpu[live].sum()),
             stalled=stalled,
-            # A VM still running on its source node while it migrates is not displaced.
-            displaced=float(slot_cpu[live & ~running & ~ghosts].sum()),
+            displaced=float(slot_cpu[displaced_slots].sum()),
+            displaced_slots=displaced_slots,
         )
 
     def kill_out_of_memory(self, state: ModelState) -> int:

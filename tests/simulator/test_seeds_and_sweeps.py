@@ -47,7 +47,7 @@ from simulator.jobs import JobResult
 from simulator.scenario import read_scenario
 from simulator.seeds import SeededFigures, best_by_figure
 from simulator.stats import Interval, aggregate, clear_best, interval, t_quantile
-from simulator.sweep import summarize, table
+from simulator.sweep import WorseCause, summarize, table, why_worse
 from tas.durations import parse_duration as _seconds
 from tas_cli.main import main
 
@@ -226,7 +226,7 @@ _plain = st.recursive(
 )
 _keys = st.sampled_from(
     ["name", "seed", "scenario", "metrics", "nodes", "load", "usagePerRequest", "workloads",
-     "policies", "events", "contenders"]
+     "policies", "events", "healthEffects", "contenders"]
 )  # fmt: skip
 
 
@@ -477,10 +477,19 @@ def test_placements_where_every_node_violated_are_told_apart() -> None:
 
 
 def _judged(
-    lost: float, overload: float, stall: float, evacuated: float, for_rule: int = 0
+    lost: float,
+    overload: float,
+    stall: float,
+    evacuated: float,
+    for_rule: int = 0,
+    displaced_by_rule: float = 0.0,
 ) -> dict[str, Any]:
     return {
-        "work_lost": {"core_seconds": lost, "stalled": overload},
+        "work_lost": {
+            "core_seconds": lost,
+            "stalled": overload,
+            "displaced_by_rule": displaced_by_rule,
+        },
         "stall": stall,
         "evacuation_seconds": {"evacuated": evacuated},
         "violating_placements": 0,
@@ -493,11 +502,34 @@ def test_each_scenario_worse_than_requests_says_why() -> None:
     stall figure shows, and which are plain harm (the ones to read first)."""
     requests = _judged(lost=100.0, overload=100.0, stall=1000.0, evacuated=0.0)
     ours_by_scenario = {
-        # It evacuated a node the policy's deschedule rule named; requests left it running.
-        "obeyed": _judged(lost=300.0, overload=250.0, stall=1000.0, evacuated=1.0, for_rule=4),
+        # It evacuated a node the policy's deschedule rule named (requests left it running),
+        # and what those evictions displaced accounts for the 200 core-s beyond requests'.
+        "obeyed": _judged(
+            lost=300.0,
+            overload=100.0,
+            stall=1000.0,
+            evacuated=1.0,
+            for_rule=4,
+            displaced_by_rule=200.0,
+        ),
         # It evicted for the rule, and the node recovered before it was empty.
         "obeyed, not emptied": _judged(
-            lost=300.0, overload=250.0, stall=1000.0, evacuated=0.0, for_rule=2
+            lost=300.0,
+            overload=150.0,
+            stall=1000.0,
+            evacuated=0.0,
+            for_rule=2,
+            displaced_by_rule=250.0,
+        ),
+        # It evicted for the rule, but those evictions displaced 20 core-s of the 200 it lost
+        # beyond requests: the rest is overload, a worse placement.
+        "obeyed, lost elsewhere": _judged(
+            lost=300.0,
+            overload=280.0,
+            stall=1000.0,
+            evacuated=1.0,
+            for_rule=2,
+            displaced_by_rule=20.0,
         ),
         # Restarts (no more overload) that bought clearly less stall, 500 node-s for 50 core-s.
         "trade": _judged(lost=150.0, overload=100.0, stall=500.0, evacuated=0.0),
@@ -517,12 +549,37 @@ def test_each_scenario_worse_than_requests_says_why() -> None:
     verdict = summarize(results, ("requests", "ours"), len(ours_by_scenario))
     worse = verdict["contenders"]["ours"]["worse_than_requests"]
     assert worse == {
-        "scenarios": 5,
-        "by_cause": {"deschedule_rule": 2, "restarts_for_stall": 1, "other": 2},
+        "scenarios": 6,
+        "by_cause": {"deschedule_rule": 2, "restarts_for_stall": 1, "other": 3},
     }
     assert verdict["contenders"]["requests"]["worse_than_requests"]["by_cause"] == {
         "deschedule_rule": 0, "restarts_for_stall": 0, "other": 0,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("displaced_by_rule", "cause"),
+    [
+        pytest.param(200.0, WorseCause.DESCHEDULE_RULE, id="the rule's moves cost all 200"),
+        pytest.param(500.0, WorseCause.DESCHEDULE_RULE, id="more than all of it"),
+        pytest.param(199.0, WorseCause.OTHER, id="a core-second short"),
+        pytest.param(None, WorseCause.OTHER, id="figures without the split"),
+    ],
+)
+def test_a_deschedule_rule_is_the_cause_when_what_it_displaced_accounts_for_the_loss(
+    displaced_by_rule: float | None, cause: WorseCause
+) -> None:
+    """Ours 200 core-seconds beyond requests: the rule is why only when the core-seconds its
+    evictions displaced (from each eviction until the pod ran again) make up those 200."""
+
+    def point(value: float) -> Interval:
+        return Interval(value, value, value, 3)
+
+    requests = {"work_lost.core_seconds": point(100.0)}
+    ours = {"work_lost.core_seconds": point(300.0), "evictions.deschedule_rule": point(4.0)}
+    if displaced_by_rule is not None:
+        ours["work_lost.displaced_by_rule"] = point(displaced_by_rule)
+    assert why_worse(ours, requests) is cause
 
 
 def _jitter(figures: dict[str, Any], seed: int) -> dict[str, Any]:
