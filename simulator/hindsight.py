@@ -84,6 +84,7 @@ class _Timeline:
         self.counted = np.array([i * scenario.step >= scenario.warmup for i in range(steps)])
         running: list[FloatArray] = []
         cores: list[FloatArray] = []
+        sizes: list[FloatArray] = []
         memory: list[FloatArray] = []
         present: list[BoolArray] = []
         alive: list[BoolArray] = []
@@ -95,6 +96,7 @@ class _Timeline:
         self.demand_total = 0.0
         self.starting = 0.0
         admitted = False
+        capacity_version = world.capacity_version
         for index in range(steps):
             t = index * scenario.step
             clock.advance_to(t)
@@ -104,8 +106,10 @@ class _Timeline:
                     _scale(world, event.workload, event.replicas, born, t)
                 else:
                     world.apply(event, t)
-            if not admitted or due:
-                # Schedulable now: `_admit` from nothing, so a node counts only as it is now.
+            if not admitted or due or world.capacity_version != capacity_version:
+                # Schedulable now: `_admit` from nothing, so a node counts only as it is now
+                # (a node that failed since, by a set-health effect, no longer does).
+                capacity_version = world.capacity_version
                 allowed = _admit(world, probes, np.zeros((len(probes), 0), dtype=np.bool_))
                 admitted = True
             slots = len(world.slot_workload)
@@ -121,9 +125,14 @@ class _Timeline:
             ready = live & (t >= born + scenario.startup_delay)
             running.append(np.where(ready, usage, 0.0))
             alive.append(live)
-            cores.append(np.asarray(world.cores.view, dtype=np.float64).copy())
+            size = np.asarray(world.cores.view, dtype=np.float64).copy()
+            # What each node serves now: a degraded node a share of its cores, a failed one
+            # nothing (a set-health effect, `simulator.world`); its allocatable stays its size.
+            serving = np.asarray(world.serving.view, dtype=np.float64)
+            sizes.append(size)
+            cores.append(size * serving)
             memory.append(np.asarray(world.memory.view, dtype=np.float64).copy())
-            present.append(np.asarray(world.present.view) > 0)
+            present.append((np.asarray(world.present.view) > 0) & (serving > 0))
             if self.counted[index]:
                 self.demand_total += float(usage[live].sum()) * self.dt
                 self.starting += float(usage[live & ~ready].sum()) * self.dt
@@ -146,7 +155,7 @@ class _Timeline:
         #: Per node and step, its allocatable (cpu, memory): the node's size, as the world
         #: gives its nodes (`simulator.world`).
         self.allocatable = np.stack(
-            [_stack(cores, world.node_count), _stack(memory, world.node_count)]
+            [_stack(sizes, world.node_count), _stack(memory, world.node_count)]
         )
         self.cores = _stack(cores, world.node_count)
         self.present = _stack(present, world.node_count).astype(np.bool_)

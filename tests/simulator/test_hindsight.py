@@ -95,6 +95,15 @@ def test_a_pod_goes_only_where_its_requests_fit_as_kube_scheduler_counts_them() 
     assert _lost(hindsight_placement(_scenario([requesting]), seed=3)) == pytest.approx(0.0)
 
 
+def test_a_degraded_node_serves_only_its_share_of_cores() -> None:
+    # 6 cores of demand in three 2-core pods; node a serves a quarter of its 4 cores from the
+    # start (a set-health effect): 5 cores served at best, 1 lost, by the limit and by this.
+    degrade = {"nodes": ["a"], "value": 2, "effect": {"degrade": 0.25}}
+    scenario = _scenario([_workload("pairs", 3, 2.0)], events=[{"at": "0s", "set-health": degrade}])
+    assert _lost(fluid_limit(scenario, seed=3)) == pytest.approx(1.0 * COUNTED)
+    assert _lost(hindsight_placement(scenario, seed=3)) == pytest.approx(1.0 * COUNTED)
+
+
 def test_a_pod_no_node_tolerates_never_runs() -> None:
     tainted = [
         {"name": n, "cpu": 4, "memory": "16Gi", "taints": [{"key": "k", "effect": "NoSchedule"}]}
