@@ -195,6 +195,7 @@ _DURATIONS_SCENARIO = (
     "step",
     "warmup",
     "startupDelay",
+    "startupDelayMost",
     "syncPeriod",
     "deschedulingInterval",
 )
@@ -477,6 +478,17 @@ def _mib(value: float) -> str:
     return f"{max(1, round(value / 2**20))}Mi"
 
 
+def _startup_delay(draw: _Draw, timing: Mapping[str, Any]) -> Any:
+    """One start-up for every start, or with `startupDelayMost` a range each start draws from
+    (`{uniform: [least, most]}`; the most is drawn only then, so a family without it draws
+    exactly as before)."""
+    least = draw.seconds(timing.get("startupDelay", "10s"))
+    if "startupDelayMost" not in timing:
+        return format_duration(least)
+    most = max(least, draw.seconds(timing["startupDelayMost"]))
+    return {"uniform": [format_duration(least), format_duration(most)]}
+
+
 def draw_scenario(family: Family, index: int) -> dict[str, Any]:
     """Scenario `index` of the family, as a scenario document."""
     raw = family.raw
@@ -493,7 +505,7 @@ def draw_scenario(family: Family, index: int) -> dict[str, Any]:
         "step": format_duration(step),
         "seed": draw.rng.randrange(1, 2**31),
         "warmup": format_duration(warmup),
-        "startupDelay": format_duration(draw.seconds(timing.get("startupDelay", "10s"))),
+        "startupDelay": _startup_delay(draw, timing),
         "syncPeriod": format_duration(draw.seconds(timing.get("syncPeriod", "10s"))),
         "deschedulingInterval": format_duration(
             draw.seconds(timing.get("deschedulingInterval", "60s"))

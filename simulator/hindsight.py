@@ -46,7 +46,7 @@ from simulator.clock import VirtualClock
 from simulator.figures import Figures
 from simulator.limit import _admit, _probe, _scale
 from simulator.scenario import EventKind, Scenario
-from simulator.world import World
+from simulator.world import World, startup_of
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -92,7 +92,9 @@ class _Timeline:
         #: schedulable then, and later steps where more nodes became schedulable (a pod may
         #: wait for a node that joins, as a pending pod does, losing its demand meanwhile).
         self.options: list[list[tuple[int, BoolArray]]] = []
-        self.ready_after = math.ceil(scenario.startup_delay / scenario.step - 1e-9)
+        #: Per slot, its pod's start-up: the world's draw for its first start, as every
+        #: contender's first start of that pod takes (`simulator.world.startup_of`).
+        startups = np.zeros(0)
         self.demand_total = 0.0
         self.starting = 0.0
         admitted = False
@@ -114,7 +116,11 @@ class _Timeline:
                 admitted = True
             slots = len(world.slot_workload)
             if slots > len(born):
-                born = np.concatenate([born, np.full(slots - len(born), t)])
+                new = range(len(born), slots)
+                born = np.concatenate([born, np.full(len(new), t)])
+                startups = np.concatenate(
+                    [startups, [startup_of(scenario, seed, slot, 1) for slot in new]]
+                )
             workloads = np.asarray(world.slot_workload, dtype=np.int64)
             for slot in range(len(self.options), slots):
                 self.options.append([(index, allowed[workloads[slot]].copy())])
@@ -122,7 +128,7 @@ class _Timeline:
                 self._offer_later(index, allowed, workloads, world)
             usage = np.asarray(world.cpu_bank.values(t), dtype=np.float64)
             live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
-            ready = live & (t >= born + scenario.startup_delay)
+            ready = live & (t >= born + startups)
             running.append(np.where(ready, usage, 0.0))
             alive.append(live)
             size = np.asarray(world.cores.view, dtype=np.float64).copy()
@@ -137,6 +143,8 @@ class _Timeline:
                 self.demand_total += float(usage[live].sum()) * self.dt
                 self.starting += float(usage[live & ~ready].sum()) * self.dt
         self.usage = _stack(running, len(self.options))
+        #: Per slot, the steps from its binding to its running.
+        self.ready_after = np.ceil(startups / scenario.step - 1e-9).astype(np.int64)
         #: Per slot and step, whether its pod exists (bound or not): while it does, a node it
         #: is placed on holds its requests, as kube-scheduler counts them.
         self.alive = _stack(alive, len(self.options)).astype(np.bool_)
@@ -279,7 +287,7 @@ def _best_option(
         if start != timeline.options[slot][0][0]:
             # Placed later: bound at `start`, running only once started.
             demand = usage.copy()
-            demand[: start + timeline.ready_after] = 0.0
+            demand[: start + int(timeline.ready_after[slot])] = 0.0
         waiting = float((usage - demand)[timeline.counted].sum())
         same = keep is not None and np.array_equal(keep[1], demand)
         node, lost, stall = _best_node(

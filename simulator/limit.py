@@ -225,7 +225,8 @@ def fluid_limit(scenario: Scenario, *, seed: int) -> Figures:
             continue
         usage = world.cpu_bank.values(t)
         live = np.array([p is not None for p in world.slot_pod], dtype=np.bool_)
-        # Ready exactly when a pod bound in its creation step would be (`World._on_change`).
+        # Ready when a pod bound in its creation step would be with the least start-up
+        # (`World._on_change`; a drawn start-up is never shorter, so this stays a bound).
         ready = live & (t >= born + scenario.startup_delay)
         groups = epoch.group_of_workload[np.asarray(world.slot_workload, dtype=np.int64)]
         by_group = np.bincount(groups[ready], weights=usage[ready], minlength=epoch.groups)

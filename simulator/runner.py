@@ -466,7 +466,8 @@ def follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> 
     """Herd control as `tas extender` runs it (`follow_cluster`: pods, and each node's capacity
     from its allocatable), fed by the embedded cluster's changes. A pod shows in a sample once
     it has started and a whole averaging window has passed."""
-    tracker = PlacementTracker(window=scenario.pipeline.window + scenario.startup_delay)
+    longest_startup = max(scenario.startup_delay, scenario.startup_delay_most or 0.0)
+    tracker = PlacementTracker(window=scenario.pipeline.window + longest_startup)
     cluster = world.cluster
 
     def find_pod(namespace: str, name: str) -> Pod | None:

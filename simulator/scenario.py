@@ -74,6 +74,11 @@ class LiveMigration:
     bandwidth: float = 1024.0**3
     #: The switch-over pause, seconds.
     pause: float = 0.5
+    #: CPU the copy itself takes while memory copies, beside the VM's own use: QEMU's migration
+    #: thread on the source (one thread, busy while it scans and sends pages) and the receiving
+    #: side on the target. Estimates, settable per scenario; a move is not free for either node.
+    source_cores: float = 1.0
+    target_cores: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -240,7 +245,11 @@ class Scenario:
     step: float = 5.0
     seed: int = 1
     warmup: float = 600.0
+    #: The least start-up of a pod: bound, it uses nothing for this long (image pull, process
+    #: start, warm-up). With `startup_delay_most`, each start of each pod draws its own between
+    #: the two (`simulator.world.startup_of`).
     startup_delay: float = 10.0
+    startup_delay_most: float | None = None
     sync_period: float = 10.0
     descheduling_interval: float = 60.0
     #: Where each descheduler's first cycle falls, as a share of its interval (None: drawn per
@@ -410,6 +419,18 @@ class _Reader:
             self.problem(path, str(error))
             return default
 
+    def startup_delay(self, raw: object) -> tuple[float, float | None]:
+        """`startupDelay`: one duration, or `{uniform: [least, most]}` drawn per start."""
+        if not isinstance(raw, Mapping):
+            return self.duration(raw, "startupDelay", 10.0), None
+        least, most = (
+            self.duration(value, f"startupDelay.uniform[{i}]", 10.0)
+            for i, value in enumerate(raw["uniform"])
+        )
+        if most < least:
+            self.problem("startupDelay.uniform", f"the most ({most:g}s) is below the least")
+        return least, most
+
     # -------------------------------------------------------------------- the document
 
     def scenario(self, doc: Mapping[str, Any], source: str) -> Scenario | None:
@@ -429,6 +450,8 @@ class _Reader:
                 migration.get("bandwidth"), "liveMigration.bandwidth", LiveMigration.bandwidth
             ),
             pause=self.duration(migration.get("pause"), "liveMigration.pause", LiveMigration.pause),
+            source_cores=float(migration.get("sourceCores", LiveMigration.source_cores)),
+            target_cores=float(migration.get("targetCores", LiveMigration.target_cores)),
         )
         if live_migration.bandwidth <= 0:
             self.problem("liveMigration.bandwidth", "must be more than 0")
@@ -436,7 +459,7 @@ class _Reader:
         interval = self.duration(doc.get("deschedulingInterval"), "deschedulingInterval", 60.0)
         phase = doc.get("deschedulingPhase")
         warmup = self.duration(doc.get("warmup"), "warmup", 600.0)
-        startup = self.duration(doc.get("startupDelay"), "startupDelay", 10.0)
+        startup, startup_most = self.startup_delay(doc.get("startupDelay"))
         if step <= 0:
             self.problem("step", "must be more than 0")
         elif duration < step:
@@ -478,6 +501,7 @@ class _Reader:
             seed=int(doc.get("seed", 1)),
             warmup=warmup,
             startup_delay=startup,
+            startup_delay_most=startup_most,
             sync_period=sync_period,
             descheduling_interval=interval,
             descheduling_phase=None if phase is None else float(phase),

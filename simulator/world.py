@@ -30,6 +30,7 @@ from inmemory.workload import (
     memory_pressures,
     oom_victims,
     slot_seed,
+    unit_hash,
 )
 from simulator.clock import VirtualClock
 from simulator.fair_share import most_pods_when_balanced
@@ -174,6 +175,20 @@ class _Grow:
     @property
     def view(self) -> npt.NDArray[np.generic]:
         return self.data[: self.size]
+
+
+def startup_of(scenario: Scenario, seed: int, slot: int, start: int) -> float:
+    """How long this start (1 for a pod's first, counting its replacements) of this slot's pod
+    takes to run: the scenario's start-up, or with a range one drawn for each start, the same
+    for every contender (a hash of the seed, the slot and the start: no shared random state).
+    Real start-ups vary from one start to the next (an image cached or pulled, a cold JVM)."""
+    most = scenario.startup_delay_most
+    if most is None or most <= scenario.startup_delay:
+        return scenario.startup_delay
+    share = unit_hash(
+        np.array([slot_seed(seed, slot)], dtype=np.uint64), np.array([start], dtype=np.int64)
+    )[0]
+    return scenario.startup_delay + float(share) * (most - scenario.startup_delay)
 
 
 class World:
@@ -467,7 +482,8 @@ class World:
             now = self.clock.elapsed
             self.slot_node.data[slot] = self.node_index[pod.node_name]
             self.slot_since.data[slot] = now
-            self.slot_ready.data[slot] = now + self.scenario.startup_delay
+            start = int(self.slot_instance.data[slot])
+            self.slot_ready.data[slot] = now + startup_of(self.scenario, self.seed, slot, start)
             if float(self.slot_ghost_until.data[slot]) == math.inf:
                 # The target pod is up: the memory is copied while the VM still runs on the
                 # source, then the VM pauses and resumes on the target.
@@ -627,6 +643,7 @@ class World:
         demand = np.bincount(
             where, weights=np.concatenate([slot_cpu[running], slot_cpu[ghosts]]), minlength=n
         )[:n].astype(np.float64)
+        demand += self._copying_cpu(ghosts, nodes, ghost_nodes, present)
         used = np.bincount(
             where,
             weights=np.concatenate([slot_memory[running], slot_memory[ghosts]]),
@@ -659,6 +676,28 @@ class World:
             displaced=float(slot_cpu[displaced_slots].sum()),
             displaced_slots=displaced_slots,
         )
+
+    def _copying_cpu(
+        self,
+        ghosts: npt.NDArray[np.bool_],
+        nodes: npt.NDArray[np.int64],
+        ghost_nodes: npt.NDArray[np.int64],
+        present: npt.NDArray[np.bool_],
+    ) -> FloatArray:
+        """What live migrations under way take from each node while memory copies (from the
+        target pod's binding to the copy's end): the copy's own CPU on the source, beside the
+        VM still running there, and on the target."""
+        n = self.node_count
+        copying = ghosts & np.isfinite(np.asarray(self.slot_ghost_until.view)) & (nodes >= 0)
+        if not copying.any():
+            return np.zeros(n)
+        migration = self.scenario.live_migration
+        targets = nodes[copying]
+        targets = targets[present[targets]]
+        return (
+            np.bincount(ghost_nodes[copying], minlength=n)[:n] * migration.source_cores
+            + np.bincount(targets, minlength=n)[:n] * migration.target_cores
+        ).astype(np.float64)
 
     def kill_out_of_memory(self, state: ModelState) -> int:
         """A node's memory running out, as Kubernetes handles it: the kubelet's node-pressure
