@@ -19,7 +19,8 @@ What differs from the operator, on purpose:
   prefix: the operator lists the `openshift-` namespaces that exist when it reconciles).
 - `KubeVirtRelieveAndMigrate`'s `KubevirtMigrationAware` filter (OpenShift's own plugin, which
   keeps a VM from being migrated again too soon) is this project's per-owner cooldown, on every
-  plugin of that profile (`ownerCooldown: AllPlugins`), for `devMigrationCooldown` (default 5m).
+  plugin of that profile (`ownerCooldown: AllPlugins`), for `devMigrationCooldown` (default
+  15m, the plugin's own).
   KubeVirt itself turns the evictions into live migrations.
 - `devEnableSoftTainter` (ignored by recent operators) adds this project's `SoftTainter` to the
   profiles that classify nodes with `LowNodeUtilization`.
@@ -47,7 +48,11 @@ PROTECTED_NAMESPACES = ("kube-system", "hypershift", "openshift", "openshift-*")
 KUBEVIRT_NODE_SELECTOR = "kubevirt.io/schedulable=true"
 KUBEVIRT_EVICTIONS_PER_NODE = 2
 KUBEVIRT_EVICTIONS_TOTAL = 5
-KUBEVIRT_MIGRATION_COOLDOWN_SECONDS = 300.0
+#: KubevirtMigrationAware's `defaultMigrationCooldown = 15 * time.Minute` (openshift-
+#: virtualization/kubevirt-descheduler-plugins, plugins/kubevirtmigrationaware/defaults.go, as
+#: the operator vendors it at 945dcaa9): what the operator runs when `devMigrationCooldown` is
+#: unset.
+KUBEVIRT_MIGRATION_COOLDOWN_SECONDS = 900.0
 #: What `spec` may carry for the operator itself (operatorv1.OperatorSpec): read and ignored.
 OPERATOR_FIELDS = (
     "managementState",

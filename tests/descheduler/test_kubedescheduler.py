@@ -96,7 +96,8 @@ def test_kubevirt_relieve_and_migrate_is_what_the_operator_builds() -> None:
     config = parse_config(policy)
     (profile,) = config.profiles
     assert profile.owner_cooldown is OwnerCooldown.ALL_PLUGINS
-    assert config.cooldown_seconds == 300
+    # KubevirtMigrationAware's own default (defaults.go), 15 minutes.
+    assert config.cooldown_seconds == 900
     lnu = profile.args_of(low_node_utilization.PLUGIN)
     assert lnu.metrics_source is low_node_utilization.MetricsSource.PROMETHEUS
 
