@@ -414,7 +414,8 @@ class World:
         indices = [self.node_index[name] for name in nodes]
         return most_pods_when_balanced(
             loads=[float(loads[i]) for i in indices],
-            cores=[float(self.cores.data[i]) for i in indices],
+            # What each node serves: a degraded node's fair share is of its served cores.
+            cores=[float(self.cores.data[i] * self.serving.data[i]) for i in indices],
             pod_cpu=float(expected[burst].mean()),
             pods=len(burst),
         )

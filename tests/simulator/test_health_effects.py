@@ -515,3 +515,15 @@ def test_a_bad_health_effects_field_lists_every_problem() -> None:
     with pytest.raises(FamilyError) as raised:
         read_family(_family(healthEffects={"degrade": 0.5}), base=FAMILIES)
     assert any("healthEffects.weights: must map" in p for p in raised.value.problems)
+
+
+def test_a_bursts_fair_share_counts_what_a_degraded_node_serves() -> None:
+    """Node b (8 cores) degrades to a quarter, 2 cores, before a burst of four 2-core pods: a
+    load-balanced placement fills a (4 cores, 4 in use) and b (2 served, 1 in use) to the same
+    level, 13/6, which puts 7/3 pods on a. Counted with b's full 8 cores it would be 23/6 on
+    b, and the herd figure would call a fair placement a herd."""
+    scale = {"at": "2m", "scale": {"workload": "app", "replicas": 6, "burst": True}}
+    loop = _placed(_scenario([_health("1m", 2, {"degrade": 0.25}, node="b"), scale]))
+    loop.until(125)
+    (burst,) = loop.world.bursts
+    assert burst.balanced_most == pytest.approx(7 / 3)
