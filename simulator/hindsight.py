@@ -29,7 +29,7 @@ the start-up delay (and a pod that waits for a later node, until it has started)
 ever allows, or none has room for, never runs (its demand is lost: a scheduler could place it
 once room frees, so this is where the reference is loosest); a pod whose node leaves is not
 re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the newest
-pods (`simulator.limit._scale`), so the usage streams are the limit's. Each node's pressure is
+pods (`simulator.limit.apply_due`), so the usage streams are the limit's. Each node's pressure is
 the world's (`_pressures`, the one call to the workload model). The world is stepped through its
 events and usage model only, like the limit, so this costs a fraction of one contender's run.
 """
@@ -44,8 +44,8 @@ import numpy.typing as npt
 from inmemory.workload import cpu_pressures
 from simulator.clock import VirtualClock
 from simulator.figures import Figures
-from simulator.limit import _admit, _probe, _scale
-from simulator.scenario import EventKind, Scenario
+from simulator.limit import _admit, _probe, apply_due
+from simulator.scenario import Scenario
 from simulator.world import World, startup_of
 
 FloatArray = npt.NDArray[np.float64]
@@ -102,12 +102,7 @@ class _Timeline:
         for index in range(steps):
             t = index * scenario.step
             clock.advance_to(t)
-            due = world.due_events(t)
-            for event in due:
-                if event.kind is EventKind.SCALE:
-                    _scale(world, event.workload, event.replicas, born, t)
-                else:
-                    world.apply(event, t)
+            due = apply_due(world, born, t)
             if not admitted or due or world.capacity_version != capacity_version:
                 # Schedulable now: `_admit` from nothing, so a node counts only as it is now
                 # (a node that failed since, by a set-health effect, no longer does).

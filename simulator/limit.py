@@ -50,7 +50,7 @@ import numpy.typing as npt
 from inmemory.workload import cpu_pressures
 from simulator.clock import VirtualClock
 from simulator.figures import Figures
-from simulator.scenario import EventKind, Scenario
+from simulator.scenario import Event, EventKind, Scenario
 from simulator.world import World
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection, untolerated_taint
@@ -208,12 +208,7 @@ def fluid_limit(scenario: Scenario, *, seed: int) -> Figures:
     for index in range(steps):
         t = index * scenario.step
         clock.advance_to(t)
-        due = world.due_events(t)
-        for event in due:
-            if event.kind is EventKind.SCALE:
-                _scale(world, event.workload, event.replicas, born, t)
-            else:
-                world.apply(event, t)
+        due = apply_due(world, born, t)
         slots = len(world.slot_workload)
         if slots > len(born):
             born = np.concatenate([born, np.full(slots - len(born), t)])
@@ -247,6 +242,18 @@ def fluid_limit(scenario: Scenario, *, seed: int) -> Figures:
         },
         "stall": stall,
     }
+
+
+def apply_due(world: World, born: FloatArray, t: float) -> list[Event]:
+    """The scenario's events due by `t`, applied to a world where no pod is placed (a scale
+    as `_scale` meets it); returned, so the caller knows the step changed something."""
+    due = world.due_events(t)
+    for event in due:
+        if event.kind is EventKind.SCALE:
+            _scale(world, event.workload, event.replicas, born, t)
+        else:
+            world.apply(event, t)
+    return due
 
 
 def _scale(world: World, name: str, replicas: int, born: FloatArray, t: float) -> None:

@@ -269,8 +269,9 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
             "unavoidable": int(tally.unavoidable),
             "none_avoidable_share": share(tally.avoidably_clean_scenarios),
         },
-        "share_of_gain": _gains(tally),
-        "share_of_gain_hindsight": _gains_over_something(tally),
+        "share_of_gain": _gains(tally.gains),
+        # Over the scenarios with anything to gain (`something_to_gain`).
+        "share_of_gain_hindsight": _gains(tally.gains_hindsight, middle="median"),
         "herd_ratio_by_load": {
             "p50": percentile(tally.herd, 50) if tally.herd else None,
             "p95": percentile(tally.herd, 95) if tally.herd else None,
@@ -330,27 +331,16 @@ def _tally_references(
                     tally.gains_hindsight[key].append(gain)
 
 
-def _gains(tally: _Tally) -> dict[str, Any]:
+def _gains(gains: Mapping[str, list[float]], *, middle: str = "p50") -> dict[str, Any]:
+    """Each figure's share of the gain over the scenarios counted for it: the median (under
+    `middle`: the hindsight goal reads `median`), p10 and how many scenarios there were."""
     return {
         key: {
-            "p50": percentile(values, 50) if values else None,
+            middle: percentile(values, 50) if values else None,
             "p10": percentile(values, 10) if values else None,
             "scenarios": len(values),
         }
-        for key, values in tally.gains.items()
-    }
-
-
-def _gains_over_something(tally: _Tally) -> dict[str, Any]:
-    """The share of the gain against the hindsight placement: `median` (the goal's figure)
-    and `p10` over the `scenarios` with anything to gain (`something_to_gain`)."""
-    return {
-        key: {
-            "median": percentile(values, 50) if values else None,
-            "p10": percentile(values, 10) if values else None,
-            "scenarios": len(values),
-        }
-        for key, values in tally.gains_hindsight.items()
+        for key, values in gains.items()
     }
 
 

@@ -23,9 +23,10 @@ from simulator.family import FAMILIES, draw_scenario, load_family
 from simulator.hindsight import hindsight_placement
 from simulator.jobs import HINDSIGHT, LIMIT, REFERENCES, Job, run_job
 from simulator.limit import fluid_limit
-from simulator.scenario import SCENARIOS, Scenario, load_scenario, read_scenario
+from simulator.scenario import Scenario, load_scenario, read_scenario
 from simulator.seeds import something_to_gain
 from simulator.stats import Interval
+from tests.simulator.test_references import _scenario as _two_nodes
 
 #: Floating-point slack on sums of thousands of steps.
 SLACK = 1e-6
@@ -47,22 +48,9 @@ def _workload(name: str, replicas: int, cores: float, **extra: Any) -> dict[str,
 
 
 def _scenario(workloads: list[dict[str, Any]], **changes: Any) -> Scenario:
-    """Two 4-core nodes, a 10-minute run on 10 s steps with a 1-minute warm-up."""
-    document: dict[str, Any] = {
-        "name": "hindsight",
-        "duration": "10m",
-        "step": "10s",
-        "warmup": "1m",
-        "startupDelay": "30s",
-        "seed": 3,
-        "nodes": [
-            {"name": "a", "cpu": 4, "memory": "16Gi", "labels": {"zone": "x"}},
-            {"name": "b", "cpu": 4, "memory": "16Gi", "labels": {"zone": "y"}},
-        ],
-        "workloads": workloads,
-    }
-    document.update(changes)
-    return read_scenario(document, base=SCENARIOS)
+    """The limit's tests' two 4-core nodes, 10-minute run on 10 s steps with a 1-minute
+    warm-up, with these workloads."""
+    return _two_nodes(workloads=workloads, name="hindsight", **changes)
 
 
 def _lost(figures: dict[str, Any]) -> float:
