@@ -324,9 +324,11 @@ def sweep_table(verdict: Mapping[str, Any]) -> str:
         said = ", ".join(f"{n} {cause.replace('_', ' ')}" for cause, n in sorted(causes.items()))
         note = (
             "\n\nScenarios where ours loses clearly more work than requests, by cause "
-            f"(`worse_than_requests.by_cause`): {said}. `deschedule rule`: it obeyed a "
-            "deschedule rule requests ignores; `restarts for stall`: restarts that bought "
-            "clearly less stall; `other`: the defects to read first."
+            f"(`worse_than_requests.by_cause`): {said}. `deschedule rule`: the core-seconds "
+            "its evictions for a deschedule rule displaced (`work_lost.displaced_by_rule`, "
+            "beyond requests') cover what it lost beyond requests; `restarts for stall`: "
+            "restarts that bought clearly less stall, a node-second for each core-second; "
+            "`other`: the defects to read first (the goal allows only the first)."
         )
     return "\n".join(lines) + note
 
