@@ -38,6 +38,10 @@ CLAIRVOYANT = "clairvoyant"
 REFERENCES = (LIMIT, HINDSIGHT, CLAIRVOYANT)
 #: The contender the clairvoyant reference runs.
 CLAIRVOYANT_OF = "ours"
+#: Ours on the scenario with its policies' deschedule strategies taken out
+#: (`Scenario.without_deschedule`): what ours would have lost had it not obeyed them. Run by
+#: a sweep only where ours lost clearly more than requests (`simulator.sweep.why_worse`).
+UNRULED = "ours-no-deschedule"
 
 
 class DaskUnavailableError(RuntimeError):
@@ -83,11 +87,12 @@ def run_job(job: Job) -> JobResult:
         figures = hindsight_placement(job.scenario, seed=job.seed)
         return JobResult(job.scenario.name, job.contender, job.seed, figures)
     clairvoyant = job.contender == CLAIRVOYANT
-    runs = CLAIRVOYANT_OF if clairvoyant else job.contender
-    resolved = resolve(runs, job.scenario.contenders.get(runs))
+    runs = CLAIRVOYANT_OF if job.contender in (CLAIRVOYANT, UNRULED) else job.contender
+    scenario = job.scenario.without_deschedule() if job.contender == UNRULED else job.scenario
+    resolved = resolve(runs, scenario.contenders.get(runs))
     if isinstance(resolved, Unavailable):
         return JobResult(job.scenario.name, job.contender, job.seed, None, resolved.reason)
-    result = run_contender(job.scenario, resolved, seed=job.seed, clairvoyant=clairvoyant)
+    result = run_contender(scenario, resolved, seed=job.seed, clairvoyant=clairvoyant)
     return JobResult(
         job.scenario.name,
         job.contender,

@@ -326,7 +326,9 @@ def sweep_table(verdict: Mapping[str, Any]) -> str:
             "\n\nScenarios where ours loses clearly more work than requests, by cause "
             f"(`worse_than_requests.by_cause`): {said}. `deschedule rule`: the core-seconds "
             "its evictions for a deschedule rule displaced (`work_lost.displaced_by_rule`, "
-            "beyond requests') cover what it lost beyond requests; `restarts for stall`: "
+            "beyond requests') cover what it lost beyond requests, or ours run again without "
+            "the scenario's deschedule strategies is not worse than requests; "
+            "`restarts for stall`: "
             "restarts that bought clearly less stall, a node-second for each core-second; "
             "`other`: the defects to read first (the goal allows only the first)."
         )

@@ -54,6 +54,12 @@ DEFAULT_HEALTH_METRIC = "health_metric"
 _PATTERN = re.compile(r"\{i(?::(0?\d{1,2})d)?\}")
 
 
+def _strategies(policy: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = policy.get("spec")
+    strategies = spec.get("strategies") if isinstance(spec, Mapping) else None
+    return strategies if isinstance(strategies, Mapping) else {}
+
+
 class ScenarioError(ProblemsError):
     """The scenario cannot be used; `problems` lists every reason, each with its path."""
 
@@ -261,6 +267,23 @@ class Scenario:
     contenders: Mapping[str, ContenderSettings] = field(default_factory=dict)
     events: tuple[Event, ...] = ()
     source: str = ""
+
+    @property
+    def has_deschedule_rules(self) -> bool:
+        """Whether any of its policies has a deschedule strategy."""
+        return any(_strategies(p).get("deschedule") for p in self.policies)
+
+    def without_deschedule(self) -> Scenario:
+        """The same scenario with its policies' deschedule strategies taken out (their other
+        strategies kept): no node is labelled violating, so nothing is evicted for a rule and
+        no placement is kept off a node by such a label. What obeying them cost is the
+        difference (`simulator.sweep.why_worse`)."""
+        policies = []
+        for policy in self.policies:
+            strategies = {k: v for k, v in _strategies(policy).items() if k != "deschedule"}
+            spec = {**policy.get("spec", {}), "strategies": strategies}
+            policies.append({**policy, "spec": spec})
+        return dataclasses.replace(self, policies=tuple(policies))
 
     def with_duration(self, duration: float) -> Scenario:
         """The same scenario cut short (tests run every scenario for a few minutes); events

@@ -19,7 +19,10 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   this order (`why_worse`): `deschedule_rule`, the core-seconds its evictions for a policy's
   deschedule rule displaced (`work_lost.displaced_by_rule`: from each eviction until the pod
   ran again) account for its work lost beyond requests' (means over the seeds): the loss is
-  the rule obeyed, which requests (no descheduler) ignores;
+  the rule obeyed, which requests (no descheduler) ignores; or, for ours, the sweep's run of
+  ours with the scenario's deschedule strategies taken out (`ours-no-deschedule`, run only
+  where ours is worse) is not worse than requests: obeying the rules cost more than the
+  restarts (a node kept off limits by its label, its pods crowded onto the others);
   `restarts_for_stall`, no more work lost to overload than requests' (the stalled part within
   requests' interval) and clearly less stall (its interval wholly below, and at least one
   node-second of stall saved per extra core-second lost): the extra work lost is the restarts
@@ -72,6 +75,7 @@ from simulator.jobs import (
     HINDSIGHT,
     LIMIT,
     REFERENCES,
+    UNRULED,
     Job,
     JobResult,
     Progress,
@@ -155,10 +159,34 @@ def run_sweep(
         log_path=out / "sweep.log",
         progress=progress,
     )
+    # Where ours lost clearly more than requests with deschedule rules to obey, ours again
+    # without them: whether obeying them is what cost it (`why_worse`).
+    results += run_jobs(
+        unruled_jobs(results, scenarios),
+        workers=workers,
+        dask_address=dask_address,
+        log_path=out / "sweep.log",
+    )
     verdict = summarize(results, plan.contenders, len(scenarios))
     _write_json(out / "sweep.json", verdict)
     _write_json(out / "runs.json", runs_document(results))
     return verdict
+
+
+def unruled_jobs(results: Sequence[JobResult], scenarios: Sequence[Scenario]) -> list[Job]:
+    """Ours without its policies' deschedule strategies (`UNRULED`), on the same seeds, for
+    each scenario with such rules where ours' work lost lies wholly above requests'."""
+    grouped = by_scenario(results)
+    jobs = []
+    for scenario in scenarios:
+        rows = grouped.get(scenario.name, {})
+        if not scenario.has_deschedule_rules or not {CLAIRVOYANT_OF, BASELINE} <= set(rows):
+            continue
+        ours, requests = (rows[c].intervals() for c in (CLAIRVOYANT_OF, BASELINE))
+        worse = HEADLINE in ours and HEADLINE in requests
+        if worse and ours[HEADLINE].low > requests[HEADLINE].high:
+            jobs += [Job(scenario, UNRULED, seed) for seed in sorted(rows[CLAIRVOYANT_OF].by_seed)]
+    return jobs
 
 
 def _write_json(path: Path, document: Mapping[str, Any]) -> None:
@@ -231,7 +259,9 @@ def summarize(
     grouped = by_scenario(results)
     for name in sorted(grouped):
         rows = grouped[name]
-        _tally_scenario({c: s for c, s in rows.items() if c in tallies}, tallies)
+        _tally_scenario(
+            {c: s for c, s in rows.items() if c in tallies}, tallies, unruled=rows.get(UNRULED)
+        )
         _tally_in_ours_place(rows, tallies, references[CLAIRVOYANT])
         _tally_references(rows, tallies, references)
     share = (lambda n: n / scenario_count) if scenario_count else (lambda n: 0.0)
@@ -344,8 +374,15 @@ def _gains(gains: Mapping[str, list[float]], *, middle: str = "p50") -> dict[str
     }
 
 
-def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _Tally]) -> None:
+def _tally_scenario(
+    seeded: Mapping[str, SeededFigures],
+    tallies: Mapping[str, _Tally],
+    unruled: SeededFigures | None = None,
+) -> None:
+    """One scenario's rows into each contender's tally; `unruled`, ours' run without the
+    deschedule rules where the sweep made one (`why_worse`)."""
     intervals = {c: s.intervals() for c, s in seeded.items()}
+    without_rules = unruled.intervals() if unruled is not None else None
     for key, path in _JUDGED:
         present = {c: ivs[path] for c, ivs in intervals.items() if path in ivs}
         if key == "work_lost":
@@ -371,7 +408,10 @@ def _tally_scenario(seeded: Mapping[str, SeededFigures], tallies: Mapping[str, _
                 tally.ratios[key].append((ivs[path].mean + 1.0) / (baseline[path].mean + 1.0))
         if HEADLINE in ivs and HEADLINE in baseline and ivs[HEADLINE].low > baseline[HEADLINE].high:
             tally.worse_than_requests += 1
-            tally.worse_by_cause[why_worse(ivs, baseline)] += 1
+            cause = why_worse(
+                ivs, baseline, unruled=without_rules if contender == CLAIRVOYANT_OF else None
+            )
+            tally.worse_by_cause[cause] += 1
 
 
 class WorseCause(enum.StrEnum):
@@ -383,14 +423,29 @@ class WorseCause(enum.StrEnum):
     OTHER = "other"
 
 
-def why_worse(found: Mapping[str, Interval], requests: Mapping[str, Interval]) -> WorseCause:
+def why_worse(
+    found: Mapping[str, Interval],
+    requests: Mapping[str, Interval],
+    *,
+    unruled: Mapping[str, Interval] | None = None,
+) -> WorseCause:
     """Why a contender's work lost lies beyond requests' in one scenario (module docstring).
+    `unruled`: the same contender's run without its policies' deschedule strategies (ours
+    only), where the sweep ran it.
 
     The goal stays judged on work lost alone; this says which of the losses are a policy
     obeyed or a trade the stall figure shows, and which are plain harm."""
     obeyed = "work_lost.displaced_by_rule"
     paid = found.get(obeyed, _ZERO).mean - requests.get(obeyed, _ZERO).mean
     if 0 < found[HEADLINE].mean - requests[HEADLINE].mean <= paid:
+        return WorseCause.DESCHEDULE_RULE
+    # Without the rules it would not have been worse: what obeying them cost is more than the
+    # restarts (a node kept empty by its label, the pods crowded onto the others).
+    if (
+        unruled is not None
+        and HEADLINE in unruled
+        and unruled[HEADLINE].low <= requests[HEADLINE].high
+    ):
         return WorseCause.DESCHEDULE_RULE
     overload, stall = "work_lost.stalled", "stall"
     if (

@@ -44,7 +44,7 @@ from simulator.family import (
     read_family,
 )
 from simulator.jobs import JobResult
-from simulator.scenario import read_scenario
+from simulator.scenario import load_scenario, read_scenario
 from simulator.seeds import SeededFigures, best_by_figure
 from simulator.stats import Interval, aggregate, clear_best, interval, t_quantile
 from simulator.sweep import WorseCause, summarize, table, why_worse
@@ -590,3 +590,78 @@ def _jitter(figures: dict[str, Any], seed: int) -> dict[str, Any]:
     out["work_lost"]["core_seconds"] += seed
     out["stall"] += seed
     return out
+
+
+@pytest.mark.parametrize(
+    ("unruled", "cause"),
+    [
+        pytest.param(110.0, WorseCause.DESCHEDULE_RULE, id="without the rules, within requests'"),
+        pytest.param(90.0, WorseCause.DESCHEDULE_RULE, id="without the rules, better"),
+        pytest.param(250.0, WorseCause.OTHER, id="worse without the rules too"),
+        pytest.param(None, WorseCause.OTHER, id="no run without the rules"),
+    ],
+)
+def test_the_rule_is_the_cause_when_ours_without_its_deschedule_strategies_is_not_worse(
+    unruled: float | None, cause: WorseCause
+) -> None:
+    """Ours 200 core-seconds beyond requests, with only 20 displaced by its rule's evictions:
+    the rest can still be the rule's (its label kept a node empty and its pods crowded the
+    others), which ours' run without the deschedule strategies tells."""
+
+    def around(value: float) -> Interval:
+        return Interval(value, value - 15.0, value + 15.0, 3)
+
+    requests = {"work_lost.core_seconds": around(100.0)}
+    ours = {"work_lost.core_seconds": around(300.0), "work_lost.displaced_by_rule": around(20.0)}
+    without = None if unruled is None else {"work_lost.core_seconds": around(unruled)}
+    assert why_worse(ours, requests, unruled=without) is cause
+
+
+def test_a_scenario_without_its_deschedule_strategies_keeps_the_rest() -> None:
+    scenario = load_scenario("health-demo")
+    assert scenario.has_deschedule_rules
+    unruled = scenario.without_deschedule()
+    assert not unruled.has_deschedule_rules
+    assert [set(p["spec"]["strategies"]) for p in unruled.policies] == [
+        set(p["spec"]["strategies"]) - {"deschedule"} for p in scenario.policies
+    ]
+    assert unruled.nodes == scenario.nodes
+    assert unruled.events == scenario.events
+
+
+def test_a_sweep_runs_ours_without_the_rules_only_where_ours_is_worse_and_has_rules() -> None:
+    from simulator.jobs import UNRULED
+    from simulator.sweep import unruled_jobs
+
+    ruled = dataclasses.replace(load_scenario("health-demo"), name="ruled")
+    worse_unruled = dataclasses.replace(ruled, name="fine")
+    no_rules = dataclasses.replace(ruled.without_deschedule(), name="no-rules")
+    results = [
+        _result(name, contender, seed, lost + seed, 0)
+        for name, ours_lost in (("ruled", 300.0), ("fine", 100.0), ("no-rules", 300.0))
+        for contender, lost in (("requests", 100.0), ("ours", ours_lost))
+        for seed in (0, 1, 2)
+    ]
+    jobs = unruled_jobs(results, [ruled, worse_unruled, no_rules])
+    assert [(j.scenario.name, j.contender, j.seed) for j in jobs] == [
+        ("ruled", UNRULED, 0), ("ruled", UNRULED, 1), ("ruled", UNRULED, 2),
+    ]  # fmt: skip
+    # Judged with those runs: ours without the rules is within requests' interval.
+    results += [_result("ruled", UNRULED, seed, 100.0 + seed, 0) for seed in (0, 1, 2)]
+    worse = summarize(results, ("requests", "ours"), 3)["contenders"]["ours"]["worse_than_requests"]
+    assert worse == {
+        "scenarios": 2,
+        "by_cause": {"deschedule_rule": 1, "restarts_for_stall": 0, "other": 1},
+    }
+
+
+def test_ours_without_the_rules_runs_and_evicts_nothing_for_a_rule() -> None:
+    from simulator.jobs import UNRULED, Job, run_job
+
+    scenario = load_scenario("health-demo").with_duration(600)
+    ruled = run_job(Job(scenario, "ours", 1)).figures
+    unruled = run_job(Job(scenario, UNRULED, 1)).figures
+    assert ruled is not None
+    assert unruled is not None
+    assert ruled["evictions"]["deschedule_rule"] > 0
+    assert unruled["evictions"]["deschedule_rule"] == 0
