@@ -93,8 +93,11 @@ _TOP_KEYS = {
     "policies",
     "events",
     "healthEffects",
+    "pressureModel",
     "contenders",
 }
+#: A family's `pressureModel`: each field a value or a distribution, drawn per scenario.
+_PRESSURE_MODEL_FIELDS = ("kind", "burstiness", "nodeBias", "noise")
 
 
 class FamilyError(ProblemsError):
@@ -167,6 +170,7 @@ def read_family(document: object, *, source: str = "", base: Path) -> Family:
     checker.workloads(document.get("workloads"))
     checker.events(document.get("events") or {})
     checker.health_effects(document.get("healthEffects"))
+    checker.pressure_model(document.get("pressureModel"))
     policy_sets = checker.policies(document.get("policies"), base)
     checker.contenders(document.get("contenders") or {})
     if problems:
@@ -378,6 +382,20 @@ class _Checker:
             body.get("failAfter", DEFAULT_FAIL_AFTER), "healthEffects.failAfter", _duration_check
         )
 
+    def pressure_model(self, body: object) -> None:
+        """The kinds and ranges are the scenario schema's, checked on a drawn scenario."""
+        if body is None:
+            return
+        if not isinstance(body, dict):
+            self.problems.append("pressureModel: must be a mapping")
+            return
+        for key in sorted(set(map(str, body)) - set(_PRESSURE_MODEL_FIELDS)):
+            known = ", ".join(_PRESSURE_MODEL_FIELDS)
+            self.problems.append(f"pressureModel.{key}: unknown (known: {known})")
+        for key in ("burstiness", "nodeBias", "noise"):
+            if key in body:
+                self.draw(body[key], f"pressureModel.{key}", _number_between(0.0, 5.0))
+
     def contenders(self, body: object) -> None:
         """Checked in full with the drawn scenario; here only what a family cannot carry."""
         if not isinstance(body, dict):
@@ -536,6 +554,11 @@ def draw_scenario(family: Family, index: int) -> dict[str, Any]:
         (family.seed, index),
         raw.get("healthEffects"),
     )
+    if raw.get("pressureModel"):
+        # Drawn last, so a family without it draws everything else exactly as before.
+        document["pressureModel"] = {
+            key: draw.value(spec) for key, spec in sorted(raw["pressureModel"].items())
+        }
     if raw.get("contenders"):
         # Not drawn: every scenario runs the contenders as the family sets them.
         document["contenders"] = copy.deepcopy(raw["contenders"])

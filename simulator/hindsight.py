@@ -29,9 +29,10 @@ the start-up delay (and a pod that waits for a later node, until it has started)
 ever allows, or none has room for, never runs (its demand is lost: a scheduler could place it
 once room frees, so this is where the reference is loosest); a pod whose node leaves is not
 re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the newest
-pods (`simulator.limit.apply_due`), so the usage streams are the limit's. Each node's pressure is
-the world's (`_pressures`, the one call to the workload model). The world is stepped through its
-events and usage model only, like the limit, so this costs a fraction of one contender's run.
+pods (`simulator.limit.apply_due`), so the usage streams are the limit's. Each node's pressure
+is the world's true curve (`_cost`, the one call to the pressure model). The world is stepped
+through its events and usage model only, like the limit, so this costs a fraction of one
+contender's run.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from inmemory.workload import cpu_pressures
 from simulator.clock import VirtualClock
 from simulator.figures import Figures
 from simulator.limit import _admit, _probe, apply_due
+from simulator.pressure_model import pressures
 from simulator.scenario import Scenario
 from simulator.world import World, startup_of
 
@@ -61,12 +62,6 @@ _OPTIONS = 4
 _PASSES = 2
 #: Two added work losses closer than this (core-seconds) are a tie, decided by stall.
 _TIE = 1e-9
-
-
-def _pressures(load: FloatArray, cores: FloatArray) -> FloatArray:
-    """The world's CPU pressure (PSI `some`) of nodes at these loads: the one place this
-    module asks the workload model, so it follows the world's model if that changes."""
-    return cpu_pressures(load, cores)
 
 
 class _Timeline:
@@ -138,6 +133,9 @@ class _Timeline:
                 self.demand_total += float(usage[live].sum()) * self.dt
                 self.starting += float(usage[live & ~ready].sum()) * self.dt
         self.usage = _stack(running, len(self.options))
+        #: The world's pressure model, and each node's factor in it.
+        self.model = scenario.pressure_model
+        self.bias = np.asarray(world.pressure_bias.view, dtype=np.float64).copy()
         #: Per slot, the steps from its binding to its running.
         self.ready_after = np.ceil(startups / scenario.step - 1e-9).astype(np.int64)
         #: Per slot and step, whether its pod exists (bound or not): while it does, a node it
@@ -190,11 +188,19 @@ def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
     return out
 
 
-def _cost(load: FloatArray, cores: FloatArray, present: BoolArray) -> tuple[FloatArray, FloatArray]:
-    """Per node and step: the demand not served (above the cores, or all of it on a node that
-    has left) and the pressure."""
+def _cost(
+    timeline: _Timeline,
+    nodes: npt.NDArray[np.int64] | slice,
+    load: FloatArray,
+    cores: FloatArray,
+    present: BoolArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Per node (these `nodes` of the timeline) and step: the demand not served (above the
+    cores, or all of it on a node that has left) and the pressure, the world's true curve
+    (`simulator.pressure_model.pressures`, the one call to the pressure model)."""
     lost = np.where(present, np.maximum(0.0, load - cores), load)
-    stall = np.where(present, _pressures(load, cores), 0.0)
+    bias = np.broadcast_to(timeline.bias[nodes][:, np.newaxis], load.shape)
+    stall = np.where(present, pressures(timeline.model, load, cores, bias), 0.0)
     return lost, stall
 
 
@@ -221,8 +227,8 @@ def _best_node(
     before = load[np.ix_(candidates, steps)]
     cores = timeline.cores[np.ix_(candidates, steps)]
     present = timeline.present[np.ix_(candidates, steps)]
-    lost_before, stall_before = _cost(before, cores, present)
-    lost_after, stall_after = _cost(before + demand[steps], cores, present)
+    lost_before, stall_before = _cost(timeline, candidates, before, cores, present)
+    lost_after, stall_after = _cost(timeline, candidates, before + demand[steps], cores, present)
     added_lost = (lost_after - lost_before).sum(axis=1)
     added_stall = (stall_after - stall_before).sum(axis=1)
     tied = added_lost <= added_lost.min() + _TIE
@@ -338,7 +344,9 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
             hold(slot, choice, 1.0)
     for slot, (_, demand, _) in placed.items():
         unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
-    lost, stall = _cost(load, timeline.cores, timeline.present.astype(np.bool_))
+    lost, stall = _cost(
+        timeline, slice(None), load, timeline.cores, timeline.present.astype(np.bool_)
+    )
     dt = timeline.dt
     overflow = float(lost[:, counted].sum()) * dt
     displaced = timeline.starting + unplaced

@@ -17,16 +17,19 @@ from the same workload model the contenders are judged on (`inmemory.workload`):
   been created and started;
 - **stall** (PSI `some` summed over nodes, as `simulator.figures`): the least of any placement
   that loses no more work than that, i.e. one that keeps every node within its cores. Each
-  node's pressure is Erlang C at its load (`inmemory.workload.cpu_pressures`), convex in the
-  load; the least sum for the served demand is a water filling over each node's convex
-  envelope (the curve itself where it is convex), cheapest slopes first. On identical nodes
+  node's pressure is the world's true curve at its load (`simulator.pressure_model`: Erlang C,
+  or the bursty model with the node's own factor, without the reading's noise); the least
+  sum for the served demand is a water filling over each node's convex envelope (the curve
+  itself where it is convex), cheapest slopes first. On identical nodes
   that is equalized utilization; on mixed sizes the larger nodes take more (they wait less at
   the same utilization), so equalized utilization would not be the least.
 
 Stall alone can be beaten, by losing more work: an overloaded node stalls no more than a full
 one, and pods pending or starting add no pressure. But no node's pressure rises by more than
-1 per core of load (the steepest, one server, is the load itself), so no placement has a lower
-stall + work lost (node-seconds + core-seconds) than the limit; the tests check both bounds.
+1 per core of load (under Erlang C the steepest, one server, is the load itself; the bursty
+model keeps to it on nodes of 8 cores or more, where a tiny node at extreme burstiness may
+not), so no placement has a lower stall + work lost (node-seconds + core-seconds) than the
+limit; the tests check both bounds.
 
 Nothing evicts, nothing restarts, memory is not modelled (an OOM kill only adds work lost).
 A set-health's effect counts from the step it holds: a degraded node offers the share of its
@@ -40,6 +43,7 @@ pipeline), so this costs a fraction of one contender's run.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -47,10 +51,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from inmemory.workload import cpu_pressures
 from simulator.clock import VirtualClock
 from simulator.figures import Figures
-from simulator.scenario import Event, EventKind, Scenario
+from simulator.pressure_model import pressures
+from simulator.scenario import Event, EventKind, PressureModel, Scenario
 from simulator.world import World
 from tas.cluster.model import Node, Pod
 from tas.fit import matches_node_selection, untolerated_taint
@@ -67,11 +71,13 @@ _GRID = np.linspace(0.0, 1.0, 2001)
 _MAX_EXACT_GROUPS = 12
 
 
-def _envelope(cores: float) -> tuple[FloatArray, FloatArray]:
-    """The lower convex envelope of one node's pressure against its load (cores), as
-    segments: (slope, length) with the slopes rising (Andrew's monotone chain, lower hull)."""
+@functools.lru_cache(maxsize=4096)
+def _envelope(cores: float, bias: float, model: PressureModel) -> tuple[FloatArray, FloatArray]:
+    """The lower convex envelope of one node's pressure against its load (cores), by the
+    world's pressure model and the node's factor in it, as segments: (slope, length) with the
+    slopes rising (Andrew's monotone chain, lower hull)."""
     x = _GRID * cores
-    y = cpu_pressures(x, np.full_like(x, cores))
+    y = pressures(model, x, np.full_like(x, cores), np.full_like(x, bias))
     hull: list[int] = []
     for i in range(len(x)):
         while len(hull) >= 2:
@@ -92,11 +98,12 @@ class _StallCurve:
     """The least summed pressure of a set of nodes for a served demand (water filling over
     every node's envelope segments, cheapest first)."""
 
-    def __init__(self, cores: Sequence[float]) -> None:
+    def __init__(self, nodes: Sequence[tuple[float, float]], model: PressureModel) -> None:
+        """`nodes`: each node's (cores, factor in the pressure model)."""
         slopes: list[FloatArray] = []
         lengths: list[FloatArray] = []
-        for size, count in sorted(_count(cores).items()):
-            s, n = _envelope(size)
+        for (size, bias), count in sorted(_count(nodes).items()):
+            s, n = _envelope(size, bias, model)
             slopes.append(s)
             lengths.append(n * count)
         if slopes:
@@ -118,8 +125,8 @@ class _StallCurve:
         return float(np.interp(served, self._load, self._cost))
 
 
-def _count(values: Sequence[float]) -> dict[float, int]:
-    counted: dict[float, int] = {}
+def _count(values: Sequence[tuple[float, float]]) -> dict[tuple[float, float], int]:
+    counted: dict[tuple[float, float], int] = {}
     for value in values:
         counted[value] = counted.get(value, 0) + 1
     return counted
@@ -162,7 +169,11 @@ class _Epoch:
                 nodes |= masks[g]
             self.capacity[u] = float(cores[nodes].sum())
         self.groups = count
-        self.stall = _StallCurve([float(c) for c in cores[present]])
+        bias = np.asarray(world.pressure_bias.view, dtype=np.float64)
+        self.stall = _StallCurve(
+            [(float(c), float(b)) for c, b in zip(cores[present], bias[present], strict=True)],
+            world.scenario.pressure_model,
+        )
 
     def unservable(self, demand_by_group: FloatArray) -> float:
         if not len(self.capacity):

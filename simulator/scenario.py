@@ -87,6 +87,24 @@ class LiveMigration:
     target_cores: float = 0.5
 
 
+class PressureModelKind(enum.StrEnum):
+    ERLANG_C = "erlang-c"
+    BURSTY = "bursty"
+
+
+@dataclass(frozen=True)
+class PressureModel:
+    """How the world's nodes come under CPU pressure (`simulator.pressure_model`)."""
+
+    kind: PressureModelKind = PressureModelKind.ERLANG_C
+    #: `bursty`: the coefficient of variation of a one-core node's demand.
+    burstiness: float = 1.0
+    #: `bursty`: the spread (sigma of a log-normal) of each node's factor on the burstiness.
+    node_bias: float = 0.0
+    #: Measurement noise on the PSI reading (standard deviation, per step and node).
+    noise: float = 0.0
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     name: str
@@ -263,6 +281,7 @@ class Scenario:
     descheduling_phase: float | None = None
     pipeline: Pipeline = field(default_factory=Pipeline)
     live_migration: LiveMigration = field(default_factory=LiveMigration)
+    pressure_model: PressureModel = field(default_factory=PressureModel)
     policies: tuple[Mapping[str, Any], ...] = ()
     contenders: Mapping[str, ContenderSettings] = field(default_factory=dict)
     events: tuple[Event, ...] = ()
@@ -442,6 +461,21 @@ class _Reader:
             self.problem(path, str(error))
             return default
 
+    def pressure_model(self, raw: Mapping[str, Any]) -> PressureModel:
+        """`pressureModel` (the schema checked kinds and signs)."""
+        kind = PressureModelKind(raw.get("kind", PressureModelKind.ERLANG_C.value))
+        model = PressureModel(
+            kind=kind,
+            burstiness=float(raw.get("burstiness", PressureModel.burstiness)),
+            node_bias=float(raw.get("nodeBias", PressureModel.node_bias)),
+            noise=float(raw.get("noise", PressureModel.noise)),
+        )
+        if kind is PressureModelKind.ERLANG_C:
+            for key in ("burstiness", "nodeBias"):
+                if key in raw:
+                    self.problem(f"pressureModel.{key}", "only for kind: bursty")
+        return model
+
     def startup_delay(self, raw: object) -> tuple[float, float | None]:
         """`startupDelay`: one duration, or `{uniform: [least, most]}` drawn per start."""
         if not isinstance(raw, Mapping):
@@ -478,6 +512,7 @@ class _Reader:
         )
         if live_migration.bandwidth <= 0:
             self.problem("liveMigration.bandwidth", "must be more than 0")
+        pressure_model = self.pressure_model(doc.get("pressureModel") or {})
         sync_period = self.duration(doc.get("syncPeriod"), "syncPeriod", 10.0)
         interval = self.duration(doc.get("deschedulingInterval"), "deschedulingInterval", 60.0)
         phase = doc.get("deschedulingPhase")
@@ -530,6 +565,7 @@ class _Reader:
             descheduling_phase=None if phase is None else float(phase),
             pipeline=pipeline,
             live_migration=live_migration,
+            pressure_model=pressure_model,
             nodes=nodes,
             workloads=workloads,
             policies=policies,

@@ -26,7 +26,6 @@ import numpy.typing as npt
 from inmemory.cluster import InMemoryCluster
 from inmemory.workload import (
     UsageBank,
-    cpu_pressures,
     memory_pressures,
     oom_victims,
     slot_seed,
@@ -34,6 +33,7 @@ from inmemory.workload import (
 )
 from simulator.clock import VirtualClock
 from simulator.fair_share import most_pods_when_balanced
+from simulator.pressure_model import measured, node_biases, pressures
 from simulator.scenario import (
     Event,
     EventKind,
@@ -129,6 +129,8 @@ class ModelState:
     demand_total: float = 0.0
     stalled: float = 0.0
     displaced: float = 0.0
+    #: The PSI reading node-exporter accumulates: `pressure` with the pressure model's noise.
+    measured_pressure: FloatArray | None = None
     #: Per slot: the slots whose demand `displaced` counts (live, not running, not a VM still
     #: running on its source), for the figures' causes.
     displaced_slots: npt.NDArray[np.bool_] | None = None
@@ -206,6 +208,8 @@ class World:
         #: Per node: the share of its cores it serves (1; less while a set-health `degrade`
         #: holds; 0 once it has failed: `apply`, `_advance_health`).
         self.serving = _Grow(1.0)
+        #: Each node's factor on its burstiness under a bursty pressure model (1 otherwise).
+        self.pressure_bias = _Grow(1.0)
         #: Nodes due to fail (a set-health `fail-after`), by index: when.
         self._fails_at: dict[int, float] = {}
         #: Nodes that failed, by index (a failed node stays failed).
@@ -282,6 +286,9 @@ class World:
             self.memory.append(spec.memory)
             self.present.append(1.0)
             self.serving.append(1.0)
+            self.pressure_bias.append(
+                float(node_biases(self.scenario.pressure_model, self.seed, [node.name])[0])
+            )
         for metric, value in spec.metrics.items():
             self.gauges.setdefault(metric, {})[node.name] = value
 
@@ -652,7 +659,10 @@ class World:
         )[:n].astype(np.float64)
         safe_cores = np.where(cores > 0, cores, 1.0)
         utilization = np.where(present, np.minimum(demand, cores) / safe_cores, 0.0)
-        pressure = np.where(present, cpu_pressures(demand, cores), 0.0)
+        bias = np.asarray(self.pressure_bias.view, dtype=np.float64)
+        pressure = np.where(
+            present, pressures(self.scenario.pressure_model, demand, cores, bias), 0.0
+        )
         safe_memory = np.where(capacity > 0, capacity, 1.0)
         memory_utilization = np.where(present, np.minimum(used / safe_memory, 1.0), 0.0)
         memory_pressure = np.where(present, memory_pressures(used, capacity), 0.0)
@@ -666,6 +676,16 @@ class World:
             demand=demand,
             utilization=utilization,
             pressure=pressure,
+            measured_pressure=np.where(
+                present,
+                measured(
+                    self.scenario.pressure_model,
+                    pressure,
+                    self.seed,
+                    round(t / self.scenario.step),
+                ),
+                0.0,
+            ),
             memory_used=used,
             memory_utilization=memory_utilization,
             memory_pressure=memory_pressure,

@@ -1,0 +1,159 @@
+"""A world PSI that ours does not share (issue 46): `pressureModel`.
+
+Covered:
+- the error function the model needs matches the standard library's;
+- `bursty`: nothing at no demand, never falling with demand, 1 once the demand reaches the
+  cores, another curve than Erlang C (above it at 85% on 16 cores), and no steeper than 1 per
+  core on nodes of 8 cores or more (the limit's bound on stall + work lost relies on it);
+- each node's factor is the same for a node of that name on that seed, differs between nodes,
+  and is 1 under Erlang C;
+- the measurement noise is reproducible, near zero on average, kept within 0..1, and absent
+  when the noise is 0;
+- a scenario's `pressureModel` is read, and bad ones are refused with every problem listed;
+- the world reports the model's pressure (not Erlang C's) as the node's stall, and the
+  pipeline reads it with the noise; ours still predicts with Erlang C;
+- the fluid limit stays below every contender on drawn large-slow scenarios (bursty);
+- the default family draws no pressure model, large-slow a bursty one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inmemory.workload import cpu_pressures
+from simulator.family import FAMILIES, draw_scenario, load_family
+from simulator.pressure_model import erfc, measured, node_biases, pressures
+from simulator.scenario import PressureModel, PressureModelKind, ScenarioError
+from tests.simulator.test_health_effects import Loop, _scenario
+
+BURSTY = PressureModel(PressureModelKind.BURSTY, burstiness=1.0, node_bias=0.3, noise=0.05)
+
+
+def _curve(model: PressureModel, cores: float, bias: float = 1.0) -> tuple[Any, Any]:
+    demand = np.linspace(0.0, 1.2 * cores, 4001)
+    return demand, pressures(model, demand, np.full_like(demand, cores), np.full_like(demand, bias))
+
+
+def test_erfc_matches_the_standard_library() -> None:
+    x = np.linspace(-5.0, 5.0, 2001)
+    assert np.abs(erfc(x) - np.array([math.erfc(v) for v in x])).max() < 2e-7
+
+
+@pytest.mark.parametrize("cores", [1.0, 4.0, 16.0, 64.0])
+def test_a_bursty_node_reads_nothing_idle_more_with_demand_and_1_when_full(cores: float) -> None:
+    demand, pressure = _curve(BURSTY, cores)
+    assert pressure[0] == 0.0
+    assert np.diff(pressure).min() >= -1e-9
+    assert (pressure[demand >= cores] == 1.0).all()
+
+
+def test_the_bursty_curve_is_not_erlang_c() -> None:
+    cores = np.full(3, 16.0)
+    demand = np.array([0.5, 0.7, 0.85]) * 16.0
+    bursty = pressures(BURSTY, demand, cores, np.ones(3))
+    erlang = cpu_pressures(demand, cores)
+    assert bursty[2] > erlang[2] + 0.15
+    # Erlang C under the default model, whatever the factors.
+    erlang_c = PressureModel()
+    assert list(pressures(erlang_c, demand, cores, np.full(3, 3.0))) == list(erlang)
+
+
+@pytest.mark.parametrize("cores", [8.0, 16.0, 32.0, 128.0])
+@pytest.mark.parametrize("burstiness", [0.0, 0.5, 2.0, 5.0])
+@pytest.mark.parametrize("bias", [0.1, 1.0, 5.0])
+def test_a_core_of_load_raises_a_bursty_nodes_pressure_by_at_most_1(
+    cores: float, burstiness: float, bias: float
+) -> None:
+    model = PressureModel(PressureModelKind.BURSTY, burstiness=burstiness)
+    demand, pressure = _curve(model, cores, bias)
+    under = demand < cores
+    assert (np.diff(pressure[under]) / np.diff(demand[under])).max() <= 1.0
+
+
+def test_each_nodes_factor_is_its_own_and_the_same_every_run() -> None:
+    names = [f"node-{i}" for i in range(200)]
+    biases = node_biases(BURSTY, 7, names)
+    assert list(node_biases(BURSTY, 7, names[5:7])) == list(biases[5:7])
+    assert len(set(biases)) == len(names)
+    # Log-normal with sigma 0.3: its log has that spread, around 0.
+    assert abs(float(np.log(biases).mean())) < 0.1
+    assert 0.2 < float(np.log(biases).std()) < 0.4
+    assert list(node_biases(BURSTY, 8, names[:3])) != list(biases[:3])
+    assert list(node_biases(PressureModel(), 7, names[:3])) == [1.0, 1.0, 1.0]
+
+
+def test_the_reading_is_the_pressure_with_noise_reproducible_and_within_0_and_1() -> None:
+    values = np.full(4000, 0.5)
+    read = measured(BURSTY, values, 3, 10)
+    assert list(read) == list(measured(BURSTY, values, 3, 10))
+    assert list(read) != list(measured(BURSTY, values, 3, 11))
+    assert abs(float(read.mean()) - 0.5) < 0.005
+    assert 0.045 < float(read.std()) < 0.055
+    edges = measured(BURSTY, np.array([0.0, 1.0] * 100), 3, 10)
+    assert edges.min() >= 0.0
+    assert edges.max() <= 1.0
+    quiet = PressureModel(PressureModelKind.BURSTY)
+    assert measured(quiet, values, 3, 10) is values
+
+
+def test_a_scenarios_pressure_model_is_read() -> None:
+    scenario = _scenario(
+        [], pressureModel={"kind": "bursty", "burstiness": 1.5, "nodeBias": 0.2, "noise": 0.03}
+    )
+    assert scenario.pressure_model == PressureModel(PressureModelKind.BURSTY, 1.5, 0.2, 0.03)
+    assert _scenario([]).pressure_model == PressureModel()
+
+
+def test_bad_pressure_models_are_refused_with_every_problem_listed() -> None:
+    with pytest.raises(ScenarioError) as error:
+        _scenario([], pressureModel={"kind": "gaussian", "noise": -1})
+    problems = "\n".join(error.value.problems)
+    assert "pressureModel.kind" in problems
+    assert "pressureModel.noise" in problems
+    with pytest.raises(ScenarioError) as error:
+        _scenario([], pressureModel={"burstiness": 2.0})
+    assert list(error.value.problems) == ["pressureModel.burstiness: only for kind: bursty"]
+
+
+def test_the_world_stalls_by_the_model_and_the_pipeline_reads_it_with_noise() -> None:
+    """Node a: 4 cores, two pods of 2: full. Node b: 8 cores, one pod of 1."""
+    scenario = _scenario([], pressureModel={"kind": "bursty", "nodeBias": 0.3, "noise": 0.05})
+    loop = Loop(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
+    loop.until(60)
+    state = loop.states[60.0]
+    bias = node_biases(scenario.pressure_model, 1, ["a", "b"])
+    expected = pressures(scenario.pressure_model, state.demand, state.cores, bias)
+    assert list(state.pressure) == pytest.approx(list(expected))
+    assert state.pressure[0] == 1.0
+    assert state.pressure[1] != pytest.approx(cpu_pressures(state.demand, state.cores)[1])
+    assert state.measured_pressure is not None
+    assert state.measured_pressure[1] != state.pressure[1]
+    assert abs(state.measured_pressure[1] - state.pressure[1]) < 0.3
+
+
+def test_the_default_family_keeps_erlang_c_and_large_slow_draws_bursty_nodes() -> None:
+    default, large = load_family("default"), load_family("large-slow")
+    assert not any("pressureModel" in draw_scenario(default, i) for i in range(40))
+    kinds = {draw_scenario(large, i)["pressureModel"]["kind"] for i in range(40)}
+    assert kinds == {"bursty"}
+
+
+def test_no_contender_beats_the_limit_in_drawn_large_slow_scenarios() -> None:
+    from simulator.contenders import CONTENDERS
+    from simulator.jobs import run_jobs
+    from simulator.scenario import read_scenario
+    from simulator.sweep import plan_jobs
+    from tests.simulator.test_references import _assert_none_below_the_limit, _cut
+
+    family = load_family("large-slow")
+    scenarios = [
+        _cut(read_scenario(draw_scenario(family, index), base=FAMILIES), 900.0)
+        for index in range(2)
+    ]
+    assert all(s.pressure_model.kind is PressureModelKind.BURSTY for s in scenarios)
+    jobs = plan_jobs(scenarios, list(CONTENDERS), 1)
+    _assert_none_below_the_limit(run_jobs(jobs, workers=1))
