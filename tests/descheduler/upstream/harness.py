@@ -33,6 +33,7 @@ import yaml
 from descheduler.framework import ExtensionPoint
 from descheduler.plugins.registry import default_registry
 from tas_cli.main import main
+from tests.descheduler.upstream.objects import as_of_now
 from tests.k8s_emulator import KubeEmulator
 
 Json = dict[str, Any]
@@ -176,9 +177,10 @@ def store(api: KubeEmulator, case: Case) -> None:
     for node in nodes:
         api.create("nodes", node)
     for kind, obj in case.objects:
+        obj = as_of_now(obj)
         api.create(kind, obj, namespace=(obj.get("metadata") or {}).get("namespace"))
     for pod in case.pods:
-        api.create("pods", pod, namespace=pod["metadata"].get("namespace", "default"))
+        api.create("pods", as_of_now(pod), namespace=pod["metadata"].get("namespace", "default"))
 
 
 def _spare() -> Json:

@@ -32,12 +32,34 @@ SYSTEM_CRITICAL = 2_000_000_000
 EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
 
 
+#: When the tables were written (imported). Their timestamps are ages from this instant; the
+#: harness moves them to the instant a case runs (`as_of_now`), so a case collected long
+#: before it runs (a slow suite) still meets pods of the ages its row gives them.
+WRITTEN = datetime.now(UTC)
+TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
 
 def ago(seconds: float) -> str:
-    return (now() - timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (WRITTEN - timedelta(seconds=seconds)).strftime(TIMESTAMP)
+
+
+def as_of_now(value: Any) -> Any:
+    """A copy of `value` with every timestamp moved by the time since the tables were written."""
+    if isinstance(value, dict):
+        return {k: as_of_now(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_of_now(v) for v in value]
+    if isinstance(value, str):
+        try:
+            written = datetime.strptime(value, TIMESTAMP).replace(tzinfo=UTC)
+        except ValueError:
+            return value
+        return (written + (now() - WRITTEN)).strftime(TIMESTAMP)
+    return value
 
 
 def node(
