@@ -204,31 +204,66 @@ def _cost(
     return lost, stall
 
 
+class _Placed:
+    """The pods placed so far, summed per node and step: their load, the requests they hold,
+    and what that load costs now (`_cost`, kept row by row as pods come and go, so weighing a
+    pod computes the pressure only of the load with it, not again of the load without)."""
+
+    def __init__(self, timeline: _Timeline) -> None:
+        self.timeline = timeline
+        self.load = np.zeros_like(timeline.cores)
+        #: Each node's load summed over the run (to pick the few to weigh on a large fleet).
+        self.totals = np.zeros(len(self.load))
+        #: Per resource (cpu, memory), node and step: allocatable less the placed requests.
+        self.free = timeline.allocatable.copy()
+        self.lost, self.stall = _cost(
+            timeline, slice(None), self.load, timeline.cores, timeline.present
+        )
+
+    def hold(self, slot: int, choice: tuple[int, FloatArray, BoolArray], sign: float) -> None:
+        """Place (sign 1) or take out (sign -1) the slot's pod as `choice` says."""
+        node, demand, held = choice
+        timeline = self.timeline
+        self.load[node] += sign * demand
+        self.totals[node] += sign * demand.sum()
+        self.free[:, node, held] -= sign * timeline.requests[slot][:, None]
+        steps = np.flatnonzero(demand)
+        lost, stall = _cost(
+            timeline,
+            np.array([node]),
+            self.load[node, steps][np.newaxis],
+            timeline.cores[node, steps][np.newaxis],
+            timeline.present[node, steps][np.newaxis],
+        )
+        self.lost[node, steps] = lost[0]
+        self.stall[node, steps] = stall[0]
+
+
 def _best_node(
-    timeline: _Timeline,
-    load: FloatArray,
+    placed: _Placed,
     demand: FloatArray,
     candidates: npt.NDArray[np.int64],
-    totals: FloatArray,
     *,
     keep: int | None = None,
 ) -> tuple[int, float, float]:
     """The candidate node where `demand` adds the least work lost, then the least stall,
     over the counted steps (`keep`, the pod's node now, among the weighed on a large fleet)."""
+    timeline = placed.timeline
     steps = np.flatnonzero((demand > 0) & timeline.counted)
     if not len(steps):
         return (int(candidates[0]) if keep is None else keep), 0.0, 0.0
     if len(candidates) > _WEIGHED:
         # Least used over the whole run (cheap to keep), not only over this pod's life.
-        used = totals[candidates] / np.maximum(timeline.capacity[candidates], 1e-9)
+        used = placed.totals[candidates] / np.maximum(timeline.capacity[candidates], 1e-9)
         candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
         if keep is not None and keep not in candidates:
             candidates = np.append(candidates, keep)
-    before = load[np.ix_(candidates, steps)]
-    cores = timeline.cores[np.ix_(candidates, steps)]
-    present = timeline.present[np.ix_(candidates, steps)]
-    lost_before, stall_before = _cost(timeline, candidates, before, cores, present)
-    lost_after, stall_after = _cost(timeline, candidates, before + demand[steps], cores, present)
+    at = np.ix_(candidates, steps)
+    after = placed.load[at] + demand[steps]
+    lost_after, stall_after = _cost(
+        timeline, candidates, after, timeline.cores[at], timeline.present[at]
+    )
+    lost_before, stall_before = placed.lost[at], placed.stall[at]
     added_lost = (lost_after - lost_before).sum(axis=1)
     added_stall = (stall_after - stall_before).sum(axis=1)
     tied = added_lost <= added_lost.min() + _TIE
@@ -244,8 +279,7 @@ def _best_node(
 
 
 def _fitting(
-    timeline: _Timeline,
-    reserved: FloatArray,
+    placed: _Placed,
     slot: int,
     candidates: npt.NDArray[np.int64],
     held: BoolArray,
@@ -253,21 +287,23 @@ def _fitting(
     """The candidates whose allocatable holds the pod's requests beside those of the pods
     placed there, at every step it holds them while the node is present (kube-scheduler's
     resource fit, kept for the pod's whole life since nothing moves)."""
+    timeline = placed.timeline
     need = timeline.requests[slot]
-    if not held.any() or not need.any():
+    steps = np.flatnonzero(held)
+    if not len(steps) or not need.any() or not len(candidates):
         return candidates
-    room = timeline.allocatable[:, candidates][:, :, held] - reserved[:, candidates][:, :, held]
-    short = room < need[:, None, None] - _TIE
-    short &= timeline.present[candidates][:, held][None, :, :]
-    fits: npt.NDArray[np.int64] = candidates[~short.any(axis=(0, 2))]
+    at = np.ix_(candidates, steps)
+    present = timeline.present[at]
+    short = np.zeros(len(candidates), dtype=np.bool_)
+    for resource in np.flatnonzero(need):
+        room = placed.free[resource][at]
+        short |= ((room < need[resource] - _TIE) & present).any(axis=1)
+    fits: npt.NDArray[np.int64] = candidates[~short]
     return fits
 
 
 def _best_option(
-    timeline: _Timeline,
-    load: FloatArray,
-    totals: FloatArray,
-    reserved: FloatArray,
+    placed: _Placed,
     slot: int,
     *,
     keep: tuple[int, FloatArray, BoolArray] | None = None,
@@ -275,13 +311,14 @@ def _best_option(
     """Where and from when the pod adds the least work lost (its own while it waits, plus
     what it adds to a node), then the least stall: the node, the usage it runs there and the
     steps it holds its requests there; None where no node ever allows it or has room for it."""
+    timeline = placed.timeline
     usage = timeline.usage[slot]
-    nodes = load.shape[0]
+    nodes = placed.load.shape[0]
     steps = np.arange(usage.shape[0])
     best: tuple[float, float, int, FloatArray, BoolArray] | None = None
     for start, mask in timeline.options[slot]:
         held = timeline.alive[slot] & (steps >= start)
-        candidates = _fitting(timeline, reserved, slot, np.flatnonzero(mask[:nodes]), held)
+        candidates = _fitting(placed, slot, np.flatnonzero(mask[:nodes]), held)
         if not len(candidates):
             continue
         demand = usage
@@ -292,7 +329,7 @@ def _best_option(
         waiting = float((usage - demand)[timeline.counted].sum())
         same = keep is not None and np.array_equal(keep[1], demand)
         node, lost, stall = _best_node(
-            timeline, load, demand, candidates, totals, keep=keep[0] if same and keep else None
+            placed, demand, candidates, keep=keep[0] if same and keep else None
         )
         key = (lost + waiting, stall)
         if (
@@ -308,45 +345,32 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
     """The hindsight placement's figures for one scenario and seed, in the shape of a
     contender's `work_lost` and `stall` (`simulator.figures`), after the same warm-up."""
     timeline = _Timeline(scenario, seed)
-    load = np.zeros_like(timeline.cores)
-    #: Each node's load summed over the run, kept with `load` (to pick the few to weigh).
-    totals = np.zeros(len(load))
+    state = _Placed(timeline)
     counted = timeline.counted
     unplaced = 0.0
     peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
     order = sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s))
-    #: Per resource (cpu, memory), node and step: the requests of the pods placed there.
-    reserved = np.zeros_like(timeline.allocatable)
     placed: dict[int, tuple[int, FloatArray, BoolArray]] = {}
-
-    def hold(slot: int, choice: tuple[int, FloatArray, BoolArray], sign: float) -> None:
-        node, demand, held = choice
-        load[node] += sign * demand
-        totals[node] += sign * demand.sum()
-        reserved[:, node, held] += sign * timeline.requests[slot][:, None]
-
     for slot in order:
-        choice = _best_option(timeline, load, totals, reserved, slot)
+        choice = _best_option(state, slot)
         if choice is None:
             unplaced += float(timeline.usage[slot][counted].sum()) * timeline.dt
             continue
         placed[slot] = choice
-        hold(slot, choice, 1.0)
+        state.hold(slot, choice, 1.0)
     # Greedy first, then passes that take each pod out and put it back where it now adds the
     # least: a pod placed early met none of the pods after it. Each pass never raises the
     # cost (the pod's own place is a candidate).
     for _ in range(_PASSES):
         for slot, current in placed.items():
-            hold(slot, current, -1.0)
-            choice = _best_option(timeline, load, totals, reserved, slot, keep=current)
+            state.hold(slot, current, -1.0)
+            choice = _best_option(state, slot, keep=current)
             assert choice is not None  # its own place still has room
             placed[slot] = choice
-            hold(slot, choice, 1.0)
+            state.hold(slot, choice, 1.0)
     for slot, (_, demand, _) in placed.items():
         unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
-    lost, stall = _cost(
-        timeline, slice(None), load, timeline.cores, timeline.present.astype(np.bool_)
-    )
+    lost, stall = _cost(timeline, slice(None), state.load, timeline.cores, timeline.present)
     dt = timeline.dt
     overflow = float(lost[:, counted].sum()) * dt
     displaced = timeline.starting + unplaced
