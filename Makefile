@@ -59,9 +59,10 @@ bench: $(STAMP)
 
 ## make compare: the evidence behind the README's comparison: every named scenario on 5 seeds,
 ## 200 scenarios drawn from the default family and 100 from large-slow (larger fleets, slower
-## pipelines and start-ups, another PSI model) on 3 seeds, on every core (about four hours on 2:
-## a large-slow scenario takes about 35 s a seed for its ten rows, a default one 6 s),
-## then docs/results.md written from those outputs (simulator/results_doc.py).
+## pipelines and start-ups, another PSI model) on 3 seeds, on every core (about three hours on
+## 2: a large-slow scenario takes about 25 s a seed for its ten rows, a default one 6 s),
+## then docs/results.md written from those outputs (simulator/results_doc.py). Interrupted, it
+## resumes: each sweep reuses the runs its journal holds for the same code (tas sweep --fresh).
 compare: $(STAMP)
 	mkdir -p comparison
 	(git describe --always --dirty --abbrev=7 2>/dev/null || true) > comparison/commit.txt

@@ -258,12 +258,12 @@ def _best_node(
         candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
         if keep is not None and keep not in candidates:
             candidates = np.append(candidates, keep)
-    at = np.ix_(candidates, steps)
-    after = placed.load[at] + demand[steps]
+    cells = np.ix_(candidates, steps)
+    after = placed.load[cells] + demand[steps]
     lost_after, stall_after = _cost(
-        timeline, candidates, after, timeline.cores[at], timeline.present[at]
+        timeline, candidates, after, timeline.cores[cells], timeline.present[cells]
     )
-    lost_before, stall_before = placed.lost[at], placed.stall[at]
+    lost_before, stall_before = placed.lost[cells], placed.stall[cells]
     added_lost = (lost_after - lost_before).sum(axis=1)
     added_stall = (stall_after - stall_before).sum(axis=1)
     tied = added_lost <= added_lost.min() + _TIE
@@ -292,11 +292,11 @@ def _fitting(
     steps = np.flatnonzero(held)
     if not len(steps) or not need.any() or not len(candidates):
         return candidates
-    at = np.ix_(candidates, steps)
-    present = timeline.present[at]
+    cells = np.ix_(candidates, steps)
+    present = timeline.present[cells]
     short = np.zeros(len(candidates), dtype=np.bool_)
     for resource in np.flatnonzero(need):
-        room = placed.free[resource][at]
+        room = placed.free[resource][cells]
         short |= ((room < need[resource] - _TIE) & present).any(axis=1)
     fits: npt.NDArray[np.int64] = candidates[~short]
     return fits

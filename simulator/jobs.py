@@ -27,6 +27,8 @@ from simulator.scenario import Scenario
 
 #: Called after each finished run with (done, total).
 Progress = Callable[[int, int], None]
+#: Called with each finished job and its result as it finishes (a sweep's journal).
+Record = Callable[["Job", "JobResult"], None]
 
 #: The reference rows of every comparison (issue 23), run as jobs like the contenders but
 #: never contenders themselves: `limit`, the fluid bound (`simulator.limit`), and
@@ -129,19 +131,22 @@ def run_jobs(
     dask_address: str | None = None,
     log_path: Path | None = None,
     progress: Progress | None = None,
+    record: Record | None = None,
 ) -> list[JobResult]:
-    """Every job's result, in the order of `jobs`.
+    """Every job's result, in the order of `jobs`; `record` is called with each as it ends.
 
     `workers=1` runs them here, one after another (no pool: the simplest thing to debug);
     more runs a process pool of that size; `dask_address` sends them to that Dask scheduler
     (`tcp://host:8786`) instead."""
     if dask_address:
-        return _run_on_dask(jobs, dask_address, progress)
+        return _run_on_dask(jobs, dask_address, progress, record)
     count = workers if workers is not None else default_workers()
     if count <= 1 or len(jobs) <= 1:
         results = []
         for job in jobs:
             results.append(run_job(job))
+            if record is not None:
+                record(job, results[-1])
             if progress is not None:
                 progress(len(results), len(jobs))
         return results
@@ -157,7 +162,9 @@ def run_jobs(
     ) as pool:
         futures = {pool.submit(run_job, job): index for index, job in enumerate(jobs)}
         for done, future in enumerate(as_completed(futures), start=1):
-            ordered[futures[future]] = future.result()
+            ordered[futures[future]] = result = future.result()
+            if record is not None:
+                record(jobs[futures[future]], result)
             if progress is not None:
                 progress(done, len(jobs))
     return [result for result in ordered if result is not None]
@@ -179,7 +186,9 @@ def configure_run_logging(log_path: str) -> None:
     root.setLevel(logging.WARNING)
 
 
-def _run_on_dask(jobs: Sequence[Job], address: str, progress: Progress | None) -> list[JobResult]:
+def _run_on_dask(
+    jobs: Sequence[Job], address: str, progress: Progress | None, record: Record | None
+) -> list[JobResult]:
     try:
         # An optional extra, untyped: held as Any rather than silenced call by call.
         distributed: Any = importlib.import_module("distributed")
@@ -195,7 +204,9 @@ def _run_on_dask(jobs: Sequence[Job], address: str, progress: Progress | None) -
         index = {future.key: i for i, future in enumerate(futures)}
         ordered: list[JobResult | None] = [None] * len(jobs)
         for done, future in enumerate(distributed.as_completed(futures), start=1):
-            ordered[index[future.key]] = future.result()
+            ordered[index[future.key]] = result = future.result()
+            if record is not None:
+                record(jobs[index[future.key]], result)
             if progress is not None:
                 progress(done, len(jobs))
         return [result for result in ordered if result is not None]

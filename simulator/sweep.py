@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,7 @@ from simulator.jobs import (
     Progress,
     run_jobs,
 )
+from simulator.journal import Journal
 from simulator.report import rounded
 from simulator.scenario import Scenario, read_scenario
 from simulator.seeds import (
@@ -95,6 +97,11 @@ from simulator.seeds import (
     something_to_gain,
 )
 from simulator.stats import Interval, clear_best, numeric_leaves
+
+log = logging.getLogger(__name__)
+
+#: Every run of the sweep, written as it finishes (`simulator.journal`).
+JOURNAL = "journal.jsonl"
 
 
 @dataclass(frozen=True)
@@ -148,25 +155,44 @@ def run_sweep(
     workers: int | None = None,
     dask_address: str | None = None,
     progress: Progress | None = None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
+    """Run the plan's sweep into `out`, reusing the runs its journal (`simulator.journal`)
+    holds from an earlier, interrupted sweep of the same code, unless `fresh`."""
     out.mkdir(parents=True, exist_ok=True)
     scenarios = draw_scenarios(plan.family, plan.count, out)
     jobs = plan_jobs(scenarios, plan.contenders, plan.seeds)
-    results = run_jobs(
-        jobs,
-        workers=workers,
-        dask_address=dask_address,
-        log_path=out / "sweep.log",
-        progress=progress,
-    )
+    if fresh:
+        (out / JOURNAL).unlink(missing_ok=True)
+    journal = Journal(out / JOURNAL)
+
+    def run(batch: Sequence[Job], progress: Progress | None = None) -> list[JobResult]:
+        found = [journal.known(job) for job in batch]
+        missing = [job for job, result in zip(batch, found, strict=True) if result is None]
+        if len(missing) < len(batch):
+            log.warning(
+                "%s: %d of %d runs finished before (same code, scenario, contender and seed), "
+                "reused",
+                out / JOURNAL,
+                len(batch) - len(missing),
+                len(batch),
+            )
+        ran = iter(
+            run_jobs(
+                missing,
+                workers=workers,
+                dask_address=dask_address,
+                log_path=out / "sweep.log",
+                progress=progress,
+                record=journal.record,
+            )
+        )
+        return [result if result is not None else next(ran) for result in found]
+
+    results = run(jobs, progress)
     # Where ours lost clearly more than requests with deschedule rules to obey, ours again
     # without them: whether obeying them is what cost it (`why_worse`).
-    results += run_jobs(
-        unruled_jobs(results, scenarios),
-        workers=workers,
-        dask_address=dask_address,
-        log_path=out / "sweep.log",
-    )
+    results += run(unruled_jobs(results, scenarios))
     verdict = summarize(results, plan.contenders, len(scenarios))
     _write_json(out / "sweep.json", verdict)
     _write_json(out / "runs.json", runs_document(results))

@@ -1,11 +1,12 @@
 """`tas sweep`: draw scenarios from a family and run every contender on each, on several seeds.
 
 Writes DIR/sweep.json (the verdict per contender), DIR/runs.json (every run's figures),
-DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`) and
-DIR/sweep.log (the components' own messages), and prints the verdict as a table. A bad family
-file lists every problem with its path and exits 1. The reference rows (`limit`, `hindsight`,
-`clairvoyant`) run on every scenario and seed too, and every contender's share of the
-achievable gain is given (`simulator.sweep`).
+DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`),
+DIR/journal.jsonl (each run as it finishes: run again, an interrupted sweep resumes, unless
+`--fresh`) and DIR/sweep.log (the components' own messages), and prints the verdict as a
+table. A bad family file lists every problem with its path and exits 1. The reference rows
+(`limit`, `hindsight`, `clairvoyant`) run on every scenario and seed too, and every
+contender's share of the achievable gain is given (`simulator.sweep`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_contenders_option(parser)
     add_spreading_options(parser)
     parser.add_argument("--out", type=Path, default=Path("sweep"), metavar="DIR")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every run again, even those DIR's journal holds from an interrupted sweep "
+        "of the same code",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.family import FamilyError, load_family, named_families
     from simulator.goals import OURS, report, sweep_goals
     from simulator.jobs import REFERENCES, DaskUnavailableError, configure_run_logging
-    from simulator.sweep import BASELINE, SweepPlan, run_sweep, table
+    from simulator.sweep import BASELINE, JOURNAL, SweepPlan, run_sweep, table
 
     if args.count < 1 or args.seeds < 1:
         print("tas sweep: --count and --seeds must be at least 1", file=sys.stderr)
@@ -73,23 +80,36 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
 
     def progress(done: int, of: int) -> None:
+        said = f"{done}/{of} runs ({time.perf_counter() - started:.0f} s)"
         if sys.stderr.isatty():
-            sys.stderr.write(f"\r{done}/{of} runs ({time.perf_counter() - started:.0f} s)")
-            if done == of:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+            sys.stderr.write(f"\r{said}" + ("\n" if done == of else ""))
+        elif done == of or done % max(1, of // 20) == 0:
+            # A log (make compare's, hours long): a line every twentieth of the runs.
+            sys.stderr.write(said + "\n")
+        sys.stderr.flush()
 
     print(
         f"{family.name}: {args.count} scenarios x {args.seeds} seeds x ({len(contenders)} "
         f"contenders + {len(REFERENCES)} references) = {total} runs",
         file=sys.stderr,
     )
+    if (args.out / JOURNAL).exists() and not args.fresh:
+        print(
+            f"resuming: the runs {args.out / JOURNAL} holds for this code and these scenarios "
+            "are reused (--fresh runs them again)",
+            file=sys.stderr,
+        )
     for name, settings in family.contenders.items():
         if name in contenders and (said := settings.runs_with(name, set_by="the family")):
             print(said, file=sys.stderr)
     try:
         verdict = run_sweep(
-            plan, args.out, workers=args.workers, dask_address=args.dask or None, progress=progress
+            plan,
+            args.out,
+            workers=args.workers,
+            dask_address=args.dask or None,
+            progress=progress,
+            fresh=args.fresh,
         )
     except DaskUnavailableError as error:
         print(f"tas sweep: {error}", file=sys.stderr)

@@ -43,11 +43,12 @@ from simulator.family import (
     named_families,
     read_family,
 )
-from simulator.jobs import JobResult
+from simulator.jobs import Job, JobResult
+from simulator.journal import Journal
 from simulator.scenario import load_scenario, read_scenario
 from simulator.seeds import SeededFigures, best_by_figure
 from simulator.stats import Interval, aggregate, clear_best, interval, t_quantile
-from simulator.sweep import WorseCause, summarize, table, why_worse
+from simulator.sweep import JOURNAL, WorseCause, summarize, table, why_worse
 from tas.durations import parse_duration as _seconds
 from tas_cli.main import main
 
@@ -665,3 +666,54 @@ def test_ours_without_the_rules_runs_and_evicts_nothing_for_a_rule() -> None:
     assert unruled is not None
     assert ruled["evictions"]["deschedule_rule"] > 0
     assert unruled["evictions"]["deschedule_rule"] == 0
+
+
+def test_an_interrupted_sweep_resumes_to_the_same_bytes(
+    one_process: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As a kill leaves it: the first half of the runs written, the last of them mid-line.
+    lines = (one_process / JOURNAL).read_text().splitlines(keepends=True)
+    assert len(lines) == 3 * 2 * (3 + 3)  # scenarios x seeds x (contenders + references)
+    kept = lines[: len(lines) // 2]
+    (tmp_path / JOURNAL).write_text("".join(kept[:-1]) + kept[-1][:40])
+    assert _sweep(tmp_path, "--workers", "1") == 0
+    assert "resuming" in capsys.readouterr().err
+    for name in ("sweep.json", "runs.json"):
+        assert (tmp_path / name).read_bytes() == (one_process / name).read_bytes()
+    # The torn run ran again and is whole now; nothing finished before ran twice.
+    journal = [json.loads(line) for line in (tmp_path / JOURNAL).read_text().splitlines()]
+    assert len(journal) == len({entry["key"] for entry in journal}) == len(lines)
+
+
+def _tampered(out: Path, source: Path) -> float:
+    """`source`'s journal in `out`, with requests' first run claiming a made-up work lost."""
+    entries = [json.loads(line) for line in (source / JOURNAL).read_text().splitlines()]
+    first = next(e for e in entries if e["contender"] == "requests")
+    first["figures"]["work_lost"]["core_seconds"] = made_up = 123456.0
+    (out / JOURNAL).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return made_up
+
+
+def _first_requests_run(out: Path) -> float:
+    runs = json.loads((out / "runs.json").read_text())["runs"]["default-0000"]["requests"]
+    value: float = runs[min(runs)]["work_lost"]["core_seconds"]
+    return value
+
+
+def test_a_finished_run_is_reused_not_run_again_and_fresh_runs_it_again(
+    one_process: Path, tmp_path: Path
+) -> None:
+    made_up = _tampered(tmp_path, one_process)
+    assert _sweep(tmp_path, "--workers", "1") == 0
+    assert _first_requests_run(tmp_path) == made_up
+    assert _sweep(tmp_path, "--workers", "1", "--fresh") == 0
+    assert _first_requests_run(tmp_path) == _first_requests_run(one_process) != made_up
+
+
+def test_a_run_is_reused_only_for_the_same_code_and_scenario_text(one_process: Path) -> None:
+    scenario = load_scenario(str(one_process / "scenarios" / "default-0000.yaml"))
+    job = Job(scenario, "requests", scenario.seed)
+    assert Journal(one_process / JOURNAL).known(job) is not None
+    assert Journal(one_process / JOURNAL, code="another commit").known(job) is None
+    changed = dataclasses.replace(scenario, source=str(one_process / "scenarios/default-0001.yaml"))
+    assert Journal(one_process / JOURNAL).known(Job(changed, "requests", scenario.seed)) is None
