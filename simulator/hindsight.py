@@ -216,6 +216,9 @@ class _Placed:
         self.totals = np.zeros(len(self.load))
         #: Per resource (cpu, memory), node and step: allocatable less the placed requests.
         self.free = timeline.allocatable.copy()
+        #: Per resource and node: the least `free` over the steps it is present, so a pod that
+        #: fits within it fits at every step, and only the other nodes are checked step by step.
+        self.floor = np.where(timeline.present, self.free, np.inf).min(axis=2, initial=np.inf)
         self.lost, self.stall = _cost(
             timeline, slice(None), self.load, timeline.cores, timeline.present
         )
@@ -227,6 +230,9 @@ class _Placed:
         self.load[node] += sign * demand
         self.totals[node] += sign * demand.sum()
         self.free[:, node, held] -= sign * timeline.requests[slot][:, None]
+        self.floor[:, node] = np.where(timeline.present[node], self.free[:, node], np.inf).min(
+            axis=1, initial=np.inf
+        )
         steps = np.flatnonzero(demand)
         lost, stall = _cost(
             timeline,
@@ -292,12 +298,16 @@ def _fitting(
     steps = np.flatnonzero(held)
     if not len(steps) or not need.any() or not len(candidates):
         return candidates
-    cells = np.ix_(candidates, steps)
-    present = timeline.present[cells]
-    short = np.zeros(len(candidates), dtype=np.bool_)
-    for resource in np.flatnonzero(need):
-        room = placed.free[resource][cells]
-        short |= ((room < need[resource] - _TIE) & present).any(axis=1)
+    short = (placed.floor[:, candidates] < need[:, np.newaxis] - _TIE).any(axis=0)
+    doubt = candidates[short]
+    if len(doubt):
+        cells = np.ix_(doubt, steps)
+        present = timeline.present[cells]
+        still = np.zeros(len(doubt), dtype=np.bool_)
+        for resource in np.flatnonzero(need):
+            room = placed.free[resource][cells]
+            still |= ((room < need[resource] - _TIE) & present).any(axis=1)
+        short[short] = still
     fits: npt.NDArray[np.int64] = candidates[~short]
     return fits
 
