@@ -189,7 +189,7 @@ class FigureRecorder:
         for slot, strategy in list(self._displaced_for.items()):
             if state.running[slot]:
                 del self._displaced_for[slot]
-            elif displaced is not None and displaced[slot] and dt > 0:
+            elif displaced[slot] and dt > 0:
                 self.displaced_by[strategy] += float(state.slot_cpu[slot]) * dt
 
     def _sample(self, state: ModelState) -> None:

@@ -25,11 +25,13 @@ from the same workload model the contenders are judged on (`inmemory.workload`):
   the same utilization), so equalized utilization would not be the least.
 
 Stall alone can be beaten, by losing more work: an overloaded node stalls no more than a full
-one, and pods pending or starting add no pressure. But no node's pressure rises by more than
-1 per core of load (under Erlang C the steepest, one server, is the load itself; the bursty
-model keeps to it on nodes of 8 cores or more, where a tiny node at extreme burstiness may
-not), so no placement has a lower stall + work lost (node-seconds + core-seconds) than the
-limit; the tests check both bounds.
+one, and pods pending or starting add no pressure. A core-second of demand served where it
+adds more than a node-second of stall could instead be lost for one core-second, so the water
+filling counts every stretch of an envelope at most 1 per core (Erlang C never rises faster:
+its steepest, one server, is the load itself; the bursty model does on small nodes at high
+burstiness, a 1-core node up to several per core). So no placement has a lower stall + work
+lost (node-seconds + core-seconds) than the limit, whatever the curve; the tests check both
+bounds.
 
 Nothing evicts, nothing restarts, memory is not modelled (an OOM kill only adds work lost).
 A set-health's effect counts from the step it holds: a degraded node offers the share of its
@@ -69,6 +71,9 @@ _GRID = np.linspace(0.0, 1.0, 2001)
 #: Above this many distinct node sets, only the single groups and their union are checked
 #: (still a lower bound, only less tight); named and drawn scenarios have a handful.
 _MAX_EXACT_GROUPS = 12
+#: Node-seconds of stall per core-second of demand lost: where serving demand would add more
+#: stall than this, a placement may lose it instead (the module docstring's joint bound).
+_LOST_INSTEAD = 1.0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -107,7 +112,8 @@ class _StallCurve:
             slopes.append(s)
             lengths.append(n * count)
         if slopes:
-            every_slope = np.concatenate(slopes)
+            # Steeper than losing the demand instead: counted at that price (module docstring).
+            every_slope = np.minimum(np.concatenate(slopes), _LOST_INSTEAD)
             every_length = np.concatenate(lengths)
             order = np.argsort(every_slope, kind="stable")
             length = every_length[order]

@@ -68,7 +68,8 @@ class ScenarioPage:
                 cores=float(state.cores[i]),
                 cpu_demand=float(state.demand[i]),
                 cpu_utilization=float(state.utilization[i]),
-                cpu_pressure=float(state.pressure[i]),
+                # What node-exporter reads (the model's noise in it), as a cluster shows it.
+                cpu_pressure=float(state.measured_pressure[i]),
                 memory_used=float(state.memory_used[i]),
                 memory_utilization=float(state.memory_utilization[i]),
                 memory_pressure=float(state.memory_pressure[i]),

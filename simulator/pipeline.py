@@ -116,10 +116,7 @@ class ScrapeStore:
         for name, values in (
             (CPU_UTILIZATION, state.utilization),
             # What node-exporter reads: the pressure model's noise on the true pressure.
-            (
-                CPU_PRESSURE,
-                state.pressure if state.measured_pressure is None else state.measured_pressure,
-            ),
+            (CPU_PRESSURE, state.measured_pressure),
             (MEMORY_PRESSURE, state.memory_pressure),
         ):
             counter = _grown(self._counters[name], n)

@@ -125,15 +125,15 @@ class ModelState:
     slot_cpu: FloatArray
     slot_memory: FloatArray
     running: npt.NDArray[np.bool_]
+    #: The PSI reading node-exporter accumulates: `pressure` with the pressure model's noise.
+    measured_pressure: FloatArray
+    #: Per slot: the slots whose demand `displaced` counts (live, not running, not a VM still
+    #: running on its source), for the figures' causes.
+    displaced_slots: npt.NDArray[np.bool_]
     #: Cores: wanted by every live slot, not served for stalls, not served for not running.
     demand_total: float = 0.0
     stalled: float = 0.0
     displaced: float = 0.0
-    #: The PSI reading node-exporter accumulates: `pressure` with the pressure model's noise.
-    measured_pressure: FloatArray | None = None
-    #: Per slot: the slots whose demand `displaced` counts (live, not running, not a VM still
-    #: running on its source), for the figures' causes.
-    displaced_slots: npt.NDArray[np.bool_] | None = None
 
 
 @dataclass
