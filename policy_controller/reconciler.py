@@ -260,8 +260,10 @@ class Reconciler:
         return writes, errors
 
     def _report_breakers(self, desired: DesiredState) -> None:
-        """Log when a policy's breaker opens (an error: the metric is broken) and closes."""
+        """Log when a policy's breaker opens (an error: the metric is broken) and closes, and
+        export each one's state (`tas_controller_circuit_breaker_open`)."""
         held = {key for key, e in desired.evaluations.items() if e.held is not None}
+        self._metrics.set_breakers((key, key in held) for key in desired.evaluations)
         for key in sorted(held - self._held):
             log.error(
                 "Circuit breaker open for policy %s: %s; no node newly labelled violating "

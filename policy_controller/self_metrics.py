@@ -47,11 +47,18 @@ class ControllerMetrics:
             "Nodes violating a policy's strategy at the last evaluation.",
             ["namespace", "policy", "strategy"],
         )
+        self.breaker_open = metrics.gauge(
+            "tas_controller_circuit_breaker_open",
+            "1 while a policy's circuit breaker holds new violating labels (more than half of "
+            "the nodes with values violate at once), else 0.",
+            ["namespace", "policy"],
+        )
         self.leader = metrics.gauge(
             "tas_controller_leader",
             "1 while this replica holds the leader lease (or runs without election).",
         )
         self._reported: set[tuple[str, str, str]] = set()
+        self._breakers: set[tuple[str, str]] = set()
 
     def set_violating(self, counts: Iterable[tuple[PolicyKey, str, int]]) -> None:
         """Replace the violating-node gauges; series of deleted policies disappear."""
@@ -63,3 +70,15 @@ class ControllerMetrics:
         for labels in self._reported - current:
             self.violating_nodes.remove(*labels)
         self._reported = current
+
+    def set_breakers(self, policies: Iterable[tuple[PolicyKey, bool]]) -> None:
+        """Each evaluated policy's breaker, open (1) or closed (0); deleted policies' series
+        disappear."""
+        current: set[tuple[str, str]] = set()
+        for key, held in policies:
+            labels = (str(key.namespace), str(key.name))
+            current.add(labels)
+            self.breaker_open.labels(*labels).set(1 if held else 0)
+        for labels in self._breakers - current:
+            self.breaker_open.remove(*labels)
+        self._breakers = current

@@ -339,6 +339,7 @@ def test_a_metric_that_makes_most_nodes_violate_at_once_labels_no_new_node() -> 
     assert harness.pod_labels("demo-c")["violate"] == "demo-policy"
     message = status(harness)["message"]
     assert message.startswith("Circuit breaker open, deschedule held: 4 of 4 nodes")
+    assert _breaker_open(harness) == 1
 
     view.set("health_metric", {"A": 2, "B": 0, "C": 0, "D": 0})  # fixed; A really broke
     harness.reconcile()
@@ -346,6 +347,19 @@ def test_a_metric_that_makes_most_nodes_violate_at_once_labels_no_new_node() -> 
     assert labelled == {"A"}
     assert harness.pod_labels("demo-a")["violate"] == "demo-policy"
     assert not status(harness)["message"].startswith("Circuit breaker")
+    assert _breaker_open(harness) == 0
+
+    cluster.delete_policy(PolicyKey(DEMO_NAMESPACE, PolicyName("demo-policy")))
+    harness.reconcile()
+    assert _breaker_open(harness) is None  # no series for a policy that is gone
+
+
+def _breaker_open(harness: Harness) -> float | None:
+    """What Prometheus would scrape of the controller's breaker gauge for the demo policy."""
+    return harness.registry.get_sample_value(
+        "tas_controller_circuit_breaker_open",
+        {"namespace": DEMO_NAMESPACE, "policy": "demo-policy"},
+    )
 
 
 def test_a_small_cluster_whose_nodes_all_violate_is_labelled() -> None:
