@@ -9,6 +9,7 @@ same code the simulator and the benchmarks call): a route decodes, calls it and 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -39,6 +40,8 @@ from tas.request_body import BodyTooLargeError, RejectedRequestError, read_limit
 from tas.types import NodeName
 
 _JSON = "application/json"
+
+log = logging.getLogger(__name__)
 _DEFAULT_DECISIONS_SHOWN = 20
 #: What `GET /` lists: a person who opens the extender's address in a browser (the dashboard
 #: links it) learns what it serves instead of meeting a 404.
@@ -139,7 +142,18 @@ def create_app(
                 # Nobody is left to read an answer; this only keeps a traceback out of the log.
                 telemetry.rejected_requests.labels(verb.value, "disconnected").inc()
                 return _error_response(400, "the client disconnected while sending the body")
-            content = answer(args)
+            try:
+                content = answer(args)
+            except Exception:
+                # A bug, not the request: counted and logged with the pod, and answered with a
+                # reason. kube-scheduler (ignorable: true) schedules that pod without us.
+                log.exception(
+                    "%s for pod %s failed; kube-scheduler goes on without the extender",
+                    verb.value,
+                    args.pod,
+                )
+                telemetry.internal_errors.labels(verb.value).inc()
+                return _error_response(500, f"the extender failed to {verb.value} this pod")
             histogram.observe(time.perf_counter() - started)
             return Response(content, media_type=_JSON)
 

@@ -47,6 +47,12 @@ class ExtenderMetrics:
             "Requests answered with a client error (bad body, type, size), by verb and status.",
             ["verb", "status"],
         )
+        self.internal_errors = metrics.counter(
+            "tas_extender_internal_errors_total",
+            "Requests that failed inside the extender (a bug; the log has the traceback), "
+            "answered 500, by verb.",
+            ["verb"],
+        )
 
     def count_decision(self, decision: Decision) -> None:
         # A missing policy's name is whatever the pod's label says: one fixed value for all.

@@ -6,7 +6,8 @@ FailedAndUnresolvableNodes versus the TAS-compatible FailedNodes, rank scores, p
 policy label, missing policies and policies without the strategy (HTTP 200, recorded), every
 bad-input status (400, 413, 415, 405) with a JSON `Error`, large bodies through the scanner,
 deep nesting and a syntax error hidden in one node of a large body (400, not 500 or a broken
-answer), metric series bounded by the policies whatever pods say, and the side endpoints:
+answer), a failure inside the extender (a 500 with a JSON `Error`, counted, logged with the
+pod), metric series bounded by the policies whatever pods say, and the side endpoints:
 /healthz, /readyz, /metrics, /debug/decisions.
 """
 
@@ -552,3 +553,28 @@ def test_one_unhealthy_node_is_still_filtered_when_it_is_the_only_candidate() ->
         result = extender.post("filter", args_body(names=["D"])).json()
     assert result["NodeNames"] == []
     assert set(result["FailedAndUnresolvableNodes"]) == {"D"}
+
+
+class _BrokenView(StaticMetricView):
+    """A metric source whose reads fail with an error nobody anticipated (a bug's stand-in)."""
+
+    def columns(self) -> Any:
+        raise RuntimeError("a bug in a metric source")
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+def test_a_failure_inside_the_extender_is_a_counted_500_with_a_reason_and_a_logged_pod(
+    verb: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with running_extender(policies=health_policies(), view=_BrokenView()) as extender:
+        response = extender.post(verb, args_body(names=["A", "B"]))
+        text = extender.client.get("/metrics").text
+        # It keeps answering: the next request fails the same way, not the server.
+        assert extender.post(verb, args_body(names=["A"])).status_code == 500
+    assert response.status_code == 500
+    assert response.json()["Error"] == f"the extender failed to {verb} this pod"
+    assert f'tas_extender_internal_errors_total{{verb="{verb}"}} 1.0' in text
+    failed = [r for r in caplog.records if "kube-scheduler goes on without" in r.getMessage()]
+    assert failed
+    assert f"{DEMO_NAMESPACE}/" in failed[0].getMessage()
+    assert failed[0].exc_info is not None
