@@ -55,6 +55,7 @@ from tas.cluster.model import (
     ObjectReference,
     PersistentVolumeClaim,
     Pod,
+    PodCondition,
     PodDisruptionBudget,
     Taint,
 )
@@ -339,13 +340,33 @@ class InMemoryCluster:
             self._node(node)
             if pod.node_name is not None:
                 raise ConflictError(f"pod {namespace}/{name} is already bound to {pod.node_name}")
+            now = self._clock.now()
             bound = dataclasses.replace(
-                pod, node_name=node, phase="Running", start_time=self._clock.now()
+                pod,
+                node_name=node,
+                phase="Running",
+                start_time=now,
+                conditions=(
+                    *(c for c in pod.conditions if c.type != "PodScheduled"),
+                    PodCondition("PodScheduled", "True", last_transition_time=now),
+                ),
             )
             changed = self._put_pod(bound)
             stored = self._pods[(namespace, name)]
         self._notify(changed)
         return stored
+
+    def mark_ready(self, namespace: Namespace, name: str) -> None:
+        """The pod's containers have started and it serves (what the kubelet reports): its
+        `Ready` condition turns true now. A pod gone or not bound is left alone."""
+        with self._lock:
+            pod = self._pods.get((namespace, name))
+            if pod is None or pod.node_name is None:
+                return
+            ready = PodCondition("Ready", "True", last_transition_time=self._clock.now())
+            kept = tuple(c for c in pod.conditions if c.type != "Ready")
+            changed = self._put_pod(dataclasses.replace(pod, conditions=(*kept, ready)))
+        self._notify(changed)
 
     def remove_pod(self, namespace: Namespace, name: str) -> None:
         """Delete a pod outright (no owner recreates it; that only follows an eviction)."""

@@ -213,6 +213,7 @@ class SimulatedWorld:
         state = world.model(t)
         if world.kill_out_of_memory(state):
             state = world.model(t)
+        world.report_ready(t)
         self.store.integrate(state, step)
         self.store.maybe_scrape(t)
         self.state = state

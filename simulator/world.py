@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import heapq
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -57,6 +58,7 @@ from tas.cluster.model import (
     TaintEffect,
 )
 from tas.types import MetricColumns, MetricName, Namespace, NodeName, PodKey
+from tas.vocabulary import VIRT_LAUNCHER
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -234,6 +236,9 @@ class World:
         self.slot_ghost_node = _Grow(-1, np.int64)
         self.slot_ghost_until = _Grow(-math.inf)
         self.slot_instance = _Grow(0, np.int64)
+        #: Pods bound and not yet reported ready: (ready time, slot, instance, namespace, name),
+        #: a heap, so each step reports the kubelet's `Ready` for those whose time has come.
+        self._starting: list[tuple[float, int, int, str, str]] = []
         self._live = [w.migration == "live" for w in scenario.workloads]
         #: Pods ended outside the Eviction API (kubelet, garbage collector): VMs restart.
         self._killing = False
@@ -369,7 +374,8 @@ class World:
             pod = Pod(
                 namespace=Namespace(workload.namespace),
                 name=name,
-                labels=dict(workload.labels),
+                # A VM's launcher pod carries KubeVirt's label, as in a cluster.
+                labels={**workload.labels, **(VIRT_LAUNCHER if self._live[w] else {})},
                 annotations={SLOT_ANNOTATION: str(slot)},
                 node_name=None,
                 phase="Pending",
@@ -501,12 +507,24 @@ class World:
                 self.slot_ghost_until.data[slot] = copied
                 self.slot_ready.data[slot] = copied + migration.pause
                 self.migrations += 1
+            heapq.heappush(
+                self._starting,
+                (float(self.slot_ready.data[slot]), slot, start, pod.namespace, pod.name),
+            )
             created = self.created_at.pop(key, None)
             if created is not None:
                 self.pending_durations.append(self.clock.elapsed - created)
             for burst in self.bursts:
                 if key in burst.pods:
                     burst.placed[pod.node_name] = burst.placed.get(pod.node_name, 0) + 1
+
+    def report_ready(self, t: float) -> None:
+        """The kubelet's part: each pod whose start-up has ended by `t`, and still runs in its
+        slot, turns `Ready` (`InMemoryCluster.mark_ready`), as a cluster shows it."""
+        while self._starting and self._starting[0][0] <= t + 1e-9:
+            _, slot, instance, namespace, name = heapq.heappop(self._starting)
+            if self.slot_pod[slot] == name and int(self.slot_instance.data[slot]) == instance:
+                self.cluster.mark_ready(Namespace(namespace), name)
 
     def pending_count(self) -> int:
         return len(self.created_at)

@@ -6,6 +6,9 @@ so they are defined once and imported everywhere else; changing one is a compati
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 # ---------------------------------------------------------------- the TASPolicy resource
 GROUP = "telemetry.intel.com"
 VERSION = "v1alpha1"
@@ -50,3 +53,7 @@ NODE_ANNOTATIONS_READ = frozenset({OWNED_ANNOTATION})
 DEFAULT_TAINT_PREFIX = "telemetry.aware.scheduling"
 #: The extended resource TAS-managed pods request; kube-scheduler ignores it for fit.
 TELEMETRY_RESOURCE = "telemetry/scheduling"
+
+# ---------------------------------------------------------------- KubeVirt
+#: The label KubeVirt puts on every VM's launcher pod (virt-launcher).
+VIRT_LAUNCHER: Mapping[str, str] = MappingProxyType({"kubevirt.io": "virt-launcher"})

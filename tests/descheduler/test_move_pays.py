@@ -25,7 +25,7 @@ from descheduler.evictor import EvictionDecision
 from descheduler.framework import PodUsage, PodUsageSource, Result
 from descheduler.state import CycleState, pod_key
 from inmemory.workload import cpu_pressures
-from tas.cluster.model import Pod
+from tas.cluster.model import Pod, PodCondition
 from tas.metrics.static import StaticMetricView
 from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predict, pressure
 from tas.types import MetricName, NodeName
@@ -37,6 +37,7 @@ from tests.descheduler.builders import (
     make_node,
     make_pod,
     policy_config,
+    replace,
 )
 from tests.instrumented_cluster import InstrumentedCluster
 
@@ -165,15 +166,30 @@ def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> N
     ) in log
 
 
+def started_in(seconds: float) -> Callable[[Pod], Pod]:
+    """A pod that turned Ready `seconds` after it was scheduled, an hour ago."""
+    scheduled = START - timedelta(hours=1)
+    ready = scheduled + timedelta(seconds=seconds)
+    return replace(
+        conditions=(
+            PodCondition("PodScheduled", "True", last_transition_time=scheduled),
+            PodCondition("Ready", "True", last_transition_time=ready),
+        )
+    )
+
+
 def saturated(
     *extra_pods: Pod,
     prepare: Callable[[Descheduler], None] | None = None,
     pod_usage: PodUsageSource | None = None,
+    started: float | None = None,
     **extra: Any,
 ) -> list[EvictionDecision]:
-    """node-a saturated by eight 1-core pods of one owner, two idle nodes; two cycles with the
-    owner cooldown on: the evictions of the second."""
-    pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0) for i in range(8))
+    """node-a saturated by eight 1-core pods of one owner (which took `started` seconds to
+    start), two idle nodes; two cycles with the owner cooldown on: the evictions of the
+    second."""
+    apply = started_in(started) if started is not None else None
+    pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0, apply=apply) for i in range(8))
     cluster = cluster_with(
         make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods + extra_pods
     )
@@ -217,6 +233,22 @@ def test_a_move_that_does_not_pay_is_not_made() -> None:
     unpaid = [line for line in log if line.startswith('"Move does not pay" pod="default/web-0"')]
     assert len(unpaid) == 1
     assert "vs cost 10.000 (gain x0.4)" in unpaid[0]
+
+
+def test_a_move_costs_what_its_owners_pods_took_to_start_when_longer_than_restart_seconds() -> None:
+    # 1 core for 30 s over 300 s: 0.1; for the 120 s the web pods took to start: 0.4.
+    assert "vs cost 0.100 " in saturated()[0].reason
+    assert "vs cost 0.400 " in saturated(started=120)[0].reason
+    assert "vs cost 0.100 " in saturated(started=10)[0].reason  # restartSeconds is the least
+    assert "vs cost 1.000 " in saturated(started=900)[0].reason  # the payback horizon the most
+    assert "vs cost 0.100 " in saturated(started=120, learnRestartSeconds=False)[0].reason
+
+
+def test_a_slow_starting_workload_moves_fewer_pods_at_once() -> None:
+    # The first move gains 35 times its cost at 30 s, 9 times at 120 s: clear (several pods
+    # a cycle) at 10 times, marginal (one a cycle) at 120 s.
+    assert len(saturated(clearGain=10)) == 3
+    assert len(saturated(clearGain=10, started=120)) == 1
 
 
 def test_every_eviction_states_its_prediction() -> None:

@@ -124,6 +124,7 @@ class Loop:
             for event in self.world.due_events(t):
                 self.world.apply(event, t)
             state = self.world.model(t)
+            self.world.report_ready(t)
             self.recorder.model(state, step)
             self.states[t] = state
             self.scheduler.schedule_pending()

@@ -6,7 +6,8 @@ Covered:
   the range, the same for every contender (a hash of seed, slot and start), different from one
   start to the next; a plain duration stays one start-up for all; a range upside down or
   malformed is refused with its path;
-- the world runs a pod only after its own drawn start-up, and a replacement draws anew;
+- the world runs a pod only after its own drawn start-up, and a replacement draws anew; the
+  cluster shows it as one does (Ready after PodScheduled by that start-up);
 - the hindsight reference gives each pod the start-up of its first start in the world, and the
   limit the least one (still a bound);
 - a live migration adds `sourceCores` to the source node and `targetCores` to the target while
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from descheduler.startup import started_in
 from simulator.family import FAMILIES, draw_scenario, load_family
 from simulator.scenario import SCENARIOS, LiveMigration, ScenarioError, read_scenario
 from simulator.world import startup_of
@@ -44,6 +46,25 @@ def test_each_start_of_each_pod_draws_its_own_start_up_in_the_range() -> None:
     assert startup_of(scenario, 7, 3, 1) == startup_of(scenario, 7, 3, 1)
     assert startup_of(scenario, 7, 3, 1) != startup_of(scenario, 7, 3, 2)
     assert startup_of(scenario, 7, 3, 1) != startup_of(scenario, 8, 3, 1)
+
+
+def test_the_cluster_shows_each_pods_start_up_as_a_cluster_does() -> None:
+    """What a descheduler reads of a start-up (`descheduler.startup`): Ready turns true once
+    the pod's own drawn start-up has passed (to the step), not before."""
+    scenario = _scenario([], startupDelay=RANGE, warmup="5s")
+    loop = Loop(scenario, lambda pod: "b")
+    loop.until(60)
+    for slot in loop.slots_on("b"):
+        name = loop.world.slot_pod[slot]
+        assert name is not None
+        pod = next(p for p in loop.world.cluster.list_pods() if p.name == name)
+        drawn = startup_of(scenario, 1, slot, 1)
+        seen = started_in(pod)
+        if drawn > 60.0:
+            assert seen is None, (name, drawn)  # still starting
+        else:
+            assert seen is not None
+            assert drawn <= seen < drawn + scenario.step
 
 
 def test_a_plain_start_up_is_the_same_for_every_start() -> None:

@@ -49,6 +49,9 @@ class LoadAwareArgs:
     at_risk_crest_pressure: float = 0.5
     #: What a move costs: the pod's work for this long (a restart or a live migration) ...
     restart_seconds: float = 30.0
+    #: ... or, when its owner's running pods took longer to start (`descheduler.startup`:
+    #: `Ready` after `PodScheduled`, their median), that long, up to `payback_seconds`.
+    learn_restart_seconds: bool = True
     #: ... spread over the time its relief is counted (the owner cooldown's default).
     payback_seconds: float = 300.0
     #: A gain at least this many times the cost is clear: the owner waits half the cooldown
@@ -135,6 +138,7 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
             "atRiskCrestPressure", defaults.at_risk_crest_pressure, low=0, high=1
         ),
         restart_seconds=r.number("restartSeconds", defaults.restart_seconds, low=0, high=3600),
+        learn_restart_seconds=r.boolean("learnRestartSeconds", defaults.learn_restart_seconds),
         payback_seconds=r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400),
         clear_gain=r.number("clearGain", defaults.clear_gain, low=1, high=1000),
         hold_seconds=r.number("holdSeconds", defaults.hold_seconds, low=0, high=86400),

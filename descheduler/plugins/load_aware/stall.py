@@ -13,6 +13,7 @@ to settle (`settle_left`).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -24,9 +25,10 @@ from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.signals import CPU_SIGNALS, Signal
+from descheduler.startup import owner_of, owner_startups
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod
-from tas.pressure import NodeLoad, Prediction, erlang_c, predict, servers_of
+from tas.pressure import MoveCost, NodeLoad, Prediction, erlang_c, predict, servers_of
 from tas.types import MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,9 @@ class StallModel:
     #: again and again within `avoidEvacuatedSeconds`, so a flapping health metric does not
     #: have rebalancing fill a node it will empty again.
     avoid: frozenset[NodeName] = frozenset()
+    #: Each owner's start-up, from its running pods (`descheduler.startup`): what its moves
+    #: cost when longer than `restartSeconds`.
+    startups: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
     #: `peak_loads` by node size, in load order (`_by_size`).
     _sizes: dict[int, list[tuple[float, NodeName]]] | None = field(default=None, repr=False)
     #: The nodes whose "left to settle" line is said this cycle.
@@ -152,7 +157,18 @@ class StallModel:
                 load, peak = load.plus(since), peak.plus(since)
             loads[name] = load
             peak_loads[name] = peak
-        return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid))
+        startups = owner_startups(state.pods) if args.learn_restart_seconds else {}
+        return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid), startups)
+
+    def cost_of(self, pod: Pod) -> MoveCost:
+        """What moving the pod costs: `restartSeconds` of its work, or its owner's start-up
+        when that is longer (up to the payback horizon, where no move pays)."""
+        cost = self.args.cost
+        owner = owner_of(pod)
+        started = self.startups.get(owner) if owner is not None else None
+        if started is None or started <= cost.restart_seconds:
+            return cost
+        return dataclasses.replace(cost, restart_seconds=min(started, self.args.payback_seconds))
 
     def at_risk(self, node: NodeName) -> bool:
         load = self.loads.get(node)
@@ -258,7 +274,7 @@ class StallModel:
             log.debug('"No node to move the pod to" pod="%s/%s"', pod.namespace, pod.name)
             return Decline("no node to move it to (none fits that is not hot or evacuated lately)")
         destination = self.least_stalled(destinations, usage)
-        prediction = predict(usage, source, self.peak_loads[destination], self.args.cost)
+        prediction = predict(usage, source, self.peak_loads[destination], self.cost_of(pod))
         if not prediction.pays:
             described = prediction.describe(node, self.name_of(destination))
             log.debug(
