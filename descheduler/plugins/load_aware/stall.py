@@ -162,7 +162,7 @@ class StallModel:
 
     def cost_of(self, pod: Pod) -> MoveCost:
         """What moving the pod costs: `restartSeconds` of its work, or its owner's start-up
-        when that is longer (up to the payback horizon, where no move pays)."""
+        when that is longer (up to `paybackSeconds`, the horizon its relief is counted over)."""
         cost = self.args.cost
         owner = owner_of(pod)
         started = self.startups.get(owner) if owner is not None else None
