@@ -9,7 +9,7 @@ project's packages (`code_digest`). Change one line of the simulator and nothing
 draw a different scenario under the same name and that scenario's runs are not either.
 
 One JSON object per line, appended and flushed as each run ends: a run killed mid-line leaves
-a last line that does not parse, which is skipped (that run runs again).
+a last line that does not parse, which is dropped on the next read (that run runs again).
 """
 
 from __future__ import annotations
@@ -54,11 +54,26 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+def _scenario_digest(source: str) -> bytes:
+    """The saved scenario's text, digested once per version of the file (a sweep asks for
+    each of its runs)."""
+    if not source:
+        return hashlib.sha256(b"").digest()
+    stat = Path(source).stat()
+    return _file_digest(source, stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def _file_digest(source: str, mtime_ns: int, size: int) -> bytes:
+    return hashlib.sha256(Path(source).read_bytes()).digest()
+
+
 def job_key(job: Job, code: str) -> str:
     """What decides the run's figures: the code, the scenario's saved text, contender, seed."""
-    scenario = Path(job.scenario.source).read_bytes() if job.scenario.source else b""
     digest = hashlib.sha256()
-    for part in (code.encode(), scenario, job.contender.encode(), str(job.seed).encode()):
+    digest.update(hashlib.sha256(code.encode()).digest())
+    digest.update(_scenario_digest(job.scenario.source))
+    for part in (job.contender.encode(), str(job.seed).encode()):
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()
 
