@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Collection
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
@@ -464,6 +465,29 @@ class PodEvictor:
         self._record(pod, strategy, f"{full_reason} ({result.message})", Result.FAILED)
         self._failure_event(pod, result.message)
         return self._api_blocked(pod, strategy, result.message)
+
+    def held_back(self, pods: Sequence[Pod], *, guard: OwnerGuard = FULL) -> str | None:
+        """Why evicting all of `pods` in this cycle would stop part-way short of the Eviction
+        API, or None (`descheduler.framework.Evictor.held_back`)."""
+        for pod in pods:
+            held = self._blocked(pod, among=None, guard=guard)
+            if held is not None:
+                return f"{pod.namespace}/{pod.name}: {held[1]}"
+        limits, budget = self.rails.budget.limits, self.rails.budget
+        if limits.total is not None and budget.total + len(pods) > limits.total:
+            return f"maxNoOfPodsToEvictTotal {limits.total} would be reached"
+        if limits.per_node is not None:
+            for node, count in Counter(p.node_name for p in pods if p.node_name).items():
+                if budget.by_node.get(node, 0) + count > limits.per_node:
+                    return f"maxNoOfPodsToEvictPerNode {limits.per_node} would be reached on {node}"
+        if limits.per_namespace is not None:
+            for namespace, count in Counter(p.namespace for p in pods).items():
+                if budget.by_namespace.get(namespace, 0) + count > limits.per_namespace:
+                    return (
+                        f"maxNoOfPodsToEvictPerNamespace {limits.per_namespace} would be reached"
+                        f" in {namespace}"
+                    )
+        return None
 
     def _api_blocked(self, pod: Pod, strategy: str, why: str) -> Attempt:
         self.rails.block(pod, strategy, Rail.API, why)

@@ -183,6 +183,12 @@ class Evictor(Protocol):
         report with its reason."""
         ...
 
+    def held_back(self, pods: Sequence[Pod], *, guard: OwnerGuard = ...) -> str | None:
+        """Why evicting all of `pods` in this cycle would stop part-way short of the Eviction
+        API (a rail holds one of them, or a limit runs out before the last), or None: for a
+        plugin whose evictions are worth something only all together."""
+        ...
+
 
 class NodeFit(Protocol):
     """nodeFit as a plugin asks it (`descheduler.nodefit.NodeFitter`): which nodes would

@@ -504,6 +504,11 @@ class _MigrationAwareEvictor:
         """The profile's evictor's own: only the filters are added."""
         return self.evictor.evict
 
+    @property
+    def held_back(self) -> Callable[..., str | None]:
+        """The profile's evictor's own."""
+        return self.evictor.held_back
+
 
 @dataclass
 class _WithMigrationAwareness:

@@ -149,7 +149,7 @@ profiles:
           taintKeyPrefix: telemetry.aware.scheduling
     plugins:
       balance:
-        enabled: [LoadAware, SoftTainter]
+        enabled: [MakeRoomForPending, LoadAware, SoftTainter]
 """
 
 # Upstream has neither the per-owner cooldown nor the circuit breaker (our additions, spec

@@ -20,6 +20,7 @@ from descheduler.plugins import (
     inter_pod_anti_affinity,
     load_aware,
     low_node_utilization,
+    make_room,
     node_affinity,
     node_taints,
     pod_life_time,
@@ -45,6 +46,7 @@ PLUGINS: tuple[AnyPlugin, ...] = (
     low_node_utilization.PLUGIN,
     high_node_utilization.PLUGIN,
     load_aware.PLUGIN,
+    make_room.PLUGIN,
     soft_tainter.PLUGIN,
 )
 

@@ -51,7 +51,13 @@ def policy_config(
     **top: Any,
 ) -> DeschedulerConfig:
     """A one-profile config enabling `plugins` (deschedule or balance, wherever they belong)."""
-    balance = {"RemoveDuplicates", "LoadAware", "LowNodeUtilization", "SoftTainter"}
+    balance = {
+        "RemoveDuplicates",
+        "LoadAware",
+        "LowNodeUtilization",
+        "SoftTainter",
+        "MakeRoomForPending",
+    }
     plugin_config = [{"name": "DefaultEvictor", "args": dict(evictor or {})}]
     plugin_config += [{"name": name, "args": dict(a)} for name, a in (args or {}).items()]
     document = {

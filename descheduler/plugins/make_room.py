@@ -1,0 +1,413 @@
+"""MakeRoomForPending: a pod that has waited long for want of room, while the fleet has that
+room in pieces, gets one node cleared for it. A few smaller pods leave that node, each for a
+node with room for it, and the pending pod then fits.
+
+Why: kube-scheduler places pods as they come and its default scoring spreads them (least
+allocated first). Pods that take nearly a whole node, created beside many small ones, find
+every node holding a core or so of requests and can stay pending for good, although the fleet
+has room for everything (docs/decisions.md, "Where the hindsight gain goes"). kube-scheduler's
+preemption does not help there: it only evicts pods of lower priority, and without asking
+whether they fit elsewhere.
+
+The rules, each for a reason:
+
+- Only a pod pending for `minPendingSeconds` (default 5 minutes, so a cluster autoscaler's new
+  node comes first), whose `PodScheduled` condition, when it has one, says `Unschedulable` (a
+  gated pod waits for something else), and that no node accepts as the cluster stands.
+- The pods that leave are each of no higher priority than the pending pod, at most
+  `maxPodsPerPending` of them (default 5, the shipped `maxNoOfPodsToEvictPerNode`), smaller
+  together than the pending pod (their shares of the node, each the larger of cpu and
+  memory, summed), and each passes the profile's evictor rules. Each is booked on another
+  node with room for it (nodeFit, its TASPolicy included), so after the move the fleet runs
+  strictly more than before.
+- The pending pod must pass every filter on the cleared node, its own TASPolicy's
+  `dontschedule` rules included.
+- Among the nodes that qualify, the one where the least leaves.
+- A pod that room was made for is not helped again for `retrySeconds` (default 10 minutes).
+  If it is still pending by then, something else took the room, and the next attempt may
+  choose better.
+
+The room is not reserved. The evicted pods' replacements are created while the evicted pods
+still terminate and hold the node's room, so kube-scheduler places them elsewhere first. When
+the evicted pods are gone, it retries the pending pod, which is older than any pod created
+since. A pod created in the moment the room frees can still take it: the retry rule bounds
+what that costs.
+
+The eviction limits and the PDBs hold as for any plugin, and a plan goes ahead only when every
+rail lets all of its pods go in this cycle (a room half made is disruption for nothing). Only
+a refusal by the Eviction API itself (a PDB that changed since the snapshot) can stop one
+part-way, and the pods gone by then are replaced elsewhere.
+
+The owner cooldown does not guard it by default, as it does the plugins driven by telemetry:
+the cooldown keeps a flapping metric from moving a workload back and forth, and this plugin
+reads no metric. Its moves cannot undo each other: each runs strictly more requests than
+before (the pending pod is larger than what leaves, and what leaves has room booked
+elsewhere), so churn is bounded by the pending pods there are.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from descheduler.args import FieldReader
+from descheduler.framework import (
+    ExtensionPoint,
+    Outcome,
+    OwnerGuard,
+    Plugin,
+    PluginContext,
+    PluginName,
+)
+from descheduler.nodefit import fitting_nodes
+from descheduler.state import CycleState
+from tas.cluster.model import Node, Pod
+from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
+from tas.types import NodeName
+from tas.vocabulary import TELEMETRY_RESOURCE
+
+log = logging.getLogger(__name__)
+
+NAME = PluginName("MakeRoomForPending")
+
+#: How many of the most promising nodes get a whole plan worked out for one pending pod
+#: (the others are ruled out by arithmetic alone): bounds a cycle's work on a large fleet.
+PLANNED_NODES = 20
+
+#: Where a profile puts the owner cooldown on every plugin (`ownerCooldown: AllPlugins`),
+#: several pods of one owner may still leave together: they make one room.
+_GUARD = OwnerGuard(several_per_cycle=True)
+
+
+@dataclass(frozen=True, slots=True)
+class MakeRoomForPendingArgs:
+    min_pending_seconds: int = 300
+    max_pods_per_pending: int = 5
+    retry_seconds: int = 600
+
+
+def parse_args(r: FieldReader) -> MakeRoomForPendingArgs:
+    defaults = MakeRoomForPendingArgs()
+
+    def integer(key: str, default: int, minimum: int) -> int:
+        value = r.integer(key, default, minimum=minimum)
+        return default if value is None else value
+
+    return MakeRoomForPendingArgs(
+        min_pending_seconds=integer("minPendingSeconds", defaults.min_pending_seconds, 0),
+        max_pods_per_pending=integer("maxPodsPerPending", defaults.max_pods_per_pending, 1),
+        retry_seconds=integer("retrySeconds", defaults.retry_seconds, 0),
+    )
+
+
+def waiting_for_room(pod: Pod, now: datetime, min_pending_seconds: float) -> bool:
+    """Pending, unbound and not going away, for at least `min_pending_seconds`, and (where
+    kube-scheduler said why) pending because it was found unschedulable."""
+    if pod.node_name is not None or pod.phase != "Pending" or pod.terminating:
+        return False
+    if pod.creation_timestamp is None:
+        return False
+    if (now - pod.creation_timestamp).total_seconds() < min_pending_seconds:
+        return False
+    scheduled = [c for c in pod.conditions if c.type == "PodScheduled"]
+    return all(c.status == "False" and c.reason == "Unschedulable" for c in scheduled)
+
+
+def share(pod: Pod, node: Node) -> float:
+    """How much of the node the pod's requests take: the larger of its cpu and memory shares."""
+    return max(
+        (
+            pod.requests.get(resource, 0.0) / allocatable
+            for resource in ("cpu", "memory")
+            if (allocatable := node.allocatable.get(resource, 0.0)) > 0
+        ),
+        default=0.0,
+    )
+
+
+def _wanted(pod: Pod) -> dict[str, float]:
+    """What the pod needs of a node's room: its requests (the telemetry resource is not room)
+    and one pod slot."""
+    wanted = {r: v for r, v in pod.requests.items() if r != TELEMETRY_RESOURCE and v > 0}
+    wanted[PODS_RESOURCE] = 1.0
+    return wanted
+
+
+class _Ledger:
+    """The room of the cycle's snapshot, less what this cycle's plans have booked on each node,
+    plus what they freed (the pods they evict)."""
+
+    def __init__(self, state: CycleState) -> None:
+        self._state = state
+        self._booked: defaultdict[NodeName, defaultdict[str, float]] = defaultdict(
+            lambda: defaultdict(float)
+        )
+        #: Nodes cleared for a pending pod in this cycle: no plan books or clears them again.
+        self.cleared: set[NodeName] = set()
+
+    def free(self, node: Node, resource: str) -> float:
+        load = self._state.load_by_node().get(node.name)
+        if resource == PODS_RESOURCE:
+            used = float(load.pods) if load is not None else 0.0
+        else:
+            used = load.requested.get(resource, 0.0) if load is not None else 0.0
+        available = node.allocatable.get(resource)
+        if available is None:
+            return float("inf") if resource == PODS_RESOURCE else 0.0
+        return available - used - self._booked[node.name][resource]
+
+    def has_room(self, node: Node, pod: Pod) -> bool:
+        return all(self.free(node, r) >= v for r, v in _wanted(pod).items())
+
+    def booked_on(self, node: NodeName) -> bool:
+        return node in self._booked
+
+    def book(self, node: NodeName, pod: Pod) -> None:
+        for resource, value in _wanted(pod).items():
+            self._booked[node][resource] += value
+
+    def unbook(self, node: NodeName, pod: Pod) -> None:
+        for resource, value in _wanted(pod).items():
+            self._booked[node][resource] -= value
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    pending: Pod
+    node: Node
+    #: Each pod to evict with the node it is booked on.
+    moves: tuple[tuple[Pod, Node], ...]
+
+    @property
+    def cost(self) -> tuple[float, int, str]:
+        """Smaller is better: the share of the node that leaves, then how many pods do."""
+        return (sum(share(p, self.node) for p, _ in self.moves), len(self.moves), self.node.name)
+
+
+@dataclass
+class MakeRoom:
+    """The plugin as a cycle runs it: remembers which pending pods it made room for, and when."""
+
+    args: MakeRoomForPendingArgs
+    _helped: dict[str, datetime] = field(default_factory=dict)
+
+    def run(self, context: PluginContext) -> None:
+        state = context.state
+        waiting = [
+            p for p in state.pods if waiting_for_room(p, state.now, self.args.min_pending_seconds)
+        ]
+        # Forget pods that are placed or gone: their uid will not come back.
+        uids = {_uid(p) for p in waiting}
+        self._helped = {uid: when for uid, when in self._helped.items() if uid in uids}
+        waiting = [p for p in waiting if not self._recently_helped(p, state.now)]
+        if not waiting:
+            return
+        waiting.sort(key=lambda p: (-p.priority, p.creation_timestamp or state.now, p.name))
+        ledger = _Ledger(state)
+        for pod in waiting:
+            if context.fitting_nodes(pod):
+                continue  # a node takes it as things stand: kube-scheduler's to place
+            plan = _best_plan(pod, context, ledger, self.args)
+            if plan is None:
+                log.debug("No node can be cleared for pending pod %s/%s", pod.namespace, pod.name)
+                continue
+            held = context.evictor.held_back([p for p, _ in plan.moves], guard=_GUARD)
+            if held is not None:
+                log.info(
+                    'Room for pod="%s/%s" on node="%s" not made this cycle: %s',
+                    pod.namespace,
+                    pod.name,
+                    plan.node.name,
+                    held,
+                )
+                continue
+            self._helped[_uid(pod)] = state.now
+            if not _carry_out(plan, context, ledger):
+                return
+
+    def _recently_helped(self, pod: Pod, now: datetime) -> bool:
+        when = self._helped.get(_uid(pod))
+        return when is not None and (now - when).total_seconds() < self.args.retry_seconds
+
+
+def _uid(pod: Pod) -> str:
+    return pod.uid or f"{pod.namespace}/{pod.name}"
+
+
+def _best_plan(
+    pod: Pod, context: PluginContext, ledger: _Ledger, args: MakeRoomForPendingArgs
+) -> _Plan | None:
+    state = context.state
+    shortfalls = []
+    for node in state.ready_nodes:
+        if node.unschedulable or node.name in ledger.cleared or ledger.booked_on(node.name):
+            continue
+        if not matches_node_selection(pod, node) or untolerated_taint(pod, node.taints):
+            continue
+        movable = _movable(pod, node, state.pods_on(node.name))
+        shortfall = _shortfall(pod, node, movable, ledger)
+        if shortfall is not None:
+            shortfalls.append((shortfall, node.name, node, movable))
+    shortfalls.sort(key=lambda found: (found[0], found[1]))
+    plans = [
+        plan
+        for _, _, node, movable in shortfalls[:PLANNED_NODES]
+        if (plan := _plan_on(pod, node, movable, context, ledger, args)) is not None
+    ]
+    return min(plans, key=lambda p: p.cost, default=None)
+
+
+def _movable(pending: Pod, node: Node, on_node: Sequence[Pod]) -> list[Pod]:
+    """The pods on the node that may leave for the pending pod, before the evictor's say:
+    running pods of no higher priority, each smaller than the pending pod."""
+    size = share(pending, node)
+    return [
+        p
+        for p in on_node
+        if holds_resources(p) and p.priority <= pending.priority and share(p, node) < size
+    ]
+
+
+def _shortfall(pending: Pod, node: Node, movable: Sequence[Pod], ledger: _Ledger) -> float | None:
+    """How much of the node's cpu and memory (as a share) the pending pod lacks there, or None
+    when even every movable pod leaving would not make the room."""
+    lacking = 0.0
+    for resource, wanted in _wanted(pending).items():
+        short = wanted - ledger.free(node, resource)
+        if short <= 0:
+            continue
+        freed = sum(p.requests.get(resource, 0.0) for p in movable)
+        if resource == PODS_RESOURCE:
+            freed = float(len(movable))
+        if freed < short:
+            return None
+        allocatable = node.allocatable.get(resource, 0.0)
+        if resource != PODS_RESOURCE and allocatable > 0:
+            lacking = max(lacking, short / allocatable)
+    return lacking
+
+
+def _plan_on(
+    pending: Pod,
+    node: Node,
+    movable: Sequence[Pod],
+    context: PluginContext,
+    ledger: _Ledger,
+    args: MakeRoomForPendingArgs,
+) -> _Plan | None:
+    """The fewest, smallest pods whose leaving lets the pending pod onto the node, each booked
+    on another node with room for it; None when there is no such set."""
+    state = context.state
+    evictor = context.evictor
+    candidates = sorted(
+        (p for p in movable if evictor.filter(p)),
+        key=lambda p: (-share(p, node), p.name),
+    )
+    on_node = state.pods_on(node.name)
+
+    def accepts(leaving: Iterable[Pod]) -> bool:
+        gone = {(p.namespace, p.name) for p in leaving}
+        staying = [p for p in on_node if (p.namespace, p.name) not in gone]
+        return bool(
+            fitting_nodes(
+                pending,
+                [node],
+                pods_by_node={node.name: staying},
+                policy=state.policy_of(pending),
+                metrics=state.metrics,
+            )
+        )
+
+    leaving: list[Pod] = []
+    for pod in candidates:
+        leaving.append(pod)
+        if accepts(leaving):
+            break
+    else:
+        return None
+    # Drop any pod the room does not need after all, the largest first.
+    for pod in list(leaving):
+        fewer = [p for p in leaving if p is not pod]
+        if accepts(fewer):
+            leaving = fewer
+    if len(leaving) > args.max_pods_per_pending:
+        return None
+    if sum(share(p, node) for p in leaving) >= share(pending, node):
+        return None
+    moves = _book(leaving, node, context, ledger)
+    if moves is None:
+        return None
+    for pod, destination in moves:  # a plan is booked only once chosen (`_carry_out`)
+        ledger.unbook(destination.name, pod)
+    return _Plan(pending, node, moves)
+
+
+def _book(
+    leaving: Sequence[Pod], node: Node, context: PluginContext, ledger: _Ledger
+) -> tuple[tuple[Pod, Node], ...] | None:
+    """A node with room for each leaving pod (nodeFit, then room left after the bookings):
+    the one with the most cpu free, as kube-scheduler's least-allocated scoring would pick.
+    Booked on the ledger; None (nothing booked) when one of them has nowhere to go."""
+    nodes = context.state.nodes
+    moves: list[tuple[Pod, Node]] = []
+    for pod in leaving:
+        allowed = context.evictor.pre_eviction_filter(pod)
+        destinations = [
+            nodes[name]
+            for name in (context.fitting_nodes(pod) if allowed else ())
+            if name != node.name
+            and name not in ledger.cleared
+            and ledger.has_room(nodes[name], pod)
+        ]
+        if not destinations:
+            for moved, destination in moves:
+                ledger.unbook(destination.name, moved)
+            return None
+        best = max(destinations, key=lambda n: (ledger.free(n, "cpu"), n.name))
+        ledger.book(best.name, pod)
+        moves.append((pod, best))
+    return tuple(moves)
+
+
+def _carry_out(plan: _Plan, context: PluginContext, ledger: _Ledger) -> bool:
+    """Evict the plan's pods; False when the cycle's rails stop every plugin."""
+    pending = f"{plan.pending.namespace}/{plan.pending.name}"
+    ledger.cleared.add(plan.node.name)
+    for pod, destination in plan.moves:
+        ledger.book(destination.name, pod)
+    log.info(
+        'Making room pod="%s" node="%s" evicting=%s',
+        pending,
+        plan.node.name,
+        ",".join(f"{p.namespace}/{p.name}->{d.name}" for p, d in plan.moves),
+    )
+    for done, (pod, destination) in enumerate(plan.moves):
+        attempt = context.evictor.evict(
+            pod,
+            strategy=NAME,
+            reason=f"making room on {plan.node.name} for pending pod {pending}",
+            among=(destination.name,),
+            guard=_GUARD,
+        )
+        if not attempt.done:
+            log.warning(
+                'Room for pod="%s" on node="%s" left unmade after %d of %d evictions: %s',
+                pending,
+                plan.node.name,
+                done,
+                len(plan.moves),
+                attempt.why,
+            )
+            return attempt.outcome is not Outcome.STOPPED
+    return True
+
+
+PLUGIN = Plugin.serving(
+    ExtensionPoint.BALANCE,
+    NAME,
+    args=(MakeRoomForPendingArgs, parse_args),
+    new=MakeRoom,
+)

@@ -1,0 +1,219 @@
+"""MakeRoomForPending: a pod pending for want of room that the fleet has in pieces gets a node
+cleared for it (`descheduler.plugins.make_room`).
+
+Covered, through a cycle on an in-memory cluster and kube-scheduler's model: the pending pod
+runs after one cycle and one scheduling pass, the evicted pods' replacements land elsewhere;
+the node where the least leaves is chosen; nothing moves for a pod that fits already, that is
+young or gated, whose room would take larger, higher-priority or stranded pods, or on a node
+its policy forbids; a pod helped is not helped again before `retrySeconds`; the arguments are
+validated with every problem listed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from descheduler.config import ConfigError, parse_config
+from descheduler.cycle import Mode
+from inmemory.scheduler import EmbeddedScheduler
+from tas.cluster.model import PodCondition
+from tas.policies.model import TASPolicy
+from tests.builders import make_policy, rule
+from tests.descheduler.builders import (
+    START,
+    FakeClock,
+    cluster_with,
+    make_descheduler,
+    make_node,
+    make_pod,
+    policy_config,
+    replace,
+)
+
+GiB = 1024**3
+
+
+def config(**args: Any) -> Any:
+    return policy_config("MakeRoomForPending", args={"MakeRoomForPending": args})
+
+
+def small(name: str, node: str, cpu: float = 1.0, **kw: Any) -> Any:
+    return make_pod(name, node=node, owner=name, cpu=cpu, memory=1 * GiB, **kw)
+
+
+def waiting(name: str = "big", cpu: float = 7.5, minutes: float = 10, **kw: Any) -> Any:
+    """A pod created `minutes` ago and never bound."""
+    return make_pod(
+        name,
+        node=None,
+        phase="Pending",
+        owner=name,
+        cpu=cpu,
+        memory=4 * GiB,
+        created=START - timedelta(minutes=minutes),
+        **kw,
+    )
+
+
+def fragmented(*extra: Any) -> Any:
+    """Three 8-core nodes, 6, 7 and 7 cores free: a 7.5-core pod fits none of them, though the
+    fleet has 20 cores free."""
+    pods = (
+        small("a-1", "node-a"),
+        small("a-2", "node-a"),
+        small("b-1", "node-b"),
+        small("c-1", "node-c"),
+        *extra,
+    )
+    return cluster_with(*(make_node(f"node-{c}") for c in "abc"), pods=pods)
+
+
+def evicted(report: Any) -> list[str]:
+    return sorted(d.name for d in report.decisions if d.result in ("evicted", "dry-run"))
+
+
+def test_the_pending_pod_runs_after_one_cycle_and_the_evicted_pod_lands_elsewhere() -> None:
+    cluster = fragmented(waiting())
+    scheduler = EmbeddedScheduler(cluster, extender=None)
+    assert scheduler.schedule_pending()[0].node is None  # pending for want of room
+
+    report = make_descheduler(cluster, config()).run_cycle()
+
+    # node-b and node-c each need one 1-core pod gone; node-a would need two.
+    assert evicted(report) == ["b-1"]
+    (decision,) = report.decisions
+    assert decision.reason == (
+        "MakeRoomForPending: making room on node-b for pending pod default/big"
+    )
+    placed = {r.pod: r.node for r in scheduler.schedule_pending()}
+    assert placed["default/big"] == "node-b"
+    (replacement,) = [name for name in placed if name.startswith("default/b-1")]
+    assert placed[replacement] in ("node-a", "node-c")
+
+
+def test_a_predictive_cycle_evicts_nothing_and_says_what_it_would() -> None:
+    cluster = fragmented(waiting())
+    report = make_descheduler(cluster, config(), mode=Mode.PREDICTIVE).run_cycle()
+    assert evicted(report) == ["b-1"]
+    assert {p.name for p in cluster.list_pods() if p.node_name == "node-b"} == {"b-1"}
+
+
+@pytest.mark.parametrize(
+    ("pending", "why"),
+    [
+        (waiting(cpu=6.5), "fits on node-b as the cluster stands"),
+        (waiting(minutes=2), "pending for less than minPendingSeconds"),
+        (
+            waiting(
+                apply=replace(
+                    conditions=(PodCondition("PodScheduled", "False", reason="SchedulingGated"),)
+                )
+            ),
+            "waits for its scheduling gates, not for room",
+        ),
+        (waiting(apply=replace(priority=-1)), "every pod in its way has a higher priority"),
+    ],
+)
+def test_nothing_moves_for_a_pod_that_does_not_wait_for_room(pending: Any, why: str) -> None:
+    report = make_descheduler(fragmented(pending), config()).run_cycle()
+    assert evicted(report) == [], why
+
+
+def test_no_larger_pod_leaves_for_a_smaller_one() -> None:
+    # Every node holds one 6-core pod: a 3-core pod fits nowhere, and only a 6-core pod could
+    # make room for it, which would leave the fleet running less.
+    pods = tuple(small(f"{c}-1", f"node-{c}", cpu=6.0) for c in "ab")
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=(*pods, waiting(cpu=3)))
+    assert evicted(make_descheduler(cluster, config()).run_cycle()) == []
+
+
+def test_no_pod_leaves_when_it_would_find_no_room_elsewhere() -> None:
+    # Two nodes with half a core free each: a 1.5-core pod leaving node-a would make room for
+    # the 2-core pod there, but has no room to go to on node-b.
+    pods = (
+        small("a-1", "node-a", cpu=6.0),
+        small("a-2", "node-a", cpu=1.5),
+        small("b-1", "node-b", cpu=6.0),
+        small("b-2", "node-b", cpu=1.5),
+    )
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), pods=(*pods, waiting(cpu=2)))
+    assert evicted(make_descheduler(cluster, config()).run_cycle()) == []
+
+
+def eighths() -> Any:
+    """node-a holds eight quarter-core pods, the only ones that may leave (the other nodes'
+    pods have a higher priority): six would have to go for a 7.5-core pod."""
+    quarters = tuple(small(f"a-{i}", "node-a", cpu=0.25) for i in range(8))
+    others = tuple(small(f"{c}-1", f"node-{c}", apply=replace(priority=10)) for c in "bc")
+    return cluster_with(
+        *(make_node(f"node-{c}") for c in "abc"), pods=(*quarters, *others, waiting(cpu=7.5))
+    )
+
+
+def test_at_most_max_pods_per_pending_leave_for_one_pod() -> None:
+    assert evicted(make_descheduler(eighths(), config()).run_cycle()) == []
+    report = make_descheduler(eighths(), config(maxPodsPerPending=6)).run_cycle()
+    assert len(evicted(report)) == 6
+
+
+def test_a_room_the_limits_would_stop_half_way_is_not_begun() -> None:
+    limited = policy_config(
+        "MakeRoomForPending",
+        args={"MakeRoomForPending": {"maxPodsPerPending": 6}},
+        maxNoOfPodsToEvictPerNode=5,
+    )
+    report = make_descheduler(eighths(), limited).run_cycle()
+    assert evicted(report) == []
+    assert not report.decisions  # not one pod went for a room that could not be made
+
+
+def test_the_pending_pods_policy_keeps_it_off_a_node_it_forbids() -> None:
+    policy: TASPolicy = make_policy("big-policy", dontschedule=[rule("health_metric", "Equals", 1)])
+    pending = waiting(labels={"telemetry-policy": "big-policy"})
+    health = {"health_metric": {"node-a": 0, "node-b": 1, "node-c": 0}}
+    report = make_descheduler(
+        fragmented(pending), config(), metrics=health, policies={policy.key: policy}
+    ).run_cycle()
+    assert evicted(report) == ["c-1"]
+
+
+def test_a_pod_helped_is_not_helped_again_before_retry_seconds() -> None:
+    clock = FakeClock(START)
+    cluster = fragmented(waiting())
+    descheduler = make_descheduler(cluster, config(), mode=Mode.PREDICTIVE, clock=clock)
+    assert evicted(descheduler.run_cycle()) == ["b-1"]
+    clock.advance(300)
+    assert evicted(descheduler.run_cycle()) == []  # still pending: something took the room?
+    clock.advance(301)
+    assert evicted(descheduler.run_cycle()) == ["b-1"]
+
+
+def test_bad_arguments_are_each_reported() -> None:
+    document = {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerPolicy",
+        "profiles": [
+            {
+                "name": "p",
+                "pluginConfig": [
+                    {
+                        "name": "MakeRoomForPending",
+                        "args": {
+                            "minPendingSeconds": -1,
+                            "maxPodsPerPending": 0,
+                            "retrySeconds": "ten",
+                        },
+                    }
+                ],
+                "plugins": {"balance": {"enabled": ["MakeRoomForPending"]}},
+            }
+        ],
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_config(document)
+    message = str(caught.value)
+    for field in ("minPendingSeconds", "maxPodsPerPending", "retrySeconds"):
+        assert field in message
