@@ -59,7 +59,14 @@ from descheduler.plugins.default_evictor import ProtectionRules
 from descheduler.profiles import Profile
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
-from descheduler.tainter import TaintChanges, TaintHolds, sync_soft_taints
+from descheduler.tainter import (
+    RESERVED_KEY,
+    TaintChanges,
+    TaintHolds,
+    reservation,
+    sync_soft_taints,
+    sync_taint,
+)
 from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
 from descheduler.violations import BreakerJudgement, ViolationSource, judge_breaker
 from tas.clock import Clock
@@ -89,6 +96,10 @@ class CycleReport:
     classifications: dict[str, Classification] = field(default_factory=dict)
     circuit_breaker: str | None = None
     taints: TaintChanges = field(default_factory=TaintChanges)
+    #: Nodes a plugin reserved for a pending pod (its uid) until the next cycle.
+    reserved: dict[NodeName, str] = field(default_factory=dict)
+    #: What the reservations' taints came to in this cycle.
+    reservations: TaintChanges = field(default_factory=TaintChanges)
     #: The pods plugins weighed that stayed, with the rail or the plugin's reason that held
     #: each (a filter's rejections only for the pods watched: `Descheduler.dry_run`).
     blocked: list[Blocked] = field(default_factory=list)
@@ -308,6 +319,7 @@ class Descheduler:
             pod_usage_source=self.pod_usage,
             usage=self.usage,
             prometheus=self.prometheus,
+            reserve=report.reserved.__setitem__,
         )
         run.run(context)
 
@@ -363,8 +375,25 @@ class Descheduler:
 
     def _sync_taints(self, state: CycleState, report: CycleReport) -> None:
         dry_run = self.mode is Mode.PREDICTIVE
+        nodes = dict(state.nodes)
+        self._sync_soft_taints(state, report, nodes, dry_run=dry_run)
+        report.reservations = sync_taint(
+            self.cluster,
+            nodes,
+            key=RESERVED_KEY,
+            taints={n: reservation(uid) for n, uid in report.reserved.items() if n in nodes},
+            dry_run=dry_run,
+        )
+
+    def _sync_soft_taints(
+        self,
+        state: CycleState,
+        report: CycleReport,
+        nodes: dict[NodeName, Node],
+        *,
+        dry_run: bool,
+    ) -> None:
         tainting = [p for p in self.config.profiles if p.enables(soft_tainter.PLUGIN)]
-        nodes = list(state.nodes.values())
         if not tainting:
             # Switched off: no node keeps a soft taint from an earlier run.
             key = soft_tainter.SoftTainterArgs().taint_key

@@ -236,6 +236,10 @@ class Declined(Protocol):
     def __call__(self, pod: Pod, strategy: str, why: str, *, rule: str = "") -> None: ...
 
 
+def _no_reservation(node: NodeName, pod_uid: str) -> None:
+    return None
+
+
 def _ignore_declined(pod: Pod, strategy: str, why: str, *, rule: str = "") -> None:
     return None
 
@@ -330,6 +334,9 @@ class PluginContext:
     usage: UsageSources = field(default_factory=NoUsageSources)
     #: The policy's Prometheus (None: no `metricsProviders` Prometheus is configured).
     prometheus: PrometheusClient | None = None
+    #: Keeps new pods off a node until the end of the next cycle, for the pending pod (its uid)
+    #: the node is being cleared for: a plugin asks again each cycle it still needs it.
+    reserve: Callable[[NodeName, str], None] = _no_reservation
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, where a source measures it."""

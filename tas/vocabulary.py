@@ -51,6 +51,9 @@ NODE_ANNOTATIONS_READ = frozenset({OWNED_ANNOTATION})
 # ---------------------------------------------------------------- taints and resources
 #: The soft tainter's taint is `<prefix>/overutilized=true:PreferNoSchedule`.
 DEFAULT_TAINT_PREFIX = "telemetry.aware.scheduling"
+#: The NoSchedule taint the descheduler keeps on a node it clears for a pending pod over more
+#: than one cycle (MakeRoomForPending), valued with the pod's uid.
+RESERVED_TAINT_KEY = f"{DEFAULT_TAINT_PREFIX}/reserved"
 #: The extended resource TAS-managed pods request; kube-scheduler ignores it for fit.
 TELEMETRY_RESOURCE = "telemetry/scheduling"
 

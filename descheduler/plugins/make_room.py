@@ -15,11 +15,10 @@ The rules, each for a reason:
   node comes first), whose `PodScheduled` condition, when it has one, says `Unschedulable` (a
   gated pod waits for something else), and that no node accepts as the cluster stands.
 - The pods that leave are each of no higher priority than the pending pod, at most
-  `maxPodsPerPending` of them (default 5, the shipped `maxNoOfPodsToEvictPerNode`), smaller
-  together than the pending pod (their shares of the node, each the larger of cpu and
-  memory, summed), and each passes the profile's evictor rules. Each is booked on another
-  node with room for it (nodeFit, its TASPolicy included), so after the move the fleet runs
-  strictly more than before.
+  `maxPodsPerPending` of them (default 10), smaller together than the pending pod (their
+  shares of the node, each the larger of cpu and memory, summed), and each passes the
+  profile's evictor rules. Each is booked on another node with room for it (nodeFit, its
+  TASPolicy included), so after the move the fleet runs strictly more than before.
 - The pending pod must pass every filter on the cleared node, its own TASPolicy's
   `dontschedule` rules included.
 - Among the nodes that qualify, the one where the least leaves.
@@ -27,16 +26,22 @@ The rules, each for a reason:
   If it is still pending by then, something else took the room, and the next attempt may
   choose better.
 
-The room is not reserved. The evicted pods' replacements are created while the evicted pods
-still terminate and hold the node's room, so kube-scheduler places them elsewhere first. When
-the evicted pods are gone, it retries the pending pod, which is older than any pod created
-since. A pod created in the moment the room frees can still take it: the retry rule bounds
-what that costs.
+When the rails let all of a plan's pods go in one cycle, the room is not reserved: the
+evicted pods' replacements are created while the evicted pods still terminate and hold the
+node's room, so kube-scheduler places them elsewhere first; when the evicted pods are gone it
+retries the pending pod, which is older than any pod created since. A pod created in the moment
+the room frees can still take it: the retry rule bounds what that costs.
 
-The eviction limits and the PDBs hold as for any plugin, and a plan goes ahead only when every
-rail lets all of its pods go in this cycle (a room half made is disruption for nothing). Only
-a refusal by the Eviction API itself (a PDB that changed since the snapshot) can stop one
-part-way, and the pods gone by then are replaced elsewhere.
+When they do not (a node holding more pods than `maxNoOfPodsToEvictPerNode` lets go in one
+cycle), as many go as they allow and the node is reserved: the cycle keeps the taint
+`telemetry.aware.scheduling/reserved=<pod uid>:NoSchedule` on it, so no new pod lands there
+while the rest leave in the next cycles. The cycle that evicts the last of them lets the
+reservation go, so the node is free for the pending pod when they are gone. A reservation
+lasts only while the plugin asks for it again each cycle: it ends once the pod is placed or
+gone, after `retrySeconds`, when the node no longer qualifies, while the circuit breaker is
+open, and when the descheduler restarts or hands over its lease. A plan none of whose pods
+may go now (a limit already spent, a PDB) is not begun; only a refusal by the Eviction API
+itself (a PDB that changed since the snapshot) can stop one part-way.
 
 The owner cooldown does not guard it by default, as it does the plugins driven by telemetry:
 the cooldown keeps a flapping metric from moving a workload back and forth, and this plugin
@@ -50,7 +55,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from descheduler.args import FieldReader
@@ -67,7 +72,7 @@ from descheduler.state import CycleState
 from tas.cluster.model import Node, Pod
 from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
 from tas.types import NodeName
-from tas.vocabulary import TELEMETRY_RESOURCE
+from tas.vocabulary import RESERVED_TAINT_KEY, TELEMETRY_RESOURCE
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +90,7 @@ _GUARD = OwnerGuard(several_per_cycle=True)
 @dataclass(frozen=True, slots=True)
 class MakeRoomForPendingArgs:
     min_pending_seconds: int = 300
-    max_pods_per_pending: int = 5
+    max_pods_per_pending: int = 10
     retry_seconds: int = 600
 
 
@@ -187,50 +192,124 @@ class _Plan:
         return (sum(share(p, self.node) for p, _ in self.moves), len(self.moves), self.node.name)
 
 
+@dataclass(frozen=True, slots=True)
+class _Clearing:
+    """A node being cleared for a pending pod over several cycles, reserved meanwhile."""
+
+    node: NodeName
+    since: datetime
+
+
 @dataclass
 class MakeRoom:
-    """The plugin as a cycle runs it: remembers which pending pods it made room for, and when."""
+    """The plugin as a cycle runs it: remembers which pending pods it made room for and when,
+    and the nodes it is still clearing."""
 
     args: MakeRoomForPendingArgs
     _helped: dict[str, datetime] = field(default_factory=dict)
+    _clearing: dict[str, _Clearing] = field(default_factory=dict)
 
     def run(self, context: PluginContext) -> None:
         state = context.state
-        waiting = [
-            p for p in state.pods if waiting_for_room(p, state.now, self.args.min_pending_seconds)
-        ]
+        waiting = {
+            _uid(p): p
+            for p in state.pods
+            if waiting_for_room(p, state.now, self.args.min_pending_seconds)
+        }
         # Forget pods that are placed or gone: their uid will not come back.
-        uids = {_uid(p) for p in waiting}
-        self._helped = {uid: when for uid, when in self._helped.items() if uid in uids}
-        waiting = [p for p in waiting if not self._recently_helped(p, state.now)]
-        if not waiting:
-            return
-        waiting.sort(key=lambda p: (-p.priority, p.creation_timestamp or state.now, p.name))
+        self._helped = {u: when for u, when in self._helped.items() if u in waiting}
+        self._clearing = {u: c for u, c in self._clearing.items() if u in waiting}
         ledger = _Ledger(state)
-        for pod in waiting:
+        ledger.cleared.update(c.node for c in self._clearing.values())
+        for uid, clearing in list(self._clearing.items()):
+            if not self._go_on_clearing(waiting[uid], clearing, context, ledger):
+                return
+        fresh = sorted(
+            (p for u, p in waiting.items() if not self._recently_helped(u, state.now)),
+            key=lambda p: (-p.priority, p.creation_timestamp or state.now, p.name),
+        )
+        for pod in fresh:
             if context.fitting_nodes(pod):
                 continue  # a node takes it as things stand: kube-scheduler's to place
             plan = _best_plan(pod, context, ledger, self.args)
             if plan is None:
                 log.debug("No node can be cleared for pending pod %s/%s", pod.namespace, pod.name)
                 continue
-            held = context.evictor.held_back([p for p, _ in plan.moves], guard=_GUARD)
-            if held is not None:
-                log.info(
-                    'Room for pod="%s/%s" on node="%s" not made this cycle: %s',
-                    pod.namespace,
-                    pod.name,
-                    plan.node.name,
-                    held,
-                )
-                continue
-            self._helped[_uid(pod)] = state.now
-            if not _carry_out(plan, context, ledger):
+            if not self._begin(plan, context, ledger):
                 return
 
-    def _recently_helped(self, pod: Pod, now: datetime) -> bool:
-        when = self._helped.get(_uid(pod))
+    def _begin(self, plan: _Plan, context: PluginContext, ledger: _Ledger) -> bool:
+        """Carry out as much of a new plan as this cycle's rails allow, reserving the node
+        when the rest must wait for the next cycle. False when the rails stop every plugin."""
+        pod, state = plan.pending, context.state
+        now_allowed = _allowed_now(plan, context)
+        if now_allowed == 0:
+            return True
+        uid = _uid(pod)
+        self._helped[uid] = state.now
+        if now_allowed < len(plan.moves):
+            self._clearing[uid] = _Clearing(plan.node.name, state.now)
+            context.reserve(plan.node.name, uid)
+        return _carry_out(plan, now_allowed, context, ledger)
+
+    def _go_on_clearing(
+        self, pod: Pod, clearing: _Clearing, context: PluginContext, ledger: _Ledger
+    ) -> bool:
+        """The next part of a node's clearing: the rest when the rails allow (the reservation
+        then ends with this cycle, and the pending pod is the oldest to take the room), else
+        as much as they allow, the node still reserved. A clearing that outlived
+        `retrySeconds`, or whose node no longer qualifies, ends. False when the rails stop
+        every plugin."""
+        uid, state = _uid(pod), context.state
+        node = state.nodes.get(clearing.node)
+        elapsed = (state.now - clearing.since).total_seconds()
+        plan = None
+        if node is not None and node.ready and elapsed < self.args.retry_seconds:
+            movable = _movable(pod, node, state.pods_on(node.name))
+            plan = _plan_on(pod, node, movable, context, ledger, self.args)
+        if plan is None:
+            log.info(
+                'Room for pod="%s/%s" on node="%s" given up after %.0f s',
+                pod.namespace,
+                pod.name,
+                clearing.node,
+                elapsed,
+            )
+            del self._clearing[uid]
+            return True
+        if not plan.moves:
+            del self._clearing[uid]  # made: the reservation ends with this cycle
+            return True
+        allowed = _allowed_now(plan, context)
+        if allowed < len(plan.moves):
+            context.reserve(plan.node.name, uid)
+        else:
+            del self._clearing[uid]
+        return _carry_out(plan, allowed, context, ledger) if allowed else True
+
+    def _recently_helped(self, uid: str, now: datetime) -> bool:
+        when = self._helped.get(uid)
         return when is not None and (now - when).total_seconds() < self.args.retry_seconds
+
+
+def _allowed_now(plan: _Plan, context: PluginContext) -> int:
+    """How many of the plan's pods, in order, every rail lets go in this cycle (0: none,
+    with why logged)."""
+    pods = [p for p, _ in plan.moves]
+    for count in range(len(pods), 0, -1):
+        held = context.evictor.held_back(pods[:count], guard=_GUARD)
+        if held is None:
+            return count
+        if count == len(pods):
+            why = held
+    log.info(
+        'Room for pod="%s/%s" on node="%s" not begun this cycle: %s',
+        plan.pending.namespace,
+        plan.pending.name,
+        plan.node.name,
+        why,
+    )
+    return 0
 
 
 def _uid(pod: Pod) -> str:
@@ -308,13 +387,16 @@ def _plan_on(
     )
     on_node = state.pods_on(node.name)
 
+    # The node as it will be for the pending pod: without the reservation kept for it.
+    unreserved = replace(node, taints=tuple(t for t in node.taints if t.key != RESERVED_TAINT_KEY))
+
     def accepts(leaving: Iterable[Pod]) -> bool:
         gone = {(p.namespace, p.name) for p in leaving}
         staying = [p for p in on_node if (p.namespace, p.name) not in gone]
         return bool(
             fitting_nodes(
                 pending,
-                [node],
+                [unreserved],
                 pods_by_node={node.name: staying},
                 policy=state.policy_of(pending),
                 metrics=state.metrics,
@@ -322,12 +404,13 @@ def _plan_on(
         )
 
     leaving: list[Pod] = []
-    for pod in candidates:
-        leaving.append(pod)
-        if accepts(leaving):
-            break
-    else:
-        return None
+    if not accepts(leaving):
+        for pod in candidates:
+            leaving.append(pod)
+            if accepts(leaving):
+                break
+        else:
+            return None
     # Drop any pod the room does not need after all, the largest first.
     for pod in list(leaving):
         fewer = [p for p in leaving if p is not pod]
@@ -372,19 +455,24 @@ def _book(
     return tuple(moves)
 
 
-def _carry_out(plan: _Plan, context: PluginContext, ledger: _Ledger) -> bool:
-    """Evict the plan's pods; False when the cycle's rails stop every plugin."""
+def _carry_out(plan: _Plan, count: int, context: PluginContext, ledger: _Ledger) -> bool:
+    """Evict the plan's first `count` pods (the rest wait for the next cycle, the node
+    reserved); False when the cycle's rails stop every plugin."""
     pending = f"{plan.pending.namespace}/{plan.pending.name}"
     ledger.cleared.add(plan.node.name)
-    for pod, destination in plan.moves:
+    moves = plan.moves[:count]
+    for pod, destination in moves:
         ledger.book(destination.name, pod)
     log.info(
-        'Making room pod="%s" node="%s" evicting=%s',
+        'Making room pod="%s" node="%s" evicting=%s%s',
         pending,
         plan.node.name,
-        ",".join(f"{p.namespace}/{p.name}->{d.name}" for p, d in plan.moves),
+        ",".join(f"{p.namespace}/{p.name}->{d.name}" for p, d in moves),
+        f" (then {len(plan.moves) - count} more, the node reserved)"
+        if count < len(plan.moves)
+        else "",
     )
-    for done, (pod, destination) in enumerate(plan.moves):
+    for done, (pod, destination) in enumerate(moves):
         attempt = context.evictor.evict(
             pod,
             strategy=NAME,

@@ -19,8 +19,9 @@ import pytest
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
 from inmemory.scheduler import EmbeddedScheduler
-from tas.cluster.model import PodCondition
+from tas.cluster.model import PodCondition, TaintEffect
 from tas.policies.model import TASPolicy
+from tas.vocabulary import RESERVED_TAINT_KEY
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     START,
@@ -154,20 +155,72 @@ def eighths() -> Any:
 
 
 def test_at_most_max_pods_per_pending_leave_for_one_pod() -> None:
-    assert evicted(make_descheduler(eighths(), config()).run_cycle()) == []
+    assert evicted(make_descheduler(eighths(), config(maxPodsPerPending=5)).run_cycle()) == []
     report = make_descheduler(eighths(), config(maxPodsPerPending=6)).run_cycle()
     assert len(evicted(report)) == 6
 
 
-def test_a_room_the_limits_would_stop_half_way_is_not_begun() -> None:
-    limited = policy_config(
-        "MakeRoomForPending",
-        args={"MakeRoomForPending": {"maxPodsPerPending": 6}},
-        maxNoOfPodsToEvictPerNode=5,
+def reserved_nodes(cluster: Any) -> dict[str, str]:
+    return {
+        n.name: t.value
+        for n in cluster.list_nodes()
+        for t in n.taints
+        if t.key == RESERVED_TAINT_KEY and t.effect is TaintEffect.NO_SCHEDULE
+    }
+
+
+LIMITED = {"maxNoOfPodsToEvictPerNode": 5}
+
+
+def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_reserved() -> None:
+    cluster = eighths()
+    scheduler = EmbeddedScheduler(cluster, extender=None)
+    clock = FakeClock(START)
+    descheduler = make_descheduler(
+        cluster, policy_config("MakeRoomForPending", **LIMITED), clock=clock
     )
-    report = make_descheduler(eighths(), limited).run_cycle()
-    assert evicted(report) == []
-    assert not report.decisions  # not one pod went for a room that could not be made
+
+    assert len(evicted(descheduler.run_cycle())) == 5
+    assert reserved_nodes(cluster) == {"node-a": "uid-default-big"}
+    placed = {r.pod: r.node for r in scheduler.schedule_pending()}
+    assert placed["default/big"] is None  # the sixth pod is still there
+    assert all(node != "node-a" for pod, node in placed.items() if pod != "default/big")
+
+    clock.advance(60)
+    assert len(evicted(descheduler.run_cycle())) == 1
+    assert reserved_nodes(cluster) == {}
+    placed = {r.pod: r.node for r in scheduler.schedule_pending()}
+    assert placed["default/big"] == "node-a"
+
+
+def test_a_reservation_ends_when_its_pod_is_gone_and_when_the_descheduler_restarts() -> None:
+    limited = policy_config("MakeRoomForPending", **LIMITED)
+    cluster = eighths()
+    clock = FakeClock(START)
+    make_descheduler(cluster, limited, clock=clock).run_cycle()
+    assert reserved_nodes(cluster) == {"node-a": "uid-default-big"}
+    # Another descheduler (a restart, or the standby taking the lease) knows of no clearing.
+    make_descheduler(cluster, limited, clock=clock).run_cycle()
+    assert reserved_nodes(cluster) == {}
+
+    cluster = eighths()
+    descheduler = make_descheduler(cluster, limited, clock=clock)
+    descheduler.run_cycle()
+    cluster.remove_pod("default", "big")
+    clock.advance(60)
+    descheduler.run_cycle()
+    assert reserved_nodes(cluster) == {}
+
+
+def test_a_room_no_rail_lets_begin_is_not_begun_and_a_predictive_cycle_writes_no_taint() -> None:
+    spent = policy_config("MakeRoomForPending", maxNoOfPodsToEvictPerNamespace=0, **LIMITED)
+    cluster = eighths()
+    assert evicted(make_descheduler(cluster, spent).run_cycle()) == []
+    assert reserved_nodes(cluster) == {}
+    limited = policy_config("MakeRoomForPending", **LIMITED)
+    report = make_descheduler(cluster, limited, mode=Mode.PREDICTIVE).run_cycle()
+    assert len(evicted(report)) == 5
+    assert reserved_nodes(cluster) == {}
 
 
 def test_the_pending_pods_policy_keeps_it_off_a_node_it_forbids() -> None:

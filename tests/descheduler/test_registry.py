@@ -153,7 +153,7 @@ def test_a_registered_plugin_is_accepted_only_at_the_points_it_serves() -> None:
     assert caught.value.problems == (
         "profiles[0].plugins.balance.enabled[0]: EvictLabelled is not a balance plugin; "
         "balance takes RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint, "
-        "LowNodeUtilization, HighNodeUtilization, LoadAware, SoftTainter",
+        "LowNodeUtilization, HighNodeUtilization, LoadAware, MakeRoomForPending, SoftTainter",
     )
 
 
@@ -163,7 +163,7 @@ def test_registering_into_one_registry_leaves_the_built_in_set_alone() -> None:
         parse_config(policy())
     (problem,) = caught.value.problems
     assert problem.startswith("profiles[0].plugins.deschedule.enabled[0]: unknown plugin")
-    assert problem.endswith("LoadAware, SoftTainter")
+    assert problem.endswith("LoadAware, MakeRoomForPending, SoftTainter")
 
 
 def test_a_name_is_taken_once() -> None:
