@@ -384,6 +384,8 @@ class Descheduler:
             taints={n: reservation(uid) for n, uid in report.reserved.items() if n in nodes},
             dry_run=dry_run,
         )
+        if self.metrics is not None:
+            self.metrics.reserved_nodes.set(len(report.reserved))
 
     def _sync_soft_taints(
         self,

@@ -52,6 +52,11 @@ class DeschedulerMetrics:
             "tas_descheduler_circuit_breaker_open",
             "1 while too many nodes violate at once and every eviction is held back.",
         )
+        self.reserved_nodes = declare.gauge(
+            "tas_descheduler_reserved_nodes",
+            "Nodes kept NoSchedule while pods leave them to make room for a pending pod "
+            "(MakeRoomForPending; in Predictive mode, those that would be).",
+        )
         self.cycles = declare.counter(
             "tas_descheduler_cycles_total",
             "Descheduling cycles, by outcome (run, skipped).",

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
@@ -176,12 +177,14 @@ def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_
     cluster = eighths()
     scheduler = EmbeddedScheduler(cluster, extender=None)
     clock = FakeClock(START)
+    registry = CollectorRegistry()
     descheduler = make_descheduler(
-        cluster, policy_config("MakeRoomForPending", **LIMITED), clock=clock
+        cluster, policy_config("MakeRoomForPending", **LIMITED), clock=clock, registry=registry
     )
 
     assert len(evicted(descheduler.run_cycle())) == 5
     assert reserved_nodes(cluster) == {"node-a": "uid-default-big"}
+    assert registry.get_sample_value("tas_descheduler_reserved_nodes") == 1.0
     placed = {r.pod: r.node for r in scheduler.schedule_pending()}
     assert placed["default/big"] is None  # the sixth pod is still there
     assert all(node != "node-a" for pod, node in placed.items() if pod != "default/big")
@@ -189,6 +192,7 @@ def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_
     clock.advance(60)
     assert len(evicted(descheduler.run_cycle())) == 1
     assert reserved_nodes(cluster) == {}
+    assert registry.get_sample_value("tas_descheduler_reserved_nodes") == 0.0
     placed = {r.pod: r.node for r in scheduler.schedule_pending()}
     assert placed["default/big"] == "node-a"
 
