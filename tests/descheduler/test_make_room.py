@@ -170,16 +170,16 @@ def reserved_nodes(cluster: Any) -> dict[str, str]:
     }
 
 
-LIMITED = {"maxNoOfPodsToEvictPerNode": 5}
-
-
 def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_reserved() -> None:
     cluster = eighths()
     scheduler = EmbeddedScheduler(cluster, extender=None)
     clock = FakeClock(START)
     registry = CollectorRegistry()
     descheduler = make_descheduler(
-        cluster, policy_config("MakeRoomForPending", **LIMITED), clock=clock, registry=registry
+        cluster,
+        policy_config("MakeRoomForPending", maxNoOfPodsToEvictPerNode=5),
+        clock=clock,
+        registry=registry,
     )
 
     assert len(evicted(descheduler.run_cycle())) == 5
@@ -198,7 +198,7 @@ def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_
 
 
 def test_a_reservation_ends_when_its_pod_is_gone_and_when_the_descheduler_restarts() -> None:
-    limited = policy_config("MakeRoomForPending", **LIMITED)
+    limited = policy_config("MakeRoomForPending", maxNoOfPodsToEvictPerNode=5)
     cluster = eighths()
     clock = FakeClock(START)
     make_descheduler(cluster, limited, clock=clock).run_cycle()
@@ -217,11 +217,13 @@ def test_a_reservation_ends_when_its_pod_is_gone_and_when_the_descheduler_restar
 
 
 def test_a_room_no_rail_lets_begin_is_not_begun_and_a_predictive_cycle_writes_no_taint() -> None:
-    spent = policy_config("MakeRoomForPending", maxNoOfPodsToEvictPerNamespace=0, **LIMITED)
+    spent = policy_config(
+        "MakeRoomForPending", maxNoOfPodsToEvictPerNamespace=0, maxNoOfPodsToEvictPerNode=5
+    )
     cluster = eighths()
     assert evicted(make_descheduler(cluster, spent).run_cycle()) == []
     assert reserved_nodes(cluster) == {}
-    limited = policy_config("MakeRoomForPending", **LIMITED)
+    limited = policy_config("MakeRoomForPending", maxNoOfPodsToEvictPerNode=5)
     report = make_descheduler(cluster, limited, mode=Mode.PREDICTIVE).run_cycle()
     assert len(evicted(report)) == 5
     assert reserved_nodes(cluster) == {}
