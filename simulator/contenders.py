@@ -14,10 +14,11 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 | psi-profile | as requests | KubeVirtRelieveAndMigrate as OpenShift renders it (b) |
 | psi-profile-60s | as requests | as psi-profile, every 60 s instead of every hour |
 | volcano-loadaware | requests + Volcano's `usage` plugin | Volcano LoadAware as documented |
-| ours | requests + this project's extender (weight 5) | TASViolations + LoadAware + SoftTainter |
+| ours | requests + ours' extender (weight 5) | TASViolations, LoadAware, SoftTainter (c) |
 
 (a) on the `<policy>=violating` labels TAS's controller writes every 5 s, with no breaker.
 (b) KubevirtMigrationAware included, with OpenShift's soft tainter beside it.
+(c) and MakeRoomForPending (room for a pod that fits nowhere).
 
 Each descheduler runs as often as its source ships it (`ContenderSpec.descheduling_interval`,
 each constant citing where it comes from): the OpenShift operator's KubeDescheduler every hour,
@@ -110,7 +111,8 @@ class Staleness(enum.StrEnum):
 # Ours, with the recommended configuration: the TASViolations profile exactly as
 # deploy/cluster/descheduler.yaml ships it (limits, cooldown, breaker), plus LoadAware on the
 # combined CPU signal with AsymmetricLow deviation thresholds (deploy/descheduler/
-# load-aware.yaml) and the SoftTainter (deploy/descheduler/soft-tainter.yaml).
+# load-aware.yaml), the SoftTainter (deploy/descheduler/soft-tainter.yaml), and room made for
+# pods that fit nowhere (MakeRoomForPending, deploy/descheduler/make-room.yaml).
 OURS = """
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
