@@ -18,7 +18,7 @@ with the reader's reasons rather than approximated. A scenario may replace a doc
 
 (a) on the `<policy>=violating` labels TAS's controller writes every 5 s, with no breaker.
 (b) KubevirtMigrationAware included, with OpenShift's soft tainter beside it.
-(c) and MakeRoomForPending (room for a pod that fits nowhere).
+(c) with MakeRoomForPending first (room for a pod that fits nowhere).
 
 Each descheduler runs as often as its source ships it (`ContenderSpec.descheduling_interval`,
 each constant citing where it comes from): the OpenShift operator's KubeDescheduler every hour,

@@ -56,7 +56,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from descheduler.args import FieldReader
 from descheduler.framework import (
@@ -81,6 +81,12 @@ NAME = PluginName("MakeRoomForPending")
 #: How many of the most promising nodes get a whole plan worked out for one pending pod
 #: (the others are ruled out by arithmetic alone): bounds a cycle's work on a large fleet.
 PLANNED_NODES = 20
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+#: How many pending pods get a plan looked for in one cycle, the highest priority and oldest
+#: first: each costs a pass over every node, and a queue of a thousand pending pods (a batch
+#: system's) must not make the cycle slow. The rest wait for the next cycles.
+PLANNED_PODS = 10
 
 #: Where a profile puts the owner cooldown on every plugin (`ownerCooldown: AllPlugins`),
 #: several pods of one owner may still leave together: they make one room.
@@ -162,13 +168,19 @@ class _Ledger:
         available = node.allocatable.get(resource)
         if available is None:
             return float("inf") if resource == PODS_RESOURCE else 0.0
-        return available - used - self._booked[node.name][resource]
+        return available - used - self._booked_of(node.name, resource)
 
     def has_room(self, node: Node, pod: Pod) -> bool:
         return all(self.free(node, r) >= v for r, v in _wanted(pod).items())
 
     def booked_on(self, node: NodeName) -> bool:
-        return node in self._booked
+        """A plan of this cycle books a pod on the node (its room is no longer the snapshot's)."""
+        return self._booked_of(node, PODS_RESOURCE) > 0.5  # a count of pods
+
+    def _booked_of(self, node: NodeName, resource: str) -> float:
+        """Read without adding an entry: asking about a node books nothing on it."""
+        booked = self._booked.get(node)
+        return booked.get(resource, 0.0) if booked is not None else 0.0
 
     def book(self, node: NodeName, pod: Pod) -> None:
         for resource, value in _wanted(pod).items():
@@ -208,6 +220,7 @@ class MakeRoom:
     args: MakeRoomForPendingArgs
     _helped: dict[str, datetime] = field(default_factory=dict)
     _clearing: dict[str, _Clearing] = field(default_factory=dict)
+    _looked_at: dict[str, datetime] = field(default_factory=dict)
 
     def run(self, context: PluginContext) -> None:
         state = context.state
@@ -219,18 +232,31 @@ class MakeRoom:
         # Forget pods that are placed or gone: their uid will not come back.
         self._helped = {u: when for u, when in self._helped.items() if u in waiting}
         self._clearing = {u: c for u, c in self._clearing.items() if u in waiting}
+        self._looked_at = {u: when for u, when in self._looked_at.items() if u in waiting}
         ledger = _Ledger(state)
         ledger.cleared.update(c.node for c in self._clearing.values())
         for uid, clearing in list(self._clearing.items()):
             if not self._go_on_clearing(waiting[uid], clearing, context, ledger):
                 return
+        # The pods looked at longest ago first (so a long queue is gone through in turn), then
+        # the highest priority, then the oldest.
         fresh = sorted(
             (p for u, p in waiting.items() if not self._recently_helped(u, state.now)),
-            key=lambda p: (-p.priority, p.creation_timestamp or state.now, p.name),
+            key=lambda p: (
+                self._looked_at.get(_uid(p), _NEVER),
+                -p.priority,
+                p.creation_timestamp or state.now,
+                p.name,
+            ),
         )
+        planned = 0
         for pod in fresh:
             if context.fitting_nodes(pod):
                 continue  # a node takes it as things stand: kube-scheduler's to place
+            if planned == PLANNED_PODS:
+                break
+            planned += 1
+            self._looked_at[_uid(pod)] = state.now
             plan = _best_plan(pod, context, ledger, self.args)
             if plan is None:
                 log.debug("No node can be cleared for pending pod %s/%s", pod.namespace, pod.name)

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
+from descheduler.plugins import make_room
 from inmemory.scheduler import EmbeddedScheduler
 from tas.cluster.model import PodCondition, TaintEffect
 from tas.policies.model import TASPolicy
@@ -276,3 +277,16 @@ def test_bad_arguments_are_each_reported() -> None:
     message = str(caught.value)
     for field in ("minPendingSeconds", "maxPodsPerPending", "retrySeconds"):
         assert field in message
+
+
+def test_a_long_queue_of_pods_no_room_can_be_made_for_is_gone_through_in_turn() -> None:
+    # More pods than a cycle plans for, each larger than any node: the one pod that can be
+    # helped, younger than all of them, has its turn in the next cycle.
+    hopeless = tuple(
+        waiting(f"huge-{i:02d}", cpu=9.0, minutes=10) for i in range(make_room.PLANNED_PODS + 1)
+    )
+    clock = FakeClock(START)
+    descheduler = make_descheduler(fragmented(*hopeless, waiting(minutes=6)), config(), clock=clock)
+    assert evicted(descheduler.run_cycle()) == []
+    clock.advance(60)
+    assert evicted(descheduler.run_cycle()) == ["b-1"]
