@@ -158,6 +158,7 @@ class _Ledger:
         )
         #: Nodes cleared for a pending pod in this cycle: no plan books or clears them again.
         self.cleared: set[NodeName] = set()
+        self._sized: dict[NodeName, list[tuple[float, Pod]]] = {}
 
     def free(self, node: Node, resource: str) -> float:
         load = self._state.load_by_node().get(node.name)
@@ -169,6 +170,18 @@ class _Ledger:
         if available is None:
             return float("inf") if resource == PODS_RESOURCE else 0.0
         return available - used - self._booked_of(node.name, resource)
+
+    def sized_pods(self, node: Node) -> list[tuple[float, Pod]]:
+        """The pods on the node that hold resources, each with its share of the node: worked
+        out once per cycle, as every pending pod weighs every node (a node that loses pods in
+        this cycle is cleared, and weighed no more)."""
+        found = self._sized.get(node.name)
+        if found is None:
+            pods = self._state.pods_on(node.name)
+            found = self._sized[node.name] = [
+                (share(p, node), p) for p in pods if holds_resources(p)
+            ]
+        return found
 
     def has_room(self, node: Node, pod: Pod) -> bool:
         return all(self.free(node, r) >= v for r, v in _wanted(pod).items())
@@ -197,11 +210,6 @@ class _Plan:
     node: Node
     #: Each pod to evict with the node it is booked on.
     moves: tuple[tuple[Pod, Node], ...]
-
-    @property
-    def cost(self) -> tuple[float, int, str]:
-        """Smaller is better: the share of the node that leaves, then how many pods do."""
-        return (sum(share(p, self.node) for p, _ in self.moves), len(self.moves), self.node.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +259,7 @@ class MakeRoom:
         )
         planned = 0
         for pod in fresh:
-            if context.fitting_nodes(pod):
+            if any(n not in ledger.cleared for n in context.fitting_nodes(pod)):
                 continue  # a node takes it as things stand: kube-scheduler's to place
             if planned == PLANNED_PODS:
                 break
@@ -352,17 +360,34 @@ def _best_plan(
             continue
         if not matches_node_selection(pod, node) or untolerated_taint(pod, node.taints):
             continue
-        movable = _movable(pod, node, state.pods_on(node.name))
+        size = share(pod, node)
+        movable = [
+            p
+            for p_share, p in ledger.sized_pods(node)
+            if p_share < size and p.priority <= pod.priority
+        ]
         shortfall = _shortfall(pod, node, movable, ledger)
         if shortfall is not None:
             shortfalls.append((shortfall, node.name, node, movable))
     shortfalls.sort(key=lambda found: (found[0], found[1]))
-    plans = [
-        plan
+    choices = [
+        (_cost(leaving, node), node, leaving)
         for _, _, node, movable in shortfalls[:PLANNED_NODES]
-        if (plan := _plan_on(pod, node, movable, context, ledger, args)) is not None
+        if (leaving := _leaving(pod, node, movable, context, args)) is not None
     ]
-    return min(plans, key=lambda p: p.cost, default=None)
+    # Booked the cheapest first: a booking scans every node, so only the plan taken pays it.
+    for _, node, leaving in sorted(choices, key=lambda c: c[0]):
+        moves = _book(leaving, node, context, ledger)
+        if moves is not None:
+            for moved, destination in moves:  # booked for good once carried out
+                ledger.unbook(destination.name, moved)
+            return _Plan(pod, node, moves)
+    return None
+
+
+def _cost(leaving: Sequence[Pod], node: Node) -> tuple[float, int, str]:
+    """Smaller is better: the share of the node that leaves, then how many pods do."""
+    return (sum(share(p, node) for p in leaving), len(leaving), node.name)
 
 
 def _movable(pending: Pod, node: Node, on_node: Sequence[Pod]) -> list[Pod]:
@@ -403,8 +428,29 @@ def _plan_on(
     ledger: _Ledger,
     args: MakeRoomForPendingArgs,
 ) -> _Plan | None:
-    """The fewest, smallest pods whose leaving lets the pending pod onto the node, each booked
-    on another node with room for it; None when there is no such set."""
+    """The pods to leave the node for the pending pod (`_leaving`), each booked on another
+    node with room for it (unbooked again: a plan is booked once carried out); None when there
+    is no such set."""
+    leaving = _leaving(pending, node, movable, context, args)
+    if leaving is None:
+        return None
+    moves = _book(leaving, node, context, ledger)
+    if moves is None:
+        return None
+    for pod, destination in moves:
+        ledger.unbook(destination.name, pod)
+    return _Plan(pending, node, moves)
+
+
+def _leaving(
+    pending: Pod,
+    node: Node,
+    movable: Sequence[Pod],
+    context: PluginContext,
+    args: MakeRoomForPendingArgs,
+) -> list[Pod] | None:
+    """The fewest, smallest pods whose leaving lets the pending pod onto the node, within
+    `maxPodsPerPending` and smaller together than it; None when there is no such set."""
     state = context.state
     evictor = context.evictor
     candidates = sorted(
@@ -446,12 +492,7 @@ def _plan_on(
         return None
     if sum(share(p, node) for p in leaving) >= share(pending, node):
         return None
-    moves = _book(leaving, node, context, ledger)
-    if moves is None:
-        return None
-    for pod, destination in moves:  # a plan is booked only once chosen (`_carry_out`)
-        ledger.unbook(destination.name, pod)
-    return _Plan(pending, node, moves)
+    return leaving
 
 
 def _book(

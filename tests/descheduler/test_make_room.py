@@ -290,3 +290,15 @@ def test_a_long_queue_of_pods_no_room_can_be_made_for_is_gone_through_in_turn() 
     assert evicted(descheduler.run_cycle()) == []
     clock.advance(60)
     assert evicted(descheduler.run_cycle()) == ["b-1"]
+
+
+def test_a_node_cleared_for_one_pod_is_not_counted_as_room_for_the_next() -> None:
+    # Two pods of one shape waiting: once node-b is cleared for the first, the second must get
+    # a node of its own in the same cycle (node-a: node-c takes b-1, booked there), not be
+    # taken to fit on node-b.
+    cluster = fragmented(waiting("big-1", minutes=11), waiting("big-2", minutes=10))
+    report = make_descheduler(cluster, config()).run_cycle()
+    assert evicted(report) == ["a-1", "a-2", "b-1"]
+    placed = {r.pod: r.node for r in EmbeddedScheduler(cluster, extender=None).schedule_pending()}
+    assert (placed["default/big-1"], placed["default/big-2"]) == ("node-b", "node-a")
+    assert all(node == "node-c" for pod, node in placed.items() if "big" not in pod)
