@@ -19,6 +19,8 @@ The rules, each for a reason:
   shares of the node, each the larger of cpu and memory, summed), and each passes the
   profile's evictor rules. Each is booked on another node with room for it (nodeFit, its
   TASPolicy included), so after the move the fleet runs strictly more than before.
+- A replacement of a moved pod is left to settle for an hour (LoadAware's `settle_left`): one
+  replica's slot is moved by this plugin at most once an hour, whatever the queue.
 - The pending pod must pass every filter on the cleared node, its own TASPolicy's
   `dontschedule` rules included.
 - Among the nodes that qualify, the one where the least leaves.
@@ -61,6 +63,7 @@ from datetime import UTC, datetime
 from descheduler.args import FieldReader
 from descheduler.framework import (
     ExtensionPoint,
+    MoveHistory,
     Outcome,
     OwnerGuard,
     Plugin,
@@ -68,6 +71,7 @@ from descheduler.framework import (
     PluginName,
 )
 from descheduler.nodefit import fitting_nodes
+from descheduler.plugins.load_aware.stall import settle_left
 from descheduler.state import CycleState
 from tas.cluster.model import Node, Pod
 from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
@@ -151,8 +155,9 @@ class _Ledger:
     """The room of the cycle's snapshot, less what this cycle's plans have booked on each node,
     plus what they freed (the pods they evict)."""
 
-    def __init__(self, state: CycleState) -> None:
+    def __init__(self, state: CycleState, moves: MoveHistory) -> None:
         self._state = state
+        self._moves = moves
         self._booked: defaultdict[NodeName, defaultdict[str, float]] = defaultdict(
             lambda: defaultdict(float)
         )
@@ -179,9 +184,26 @@ class _Ledger:
         if found is None:
             pods = self._state.pods_on(node.name)
             found = self._sized[node.name] = [
-                (share(p, node), p) for p in pods if holds_resources(p)
+                (share(p, node), p) for p in pods if holds_resources(p) and not self._settling(p)
             ]
         return found
+
+    def _settling(self, pod: Pod) -> bool:
+        """A replacement of a moved pod, left to settle for an hour as LoadAware leaves it
+        (`settle_left`): one replica's slot is moved by this plugin at most once an hour."""
+        since = self._moves.owner_moving_since(pod)
+        return settle_left(pod, since, self._state.now) > 0
+
+    def movable(self, pending: Pod, node: Node) -> list[Pod]:
+        """The pods on the node that may leave for the pending pod, before the evictor's say:
+        running pods of no higher priority, each smaller than the pending pod, none a
+        replacement of a pod moved within the hour."""
+        size = share(pending, node)
+        return [p for s, p in self.sized_pods(node) if s < size and p.priority <= pending.priority]
+
+    def forget(self, node: NodeName) -> None:
+        """Work the node's pods out afresh when next asked."""
+        self._sized.pop(node, None)
 
     def has_room(self, node: Node, pod: Pod) -> bool:
         return all(self.free(node, r) >= v for r, v in _wanted(pod).items())
@@ -241,7 +263,7 @@ class MakeRoom:
         self._helped = {u: when for u, when in self._helped.items() if u in waiting}
         self._clearing = {u: c for u, c in self._clearing.items() if u in waiting}
         self._looked_at = {u: when for u, when in self._looked_at.items() if u in waiting}
-        ledger = _Ledger(state)
+        ledger = _Ledger(state, context.moves)
         ledger.cleared.update(c.node for c in self._clearing.values())
         for uid, clearing in list(self._clearing.items()):
             if not self._go_on_clearing(waiting[uid], clearing, context, ledger):
@@ -299,8 +321,8 @@ class MakeRoom:
         elapsed = (state.now - clearing.since).total_seconds()
         plan = None
         if node is not None and node.ready and elapsed < self.args.retry_seconds:
-            movable = _movable(pod, node, state.pods_on(node.name))
-            plan = _plan_on(pod, node, movable, context, ledger, self.args)
+            ledger.forget(node.name)  # its pods may have changed since the ledger was made
+            plan = _plan_on(pod, node, ledger.movable(pod, node), context, ledger, self.args)
         if plan is None:
             log.info(
                 'Room for pod="%s/%s" on node="%s" given up after %.0f s',
@@ -360,12 +382,7 @@ def _best_plan(
             continue
         if not matches_node_selection(pod, node) or untolerated_taint(pod, node.taints):
             continue
-        size = share(pod, node)
-        movable = [
-            p
-            for p_share, p in ledger.sized_pods(node)
-            if p_share < size and p.priority <= pod.priority
-        ]
+        movable = ledger.movable(pod, node)
         shortfall = _shortfall(pod, node, movable, ledger)
         if shortfall is not None:
             shortfalls.append((shortfall, node.name, node, movable))
@@ -388,17 +405,6 @@ def _best_plan(
 def _cost(leaving: Sequence[Pod], node: Node) -> tuple[float, int, str]:
     """Smaller is better: the share of the node that leaves, then how many pods do."""
     return (sum(share(p, node) for p in leaving), len(leaving), node.name)
-
-
-def _movable(pending: Pod, node: Node, on_node: Sequence[Pod]) -> list[Pod]:
-    """The pods on the node that may leave for the pending pod, before the evictor's say:
-    running pods of no higher priority, each smaller than the pending pod."""
-    size = share(pending, node)
-    return [
-        p
-        for p in on_node
-        if holds_resources(p) and p.priority <= pending.priority and share(p, node) < size
-    ]
 
 
 def _shortfall(pending: Pod, node: Node, movable: Sequence[Pod], ledger: _Ledger) -> float | None:

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
 from descheduler.plugins import make_room
+from descheduler.state import CycleState
 from inmemory.scheduler import EmbeddedScheduler
 from tas.cluster.model import PodCondition, TaintEffect
 from tas.policies.model import TASPolicy
@@ -302,3 +303,40 @@ def test_a_node_cleared_for_one_pod_is_not_counted_as_room_for_the_next() -> Non
     placed = {r.pod: r.node for r in EmbeddedScheduler(cluster, extender=None).schedule_pending()}
     assert (placed["default/big-1"], placed["default/big-2"]) == ("node-b", "node-a")
     assert all(node == "node-c" for pod, node in placed.items() if "big" not in pod)
+
+
+class _MovedAt:
+    """A move history in which every owner began moving at one time."""
+
+    def __init__(self, when: Any) -> None:
+        self.when = when
+
+    def owner_moving_since(self, pod: Any) -> Any:
+        return self.when
+
+    def recently_evacuated(self, within: float) -> Any:
+        return ()
+
+
+def test_a_replacement_of_a_moved_pod_is_left_to_settle_for_an_hour() -> None:
+    # One replica's slot is moved by this plugin at most once an hour (the churn goal): a pod
+    # created since its owner began moving does not leave for a pending pod within the hour.
+    node = make_node("node-a")
+    moved_at = START - timedelta(minutes=20)
+    old = small("old", "node-a")
+    fresh = small("fresh", "node-a", created=START - timedelta(minutes=10))
+    state = CycleState(
+        nodes={node.name: node}, pods=(old, fresh), pdbs=(), policies={}, metrics={}, now=START
+    )
+    ledger = make_room._Ledger(state, _MovedAt(moved_at))
+    assert [p.name for p in ledger.movable(waiting(), node)] == ["old"]
+    later = CycleState(
+        nodes={node.name: node},
+        pods=(old, fresh),
+        pdbs=(),
+        policies={},
+        metrics={},
+        now=START + timedelta(minutes=51),
+    )
+    ledger = make_room._Ledger(later, _MovedAt(moved_at))
+    assert [p.name for p in ledger.movable(waiting(), node)] == ["old", "fresh"]
