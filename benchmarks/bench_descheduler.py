@@ -187,8 +187,15 @@ def _build(
 def _descheduler(node_count: int, *, pod_cpu: float) -> tuple[Descheduler, VirtualClock]:
     clock = VirtualClock()
     cluster, view = _build(node_count, clock, pod_cpu=pod_cpu)
-    descheduler = Descheduler(
-        config=_policy(),
+    return _dry_run(_policy(), cluster, view, clock), clock
+
+
+def _dry_run(
+    config: DeschedulerConfig, cluster: InMemoryCluster, view: StaticMetricView, clock: VirtualClock
+) -> Descheduler:
+    """The descheduler of `config` in Predictive mode over a built cluster."""
+    return Descheduler(
+        config=config,
         cluster=cluster,
         metric_view=view,
         policies=lambda: {},
@@ -196,7 +203,6 @@ def _descheduler(node_count: int, *, pod_cpu: float) -> tuple[Descheduler, Virtu
         clock=clock,
         metrics=DeschedulerMetrics(registry=CollectorRegistry()),
     )
-    return descheduler, clock
 
 
 def _cycle_cpu(descheduler: Descheduler, clock: VirtualClock) -> tuple[float, int]:
@@ -335,15 +341,8 @@ def _make_room_cycle(node_count: int) -> tuple[float, float, int]:
                 creation_timestamp=created,
             )
         )
-    descheduler = Descheduler(
-        config=parse_config(yaml.safe_load(MAKE_ROOM_POLICY.read_text())),
-        cluster=cluster,
-        metric_view=view,
-        policies=lambda: {},
-        mode=Mode.PREDICTIVE,
-        clock=clock,
-        metrics=DeschedulerMetrics(registry=CollectorRegistry()),
-    )
+    config = parse_config(yaml.safe_load(MAKE_ROOM_POLICY.read_text()))
+    descheduler = _dry_run(config, cluster, view, clock)
     floor = _floor_cpu(cluster.list_nodes(), cluster.list_pods()) * 1000
     cycle, decisions = _cycle_cpu(descheduler, clock)
     return cycle * 1000, floor, decisions

@@ -116,6 +116,25 @@ class EvictionBudget:
             return f"maxNoOfPodsToEvictPerNamespace {limits.per_namespace} reached in {namespace}"
         return None
 
+    def would_exhaust(self, pods: Sequence[Pod]) -> str | None:
+        """Which limit evicting all of `pods` on top of this cycle's evictions would pass, or
+        None when they all fit within every limit."""
+        limits = self.limits
+        if limits.total is not None and self.total + len(pods) > limits.total:
+            return f"maxNoOfPodsToEvictTotal {limits.total} would be reached"
+        if limits.per_node is not None:
+            for node, count in Counter(p.node_name for p in pods if p.node_name).items():
+                if self.by_node.get(node, 0) + count > limits.per_node:
+                    return f"maxNoOfPodsToEvictPerNode {limits.per_node} would be reached on {node}"
+        if limits.per_namespace is not None:
+            for namespace, count in Counter(p.namespace for p in pods).items():
+                if self.by_namespace.get(namespace, 0) + count > limits.per_namespace:
+                    return (
+                        f"maxNoOfPodsToEvictPerNamespace {limits.per_namespace} would be reached"
+                        f" in {namespace}"
+                    )
+        return None
+
     def record(self, *, node: NodeName | None, namespace: Namespace) -> None:
         self.total += 1
         if node is not None:
@@ -473,21 +492,7 @@ class PodEvictor:
             held = self._blocked(pod, among=None, guard=guard)
             if held is not None:
                 return f"{pod.namespace}/{pod.name}: {held[1]}"
-        limits, budget = self.rails.budget.limits, self.rails.budget
-        if limits.total is not None and budget.total + len(pods) > limits.total:
-            return f"maxNoOfPodsToEvictTotal {limits.total} would be reached"
-        if limits.per_node is not None:
-            for node, count in Counter(p.node_name for p in pods if p.node_name).items():
-                if budget.by_node.get(node, 0) + count > limits.per_node:
-                    return f"maxNoOfPodsToEvictPerNode {limits.per_node} would be reached on {node}"
-        if limits.per_namespace is not None:
-            for namespace, count in Counter(p.namespace for p in pods).items():
-                if budget.by_namespace.get(namespace, 0) + count > limits.per_namespace:
-                    return (
-                        f"maxNoOfPodsToEvictPerNamespace {limits.per_namespace} would be reached"
-                        f" in {namespace}"
-                    )
-        return None
+        return self.rails.budget.would_exhaust(pods)
 
     def _api_blocked(self, pod: Pod, strategy: str, why: str) -> Attempt:
         self.rails.block(pod, strategy, Rail.API, why)

@@ -19,8 +19,9 @@ The rules, each for a reason:
   shares of the node, each the larger of cpu and memory, summed), and each passes the
   profile's evictor rules. Each is booked on another node with room for it (nodeFit, its
   TASPolicy included), so after the move the fleet runs strictly more than before.
-- A replacement of a moved pod is left to settle for an hour (LoadAware's `settle_left`): one
-  replica's slot is moved by this plugin at most once an hour, whatever the queue.
+- A replacement of a moved pod is left to settle for an hour (`descheduler.settling`, the rule
+  LoadAware keeps too): one replica's slot is moved by this plugin at most once an hour,
+  whatever the queue.
 - The pending pod must pass every filter on the cleared node, its own TASPolicy's
   `dontschedule` rules included.
 - Among the nodes that qualify, the one where the least leaves.
@@ -71,7 +72,7 @@ from descheduler.framework import (
     PluginName,
 )
 from descheduler.nodefit import fitting_nodes
-from descheduler.plugins.load_aware.stall import settle_left
+from descheduler.settling import settle_left
 from descheduler.state import CycleState
 from tas.cluster.model import Node, Pod
 from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
@@ -165,7 +166,9 @@ class _Ledger:
         self.cleared: set[NodeName] = set()
         self._sized: dict[NodeName, list[tuple[float, Pod]]] = {}
 
-    def free(self, node: Node, resource: str) -> float:
+    def free(self, node: Node, resource: str, besides: Sequence[Pod] = ()) -> float:
+        """The node's room for `resource`, less this cycle's bookings and `besides` (pods a
+        plan being worked out would put there)."""
         load = self._state.load_by_node().get(node.name)
         if resource == PODS_RESOURCE:
             used = float(load.pods) if load is not None else 0.0
@@ -174,7 +177,8 @@ class _Ledger:
         available = node.allocatable.get(resource)
         if available is None:
             return float("inf") if resource == PODS_RESOURCE else 0.0
-        return available - used - self._booked_of(node.name, resource)
+        tentative = sum(_wanted(p).get(resource, 0.0) for p in besides)
+        return available - used - self._booked_of(node.name, resource) - tentative
 
     def sized_pods(self, node: Node) -> list[tuple[float, Pod]]:
         """The pods on the node that hold resources, each with its share of the node: worked
@@ -205,8 +209,8 @@ class _Ledger:
         """Work the node's pods out afresh when next asked."""
         self._sized.pop(node, None)
 
-    def has_room(self, node: Node, pod: Pod) -> bool:
-        return all(self.free(node, r) >= v for r, v in _wanted(pod).items())
+    def has_room(self, node: Node, pod: Pod, besides: Sequence[Pod] = ()) -> bool:
+        return all(self.free(node, r, besides) >= v for r, v in _wanted(pod).items())
 
     def booked_on(self, node: NodeName) -> bool:
         """A plan of this cycle books a pod on the node (its room is no longer the snapshot's)."""
@@ -220,10 +224,6 @@ class _Ledger:
     def book(self, node: NodeName, pod: Pod) -> None:
         for resource, value in _wanted(pod).items():
             self._booked[node][resource] += value
-
-    def unbook(self, node: NodeName, pod: Pod) -> None:
-        for resource, value in _wanted(pod).items():
-            self._booked[node][resource] -= value
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,12 +392,10 @@ def _best_plan(
         for _, _, node, movable in shortfalls[:PLANNED_NODES]
         if (leaving := _leaving(pod, node, movable, context, args)) is not None
     ]
-    # Booked the cheapest first: a booking scans every node, so only the plan taken pays it.
+    # The cheapest first: finding destinations scans every node, so only the plan taken pays it.
     for _, node, leaving in sorted(choices, key=lambda c: c[0]):
-        moves = _book(leaving, node, context, ledger)
+        moves = _destinations(leaving, node, context, ledger)
         if moves is not None:
-            for moved, destination in moves:  # booked for good once carried out
-                ledger.unbook(destination.name, moved)
             return _Plan(pod, node, moves)
     return None
 
@@ -434,18 +432,13 @@ def _plan_on(
     ledger: _Ledger,
     args: MakeRoomForPendingArgs,
 ) -> _Plan | None:
-    """The pods to leave the node for the pending pod (`_leaving`), each booked on another
-    node with room for it (unbooked again: a plan is booked once carried out); None when there
-    is no such set."""
+    """The pods to leave the node for the pending pod (`_leaving`), each with another node
+    with room for it; None when there is no such set."""
     leaving = _leaving(pending, node, movable, context, args)
     if leaving is None:
         return None
-    moves = _book(leaving, node, context, ledger)
-    if moves is None:
-        return None
-    for pod, destination in moves:
-        ledger.unbook(destination.name, pod)
-    return _Plan(pending, node, moves)
+    moves = _destinations(leaving, node, context, ledger)
+    return None if moves is None else _Plan(pending, node, moves)
 
 
 def _leaving(
@@ -501,14 +494,16 @@ def _leaving(
     return leaving
 
 
-def _book(
+def _destinations(
     leaving: Sequence[Pod], node: Node, context: PluginContext, ledger: _Ledger
 ) -> tuple[tuple[Pod, Node], ...] | None:
-    """A node with room for each leaving pod (nodeFit, then room left after the bookings):
-    the one with the most cpu free, as kube-scheduler's least-allocated scoring would pick.
-    Booked on the ledger; None (nothing booked) when one of them has nowhere to go."""
+    """A node with room for each leaving pod (nodeFit, then room left after the ledger's
+    bookings and the plan's own): the one with the most cpu free, as kube-scheduler's
+    least-allocated scoring would pick. None when one of them has nowhere to go. Books
+    nothing: a plan is booked once carried out (`_carry_out`)."""
     nodes = context.state.nodes
     moves: list[tuple[Pod, Node]] = []
+    headed_to: defaultdict[NodeName, list[Pod]] = defaultdict(list)
     for pod in leaving:
         allowed = context.evictor.pre_eviction_filter(pod)
         destinations = [
@@ -516,14 +511,14 @@ def _book(
             for name in (context.fitting_nodes(pod) if allowed else ())
             if name != node.name
             and name not in ledger.cleared
-            and ledger.has_room(nodes[name], pod)
+            and ledger.has_room(nodes[name], pod, headed_to.get(name, ()))
         ]
         if not destinations:
-            for moved, destination in moves:
-                ledger.unbook(destination.name, moved)
             return None
-        best = max(destinations, key=lambda n: (ledger.free(n, "cpu"), n.name))
-        ledger.book(best.name, pod)
+        best = max(
+            destinations, key=lambda n: (ledger.free(n, "cpu", headed_to.get(n.name, ())), n.name)
+        )
+        headed_to[best.name].append(pod)
         moves.append((pod, best))
     return tuple(moves)
 

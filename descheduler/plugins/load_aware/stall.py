@@ -17,13 +17,13 @@ import dataclasses
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from descheduler.framework import OwnerGuard, PluginContext, PodUsage
 from descheduler.node_classes import Category, Classification
 from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
 from descheduler.plugins.load_aware.peaks import RecentPeaks
+from descheduler.settling import SETTLE_SECONDS, settle_left
 from descheduler.signals import CPU_SIGNALS, Signal
 from descheduler.startup import owner_of, owner_startups
 from descheduler.state import CycleState, pod_key
@@ -32,10 +32,6 @@ from tas.pressure import MoveCost, NodeLoad, Prediction, erlang_c, predict, serv
 from tas.types import MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
-
-#: How long a replacement of a moved pod is left to settle (`settle_left`): an hour, the
-#: horizon over which one pod's evictions are counted.
-SETTLE_SECONDS = 3600.0
 
 #: A clear gain: half the owner cooldown, several pods of one owner per cycle.
 CLEAR = OwnerGuard(share=0.5, several_per_cycle=True)
@@ -56,23 +52,6 @@ def pod_cpu_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
     if usage is not None:
         return cpu_cores(usage, cores)
     return pod.requests.get("cpu", 0.0)
-
-
-def settle_left(pod: Pod, moving_since: datetime | None, now: datetime) -> float:
-    """Seconds the pod is still left to settle, 0 when it is free to move.
-
-    Only a replacement of a moved pod settles: one created since its owner began losing pods to
-    evictions (`moving_since`, `MoveHistory.owner_moving_since`), for `SETTLE_SECONDS` after it
-    was placed. A pod just moved is not moved again for rebalancing within the hour, however
-    much a move would pay: the scheduler may have put it back on a hot node (its policy scores
-    on something else), and a move that does not hold must not be repeated every cooldown. One
-    replica's slot takes at most one rebalancing move an hour, plus the evictions its policies'
-    deschedule rules demand. A workload just deployed, or scaled, onto a hot node is rebalanced
-    like any other."""
-    placed = pod.creation_timestamp
-    if moving_since is None or placed is None or placed < moving_since:
-        return 0.0
-    return max(0.0, SETTLE_SECONDS - (now - placed).total_seconds())
 
 
 #: Pressures this close are one (the stall model's arithmetic cannot tell them apart more
