@@ -222,6 +222,9 @@ class Descheduler:
         if len(ready) < 2:
             report.skipped = f"fewer than two Ready nodes in scope ({len(ready)})"
             log.info("Cycle skipped: %s", report.skipped)
+            # No plan goes on in a skipped cycle, so no node stays reserved: on a fleet down to
+            # one Ready node, a reservation would keep every new pod off it.
+            self._sync_reservations(dict(nodes), report)
             self._count_cycle("skipped")
             return report
         policies = self.policies()
@@ -377,12 +380,17 @@ class Descheduler:
         dry_run = self.mode is Mode.PREDICTIVE
         nodes = dict(state.nodes)
         self._sync_soft_taints(state, report, nodes, dry_run=dry_run)
+        self._sync_reservations(nodes, report)
+
+    def _sync_reservations(self, nodes: dict[NodeName, Node], report: CycleReport) -> None:
+        """Exactly the nodes the cycle's plugins reserved (`report.reserved`) carry the
+        reservation taint."""
         report.reservations = sync_taint(
             self.cluster,
             nodes,
             key=RESERVED_KEY,
             taints={n: reservation(uid) for n, uid in report.reserved.items() if n in nodes},
-            dry_run=dry_run,
+            dry_run=self.mode is Mode.PREDICTIVE,
         )
         if self.metrics is not None:
             self.metrics.reserved_nodes.set(len(report.reserved))

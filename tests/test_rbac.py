@@ -23,6 +23,9 @@ Covered, per component:
   control, on by default) it lists and watches pods and nodes (each node's allocatable), and,
   its metrics not coming from Prometheus, lists metrics-server's PodMetrics for the pods'
   usage, never a kubelet through the node proxy;
+- the descheduler with MakeRoomForPending (deploy/descheduler/make-room.yaml, one pod a node a
+  cycle) clears a node for a pending pod over two cycles, reserving it with a taint meanwhile
+  and removing the taint once the room is made;
 - no role in any shipped directory grants `nodes/proxy` (nor a wildcard that would);
 - each of them once more with `--metrics custom-metrics` under the overlay
   deploy/custom-metrics (TAS's way: its ClusterRole, its command lines), reading
@@ -447,6 +450,103 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
         run.output()
     )
     demo.check_least_privilege(account)
+
+
+MAKE_ROOM = ROOT / "deploy" / "descheduler" / "make-room.yaml"
+
+
+def batch_pod(
+    name: str, cpu: str, node_name: str | None, *, created: str, priority: int = 0
+) -> Document:
+    """A pod of its own ReplicaSet in the demo namespace requesting `cpu` at `priority`: bound
+    to `node_name`, or pending, found unschedulable by kube-scheduler, when that is None."""
+    pod: Document = {
+        "metadata": {
+            "name": name,
+            "namespace": DEMO_NAMESPACE,
+            "creationTimestamp": created,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{name}-rs",
+                    "uid": f"{name}-rs-uid",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "containers": [
+                {"name": "app", "image": "app", "resources": {"requests": {"cpu": cpu}}}
+            ],
+            "priority": priority,
+        },
+        "status": {"phase": "Running"},
+    }
+    if node_name is not None:
+        pod["spec"]["nodeName"] = node_name
+    else:
+        pod["status"] = {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        }
+    return pod
+
+
+def test_the_descheduler_makes_room_for_a_pending_pod_with_only_its_shipped_role(
+    demo: Demo,
+) -> None:
+    """MakeRoomForPending as deploy/descheduler/make-room.yaml ships it (one pod a node a
+    cycle, so the room takes two cycles): a pod of 3.5 cores pending for 10 minutes, every
+    node of 4 cores holding pods of 1 core, node-a's two the only ones of no higher priority.
+    They leave, one a cycle, and
+    node-a is reserved for the pending pod meanwhile (its taint written, then removed)."""
+    account = "tas-descheduler"
+    api = demo.api
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
+    api.create("pods", batch_pod("small-a1", "1", "node-a", created=created))
+    api.create("pods", batch_pod("small-a2", "1", "node-a", created=created))
+    # Of a higher priority than the pending pod: they stay, so only node-a can be cleared.
+    api.create("pods", batch_pod("small-b", "1", "node-b", created=created, priority=1000))
+    api.create("pods", batch_pod("small-c", "1", "node-c", created=created, priority=1000))
+    api.create("pods", batch_pod("large", "3500m", None, created=created))
+    policy = yaml.safe_load(MAKE_ROOM.read_text(encoding="utf-8"))
+    policy["maxNoOfPodsToEvictPerNode"] = 1
+    path = demo.tmp / "make-room.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    args = command_line(
+        account,
+        replace={
+            "--policy-config-file": str(path),
+            **demo.metric_source(),
+            "--mode": "Automatic",
+            "--descheduling-interval": "1s",
+            "--listen-metrics": None,
+        },
+        add=["--kubeconfig", str(demo.kubeconfig(account))],
+    )
+    reserved = "telemetry.aware.scheduling/reserved"
+
+    def room_made() -> bool:
+        gone = [api.get("pods", n, namespace=DEMO_NAMESPACE) for n in ("small-a1", "small-a2")]
+        taints = ((api.get("nodes", "node-a") or {}).get("spec") or {}).get("taints") or []
+        return gone == [None, None] and not any(t["key"] == reserved for t in taints)
+
+    with component(args, demo.tmp / "make-room.log", environment(account, "d-3")) as process:
+        eventually(room_made, demo=demo, account=account, process=process, what="the room")
+        assert process.terminate() == 0, process.output()
+    output = process.output()
+    assert "Traceback" not in output, output
+    evicted = [r.path for r in api.requests if r.method == "POST" and r.path.endswith("/eviction")]
+    assert sorted(evicted) == [
+        f"/api/v1/namespaces/{DEMO_NAMESPACE}/pods/{name}/eviction"
+        for name in ("small-a1", "small-a2")
+    ]
+    patches = [r for r in api.requests if r.method == "PATCH" and r.path == "/api/v1/nodes/node-a"]
+    assert patches, "node-a was never reserved: the room was made in one cycle"
+    assert "(then 1 more, the node reserved)" in output, output
+    assert api.get("pods", "large", namespace=DEMO_NAMESPACE) is not None
+    assert not api.denials, demo.problems(account)
 
 
 @BOTH_SOURCES

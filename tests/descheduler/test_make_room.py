@@ -11,6 +11,7 @@ validated with every problem listed.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -172,17 +173,21 @@ def reserved_nodes(cluster: Any) -> dict[str, str]:
     }
 
 
-def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_reserved() -> None:
-    cluster = eighths()
-    scheduler = EmbeddedScheduler(cluster, extender=None)
-    clock = FakeClock(START)
-    registry = CollectorRegistry()
-    descheduler = make_descheduler(
+def limited(cluster: Any, clock: Any, registry: CollectorRegistry) -> Any:
+    """A descheduler that lets five pods leave a node in one cycle."""
+    return make_descheduler(
         cluster,
         policy_config("MakeRoomForPending", maxNoOfPodsToEvictPerNode=5),
         clock=clock,
         registry=registry,
     )
+
+
+def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_reserved() -> None:
+    cluster = eighths()
+    scheduler = EmbeddedScheduler(cluster, extender=None)
+    clock, registry = FakeClock(START), CollectorRegistry()
+    descheduler = limited(cluster, clock, registry)
 
     assert len(evicted(descheduler.run_cycle())) == 5
     assert reserved_nodes(cluster) == {"node-a": "uid-default-big"}
@@ -216,6 +221,22 @@ def test_a_reservation_ends_when_its_pod_is_gone_and_when_the_descheduler_restar
     clock.advance(60)
     descheduler.run_cycle()
     assert reserved_nodes(cluster) == {}
+
+
+def test_a_reservation_ends_when_a_cycle_is_skipped_for_want_of_ready_nodes() -> None:
+    """A fleet down to one Ready node: a reservation kept through the skipped cycles would keep
+    every new pod off the node that is left."""
+    cluster = eighths()
+    clock, registry = FakeClock(START), CollectorRegistry()
+    descheduler = limited(cluster, clock, registry)
+    descheduler.run_cycle()
+    assert reserved_nodes(cluster) == {"node-a": "uid-default-big"}
+    for name in ("node-b", "node-c"):
+        cluster.update_node(dataclasses.replace(cluster.get_node(name), ready=False))
+    clock.advance(60)
+    assert descheduler.run_cycle().skipped is not None
+    assert reserved_nodes(cluster) == {}
+    assert registry.get_sample_value("tas_descheduler_reserved_nodes") == 0.0
 
 
 def test_a_room_no_rail_lets_begin_is_not_begun_and_a_predictive_cycle_writes_no_taint() -> None:
