@@ -43,9 +43,9 @@ reservation go, so the node is free for the pending pod when they are gone. A re
 lasts only while the plugin asks for it again each cycle: it ends once the pod is placed or
 gone, after `retrySeconds`, when the node no longer qualifies, while the circuit breaker is
 open, in a cycle skipped for want of Ready nodes, and when the descheduler restarts or hands
-over its lease. A plan none of whose pods
-may go now (a limit already spent, a PDB) is not begun; only a refusal by the Eviction API
-itself (a PDB that changed since the snapshot) can stop one part-way.
+over its lease. A plan none of whose pods may go now (a limit already spent, a PDB) is not
+begun; only a refusal by the Eviction API itself (a PDB that changed since the snapshot) can
+stop one part-way.
 
 The owner cooldown does not guard it by default, as it does the plugins driven by telemetry:
 the cooldown keeps a flapping metric from moving a workload back and forth, and this plugin
