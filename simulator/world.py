@@ -399,9 +399,10 @@ class World:
                 return
             schedulable = self._schedulable_nodes(workload)
             pods = self.create_replicas(workload, replicas - len(live), t)
-            keys = {(str(p.namespace), p.name) for p in pods}
+            keys = [(str(p.namespace), p.name) for p in pods]
+            # In creation order, not a set's: a float sum in hash order differs between runs.
             balanced = self._balanced_most(schedulable, [self.pod_slot[k] for k in keys], t)
-            self.bursts.append(Burst(t, keys, len(schedulable), balanced))
+            self.bursts.append(Burst(t, set(keys), len(schedulable), balanced))
             return
 
         # ReplicaSet scale-down deletes unscheduled pods first, then the newest ones
