@@ -59,6 +59,7 @@ from tas.fit import (
     PODS_RESOURCE,
     holds_resources,
     matches_node_selection,
+    node_load,
     rejection,
     requested,
     untolerated_taint,
@@ -142,6 +143,16 @@ def _epoch(pod: Pod) -> float:
     return stamp.timestamp() if stamp is not None else 0.0
 
 
+def _placement_rules(pod: Pod) -> Hashable:
+    """What decides which nodes a pod may go to, whatever they hold."""
+    return (tuple(sorted(pod.node_selector.items())), pod.required_node_affinity, pod.tolerations)
+
+
+def _shape(pod: Pod) -> Hashable:
+    """What decides whether a node would take the pod: pods of one shape get one answer."""
+    return (_placement_rules(pod), tuple(sorted(pod.requests.items())), pod.node_name)
+
+
 class _NodeTable:
     """One pass's view of the nodes: what is requested of each, kept current as pods bind."""
 
@@ -174,6 +185,11 @@ class _NodeTable:
         self.pods = np.zeros(count, dtype=np.int64)
         self.pods_on: list[list[Pod]] = [[] for _ in self.nodes]
         self._static: dict[Hashable, tuple[BoolArray, IntArray]] = {}
+        # Per pod shape (`_shape`), until the next bind changes what the nodes hold: a pod that
+        # fits nowhere is retried every pass with its replicas, and asking again for each one
+        # why it fits nowhere was most of a large simulation's time.
+        self._feasible: dict[Hashable, BoolArray] = {}
+        self._rejections: dict[Hashable, list[str | None]] = {}
         for pod in pods:
             i = self.index.get(pod.node_name) if pod.node_name is not None else None
             if i is not None and holds_resources(pod):
@@ -190,15 +206,24 @@ class _NodeTable:
         self.nonzero_memory[i] += round(memory) or NON_ZERO_MEMORY
         self.pods[i] += 1
         self.pods_on[i].append(pod)
+        self._feasible.clear()
+        self._rejections.clear()
+
+    def rejections(self, pod: Pod) -> list[str | None]:
+        """`tas.fit.rejection` of the pod by each node."""
+        key = _shape(pod)
+        found = self._rejections.get(key)
+        if found is None:
+            found = self._rejections[key] = [
+                rejection(pod, node, pods_on_node=on, load=node_load(on))
+                for node, on in zip(self.nodes, self.pods_on, strict=True)
+            ]
+        return found
 
     def _static_part(self, pod: Pod) -> tuple[BoolArray, IntArray]:
         """Filters that depend on the pod's placement rules only (cached per pass), and the
         number of PreferNoSchedule taints each node has that the pod does not tolerate."""
-        key = (
-            tuple(sorted(pod.node_selector.items())),
-            pod.required_node_affinity,
-            pod.tolerations,
-        )
+        key = _placement_rules(pod)
         found = self._static.get(key)
         if found is None:
             ok = np.array(
@@ -232,7 +257,14 @@ class _NodeTable:
 
     def feasible(self, pod: Pod) -> BoolArray:
         """Nodes that pass kube-scheduler's filters for the pod (the same verdict as
-        `tas.fit.rejection`, computed for every node at once)."""
+        `tas.fit.rejection`, computed for every node at once). Read only: it is shared."""
+        key = _shape(pod)
+        found = self._feasible.get(key)
+        if found is None:
+            found = self._feasible[key] = self._feasible_now(pod)
+        return found
+
+    def _feasible_now(self, pod: Pod) -> BoolArray:
         ok = self._static_part(pod)[0].copy()
         for resource, wanted in pod.requests.items():
             if resource == TELEMETRY_RESOURCE or wanted <= 0:
@@ -329,6 +361,8 @@ class EmbeddedScheduler:
     def _candidates(self, pod: Pod, table: _NodeTable) -> IntArray:
         """Feasible nodes, searched round-robin from where the last search stopped."""
         feasible = table.feasible(pod)
+        if not feasible.any():
+            return np.empty(0, dtype=np.int64)  # every node searched: the next search starts here
         count = len(table.nodes)
         wanted = num_feasible_nodes_to_find(count, self._percentage)
         order = np.roll(np.arange(count, dtype=np.int64), -self._next_start)
@@ -373,11 +407,9 @@ class EmbeddedScheduler:
                 allowed = set(names)
                 extender_scores = {n: s for n, s in scores.items() if n in allowed}
         if not names:
-            for i, node in enumerate(table.nodes):
-                if node.name not in reasons:
-                    why = rejection(pod, node, pods_on_node=table.pods_on[i])
-                    if why is not None:
-                        reasons[node.name] = why
+            for node, why in zip(table.nodes, table.rejections(pod), strict=True):
+                if why is not None and node.name not in reasons:
+                    reasons[node.name] = why
             detail = "; ".join(f"{n}: {r}" for n, r in sorted(reasons.items()))
             return self._pending(pod, f"0/{len(table.nodes)} nodes are available: {detail}")
         best = self._select(pod, table, names, extender_scores)

@@ -88,6 +88,18 @@ def test_a_pod_that_fits_nowhere_stays_pending_with_every_nodes_reason() -> None
     assert "b: insufficient cpu" in placement.reason
 
 
+def test_pods_of_one_shape_are_each_judged_against_what_the_binds_before_them_left() -> None:
+    # One pass answers the pods of one shape once until a bind changes a node (the pending
+    # replicas of a large simulation): no answer may outlive the bind that changed it.
+    pods = [make_pod(f"p{i}") for i in range(4)]
+    cluster = cluster_of(make_node("a", cpu=2.0), pods=pods)
+    placements = EmbeddedScheduler(cluster, extender=None).schedule_pending()
+    assert [p.node for p in placements] == ["a", "a", None, None]
+    assert placements[2].reason == placements[3].reason
+    assert "a: insufficient cpu (2 + 1 > 2)" in placements[3].reason
+    assert sorted(p.name for p in cluster.list_pods() if p.node_name) == ["p0", "p1"]
+
+
 def test_prefer_no_schedule_taints_do_not_filter() -> None:
     soft = make_node("a", taints=(Taint("overutilized", TaintEffect.PREFER_NO_SCHEDULE),))
     cluster = cluster_of(soft, pods=[make_pod("p")])
