@@ -16,6 +16,7 @@ import simulator.journal
 from simulator.journal import NOT_IN_A_RUN, digest_of_code
 
 ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 _EVERY_RUN = """
 import json, sys
@@ -44,6 +45,15 @@ print(json.dumps(run_job(Job(scenario, "ours", scenario.seed)).figures, sort_key
 """
 
 
+def _last_line_printed_by(script: str, hash_seed: str | None = None) -> str:
+    """What `script` prints last, run in a fresh interpreter (optionally with this hash seed),
+    so that nothing this test session imported or hashed hides what a run does on its own."""
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed} if hash_seed is not None else None
+    command = [sys.executable, "-c", script]
+    ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return ran.stdout.splitlines()[-1]
+
+
 def _copy_of_the_code(to: Path) -> Path:
     for package in simulator.journal._PACKAGES:
         shutil.copytree(ROOT / package, to / package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -69,11 +79,7 @@ def test_mending_how_runs_are_judged_keeps_the_runs_and_mending_a_run_keeps_none
 
 
 def test_no_run_of_any_contender_or_reference_imports_a_module_the_digest_leaves_out() -> None:
-    # A fresh interpreter: what this test session imported must not hide a run's own imports.
-    ran = subprocess.run(
-        [sys.executable, "-c", _EVERY_RUN], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    imported = set(json.loads(ran.stdout.splitlines()[-1]))
+    imported = set(json.loads(_last_line_printed_by(_EVERY_RUN)))
     assert "simulator.runner" in imported
     assert "descheduler.cycle" in imported
     assert not {f"simulator.{module}" for module in NOT_IN_A_RUN} & imported
@@ -82,16 +88,14 @@ def test_no_run_of_any_contender_or_reference_imports_a_module_the_digest_leaves
 def test_the_modules_left_out_exist_and_an_import_contract_forbids_a_run_to_import_them() -> None:
     for module in NOT_IN_A_RUN:
         assert (ROOT / "simulator" / f"{module}.py").is_file(), module
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    contracts = pyproject["tool"]["importlinter"]["contracts"]
+    contracts = PYPROJECT["tool"]["importlinter"]["contracts"]
     forbidding = [c for c in contracts if c.get("source_modules") == ["simulator.jobs"]]
     assert len(forbidding) == 1
     assert set(forbidding[0]["forbidden_modules"]) == {f"simulator.{m}" for m in NOT_IN_A_RUN}
 
 
 def test_the_digest_covers_every_package_but_the_command_line_dashboard_and_benchmarks() -> None:
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    found = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    found = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
     shipped = {pattern.rstrip("*") for pattern in found}
     assert set(simulator.journal._PACKAGES) == shipped - {"tas_cli", "dashboard", "benchmarks"}
 
@@ -99,16 +103,6 @@ def test_the_digest_covers_every_package_but_the_command_line_dashboard_and_benc
 def test_a_run_gives_the_same_figures_to_the_last_bit_whatever_the_hash_seed() -> None:
     # The journal reuses a run for the same code, scenario, contender and seed: that is only
     # right if nothing in a run depends on the order of a set of strings.
-    figures = []
-    for hash_seed in ("1", "2"):
-        ran = subprocess.run(
-            [sys.executable, "-c", _ONE_RUN],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONHASHSEED": hash_seed},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        figures.append(ran.stdout.splitlines()[-1])
+    figures = [_last_line_printed_by(_ONE_RUN, hash_seed) for hash_seed in ("1", "2")]
     assert "herd_ratio_by_load" in figures[0]
     assert figures[0] == figures[1]
