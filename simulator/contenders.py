@@ -36,7 +36,7 @@ document says what its source says.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -345,6 +345,14 @@ class ContenderSpec:
     #: Its controller holds new `violating` labels back while too many nodes violate at once
     #: (this project's circuit breaker); TAS's enforcer has none.
     controller_breaker: bool = True
+    #: The project whose documented settings this row runs (empty: the row's own name). Rows
+    #: of one source are its documented settings; a comparison holds ours against the best of
+    #: each source (`sources`).
+    source: str = ""
+
+    @property
+    def source_name(self) -> str:
+        return self.source or self.name
 
 
 _PSI_PROFILE = ContenderSpec(
@@ -387,7 +395,12 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
         ),
         _PSI_PROFILE,
         # The same profile at a short cadence, for testing (`PSI_TESTING_INTERVAL`).
-        replace(_PSI_PROFILE, name="psi-profile-60s", descheduling_interval=PSI_TESTING_INTERVAL),
+        replace(
+            _PSI_PROFILE,
+            name="psi-profile-60s",
+            descheduling_interval=PSI_TESTING_INTERVAL,
+            source="psi-profile",
+        ),
         ContenderSpec(
             "volcano-loadaware",
             ExtenderKind.NONE,
@@ -407,6 +420,17 @@ CONTENDERS: Mapping[str, ContenderSpec] = {
         ),
     )
 }
+
+
+def sources(names: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:
+    """Each source's rows (its documented settings), in `CONTENDERS`' order, among `names`
+    (every contender when None): `{"psi-profile": ("psi-profile", "psi-profile-60s"), ...}`."""
+    chosen = CONTENDERS if names is None else [n for n in CONTENDERS if n in set(names)]
+    found: dict[str, tuple[str, ...]] = {}
+    for name in chosen:
+        source = CONTENDERS[name].source_name
+        found[source] = (*found.get(source, ()), name)
+    return found
 
 
 @dataclass(frozen=True)
