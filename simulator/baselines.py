@@ -332,7 +332,7 @@ PLUGIN = Plugin.serving(
 
 def registry_for(contender: str) -> Registry:
     """The plugins a contender's descheduler document may name."""
-    if contender == "volcano-loadaware":
+    if contender.startswith("volcano-loadaware"):
         return Registry([*(p for p in PLUGINS if p.name != load_aware.NAME), PLUGIN])
     if contender.startswith("psi-profile"):
         return Registry([*PLUGINS, MIGRATION_AWARE_PLUGIN])

@@ -283,7 +283,10 @@ def build_run(
     for document in scenario.policies:
         world.cluster.apply_policy(document)
     volcano = contender.spec.volcano_scheduler
-    store_ = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY if volcano else 0.0)
+    # The Prometheus it reads: the cluster's, or its source's own (Volcano's installer scrapes
+    # every 5 s); the clairvoyant reference reads true values whatever the source ships.
+    pipeline = scenario.pipeline if clairvoyant else contender.pipeline(scenario)
+    store_ = ScrapeStore(world, pipeline, history=VOLCANO_HISTORY if volcano else 0.0)
     source = ModelSource(store_, clock, faults=not clairvoyant)
     sync_period = contender.sync_period(scenario)
     view = RefreshingMetricView(
@@ -300,7 +303,7 @@ def build_run(
     chosen: Extender | None = None
     placements: PlacementTracker | None = None
     if contender.spec.extender is ExtenderKind.OURS:
-        placements = follow_placements(world, scenario, clock)
+        placements = follow_placements(world, clock)
         chosen = extender(
             ExtenderParts(
                 store=policies,
@@ -462,12 +465,14 @@ def _evicting_plugins(contender: Contender) -> list[str]:
     )
 
 
-def follow_placements(world: World, scenario: Scenario, clock: VirtualClock) -> PlacementTracker:
+def follow_placements(world: World, clock: VirtualClock) -> PlacementTracker:
     """Herd control as `tas extender` runs it (`follow_cluster`: pods, and each node's capacity
-    from its allocatable), fed by the embedded cluster's changes. A pod shows in a sample once
-    it has started and a whole averaging window has passed."""
-    longest_startup = max(scenario.startup_delay, scenario.startup_delay_most or 0.0)
-    tracker = PlacementTracker(window=scenario.pipeline.window + longest_startup)
+    from its allocatable), fed by the embedded cluster's changes, with `tas extender`'s
+    defaults: deploy/cluster/extender.yaml sets no `--estimate-window`, so a pod counts for
+    `tas.placements.DEFAULT_WINDOW` (90 s) after its bind, or for what the tracker learns from
+    what the cluster shows. Never the scenario's true metric window or start-up: no cluster
+    tells ours those."""
+    tracker = PlacementTracker()
     cluster = world.cluster
 
     def find_pod(namespace: str, name: str) -> Pod | None:

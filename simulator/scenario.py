@@ -208,9 +208,10 @@ OURS_EXTENDER_CONTENDERS = frozenset({"ours"})
 #: The contenders without a descheduler: no cadence to set (`contenders.<name>.
 #: deschedulingInterval`).
 NO_DESCHEDULER_CONTENDERS = frozenset({"requests"})
-#: The contenders whose descheduler runs at the scenario's own `deschedulingInterval` (how this
-#: project is deployed there): their cadence is set there, not under `contenders`.
-SCENARIO_INTERVAL_CONTENDERS = frozenset({"ours"})
+#: The contenders whose cadence a scenario cannot set under `contenders`: none since every
+#: contender, ours included, runs at its source's shipped cadence (simulator.contenders); the
+#: top-level `deschedulingInterval` reaches no contender.
+SCENARIO_INTERVAL_CONTENDERS: frozenset[str] = frozenset()
 
 
 def extender_flags(settings: ExtenderSettings) -> list[str]:

@@ -3,16 +3,18 @@ otherwise (simulator.contenders, simulator.scenario `contenders.<name>.deschedul
 
 Covered:
 - a scenario may name every contender (the schema's list is the contenders'), and
-  psi-profile-60s is psi-profile at another cadence, nothing else;
+  psi-profile-60s and psi-profile-30s are psi-profile at another cadence, nothing else;
 - the defaults are the cited constants: the OpenShift operator's KubeDescheduler (psi-profile,
-  requests-lnu) every hour, Volcano's installer every 10 minutes, upstream's Helm chart (tas)
-  every 2 minutes, psi-profile-60s every minute; requests has no descheduler; ours runs at the
-  scenario's `deschedulingInterval`, whose default is deploy/cluster's `--descheduling-interval`;
+  requests-lnu) every hour, OpenShift Virtualization's documentation every 60 s and 30 s,
+  Volcano's installer every 10 minutes, upstream's Helm chart (tas) every 2 minutes; requests
+  has no descheduler; ours runs at deploy/cluster's `--descheduling-interval` (60 s) whatever
+  the scenario's top-level `deschedulingInterval`, and at another cadence only where the
+  scenario sets `contenders.ours.deschedulingInterval`;
 - a scenario that sets one contender's cadence changes that contender's cycle count and no
   other's;
 - every problem of a cadence setting is listed with its path: an unknown contender (with the
-  name it was probably meant to be), a contender without a descheduler, ours (set at the
-  scenario level), a cadence shorter than a step, one that is no duration (by the schema);
+  name it was probably meant to be), a contender without a descheduler, a cadence shorter than
+  a step, one that is no duration (by the schema);
 - a report says when a scenario or a family changed a contender's cadence, and a family's
   setting reaches every drawn scenario.
 """
@@ -32,7 +34,8 @@ from simulator.contenders import (
     CONTENDERS,
     OPENSHIFT_DESCHEDULING_INTERVAL,
     OURS_DESCHEDULING_INTERVAL,
-    PSI_TESTING_INTERVAL,
+    PSI_PROFILE_EXAMPLE_INTERVAL,
+    PSI_VIRTUALIZATION_INTERVAL,
     UPSTREAM_DESCHEDULING_INTERVAL,
     VOLCANO_DESCHEDULING_INTERVAL,
     Contender,
@@ -128,7 +131,10 @@ def expected_cycles(scenario: Scenario, interval: float, *, seed: int = 1) -> in
         pytest.param("requests-lnu", 3600.0, id="OpenShift LowNodeUtilization: an hour"),
         pytest.param("volcano-loadaware", 600.0, id="Volcano's installer: 10 minutes"),
         pytest.param("tas", 120.0, id="upstream's Helm chart CronJob: 2 minutes"),
-        pytest.param("psi-profile-60s", 60.0, id="the PSI profile's short cadence"),
+        pytest.param("psi-profile-60s", 60.0, id="OpenShift Virtualization's docs: 60 s"),
+        pytest.param("psi-profile-30s", 30.0, id="the docs' KubeVirtRelieveAndMigrate example"),
+        pytest.param("volcano-loadaware-5s-scrape", 600.0, id="Volcano with its own Prometheus"),
+        pytest.param("ours", 60.0, id="ours: deploy/cluster's 60 s"),
     ],
 )
 def test_each_baseline_runs_at_its_source_s_cadence_by_default(name: str, interval: float) -> None:
@@ -140,21 +146,33 @@ def test_the_defaults_are_the_cited_constants() -> None:
     assert OPENSHIFT_DESCHEDULING_INTERVAL == 3600.0
     assert VOLCANO_DESCHEDULING_INTERVAL == 600.0
     assert UPSTREAM_DESCHEDULING_INTERVAL == 120.0
-    assert PSI_TESTING_INTERVAL == 60.0
+    assert PSI_VIRTUALIZATION_INTERVAL == 60.0
+    assert PSI_PROFILE_EXAMPLE_INTERVAL == 30.0
+    assert OURS_DESCHEDULING_INTERVAL == 60.0
     by_name = {name: spec.descheduling_interval for name, spec in CONTENDERS.items()}
     assert by_name == {
         "requests": None,
         "requests-lnu": OPENSHIFT_DESCHEDULING_INTERVAL,
         "tas": UPSTREAM_DESCHEDULING_INTERVAL,
         "psi-profile": OPENSHIFT_DESCHEDULING_INTERVAL,
-        "psi-profile-60s": PSI_TESTING_INTERVAL,
+        "psi-profile-60s": PSI_VIRTUALIZATION_INTERVAL,
+        "psi-profile-30s": PSI_PROFILE_EXAMPLE_INTERVAL,
         "volcano-loadaware": VOLCANO_DESCHEDULING_INTERVAL,
-        "ours": None,
+        "volcano-loadaware-5s-scrape": VOLCANO_DESCHEDULING_INTERVAL,
+        "ours": OURS_DESCHEDULING_INTERVAL,
     }
 
 
-def test_ours_runs_at_the_scenario_s_interval_whose_default_is_what_deploy_ships() -> None:
-    assert resolved("ours", quiet(ours="30s")).interval(quiet(ours="30s")) == 30.0
+def test_ours_runs_at_what_deploy_ships_whatever_the_scenario_s_interval() -> None:
+    # A family draws 30 s for half its scenarios; ours is deployed at 60 s in every one.
+    for drawn in ("30s", "60s", "2m"):
+        assert resolved("ours", quiet(ours=drawn)).interval(quiet(ours=drawn)) == 60.0
+    # Only a scenario that sets ours' own cadence runs it at another, and says so.
+    explicit = quiet({"ours": {"deschedulingInterval": "2m"}}, ours="30s")
+    assert resolved("ours", explicit).interval(explicit) == 120.0
+    assert explicit.contenders["ours"].runs_with("ours", set_by="the scenario") == (
+        "ours runs with a descheduling cycle every 120s (set by the scenario)"
+    )
     manifest = (REPO / "deploy" / "cluster" / "descheduler.yaml").read_text(encoding="utf-8")
     args = [
         doc["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -175,8 +193,9 @@ def test_a_scenario_may_name_every_contender_and_no_other() -> None:
     assert names == list(CONTENDERS)
 
 
-def test_psi_profile_60s_is_psi_profile_at_another_cadence() -> None:
-    short, shipped = CONTENDERS["psi-profile-60s"], CONTENDERS["psi-profile"]
+@pytest.mark.parametrize("name", ["psi-profile-60s", "psi-profile-30s"])
+def test_each_short_psi_profile_is_psi_profile_at_another_cadence(name: str) -> None:
+    short, shipped = CONTENDERS[name], CONTENDERS["psi-profile"]
     assert dataclasses.replace(short, name="psi-profile", descheduling_interval=3600.0) == shipped
 
 
@@ -216,11 +235,11 @@ def test_every_problem_of_a_cadence_setting_is_listed_with_its_path() -> None:
     )
     for expected in (
         "contenders.requests.deschedulingInterval: requests runs no descheduler",
-        "contenders.ours.deschedulingInterval: ours runs at the scenario's deschedulingInterval",
         "contenders.volcano-loadaware.deschedulingInterval: must be at least one step (10s), "
         "got 1s",
     ):
         assert expected in problems, problems
+    assert "contenders.ours" not in problems, problems
     # The shape is checked first, by the schema.
     shape = problems_of({"tas": {"deschedulingInterval": "soon"}})
     assert "contenders.tas.deschedulingInterval: 'soon' is not valid" in shape
@@ -248,7 +267,7 @@ def test_a_family_s_cadence_reaches_every_drawn_scenario() -> None:
         drawn = load_scenario_text(yaml.safe_dump(draw_scenario(family, index)), base=SCENARIOS)
         contender = resolved("psi-profile", drawn)
         assert contender.interval(drawn) == 60.0
-        assert resolved("ours", drawn).interval(drawn) == drawn.descheduling_interval
+        assert resolved("ours", drawn).interval(drawn) == OURS_DESCHEDULING_INTERVAL
 
 
 # ---------------------------------------------------------------------------- the phase
