@@ -75,7 +75,8 @@ class SampleTimes(Protocol):
     max_age: float
 
     def sample_times(self) -> Mapping[MetricName, Mapping[NodeName, float]]:
-        """When each fresh value was measured (Unix seconds, the wall clock)."""
+        """When each fresh value was measured (Unix seconds on the view's clock: the wall
+        clock for the health demo, the scenario's with `--scenario`)."""
         ...
 
 
@@ -137,7 +138,7 @@ class Recorder:
         log_size: int = 2000,
         history_points: int = HISTORY_POINTS,
         metric_times: SampleTimes | None = None,
-        metric_clock: Clock = SYSTEM_CLOCK,
+        metric_clock: Clock | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._cluster = cluster
@@ -164,9 +165,11 @@ class Recorder:
         #: strategy -> node -> evictions since the last history point.
         self._evicted_by: dict[str, dict[str, int]] = {}
         self._metric_times = metric_times
-        #: The clock the view's samples are stamped on (file mtimes, scrape times): the wall
-        #: clock, also when `clock` is a scenario's.
-        self._metric_clock = metric_clock
+        #: The clock the view's samples are stamped on: the world's (`clock`) unless told
+        #: otherwise. The health demo's view reads file mtimes on the wall clock, its world's
+        #: clock; a scenario's view is stamped on the scenario's clock, so a metric's age is in
+        #: scenario seconds (the wall clock there would add the years between the two).
+        self._metric_clock = clock if metric_clock is None else metric_clock
         #: node -> metric -> seconds since its newest value was measured, as of the last tick.
         self._ages: dict[str, dict[str, float]] = {}
         #: metric -> node -> when its newest value seen was measured: a value gone stale drops
@@ -275,9 +278,14 @@ class Recorder:
             self._log_events(events)
             self._ages = self._metric_ages(times, nodes)
             self._state = self._build_state(tick, nodes, pods, snapshot, statuses)
-            self._history.append(self._point(tick, nodes, self._evicted_this_tick))
-            self._evicted_this_tick = 0
-            self._evicted_by = {}
+            # One point per moment of the world's clock: a tick at which it stood still (a
+            # scenario that ended, a wall tick between two scenario steps) adds none, so a
+            # reader asking for the points after the newest it has misses none; what such a
+            # tick saw evicted goes into the next point.
+            if not self._history or tick.now > self._history[-1]["time"]:
+                self._history.append(self._point(tick, nodes, self._evicted_this_tick))
+                self._evicted_this_tick = 0
+                self._evicted_by = {}
             self._bump()
 
     def _bump(self) -> None:

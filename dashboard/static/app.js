@@ -558,14 +558,16 @@ function apply(update) {
     view.points = [];
     view.log = [];
   }
+  // The state first: the cut-off is on its clock (a scenario's, years behind the wall's: cut
+  // on the wall clock, a page opened late would drop every point the stream first sends).
+  const state = update.state;
+  if (state && state.nodes) view.state = state;
   view.points.push(...update.points);
   const cutoff = pageNow() - HISTORY_SECONDS - 60;
   while (view.points.length && view.points[0].time < cutoff) view.points.shift();
   view.log.push(...update.decisions);
   if (view.log.length > 3000) view.log.splice(0, view.log.length - 3000);
-  const state = update.state;
   if (state && state.nodes) {
-    view.state = state;
     view.nodes = state.nodes.map((n) => n.name);
     renderScenario(state);
     renderNodes(state);

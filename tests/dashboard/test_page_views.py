@@ -4,9 +4,11 @@ Covered:
 - `tas run --scenario`: the page is the scenario's own view (its name, description, clock
   and progress; no health-demo hint; only the controls that act: no "+2 cores"), every time
   on the scenario's clock with the log newest first in time too, the load-aware signal
-  `cpu_combined` and its moving thresholds explained; at the end the status says the scenario
-  ended (not "live") and the page shows the table `tas simulate` prints for `ours`, the same
-  text `/api/state` carries;
+  `cpu_combined` and its moving thresholds explained; a page opened late, and one reloaded
+  after the end, draw the whole history (from its first point), metric ages in scenario
+  seconds, and as many evictions in the chart as the descheduler box counts; at the end the
+  status says the scenario ended (not "live") and the page shows the table `tas simulate`
+  prints for `ours`, the same text `/api/state` carries;
 - the health demo's words: a policy whose only problem is dontschedule carries an amber
   "dontschedule on 1 node" badge, never a red "Violating"; a node set to 2 adds the red
   "deschedule: violating" badge; `scheduleonmetric` reads "lower value scores higher";
@@ -77,6 +79,40 @@ def shown(driver: webdriver.Chrome, selector: str) -> list[Any]:
     return [e for e in driver.find_elements(By.CSS_SELECTOR, selector) if e.is_displayed()]
 
 
+def chart_evictions(driver: webdriver.Chrome) -> int:
+    """The evictions the "Evictions per ..." chart counts over its window (its per-node key)."""
+    counts: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('#evictions-by-node .ebn-count')]"
+        ".map(e => e.textContent)"
+    )
+    return sum(int(n) for text in counts for n in re.findall(r"(\d+) [a-zA-Z]", text))
+
+
+def assert_the_whole_history_is_drawn(
+    driver: webdriver.Chrome, wait: WebDriverWait[webdriver.Chrome], demo: Any
+) -> None:
+    """A page opened after the run began draws every point `/api/history` has, metric ages in
+    scenario seconds, and as many evictions in the chart as the descheduler box counts."""
+    history = demo.get("/api/history")
+    first = history[0]["time"]
+    wait.until(lambda d: d.execute_script("return view.points.length") >= len(history))
+    assert driver.execute_script("return view.points[0].time") == first
+    wait.until(lambda d: d.execute_script("return chartView.draws") > 0)
+    drawn = driver.execute_script("return chartView.columns.metric_age.flat()")
+    ages = [a for a in drawn if a is not None]
+    assert ages, "no metric age drawn"
+    duration = demo.get("/api/state")["scenario"]["duration"]
+    assert max(ages) <= duration, f"metric age {max(ages)}s in a {duration}s scenario"
+    assert all(age <= duration for point in history for age in point.get("metric_age", {}).values())
+    box = re.compile(r"evictions so far: (\d+)")
+
+    def agreeing(d: webdriver.Chrome) -> int | None:
+        said = box.search(d.find_element(By.ID, "descheduler").text)
+        return int(said.group(1)) if said and int(said.group(1)) == chart_evictions(d) else None
+
+    wait.until(agreeing)
+
+
 def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_table(
     browser: webdriver.Chrome,  # noqa: F811
     tmp_path: Path,
@@ -126,6 +162,13 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
         ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
         assert browser.save_screenshot(str(ARTIFACTS / "dashboard-scenario.png"))
+        # A page opened late, once evictions were made: the whole history, from its first point.
+        demo.wait_for(
+            "an eviction", lambda: demo.get("/api/state")["descheduler"]["evictions"] or None
+        )
+        browser.switch_to.new_window("tab")
+        browser.get(f"{demo.dashboard}/")
+        assert_the_whole_history_is_drawn(browser, wait, demo)
 
         # The end: not "live", and the simulator's table for this run.
         wait.until(lambda d: d.find_element(By.ID, "connection").text == "scenario ended")
@@ -144,6 +187,10 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
         assert times == sorted(times, reverse=True)
         browser.execute_script("window.scrollTo(0, 0)")
         assert browser.save_screenshot(str(ARTIFACTS / "dashboard-scenario-ended.png"))
+        # After a reload: the whole history again, not only what came after it.
+        browser.refresh()
+        wait.until(lambda d: d.find_element(By.ID, "connection").text == "scenario ended")
+        assert_the_whole_history_is_drawn(browser, wait, demo)
 
 
 def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repeats(

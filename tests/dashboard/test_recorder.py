@@ -5,11 +5,11 @@ Covered: label and taint writes logged as they happen (a pod labelled and evicte
 tick still shows its label); health changes; pending pods logged once per reason; evictions
 with reason, strategy and the owner's replacement; circuit-breaker trips and recoveries;
 extender decisions in order; history points with the fleet average, thresholds and classes
-(deviation thresholds with the average they move with); an overutilized node's streak (since
-when, when last above high, whether the hysteresis holds it, until when); no entry stamped
-before the one logged ahead of it; the scenario the state carries (and every key before the
-first tick); reading the log after an
-id, by kind and with a limit.
+(deviation thresholds with the average they move with), one per moment of the world's clock;
+metric ages on the world's clock (a scenario's: its seconds, not the wall's); an overutilized
+node's streak (since when, when last above high, whether the hysteresis holds it, until when);
+no entry stamped before the one logged ahead of it; the scenario the state carries (and every
+key before the first tick); reading the log after an id, by kind and with a limit.
 """
 
 from __future__ import annotations
@@ -300,9 +300,32 @@ def test_a_history_point_splits_its_evictions_by_strategy_and_node() -> None:
     assert "evicted" not in second, "a point counts only its own period's evictions"
 
 
+def test_a_tick_at_which_the_worlds_clock_stood_still_adds_no_point() -> None:
+    """A scenario that ended (or a wall tick between two scenario steps) ticks on one moment:
+    a reader asking for the points after the newest it has would never see a second point at
+    that moment, so there is none, and its evictions are counted in the next point."""
+    recorder, _, _ = make_recorder()
+    recorder.observe(Tick(now=10.0, columns={}))
+    report = CycleReport(
+        decisions=[
+            EvictionDecision(NAMESPACE, "a", NodeName("node-c"), "LoadAware", "why", "evicted")
+        ]
+    )
+    recorder.observe_cycle(10.0, report)
+    recorder.observe(Tick(now=10.0, columns={}))
+    assert [p["time"] for p in recorder.history()] == [10.0]
+    recorder.observe(Tick(now=12.0, columns={}))
+    assert [p["time"] for p in recorder.history(after=10.0)] == [12.0]
+    assert recorder.history()[-1]["evicted"] == {"LoadAware": {"node-c": 1}}
+    assert sum(p["evictions"] for p in recorder.history()) == 1
+    assert recorder.state()["descheduler"]["evictions"] == 1
+
+
 def test_a_nodes_metric_age_keeps_growing_once_its_values_go_stale(tmp_path: Path) -> None:
-    """The real textfile view: node-c's file is no longer rewritten, node-a's is."""
-    clock = ManualClock(time.time())
+    """The real textfile view: node-c's file is no longer rewritten, node-a's is. The world's
+    clock is a scenario's, years behind the wall's: ages are on it (the recorder's `clock`, the
+    view's too), in the world's seconds."""
+    clock = ManualClock(time.time() - 60_000_000)
     directory = tmp_path / "metrics"
     directory.mkdir()
 
@@ -321,7 +344,7 @@ def test_a_nodes_metric_age_keeps_growing_once_its_values_go_stale(tmp_path: Pat
         decisions=DecisionLog(),
         info={},
         metric_times=view,
-        metric_clock=clock,
+        clock=clock,
     )
 
     def tick() -> dict[str, Any]:
