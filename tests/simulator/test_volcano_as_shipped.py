@@ -12,10 +12,16 @@ Covered:
   from its scrapes: the mean over a 30s-step subquery of 2m of a 30 s irate. With 15 s scrapes
   that is the busy share; with 30 s scrapes no 30 s range holds two scrapes, so the CPU query
   answers nothing (memory still does), nor does the per-pod query, and Volcano, which reads
-  such a node as idle, evicts nothing from nodes that are 90% busy.
+  such a node as idle, evicts nothing from nodes that are 90% busy;
+- Volcano reading the Prometheus its monitoring installer ships (5 s scrapes,
+  `volcano-loadaware-5s-scrape`) relieves those nodes in a cluster that scrapes every 30 s, and
+  on psi-taint-release with 30 s scrapes it evicts where the cluster's Prometheus gives it
+  nothing to act on.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import yaml
@@ -39,7 +45,7 @@ from simulator.clock import VirtualClock
 from simulator.contenders import VOLCANO, Contender, resolve
 from simulator.pipeline import VOLCANO_HISTORY, ModelSource, ScrapeStore
 from simulator.runner import run_contender
-from simulator.scenario import load_scenario_text
+from simulator.scenario import SCENARIOS, load_scenario, load_scenario_text
 from simulator.world import World
 from tas.cluster.model import Node, Pod
 from tas.types import Namespace, NodeName
@@ -75,6 +81,7 @@ syncPeriod: 10s
 metrics: {{scrapeInterval: {scrape}, window: 1m, delay: 15s}}
 contenders:
   volcano-loadaware: {{deschedulingInterval: 2m}}
+  volcano-loadaware-5s-scrape: {{deschedulingInterval: 2m}}
 nodes:
   - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
 workloads:
@@ -222,9 +229,9 @@ def test_the_view_serves_volcano_s_queries_by_their_text() -> None:
 # ---------------------------------------------------------------------------- in a run
 
 
-def _evictions(scrape: str) -> int:
+def _evictions(scrape: str, name: str = "volcano-loadaware") -> int:
     scenario = load_scenario_text(SKEWED.format(scrape=scrape))
-    contender = resolve("volcano-loadaware", scenario.contenders.get("volcano-loadaware"))
+    contender = resolve(name, scenario.contenders.get(name))
     assert isinstance(contender, Contender)
     return len(run_contender(scenario, contender, seed=1).eviction_times)
 
@@ -235,3 +242,21 @@ def test_volcano_relieves_nodes_over_its_target_with_15s_scrapes() -> None:
 
 def test_with_30s_scrapes_volcano_reads_busy_nodes_as_idle_and_evicts_nothing() -> None:
     assert _evictions("30s") == 0
+
+
+def test_reading_its_installer_s_5s_prometheus_volcano_relieves_them_in_a_30s_cluster() -> None:
+    assert _evictions("30s", "volcano-loadaware-5s-scrape") > 0
+
+
+def test_on_psi_taint_release_with_30s_scrapes_only_volcano_s_own_prometheus_lets_it_act() -> None:
+    named = load_scenario(str(SCENARIOS / "psi-taint-release.yaml"))
+    scenario = dataclasses.replace(
+        named, pipeline=dataclasses.replace(named.pipeline, scrape_interval=30.0)
+    )
+    evictions = {}
+    for name in ("volcano-loadaware", "volcano-loadaware-5s-scrape"):
+        contender = resolve(name)
+        assert isinstance(contender, Contender)
+        evictions[name] = len(run_contender(scenario, contender, seed=named.seed).eviction_times)
+    assert evictions["volcano-loadaware"] == 0
+    assert evictions["volcano-loadaware-5s-scrape"] > 0
