@@ -3,9 +3,15 @@ on and what the circuit breaker (`tas.breaker`) judges.
 
 Violations come from fresh metrics evaluated with `tas.rules` once per cycle
 (`CycleState.deschedule_evaluations`; a missing or stale value never violates), from the labels
-the policy controller writes (the node label `<policy>=violating`, or the pod label
-`violate=<policy>` on a pod of the policy's namespace running on the node), or from both
-agreeing.
+the policy controller writes, or from both agreeing.
+
+Labels are trusted only as the controller could have written them: the node label
+`<policy>=violating` marks a node. A pod's `violate=<policy>` is written by the controller only
+on pods of a node it labels violating at the same time, so alone it never marks a node: a pod
+labelled by anyone else (its own template, a user with `patch pods`) cannot get its node's
+other pods evicted. The shipped admission policy `tas-owned-labels` (deploy/cluster) refuses
+both labels to everyone but the controller's ServiceAccount; this check holds where it is not
+installed.
 
 The breaker is `tas.breaker`'s, the extender's and the controller's: per policy, more than the
 share of the Ready in-scope nodes with values violating at once, and at least `MIN_NODES` of
@@ -23,14 +29,14 @@ from descheduler.state import CycleState
 from tas.breaker import BreakerVerdict
 from tas.policies.model import TASPolicy
 from tas.types import NodeName, PolicyKey
-from tas.vocabulary import POD_VIOLATION_LABEL, VIOLATING
+from tas.vocabulary import VIOLATING
 
 
 class ViolationSource(enum.StrEnum):
     """Where TASViolations learns that a node violates a policy's deschedule rules."""
 
     METRICS = "Metrics"  # the rules, evaluated here on fresh metric values
-    LABELS = "Labels"  # the controller's labels: node `<policy>=violating`, pod `violate=<policy>`
+    LABELS = "Labels"  # the controller's node label `<policy>=violating` (not pods' `violate`)
     BOTH = "Both"  # both must agree: the label, confirmed by fresh metrics
 
 
@@ -49,16 +55,6 @@ def violating_nodes(
         for name, node in state.nodes.items()
         if node.labels.get(policy.name) == VIOLATING
     }
-    for pod in state.running_in_scope():
-        if (
-            pod.node_name is not None
-            and pod.node_name not in labelled
-            and pod.namespace == policy.namespace
-            and pod.labels.get(POD_VIOLATION_LABEL) == policy.name
-        ):
-            labelled[pod.node_name] = (
-                f"{policy.name}: pod {pod.name} labelled {POD_VIOLATION_LABEL}={policy.name}"
-            )
     if source is ViolationSource.LABELS:
         return labelled
     return {node: reason for node, reason in by_metrics.items() if node in labelled}

@@ -14,18 +14,20 @@ Covered, per component:
   violating` and the demo pod `violate=demo-policy`, writes the policy status, emits an Event
   and holds its Lease; SIGTERM stops it cleanly;
 - the descheduler (Automatic mode) evicts the demo pod from node-c, records the eviction as an
-  Event on the pod, resolves its priority threshold's class through the API and clears a soft
-  taint an earlier run left on node-a; then, run once with a policy that reads what only some
-  configurations read (namespace labels, claims' storage classes, the metrics server), it
-  reads them;
+  Event on the pod and resolves its priority threshold's class through the API, patching no
+  node (the default install grants no `nodes: patch`); then, run once with a policy that
+  reads what only some configurations read (namespace labels, claims' storage classes, the
+  metrics server), it reads them;
 - the extender (policies from the cluster, no --policies) filters the demo request with the
   cluster's TASPolicy: node-b and node-c fail, node-a passes; for its recent placements (herd
   control, on by default) it lists and watches pods and nodes (each node's allocatable), and,
   its metrics not coming from Prometheus, lists metrics-server's PodMetrics for the pods'
   usage, never a kubelet through the node proxy;
 - the descheduler with MakeRoomForPending (deploy/descheduler/make-room.yaml, one pod a node a
-  cycle) clears a node for a pending pod over two cycles, reserving it with a taint meanwhile
-  and removing the taint once the room is made;
+  cycle), deploy/descheduler-taints applied (its `nodes: patch`, fenced by admission to its own
+  taints), clears a soft taint an earlier run left on node-b and clears a node for a pending
+  pod over two cycles, reserving it with a taint meanwhile and removing the taint once the room
+  is made: that grant is used, and every patch admitted;
 - no role in any shipped directory grants `nodes/proxy` (nor a wildcard that would);
 - each of them once more with `--metrics custom-metrics` under the overlay
   deploy/custom-metrics (TAS's way: its ClusterRole, its command lines), reading
@@ -66,6 +68,8 @@ from tests.processes import Process, free_port, tas_command
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "deploy" / "cluster"
+#: The descheduler's `nodes: patch` and its admission fence, applied beside deploy/cluster.
+TAINTS = ROOT / "deploy" / "descheduler-taints"
 #: deploy/cluster with `--metrics custom-metrics` and the RBAC that mode needs.
 CUSTOM_METRICS = ROOT / "deploy" / "custom-metrics"
 METRICS_API = "/apis/custom.metrics.k8s.io/"
@@ -244,7 +248,7 @@ def demo(request: pytest.FixtureRequest, kube_emulator: KubeEmulator, tmp_path: 
     api = kube_emulator
     api.apply(rendered(directory))
     api.apply(manifests(DEMO))  # the demo Namespace and TASPolicy (the app is a Deployment)
-    api.create("nodes", node("node-a", taints=[SOFT_TAINT]))
+    api.create("nodes", node("node-a"))
     api.create("nodes", node("node-b"))
     api.create("nodes", node("node-c"))
     api.create("pods", demo_pod("demo-app-6558d5ffbf-5lw2t", "node-c"))
@@ -500,9 +504,15 @@ def test_the_descheduler_makes_room_for_a_pending_pod_with_only_its_shipped_role
     cycle, so the room takes two cycles): a pod of 3.5 cores pending for 10 minutes, every
     node of 4 cores holding pods of 1 core, node-a's two the only ones of no higher priority.
     They leave, one a cycle, and
-    node-a is reserved for the pending pod meanwhile (its taint written, then removed)."""
+    node-a is reserved for the pending pod meanwhile (its taint written, then removed). With
+    deploy/descheduler-taints applied: its grant is used, its fence admits every patch, and a
+    soft taint an earlier run left on node-b goes (SoftTainter is not enabled)."""
     account = "tas-descheduler"
     api = demo.api
+    api.apply(rendered(TAINTS))
+    api.merge(
+        "nodes", "node-b", {"spec": {"taints": [{**SOFT_TAINT, "effect": "PreferNoSchedule"}]}}
+    )
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 600))
     api.create("pods", batch_pod("small-a1", "1", "node-a", created=created))
     api.create("pods", batch_pod("small-a2", "1", "node-a", created=created))
@@ -546,7 +556,11 @@ def test_the_descheduler_makes_room_for_a_pending_pod_with_only_its_shipped_role
     assert patches, "node-a was never reserved: the room was made in one cycle"
     assert "(then 1 more, the node reserved)" in output, output
     assert api.get("pods", "large", namespace=DEMO_NAMESPACE) is not None
+    assert not ((api.get("nodes", "node-b") or {}).get("spec") or {}).get("taints")
     assert not api.denials, demo.problems(account)
+    user = f"system:serviceaccount:{NAMESPACE}:{account}"
+    patched = {r.path for r in api.requests if r.method == "PATCH" and r.user == user}
+    assert patched == {"/api/v1/nodes/node-a", "/api/v1/nodes/node-b"}
 
 
 @BOTH_SOURCES

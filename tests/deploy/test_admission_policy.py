@@ -32,7 +32,7 @@ Covered:
   labeling policy through violation, recovery, a label moving between nodes and the policies'
   deletion, and no request is refused; the same token's patch of a pod's image, a node's taint
   or another label is refused with the API server's 403 Status and changes nothing, while the
-  descheduler's taint is admitted.
+  descheduler's taint is admitted (deploy/descheduler-taints applied).
 
 The CEL: cel-python implements the CEL specification's standard library and macros (RE2
 regular expressions), not Kubernetes' extension libraries (strings such as `join`, lists,
@@ -660,7 +660,9 @@ def test_a_stolen_controller_token_cannot_change_an_image_or_a_taint(
     assert api.get("nodes", "node-a") == node_before
     assert [d.user for d in api.denials] == [CONTROLLER.name] * 3
 
-    # The descheduler's soft taint is its own business (its role may patch nodes).
+    # The descheduler's soft taint is its own business, with deploy/descheduler-taints applied
+    # (its role may then patch nodes, fenced to its own taints).
+    api.apply(rendered(DEPLOY / "descheduler-taints"))
     descheduler = api.token_for(NAMESPACE, "tas-descheduler")
     k8s.CoreV1Api(api.api_client(token=descheduler)).patch_node(
         "node-a", {"spec": {"taints": [taint_of()]}}

@@ -4,9 +4,9 @@ Covered: the per-owner cooldown guards the telemetry plugins only: a classic plu
 pod of one owner it finds, as upstream does, unless the profile says `ownerCooldown:
 AllPlugins`; TASViolations empties a violating node in one cycle (an evacuation is one
 decision), does not evacuate the same workload again within the cooldown, and is not delayed by
-a rebalancing move's cooldown; TASViolations acts on a
-pod the controller labelled `violate=<policy>` (with the Labels source) and on the pod's own
-link; Events: a Normal one per eviction in Automatic mode (reason: the plugin), none in
+a rebalancing move's cooldown; with the Labels source
+TASViolations trusts a pod's `violate=<policy>` only with its node's `<policy>=violating` (a
+forged pod label moves nothing), and acts on the pod's own link; Events: a Normal one per eviction in Automatic mode (reason: the plugin), none in
 Predictive mode, Warning `EvictionFailed` ones for refusals and limits with
 `evictionFailureEventNotification`, and a Warning `DeschedulingHalted` on each violating node
 when the circuit breaker trips (once, not every cycle it stays open); RemoveDuplicates groups
@@ -126,18 +126,25 @@ def test_a_rebalancing_move_does_not_delay_leaving_an_unhealthy_node() -> None:
     assert evicted(descheduler.run_cycle()) == ["web-0"]
 
 
-def test_tas_violations_acts_on_pods_the_controller_labelled_violate() -> None:
+def test_tas_violations_trusts_a_pod_s_violate_label_only_with_its_node_s_label() -> None:
     policy = make_policy("p", deschedule=[rule("health", "Equals", 2)])
+    linked = {POLICY_LABEL: "p"}
     pods = (
-        make_pod("labelled", node="node-a", owner="a", labels={POD_VIOLATION_LABEL: "p"}),
-        make_pod("unlabelled", node="node-a", owner="b"),
-        make_pod("elsewhere", node="node-b", owner="c", labels={POD_VIOLATION_LABEL: "other"}),
+        # A forged `violate=p` on node-a: node-a carries no `p=violating`, nothing moves.
+        make_pod("forged", node="node-a", owner="a", labels={POD_VIOLATION_LABEL: "p"}),
+        make_pod("bystander", node="node-a", owner="b", labels=linked),
+        # On node-b, which the controller labelled: its linked pod goes.
+        make_pod("linked", node="node-b", owner="c", labels=linked),
     )
-    cluster = cluster_with(*three_nodes(), pods=pods)
+    nodes = [
+        dataclasses.replace(n, labels={**n.labels, "p": "violating"}) if n.name == "node-b" else n
+        for n in three_nodes()
+    ]
+    cluster = cluster_with(*nodes, pods=pods)
     config = policy_config("TASViolations", args={"TASViolations": {"violationSource": "Labels"}})
     report = make_descheduler(cluster, config, policies={policy.key: policy}).run_cycle()
-    assert evicted(report) == ["labelled"]
-    assert "pod labelled labelled violate=p" in report.decisions[0].reason
+    assert evicted(report) == ["linked"]
+    assert "node label p=violating" in report.decisions[0].reason
 
 
 def test_every_eviction_is_announced_with_an_event_on_the_pod_in_automatic_mode() -> None:

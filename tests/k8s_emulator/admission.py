@@ -40,9 +40,10 @@ cel-python does not type-check; the API server type-checks `request` but declare
 `oldObject` dynamic, which is how cel-python treats every input.
 
 Not modelled, and refused with a 500 that names the field rather than guessed: `paramKind` and
-`paramRef`, `auditAnnotations`, non-empty `namespaceSelector` and `objectSelector`. Creates,
-deletes and connects are not admitted here. The policies are read from the store on every
-admitted update (a sorted list, fine for the clusters tests build; the scale benchmark's
+`paramRef`, `auditAnnotations`, non-empty `namespaceSelector` and `objectSelector`. The server
+admits no create, delete or connect (`refusal` evaluates a CREATE a test builds, with a null
+`oldObject`, as the API server does). The policies are read from the store on every admitted
+update (a sorted list, fine for the clusters tests build; the scale benchmark's
 requests are the test's own and skip admission).
 """
 
@@ -83,6 +84,9 @@ class Update:
     user: User
     namespace: str = ""
     subresource: str = ""
+    #: UPDATE, or CREATE (evaluated by `refusal` for the admission tests; the server admits
+    #: updates only, see the module docstring). A create has no `oldObject` (CEL null).
+    operation: str = "UPDATE"
 
     @property
     def group(self) -> str:
@@ -104,7 +108,7 @@ class Update:
             "requestKind": dict(kind),
             "requestResource": dict(resource),
             "name": self.name,
-            "operation": "UPDATE",
+            "operation": self.operation,
             "userInfo": user_info,
             "dryRun": False,
         }
@@ -164,7 +168,7 @@ def refusal(
     bindings: Iterable[Object],
     update: Update,
     obj: Object,
-    old: Object,
+    old: Object | None,
 ) -> Refusal | None:
     """The first denial among the policies (by name) and their bindings (by name), if any."""
     bound: dict[str, list[Object]] = {}
@@ -236,7 +240,7 @@ def _rule_matches(rule: Mapping[str, Any], update: Update) -> bool:
     version = update.resource.api_version.rpartition("/")[2]
     names = rule.get("resourceNames") or []
     return (
-        _listed(rule.get("operations"), "UPDATE")
+        _listed(rule.get("operations"), update.operation)
         and _listed(rule.get("apiGroups"), update.group)
         and _listed(rule.get("apiVersions"), version)
         and (not names or update.name in names)
@@ -277,11 +281,11 @@ class _Inputs:
     values: Mapping[str, celtypes.Value]
 
     @classmethod
-    def of(cls, update: Update, obj: Object, old: Object) -> _Inputs:
+    def of(cls, update: Update, obj: Object, old: Object | None) -> _Inputs:
         return cls(
             {
                 "object": json_to_cel(obj),
-                "oldObject": json_to_cel(old),
+                "oldObject": json_to_cel(old) if old is not None else None,
                 "request": json_to_cel(update.request()),
             }
         )
