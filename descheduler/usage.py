@@ -17,7 +17,6 @@ import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
@@ -25,7 +24,14 @@ from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
-from tas.metrics.prometheus import PrometheusClient, node_labels, node_of, open_prometheus
+from tas.metrics.prometheus import (
+    CredentialOverPlainHttpError,
+    PrometheusClient,
+    node_labels,
+    node_of,
+    open_prometheus,
+    plain_http_credential,
+)
 from tas.metrics.source import PodUsageFeed
 from tas.types import NodeName, PodKey
 
@@ -48,9 +54,11 @@ class PrometheusQueries:
         *,
         transport: Any = None,
         token_file: Path | None = None,
+        allow_plain_http: bool = False,
     ) -> None:
         """`transport` an httpx transport for the client (tests); `token_file` a bearer token
-        read on every query, when the file exists."""
+        read on every query, when the file exists (over plain HTTP only with
+        `allow_plain_http`)."""
         config = MetricsConfig(
             bearer_token_file=token_file
             if token_file is not None and token_file.is_file()
@@ -61,7 +69,9 @@ class PrometheusQueries:
         self._error: str | None = None
         self._labels = node_labels("instance")
         try:
-            self._prometheus = open_prometheus(url, config=config, transport=transport)
+            self._prometheus = open_prometheus(
+                url, config=config, transport=transport, allow_plain_http=allow_plain_http
+            )
         except MetricSourceError as error:
             self._error = str(error)
 
@@ -84,7 +94,7 @@ class PrometheusQueries:
             self._prometheus.close()
 
 
-class TokenOverPlainHttpError(ValueError):
+class TokenOverPlainHttpError(CredentialOverPlainHttpError):
     """The Prometheus URL is plain HTTP, and the ServiceAccount token would go with each query."""
 
 
@@ -97,13 +107,15 @@ def service_account_prometheus(
     Never over plain HTTP unless `allow_plain_http`: the token authenticates as the
     descheduler, which may evict pods, to whoever sees it on the way. Without a token (outside
     a cluster) there is nothing to send, and plain HTTP is fine."""
-    if token_file.is_file() and urlsplit(url).scheme == "http" and not allow_plain_http:
+    credential = "the descheduler's ServiceAccount token" if token_file.is_file() else None
+    refused = plain_http_credential(url, credential=credential)
+    if refused is not None and not allow_plain_http:
         raise TokenOverPlainHttpError(
-            f"refusing to send the descheduler's ServiceAccount token over plain HTTP to {url}: "
-            "anyone on the way could act as the descheduler with it. Give an https:// URL in "
-            "the policy's metricsProviders, or --allow-token-over-http to send it anyway"
+            f"{refused}: anyone on the way could act as the descheduler with it. Give an "
+            "https:// URL in the policy's metricsProviders, or --allow-token-over-http to send "
+            "it anyway"
         )
-    return PrometheusQueries(url, token_file=token_file)
+    return PrometheusQueries(url, token_file=token_file, allow_plain_http=allow_plain_http)
 
 
 class CycleCachedPrometheus:

@@ -14,9 +14,15 @@ query time, so a target Prometheus can no longer scrape goes stale here too. Res
 nodes through a label (default `instance`, with any `:port` removed; `node` and
 `kubernetes_node` serve when it is missing).
 
+No credential goes over plain HTTP, from any path: `plain_http_credential` is the one check,
+made by `open_prometheus` and `metrics_http_client` (a bearer token file in the metrics config,
+or a user and password in the URL, with an `http://` URL) and by the descheduler's
+ServiceAccount-token client (`descheduler.usage`). Whoever sees the request on the way could
+act with it, so start-up fails with `CredentialOverPlainHttpError` naming the URL.
+
 Errors: `tas.metrics.errors.MetricSourceError` from `open_prometheus` (an unusable CA or token
-file); `tas.metrics.errors.MetricFetchError` (`promql_answer.AnswerError` for an answer) from
-a query.
+file; `CredentialOverPlainHttpError`, a credential with a plain HTTP URL);
+`tas.metrics.errors.MetricFetchError` (`promql_answer.AnswerError` for an answer) from a query.
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ import logging
 import math
 import os
 import ssl
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -103,20 +110,62 @@ class PrometheusClient:
         self._client.close()
 
 
+class CredentialOverPlainHttpError(MetricSourceError):
+    """A credential (a bearer token, a user and password) would be sent over plain HTTP."""
+
+
+def plain_http_credential(url: str, *, credential: str | None) -> str | None:
+    """Why sending to `url` would give a credential away, or None when it would not: the URL
+    is `http://` and it carries a user and password, or `credential` (what a client would add
+    to every request, e.g. "the bearer token of <file>") is set. The one check every client
+    that sends a credential makes before it is built."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http":
+        return None
+    if parts.username is not None or parts.password is not None:
+        return f"refusing to send the user and password in {parts.hostname} over plain HTTP"
+    if credential is not None:
+        return f"refusing to send {credential} over plain HTTP to {url}"
+    return None
+
+
 def open_prometheus(
-    url: str, *, config: MetricsConfig, transport: httpx.BaseTransport | None = None
+    url: str,
+    *,
+    config: MetricsConfig,
+    transport: httpx.BaseTransport | None = None,
+    allow_plain_http: bool = False,
 ) -> PrometheusClient:
-    """The client every Prometheus user gets: the metrics config's CA, timeout and token."""
-    return PrometheusClient(url, client=metrics_http_client(config, transport))
+    """The client every Prometheus user gets: the metrics config's CA, timeout and token.
+    `allow_plain_http` lets the token go over plain HTTP (the descheduler's
+    `--allow-token-over-http`, asked for by name)."""
+    client = metrics_http_client(config, transport, urls=(url,), allow_plain_http=allow_plain_http)
+    return PrometheusClient(url, client=client)
 
 
 def metrics_http_client(
-    config: MetricsConfig, transport: httpx.BaseTransport | None = None
+    config: MetricsConfig,
+    transport: httpx.BaseTransport | None = None,
+    *,
+    urls: Collection[str],
+    allow_plain_http: bool = False,
 ) -> httpx.Client:
-    """An HTTP client as the metrics config describes (Prometheus's, and node-exporter's).
+    """An HTTP client as the metrics config describes (Prometheus's, and node-exporter's),
+    for `urls`.
 
     `transport` replaces the network (tests). Raises `MetricSourceError` for a CA file that
-    does not load and a token file that cannot be read, so a bad mount fails at startup."""
+    does not load and a token file that cannot be read, so a bad mount fails at startup, and
+    `CredentialOverPlainHttpError` when one of `urls` would get a credential over plain HTTP."""
+    credential = None
+    if config.bearer_token_file is not None:
+        credential = f"the bearer token of {config.bearer_token_file} (metrics config)"
+    for url in urls:
+        refused = plain_http_credential(url, credential=credential)
+        if refused is not None and not allow_plain_http:
+            raise CredentialOverPlainHttpError(
+                f"{refused}: anyone on the way could use it. Give an https:// URL (with ca_file "
+                "for a private CA), or no credential"
+            )
     verify: ssl.SSLContext | bool = True
     if config.ca_file is not None:
         try:

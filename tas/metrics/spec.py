@@ -81,7 +81,9 @@ def open_source(
     if kind == "node-exporter" and where:
         targets = _node_targets(where, spec)
         return NodeExporterSource(
-            targets, client=metrics_http_client(config, transport), clock=clock
+            targets,
+            client=metrics_http_client(config, transport, urls=targets.values()),
+            clock=clock,
         )
     if kind == "custom-metrics" and not where:
         api = kube_api_client if kube_api_client is not None else _kube_api_client()

@@ -303,7 +303,7 @@ def test_the_bearer_token_file_is_read_again_for_every_query(tmp_path: Path) -> 
 
     token.write_text("first\n")
     usage = open_pod_usage(
-        "http://prom.test",
+        "https://prom.test",
         config=MetricsConfig(bearer_token_file=token),
         max_age=30.0,
         transport=httpx.MockTransport(answer),

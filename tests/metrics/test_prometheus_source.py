@@ -207,7 +207,7 @@ def test_a_token_file_that_vanishes_fails_the_fetch_not_the_caller(tmp_path: Pat
     token = tmp_path / "token"
     token.write_text("t\n")
     client = open_prometheus(
-        "http://prom.test/prom/",
+        "https://prom.test/prom/",
         config=MetricsConfig(bearer_token_file=token),
         transport=httpx.MockTransport(lambda _: httpx.Response(200, json=vector())),
     )

@@ -106,7 +106,7 @@ prometheus:
         bearer_token_file=token,
         timeout_seconds=2.0,
     )
-    view = open_metric_view("prometheus:http://127.0.0.1:1", config_file=path)
+    view = open_metric_view("prometheus:https://127.0.0.1:1", config_file=path)
     assert isinstance(view.source, PrometheusSource)
     assert view.source.query_for("gpu_busy")[0].startswith("avg by (instance)")  # type: ignore[arg-type]
     view.stop()
@@ -163,7 +163,7 @@ def test_the_prometheus_bearer_token_is_read_from_its_file_on_every_request(
 
     token.write_text("first\n")
     view = open_metric_view(
-        "prometheus:http://prom.test", config_file=path, transport=httpx.MockTransport(handle)
+        "prometheus:https://prom.test", config_file=path, transport=httpx.MockTransport(handle)
     )
     view.set_wanted([MetricName("health_metric")])
     view.refresh_once()
