@@ -230,6 +230,12 @@ TAS = (
 # The OpenShift descheduler documentation's LowNodeUtilization example (KubeDescheduler
 # strategies: CPUThreshold 10, MemoryThreshold 20, PodsThreshold 30, MemoryTargetThreshold 40,
 # CPUTargetThreshold 50, PodsTargetThreshold 60, NumberOfNodes 3), as upstream v1alpha2.
+# It acts only where more than three nodes request under 10% CPU, 20% memory and 30% pods at
+# once. kube-scheduler spreads by requests, so such nodes are rare: on psi-taint-release the
+# released nodes still hold a quarter of their CPU in requests (the pods placed before the
+# taint), and it evicts nothing there at its hourly cadence, at 60 s, or with numberOfNodes 0.
+# That is the documented policy at work, not its cadence; the current LifecycleAndUtilization
+# profile (under 20% / over 50%) would not act there either.
 REQUESTS_LNU = (
     BASELINE_POLICY
     + """profiles:
