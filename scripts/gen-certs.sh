@@ -7,18 +7,24 @@
 #   scraper.crt/.key        Prometheus's client certificate, to scrape the extender's /metrics
 #                           (which sits behind the same mTLS port)
 #
-# Usage: scripts/gen-certs.sh [--namespace NS] [--service NAME] [--days N] OUT_DIR
+# Usage: scripts/gen-certs.sh [--namespace NS] [--service NAME] [--days N] [--ca-days N] OUT_DIR
 #
-# OUT_DIR is created if missing. The script refuses to run when OUT_DIR already holds a CA, so
-# that a second run never silently replaces the CA that clusters trust.
+# The three leaf certificates last --days (365); the CA lasts --ca-days (3650), which must be
+# longer, so that new leaves can be signed while the old ones still work and the CA never
+# expires with them. Every certificate's expiry is alerted on (deploy/monitoring).
+#
+# OUT_DIR is created if missing; keep it outside any git work tree (ca.key signs anything the
+# extender accepts). The script refuses to run when OUT_DIR already holds a CA, so that a second
+# run never silently replaces the CA that clusters trust.
 set -euo pipefail
 
 namespace=telemetry-aware-scheduling
 service=tas-extender
 days=365
+ca_days=3650
 
 prog=gen-certs
-usage_lines=14
+usage_lines=19
 
 take_option() {
     taken=2
@@ -26,6 +32,7 @@ take_option() {
     --namespace) namespace=${2-} ;;
     --service) service=${2-} ;;
     --days) days=${2-} ;;
+    --ca-days) ca_days=${2-} ;;
     *) return 1 ;;
     esac
 }
@@ -44,6 +51,10 @@ out=$1
 [[ $namespace =~ $dns_label ]] || fail "namespace must be a DNS label, got: $namespace"
 [[ $service =~ $dns_label ]] || fail "service must be a DNS label, got: $service"
 [[ $days =~ ^[1-9][0-9]{0,4}$ ]] || fail "days must be a whole number from 1 to 99999, got: $days"
+[[ $ca_days =~ ^[1-9][0-9]{0,4}$ ]] ||
+    fail "ca-days must be a whole number from 1 to 99999, got: $ca_days"
+[ "$ca_days" -gt "$days" ] ||
+    fail "ca-days ($ca_days) must be more than days ($days): the CA must outlive what it signs"
 command -v openssl >/dev/null 2>&1 || fail "openssl is required"
 
 mkdir -p -- "$out"
@@ -59,7 +70,7 @@ new_key() {
 
 # --- CA ----------------------------------------------------------------------------------------
 new_key "$out/ca.key"
-openssl req -x509 -new -sha256 -days "$days" -key "$out/ca.key" -out "$out/ca.crt" \
+openssl req -x509 -new -sha256 -days "$ca_days" -key "$out/ca.key" -out "$out/ca.crt" \
     -subj "/CN=telemetry-aware-scheduling-ca" \
     -addext "basicConstraints=critical,CA:TRUE,pathlen:0" \
     -addext "keyUsage=critical,keyCertSign,cRLSign" \

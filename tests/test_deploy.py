@@ -1032,6 +1032,38 @@ def test_gen_certs_refuses_unsafe_names(args: list[str], tmp_path: Path) -> None
     assert not (tmp_path / "INJECTED").exists()
 
 
+def test_gen_certs_ca_outlives_every_certificate_it_signs(certificates: Path) -> None:
+    # Leaves are renewed under the same CA; a CA that expired with them would take every
+    # client down at once, and its expiry would go unseen behind theirs.
+    ca = _certificate(certificates / "ca.crt").not_valid_after_utc
+    for leaf in ("extender", "client", "scraper"):
+        expires = _certificate(certificates / f"{leaf}.crt").not_valid_after_utc
+        assert (ca - expires).days >= 365 * 5, leaf
+
+
+@needs_openssl
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--ca-days", "365"], id="CA as long as the leaves"),
+        pytest.param(["--days", "800", "--ca-days", "700"], id="CA shorter"),
+        pytest.param(["--ca-days", "x"], id="not a number"),
+    ],
+)
+def test_gen_certs_refuses_a_ca_that_would_not_outlive_its_certificates(
+    args: list[str], tmp_path: Path
+) -> None:
+    result = _run([str(GEN_CERTS), *args, str(tmp_path / "out")])
+    assert result.returncode == 2
+    assert "ca-days" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_certificates_directory_is_ignored_by_git() -> None:
+    ignored = _run(["git", "check-ignore", "-q", "tas-certs/ca.key"], cwd=ROOT)
+    assert ignored.returncode == 0
+
+
 @needs_openssl
 def test_gen_certs_names_a_custom_namespace_and_service(tmp_path: Path) -> None:
     out = tmp_path / "out"
