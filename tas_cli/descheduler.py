@@ -13,10 +13,11 @@ import functools
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from prometheus_client import CollectorRegistry
@@ -38,10 +39,17 @@ from tas.policies.wanted import want_policy_metrics
 from tas.probes import ProbeServer
 from tas_cli import common
 
+if TYPE_CHECKING:
+    from tas.cluster.kubernetes import KubernetesCluster
+
 log = logging.getLogger("descheduler")
 
-#: How long startup waits for the cluster caches to fill before giving up.
-SYNC_TIMEOUT = 60.0
+#: How often a warning names the caches still listing while startup waits for them. Startup
+#: waits as long as it takes (as the extender and the controller do): a slow or busy API server
+#: must not make the descheduler exit and crash-loop, which would list everything again.
+CACHE_WAIT_WARN_SECONDS = 60.0
+#: How often the wait checks the caches and the stop event.
+_CACHE_POLL_SECONDS = 0.2
 #: How long a cycle under way may go on after SIGTERM. With the rest of the shutdown (aborting
 #: the watch streams) it stays well inside 2 s: a rollout or a CronJob should not wait on us,
 #: and Kubernetes kills a pod 30 s after SIGTERM anyway. Each eviction is one API call, so an
@@ -302,7 +310,7 @@ def _deschedule(
         )
         kubernetes.start()
         life.on_close(kubernetes.stop)  # aborts the watch streams
-        if not common.wait_synced(kubernetes, life.stop, limit=SYNC_TIMEOUT):
+        if not _wait_for_caches(kubernetes, life.stop, liveness=liveness):
             return 0
         synced.set()
         cluster = kubernetes
@@ -374,6 +382,41 @@ def _deschedule(
         life.stop,
     )
     return 0
+
+
+def _wait_for_caches(
+    cluster: KubernetesCluster,
+    stop: threading.Event,
+    *,
+    liveness: CycleLiveness,
+    warn_seconds: float = CACHE_WAIT_WARN_SECONDS,
+) -> bool:
+    """Wait until every cache has listed once, however long that takes; False when `stop`
+    came first.
+
+    Meanwhile /readyz says not ready (the caller sets `synced` after), a warning every
+    `warn_seconds` names the caches still listing, and liveness is held: listing is progress,
+    and the allowance for the first cycle counts from when the caches are full."""
+    started = time.monotonic()
+    warned = 0
+    while not cluster.wait_synced(_CACHE_POLL_SECONDS):
+        if stop.is_set():
+            return False
+        liveness.cycle_ended()
+        waited = time.monotonic() - started
+        if waited >= (warned + 1) * warn_seconds:
+            warned += 1
+            listing = [i.name for i in cluster.informers if not i.synced.is_set()]
+            log.warning(
+                "Cluster caches not filled after %d s; still listing: %s. Not ready until "
+                "they are; waiting",
+                waited,
+                ", ".join(listing) or "none",
+            )
+    liveness.cycle_ended()
+    if warned:
+        log.info("Cluster caches filled after %d s", time.monotonic() - started)
+    return not stop.is_set()
 
 
 def _run_until_stopped(schedule: Callable[[], object], stop: threading.Event) -> None:

@@ -115,6 +115,8 @@ class KubeEmulator:
         #: Watch events sent, per resource (the test API's name): what watchers received.
         self._sent: dict[str, int] = {}
         self._stopping = threading.Event()
+        #: Lists of these resources (the test API's names) wait until their gate opens.
+        self._list_gates: dict[str, threading.Event] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -380,6 +382,24 @@ class KubeEmulator:
         with self._lock:
             self._failures.append(_Failure(method, re.compile(path_pattern), status, times))
 
+    def hold_lists(self, plural: str) -> None:
+        """Make every list of `plural` wait, as an API server slow to list it would, until
+        `release_lists(plural)` (or the emulator stops)."""
+        with self._lock:
+            self._list_gates[plural] = threading.Event()
+
+    def release_lists(self, plural: str) -> None:
+        with self._lock:
+            gate = self._list_gates.pop(plural, None)
+        if gate is not None:
+            gate.set()
+
+    def _wait_for_list(self, plural: str) -> None:
+        with self._lock:
+            gate = self._list_gates.get(plural)
+        while gate is not None and not gate.wait(0.1) and not self._stopping.is_set():
+            pass
+
     def break_watches(self) -> None:
         """End every open watch stream now (as a restarting API server or proxy would)."""
         with self._lock:
@@ -531,6 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> tuple[int, Object]:
         store, resource = self.owner.store, target.resource
         if method == "GET" and target.name is None:
+            self.owner._wait_for_list(resource.plural)
             return 200, self._list(target, query)
         if target.name is None:
             if method == "POST":

@@ -1,0 +1,136 @@
+"""The descheduler waits for its caches as long as the API server takes, as the extender and
+the controller do, instead of exiting (and crash-looping) after a fixed time.
+
+Against the API emulator with the pod list held (an API server slow to list 150,000 pods):
+- the process keeps running, /healthz answers 200 and /readyz 503 while pods are listing, and
+  /readyz turns 200 once the list comes, with no restart;
+- the wait itself (`_wait_for_caches`) never gives up: every warning interval it warns, naming
+  the cache still listing (pods, not nodes), holds liveness meanwhile (however long the wait, the
+  first cycle's allowance counts from when the caches are full), returns True once the list
+  comes, and False at once when stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from descheduler.liveness import CycleLiveness
+from tas.cluster.interface import ResourceKind
+from tas.cluster.kubernetes import KubernetesCluster
+from tas_cli.descheduler import _wait_for_caches
+from tests.builders import ManualClock
+from tests.k8s_emulator import KubeEmulator
+from tests.processes import Process, free_port, tas_command
+
+POLICY = """
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: tas
+    plugins:
+      deschedule: {enabled: [TASViolations]}
+"""
+
+
+def eventually(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not in {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def status(url: str) -> int | None:
+    try:
+        return httpx.get(url, timeout=1.0).status_code
+    except httpx.HTTPError:
+        return None
+
+
+def test_a_slow_pod_list_keeps_the_descheduler_unready_not_gone(
+    kube_emulator: KubeEmulator, tmp_path: Path
+) -> None:
+    api = kube_emulator
+    api.create("nodes", {"metadata": {"name": "node-a"}})
+    api.hold_lists("pods")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = tas_command(
+        "descheduler", "--policy-config-file", str(policy),
+        "--kubeconfig", str(api.write_kubeconfig(tmp_path / "kubeconfig")),
+        "--mode", "Predictive", "--descheduling-interval", "1s",
+        "--listen-metrics", f"127.0.0.1:{port}",
+    )  # fmt: skip
+    with Process(args, base, None, tmp_path / "descheduler.log") as process:
+        process.start()
+        eventually(lambda: status(base + "/healthz") == 200, "/healthz")
+        for _ in range(30):  # 3 s with the list held: alive, not ready
+            assert process.running, process.output()
+            assert status(base + "/readyz") == 503
+            time.sleep(0.1)
+        api.release_lists("pods")
+        eventually(lambda: status(base + "/readyz") == 200, "/readyz after the list came")
+        assert process.running, process.output()
+        assert process.terminate() == 0
+    assert "did not fill" not in process.output()
+
+
+@pytest.fixture
+def cluster(kube_emulator: KubeEmulator) -> Iterator[KubernetesCluster]:
+    kube_emulator.create("nodes", {"metadata": {"name": "node-a"}})
+    kube_emulator.hold_lists("pods")
+    cluster = KubernetesCluster(
+        kube_emulator.api_client(),
+        watched=[ResourceKind.NODE, ResourceKind.POD],
+        watch_timeout=2.0,
+    )
+    cluster.start()
+    yield cluster
+    kube_emulator.release_lists("pods")
+    cluster.stop()
+
+
+def test_the_wait_never_gives_up_names_what_is_listing_and_holds_liveness(
+    kube_emulator: KubeEmulator, cluster: KubernetesCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualClock()
+    liveness = CycleLiveness(interval=1.0, cron=None, clock=clock)
+    stop = threading.Event()
+    result: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: result.append(
+            _wait_for_caches(cluster, stop, liveness=liveness, warn_seconds=0.5)
+        )
+    )
+    with caplog.at_level(logging.WARNING, logger="descheduler"):
+        waiter.start()
+        time.sleep(2.0)  # four warning intervals, far past any allowance of the clock below
+        clock.advance(3600)
+        time.sleep(0.5)
+        assert waiter.is_alive()
+        assert liveness.live()  # listing is progress: the probe does not restart us
+        warnings = [r.getMessage() for r in caplog.records if "still listing" in r.getMessage()]
+        assert len(warnings) >= 3
+        assert all("still listing: pods" in w for w in warnings), warnings
+        assert not any("nodes" in w for w in warnings), warnings
+        kube_emulator.release_lists("pods")
+        waiter.join(10)
+    assert result == [True]
+
+
+def test_the_wait_ends_at_once_when_stopped(cluster: KubernetesCluster) -> None:
+    stop = threading.Event()
+    stop.set()
+    liveness = CycleLiveness(interval=1.0, cron=None, clock=ManualClock())
+    started = time.monotonic()
+    assert _wait_for_caches(cluster, stop, liveness=liveness) is False
+    assert time.monotonic() - started < 2.0
