@@ -46,8 +46,9 @@ from inmemory.scheduler import ScheduleResult
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
-from tas.policies.model import TASPolicy
+from tas.policies.model import StrategyName, TASPolicy
 from tas.policies.store import PolicySnapshot, PolicyStore
+from tas.rules import violations
 from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL, VIOLATING
 
@@ -657,7 +658,7 @@ class Recorder:
             "nodes": node_json,
             "pods": pod_json,
             "policies": [
-                self._policy_json(policy, node_json, statuses.get(policy.key))
+                self._policy_json(policy, node_json, statuses.get(policy.key), tick.columns)
                 for policy in snapshot.policies.values()
             ],
             "policyProblems": [str(p) for p in snapshot.problems],
@@ -698,8 +699,13 @@ class Recorder:
             return None  # a policy read from files has no object to carry a status
 
     def _policy_json(
-        self, policy: TASPolicy, nodes: list[Json], status: Mapping[str, Any] | None
+        self,
+        policy: TASPolicy,
+        nodes: list[Json],
+        status: Mapping[str, Any] | None,
+        columns: MetricColumns,
     ) -> Json:
+        names = [NodeName(n["name"]) for n in nodes]
         return {
             "namespace": policy.namespace,
             "name": policy.name,
@@ -720,6 +726,14 @@ class Recorder:
             },
             "status": status,
             "labelledNodes": [n["name"] for n in nodes if policy.name in n["violating"]],
+            # The nodes each strategy acts on now, judged on the values the node cards show:
+            # the one source of the page's header, policy card and card colours (the status is
+            # the controller's, written a sync period later).
+            "nodes": {
+                str(name): sorted(violations(strategy, columns, names))
+                for name, strategy in policy.strategies.items()
+                if name in (StrategyName.DONTSCHEDULE, StrategyName.DESCHEDULE)
+            },
         }
 
     def _point(self, tick: Tick, nodes: Sequence[Node], evicted: int) -> Json:

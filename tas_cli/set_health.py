@@ -11,10 +11,13 @@ $TAS_DEMO_URL or the default address): its `nodes` are the nodes there are and i
 when none answers is the directory `--dir` (default `run/metrics`) and its files the nodes.
 
 A typo must not look like success: a node the running demo does not have is exit 2 naming its
-nodes (and the closest one), `--create` or not, since nothing would read its file; without a
-running demo, a node without a file in the directory is the same error, and `--create` writes
-a new node's file on purpose. A directory that does not exist is an error too, never created
-here (a mistyped `--dir` would otherwise be a new, unread directory).
+nodes (and the closest one, whatever the case typed), `--create` or not, since nothing would
+read its file; without a running demo, a node without a file in the directory is the same
+error, and `--create` writes a new node's file on purpose. A directory that does not exist is
+an error too, never created here (a mistyped `--dir` would otherwise be a new, unread
+directory). Any finite VALUE is written; with a running demo, the line printed says what its
+policies do with it (`5` acts as `2` under the demo's `GreaterThan 1`: don't schedule here,
+move pods away).
 
 With `--ssh [USER@]HOST` it does what TAS's demo script does on a real node: it writes
 `node_health_metric VALUE` to `/tmp/node-metrics/text.prom` (`--remote-dir`) for that node's
@@ -38,14 +41,19 @@ import shlex
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tas.metrics.textfile import SUFFIX, format_value, node_file, write_node_series
+from tas.policies.model import Rule
+from tas.rules import rule_is_true
 from tas_cli import common
 
 SERIES = "node_health_metric"
+#: The name a policy rule reads it by.
+METRIC = "health_metric"
 #: Where `make run` writes its textfiles, when no running one says where.
 DEFAULT_DIR = Path("run/metrics")
 REMOTE_DIR = "/tmp/node-metrics"
@@ -179,8 +187,64 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"set-health: cannot write {directory}: {error}", file=sys.stderr)
         return 1
-    print(f"{args.node}: {SERIES} {args.value} ({node_file(directory, args.node)})")
+    said = f"{args.node}: {SERIES} {args.value} ({node_file(directory, args.node)})"
+    meaning = value_meaning(value, demo.policies) if demo is not None else None
+    print(f"{said}: {meaning}" if meaning else said)
     return 0
+
+
+#: What each strategy does to a node where its rules hold (the page's words for them).
+EFFECTS = {"dontschedule": "don't schedule here", "deschedule": "move pods away"}
+
+
+def value_meaning(value: float, policies: Sequence[Mapping[str, Any]]) -> str | None:
+    """What the running demo's policies (its `/api/state` `policies`) do to a node whose
+    `health_metric` is `value`: any number is accepted, and this says what it means (5 acts as
+    2 under the demo's `GreaterThan 1`). None when no policy has a strategy on the metric alone.
+    """
+    said: list[str] = []
+    for policy in policies:
+        effects: list[str] = []
+        judged = False
+        for strategy, effect in EFFECTS.items():
+            spec = policy.get("strategies", {}).get(strategy)
+            rules = spec.get("rules", []) if isinstance(spec, Mapping) else []
+            if not rules or any(r.get("metricname") != METRIC for r in rules):
+                continue  # a strategy on other metrics too: the value alone does not decide
+            judged = True
+            holds = [_holds(r, value) for r in rules]
+            if all(holds) if spec.get("logicalOperator") == "allOf" else any(holds):
+                texts = [r.get("text") or "" for r, h in zip(rules, holds, strict=True) if h]
+                effects.append(f"{effect} ({strategy}: {'; '.join(texts)})")
+        if judged:
+            name = policy.get("name", "?")
+            said.append(f"{name}: " + (", ".join(effects) or _healthy(policy)))
+    return "; ".join(said) or None
+
+
+def _healthy(policy: Mapping[str, Any]) -> str:
+    """A value none of the policy's rules holds for: healthy to it, with the values its Equals
+    rules name (the demo's legend: 1, 2), so a value outside them is not taken for one."""
+    named = sorted(
+        {
+            r["target"]
+            for name in EFFECTS
+            for r in policy.get("strategies", {}).get(name, {}).get("rules", [])
+            if r.get("operator") == "Equals" and isinstance(r.get("target"), int | float)
+        }
+    )
+    values = ", ".join(format_value(float(v)) for v in named)
+    return "no rule holds: healthy to it" + (f" (its rules name {values})" if named else "")
+
+
+def _holds(rule: Mapping[str, Any], value: float) -> bool:
+    try:
+        parsed = Rule(
+            metricname=rule["metricname"], operator=rule["operator"], target=rule["target"]
+        )
+    except (KeyError, ValueError):
+        return False
+    return rule_is_true(parsed, value)
 
 
 @dataclass(frozen=True)
@@ -190,6 +254,8 @@ class RunningDemo:
     nodes: tuple[str, ...]
     #: The textfile directory its telemetry writes and its metric view reads (None: not said).
     metrics_dir: Path | None
+    #: Its policies, as `/api/state` gives them (what a value means, `value_meaning`).
+    policies: tuple[Mapping[str, Any], ...] = ()
 
 
 def check_target(
@@ -244,8 +310,10 @@ def check_target(
 
 
 def _did_you_mean(node: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(node, known, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+    """The closest known node, whatever the case typed (`node-C` is node-c, not node-e)."""
+    lowered = {name.lower(): name for name in known}
+    close = difflib.get_close_matches(node.lower(), list(lowered), n=1)
+    return f" (did you mean {lowered[close[0]]}?)" if close else ""
 
 
 def running_demo(url: str) -> RunningDemo | None:
@@ -271,7 +339,12 @@ def running_demo(url: str) -> RunningDemo | None:
     if not nodes:
         return None
     said = answer.get("metricsDir")
-    return RunningDemo(nodes, Path(said) if isinstance(said, str) and said else None)
+    policies = answer.get("policies")
+    return RunningDemo(
+        nodes,
+        Path(said) if isinstance(said, str) and said else None,
+        tuple(p for p in policies if isinstance(p, dict)) if isinstance(policies, list) else (),
+    )
 
 
 def _over_ssh(node: str, destination: str, value: float, *, remote_dir: str) -> int:

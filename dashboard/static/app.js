@@ -234,11 +234,13 @@ function buildCard(name) {
   return card;
 }
 
-function updateCard(card, node, pods) {
+function updateCard(card, node, pods, on) {
   const health = node.metrics.health_metric;
+  // Coloured by what the policies do to it now (the header's and the policy card's source).
+  const moved = on.deschedule.has(node.name);
   card.root.className = ["node",
-    health === 1 ? "health-1" : "",
-    health >= 2 ? "health-2" : "",
+    on.dontschedule.has(node.name) && !moved ? "health-1" : "",
+    moved ? "health-2" : "",
     node.violating.length ? "violating" : ""].join(" ").trim();
   card.badge.textContent = node.classification || "";
   card.badge.className = `class-badge ${node.classification || ""}`;
@@ -307,9 +309,10 @@ function renderNodes(state) {
   for (const name of [...cards.keys()]) {
     if (!names.includes(name)) cards.delete(name);
   }
+  const on = acted(state);
   for (const node of state.nodes) {
     if (!cards.has(node.name)) cards.set(node.name, buildCard(node.name));
-    updateCard(cards.get(node.name), node, pods);
+    updateCard(cards.get(node.name), node, pods, on);
   }
   const order = names.map((n) => cards.get(n).root);
   if (order.length !== box.children.length || order.some((root, i) => box.children[i] !== root)) {
@@ -350,28 +353,49 @@ function policyBadges(policy) {
 // What each rule does to a node, and how many nodes it does it to now (the policy's status).
 const STRATEGY_EFFECT = { dontschedule: "don't schedule here", deschedule: "move pods away" };
 
+// The nodes each strategy acts on now, over every policy: the one source (the state's
+// `policy.nodes`, judged on the values the cards show) of the header's counts, the policy
+// card's and the cards' colours, so they agree on every update.
+function acted(state) {
+  const on = { dontschedule: new Set(), deschedule: new Set() };
+  for (const policy of state.policies) {
+    for (const [strategy, nodes] of Object.entries(policy.nodes || {})) {
+      if (on[strategy]) nodes.forEach((n) => on[strategy].add(n));
+    }
+  }
+  return on;
+}
+
 function affected(policy, strategy, total) {
-  const status = policy.status;
-  if (!(strategy in STRATEGY_EFFECT) || !status) return null;
-  const nodes = (status.violatingNodes || {})[strategy] || [];
+  if (!(strategy in STRATEGY_EFFECT) || !policy.nodes) return null;
+  const nodes = policy.nodes[strategy] || [];
   const which = nodes.length && nodes.length <= 4 ? ` (${nodes.join(", ")})` : "";
   return el("div", { class: "affects", "data-affects": strategy },
     `${nodes.length} of ${total} node${total === 1 ? "" : "s"}: ${STRATEGY_EFFECT[strategy]}${which}`);
 }
 
-// The header's legend of health_metric values, with how many nodes hold each one now.
+// The header's count of what the policies do to the nodes now, every node in a bucket: healthy
+// (no strategy acts on it), don't schedule here, move pods away (a node in both is in both, as
+// the policy card counts it), and no value when a node reports no health_metric.
 function renderHealthCounts(state) {
   const box = document.getElementById("health-counts");
   if (!box) return;
   const total = state.nodes.length;
-  const meaning = { 0: "healthy", 1: "don't schedule here", 2: "move pods away" };
-  const counts = [0, 1, 2].map((value) => {
-    const nodes = state.nodes.filter((n) => n.metrics.health_metric === value).map((n) => n.name);
+  const on = acted(state);
+  const missing = state.nodes.filter((n) => n.metrics.health_metric === undefined).map((n) => n.name);
+  const buckets = [
+    ["healthy", "h0", state.nodes.map((n) => n.name)
+      .filter((n) => !on.dontschedule.has(n) && !on.deschedule.has(n) && !missing.includes(n))],
+    ["don't schedule here", "h1", [...on.dontschedule].sort()],
+    ["move pods away", "h2", [...on.deschedule].sort()],
+  ];
+  if (missing.length) buckets.push(["no health_metric", "muted", missing]);
+  const counts = buckets.map(([meaning, look, nodes]) => {
     const which = nodes.length && nodes.length < total && nodes.length <= 3 ? ` (${nodes.join(", ")})` : "";
-    return el("span", { class: `h${value}`, "data-health-count": value },
-      `${nodes.length} of ${total} nodes: ${meaning[value]}${which}`);
+    return el("span", { class: look, "data-health-count": meaning, "data-nodes": nodes.join(",") },
+      `${nodes.length} of ${total} nodes: ${meaning}${which}`);
   });
-  box.replaceChildren("Now: ", counts[0], ", ", counts[1], ", ", counts[2], ".");
+  box.replaceChildren("Now: ", ...counts.flatMap((c, i) => (i ? [", ", c] : [c])), ".");
 }
 
 function renderPolicies(state) {

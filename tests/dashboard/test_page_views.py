@@ -13,7 +13,10 @@ Covered:
   "dontschedule on 1 node" badge, never a red "Violating"; a node set to 2 adds the red
   "deschedule: violating" badge; `scheduleonmetric` reads "lower value scores higher";
   repeated log entries collapse into one row with a count (the API keeps each); the
-  extender's link opens its index of endpoints, not a 404;
+  extender's link opens its index of endpoints, not a 404; on every update of the run the
+  header's counts, the policy card's and the node cards' colours agree, every node in one of
+  the header's buckets (also a node set to 5, a value the demo's rules do not name: healthy
+  to its policy, and so on the page);
 - beyond loopback (where every control is a 403) the page offers no control and says why;
 - docs/dashboard.md documents exactly the keys `/api/state` (and its `scenario`) has.
 
@@ -193,6 +196,43 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
         assert_the_whole_history_is_drawn(browser, wait, demo)
 
 
+#: Installed on the page: after every update the stream applies, whether the header's counts,
+#: the policy card's "N of M nodes" and the node cards' colours say the same of every node, and
+#: that the header puts every node in a bucket. What disagrees is kept in `window.disagreements`.
+AGREEMENT = """
+window.disagreements = [];
+window.checkedUpdates = 0;
+const applied = window.apply;
+window.apply = function (update) {
+  applied(update);
+  const state = view.state;
+  if (!state || !state.nodes.length || !state.policies.length) return;
+  const header = {};
+  for (const e of document.querySelectorAll("#health-counts [data-health-count]")) {
+    header[e.dataset.healthCount] = e.dataset.nodes ? e.dataset.nodes.split(",") : [];
+  }
+  const says = (text) => disagreements.push(`at ${state.time}: ${text}`);
+  const effects = { dontschedule: "don't schedule here", deschedule: "move pods away" };
+  for (const [strategy, meaning] of Object.entries(effects)) {
+    const card = document.querySelector(`[data-policy] [data-affects="${strategy}"]`);
+    const counted = card ? Number(card.textContent.split(" ")[0]) : NaN;
+    if (!header[meaning] || counted !== header[meaning].length) {
+      says(`${strategy}: policy card ${counted}, header ${JSON.stringify(header[meaning])}`);
+    }
+  }
+  for (const name of view.nodes) {
+    const root = document.querySelector(`#nodes [data-node="${name}"]`);
+    const moved = (header["move pods away"] || []).includes(name);
+    const kept = !moved && (header["don't schedule here"] || []).includes(name);
+    if (root.classList.contains("health-2") !== moved) says(`${name}: red card, header ${moved}`);
+    if (root.classList.contains("health-1") !== kept) says(`${name}: amber card, header ${kept}`);
+    if (!Object.values(header).some((nodes) => nodes.includes(name))) says(`${name}: no bucket`);
+  }
+  window.checkedUpdates += 1;
+};
+"""
+
+
 def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repeats(
     browser: webdriver.Chrome,  # noqa: F811
     tmp_path: Path,
@@ -204,6 +244,7 @@ def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repe
         assert state["scenario"] is None
 
         browser.get(f"{demo.dashboard}/")
+        browser.execute_script(AGREEMENT)
         # node-b starts at health 1: dontschedule only, so no red "Violating".
         badge = f'{POLICY} [data-badge="dontschedule"]'
         # The policy box is redrawn on every update: each read goes through the wait, which
@@ -256,9 +297,29 @@ def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repe
         wait.until(
             lambda d: d.find_element(By.CSS_SELECTOR, badge).text == "dontschedule on 2 nodes"
         )
+        wait.until(
+            lambda d: "1 of 5 nodes: move pods away (node-c)" in read(wait, "#health-counts")
+        )
+        assert "2 of 5 nodes: don't schedule here (node-b, node-c)" in read(wait, "#health-counts")
+        # A value the demo's rules do not name (they say Equals 1, Equals 2): the policy passes
+        # the node, so the header counts it healthy and its card is not red.
+        demo.set_health("node-d", "5")
+        wait.until(lambda d: read(wait, '#nodes [data-node="node-d"] [data-health]') == "5")
+        healthy = '#health-counts [data-health-count="healthy"]'
+        wait.until(
+            lambda d: (
+                "node-d"
+                in (d.find_element(By.CSS_SELECTOR, healthy).get_attribute("data-nodes") or "")
+            )
+        )
+        card = browser.find_element(By.CSS_SELECTOR, '#nodes [data-node="node-d"]')
+        assert "health-2" not in (card.get_attribute("class") or "")
         ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
         assert browser.save_screenshot(str(ARTIFACTS / "dashboard-words.png"))
+        # On every update of the run, the header, the policy card and the cards agreed.
+        assert browser.execute_script("return window.checkedUpdates") > 10
+        assert browser.execute_script("return window.disagreements") == []
 
 
 def test_beyond_loopback_the_page_offers_no_control_and_says_why(
