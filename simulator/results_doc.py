@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.goals import Goal, named_goals, sweep_goals
+from simulator.goals import Goal, Verdict, named_goals, sweep_goals, tally
 from simulator.jobs import CLAIRVOYANT, HINDSIGHT, LIMIT
 from simulator.report import COLUMNS
 from simulator.seeds import GAIN_FIGURES
@@ -336,14 +336,12 @@ def sweep_table(verdict: Mapping[str, Any]) -> str:
 
 
 def goals_list(goals: Sequence[Goal]) -> str:
-    verdicts = {True: "**MET**", False: "**MISSED**", None: "NOT JUDGED"}
     lines = []
     for goal in goals:
         target = f" ({goal.target})" if goal.target else ""
-        lines.append(f"- {verdicts[goal.met]} {goal.name}: {goal.shown}{target}{goal.bound}")
-    judged = [g for g in goals if g.met is not None]
-    met = sum(1 for g in judged if g.met)
-    return f"{met} of {len(judged)} met.\n\n" + "\n".join(lines)
+        verdict = f"**{goal.met}**" if goal.met is not Verdict.NOT_JUDGED else str(goal.met)
+        lines.append(f"- {verdict} {goal.name}: {goal.shown}{target}{goal.notes}")
+    return f"{tally(goals)}.\n\n" + "\n".join(lines)
 
 
 def _smaller_than_full(comparison: Comparison) -> list[str]:

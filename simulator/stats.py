@@ -6,16 +6,26 @@ that mean (Student's t, because a handful of seeds is the normal case), and a co
 "best" on a figure only when its interval lies wholly below every other contender's: intervals
 that overlap are a tie, and a tie is said as one.
 
+Two contenders on the same seeds met the same worlds, so they are compared paired
+(`paired_interval`): the interval of the per-seed differences, "clearly" worse or better only
+when it lies wholly on one side of 0 (`clearly_above_zero`). A family's figure is a statement
+about its population of scenarios, given with a percentile-bootstrap interval over them
+(`bootstrap`: a seeded generator, so the same values always give the same interval).
+
 Pure: numbers in, numbers out.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 #: Two-sided 97.5% quantiles of Student's t by degrees of freedom (1..30). Past 30 the normal
 #: quantile is within 4% and is used. Tabulated rather than computed: no SciPy for one table.
@@ -109,3 +119,99 @@ def aggregate(runs: Sequence[Mapping[str, Any]]) -> dict[str, Interval]:
         for path, value in numeric_leaves(figures).items():
             values.setdefault(path, []).append(value)
     return {path: interval(found) for path, found in sorted(values.items())}
+
+
+def paired_interval(one: Sequence[float], other: Sequence[float]) -> Interval:
+    """The mean of the per-pair differences `one - other` and its 95% interval (Student's t
+    over the differences). Pair i is one world both met (one seed): the difference removes
+    that world's own variance, which unpaired intervals leave in. Raises ValueError when the
+    two are not the same length or empty."""
+    if len(one) != len(other):
+        raise ValueError("paired values come in pairs: the two sequences differ in length")
+    return interval([a - b for a, b in zip(one, other, strict=True)])
+
+
+def clearly_above_zero(difference: Interval) -> bool:
+    """A paired difference lies wholly above 0: at least two pairs, and the low end above 0.
+    One pair says nothing about the spread, so nothing is clear on it."""
+    return difference.n >= 2 and difference.low > 0
+
+
+def clearly_below_zero(difference: Interval) -> bool:
+    return difference.n >= 2 and difference.high < 0
+
+
+#: Resamples of a bootstrap, and the seed of its generator: the same values give the same
+#: interval on every machine and every run.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20260401
+
+
+class Statistic(enum.StrEnum):
+    """What a bootstrap estimates over its values."""
+
+    MEAN = "mean"
+    MEDIAN = "median"
+    #: exp(mean(log x)): the mean of ratios that treats 0.5x and 2x as equal and opposite.
+    GEOMETRIC_MEAN = "geometric_mean"
+
+
+def _reduce(values: npt.NDArray[np.float64], statistic: Statistic) -> npt.NDArray[np.float64]:
+    """The statistic of each row."""
+    if statistic is Statistic.MEAN:
+        return np.asarray(values.mean(axis=-1), dtype=np.float64)
+    if statistic is Statistic.MEDIAN:
+        return np.asarray(np.median(values, axis=-1), dtype=np.float64)
+    return np.asarray(np.exp(np.log(values).mean(axis=-1)), dtype=np.float64)
+
+
+def bootstrap(
+    values: Sequence[float],
+    statistic: Statistic,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> Interval:
+    """The statistic of `values` (one per scenario) and its 95% percentile-bootstrap interval:
+    `resamples` draws of as many values with replacement from a numpy Generator seeded with
+    `seed`, the interval the 2.5th to 97.5th percentile of their statistic. Deterministic: the
+    same values give the same interval. A geometric mean needs values above 0."""
+    if not values:
+        raise ValueError("a bootstrap needs at least one value")
+    found = np.asarray(values, dtype=np.float64)
+    if statistic is Statistic.GEOMETRIC_MEAN and bool((found <= 0).any()):
+        raise ValueError("a geometric mean needs values above 0")
+    estimate = float(_reduce(found, statistic))
+    if len(found) == 1:
+        return Interval(estimate, estimate, estimate, 1)
+    rng = np.random.default_rng(seed)
+    drawn = found[rng.integers(0, len(found), size=(resamples, len(found)))]
+    spread = _reduce(drawn, statistic)
+    low, high = np.percentile(spread, [2.5, 97.5])
+    # Floating point can put a percentile of identical values a hair off the estimate.
+    return Interval(estimate, min(float(low), estimate), max(float(high), estimate), len(found))
+
+
+def bootstrap_lead(
+    mine: Sequence[float],
+    others: Sequence[Sequence[float]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> Interval:
+    """mean(mine) less the highest mean of `others` (each a value per scenario, the same
+    scenarios in the same order), with its 95% percentile-bootstrap interval: the scenarios
+    are resampled together, so a scenario every row finds hard counts once for all. Above 0:
+    `mine` has the highest mean."""
+    if not mine or not others or any(len(o) != len(mine) for o in others):
+        raise ValueError("a lead needs values for the same scenarios in every row")
+    table = np.asarray([mine, *others], dtype=np.float64)
+    means = table.mean(axis=1)
+    estimate = float(means[0] - means[1:].max())
+    if table.shape[1] == 1:
+        return Interval(estimate, estimate, estimate, 1)
+    rng = np.random.default_rng(seed)
+    drawn = table[:, rng.integers(0, table.shape[1], size=(resamples, table.shape[1]))]
+    spread = drawn[0].mean(axis=1) - drawn[1:].mean(axis=2).max(axis=0)
+    low, high = np.percentile(spread, [2.5, 97.5])
+    return Interval(estimate, min(float(low), estimate), max(float(high), estimate), len(mine))

@@ -1,33 +1,31 @@
 """`tas sweep`: many drawn scenarios, every contender, several seeds, one verdict per contender.
 
+Each seed is one world every contender meets, so every comparison of two rows in a scenario is
+paired by seed: the 95% interval of the per-seed differences (`simulator.stats.paired_interval`),
+"clearly" better or worse only when it lies wholly on one side of 0 (with two seeds or more).
+
 Per contender, over the N scenarios of a family (`sweep.json`):
-- `best_share`: the share of scenarios where it is the clear best on work lost: its 95%
-  interval over the seeds lies wholly below every other contender's (`simulator.stats`); a
-  scenario where the best intervals overlap counts for nobody;
+- `best_share`: the share of scenarios where it is the clear best on work lost: clearly below
+  every other contender, paired; a scenario without one counts for nobody;
 - `work_lost_vs_requests` and `stall_vs_requests`: its mean over the seeds divided by plain
   kube-scheduler's (`requests`) in the same scenario, with one unit added to both sides (1
   core-second, 1 node-second) so a scenario where neither loses anything reads 1.0 rather than
   0/0; the median (p50) and the 90th percentile (p90) over scenarios: below 1 is better;
-- `best_or_tied_share.{work_lost,stall}`: the share of scenarios where it has the lowest mean
-  or an interval that overlaps the lowest mean's: not shown worse than the best;
-- `undominated_share`: the share of scenarios where no other contender is clearly better on
-  work lost or on stall (interval wholly below) while no worse on the other (mean): each
-  figure alone rewards a trade (pods left pending stall nothing, a restart that ends a stall
-  loses work), and this one counts only better trades;
-- `worse_than_requests.scenarios`: scenarios where its work lost interval lies wholly above
-  requests': worse beyond doubt; `worse_than_requests.by_cause` says why, each scenario once, in
-  this order (`why_worse`): `deschedule_rule`, the core-seconds its evictions for a policy's
-  deschedule rule displaced (`work_lost.displaced_by_rule`: from each eviction until the pod
-  ran again) account for its work lost beyond requests' (means over the seeds): the loss is
-  the rule obeyed, which requests (no descheduler) ignores; or, for ours, the sweep's run of
-  ours with the scenario's deschedule strategies taken out (`ours-no-deschedule`, run only
-  where ours is worse) is not worse than requests: obeying the rules cost more than the
-  restarts (a node kept off limits by its label, its pods crowded onto the others);
-  `restarts_for_stall`, no more work lost to overload than requests' (the stalled part within
-  requests' interval) and clearly less stall (its interval wholly below, and at least one
-  node-second of stall saved per extra core-second lost): the extra work lost is the restarts
-  that bought it; `other`: neither, a worse placement or a move that bought
-  nothing, the ones to read first;
+- `best_or_tied_share.{work_lost,stall}`: the share of scenarios where it is not clearly worse
+  than the row with the lowest mean;
+- `undominated_share`: the share of scenarios where no row of another source (`source_of`) is
+  clearly better on work lost or on stall while no worse on the other (mean difference at most
+  0): each figure alone rewards a trade (pods left pending stall nothing, a restart that ends a
+  stall loses work), and this one counts only better trades;
+- `worse_than_requests.scenarios`: scenarios where its work lost is clearly above requests';
+  `worse_than_requests.by_cause` says why, each scenario once, in this order (`why_worse`):
+  `deschedule_rule`, the core-seconds its evictions for a policy's deschedule rule displaced
+  (`work_lost.displaced_by_rule`: from each eviction until the pod ran again; its mean less
+  requests') cover its extra work lost: the loss is the rule obeyed, which requests (no
+  descheduler) ignores; `restarts_for_stall`, no more work lost to overload than requests' (not
+  clearly above) and clearly less stall, at least one node-second of stall saved per extra
+  core-second lost: the extra work lost is the restarts that bought it; `other`: neither, a
+  worse placement or a move that bought nothing, the ones to read first;
 - `max_evictions_per_pod_hour`: the 95th percentile (`p95`) and the maximum (`max`) over every
   run (scenario x seed) of the most evictions of one pod in an hour: the churn a user meets;
 - `violating_placements`: `total` summed over every run, and `none_share`, the share of
@@ -41,15 +39,28 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   (requests - limit) on the means over the seeds, over the scenarios where requests is not
   already at the limit: the median (p50) and the worst tenth (p10); `scenarios` counts them;
 - `share_of_gain_hindsight.{work_lost,stall}`: the same against the hindsight placement
-  (`simulator.hindsight`, achievable with no moves), over the scenarios with anything to gain:
-  requests' mean at least 1 unit above the hindsight's and its 95% interval wholly above
-  (`seeds.something_to_gain`): the `median`, the worst tenth (`p10`), and `scenarios`.
+  (`simulator.hindsight`, achievable with no moves), over every scenario where requests' mean
+  is at least 1 unit above the hindsight's (`seeds.something_to_gain`): the `median`, the
+  worst tenth (`p10`), and `scenarios`;
+- `population`: the family-level figures the goals judge (`simulator.goals`), each
+  `{estimate, low, high, scenarios}` with a 95% percentile-bootstrap interval over the
+  scenarios (`simulator.stats.bootstrap`, seeded: the same runs give the same bytes):
+  `work_lost_vs_requests` and `stall_vs_requests`, the geometric mean of the ratios above;
+  `share_of_gain_hindsight` and `share_of_gain_limit`, the median share of the work-lost gain,
+  each share clamped to -100%..100% first (`seeds.clamped_share`: a scenario with a small gain
+  to make weighs no more than any other); `undominated`, the share above;
+- `source`: its source (`simulator.contenders.sources`: one source's rows are its documented
+  settings) judged at its best: `undominated`, the share of scenarios where any of its rows is
+  undominated, with its interval; `lead`, that share less the highest other source's, with its
+  bootstrap interval (scenarios resampled together) and the source `next`.
 
-`references` holds the reference rows (`simulator.jobs.REFERENCES`, never contenders, never
-"best"): `limit` and `hindsight` with their `*_vs_requests` ratios; `clairvoyant` (ours'
-code reading true values) with every figure above, judged as if it ran in ours' place among
-the same contenders: what ours' decisions reach with perfect information, the bound the
-metrics' lag leaves them.
+The top level names the `family`, its `family_seed` (`tas sweep --family-seed` draws afresh)
+and the `seeds` per scenario. `references` holds the reference rows
+(`simulator.jobs.REFERENCES`, never contenders, never "best"): `limit` and `hindsight` with
+their `*_vs_requests` ratios (and their `population` geometric means: the limit's is a bound no
+scheduler goes below); `clairvoyant` (ours' code reading true values) with every figure
+above, judged as if it ran in ours' place among the same contenders: what ours' decisions
+reach fed true values, which is not a bound (it can do worse than ours).
 
 The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
 so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
@@ -61,6 +72,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +80,7 @@ from typing import Any
 
 import yaml
 
+from simulator.contenders import sources
 from simulator.family import Family, draw_scenario
 from simulator.figures import percentile
 from simulator.jobs import (
@@ -76,7 +89,6 @@ from simulator.jobs import (
     HINDSIGHT,
     LIMIT,
     REFERENCES,
-    UNRULED,
     Job,
     JobResult,
     Progress,
@@ -92,11 +104,20 @@ from simulator.seeds import (
     GAIN_FIGURES,
     HEADLINE,
     SeededFigures,
+    clamped_share,
     seeds_for,
     share_of_gain,
     something_to_gain,
 )
-from simulator.stats import Interval, clear_best, numeric_leaves
+from simulator.stats import (
+    Interval,
+    Statistic,
+    bootstrap,
+    bootstrap_lead,
+    clearly_above_zero,
+    clearly_below_zero,
+    numeric_leaves,
+)
 
 log = logging.getLogger(__name__)
 
@@ -190,29 +211,15 @@ def run_sweep(
         return [result if result is not None else next(ran) for result in found]
 
     results = run(jobs, progress)
-    # Where ours lost clearly more than requests with deschedule rules to obey, ours again
-    # without them: whether obeying them is what cost it (`why_worse`).
-    results += run(unruled_jobs(results, scenarios))
-    verdict = summarize(results, plan.contenders, len(scenarios))
+    verdict = {
+        "family": plan.family.name,
+        "family_seed": plan.family.seed,
+        "seeds": plan.seeds,
+        **summarize(results, plan.contenders, len(scenarios)),
+    }
     _write_json(out / "sweep.json", verdict)
     _write_json(out / "runs.json", runs_document(results))
     return verdict
-
-
-def unruled_jobs(results: Sequence[JobResult], scenarios: Sequence[Scenario]) -> list[Job]:
-    """Ours without its policies' deschedule strategies (`UNRULED`), on the same seeds, for
-    each scenario with such rules where ours' work lost lies wholly above requests'."""
-    grouped = by_scenario(results)
-    jobs = []
-    for scenario in scenarios:
-        rows = grouped.get(scenario.name, {})
-        if not scenario.has_deschedule_rules or not {CLAIRVOYANT_OF, BASELINE} <= set(rows):
-            continue
-        ours, requests = (rows[c].intervals() for c in (CLAIRVOYANT_OF, BASELINE))
-        worse = HEADLINE in ours and HEADLINE in requests
-        if worse and ours[HEADLINE].low > requests[HEADLINE].high:
-            jobs += [Job(scenario, UNRULED, seed) for seed in sorted(rows[CLAIRVOYANT_OF].by_seed)]
-    return jobs
 
 
 def _write_json(path: Path, document: Mapping[str, Any]) -> None:
@@ -256,13 +263,29 @@ class _Tally:
         self.unavoidable = 0.0
         self.clean_scenarios = 0
         self.avoidably_clean_scenarios = 0
-        self.undominated = 0
+        #: Per scenario judged, 1.0 where no row of another source dominates this row.
+        self.undominated: list[float] = []
+        #: Per scenario judged, 1.0 where some row of this row's source is undominated.
+        self.source_undominated: list[float] = []
+        #: Per scenario judged, the same for every other source (its rows' best).
+        self.others_undominated: dict[str, list[float]] = {}
         self.gains: dict[str, list[float]] = {"work_lost": [], "stall": []}
         self.gains_hindsight: dict[str, list[float]] = {"work_lost": [], "stall": []}
 
 
 #: The sweep's figures by dotted path in a run's figures.
 _JUDGED = (("work_lost", HEADLINE), ("stall", "stall"))
+
+
+def source_of(rows: Sequence[str]) -> dict[str, str]:
+    """Each row's source (`simulator.contenders.sources`): the rows of one source are its
+    documented settings, and never dominate one another. A row no contender names (a test's)
+    is its own source; the clairvoyant is ours' (it runs in ours' place)."""
+    found = {row: source for source, names in sources(rows).items() for row in names}
+    found = {row: found.get(row, row) for row in rows}
+    if CLAIRVOYANT in found and CLAIRVOYANT_OF in rows:
+        found[CLAIRVOYANT] = found.get(CLAIRVOYANT_OF, CLAIRVOYANT_OF)
+    return found
 
 
 def summarize(
@@ -282,33 +305,60 @@ def summarize(
             tally.unavoidable += leaves.get("unavoidable_placements", 0.0)
             if "herd_ratio_by_load" in leaves:
                 tally.herd.append(leaves["herd_ratio_by_load"])
+    sourced = source_of([*contenders, CLAIRVOYANT])
     grouped = by_scenario(results)
     for name in sorted(grouped):
         rows = grouped[name]
-        _tally_scenario(
-            {c: s for c, s in rows.items() if c in tallies}, tallies, unruled=rows.get(UNRULED)
-        )
-        _tally_in_ours_place(rows, tallies, references[CLAIRVOYANT])
+        _tally_scenario({c: s for c, s in rows.items() if c in tallies}, tallies, sourced)
+        _tally_in_ours_place(rows, tallies, references[CLAIRVOYANT], sourced)
         _tally_references(rows, tallies, references)
     share = (lambda n: n / scenario_count) if scenario_count else (lambda n: 0.0)
-    verdict = {contender: _verdict_of(tally, share) for contender, tally in tallies.items()}
+    verdict = {
+        contender: _verdict_of(tally, share, sourced[contender])
+        for contender, tally in tallies.items()
+    }
     found: dict[str, Any] = {}
     for reference, tally in references.items():
         if reference in (LIMIT, HINDSIGHT):
             found[reference] = {
                 "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
                 "stall_vs_requests": _quantiles(tally.ratios["stall"]),
+                "population": {
+                    f"{key}_vs_requests": _estimate(tally.ratios[key], Statistic.GEOMETRIC_MEAN)
+                    for key in ("work_lost", "stall")
+                },
             }
         else:
-            found[reference] = _verdict_of(tally, share)
+            found[reference] = _verdict_of(tally, share, sourced[CLAIRVOYANT])
     return {"scenarios": scenario_count, "contenders": verdict, "references": found}
 
 
-def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
+def _estimate(values: Sequence[float], statistic: Statistic) -> dict[str, Any] | None:
+    """A population figure over the scenarios: the statistic and its 95% bootstrap interval
+    (`simulator.stats.bootstrap`), and how many scenarios it is over; None over none."""
+    if statistic is Statistic.GEOMETRIC_MEAN:
+        values = [v for v in values if v > 0]
+    if not values:
+        return None
+    found = bootstrap(values, statistic)
+    return {"estimate": found.mean, "low": found.low, "high": found.high, "scenarios": found.n}
+
+
+def _lead(mine: Sequence[float], others: Mapping[str, Sequence[float]]) -> dict[str, Any] | None:
+    """This source's undominated share less the highest other source's, with its 95%
+    bootstrap interval (scenarios resampled together), and which source is next."""
+    if not mine or not others:
+        return None
+    best = max(sorted(others), key=lambda s: statistics.fmean(others[s]))
+    found = bootstrap_lead(mine, [others[s] for s in sorted(others)])
+    return {"estimate": found.mean, "low": found.low, "high": found.high, "next": best}
+
+
+def _verdict_of(tally: _Tally, share: Callable[[int], float], source: str) -> dict[str, Any]:
     return {
         "best_share": share(tally.clear_wins),
         "best_or_tied_share": {k: share(v) for k, v in tally.best_or_tied.items()},
-        "undominated_share": share(tally.undominated),
+        "undominated_share": share(int(sum(tally.undominated))),
         "work_lost_vs_requests": _quantiles(tally.ratios["work_lost"]),
         "stall_vs_requests": _quantiles(tally.ratios["stall"]),
         "worse_than_requests": {
@@ -334,15 +384,35 @@ def _verdict_of(tally: _Tally, share: Callable[[int], float]) -> dict[str, Any]:
             "max": max(tally.herd, default=None),
             "runs": len(tally.herd),
         },
+        # The family-level goals' figures, each with a 95% bootstrap interval over scenarios.
+        "population": {
+            "work_lost_vs_requests": _estimate(tally.ratios["work_lost"], Statistic.GEOMETRIC_MEAN),
+            "stall_vs_requests": _estimate(tally.ratios["stall"], Statistic.GEOMETRIC_MEAN),
+            "share_of_gain_hindsight": _estimate(
+                [clamped_share(g) for g in tally.gains_hindsight["work_lost"]], Statistic.MEDIAN
+            ),
+            "share_of_gain_limit": _estimate(
+                [clamped_share(g) for g in tally.gains["work_lost"]], Statistic.MEDIAN
+            ),
+            "undominated": _estimate(tally.undominated, Statistic.MEAN),
+        },
+        "source": {
+            "name": source,
+            "undominated": _estimate(tally.source_undominated, Statistic.MEAN),
+            "lead": _lead(tally.source_undominated, tally.others_undominated),
+        },
     }
 
 
 def _tally_in_ours_place(
-    rows: Mapping[str, SeededFigures], tallies: Mapping[str, _Tally], clairvoyant: _Tally
+    rows: Mapping[str, SeededFigures],
+    tallies: Mapping[str, _Tally],
+    clairvoyant: _Tally,
+    sourced: Mapping[str, str],
 ) -> None:
     """The clairvoyant judged as if it ran instead of ours, against the same contenders: what
-    ours' decisions would reach with perfect information. A goal it misses too is bounded by
-    the design (or the goal), not by the metrics' lag."""
+    ours' decisions reach fed true values. It is not a bound: other decisions may do better,
+    and it can do worse than ours (`simulator.goals` shows it as what it is)."""
     if CLAIRVOYANT not in rows:
         return
     others = {c: s for c, s in rows.items() if c in tallies and c != CLAIRVOYANT_OF}
@@ -350,6 +420,7 @@ def _tally_in_ours_place(
     _tally_scenario(
         {**others, CLAIRVOYANT: rows[CLAIRVOYANT]},
         {**{c: _Tally() for c in others}, CLAIRVOYANT: clairvoyant},
+        sourced,
     )
 
 
@@ -370,10 +441,8 @@ def _tally_references(
         for key, path in GAIN_FIGURES.items():
             if path not in found or path not in baseline:
                 continue
-            if row in (
-                LIMIT,
-                HINDSIGHT,
-            ):  # the clairvoyant's come with its place among the contenders
+            if row in (LIMIT, HINDSIGHT):
+                # The clairvoyant's ratios come with its place among the contenders.
                 ratio = (found[path].mean + 1.0) / (baseline[path].mean + 1.0)
                 tally.ratios[key].append(ratio)
                 continue
@@ -381,7 +450,7 @@ def _tally_references(
                 gain = share_of_gain(baseline[path].mean, found[path].mean, limit[path].mean)
                 if gain is not None:
                     tally.gains[key].append(gain)
-            if path in hindsight and something_to_gain(baseline[path], hindsight[path]):
+            if path in hindsight and something_to_gain(baseline[path].mean, hindsight[path].mean):
                 gain = share_of_gain(baseline[path].mean, found[path].mean, hindsight[path].mean)
                 if gain is not None:
                     tally.gains_hindsight[key].append(gain)
@@ -403,41 +472,80 @@ def _gains(gains: Mapping[str, list[float]], *, middle: str = "p50") -> dict[str
 def _tally_scenario(
     seeded: Mapping[str, SeededFigures],
     tallies: Mapping[str, _Tally],
-    unruled: SeededFigures | None = None,
+    sourced: Mapping[str, str],
 ) -> None:
-    """One scenario's rows into each contender's tally; `unruled`, ours' run without the
-    deschedule rules where the sweep made one (`why_worse`)."""
-    intervals = {c: s.intervals() for c, s in seeded.items()}
-    without_rules = unruled.intervals() if unruled is not None else None
+    """One scenario's rows into each contender's tally, every comparison paired by seed."""
     for key, path in _JUDGED:
-        present = {c: ivs[path] for c, ivs in intervals.items() if path in ivs}
+        present = {c: s for c, s in seeded.items() if path in s.per_seed()}
         if key == "work_lost":
-            winner = clear_best(present)
+            winner = _clear_best(present, path)
             if winner is not None:
                 tallies[winner].clear_wins += 1
         if present:
-            leader = min(present.values(), key=lambda i: i.mean)
+            leader = min(present, key=lambda c: (present[c].intervals()[path].mean, c))
             for contender, found in present.items():
-                if found.overlaps(leader) or found.mean <= leader.mean:
+                difference = found.paired_with(present[leader], path)
+                if difference is None or not clearly_above_zero(difference):
                     tallies[contender].best_or_tied[key] += 1
-    baseline = intervals.get(BASELINE, {})
-    for contender, ivs in intervals.items():
+    undominated = {
+        contender
+        for contender, found in seeded.items()
+        if not any(
+            _dominates(other, found)
+            for c, other in seeded.items()
+            if sourced.get(c, c) != sourced.get(contender, contender)
+        )
+    }
+    by_source: dict[str, float] = {}
+    for contender in seeded:
+        source = sourced.get(contender, contender)
+        by_source[source] = max(by_source.get(source, 0.0), float(contender in undominated))
+    baseline = seeded.get(BASELINE)
+    for contender, found in seeded.items():
         tally = tallies[contender]
-        if not any(_dominates(other, ivs) for c, other in intervals.items() if c != contender):
-            tally.undominated += 1
+        ivs = found.intervals()
+        source = sourced.get(contender, contender)
+        tally.undominated.append(float(contender in undominated))
+        tally.source_undominated.append(by_source[source])
+        # Every source the sweep runs, present here or not (a source with no run here is
+        # undominated nowhere), so each list has one value per scenario this row was judged in.
+        for other in sorted({sourced.get(c, c) for c in tallies} - {source}):
+            tally.others_undominated.setdefault(other, []).append(by_source.get(other, 0.0))
         if ivs.get("violating_placements", _ZERO).high == 0:
             tally.clean_scenarios += 1
-        if all(_avoidable(figures) == 0 for figures in seeded[contender].by_seed.values()):
+        if all(_avoidable(figures) == 0 for figures in found.by_seed.values()):
             tally.avoidably_clean_scenarios += 1
+        if baseline is None:
+            continue
+        base = baseline.intervals()
         for key, path in _JUDGED:
-            if path in ivs and path in baseline:
-                tally.ratios[key].append((ivs[path].mean + 1.0) / (baseline[path].mean + 1.0))
-        if HEADLINE in ivs and HEADLINE in baseline and ivs[HEADLINE].low > baseline[HEADLINE].high:
+            if path in ivs and path in base:
+                tally.ratios[key].append((ivs[path].mean + 1.0) / (base[path].mean + 1.0))
+        if contender != BASELINE and worse_than(found, baseline):
             tally.worse_than_requests += 1
-            cause = why_worse(
-                ivs, baseline, unruled=without_rules if contender == CLAIRVOYANT_OF else None
-            )
-            tally.worse_by_cause[cause] += 1
+            tally.worse_by_cause[why_worse(found, baseline)] += 1
+
+
+def _clear_best(present: Mapping[str, SeededFigures], path: str) -> str | None:
+    """The one row whose figure is clearly below every other's, paired by seed; None on a
+    tie. A lone row is not "best" of anything."""
+    if len(present) < 2:
+        return None
+    leader = min(present, key=lambda c: (present[c].intervals()[path].mean, c))
+    for contender, other in present.items():
+        if contender == leader:
+            continue
+        difference = present[leader].paired_with(other, path)
+        if difference is None or not clearly_below_zero(difference):
+            return None
+    return leader
+
+
+def worse_than(found: SeededFigures, requests: SeededFigures) -> bool:
+    """`found` loses clearly more work than requests: the interval of its per-seed
+    differences on work lost lies wholly above 0 (`simulator.stats.clearly_above_zero`)."""
+    difference = found.paired_with(requests, HEADLINE)
+    return difference is not None and clearly_above_zero(difference)
 
 
 class WorseCause(enum.StrEnum):
@@ -449,42 +557,38 @@ class WorseCause(enum.StrEnum):
     OTHER = "other"
 
 
-def why_worse(
-    found: Mapping[str, Interval],
-    requests: Mapping[str, Interval],
-    *,
-    unruled: Mapping[str, Interval] | None = None,
-) -> WorseCause:
-    """Why a contender's work lost lies beyond requests' in one scenario (module docstring).
-    `unruled`: the same contender's run without its policies' deschedule strategies (ours
-    only), where the sweep ran it.
+def why_worse(found: SeededFigures, requests: SeededFigures) -> WorseCause:
+    """Why a contender's work lost lies clearly beyond requests' in one scenario (module
+    docstring), every difference paired by seed.
 
     The goal stays judged on work lost alone; this says which of the losses are a policy
-    obeyed or a trade the stall figure shows, and which are plain harm."""
-    obeyed = "work_lost.displaced_by_rule"
-    paid = found.get(obeyed, _ZERO).mean - requests.get(obeyed, _ZERO).mean
-    if 0 < found[HEADLINE].mean - requests[HEADLINE].mean <= paid:
+    obeyed, which a trade the stall figure shows, and which are plain harm."""
+    extra = _mean_difference(found, requests, HEADLINE)
+    paid = _mean_difference(found, requests, "work_lost.displaced_by_rule")
+    # What the rule's evictions displaced covers all the extra loss: the rule obeyed, which
+    # requests (no descheduler) ignores. Nothing else excuses a loss.
+    if 0 < extra <= paid:
         return WorseCause.DESCHEDULE_RULE
-    # Without the rules it would not have been worse: what obeying them cost is more than the
-    # restarts (a node kept empty by its label, the pods crowded onto the others).
+    overload = found.paired_with(requests, "work_lost.stalled")
+    stall = found.paired_with(requests, "stall")
     if (
-        unruled is not None
-        and HEADLINE in unruled
-        and unruled[HEADLINE].low <= requests[HEADLINE].high
-    ):
-        return WorseCause.DESCHEDULE_RULE
-    overload, stall = "work_lost.stalled", "stall"
-    if (
-        all(path in found and path in requests for path in (overload, stall, HEADLINE))
-        and found[overload].mean <= requests[overload].high
-        and found[stall].high < requests[stall].low
+        overload is not None
+        and stall is not None
+        and not clearly_above_zero(overload)
+        and clearly_below_zero(stall)
         # At least a node-second of stall saved for each core-second lost: the rate at which
         # LoadAware's moves are judged (stalled cores against the restart's cores).
-        and requests[stall].mean - found[stall].mean
-        >= found[HEADLINE].mean - requests[HEADLINE].mean
+        and -stall.mean >= extra
     ):
         return WorseCause.RESTARTS_FOR_STALL
     return WorseCause.OTHER
+
+
+def _mean_difference(found: SeededFigures, requests: SeededFigures, path: str) -> float:
+    """The mean over the seeds of `found`'s figure less requests' (a figure a run does not
+    report, such as work displaced by a rule where none was obeyed, counts 0)."""
+    mine, theirs = found.intervals().get(path, _ZERO), requests.intervals().get(path, _ZERO)
+    return mine.mean - theirs.mean
 
 
 _ZERO = Interval(0.0, 0.0, 0.0, 1)
@@ -497,16 +601,16 @@ def _avoidable(figures: Mapping[str, Any]) -> float:
     )
 
 
-def _dominates(one: Mapping[str, Interval], other: Mapping[str, Interval]) -> bool:
-    """`one` is clearly better than `other` on work lost or on stall (its interval wholly
-    below) and no worse on the other figure (its mean at most): a better trade, not another
-    one. Less stall bought with more lost work (pods left pending stall nothing) does not
-    dominate."""
-    figures = [path for _, path in _JUDGED if path in one and path in other]
-    if len(figures) < len(_JUDGED):
+def _dominates(one: SeededFigures, other: SeededFigures) -> bool:
+    """`one` is clearly better than `other` on work lost or on stall (the interval of the
+    per-seed differences wholly below 0) and no worse on the other figure (the mean
+    difference at most 0): a better trade, not another one. Less stall bought with more lost
+    work (pods left pending stall nothing) does not dominate."""
+    differences = [one.paired_with(other, path) for _, path in _JUDGED]
+    if any(d is None for d in differences):
         return False
-    clearly = any(one[p].high < other[p].low for p in figures)
-    return clearly and all(one[p].mean <= other[p].mean for p in figures)
+    found = [d for d in differences if d is not None]
+    return any(clearly_below_zero(d) for d in found) and all(d.mean <= 0 for d in found)
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float | None]:

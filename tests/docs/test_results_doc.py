@@ -6,8 +6,8 @@ to its seeds, one drawn scenario's first lines). Covered:
 - the document opens with the generated, do-not-edit header and names the commit it ran on;
 - a table per named scenario with every contender and both reference rows, a figure in bold
   exactly where summary.json names a clear best;
-- the goals are `simulator.goals`' own verdicts, MET or MISSED, on the named scenarios and on
-  the sweep;
+- the goals are `simulator.goals`' own verdicts, MET, MISSED or UNDECIDED, on the named
+  scenarios and on the sweep;
 - runs smaller than make compare's say so at the top (a family not swept included); full-size
   runs do not;
 - a part not run is said to be missing, an empty folder is refused (exit 1);
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.goals import named_goals, sweep_goals
+from simulator.goals import Verdict, named_goals, sweep_goals
 from simulator.report import COLUMNS
 from simulator.results_doc import (
     DISPLAY,
@@ -120,7 +120,7 @@ def test_the_goals_are_the_simulators_own_verdicts(comparison: Comparison, docum
     assert comparison.sweeps
     sweeps = [g for s in comparison.sweeps for g in sweep_goals(s.verdict)]
     for goal in [*named_goals(comparison.summary), *sweeps]:
-        verdict = {True: "**MET**", False: "**MISSED**", None: "NOT JUDGED"}[goal.met]
+        verdict = str(goal.met) if goal.met is Verdict.NOT_JUDGED else f"**{goal.met}**"
         assert f"- {verdict} {goal.name}: {goal.shown}" in document
 
 

@@ -1,10 +1,13 @@
 """The goals ours is held to, judged from sweep.json and summary.json.
 
-Covered: each sweep goal (issue 46's) is MET at its limit and MISSED just past it; the highest
-undominated share allows ties; worse than requests allows obeying a deschedule rule and names
-every cause; perfect information is shown beside ours and never judged in its place; a figure
-that is missing is not judged (never counted as met); the named-scenario goals need intervals
-that do not overlap, not merely a lower mean.
+Covered: each sweep goal is MET where its interval clears it (at its limit), MISSED where the
+interval lies wholly on the wrong side, UNDECIDED where it straddles the goal, and counts are
+MET or MISSED; worse than requests allows only a deschedule rule that accounts for the loss and
+names every cause; ours fed true values (the clairvoyant) is shown beside ours as what it is,
+never as a bound and never judged in its place; a MISSED ratio shows the fluid limit's and the
+hindsight's ratios as bounds; a sweep.json without intervals is judged on its counts alone; a
+missing figure is NOT JUDGED and counted apart; the named-scenario goals need intervals that do
+not overlap, and only the scenarios run are given.
 """
 
 from __future__ import annotations
@@ -14,118 +17,189 @@ from typing import Any
 
 import pytest
 
-from simulator.goals import named_goals, report, sweep_goals
+from simulator.goals import Verdict, named_goals, report, sweep_goals
+
+MET, MISSED, UNDECIDED, NOT_JUDGED = (
+    Verdict.MET,
+    Verdict.MISSED,
+    Verdict.UNDECIDED,
+    Verdict.NOT_JUDGED,
+)
 
 
-def _row(undominated: float = 0.95) -> dict[str, Any]:
+def _estimate(estimate: float, low: float, high: float, **more: Any) -> dict[str, Any]:
+    return {"estimate": estimate, "low": low, "high": high, "scenarios": 30, **more}
+
+
+def _row() -> dict[str, Any]:
+    """Ours with every goal met exactly at its limit."""
     return {
-        "undominated_share": undominated,
         "worse_than_requests": {"scenarios": 0},
         "max_evictions_per_pod_hour": {"p95": 2, "max": 3},
-        "share_of_gain_hindsight": {"work_lost": {"median": 0.5, "p10": 0.1, "scenarios": 120}},
+        "population": {
+            "work_lost_vs_requests": _estimate(0.85, 0.7, 0.99),
+            "stall_vs_requests": _estimate(0.9, 0.8, 1.0),
+            "share_of_gain_hindsight": _estimate(0.5, 0.4, 0.6),
+            "share_of_gain_limit": _estimate(0.3, 0.2, 0.4),
+        },
+        "source": {
+            "name": "ours",
+            "undominated": _estimate(0.98, 0.95, 1.0),
+            "lead": {"estimate": 0.02, "low": 0.0, "high": 0.05, "next": "psi-profile"},
+        },
     }
 
 
 def _verdict() -> dict[str, Any]:
-    return {
-        "scenarios": 200,
-        "contenders": {"ours": _row(), "requests": _row(0.9), "psi-profile": _row(0.95)},
-    }
+    return {"scenarios": 30, "contenders": {"ours": _row(), "requests": {}}}
 
 
-def test_worse_than_requests_allows_obeying_a_deschedule_rule_and_says_each_cause() -> None:
-    verdict = copy.deepcopy(_verdict())
-    verdict["contenders"]["ours"]["worse_than_requests"] = {
-        "scenarios": 5,
-        "by_cause": {"deschedule_rule": 3, "restarts_for_stall": 0, "other": 2},
-    }
-    goal = sweep_goals(verdict)[2]
-    assert goal.met is False
-    assert goal.line().startswith(
-        "  MISSED     scenarios worse than requests beyond the interval, "
-        "but for obeying a deschedule rule: 2 (goal <= 0)"
-    )
-    assert goal.line().endswith(
-        "of ours': 3 obey a deschedule rule requests ignores (allowed), "
-        "2 other (worse placements, moves that bought nothing)"
-    )
-    verdict["contenders"]["ours"]["worse_than_requests"]["by_cause"]["other"] = 0
-    verdict["contenders"]["ours"]["worse_than_requests"]["scenarios"] = 3
-    assert sweep_goals(verdict)[2].met is True
-
-
-def test_every_sweep_goal_is_met_at_its_limit() -> None:
-    goals = sweep_goals(_verdict())
-    assert [g.met for g in goals] == [True] * 6
-    assert report("t", goals).startswith("t: 6 of 6 met")
-    assert goals[5].line().endswith("50% over 120 scenarios with a gain (goal >= 50%)")
-
-
-@pytest.mark.parametrize(
-    ("path", "value", "goal"),
-    [
-        pytest.param(("undominated_share",), 0.94, 0, id="undominated"),
-        pytest.param(("worse_than_requests", "scenarios"), 1, 2, id="worse-than-requests"),
-        pytest.param(("max_evictions_per_pod_hour", "p95"), 2.5, 3, id="churn-p95"),
-        pytest.param(("max_evictions_per_pod_hour", "max"), 4, 4, id="churn-max"),
-        pytest.param(("share_of_gain_hindsight", "work_lost", "median"), 0.49, 5, id="gain"),
-    ],
-)
-def test_a_sweep_goal_is_missed_just_past_its_limit(
-    path: tuple[str, ...], value: float, goal: int
-) -> None:
-    verdict = copy.deepcopy(_verdict())
-    row = verdict["contenders"]["ours"]
+def _set(verdict: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(verdict)
+    place = changed["contenders"]["ours"]
     for key in path[:-1]:
-        row = row[key]
-    row[path[-1]] = value
-    if path == ("undominated_share",):  # still the highest: only the share's own goal misses
-        verdict["contenders"]["psi-profile"]["undominated_share"] = 0.9
-    goals = sweep_goals(verdict)
-    assert goals[goal].met is False
-    assert "MISSED" in goals[goal].line()
-    assert sum(g.met is False for g in goals) == 1
+        place = place[key]
+    place[path[-1]] = value
+    return changed
 
 
-def test_another_contender_undominated_more_often_misses_the_highest_share() -> None:
-    verdict = copy.deepcopy(_verdict())
-    verdict["contenders"]["psi-profile"]["undominated_share"] = 0.97
-    goal = sweep_goals(verdict)[1]
-    assert goal.met is False
-    assert goal.line().endswith("95% (the next: psi-profile 97%)")
-    verdict["contenders"]["psi-profile"]["undominated_share"] = 0.95
-    assert sweep_goals(verdict)[1].met is True  # a tie is not beaten
-
-
-def test_each_sweep_goal_shows_what_perfect_information_reaches_and_is_judged_on_ours() -> None:
-    verdict = copy.deepcopy(_verdict())
-    clairvoyant = _row(0.82)
-    clairvoyant["share_of_gain_hindsight"]["work_lost"]["median"] = 0.7
-    verdict["references"] = {"clairvoyant": clairvoyant}
-    verdict["contenders"]["ours"]["share_of_gain_hindsight"]["work_lost"]["median"] = 0.2
-    goals = sweep_goals(verdict)
-    # Judged on ours alone: the clairvoyant meeting a goal does not make ours meet it, and
-    # missing one does not make ours miss it.
-    assert [g.met for g in goals] == [True, True, True, True, True, False]
-    assert (
-        goals[0]
-        .line()
-        .endswith("95% (goal >= 95%); with perfect information 82%, which misses it too")
+def test_every_sweep_goal_is_met_where_its_interval_clears_it_at_its_limit() -> None:
+    goals = sweep_goals(_verdict())
+    assert [g.met for g in goals] == [MET] * 8
+    assert report("t", goals).startswith("t: 8 MET, 0 MISSED, 0 UNDECIDED\n")
+    assert goals[0].line() == (
+        "  MET        work lost against requests', geometric mean of the ratios over scenarios: "
+        "0.85x (0.70x to 0.99x) over 30 scenarios (goal <= 0.85x, its interval below 1)"
     )
     assert (
         goals[5]
         .line()
         .endswith(
-            "20% over 120 scenarios with a gain (goal >= 50%); "
-            "with perfect information 70% over 120 scenarios with a gain"
+            "50% (40% to 60%) over 30 scenarios (goal >= 50%, its interval from 40%); "
+            "against the fluid limit 30% (20% to 40%) over 30 scenarios"
+        )
+    )
+    assert (
+        goals[7]
+        .line()
+        .endswith(
+            "+2 points (+0 to +5) against the next, psi-profile "
+            "(goal: at or above 0, a tie allowed)"
         )
     )
 
 
-def test_a_missing_figure_is_not_judged_and_not_counted() -> None:
+_LOST = ("population", "work_lost_vs_requests")
+_STALL = ("population", "stall_vs_requests")
+_GAIN = ("population", "share_of_gain_hindsight")
+_UNDOMINATED = ("source", "undominated")
+_LEAD = ("source", "lead")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "goal", "verdict"),
+    [
+        pytest.param(_LOST, _estimate(0.9, 0.86, 0.95), 0, MISSED, id="lost-wholly-above-0.85"),
+        pytest.param(_LOST, _estimate(0.8, 0.7, 1.0), 0, UNDECIDED, id="lost-upper-end-at-1"),
+        pytest.param(_LOST, _estimate(0.86, 0.7, 0.95), 0, UNDECIDED, id="lost-above-0.85"),
+        pytest.param(_STALL, _estimate(1.1, 1.01, 1.2), 1, MISSED, id="stall-wholly-above-1"),
+        pytest.param(_STALL, _estimate(0.95, 0.9, 1.01), 1, UNDECIDED, id="stall-straddles-1"),
+        pytest.param(("worse_than_requests", "scenarios"), 1, 2, MISSED, id="one-worse"),
+        pytest.param(("max_evictions_per_pod_hour", "p95"), 2.5, 3, MISSED, id="churn-p95"),
+        pytest.param(("max_evictions_per_pod_hour", "max"), 4, 4, MISSED, id="churn-max"),
+        pytest.param(_GAIN, _estimate(0.4, 0.3, 0.49), 5, MISSED, id="gain-wholly-below-50"),
+        pytest.param(_GAIN, _estimate(0.55, 0.39, 0.7), 5, UNDECIDED, id="gain-low-end-short"),
+        pytest.param(_GAIN, _estimate(0.45, 0.4, 0.6), 5, UNDECIDED, id="gain-median-short"),
+        pytest.param(_UNDOMINATED, _estimate(0.9, 0.85, 0.94), 6, MISSED, id="undominated-below"),
+        pytest.param(_UNDOMINATED, _estimate(0.96, 0.94, 1.0), 6, UNDECIDED, id="undom-straddles"),
+        pytest.param(
+            _LEAD, {"estimate": -0.05, "low": -0.1, "high": -0.01, "next": "x"}, 7, MISSED,
+            id="another-source-clearly-ahead",
+        ),
+        pytest.param(
+            _LEAD, {"estimate": 0.01, "low": -0.02, "high": 0.04, "next": "x"}, 7, UNDECIDED,
+            id="lead-straddles-0",
+        ),
+    ],
+)  # fmt: skip
+def test_a_sweep_goal_is_missed_wholly_past_its_limit_and_undecided_across_it(
+    path: tuple[str, ...], value: Any, goal: int, verdict: Verdict
+) -> None:
+    goals = sweep_goals(_set(_verdict(), path, value))
+    assert goals[goal].met is verdict
+    assert goals[goal].line().startswith(f"  {verdict}")
+    assert [g.met for i, g in enumerate(goals) if i != goal] == [MET] * 7
+
+
+def test_worse_than_requests_allows_only_a_rule_that_covers_the_loss_and_names_each_cause() -> None:
+    verdict = _set(
+        _verdict(),
+        ("worse_than_requests",),
+        {"scenarios": 5, "by_cause": {"deschedule_rule": 3, "restarts_for_stall": 0, "other": 2}},
+    )
+    goal = sweep_goals(verdict)[2]
+    assert goal.met is MISSED
+    assert goal.line().startswith(
+        "  MISSED     scenarios clearly worse than requests (paired), but for a deschedule rule "
+        "that accounts for the loss: 2 (goal <= 0)"
+    )
+    assert goal.line().endswith(
+        "of ours': 3 a deschedule rule's evictions displaced the extra loss (allowed), "
+        "2 other (worse placements, moves that bought nothing)"
+    )
+    verdict["contenders"]["ours"]["worse_than_requests"] = {
+        "scenarios": 3,
+        "by_cause": {"deschedule_rule": 3},
+    }
+    assert sweep_goals(verdict)[2].met is MET
+
+
+def test_ours_fed_true_values_is_shown_as_what_it_is_and_judged_nowhere() -> None:
+    verdict = _verdict()
+    clairvoyant = _row()
+    clairvoyant["population"]["share_of_gain_hindsight"] = _estimate(0.7, 0.6, 0.8)
+    verdict["references"] = {"clairvoyant": clairvoyant}
+    verdict = _set(verdict, _GAIN, _estimate(0.2, 0.1, 0.3))
+    goals = sweep_goals(verdict)
+    assert [g.met for g in goals] == [MET] * 5 + [MISSED] + [MET] * 2
+    assert goals[5].line().endswith("; ours fed true values: 70% (60% to 80%) over 30 scenarios")
+    assert not any("misses it too" in g.line() or "bound" in g.line() for g in goals)
+
+
+def test_a_missed_ratio_shows_the_fluid_limit_and_the_hindsight_as_bounds() -> None:
+    verdict = _set(_verdict(), _LOST, _estimate(0.95, 0.9, 1.0))
+    verdict["references"] = {
+        "limit": {"population": {"work_lost_vs_requests": _estimate(0.88, 0.86, 0.9)}},
+        "hindsight": {"population": {"work_lost_vs_requests": _estimate(0.92, 0.9, 0.95)}},
+    }
+    lost = sweep_goals(verdict)[0]
+    assert lost.met is MISSED
+    assert lost.line().endswith(
+        "; bounds: the fluid limit 0.88x (0.86x to 0.90x) over 30 scenarios, "
+        "hindsight 0.92x (0.90x to 0.95x) over 30 scenarios"
+    )
+    assert "bounds" not in sweep_goals(_verdict())[0].line()  # only where it is MISSED
+
+
+def test_a_sweep_json_without_intervals_is_judged_on_its_counts_alone() -> None:
+    old = {
+        "undominated_share": 0.99,
+        "worse_than_requests": {"scenarios": 6, "by_cause": {"deschedule_rule": 0}},
+        "max_evictions_per_pod_hour": {"p95": 2, "max": 3},
+        "share_of_gain_hindsight": {"work_lost": {"median": 0.36, "scenarios": 120}},
+    }
+    goals = sweep_goals({"scenarios": 200, "contenders": {"ours": old}})
+    assert [g.met for g in goals] == [
+        NOT_JUDGED, NOT_JUDGED, MISSED, MET, MET, UNDECIDED, UNDECIDED, NOT_JUDGED,
+    ]  # fmt: skip
+    assert "no interval" in goals[5].line()
+    assert report("t", goals).startswith("t: 2 MET, 1 MISSED, 2 UNDECIDED (3 NOT JUDGED")
+
+
+def test_a_missing_figure_is_not_judged_and_counted_apart() -> None:
     goals = sweep_goals({"scenarios": 3, "contenders": {"requests": {}}})
-    assert all(g.met is None for g in goals)
-    assert report("t", goals).startswith("t: 0 of 0 met")
+    assert all(g.met is NOT_JUDGED for g in goals)
+    assert report("t", goals).startswith("t: 0 MET, 0 MISSED, 0 UNDECIDED (8 NOT JUDGED")
 
 
 def _summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
@@ -157,18 +231,25 @@ def _summary(ours: list[float], theirs: list[float]) -> dict[str, Any]:
 
 def test_beating_a_contender_needs_intervals_that_do_not_overlap() -> None:
     clear = named_goals(_summary([1.0, 2.0], [2.5, 3.0]))
-    assert [g.met for g in clear[:7]] == [True] * 7
+    assert [g.met for g in clear] == [MET] * 7
     assert "psi-profile-60s" in clear[3].name  # the shipped hourly cadence and 60 s, both
     overlapping = named_goals(_summary([1.0, 2.6], [2.5, 3.0]))
-    assert [g.met for g in overlapping[:6]] == [False] * 6
+    assert [g.met for g in overlapping[:6]] == [UNDECIDED] * 6
+    above = named_goals(_summary([3.1, 4.0], [2.5, 3.0]))
+    assert [g.met for g in above[:6]] == [MISSED] * 6
 
 
-def test_named_goals_not_run_are_not_judged() -> None:
-    assert all(g.met is None for g in named_goals({"scenarios": {}}))
+def test_only_the_goals_of_the_named_scenarios_run_are_given() -> None:
+    assert named_goals({"scenarios": {}}) == []
+    skewed = _summary([1.0, 2.0], [2.5, 3.0])
+    del skewed["scenarios"]["psi-taint-release"]
+    goals = named_goals(skewed)
+    assert [g.name for g in goals] == ["psi-skewed: ours' spread p95 against requests'"]
+    assert report("t", goals).startswith("t: 1 MET, 0 MISSED, 0 UNDECIDED\n")
 
 
 def test_scale_out_goals_allow_intervals_on_work_lost_and_none_of_herd_or_violations() -> None:
-    def judged(ours_lost: list[float], herd: float, violating: float) -> list[bool | None]:
+    def judged(ours_lost: list[float], herd: float, violating: float) -> list[Verdict]:
         scale_out = {
             "ci95": {
                 "ours": {"work_lost": {"core_seconds": ours_lost}},
@@ -182,13 +263,13 @@ def test_scale_out_goals_allow_intervals_on_work_lost_and_none_of_herd_or_violat
                 }
             },
         }
-        return [g.met for g in named_goals({"scenarios": {"scale-out": scale_out}})[-3:]]
+        return [g.met for g in named_goals({"scenarios": {"scale-out": scale_out}})]
 
-    assert judged([540.0, 780.0], 1.4, 0.0) == [True, True, True]  # overlapping: not worse
-    assert judged([570.0, 780.0], 2.0, 0.2) == [False, False, False]
+    assert judged([540.0, 780.0], 1.4, 0.0) == [MET, MET, MET]  # overlapping: not worse
+    assert judged([570.0, 780.0], 2.0, 0.2) == [MISSED, MISSED, MISSED]
 
 
-def test_the_scale_out_goals_show_the_clairvoyants_figures() -> None:
+def test_the_scale_out_goals_show_ours_fed_true_values() -> None:
     scale_out = {
         "contenders": {
             "ours": {"herd_ratio": 3.7, "herd_ratio_by_load": 2.0, "violating_placements": 1.0}
@@ -202,10 +283,9 @@ def test_the_scale_out_goals_show_the_clairvoyants_figures() -> None:
         },
     }
     herd, violating = named_goals({"scenarios": {"scale-out": scale_out}})[-2:]
-    assert herd.met is False
+    assert herd.met is MISSED
     assert herd.line().endswith(
-        "2.00 (by count 3.70) (goal <= 1.5); "
-        "with perfect information 1.90 (by count 3.60), which misses it too"
+        "2.00 (by count 3.70) (goal <= 1.5); ours fed true values: 1.90 (by count 3.60)"
     )
-    assert violating.met is False
-    assert violating.line().endswith("1.0 (goal <= 0); with perfect information 0.0")
+    assert violating.met is MISSED
+    assert violating.line().endswith("1.0 (goal <= 0); ours fed true values: 0.0")
