@@ -11,8 +11,12 @@ random choice comes from a seed the caller gives).
 - CPU: a node's demand D is the sum of its pods' usage, its capacity C its cores.
   Utilization = min(D, C) / C. Pressure (PSI `some`, 0..1) = the Erlang C probability that
   work must wait for one of C servers at offered load D (1 when D >= C): small at moderate
-  load, steep towards saturation (C = 8: about 0.06 at 50%, 0.46 at 80%, 0.84 at 95%). The
-  formula is `tas.pressure.erlang_c`, the one the descheduler predicts a move's relief with.
+  load, steep towards saturation (C = 8: about 0.06 at 50%, 0.46 at 80%, 0.84 at 95%). It is
+  computed here, on its own (a numpy table per core count), not with `tas.pressure`, the
+  descheduler's predictor: the world a comparison runs in must not share its code with a
+  contender's model (an import contract in pyproject.toml forbids it). The simulator's world
+  uses it only where a scenario names it (`pressureModel: {kind: erlang-c}`,
+  `simulator.pressure_model`); `make run`'s demo world uses it as its pressure.
 - Work lost to stalls = max(0, D - C) per unit of time.
 - Memory: pressure rises from 0 at 85% of capacity to 1 at 100%; above 100% the kernel's OOM
   killer (here, the kubelet's node-pressure eviction) ends the largest pod.
@@ -27,8 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-from tas.pressure import erlang_c as erlang_c  # the workload model's formula, exported here too
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -275,9 +277,33 @@ def trace_value(points: Sequence[tuple[float, float]], t: float, *, loop: bool =
 _TABLE_GRID = np.linspace(0.0, 1.0, _TABLE_POINTS)
 
 
+def erlang_c_waiting(servers: int, load: FloatArray) -> FloatArray:
+    """Erlang C, element-wise over offered loads (cores of demand) on `servers` servers: the
+    probability that work must wait (1 where the load reaches the servers).
+
+    Through the Erlang B recursion B_k = A B_(k-1) / (k + A B_(k-1)), B_0 = 1, carried for
+    every load at once, then C = c B / (c - A (1 - B)).
+    """
+    if servers < 1:
+        raise ValueError(f"servers must be at least 1, got {servers}")
+    offered = np.maximum(np.asarray(load, dtype=np.float64), 0.0)
+    blocking = np.ones_like(offered)
+    for k in range(1, servers + 1):
+        carried = offered * blocking
+        blocking = carried / (k + carried)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        waiting = servers * blocking / (servers - offered * (1.0 - blocking))
+    return np.where(offered >= servers, 1.0, np.clip(np.nan_to_num(waiting), 0.0, 1.0))
+
+
+def erlang_c(servers: int, load: float) -> float:
+    """`erlang_c_waiting` for one load: the exact value the tables interpolate."""
+    return float(erlang_c_waiting(servers, np.array([load]))[0])
+
+
 @functools.lru_cache(maxsize=64)
 def _pressure_table(servers: int) -> FloatArray:
-    return np.array([erlang_c(servers, u * servers) for u in _TABLE_GRID])
+    return erlang_c_waiting(servers, _TABLE_GRID * servers)
 
 
 def cpu_pressure(demand: float, cores: float) -> float:

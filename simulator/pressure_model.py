@@ -1,22 +1,26 @@
 """The world's CPU pressure (PSI cpu `some`): how the simulated nodes behave and what they
-report, by the scenario's `pressureModel` (issue 46).
+report, by the scenario's `pressureModel` (issues 46 and 54).
 
 Ours predicts pressure with Erlang C (`tas.pressure`). When the world generated pressure
 with the very same formula, ours inverted it exactly, which no real node allows: real PSI
 depends on how bursty the work is, on cgroup limits, on SMT siblings and noisy neighbours. So
-a scenario may give the world another model, which ours does not know:
+the world's default is another model, which ours does not know, and this module (like every
+module that generates the world) never imports ours' predictor, directly or not: an import
+contract in pyproject.toml forbids it.
 
-- `erlang-c` (the default, every named scenario and the default family): the workload model's
-  M/M/c queue (`inmemory.workload.cpu_pressures`), the same for every node of a size.
-- `bursty`: the share of time a node's runnable demand exceeds its cores, with that demand
-  log-normal around its mean. Its coefficient of variation is `burstiness` on a one-core node
-  and falls as the square root of the cores (a larger node runs more pods, whose independent
-  bursts average out), times a per-node factor, log-normal with spread `nodeBias` and drawn from the
-  seed and the node's name (the node's own hardware and neighbours). Each such burst starts a
-  spell of waiting that the spare capacity drains, 1 / (1 - utilization) times as long: the
-  reading is the bursts' share stretched so, reaching 1 as the node's demand reaches its
-  cores. Against Erlang C it starts earlier on small and bursty nodes, rises more gently,
-  and differs between nodes of one size.
+- `bursty` (the default, every named scenario and family that names no model; defaults and
+  why in `simulator.scenario.PressureModel`): the share of time a node's runnable demand
+  exceeds its cores, with that demand log-normal around its mean. Its coefficient of
+  variation is `burstiness` on a one-core node and falls as the square root of the cores (a
+  larger node runs more pods, whose independent bursts average out), times a per-node factor,
+  log-normal with spread `nodeBias` and drawn from the seed and the node's name (the node's
+  own hardware and neighbours). Each such burst starts a spell of waiting that the spare
+  capacity drains, 1 / (1 - utilization) times as long: the reading is the bursts' share
+  stretched so, reaching 1 as the node's demand reaches its cores. Against Erlang C it starts
+  earlier on small and bursty nodes, rises more gently, and differs between nodes of one size.
+- `erlang-c`, only where a scenario names it (`pressureModel: {kind: erlang-c}`): the M/M/c
+  queue, the same for every node of a size, computed by the world's own table
+  (`inmemory.workload.cpu_pressures`), not by ours' code.
 
 `noise` is measurement noise: added to what node-exporter's PSI counter accumulates (so a rate
 over a window averages it), never to the stall the figures count, which stays the node's true

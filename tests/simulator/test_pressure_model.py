@@ -10,12 +10,16 @@ Covered:
   and is 1 under Erlang C;
 - the measurement noise is reproducible, near zero on average, kept within 0..1, and absent
   when the noise is 0;
-- a scenario's `pressureModel` is read, and bad ones are refused with every problem listed;
+- a scenario's `pressureModel` is read; one that names none gets the bursty model with its
+  per-node factors and noise (issue 54), and Erlang C only where it is named (without noise
+  unless given); bad ones are refused with every problem listed;
 - the world reports the model's pressure (not Erlang C's) as the node's stall, and the
   pipeline reads it with the noise; ours still predicts with Erlang C; the live page shows the
   noisy reading, as a cluster would;
 - the fluid limit stays below every contender on drawn large-slow scenarios (bursty);
-- the default family draws no pressure model, large-slow a bursty one.
+- both shipped families draw a bursty model for every scenario;
+- the world's Erlang C (for a scenario that names it) is its own code, and agrees with ours'
+  predictor to the table's precision.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from simulator.live import ScenarioPage
 from simulator.pressure_model import erfc, measured, node_biases, pressures
 from simulator.runner import build_run
 from simulator.scenario import PressureModel, PressureModelKind, ScenarioError
+from tas.types import NodeName
 from tests.simulator.test_health_effects import Loop, _scenario
 
 BURSTY = PressureModel(PressureModelKind.BURSTY, burstiness=1.0, node_bias=0.3, noise=0.05)
@@ -63,8 +68,8 @@ def test_the_bursty_curve_is_not_erlang_c() -> None:
     bursty = pressures(BURSTY, demand, cores, np.ones(3))
     erlang = cpu_pressures(demand, cores)
     assert bursty[2] > erlang[2] + 0.15
-    # Erlang C under the default model, whatever the factors.
-    erlang_c = PressureModel()
+    # Erlang C where a scenario names it, whatever the factors.
+    erlang_c = PressureModel.erlang_c()
     assert list(pressures(erlang_c, demand, cores, np.full(3, 3.0))) == list(erlang)
 
 
@@ -99,7 +104,7 @@ def test_each_nodes_factor_is_its_own_and_the_same_every_run() -> None:
     assert abs(float(np.log(biases).mean())) < 0.1
     assert 0.2 < float(np.log(biases).std()) < 0.4
     assert list(node_biases(BURSTY, 8, names[:3])) != list(biases[:3])
-    assert list(node_biases(PressureModel(), 7, names[:3])) == [1.0, 1.0, 1.0]
+    assert list(node_biases(PressureModel.erlang_c(), 7, names[:3])) == [1.0, 1.0, 1.0]
 
 
 def test_the_reading_is_the_pressure_with_noise_reproducible_and_within_0_and_1() -> None:
@@ -112,7 +117,7 @@ def test_the_reading_is_the_pressure_with_noise_reproducible_and_within_0_and_1(
     edges = measured(BURSTY, np.array([0.0, 1.0] * 100), 3, 10)
     assert edges.min() >= 0.0
     assert edges.max() <= 1.0
-    quiet = PressureModel(PressureModelKind.BURSTY)
+    quiet = PressureModel(PressureModelKind.BURSTY, noise=0.0)
     assert measured(quiet, values, 3, 10) is values
 
 
@@ -121,7 +126,19 @@ def test_a_scenarios_pressure_model_is_read() -> None:
         [], pressureModel={"kind": "bursty", "burstiness": 1.5, "nodeBias": 0.2, "noise": 0.03}
     )
     assert scenario.pressure_model == PressureModel(PressureModelKind.BURSTY, 1.5, 0.2, 0.03)
-    assert _scenario([]).pressure_model == PressureModel()
+
+
+def test_a_scenario_that_names_no_model_gets_bursty_nodes_read_with_noise() -> None:
+    """Issue 54: the world ours is judged in is not the curve ours predicts with, unless a
+    scenario asks for that curve by name."""
+    default = _scenario([]).pressure_model
+    assert default.kind is PressureModelKind.BURSTY
+    assert (default.burstiness, default.node_bias, default.noise) == (1.0, 0.3, 0.03)
+    assert _scenario([], pressureModel={"kind": "bursty"}).pressure_model == default
+    named = _scenario([], pressureModel={"kind": "erlang-c"}).pressure_model
+    assert named == PressureModel(PressureModelKind.ERLANG_C, node_bias=0.0, noise=0.0)
+    noisy = _scenario([], pressureModel={"kind": "erlang-c", "noise": 0.02}).pressure_model
+    assert noisy.noise == 0.02
 
 
 def test_bad_pressure_models_are_refused_with_every_problem_listed() -> None:
@@ -131,7 +148,7 @@ def test_bad_pressure_models_are_refused_with_every_problem_listed() -> None:
     assert "pressureModel.kind" in problems
     assert "pressureModel.noise" in problems
     with pytest.raises(ScenarioError) as error:
-        _scenario([], pressureModel={"burstiness": 2.0})
+        _scenario([], pressureModel={"kind": "erlang-c", "burstiness": 2.0})
     assert list(error.value.problems) == ["pressureModel.burstiness: only for kind: bursty"]
 
 
@@ -150,11 +167,26 @@ def test_the_world_stalls_by_the_model_and_the_pipeline_reads_it_with_noise() ->
     assert abs(state.measured_pressure[1] - state.pressure[1]) < 0.3
 
 
-def test_the_default_family_keeps_erlang_c_and_large_slow_draws_bursty_nodes() -> None:
-    default, large = load_family("default"), load_family("large-slow")
-    assert not any("pressureModel" in draw_scenario(default, i) for i in range(40))
-    kinds = {draw_scenario(large, i)["pressureModel"]["kind"] for i in range(40)}
-    assert kinds == {"bursty"}
+@pytest.mark.parametrize("family", ["default", "large-slow"])
+def test_every_shipped_family_draws_bursty_nodes_over_a_range(family: str) -> None:
+    drawn = [draw_scenario(load_family(family), i)["pressureModel"] for i in range(40)]
+    assert {model["kind"] for model in drawn} == {"bursty"}
+    assert min(m["burstiness"] for m in drawn) < 1.0 < max(m["burstiness"] for m in drawn)
+    assert all(0.1 <= m["nodeBias"] <= 0.5 and 0.02 <= m["noise"] <= 0.05 for m in drawn)
+
+
+def test_the_worlds_erlang_c_is_its_own_and_agrees_with_ours() -> None:
+    """A scenario that names Erlang C gets the world's own table, which agrees with the
+    predictor ours uses (`tas.pressure`) without sharing its code."""
+    import inmemory.workload
+    from tas.pressure import erlang_c as ours
+
+    assert inmemory.workload.erlang_c is not ours
+    for servers in (1, 2, 8, 16, 64):
+        for load in np.linspace(0.0, 1.2 * servers, 49):
+            assert inmemory.workload.erlang_c(servers, float(load)) == pytest.approx(
+                ours(servers, float(load)), abs=1e-12
+            )
 
 
 def test_no_contender_beats_the_limit_in_drawn_large_slow_scenarios() -> None:
@@ -189,5 +221,5 @@ def test_the_live_page_shows_what_node_exporter_reads() -> None:
     page.watch(state, scenario.step)
     shown = page.telemetry()
     assert shown is not None
-    assert shown.nodes["b"].cpu_pressure == float(state.measured_pressure[1])
-    assert shown.nodes["b"].cpu_pressure != float(state.pressure[1])
+    assert shown.nodes[NodeName("b")].cpu_pressure == float(state.measured_pressure[1])
+    assert shown.nodes[NodeName("b")].cpu_pressure != float(state.pressure[1])

@@ -3,8 +3,8 @@
 Covered:
 - the limit is the fluid bound: on a hand-computed scenario its work lost is the demand above
   total capacity, plus the demand above the nodes a pod's constraints allow, plus the start-up
-  of pods a scale event creates; its stall is Erlang C at equalized utilization on identical
-  nodes below saturation;
+  of pods a scale event creates; where a scenario names Erlang C, its stall is Erlang C at
+  equalized utilization on identical nodes below saturation;
 - no contender beats the limit on work lost, nor on stall and work lost together (stall alone
   only by losing more work: an overloaded node stalls no more than a full one), on any seed of
   any named scenario or of scenarios drawn from the default family (a contender below it is a
@@ -139,7 +139,9 @@ def test_the_limit_counts_the_start_up_of_pods_a_scale_event_creates() -> None:
 
 
 def test_the_limits_stall_on_identical_nodes_is_erlang_c_at_equalized_utilization() -> None:
+    # A scenario that names Erlang C (the default world is bursty, each node its own factor).
     scenario = _scenario(
+        pressureModel={"kind": "erlang-c"},
         workloads=[
             {
                 "name": "half",
