@@ -27,9 +27,18 @@ placement here is one the limit's divisible demand may take, over no more nodes.
 Accounting, as the limit's: demand of a pod a scale event has just created counts as lost during
 the start-up delay (and a pod that waits for a later node, until it has started); a pod no node
 ever allows, or none has room for, never runs (its demand is lost: a scheduler could place it
-once room frees, so this is where the reference is loosest); a pod whose node leaves is not
-re-placed (no moves), so its demand is lost while the node is gone; a scale-down removes the newest
-pods (`simulator.limit.apply_due`), so the usage streams are the limit's. Each node's pressure
+once room frees, so this is where the reference is loosest); a scale-down removes the newest
+pods (`simulator.limit.apply_due`), so the usage streams are the limit's.
+
+A pod whose node leaves (remove-nodes) or fails (a set-health `fail-after`) is re-placed when
+its owner would recreate it, as every contender's is (`simulator.world`): at once for a node
+that leaves (the pod garbage collector deletes its pods); for a node that fails, once the taint
+manager deletes its pods (the node monitor's grace period and the unreachable taint's 300 s),
+and never for a StatefulSet's pod or one that tolerates the taint, which stay lost, as they do
+in the world. Its demand is lost from the node's going to the replacement's start (its own
+drawn start-up, as that start of that pod takes for a contender); the replacement goes where it
+adds the least, like any pod. That is not a move the reference chooses: every scheduler's pods
+are recreated so. Each node's pressure
 is the world's true curve (`_cost`, the one call to the pressure model). The world is stepped
 through its events and usage model only, like the limit, so this costs a fraction of one
 contender's run.
@@ -46,8 +55,9 @@ from simulator.clock import VirtualClock
 from simulator.figures import Figures
 from simulator.limit import _admit, _probe, apply_due
 from simulator.pressure_model import pressures
-from simulator.scenario import Scenario
-from simulator.world import World, startup_of
+from simulator.scenario import EventKind, Scenario
+from simulator.world import UNREACHABLE_TAINTS, World, startup_of
+from tas.types import NodeName
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -62,6 +72,14 @@ _OPTIONS = 4
 _PASSES = 2
 #: Two added work losses closer than this (core-seconds) are a tie, decided by stall.
 _TIE = 1e-9
+#: At most this many replacements of one pod are followed (each after its node left or failed).
+_REPLACEMENTS = 8
+
+#: Where one pod runs until its node goes: the node, the usage it runs there per step (zero
+#: before it has started and after the node has gone), and the steps it holds its requests there.
+Segment = tuple[int, FloatArray, BoolArray]
+#: A pod's placement: its first node, then each replacement's after a node left or failed.
+Choice = tuple[Segment, ...]
 
 
 class _Timeline:
@@ -92,17 +110,41 @@ class _Timeline:
         startups = np.zeros(0)
         self.demand_total = 0.0
         self.starting = 0.0
+        self.scenario, self.seed = scenario, seed
+        #: The allowed masks (workload x node) from each step they were computed at.
+        self.allowed_from: list[tuple[int, BoolArray]] = []
+        #: Per node index, the steps at which the world deletes the pods bound there, and
+        #: why: the node left (every pod's owner recreates it) or failed (the taint manager's
+        #: deletion, which a StatefulSet's pod or one tolerating the taint never meets).
+        self.deletions: dict[int, list[tuple[int, bool]]] = {}
+        #: Per workload: whether its pods stay on a failed node (never recreated elsewhere).
+        self.stays_on_failure = [
+            w.kind == "StatefulSet"
+            or any(t.tolerates(UNREACHABLE_TAINTS[1]) for t in w.tolerations)
+            for w in scenario.workloads
+        ]
+        failed_seen: set[int] = set()
         admitted = False
         capacity_version = world.capacity_version
         for index in range(steps):
             t = index * scenario.step
             clock.advance_to(t)
             due = apply_due(world, born, t)
+            for event in due:
+                if event.kind is EventKind.REMOVE_NODES:
+                    for name in event.nodes:
+                        node = world.node_index[NodeName(name)]
+                        self.deletions.setdefault(node, []).append((index, False))
+            for node, failure in world.failures.items():
+                if failure.pods_deleted and node not in failed_seen:
+                    failed_seen.add(node)
+                    self.deletions.setdefault(node, []).append((index, True))
             if not admitted or due or world.capacity_version != capacity_version:
                 # Schedulable now: `_admit` from nothing, so a node counts only as it is now
                 # (a node that failed since, by a set-health effect, no longer does).
                 capacity_version = world.capacity_version
                 allowed = _admit(world, probes, np.zeros((len(probes), 0), dtype=np.bool_))
+                self.allowed_from.append((index, allowed))
                 admitted = True
             slots = len(world.slot_workload)
             if slots > len(born):
@@ -136,8 +178,9 @@ class _Timeline:
         #: The world's pressure model, and each node's factor in it.
         self.model = scenario.pressure_model
         self.bias = np.asarray(world.pressure_bias.view, dtype=np.float64).copy()
-        #: Per slot, the steps from its binding to its running.
-        self.ready_after = np.ceil(startups / scenario.step - 1e-9).astype(np.int64)
+        #: Per slot, the steps from its binding to its running (its first start).
+        self.first_ready_after = np.ceil(startups / scenario.step - 1e-9).astype(np.int64)
+        self.slot_workload = list(world.slot_workload)
         #: Per slot and step, whether its pod exists (bound or not): while it does, a node it
         #: is placed on holds its requests, as kube-scheduler counts them.
         self.alive = _stack(alive, len(self.options)).astype(np.bool_)
@@ -161,6 +204,38 @@ class _Timeline:
         self.cores = _stack(cores, world.node_count)
         self.present = _stack(present, world.node_count).astype(np.bool_)
         self.capacity = self.cores.sum(axis=1)
+        #: Per node and step: the first step from then on at which the node serves nothing
+        #: (gone or failed; `steps` where it serves to the end), where a pod bound then stops.
+        self.stops = np.full(self.present.shape, steps, dtype=np.int64)
+        for index in range(steps - 1, -1, -1):
+            later = self.stops[:, index + 1] if index + 1 < steps else steps
+            self.stops[:, index] = np.where(self.present[:, index], later, index)
+
+    def ready_after(self, slot: int, start: int) -> int:
+        """The steps from binding to running of this start of the slot's pod (1: its first)."""
+        if start == 1:
+            return int(self.first_ready_after[slot])
+        seconds = startup_of(self.scenario, self.seed, slot, start)
+        return math.ceil(seconds / self.scenario.step - 1e-9)
+
+    def recreated_at(self, slot: int, node: int, stop: int) -> int | None:
+        """The step at which the slot's pod, bound to `node` when that node stopped serving at
+        `stop`, is deleted and recreated by its owner; None if it never is in the run."""
+        stays = self.stays_on_failure[self.slot_workload[slot]]
+        for index, failed in self.deletions.get(node, ()):
+            if index >= stop and not (failed and stays):
+                return index
+        return None
+
+    def allowed_at(self, index: int, workload: int) -> BoolArray:
+        """The nodes schedulable for the workload's pods at step `index`."""
+        mask = self.allowed_from[0][1]
+        for since, allowed in self.allowed_from:
+            if since > index:
+                break
+            mask = allowed
+        row: BoolArray = mask[workload]
+        return row
 
     def _offer_later(
         self,
@@ -223,9 +298,13 @@ class _Placed:
             timeline, slice(None), self.load, timeline.cores, timeline.present
         )
 
-    def hold(self, slot: int, choice: tuple[int, FloatArray, BoolArray], sign: float) -> None:
+    def hold(self, slot: int, choice: Choice, sign: float) -> None:
         """Place (sign 1) or take out (sign -1) the slot's pod as `choice` says."""
-        node, demand, held = choice
+        for segment in choice:
+            self._hold(slot, segment, sign)
+
+    def _hold(self, slot: int, segment: Segment, sign: float) -> None:
+        node, demand, held = segment
         timeline = self.timeline
         self.load[node] += sign * demand
         self.totals[node] += sign * demand.sum()
@@ -312,43 +391,104 @@ def _fitting(
     return fits
 
 
-def _best_option(
+def _best_option(placed: _Placed, slot: int, *, keep: Choice | None = None) -> Choice | None:
+    """Where and from when the pod adds the least work lost (its own while it waits, plus
+    what it adds to a node), then the least stall, and where each replacement goes after a
+    node it runs on leaves or fails; None where no node ever allows it or has room for it."""
+    return _best_from(placed, slot, placed.timeline.options[slot], start=1, keep=keep)
+
+
+def _best_from(
     placed: _Placed,
     slot: int,
+    options: list[tuple[int, BoolArray]],
     *,
-    keep: tuple[int, FloatArray, BoolArray] | None = None,
-) -> tuple[int, FloatArray, BoolArray] | None:
-    """Where and from when the pod adds the least work lost (its own while it waits, plus
-    what it adds to a node), then the least stall: the node, the usage it runs there and the
-    steps it holds its requests there; None where no node ever allows it or has room for it."""
+    start: int,
+    keep: Choice | None,
+) -> Choice | None:
+    """`_best_option` for this start of the slot's pod (1: its first; more: a replacement),
+    which may be bound at the step of each of `options`, on the nodes its mask allows."""
     timeline = placed.timeline
     usage = timeline.usage[slot]
     nodes = placed.load.shape[0]
     steps = np.arange(usage.shape[0])
-    best: tuple[float, float, int, FloatArray, BoolArray] | None = None
-    for start, mask in timeline.options[slot]:
-        held = timeline.alive[slot] & (steps >= start)
-        candidates = _fitting(placed, slot, np.flatnonzero(mask[:nodes]), held)
-        if not len(candidates):
-            continue
+    end = usage.shape[0]
+    best: tuple[float, float, Segment, int | None] | None = None
+    for begin, mask in options:
         demand = usage
-        if start != timeline.options[slot][0][0]:
-            # Placed later: bound at `start`, running only once started.
+        if start > 1 or begin != timeline.options[slot][0][0]:
+            # Bound at `begin`, running only once started (the first start at the slot's
+            # creation step is already so in `usage`).
             demand = usage.copy()
-            demand[: start + int(timeline.ready_after[slot])] = 0.0
-        waiting = float((usage - demand)[timeline.counted].sum())
-        same = keep is not None and np.array_equal(keep[1], demand)
-        node, lost, stall = _best_node(
-            placed, demand, candidates, keep=keep[0] if same and keep else None
+            demand[: begin + timeline.ready_after(slot, start)] = 0.0
+        allowed = np.flatnonzero(mask[:nodes])
+        stops = timeline.stops[allowed, begin] if begin < end else np.full(len(allowed), end)
+        # Nodes that go at the same step, with the pod recreated at the same step, are weighed
+        # together: the pod runs the same steps on each of them.
+        staying = stops >= end
+        # A node that serves to the end first: a tie goes to it.
+        weighed: list[tuple[tuple[int, int | None], list[int]]] = []
+        if staying.any():
+            weighed.append(((end, None), allowed[staying].tolist()))
+        groups: dict[tuple[int, int | None], list[int]] = {}
+        for node, stop in zip(allowed[~staying].tolist(), stops[~staying].tolist(), strict=True):
+            groups.setdefault((stop, timeline.recreated_at(slot, node, stop)), []).append(node)
+        weighed += sorted(
+            groups.items(), key=lambda g: (g[0][0], -1 if g[0][1] is None else g[0][1])
         )
-        key = (lost + waiting, stall)
-        if (
-            best is None
-            or key[0] < best[0] - _TIE
-            or (key[0] <= best[0] + _TIE and key[1] < best[1] - _TIE)
-        ):
-            best = (key[0], key[1], node, demand, held)
-    return None if best is None else (best[2], best[3], best[4])
+        for (stop, again), members in weighed:
+            until = end if again is None else again
+            held = timeline.alive[slot] & (steps >= begin) & (steps < until)
+            candidates = _fitting(placed, slot, np.array(members, dtype=np.int64), held)
+            if not len(candidates):
+                continue
+            running = demand
+            if stop < end:
+                running = demand.copy()
+                running[stop:] = 0.0
+            # What the pod loses beside what it adds to a node: before it runs here, and from
+            # the node's going to its replacement's start (all the rest if it never comes).
+            lost_until = (
+                end if again is None else min(end, again + timeline.ready_after(slot, start + 1))
+            )
+            gap = (usage - running)[timeline.counted & (steps < lost_until)]
+            waiting = float(gap.sum())
+            kept = keep[0] if keep else None
+            same = kept is not None and np.array_equal(kept[1], running)
+            node, lost, stall = _best_node(
+                placed, running, candidates, keep=kept[0] if same and kept else None
+            )
+            key = (lost + waiting, stall)
+            if (
+                best is None
+                or key[0] < best[0] - _TIE
+                or (key[0] <= best[0] + _TIE and key[1] < best[1] - _TIE)
+            ):
+                best = (key[0], key[1], (node, running, held), again)
+    if best is None:
+        return None
+    segment, again = best[2], best[3]
+    if (
+        again is None
+        or again >= end
+        or start > _REPLACEMENTS
+        or not timeline.alive[slot][again:].any()
+    ):
+        return (segment,)
+    # Its owner recreates the pod: the replacement is bound where it is allowed then (or
+    # later, where more nodes become allowed), like any new pod.
+    workload = timeline.slot_workload[slot]
+    later = [(i, m) for i, m in timeline.options[slot] if i > again]
+    allowed_then = timeline.allowed_at(again, workload)
+    allowed_then = allowed_then & timeline.present[: len(allowed_then), again]
+    rest = _best_from(
+        placed,
+        slot,
+        [(again, allowed_then), *later],
+        start=start + 1,
+        keep=keep[1:] if keep and keep[0][0] == segment[0] else None,
+    )
+    return (segment,) if rest is None else (segment, *rest)
 
 
 def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
@@ -360,7 +500,7 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
     unplaced = 0.0
     peaks = timeline.usage.max(axis=1) if timeline.usage.size else np.zeros(0)
     order = sorted(range(len(peaks)), key=lambda s: (-float(peaks[s]), s))
-    placed: dict[int, tuple[int, FloatArray, BoolArray]] = {}
+    placed: dict[int, Choice] = {}
     for slot in order:
         choice = _best_option(state, slot)
         if choice is None:
@@ -378,8 +518,9 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
             assert choice is not None  # its own place still has room
             placed[slot] = choice
             state.hold(slot, choice, 1.0)
-    for slot, (_, demand, _) in placed.items():
-        unplaced += float((timeline.usage[slot] - demand)[counted].sum()) * timeline.dt
+    for slot, choice in placed.items():
+        ran = sum((demand for _, demand, _ in choice), np.zeros_like(timeline.usage[slot]))
+        unplaced += float((timeline.usage[slot] - ran)[counted].sum()) * timeline.dt
     lost, stall = _cost(timeline, slice(None), state.load, timeline.cores, timeline.present)
     dt = timeline.dt
     overflow = float(lost[:, counted].sum()) * dt

@@ -3,7 +3,7 @@
 A reference for every comparison (issue 23), not a contender: it schedules nothing. Each step,
 the demand of every pod that should be running is treated as divisible and free to move
 between nodes within the same node capacities, and two figures are computed analytically
-from the same workload model the contenders are judged on (`inmemory.workload`):
+from the same world the contenders are judged in (`simulator.world`, `simulator.pressure_model`):
 
 - **work lost**: demand that no placement can serve this step. That is the demand above the
   capacity of the nodes the pods' constraints allow: with the pods grouped by the set of nodes
@@ -17,8 +17,9 @@ from the same workload model the contenders are judged on (`inmemory.workload`):
   been created and started;
 - **stall** (PSI `some` summed over nodes, as `simulator.figures`): the least of any placement
   that loses no more work than that, i.e. one that keeps every node within its cores. Each
-  node's pressure is the world's true curve at its load (`simulator.pressure_model`: Erlang C,
-  or the bursty model with the node's own factor, without the reading's noise); the least
+  node's pressure is the world's true curve at its load (`simulator.pressure_model`: the bursty
+  model with the node's own factor, without the reading's noise, or Erlang C where a scenario
+  names it); the least
   sum for the served demand is a water filling over each node's convex envelope (the curve
   itself where it is convex), cheapest slopes first. On identical nodes
   that is equalized utilization; on mixed sizes the larger nodes take more (they wait less at
@@ -36,7 +37,9 @@ bounds.
 Nothing evicts, nothing restarts, memory is not modelled (an OOM kill only adds work lost).
 A set-health's effect counts from the step it holds: a degraded node offers the share of its
 cores it serves, a failed node none (`simulator.world`); a failed node's pods are as free to
-move as any, so the bound charges nothing for the taint-based eviction's delay.
+move as any, so the bound charges nothing for the taint-based eviction's delay; so are the pods
+of a node that leaves, with no restart charged either (the hindsight placement, an achievable
+placement, re-places such pods only when Kubernetes recreates them, after their start-up).
 A scale-down removes the newest pods, as it does where every pod runs: which usage streams
 remain is then the contenders' (a contender with pods still pending may keep others).
 The world is stepped through its events and its usage model only (no scheduler, no
