@@ -69,6 +69,7 @@ from descheduler.tainter import (
 )
 from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
 from descheduler.violations import BreakerJudgement, ViolationSource, judge_breaker
+from tas.calibration import Calibration
 from tas.clock import Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, ObjectReference
@@ -103,6 +104,9 @@ class CycleReport:
     #: The pods plugins weighed that stayed, with the rail or the plugin's reason that held
     #: each (a filter's rejections only for the pods watched: `Descheduler.dry_run`).
     blocked: list[Blocked] = field(default_factory=list)
+    #: What a plugin learned of the cluster (LoadAware: each node's pressure curve, the
+    #: metric lag and start-up it observed, its payback horizon); None: nothing learned.
+    calibration: Calibration | None = None
 
     def by_result(self, result: str) -> list[EvictionDecision]:
         return [d for d in self.decisions if d.result == result]
@@ -235,6 +239,7 @@ class Descheduler:
             policies=policies,
             metrics=self.metric_view.columns(),
             now=self.clock.now(),
+            sample_times=_sample_times(self.metric_view),
         )
         judgement = judge_breaker(
             state, self._violation_source(), max_share=self.config.max_violating_node_share
@@ -323,6 +328,7 @@ class Descheduler:
             usage=self.usage,
             prometheus=self.prometheus,
             reserve=report.reserved.__setitem__,
+            calibrated=functools.partial(self._calibrated, report),
         )
         run.run(context)
 
@@ -375,6 +381,11 @@ class Descheduler:
         report.classifications[profile] = classification
         if self.metrics is not None:
             self.metrics.record_classification(classification)
+
+    def _calibrated(self, report: CycleReport, calibration: Calibration) -> None:
+        report.calibration = calibration
+        if self.metrics is not None:
+            self.metrics.record_calibration(calibration)
 
     def _sync_taints(self, state: CycleState, report: CycleReport) -> None:
         dry_run = self.mode is Mode.PREDICTIVE
@@ -429,3 +440,10 @@ class Descheduler:
             )
             report.taints.added.extend(changes.added)
             report.taints.removed.extend(changes.removed)
+
+
+def _sample_times(view: MetricView) -> Mapping[MetricName, Mapping[NodeName, float]]:
+    """The view's sample times where it keeps them (`RefreshingMetricView.sample_times`); a
+    view that does not (a static one) gives none, and no lag is observed."""
+    times = getattr(view, "sample_times", None)
+    return times() if callable(times) else {}

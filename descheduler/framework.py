@@ -40,6 +40,7 @@ from typing import Any, Generic, NewType, Protocol, TypeVar
 from descheduler.args import FieldReader, PodSelection
 from descheduler.node_classes import Classification
 from descheduler.state import CycleState, pod_key
+from tas.calibration import Calibration
 from tas.cluster.model import LabelSelector, Node, Pod, PodDisruptionBudget, QoSClass
 from tas.types import MetricName, NodeName, PodKey
 from tas.vocabulary import PREFER_NO_EVICTION_ANNOTATION
@@ -244,6 +245,10 @@ def _ignore_declined(pod: Pod, strategy: str, why: str, *, rule: str = "") -> No
     return None
 
 
+def _ignore_calibration(calibration: Calibration) -> None:
+    return None
+
+
 #: Pods to evict with the reason for each, grouped by the node they run on (None: not
 #: grouped, so no per-node limit moves the loop on).
 Candidates = Iterable[tuple[NodeName | None, Iterable[tuple[Pod, str]]]]
@@ -337,6 +342,9 @@ class PluginContext:
     #: Keeps new pods off a node until the end of the next cycle, for the pending pod (its uid)
     #: the node is being cleared for: a plugin asks again each cycle it still needs it.
     reserve: Callable[[NodeName, str], None] = _no_reservation
+    #: What a plugin learned of the cluster this cycle (each node's pressure curve, the
+    #: metrics' lag, the pods' start-up): the cycle reports and exports it.
+    calibrated: Callable[[Calibration], None] = _ignore_calibration
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, where a source measures it."""

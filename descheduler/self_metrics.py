@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from descheduler.node_classes import Category, Classification
+from tas.calibration import Calibration
 from tas.self_metrics import MetricFactory
 from tas.types import NodeName
 
@@ -75,6 +76,35 @@ class DeschedulerMetrics:
             buckets=buckets,
         )
         self._classified: set[NodeName] = set()
+        self.curve_servers = declare.gauge(
+            "tas_descheduler_pressure_curve_servers",
+            "A node's learned pressure curve: its effective server count (Erlang C at its "
+            "utilization; its cores on the fallback).",
+            ["node"],
+        )
+        self.curve_samples = declare.gauge(
+            "tas_descheduler_pressure_curve_samples",
+            "The informative (utilization, PSI) samples a node's curve is fitted on.",
+            ["node"],
+        )
+        self.curve_fallback = declare.gauge(
+            "tas_descheduler_pressure_curve_fallback",
+            "1 while a node has too few samples and the shared model predicts for it.",
+            ["node"],
+        )
+        self.observed_metric_lag = declare.gauge(
+            "tas_descheduler_observed_metric_lag_seconds",
+            "The 90th percentile of the CPU metrics' age when read (their own sample times).",
+        )
+        self.observed_startup = declare.gauge(
+            "tas_descheduler_observed_startup_seconds",
+            "The 90th percentile of pods' start-up (PodScheduled to Ready).",
+        )
+        self.payback_seconds = declare.gauge(
+            "tas_descheduler_payback_seconds",
+            "LoadAware's payback horizon in force (it follows the observed lag and start-up).",
+        )
+        self._curved: set[NodeName] = set()
 
     def count_eviction(self, *, strategy: str, node: str, namespace: str, result: str) -> None:
         self.evictions.labels(strategy, node, namespace, result).inc()
@@ -97,3 +127,21 @@ class DeschedulerMetrics:
             for resource, value in classification.usages[node].items():
                 self.node_usage.labels(node, resource).set(value)
         self._classified = current
+
+    def record_calibration(self, calibration: Calibration) -> None:
+        current = set(calibration.curves)
+        for node in self._curved - current:
+            for gauge in (self.curve_servers, self.curve_samples, self.curve_fallback):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(node)
+        for node, curve in calibration.curves.items():
+            self.curve_servers.labels(node).set(curve.servers)
+            self.curve_samples.labels(node).set(curve.samples)
+            self.curve_fallback.labels(node).set(1 if curve.fallback else 0)
+        self._curved = current
+        if calibration.metric_lag is not None:
+            self.observed_metric_lag.set(calibration.metric_lag)
+        if calibration.startup is not None:
+            self.observed_startup.set(calibration.startup)
+        if calibration.window is not None:
+            self.payback_seconds.set(calibration.window)

@@ -17,7 +17,7 @@ from tas.cluster.model import Node, Pod, PodDisruptionBudget
 from tas.fit import NodeLoad, holds_resources, node_load
 from tas.policies.model import StrategyName, TASPolicy
 from tas.rules import deschedule_violations, violation_reason
-from tas.types import MetricColumns, NodeName, PodKey, PolicyKey, PolicyName
+from tas.types import MetricColumns, MetricName, NodeName, PodKey, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 
 
@@ -63,6 +63,9 @@ class CycleState:
     policies: Mapping[PolicyKey, TASPolicy]
     metrics: MetricColumns
     now: datetime
+    #: When each value of `metrics` was sampled (metric -> node -> Unix seconds), where the
+    #: view says (`RefreshingMetricView.sample_times`); empty where it does not.
+    sample_times: Mapping[MetricName, Mapping[NodeName, float]] = field(default_factory=dict)
     evicted: set[PodKey] = field(default_factory=set)
     #: The policies' deschedule evaluation; None until first asked for, then kept for the cycle.
     deschedule: Mapping[PolicyKey, DescheduleEvaluation] | None = None

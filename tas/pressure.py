@@ -13,6 +13,9 @@ it exports with it, and the descheduler predicts with it what an eviction will r
 - A node's load is read from what is measured: `utilization * C`, or, where PSI says more (a
   bursty load stalls more than its mean suggests), the load at which Erlang C gives the
   measured PSI (`load_for_pressure`). So the prediction is anchored on the measured stall.
+- A node whose own curve has been learned (`tas.calibration.curve`: Erlang C with its effective
+  server count s at its utilization) is predicted on that curve instead (`NodeLoad.servers`);
+  the shared model is the fallback while it has too few samples.
 - Moving a pod that uses u cores from node A to node B relieves A by
   stalled(D_A) - stalled(D_A - u) and burdens B by stalled(D_B + u) - stalled(D_B). The move
   costs the pod's work while it restarts (or migrates): u * restart seconds, spread over the
@@ -50,19 +53,30 @@ def servers_of(cores: float) -> int:
     return max(1, round(cores))
 
 
-def pressure(load: float, cores: float) -> float:
-    """PSI cpu `some` (0..1) of a node with `cores` cores at CPU load `load` (cores)."""
+def pressure(load: float, cores: float, servers: int = 0) -> float:
+    """PSI cpu `some` (0..1) of a node with `cores` cores at CPU load `load` (cores).
+
+    `servers` > 0: the node's own curve (`tas.calibration.curve`), Erlang C with that many
+    effective servers at the same utilization (`load / cores`); 0: the shared model."""
+    if servers > 0 and cores > 0:
+        return erlang_c(servers, load / cores * servers)
     return erlang_c(servers_of(cores), load)
 
 
-def stalled(load: float, cores: float) -> float:
+def stalled(load: float, cores: float, servers: int = 0) -> float:
     """Cores of demand that wait on a node of `cores` cores at load `load`."""
-    return max(0.0, load) * pressure(load, cores)
+    return max(0.0, load) * pressure(load, cores, servers)
 
 
-def load_for_pressure(psi: float, cores: float) -> float:
+def load_for_pressure(psi: float, cores: float, servers: int = 0) -> float:
     """The load (cores) at which the model's pressure equals `psi` (bisection; pressure rises
-    monotonically with load). `psi` >= 1 gives the full node."""
+    monotonically with load). `psi` >= 1 gives the full node. `servers`: as `pressure`."""
+    if servers > 0 and cores > 0:
+        return _shared_load_for_pressure(psi, servers) * cores / servers
+    return _shared_load_for_pressure(psi, cores)
+
+
+def _shared_load_for_pressure(psi: float, cores: float) -> float:
     servers = servers_of(cores)
     if psi <= 0:
         return 0.0
@@ -80,31 +94,49 @@ def load_for_pressure(psi: float, cores: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class NodeLoad:
-    """A node as the prediction sees it: its cores and its load (cores of demand)."""
+    """A node as the prediction sees it: its cores, its load (cores of demand), and its curve:
+    `servers` effective servers where the node's own curve is known (`tas.calibration.curve`),
+    0 for the shared model."""
 
     cores: float
     load: float
+    servers: int = 0
 
     @classmethod
-    def measured(cls, cores: float, *, utilization: float | None, psi: float | None) -> NodeLoad:
-        """The load the measurements imply: the larger of utilization's and PSI's."""
+    def measured(
+        cls,
+        cores: float,
+        *,
+        utilization: float | None,
+        psi: float | None,
+        servers: int = 0,
+    ) -> NodeLoad:
+        """The load the measurements imply: the larger of utilization's and PSI's (read back
+        through the node's curve)."""
         load = 0.0
         if utilization is not None:
             load = max(load, utilization * cores)
         if psi is not None:
-            load = max(load, load_for_pressure(psi, cores))
-        return cls(cores=cores, load=load)
+            load = max(load, load_for_pressure(psi, cores, servers))
+        return cls(cores=cores, load=load, servers=servers)
 
     @property
     def pressure(self) -> float:
-        return pressure(self.load, self.cores)
+        return pressure(self.load, self.cores, self.servers)
 
     @property
     def stalled(self) -> float:
-        return stalled(self.load, self.cores)
+        return stalled(self.load, self.cores, self.servers)
+
+    @property
+    def curve_key(self) -> tuple[int, float]:
+        """Nodes with one key share one curve, on which pressure rises with load alone."""
+        if self.servers > 0:
+            return (self.servers, self.cores)
+        return (0, float(servers_of(self.cores)))
 
     def plus(self, cores: float) -> NodeLoad:
-        return NodeLoad(self.cores, max(0.0, self.load + cores))
+        return NodeLoad(self.cores, max(0.0, self.load + cores), self.servers)
 
 
 @dataclass(frozen=True, slots=True)

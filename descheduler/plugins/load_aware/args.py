@@ -67,6 +67,16 @@ class LoadAwareArgs:
     #: within this long, to one it emptied that violates still or flaps (seen to begin
     #: violating twice or more: `descheduler.evictor.Cooldown.evacuated_nodes`).
     avoid_evacuated_seconds: float = 3600.0
+    #: Each node's own pressure curve, learned from its (utilization, PSI) samples
+    #: (`tas.calibration.curve`), predicts its moves; off: the shared model for every node.
+    learn_pressure_curve: bool = True
+    #: The samples a node's curve is fitted on (its ring), and how many it needs first.
+    pressure_curve_samples: int = 32
+    pressure_curve_min_samples: int = 8
+    #: The payback horizon follows the observed metric lag plus start-up (their 90th
+    #: percentiles: a move's effect is measured no sooner), from `payback_seconds` up to this.
+    #: Equal to `payback_seconds`: fixed.
+    max_payback_seconds: float = 900.0
 
     @property
     def cost(self) -> MoveCost:
@@ -127,6 +137,18 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
                     f"{low:g} is above targetThresholds.{signal} {targets[signal]:g}",
                 )
     defaults = LoadAwareArgs()
+    samples = (
+        r.integer("pressureCurveSamples", defaults.pressure_curve_samples, minimum=1, maximum=1024)
+        or defaults.pressure_curve_samples
+    )
+    min_samples = (
+        r.integer(
+            "pressureCurveMinSamples", defaults.pressure_curve_min_samples, minimum=1, maximum=1024
+        )
+        or defaults.pressure_curve_min_samples
+    )
+    payback = r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400)
+    max_payback = r.number("maxPaybackSeconds", defaults.max_payback_seconds, low=1, high=86400)
     return LoadAwareArgs(
         thresholds=thresholds,
         target_thresholds=targets,
@@ -139,7 +161,7 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         ),
         restart_seconds=r.number("restartSeconds", defaults.restart_seconds, low=0, high=3600),
         learn_restart_seconds=r.boolean("learnRestartSeconds", defaults.learn_restart_seconds),
-        payback_seconds=r.number("paybackSeconds", defaults.payback_seconds, low=1, high=86400),
+        payback_seconds=payback,
         clear_gain=r.number("clearGain", defaults.clear_gain, low=1, high=1000),
         hold_seconds=r.number("holdSeconds", defaults.hold_seconds, low=0, high=86400),
         confirm_cycles=r.integer("confirmCycles", defaults.confirm_cycles, minimum=1, maximum=2)
@@ -147,6 +169,10 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         avoid_evacuated_seconds=r.number(
             "avoidEvacuatedSeconds", defaults.avoid_evacuated_seconds, low=0, high=3600
         ),
+        learn_pressure_curve=r.boolean("learnPressureCurve", defaults.learn_pressure_curve),
+        pressure_curve_samples=samples,
+        pressure_curve_min_samples=min(samples, min_samples),
+        max_payback_seconds=max(payback, max_payback),
     )
 
 

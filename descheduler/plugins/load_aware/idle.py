@@ -29,6 +29,7 @@ from descheduler.node_classes import Category, Classification
 from descheduler.plugins.load_aware.stall import pod_cpu_cores
 from descheduler.signals import Signal, node_usages
 from descheduler.state import CycleState, pod_key
+from tas.calibration.curve import Curves
 from tas.cluster.model import Pod
 from tas.pressure import pressure
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName
@@ -52,10 +53,14 @@ def _memory_used(pod: Pod, measured: PodUsage, memory: float) -> float:
     return pod.requests.get("memory", 0.0)
 
 
-def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, MetricColumn]:
+def idle_columns(
+    state: CycleState, measured: PodUsage, *, curves: Curves | None = None
+) -> dict[MetricName, MetricColumn]:
     """Per metric, the estimated value (0..1) of each Ready node that lacks one and runs only
     DaemonSet and static pods (or none). A metric no node has a value for is left alone: that
-    is an outage (or a kernel without PSI), and no value is invented for it."""
+    is an outage (or a kernel without PSI), and no value is invented for it. Pressure is read
+    on the node's learned curve where `curves` has one."""
+    learned = curves or {}
     estimates: dict[MetricName, dict[NodeName, float]] = {}
 
     def estimate(name: MetricName, node: NodeName, value: float) -> None:
@@ -71,7 +76,9 @@ def idle_columns(state: CycleState, measured: PodUsage) -> dict[MetricName, Metr
         if cores > 0:
             load = sum(pod_cpu_cores(p, measured, cores) for p in pods)
             estimate(_CPU_UTILIZATION, node.name, min(1.0, load / cores))
-            estimate(_CPU_PRESSURE, node.name, pressure(load, cores))
+            curve = learned.get(node.name)
+            servers = curve.override if curve is not None else 0
+            estimate(_CPU_PRESSURE, node.name, pressure(load, cores, servers))
         memory = node.allocatable.get("memory", 0.0)
         if memory > 0:
             used = sum(_memory_used(p, measured, memory) for p in pods)

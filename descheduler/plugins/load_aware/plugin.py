@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 from descheduler.classify import still_over
 from descheduler.framework import (
@@ -64,8 +65,13 @@ from descheduler.plugins.load_aware.moves import (
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.plugins.load_aware.stall import StallModel
 from descheduler.signals import CPU_SIGNALS, Signal, metric_names
+from descheduler.startup import started_in
 from descheduler.state import pod_key
+from tas.calibration import Calibration
+from tas.calibration.curve import CurveLearner, Curves
+from tas.calibration.delays import DelayRing, follow_window
 from tas.placements import add_estimates
+from tas.types import MetricName
 
 log = logging.getLogger(__name__)
 
@@ -82,19 +88,89 @@ class LoadAware:
         # horizon asks: an hour held up to 121 readings per node and metric at 30 s cycles.
         followed = metric_names([Signal.CPU_COMBINED]) & wanted_metric_names(args)
         self.peaks = RecentPeaks(followed, keep_seconds=args.payback_seconds)
+        #: Each node's pressure curve (None: off, every node on the shared model).
+        self.curves = (
+            CurveLearner(
+                window=args.pressure_curve_samples, min_samples=args.pressure_curve_min_samples
+            )
+            if args.learn_pressure_curve
+            else None
+        )
+        #: One observation per cycle of each: the metric lag's and the start-ups' 90th
+        #: percentile that cycle (`tas.calibration.delays`).
+        self.lag = DelayRing()
+        self.startup = DelayRing()
 
     def run(self, context: PluginContext) -> None:
-        now = context.state.now
-        self.peaks.record(now, context.state.metrics)
+        state = context.state
+        now = state.now
+        self.peaks.record(now, state.metrics)
+        self._observe_delays(context)
+        curves = self._learn_curves(context)
+        payback = follow_window(
+            shipped=self.args.payback_seconds,
+            lowest=self.args.payback_seconds,
+            highest=self.args.max_payback_seconds,
+            lag=self.lag,
+            startup=self.startup,
+        )
+        args = self.args
+        if payback != args.payback_seconds:
+            args = dataclasses.replace(args, payback_seconds=payback)
         c = rebalance(
-            self.args,
+            args,
             context,
             pod_usage=context.pod_usage(),
             hot=self.hot,
             peaks=self.peaks,
+            curves=curves,
         )
         held = self.hot.hold(dataclasses.replace(c, hold_seconds=self.args.hold_seconds), now)
         context.classified(held)
+        context.calibrated(
+            Calibration(
+                curves=curves,
+                metric_lag=self.lag.quantile(),
+                startup=self.startup.quantile(),
+                window=payback,
+            )
+        )
+
+    def _learn_curves(self, context: PluginContext) -> Curves:
+        """This cycle's samples into each node's curve; the curves of the nodes in scope."""
+        if self.curves is None:
+            return {}
+        state = context.state
+        cores = {
+            name: node.allocatable.get("cpu", 0.0)
+            for name, node in state.nodes.items()
+            if node.allocatable.get("cpu", 0.0) > 0
+        }
+        psi_name = MetricName(Signal.CPU_PRESSURE)
+        self.curves.observe_columns(
+            state.metrics.get(MetricName(Signal.CPU_UTILIZATION), {}),
+            state.metrics.get(psi_name, {}),
+            cores=cores,
+            now=state.now.timestamp(),
+            times=state.sample_times.get(psi_name),
+        )
+        self.curves.retain(state.nodes)
+        return self.curves.curves(cores)
+
+    def _observe_delays(self, context: PluginContext) -> None:
+        """The metric lag (the CPU values' age) and the start-ups seen this cycle."""
+        state = context.state
+        now = state.now.timestamp()
+        ages = [
+            now - sampled
+            for name in wanted_metric_names(self.args)
+            for sampled in state.sample_times.get(name, {}).values()
+        ]
+        if ages:
+            self.lag.add(_quantile(ages))
+        started = [s for p in state.pods if (s := started_in(p)) is not None]
+        if started:
+            self.startup.add(_quantile(started))
 
 
 def rebalance(
@@ -104,11 +180,12 @@ def rebalance(
     pod_usage: PodUsage | None = None,
     hot: HotNodes | None = None,
     peaks: RecentPeaks | None = None,
+    curves: Curves | None = None,
 ) -> Classification:
     """One rebalancing pass over the overutilized nodes; the classification it made."""
     state, evictor = context.state, context.evictor
     measured = pod_usage or {}
-    estimates = idle_columns(state, measured)
+    estimates = idle_columns(state, measured, curves=curves)
     # Estimates only fill values the columns lack (`idle_columns`): added, they are the value.
     metrics = add_estimates(state.metrics, estimates)
     estimated = estimated_nodes(estimates, metric_names(args.signals))
@@ -133,6 +210,7 @@ def rebalance(
             avoid=context.moves.recently_evacuated(args.avoid_evacuated_seconds),
             confirmed=(hot or HotNodes()).confirmed(args, c),
             peaks=peaks,
+            curves=curves,
         )
     else:
         policy = CapacityBudget(c, capacity)
@@ -205,6 +283,11 @@ def rebalance(
             # One line, not one per pod: the per-pod predictions are at debug level.
             log.info('"No move off the node pays" node="%s" pods=%d', node, unpaid)
     return c
+
+
+def _quantile(values: list[float], q: float = 0.9) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
 
 
 PLUGIN = Plugin.serving(

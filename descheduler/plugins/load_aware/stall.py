@@ -27,8 +27,9 @@ from descheduler.settling import SETTLE_SECONDS, settle_left
 from descheduler.signals import CPU_SIGNALS, Signal
 from descheduler.startup import owner_of, owner_startups
 from descheduler.state import CycleState, pod_key
+from tas.calibration.curve import Curves
 from tas.cluster.model import Pod
-from tas.pressure import MoveCost, NodeLoad, Prediction, erlang_c, predict, servers_of
+from tas.pressure import MoveCost, NodeLoad, Prediction, predict
 from tas.types import MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
@@ -85,8 +86,10 @@ class StallModel:
     #: Each owner's start-up, from its running pods (`descheduler.startup`): what its moves
     #: cost when longer than `restartSeconds`.
     startups: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
-    #: `peak_loads` by node size, in load order (`_by_size`).
-    _sizes: dict[int, list[tuple[float, NodeName]]] | None = field(default=None, repr=False)
+    #: `peak_loads` by curve (`NodeLoad.curve_key`), in load order (`_by_size`).
+    _sizes: dict[tuple[int, float], list[tuple[float, NodeName]]] | None = field(
+        default=None, repr=False
+    )
     #: The nodes whose "left to settle" line is said this cycle.
     _settle_said: set[NodeName] = field(default_factory=set, repr=False)
 
@@ -102,8 +105,12 @@ class StallModel:
         avoid: Collection[NodeName] = (),
         confirmed: Collection[NodeName] = (),
         peaks: RecentPeaks | None = None,
+        curves: Curves | None = None,
     ) -> StallModel:
-        """`metrics`: the cycle's values, with idle nodes' estimates (`descheduler.idle`)."""
+        """`metrics`: the cycle's values, with idle nodes' estimates (`descheduler.idle`);
+        `curves`: each node's learned pressure curve (`tas.calibration.curve`), the shared model
+        for a node not named or on its fallback."""
+        learned = curves or {}
         utilization = metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = metrics.get(MetricName(Signal.CPU_PRESSURE), {})
         peak_utilization, peak_psi = utilization, psi
@@ -121,9 +128,16 @@ class StallModel:
             cores = node.allocatable.get("cpu", 0.0) if node is not None else 0.0
             if cores <= 0 or (name not in utilization and name not in psi):
                 continue  # nothing to predict with: the node is never rebalanced on a guess
-            load = NodeLoad.measured(cores, utilization=utilization.get(name), psi=psi.get(name))
+            curve = learned.get(name)
+            servers = curve.override if curve is not None else 0
+            load = NodeLoad.measured(
+                cores, utilization=utilization.get(name), psi=psi.get(name), servers=servers
+            )
             peak = NodeLoad.measured(
-                cores, utilization=peak_utilization.get(name), psi=peak_psi.get(name)
+                cores,
+                utilization=peak_utilization.get(name),
+                psi=peak_psi.get(name),
+                servers=servers,
             )
             if measured and name in utilization:
                 # The node's metrics lag its pods: pods that arrived since are not in them yet,
@@ -273,18 +287,19 @@ class StallModel:
         """Of `destinations`, the one whose peak load stalls least with `usage` more cores (ties:
         the first name): `min` of (pressure after, name), without a stall evaluation per node.
 
-        Nodes are taken size by size (their Erlang C servers), each size from its least loaded
-        up (`_by_size`); pressure rises with load on a node of a given size, so the first node
-        of a size that stalls more than the best so far ends that size. A weighing at 5,000
-        nodes costs a few evaluations, not 5,000 (`make bench`, "scale").
+        Nodes are taken curve by curve (`NodeLoad.curve_key`: their size, or their learned
+        curve), each from its least loaded up (`_by_size`); pressure rises with load on one
+        curve, so the first node of a curve that stalls more than the best so far ends it. A
+        weighing at 5,000 nodes costs a few evaluations, not 5,000 (`make bench`, "scale").
         """
         wanted = destinations if isinstance(destinations, (set, frozenset)) else set(destinations)
         best: tuple[float, NodeName] | None = None
-        for servers, ordered in self._by_size().items():
+        for ordered in self._by_size().values():
             for load, name in ordered:
                 if name not in wanted:
                     continue
-                found = (erlang_c(servers, max(0.0, load + usage)), name)
+                node = self.peak_loads[name]
+                found = (NodeLoad(node.cores, max(0.0, load + usage), node.servers).pressure, name)
                 if best is None or found < best:
                     best = found
                 elif found[0] > best[0] + _SAME_PRESSURE:
@@ -293,13 +308,13 @@ class StallModel:
             raise ValueError("no destination to choose from")
         return best[1]
 
-    def _by_size(self) -> dict[int, list[tuple[float, NodeName]]]:
-        """The peak loads by node size (Erlang C servers), each list in (load, name) order;
+    def _by_size(self) -> dict[tuple[int, float], list[tuple[float, NodeName]]]:
+        """The peak loads by curve (`NodeLoad.curve_key`), each list in (load, name) order;
         built once a cycle and kept in order by `moved`."""
         if self._sizes is None:
-            sizes: dict[int, list[tuple[float, NodeName]]] = {}
+            sizes: dict[tuple[int, float], list[tuple[float, NodeName]]] = {}
             for name, load in self.peak_loads.items():
-                sizes.setdefault(servers_of(load.cores), []).append((load.load, name))
+                sizes.setdefault(load.curve_key, []).append((load.load, name))
             for ordered in sizes.values():
                 ordered.sort()
             self._sizes = sizes
@@ -319,12 +334,10 @@ class StallModel:
         before = self.peak_loads[destination]
         self.peak_loads[destination] = prediction.destination_after
         if self._sizes is not None:
-            ordered = self._sizes[servers_of(before.cores)]
+            ordered = self._sizes[before.curve_key]
             ordered.pop(bisect.bisect_left(ordered, (before.load, destination)))
             after = prediction.destination_after
-            bisect.insort(
-                self._sizes.setdefault(servers_of(after.cores), []), (after.load, destination)
-            )
+            bisect.insort(self._sizes.setdefault(after.curve_key, []), (after.load, destination))
 
 
 def _higher(now: Mapping[NodeName, float], peak: Mapping[NodeName, float]) -> dict[NodeName, float]:
