@@ -8,7 +8,8 @@ Covered:
 - (issue 45) every line it prints fits 110 columns (the table in blocks of columns, each with
   the contender column, notes and legend wrapped), where a row of every contender was 230;
   fewer than 3 seeds is warned of; `--out` has help; it says where it wrote; simulate.log
-  holds the run's log (what ran, its progress, its tables).
+  holds the run's log (what ran, its progress, its tables);
+- (issue 54) it prints the goals of the scenarios it ran only, counted MET, MISSED, UNDECIDED.
 """
 
 from __future__ import annotations
@@ -117,3 +118,23 @@ def test_out_has_help_and_three_seeds_are_not_warned_of(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
+
+
+def test_it_judges_only_the_goals_of_the_scenarios_it_ran(tmp_path: Path) -> None:
+    """(issue 54) psi-skewed alone: its one goal, counted MET/MISSED/UNDECIDED, and no line
+    for a scenario that did not run."""
+    done = simulate(
+        tmp_path, "psi-skewed", "--seeds", "1", "--contenders", "requests,ours", "--duration",
+        "2m", "--no-charts",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    (title,) = [line for line in lines if "against its goals" in line]
+    assert re.fullmatch(
+        r"ours against its goals on the scenarios run: \d MET, \d MISSED, \d UNDECIDED", title
+    )
+    goals = lines[lines.index(title) + 1 :]
+    goals = goals[: goals.index("")]
+    assert [line.split(":")[0].split(maxsplit=1)[1] for line in goals] == ["psi-skewed"]
+    assert "NOT JUDGED" not in done.stdout
+    assert "not run" not in done.stdout

@@ -871,3 +871,17 @@ def test_the_population_ratio_is_a_geometric_mean_with_a_bootstrap_interval() ->
     assert ratio["estimate"] == pytest.approx(statistics.geometric_mean(ratios), rel=1e-9)
     assert ratio["low"] < ratio["estimate"] < ratio["high"]
     assert ratio["scenarios"] == 4
+
+
+def test_a_fresh_draw_sweeps_other_scenarios_and_says_its_family_seed(tmp_path: Path) -> None:
+    """`--family-seed N` judges the family on a draw nobody tuned for: other scenarios than the
+    shipped seed's, with the seed in sweep.json."""
+    fresh = tmp_path / "fresh"
+    args = ["sweep", "--count", "1", "--seeds", "1", "--contenders", "requests", "--workers", "1"]
+    assert main([*args, "--family-seed", "20261201", "--out", str(fresh)]) == 0
+    verdict = json.loads((fresh / "sweep.json").read_text())
+    assert verdict["family_seed"] == 20261201
+    (drawn,) = (fresh / "scenarios").glob("*.yaml")
+    shipped = draw_scenario(load_family("default"), 0)
+    assert yaml.safe_load(drawn.read_text()) != shipped
+    assert yaml.safe_load(drawn.read_text())["name"] == shipped["name"]
