@@ -95,14 +95,16 @@ def create_app(
     clock: Clock = SYSTEM_CLOCK,
     estimates: Callable[[], Estimates] | None = None,
     cores: Callable[[NodeName], float] | None = None,
+    servers: Callable[[NodeName], int] | None = None,
     caches_synced: Callable[[], bool] | None = None,
 ) -> FastAPI:
     """Build the extender application around its collaborators (nothing global).
 
     `estimates`, when given, answers the recent placements' extra load per metric and node
     (`tas.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
-    node's CPU cores (`PlacementTracker.cores`). `caches_synced` tells whether the cluster
-    caches (pods and nodes for the estimates) have listed once: /readyz waits for it."""
+    node's CPU cores (`PlacementTracker.cores`), `servers` its learned pressure curve
+    (`PlacementTracker.servers`; absent: the shared model). `caches_synced` tells whether the
+    cluster caches (pods and nodes for the estimates) have listed once: /readyz waits for it."""
     app = FastAPI(
         title="Telemetry-aware scheduling extender",
         docs_url=None,
@@ -118,6 +120,7 @@ def create_app(
         clock=clock,
         estimates=estimates,
         cores=cores,
+        servers=servers,
         record=DecisionReporter(log_book, telemetry).record,
     )
     unresolvable = not settings.tas_compat_failed_nodes

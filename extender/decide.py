@@ -102,10 +102,11 @@ def decide_filter(
     max_violating_share: float = DEFAULT_MAX_SHARE,
     estimates: Estimates | None = None,
     cores: Callable[[NodeName], float] | None = None,
+    servers: Callable[[NodeName], int] | None = None,
 ) -> Decision:
     """`estimates` are applied when given: the caller passes them for policies that filter
     on recent placements only. `cores` (a node's CPU cores) puts pressure estimates on the
-    stall curve (`tas.placements.add_estimates`)."""
+    stall curve (`tas.placements.add_estimates`), the node's own where `servers` has one."""
     resolution = resolve_policy(pod, snapshot, Verb.FILTER)
     if resolution.policy is None:
         return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)
@@ -113,7 +114,8 @@ def decide_filter(
     used: Estimates = {}
     if estimates:
         used = only_metrics(estimates, read)
-    result = filter_nodes(resolution.policy, add_estimates(metrics, used, cores), candidates)
+    estimated = add_estimates(metrics, used, cores, servers)
+    result = filter_nodes(resolution.policy, estimated, candidates)
     if used and candidates and not result.passed:
         # Estimates are a guess: they never leave a pod without every node its measured
         # values allow. Filter on measured values alone (and judge the breaker on them).
@@ -159,6 +161,7 @@ def decide_prioritize(
     now: float,
     estimates: Estimates | None = None,
     cores: Callable[[NodeName], float] | None = None,
+    servers: Callable[[NodeName], int] | None = None,
 ) -> Decision:
     resolution = resolve_policy(pod, snapshot, Verb.PRIORITIZE)
     measured: dict[MetricName, MetricColumn] = {}
@@ -169,7 +172,7 @@ def decide_prioritize(
         measured = _read_columns(resolution.policy, Verb.PRIORITIZE, metrics)
         if estimates:
             used = only_metrics(estimates, measured)
-            metrics = add_estimates(metrics, used, cores)
+            metrics = add_estimates(metrics, used, cores, servers)
         reason = f"scheduleonmetric, {mode.value} scores" + (
             ", with recent placements" if used else ""
         )

@@ -47,12 +47,13 @@ class ExtenderService:
         clock: Clock = SYSTEM_CLOCK,
         estimates: Callable[[], Estimates] | None = None,
         cores: Callable[[NodeName], float] | None = None,
+        servers: Callable[[NodeName], int] | None = None,
         record: Callable[[Decision], None] | None = None,
     ) -> None:
         """`estimates`, when given, answers the recent placements' extra load per metric and
         node (`tas.placements.PlacementTracker.estimates` on the view's sample times), and
         `cores` each node's CPU cores (`PlacementTracker.cores`: pressure estimates follow the
-        stall curve);
+        stall curve), `servers` each node's learned curve (`PlacementTracker.servers`);
         `record` receives every decision (`DecisionReporter.record` in `tas extender`)."""
         self.settings = settings
         self._store = store
@@ -60,6 +61,7 @@ class ExtenderService:
         self._clock = clock
         self._estimates = estimates
         self._cores = cores
+        self._servers = servers
         self._record = record
 
     def filter(self, pod: PodInfo, candidates: Sequence[NodeName]) -> Decision:
@@ -77,6 +79,7 @@ class ExtenderService:
             max_violating_share=self.settings.max_violating_node_share,
             estimates=extra,
             cores=self._cores,
+            servers=self._servers,
         )
         if self._record is not None:
             self._record(decision)
@@ -92,6 +95,7 @@ class ExtenderService:
             now=self._clock.now().timestamp(),
             estimates=self._estimates() if self._estimates is not None else None,
             cores=self._cores,
+            servers=self._servers,
         )
         if self._record is not None:
             self._record(decision)

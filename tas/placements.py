@@ -41,7 +41,9 @@ with), the placements' cores are added to it, and the pressure at that load is t
 (`add_estimates` with the nodes' cores). On 8 cores, a node measured at 0.2 that receives one
 core reads 0.41, not 0.325, while an empty node that receives the same still reads 0: the same
 core costs a loaded node more, which is what keeps a burst off the nodes about to stall
-(measured: docs/decisions.md).
+(measured: docs/decisions.md). The curve is the node's own where the tracker has learned one
+(`tas.calibration.curve`: from the view's columns at each refresh, `PlacementTracker.learn`),
+the shared model until then.
 
 Pure: `PlacementTracker` holds what it was told (binds, nodes, usage) and answers from values
 it is given (sample times, now); the feeds (the pod and node watches in `tas extender`, the
@@ -55,6 +57,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from tas.calibration.curve import CurveLearner, Curves
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodSummary
@@ -198,13 +201,15 @@ def add_estimates(
     columns: MetricColumns,
     estimates: Estimates,
     cores: Callable[[NodeName], float] | None = None,
+    servers: Callable[[NodeName], int] | None = None,
 ) -> MetricColumns:
     """`columns` with each estimate added to the node's measured value (new mappings). A node
     the estimates name without a measured value (one that runs only recent placements) gets
     the estimate alone; a metric without any measured value gets nothing.
 
     With `cores` (a node's CPU cores), a `PRESSURE_METRICS` estimate (a share of the node's
-    CPU) moves the value along the stall curve instead of adding to it (module docstring)."""
+    CPU) moves the value along the stall curve instead of adding to it (module docstring);
+    `servers` gives a node's learned curve (`PlacementTracker.servers`; 0: the shared model)."""
     if not estimates:
         return columns
     merged = dict(columns)
@@ -217,17 +222,19 @@ def add_estimates(
         for node, value in extra.items():
             base = column.get(node, 0.0)
             if on_curve and cores is not None and (size := cores(node)) > 0:
-                column[node] = max(base, pressure_with(base, value * size, size))
+                curve = servers(node) if servers is not None else 0
+                column[node] = max(base, pressure_with(base, value * size, size, curve))
             else:
                 column[node] = base + value
         merged[metric] = column
     return merged
 
 
-def pressure_with(measured: float, added: float, cores: float) -> float:
+def pressure_with(measured: float, added: float, cores: float, servers: int = 0) -> float:
     """The pressure of a node of `cores` cores measured at `measured` once `added` more cores
-    of load run there: the load the measurement implies, plus `added`, back on the curve."""
-    return pressure(load_for_pressure(measured, cores) + added, cores)
+    of load run there: the load the measurement implies, plus `added`, back on the curve (the
+    node's own with `servers` > 0, `tas.pressure.pressure`)."""
+    return pressure(load_for_pressure(measured, cores, servers) + added, cores, servers)
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -257,9 +264,11 @@ class PlacementTracker:
         default_capacity: Mapping[str, float] | None = None,
         forget_after: float = FORGET_AFTER,
         usage_percentile: float | None = None,
+        curves: CurveLearner | None = None,
     ) -> None:
         """`usage_percentile`: a new pod of a workload is estimated at this percentile of its
-        workload's per-pod usage; None (the default): at their mean."""
+        workload's per-pod usage; None (the default): at their mean. `curves`: learns each
+        node's pressure curve from the columns it is shown (`learn`); None: the shared model."""
         if not window >= 0 or not math.isfinite(window):
             raise ValueError(f"window must be a non-negative number of seconds, not {window!r}")
         if usage_percentile is not None and not 0 < usage_percentile <= 100:
@@ -291,6 +300,10 @@ class PlacementTracker:
         #: Placements observed since the cache was built: added to it, not recomputed, so a
         #: burst of N binds costs N small updates rather than N passes over every placement.
         self._fresh: list[Placement] = []
+        self._curves = curves
+        #: Each node's learned curve's servers (0: the shared model), as of the last `learn`.
+        self._servers: dict[NodeName, int] = {}
+        self._learned_from: SampleTimes | None = None
 
     # -- the feed --------------------------------------------------------------------------
 
@@ -395,6 +408,44 @@ class PlacementTracker:
                 self._usage, self._scale, self._pod_usage = usage_of, scale, own
                 self._generation += 1
 
+    def learn(self, columns: MetricColumns, *, sample_times: SampleTimes, now: float) -> None:
+        """The view's columns as of a refresh: each node's (utilization, PSI) sample into its
+        curve (`tas.calibration.curve`), at the sample's own time. Once per refresh: the view
+        hands out the same sample times mapping until it refreshes."""
+        if self._curves is None or sample_times is self._learned_from:
+            return
+        utilization = MetricName("cpu_utilization")
+        psi = MetricName("cpu_pressure")
+        with self._lock:
+            self._learned_from = sample_times
+            sizes = {n: self.cores(n) for n in columns.get(psi, {})}
+            self._curves.observe_columns(
+                columns.get(utilization, {}),
+                columns.get(psi, {}),
+                cores={n: c for n, c in sizes.items() if c > 0},
+                now=now,
+                times=sample_times.get(psi),
+            )
+            self._curves.retain(self._curves_nodes())
+            found = {n: c.override for n, c in self._curves.curves(sizes).items()}
+            if found != self._servers:
+                self._servers = found
+                self._generation += 1
+
+    def servers(self, node: NodeName) -> int:
+        """The node's learned curve (its effective servers), 0 for the shared model."""
+        return self._servers.get(node, 0)
+
+    def curves(self) -> Curves:
+        """Every node's learned curve (for the operator: self-metrics, `tas explain`)."""
+        if self._curves is None:
+            return {}
+        with self._lock:
+            return self._curves.curves({n: self.cores(n) for n in self._curves_nodes()})
+
+    def _curves_nodes(self) -> set[NodeName]:
+        return self._capacity.keys() | self._on_node.keys()
+
     def _per_pod(self, values: list[float]) -> float:
         if self.usage_percentile is None:
             return math.fsum(values) / len(values)
@@ -453,14 +504,22 @@ class PlacementTracker:
         return found
 
     def estimator(
-        self, *, sample_times: Callable[[], SampleTimes], now: Callable[[], float]
+        self,
+        *,
+        sample_times: Callable[[], SampleTimes],
+        now: Callable[[], float],
+        columns: Callable[[], MetricColumns] | None = None,
     ) -> Callable[[], Estimates]:
         """What the extender calls at each request (`ExtenderService(estimates=...)`): the
-        estimates over the metric view's current sample times at the clock's now. `tas
-        extender` and the simulator's ours wire this one."""
+        estimates over the metric view's current sample times at the clock's now; with
+        `columns` (the view's), each refresh's samples teach the nodes' curves first (`learn`).
+        `tas extender` and the simulator's ours wire this one."""
 
         def estimates() -> Estimates:
-            return self.estimates(sample_times=sample_times(), now=now())
+            times, at = sample_times(), now()
+            if columns is not None:
+                self.learn(columns(), sample_times=times, now=at)
+            return self.estimates(sample_times=times, now=at)
 
         return estimates
 

@@ -28,6 +28,7 @@ from extender.self_metrics import CertificateMetrics
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import TLSConfigError, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
+from tas.calibration.curve import CurveLearner
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import PodFields, ResourceKind
 from tas.placements import (
@@ -146,6 +147,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Node) does not say (repeat; default cpu=16, memory=64Gi)",
     )
     placements.add_argument(
+        "--learn-pressure-curve",
+        choices=["on", "off"],
+        default="on",
+        help="a pressure estimate follows the node's own utilization-to-PSI curve, learned "
+        "from its samples (docs/recent-placements.md); off: the shared model for every node "
+        "(default on)",
+    )
+    placements.add_argument(
         "--estimate-percentile",
         type=_percentile,
         default=None,
@@ -204,6 +213,8 @@ class PlacementSettings:
     default_capacity: Mapping[str, float]
     #: `--estimate-percentile`; None: the workload's per-pod mean.
     usage_percentile: float | None = None
+    #: `--learn-pressure-curve`: pressure estimates follow each node's learned curve.
+    learn_curves: bool = True
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PlacementSettings:
@@ -218,6 +229,7 @@ class PlacementSettings:
             resources=dict(args.estimate_metric) if args.estimate_metric else DEFAULT_RESOURCES,
             default_capacity=capacity,
             usage_percentile=args.estimate_percentile,
+            learn_curves=args.learn_pressure_curve == "on",
         )
 
 
@@ -265,6 +277,7 @@ def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
         resources=settings.resources,
         default_capacity=settings.default_capacity,
         usage_percentile=settings.usage_percentile,
+        curves=CurveLearner() if settings.learn_curves else None,
     )
 
 
@@ -333,11 +346,14 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             settings=settings.app,
             registry=registry,
             estimates=(
-                tracker.estimator(sample_times=view.sample_times, now=time.time)
+                tracker.estimator(
+                    sample_times=view.sample_times, now=time.time, columns=view.columns
+                )
                 if tracker is not None
                 else None
             ),
             cores=tracker.cores if tracker is not None else None,
+            servers=tracker.servers if tracker is not None else None,
             caches_synced=(lambda: cluster.wait_synced(0)) if cluster is not None else None,
         )
         tune_allocator(largest_body=settings.app.max_body_bytes)

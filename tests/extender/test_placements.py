@@ -40,6 +40,7 @@ from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
+from tas.calibration.curve import CurveLearner
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodCondition
 from tas.metrics.refreshing import RefreshingMetricView
@@ -252,6 +253,35 @@ def test_pressure_estimates_follow_the_stall_curve_where_a_nodes_cores_are_known
     assert merged[CPU_UTILIZATION][loaded] == pytest.approx(0.725)
     # Without cores (a caller that knows no sizes) the estimate is added as before.
     assert add_estimates(columns, one_core_of_eight)[CPU_PRESSURE][loaded] == pytest.approx(0.325)
+
+
+def test_a_pressure_estimate_follows_the_curve_the_tracker_learned_for_the_node() -> None:
+    # node-a has shown the curve of one effective server (PSI = utilization: a bursty node),
+    # refresh after refresh; node-b nothing informative. One core placed on node-a at 50%
+    # reads 0.625 on its own curve (vs 0.36 on the shared model's); node-b stays on the shared.
+    bursty, quiet = NodeName("node-a"), NodeName("node-b")
+    t = tracker(curves=CurveLearner(min_samples=4))
+    t.set_node(bursty, {"cpu": 8.0})
+    t.set_node(quiet, {"cpu": 8.0})
+    for refresh in range(6):
+        u = 0.4 + 0.1 * refresh
+        times = {CPU_PRESSURE: {bursty: T0 + refresh, quiet: T0 + refresh}}
+        t.learn(
+            metrics({"cpu_utilization": {bursty: u, quiet: u}, "cpu_pressure": {bursty: u}}),
+            sample_times=times,
+            now=T0 + refresh,
+        )
+    assert (t.servers(bursty), t.servers(quiet)) == (1, 0)
+    assert t.curves()[bursty].samples == 6
+    columns = metrics({"cpu_pressure": {bursty: 0.5, quiet: 0.5}})
+    one_core = {CPU_PRESSURE: {bursty: 1 / 8, quiet: 1 / 8}}
+    merged = add_estimates(columns, one_core, t.cores, t.servers)
+    assert merged[CPU_PRESSURE][bursty] == pytest.approx(0.625)
+    assert merged[CPU_PRESSURE][quiet] == pytest.approx(pressure_with(0.5, 1.0, 8.0))
+    # Off (no learner), every node is on the shared model.
+    off = tracker()
+    off.learn(columns, sample_times={CPU_PRESSURE: {bursty: T0}}, now=T0)
+    assert off.servers(bursty) == 0
 
 
 # --- nodes without a value ------------------------------------------------------------------
