@@ -16,9 +16,10 @@ from typing import Any
 from descheduler.cycle import CycleReport, Descheduler
 from explainer.move import move_verdict
 from explainer.quiet import quiet_descheduler_logs
+from tas.calibration.curve import CurveLearner, NodeCurve
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import Cluster, ClusterError
-from tas.cluster.model import Pod
+from tas.cluster.model import Node, Pod
 from tas.explain import (
     EventFact,
     ExtenderRecord,
@@ -135,7 +136,19 @@ class Explainer:
             events=self._events(missing),
             score_mode=self.score_mode,
             missing=missing,
+            curve=self._curve(node),
         )
+
+    def _curve(self, node: Node) -> NodeCurve | None:
+        """The node's pressure curve as the descheduler's LoadAware learned it (None: no
+        LoadAware learns curves here). Read, never changed."""
+        if self.descheduler is None:
+            return None
+        for run in self.descheduler.plugins.values():
+            learner = getattr(run, "curves", None)
+            if isinstance(learner, CurveLearner):
+                return learner.curve(node.name, node.allocatable.get("cpu", 0.0))
+        return None
 
     def _events(self, missing: list[str]) -> Sequence[EventFact]:
         try:

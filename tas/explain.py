@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from tas.calibration.curve import NodeCurve
 from tas.cluster.model import Node, Pod
 from tas.fit import rejection
 from tas.policies.model import StrategyName, TASPolicy, format_number
+from tas.pressure import NodeLoad
 from tas.rules import ScoreMode, labeling_labels, score_nodes, violation_reason, violations
 from tas.types import MetricColumns, MetricName, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
@@ -179,6 +181,47 @@ class PodExplanation:
 
 
 @dataclass(frozen=True, slots=True)
+class CurveReading:
+    """The node's pressure curve as the descheduler learned it (`tas.calibration.curve`), and
+    what it predicts for a move of one core off the node, beside the shared model's."""
+
+    #: Effective servers (its cores on the fallback).
+    servers: int
+    #: Informative (utilization, PSI) samples fitted on.
+    samples: int
+    #: Too few samples: the shared model predicts for the node.
+    fallback: bool
+    cores: float
+    #: The node's pressure now, read on its curve (None: no CPU reading).
+    pressure: float | None = None
+    #: ... and once one core of its load moved away, on its curve and on the shared model.
+    pressure_after_move: float | None = None
+    shared_pressure_after_move: float | None = None
+    #: Stalled cores one core's move takes off the node, on its curve and on the shared model.
+    relief: float | None = None
+    shared_relief: float | None = None
+
+
+def curve_reading(
+    curve: NodeCurve, *, cores: float, utilization: float | None, psi: float | None
+) -> CurveReading:
+    """The node's curve and what it predicts for moving one core off it."""
+    found = CurveReading(curve.servers, curve.samples, curve.fallback, cores)
+    if cores <= 0 or (utilization is None and psi is None):
+        return found
+    own = NodeLoad.measured(cores, utilization=utilization, psi=psi, servers=curve.override)
+    shared = NodeLoad.measured(cores, utilization=utilization, psi=psi)
+    return dataclasses.replace(
+        found,
+        pressure=own.pressure,
+        pressure_after_move=own.plus(-1.0).pressure,
+        shared_pressure_after_move=shared.plus(-1.0).pressure,
+        relief=own.stalled - own.plus(-1.0).stalled,
+        shared_relief=shared.stalled - shared.plus(-1.0).stalled,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class NodeExplanation:
     name: str
     ready: bool
@@ -189,6 +232,8 @@ class NodeExplanation:
     pods: tuple[str, ...]
     evictions: tuple[Eviction, ...]
     missing: tuple[str, ...] = ()
+    #: Its learned pressure curve (None: no descheduler learns one here).
+    curve: CurveReading | None = None
 
 
 class UnknownObjectError(LookupError):
@@ -513,8 +558,10 @@ def explain_node(
     events: Sequence[EventFact] = (),
     score_mode: ScoreMode = ScoreMode.PROPORTIONAL,
     missing: Sequence[str] = (),
+    curve: NodeCurve | None = None,
 ) -> NodeExplanation:
-    """`shown`: metrics to list even without a fresh value (the ones policies read)."""
+    """`shown`: metrics to list even without a fresh value (the ones policies read);
+    `curve`: the node's learned pressure curve, where a descheduler learns one."""
     names = sorted(
         {*shown, *(m for m, column in metrics.items() if node.name in column)}
         | {r.metricname for p in policies.values() for s in p.strategies.values() for r in s.rules}
@@ -542,7 +589,21 @@ def explain_node(
         pods=tuple(sorted(f"{p.namespace}/{p.name}" for p in pods if p.node_name == node.name)),
         evictions=evictions_from(events, node=node.name),
         missing=tuple(missing),
+        curve=(
+            curve_reading(
+                curve,
+                cores=node.allocatable.get("cpu", 0.0),
+                utilization=metrics.get(_CPU_UTILIZATION, {}).get(node.name),
+                psi=metrics.get(_CPU_PRESSURE, {}).get(node.name),
+            )
+            if curve is not None
+            else None
+        ),
     )
+
+
+_CPU_UTILIZATION = MetricName("cpu_utilization")
+_CPU_PRESSURE = MetricName("cpu_pressure")
 
 
 def _taint(taint: Any) -> str:
@@ -737,8 +798,36 @@ def render_node(found: NodeExplanation) -> str:
     if not found.evictions:
         lines.append("  none")
     lines.extend(f"  {_when(e.time)} {e.pod} ({e.strategy}): {e.message}" for e in found.evictions)
+    if found.curve is not None:
+        lines.extend(_curve_lines(found.curve))
     lines.extend(_missing_lines(found.missing))
     return "\n".join(lines)
+
+
+def _curve_lines(curve: CurveReading) -> list[str]:
+    if curve.fallback:
+        head = (
+            f"Pressure curve: the shared model ({curve.servers} servers on {curve.cores:g} "
+            f"cores): {curve.samples} samples so far, too few to fit"
+        )
+    else:
+        head = (
+            f"Pressure curve: learned, {curve.servers} effective servers on {curve.cores:g} "
+            f"cores (from {curve.samples} samples)"
+        )
+    lines = [head]
+    if curve.pressure is not None:
+        lines.append(
+            f"  moving 1 core off: pressure {_num(curve.pressure)} -> "
+            f"{_num(curve.pressure_after_move)}, relief {_num(curve.relief)} stalled cores"
+            + (
+                ""
+                if curve.fallback
+                else f" (shared model: -> {_num(curve.shared_pressure_after_move)}, relief "
+                f"{_num(curve.shared_relief)})"
+            )
+        )
+    return lines
 
 
 def _missing_lines(missing: Sequence[str]) -> list[str]:
@@ -755,6 +844,7 @@ def _when(time: float | None) -> str:
 
 __all__ = [
     "Candidate",
+    "CurveReading",
     "EventFact",
     "Eviction",
     "ExtenderDecision",
@@ -766,6 +856,7 @@ __all__ = [
     "PodExplanation",
     "PolicyVerdict",
     "UnknownObjectError",
+    "curve_reading",
     "evictions_from",
     "explain_gone_pod",
     "explain_node",

@@ -376,6 +376,36 @@ def test_a_nodes_recent_evictions_are_the_descheduler_events_from_it_newest_firs
     assert "Equals 2 (value 2)" in render_node(found)
 
 
+def test_a_nodes_explanation_shows_its_learned_pressure_curve_and_what_a_move_would_do() -> None:
+    # The live LoadAware has read node-b ten times stalling as often as it is busy (a bursty
+    # node: one effective server); node-a only idle readings (nothing to fit: the shared model).
+    world = World(config=LOAD_AWARE)
+    for cycle in range(10):
+        u = 0.4 + 0.05 * cycle
+        world.view.set_column(MetricName("cpu_utilization"), dict.fromkeys(HEALTH, u))
+        world.view.set_column(MetricName("cpu_pressure"), {"node-a": 0.0, "node-b": u, "node-c": u})
+        world.descheduler.run_cycle()
+        world.clock.advance(30)
+    bursty = world.explainer.explain_node("node-b")
+    assert bursty.curve is not None
+    assert (bursty.curve.servers, bursty.curve.samples, bursty.curve.fallback) == (1, 10, False)
+    # At 85% on one server: a core off takes it to 72.5%; the shared model predicts 0.58 -> 0.26.
+    assert bursty.curve.pressure_after_move == pytest.approx(0.725)
+    text = render_node(bursty)
+    assert "Pressure curve: learned, 1 effective servers on 8 cores (from 10 samples)" in text
+    assert "moving 1 core off: pressure 0.85 -> 0.725, relief " in text
+    assert "(shared model: -> " in text
+    assert node_from_json(to_json(bursty)) == bursty
+    calm = world.explainer.explain_node("node-a")
+    assert calm.curve is not None
+    assert (calm.curve.fallback, calm.curve.samples) == (True, 0)
+    assert "Pressure curve: the shared model (8 servers on 8 cores): 0 samples so far" in (
+        render_node(calm)
+    )
+    # A descheduler without LoadAware learns no curve: none is shown.
+    assert World().explainer.explain_node("node-b").curve is None
+
+
 def test_a_pod_that_is_gone_is_explained_by_its_eviction() -> None:
     world = World()
     world.cluster.emit_event(
