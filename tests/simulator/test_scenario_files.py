@@ -2,6 +2,9 @@
 
 Covered:
 - every named scenario in scenarios/ loads, and names the spec's seven;
+- a scenario that gives no start-up draws each start's over 10 s to 2 min, as every named
+  scenario does but herd (about where a burst lands before the next scrapes), and one that
+  names no pressure model meets the bursty world, as every named scenario does (issue 54);
 - a file with several mistakes lists each one with its path (schema and meaning alike);
 - `tas simulate` on a bad file prints every problem and exits 1;
 - arbitrary YAML (hypothesis) never crashes the loader: it loads or raises ScenarioError.
@@ -16,7 +19,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulator.scenario import ScenarioError, load_scenario, load_scenario_text, named_scenarios
+from simulator.scenario import (
+    PressureModelKind,
+    ScenarioError,
+    load_scenario,
+    load_scenario_text,
+    named_scenarios,
+)
+from simulator.world import startup_of
 from tas_cli.main import main
 
 SPEC_SCENARIOS = {
@@ -65,6 +75,44 @@ def test_every_named_scenario_loads_and_the_spec_ones_are_there() -> None:
         assert scenario.name == name
         assert scenario.nodes
         assert scenario.duration > 0
+
+
+MINIMAL = """
+name: minimal
+duration: 20m
+nodes:
+  - {name: a, cpu: 4, memory: 8Gi}
+workloads:
+  - name: app
+    replicas: 2
+    requests: {cpu: 100m}
+    usage:
+      cpu: {profile: steady, value: 1}
+"""
+
+
+def test_a_scenario_that_gives_no_start_up_draws_each_start_over_10_s_to_2_min() -> None:
+    scenario = load_scenario_text(MINIMAL)
+    assert (scenario.startup_delay, scenario.startup_delay_most) == (10.0, 120.0)
+    drawn = [startup_of(scenario, 1, slot, start) for slot in range(40) for start in (1, 2)]
+    assert all(10.0 <= d <= 120.0 for d in drawn)
+    assert min(drawn) < 30.0
+    assert max(drawn) > 90.0
+    fixed = load_scenario_text(MINIMAL + "startupDelay: 15s\n")
+    assert {startup_of(fixed, 1, slot, 1) for slot in range(10)} == {15.0}
+
+
+def test_named_scenarios_draw_start_ups_and_meet_the_bursty_world() -> None:
+    """Moves cost what they do in a cluster, and the world's PSI is not ours' predictor,
+    in every named scenario; herd alone keeps one start-up (its comment says why)."""
+    for name in sorted(named_scenarios()):
+        scenario = load_scenario(name)
+        assert scenario.pressure_model.kind is PressureModelKind.BURSTY, name
+        if name == "herd":
+            assert scenario.startup_delay_most is None
+            continue
+        assert scenario.startup_delay == 10.0, name
+        assert scenario.startup_delay_most == 120.0, name
 
 
 def test_a_bad_file_lists_every_schema_problem_with_its_path() -> None:
