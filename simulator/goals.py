@@ -102,7 +102,11 @@ def _count_at_most(name: str, value: Any, limit: float, fmt: str = "{:.2f}") -> 
     return Goal(name, met, fmt.format(value), f"goal <= {limit:g}")
 
 
-def _decide(*, met: bool, missed: bool) -> Verdict:
+def _decide(*, met: bool, missed: bool, over: Mapping[str, Any] | None = None) -> Verdict:
+    """MET, MISSED or UNDECIDED; an interval `over` fewer than 2 scenarios decides nothing (a
+    bootstrap of one value is that value, with no spread known)."""
+    if over is not None and over.get("scenarios", 2) < 2:
+        return Verdict.UNDECIDED
     return Verdict.MET if met else Verdict.MISSED if missed else Verdict.UNDECIDED
 
 
@@ -224,7 +228,7 @@ def _lost_goal(found: Mapping[str, Any] | None) -> Goal:
     met = found["estimate"] <= 0.85 and found["high"] < 1.0
     return Goal(
         _LOST,
-        _decide(met=met, missed=found["low"] > 0.85),
+        _decide(met=met, missed=found["low"] > 0.85, over=found),
         _estimate(found, _ratio),
         "goal <= 0.85x, its interval below 1",
     )
@@ -235,7 +239,7 @@ def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
         return _not_judged(_STALL)
     return Goal(
         _STALL,
-        _decide(met=found["high"] <= 1.0, missed=found["low"] > 1.0),
+        _decide(met=found["high"] <= 1.0, missed=found["low"] > 1.0, over=found),
         _estimate(found, _ratio),
         "goal: its interval at most 1.00x",
     )
@@ -248,7 +252,7 @@ def _gain_goal(hindsight: Mapping[str, Any] | None, limit: Mapping[str, Any] | N
     notes = "" if limit is None else f"; against the fluid limit {_estimate(limit, _percent)}"
     return Goal(
         _GAIN,
-        _decide(met=met, missed=hindsight["high"] < 0.5),
+        _decide(met=met, missed=hindsight["high"] < 0.5, over=hindsight),
         _estimate(hindsight, _percent),
         "goal >= 50%, its interval from 40%",
         notes,
@@ -260,7 +264,7 @@ def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
         return _not_judged(_UNDOMINATED)
     return Goal(
         _UNDOMINATED,
-        _decide(met=found["low"] >= 0.95, missed=found["high"] < 0.95),
+        _decide(met=found["low"] >= 0.95, missed=found["high"] < 0.95, over=found),
         _estimate(found, _percent),
         "goal >= 95%",
     )

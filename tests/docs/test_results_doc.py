@@ -12,7 +12,14 @@ to its seeds, one drawn scenario's first lines). Covered:
   runs do not;
 - a part not run is said to be missing, an empty folder is refused (exit 1);
 - the same outputs give the same bytes, and `make compare` writes docs/results.md with it,
-  sweeping every shipped family.
+  sweeping every shipped family at its own seed and at a fresh one;
+- both draws of a family are shown, a draw not run is named; README.md's results section is
+  written between its markers from the same outputs, every goal cell in it is a goal line of
+  results.md (on the fixture, and on the committed README.md and docs/results.md), and it names
+  no commit and no issue.
+
+`sweep-default-fresh/` is `tas sweep --count 2 --seeds 2 --family-seed 20261201` (sweep.json
+with intervals over scenarios; runs.json and scenarios/ trimmed as above).
 """
 
 from __future__ import annotations
@@ -27,14 +34,21 @@ from simulator.goals import Verdict, named_goals, sweep_goals
 from simulator.report import COLUMNS
 from simulator.results_doc import (
     DISPLAY,
+    FRESH,
+    FRESH_FAMILY_SEED,
     FULL_SEEDS,
     FULL_SWEEP_COUNTS,
     FULL_SWEEP_SEEDS,
     HEADER,
+    README_BEGIN,
+    README_END,
     Comparison,
+    ReadmeError,
     main,
     read_comparison,
+    readme_section,
     render,
+    with_readme_section,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +147,7 @@ def test_runs_smaller_than_make_compares_say_so(document: str) -> None:
 
 def test_full_size_runs_are_not_called_a_smoke_test(comparison: Comparison) -> None:
     assert comparison.summary is not None
-    (sweep,) = comparison.sweeps
+    sweep = comparison.sweeps[0]
     scenarios = {
         name: {**entry, "seeds": list(range(FULL_SEEDS))}
         for name, entry in comparison.summary["scenarios"].items()
@@ -147,9 +161,10 @@ def test_full_size_runs_are_not_called_a_smoke_test(comparison: Comparison) -> N
                 verdict={**sweep.verdict, "scenarios": count},
                 seeds=FULL_SWEEP_SEEDS,
                 family=f"scenarios/families/{family}.yaml",
-                folder=f"sweep-{family}",
+                folder=f"sweep-{family}{draw}",
             )
             for family, count in FULL_SWEEP_COUNTS.items()
+            for draw in ("", FRESH)
         ),
         full_durations={},
     )
@@ -188,3 +203,105 @@ def test_make_compare_writes_docs_results_md_with_it() -> None:
     assert "comparison/commit.txt" in recipe
     committed = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert committed.startswith(HEADER + "\n")
+
+
+# -- both draws, and README's section from the same outputs (issue 54, issue 57) -------------
+
+_CELL = re.compile(r"(\*\*(?:MET|MISSED|UNDECIDED)\*\*|NOT JUDGED) ([^|]+?)\s*(?:\||$)")
+
+
+def readme_cells(text: str) -> list[tuple[str, str]]:
+    """Every goal cell of a README results table: (verdict, figure)."""
+    return [
+        (verdict, figure)
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| goal ")
+        for verdict, figure in _CELL.findall(line.split(" | ", 1)[1])
+    ]
+
+
+def assert_each_cell_is_a_goal_line(cells: list[tuple[str, str]], results: str) -> None:
+    assert cells
+    for verdict, figure in cells:
+        line = rf"^- {re.escape(verdict)} [^\n]*: {re.escape(figure)}"
+        assert re.search(line, results, re.M), (verdict, figure)
+
+
+def test_both_draws_of_a_family_are_shown_and_a_draw_not_run_is_named(
+    comparison: Comparison, document: str
+) -> None:
+    titles = [s.title for s in comparison.sweeps]
+    assert titles == ["default (shipped draw)", "default (fresh draw, family seed 20261201)"]
+    assert "### Goals on default (fresh draw, family seed 20261201)" in document
+    assert "### Goals on default (shipped draw)" in document
+    assert "fresh draw of default" not in document
+    shipped_only = tuple(s for s in comparison.sweeps if not s.fresh)
+    text = render(dataclasses.replace(comparison, sweeps=shipped_only))
+    assert "no fresh draw of default" in text
+    assert "Not yet run: no fresh draw of default." in readme_section(
+        dataclasses.replace(comparison, sweeps=shipped_only)
+    )
+    fresh = next(s for s in comparison.sweeps if s.fresh)
+    goals = document.split(f"### Goals on {fresh.title}\n", 1)[1]
+    # A sweep with intervals over scenarios: each goal says its interval.
+    assert re.search(r"work lost against requests'.*: \d\.\d\dx \(\d\.\d\dx to \d\.\d\dx\)", goals)
+
+
+def test_readmes_section_agrees_with_results_md_from_the_same_outputs(
+    comparison: Comparison, document: str
+) -> None:
+    text = readme_section(comparison)
+    assert text.startswith(README_BEGIN + "\n")
+    assert text.endswith("\n" + README_END)
+    assert_each_cell_is_a_goal_line(readme_cells(text), document)
+    assert comparison.commit is not None
+    assert comparison.commit not in text  # the commit is named in results.md only
+    named = re.search(r"On the named scenarios, ours' goals: (.*)\.", text)
+    assert named is not None
+    assert f"### Goals on the named scenarios\n\n{named.group(1)}.\n" in document
+
+
+def test_the_committed_readme_agrees_with_the_committed_results_md() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert readme.count(README_BEGIN) == readme.count(README_END) == 1
+    text = readme.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
+    assert_each_cell_is_a_goal_line(readme_cells(text), results)
+    named = re.search(r"On the named scenarios, ours' goals: (.*)\.", text)
+    assert named is not None
+    assert f"{named.group(1)}.\n" in results
+    # Plain words: no internal references, no commit hash (results.md names it once).
+    section_ = readme.split("## How it compares", 1)[1].split("\n## ", 1)[0]
+    assert not re.search(r"\bissue \d+", section_)
+    assert not re.search(r"`[0-9a-f]{7}`", section_)
+
+
+def test_main_writes_readmes_section_between_its_markers_and_keeps_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n{README_BEGIN}\nold\n{README_END}\nafter\n")
+    out = tmp_path / "results.md"
+    assert main([str(FIXTURE), "--out", str(out), "--readme", str(readme)]) == 0
+    written = readme.read_text()
+    assert written.startswith("# Title\n\nbefore\n" + README_BEGIN)
+    assert written.endswith(README_END + "\nafter\n")
+    assert "\nold\n" not in written
+    assert written == with_readme_section(written, readme_section(read_comparison(FIXTURE)))
+    readme.write_text("# no markers\n")
+    assert main([str(FIXTURE), "--out", str(out), "--readme", str(readme)]) == 1
+    assert "results:begin" in capsys.readouterr().err
+    with pytest.raises(ReadmeError):
+        with_readme_section("no markers", "x")
+
+
+def test_make_compare_sweeps_a_fresh_draw_of_every_family_and_writes_the_readme() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"\nFRESH_FAMILY_SEED = {FRESH_FAMILY_SEED}\n" in makefile
+    recipe = makefile.split("\ncompare:", 1)[1].split("\n\n", 1)[0].replace("\\\n\t\t", "")
+    for family in FULL_SWEEP_COUNTS:
+        assert (
+            f"--family {family} --count {FULL_SWEEP_COUNTS[family]} --seeds {FULL_SWEEP_SEEDS} "
+            f"--family-seed $(FRESH_FAMILY_SEED) --out comparison/sweep-{family}{FRESH}"
+        ) in recipe
+    assert "--out docs/results.md --readme README.md" in recipe

@@ -289,3 +289,10 @@ def test_the_scale_out_goals_show_ours_fed_true_values() -> None:
     )
     assert violating.met is MISSED
     assert violating.line().endswith("1.0 (goal <= 0); ours fed true values: 0.0")
+
+
+def test_an_interval_over_one_scenario_decides_nothing() -> None:
+    one = _set(_verdict(), _GAIN, {**_estimate(0.2, 0.2, 0.2), "scenarios": 1})
+    assert sweep_goals(one)[5].met is UNDECIDED
+    two = _set(_verdict(), _GAIN, {**_estimate(0.2, 0.2, 0.2), "scenarios": 2})
+    assert sweep_goals(two)[5].met is MISSED
