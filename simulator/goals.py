@@ -35,8 +35,8 @@ placement. Only the goals of the scenarios the summary holds are given.
 Beside a goal, the clairvoyant row's figure is shown for what it is: ours' code fed true
 values. It is not a bound (other decisions may do better, and it can do worse than ours). A
 goal is said out of reach only from a bound: where a ratio goal is MISSED, the fluid limit's
-and the hindsight placement's ratios are shown (`simulator.limit`: no scheduler goes below the
-limit).
+ratio is shown as the bound (`simulator.limit`: no scheduler goes below it), with the hindsight
+placement's beside it (what placing once with no moves reaches; not a bound).
 """
 
 from __future__ import annotations
@@ -184,23 +184,21 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
 
 
 def _with_bounds(goal: Goal, verdict: Mapping[str, Any]) -> Goal:
-    """A MISSED ratio goal with the bounds' ratios: the fluid limit's (no scheduler goes
-    below it) and the hindsight placement's (achievable with no moves)."""
+    """A MISSED ratio goal with the fluid limit's ratio, the bound no scheduler goes below,
+    and the hindsight placement's, what placing once with no moves reaches (not a bound: a
+    scheduler that moves pods can do better)."""
     paths = {_LOST: "work_lost_vs_requests", _STALL: "stall_vs_requests"}
     if goal.met is not Verdict.MISSED or goal.name not in paths:
         return goal
-    said = []
-    for reference, words in ((LIMIT, "the fluid limit"), (HINDSIGHT, "hindsight")):
-        found = _interval_of(
-            _get(verdict, "references", reference) or {}, "population", paths[goal.name]
-        )
-        if found is not None:
-            said.append(f"{words} {_estimate(found, _ratio)}")
-    return (
-        dataclasses.replace(goal, notes=goal.notes + f"; bounds: {', '.join(said)}")
-        if said
-        else goal
-    )
+    notes = goal.notes
+    references = _get(verdict, "references") or {}
+    limit = _interval_of(_get(references, LIMIT) or {}, "population", paths[goal.name])
+    if limit is not None:
+        notes += f"; bound: the fluid limit {_estimate(limit, _ratio)}"
+    hindsight = _interval_of(_get(references, HINDSIGHT) or {}, "population", paths[goal.name])
+    if hindsight is not None:
+        notes += f"; the hindsight placement (no moves) {_estimate(hindsight, _ratio)}"
+    return dataclasses.replace(goal, notes=notes)
 
 
 def _judged_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[Goal]:

@@ -120,8 +120,9 @@ limit, and the share of scenarios where ours is undominated. A goal is **MET** w
 interval clears it, **MISSED** when the interval lies wholly on the wrong side, and
 **UNDECIDED** otherwise: these runs cannot tell. Each family is judged on two draws: at its own
 seed and at a fresh one. `clairvoyant` is shown beside a goal as what it is, ours fed true
-values; it is not a bound. Where a ratio goal is MISSED, the fluid limit's ratio (no scheduler
-goes below it) and the hindsight's are shown as the bounds.
+values; it is not a bound. Where a ratio goal is MISSED, the fluid limit's ratio is shown as
+its bound (no scheduler goes below it), and the hindsight placement's beside it (placing once
+with no moves; not a bound).
 """
 
 

@@ -4,10 +4,11 @@ Covered: each sweep goal is MET where its interval clears it (at its limit), MIS
 interval lies wholly on the wrong side, UNDECIDED where it straddles the goal, and counts are
 MET or MISSED; worse than requests allows only a deschedule rule that accounts for the loss and
 names every cause; ours fed true values (the clairvoyant) is shown beside ours as what it is,
-never as a bound and never judged in its place; a MISSED ratio shows the fluid limit's and the
-hindsight's ratios as bounds; a sweep.json without intervals is judged on its counts alone; a
-missing figure is NOT JUDGED and counted apart; the named-scenario goals need intervals that do
-not overlap, and only the scenarios run are given.
+never as a bound and never judged in its place; a MISSED ratio shows the fluid limit's ratio as
+its bound and the hindsight's beside it; a sweep.json without intervals is judged on its counts
+alone; a missing figure is NOT JUDGED and counted apart; an interval over one scenario decides
+nothing; the named-scenario goals need intervals that do not overlap, and only the scenarios run
+are given.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def test_ours_fed_true_values_is_shown_as_what_it_is_and_judged_nowhere() -> Non
     assert not any("misses it too" in g.line() or "bound" in g.line() for g in goals)
 
 
-def test_a_missed_ratio_shows_the_fluid_limit_and_the_hindsight_as_bounds() -> None:
+def test_a_missed_ratio_shows_the_fluid_limit_as_its_bound_and_the_hindsight_beside() -> None:
     verdict = _set(_verdict(), _LOST, _estimate(0.95, 0.9, 1.0))
     verdict["references"] = {
         "limit": {"population": {"work_lost_vs_requests": _estimate(0.88, 0.86, 0.9)}},
@@ -175,10 +176,10 @@ def test_a_missed_ratio_shows_the_fluid_limit_and_the_hindsight_as_bounds() -> N
     lost = sweep_goals(verdict)[0]
     assert lost.met is MISSED
     assert lost.line().endswith(
-        "; bounds: the fluid limit 0.88x (0.86x to 0.90x) over 30 scenarios, "
-        "hindsight 0.92x (0.90x to 0.95x) over 30 scenarios"
+        "; bound: the fluid limit 0.88x (0.86x to 0.90x) over 30 scenarios; "
+        "the hindsight placement (no moves) 0.92x (0.90x to 0.95x) over 30 scenarios"
     )
-    assert "bounds" not in sweep_goals(_verdict())[0].line()  # only where it is MISSED
+    assert "bound" not in sweep_goals(_verdict())[0].line()  # only where it is MISSED
 
 
 def test_a_sweep_json_without_intervals_is_judged_on_its_counts_alone() -> None:
