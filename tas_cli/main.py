@@ -8,14 +8,18 @@ shims run `main` too.
 Only the chosen subcommand's module is imported, so `tas extender` starts without the
 simulator's numpy and matplotlib or the dashboard, and a cluster image carries only the base
 install. A command that needs an extra (`EXTRAS`, the `[project.optional-dependencies]` of
-pyproject.toml) says which one to install, exit 2, before anything imports what is missing.
+pyproject.toml) says which one to install (from the clone: the project is on no index), exit
+2, before anything imports what is missing. An option a command does not have is refused with
+that command's usage and the option meant (`_refuse_unknown`), not `tas`'s usage alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.util
+import re
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -25,6 +29,9 @@ if TYPE_CHECKING:
     from tas_cli.tas_compat import Component
 
 DISTRIBUTION = "telemetry-aware-scheduling"
+#: How to install an extra: the project is on no package index, so from a clone (`make deps`
+#: installs every extra into .venv).
+INSTALL_EXTRA = "from the clone, make deps (or .venv/bin/pip install -e '.[{extra}]')"
 
 
 class CommandModule(Protocol):
@@ -123,7 +130,7 @@ def build_parser(*, load: Collection[str] | None = None) -> argparse.ArgumentPar
         description="Telemetry-aware scheduling: extender, policy controller and descheduler.",
         epilog="Extras: "
         + "; ".join(needs)
-        + f" (pip install '{DISTRIBUTION}[EXTRA]'). The others run on the base install.",
+        + f" ({INSTALL_EXTRA.format(extra='EXTRA')}). The others run on the base install.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
@@ -146,6 +153,39 @@ def _fill(parser: argparse.ArgumentParser, command: Command) -> argparse.Argumen
     return parser
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, unknown: Sequence[str]) -> None:
+    """Exit 2 with the command's own usage, naming for each unknown option the closest one
+    (`--policy`: `--policies`), else those whose help or value speaks of it (`--port`:
+    `--listen HOST:PORT`, `--dashboard HOST:PORT`), else the arguments the command takes
+    instead (`tas validate FILE|DIR|-`)."""
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for said in unknown:
+        if not said.startswith("-"):
+            continue
+        flag = said.split("=", 1)[0]
+        word = flag.lstrip("-").lower()
+        close = difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+        about = [
+            f"{a.option_strings[-1]} {a.metavar}"
+            if isinstance(a.metavar, str)
+            else a.option_strings[-1]
+            for a in parser._actions
+            if a.option_strings
+            and re.search(rf"\b{re.escape(word)}", f"{a.metavar or ''} {a.help or ''}".lower())
+        ]
+        positional = [a.metavar or a.dest for a in parser._actions if not a.option_strings]
+        if close:
+            hints.append(f"{flag}: did you mean {close[0]}?")
+        elif about and word:
+            hints.append(f"{flag}: no such option; see {', '.join(about[:3])}")
+        elif positional:
+            takes = " ".join(str(p) for p in positional)
+            hints.append(f"{flag}: no such option; {parser.prog} takes {takes}")
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    parser.error("; ".join([message, *hints]))
+
+
 def missing_modules(extra: str) -> list[str]:
     """The modules of `extra` that cannot be imported here (found without importing them)."""
     return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
@@ -164,14 +204,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(
             f"tas {chosen}: needs the [{extra}] extra ({', '.join(missing)} not installed): "
-            f"pip install '{DISTRIBUTION}[{extra}]'",
+            + INSTALL_EXTRA.format(extra=extra),
             file=sys.stderr,
         )
         return 2
     parser = build_parser(load=() if chosen is None else (chosen,))
     component = next((c for c in TAS_COMPONENTS if chosen == c), None)
     if component is None:
-        args = parser.parse_args(arguments)
+        args, unknown = parser.parse_known_args(arguments)
+        if unknown:
+            # argparse says it with `tas`'s usage: the command's usage is the one to read.
+            _refuse_unknown(command_parser(chosen) if chosen else parser, unknown)
     else:
         from tas_cli import common  # with the component, which imports it anyway
 

@@ -24,7 +24,6 @@ import argparse
 import difflib
 import logging
 import multiprocessing
-import os
 import shlex
 import signal
 import sys
@@ -270,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         bar.done()
         print(f"tas simulate: {error}", file=sys.stderr)
         return 2
-    except BrokenProcessPool:
+    except (KeyboardInterrupt, BrokenProcessPool):
         if not ctrl_c.pressed.is_set():
             raise
         return INTERRUPTED
@@ -306,44 +305,55 @@ INTERRUPTED = 130
 
 
 class CtrlC:
-    """Ctrl-C while the runs go: stop within a moment, quietly. The terminal sends SIGINT to
-    every process of the command; left alone, each worker printed its traceback and the pool
-    waited for the runs under way (seconds). Here SIGINT is ignored while the runs go (the
-    workers, spawned meanwhile, inherit that: they never see it) and blocked in this process,
-    where a blocked signal is kept pending even when ignored, for one thread that waits for it:
-    it says so once and terminates the workers; the main thread, its pool broken, returns
-    `INTERRUPTED`. With no worker (the runs in this process) there is nothing to finish, and
-    the thread exits at once."""
+    """Ctrl-C while the runs go: stop within a moment, quietly (one line, exit `INTERRUPTED`).
 
-    #: How long the main thread gets to wind down the broken pool before the exit is forced.
-    GRACE_SECONDS = 1.5
+    The terminal sends SIGINT to every process of the command: left alone, each worker printed
+    its traceback and the pool waited for the runs under way (seconds). So SIGINT is ignored
+    while the pool's workers start (they inherit that, and never see it); once they are up, a
+    signal to the main thread (SIGUSR1: only the main thread may set a handler) installs the
+    handler that says so, terminates the workers and ends the wait (`KeyboardInterrupt`)."""
+
+    #: How long the workers may take to start before Ctrl-C is listened to anyway.
+    START_SECONDS = 3.0
 
     def __init__(self) -> None:
         self.pressed = threading.Event()
         self._done = threading.Event()
 
     def __enter__(self) -> CtrlC:
-        self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        self._handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        threading.Thread(target=self._wait, name="ctrl-c", daemon=True).start()
+        self._sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self._sigusr1 = signal.signal(signal.SIGUSR1, self._listen)
+        main = threading.main_thread().ident
+        assert main is not None
+        threading.Thread(target=self._started, args=(main,), name="ctrl-c", daemon=True).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._done.set()
-        signal.signal(signal.SIGINT, self._handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+        signal.signal(signal.SIGINT, self._sigint)
+        signal.signal(signal.SIGUSR1, self._sigusr1)
 
-    def _wait(self) -> None:
-        signal.sigwait({signal.SIGINT})
-        if self._done.is_set():
+    def _started(self, main: int) -> None:
+        """Wait for the workers to be up (their number steady), then have Ctrl-C listened to."""
+        seen, steady, waited = -1, 0, 0.0
+        while not self._done.wait(0.1) and steady < 3 and waited < self.START_SECONDS:
+            count = len(multiprocessing.active_children())
+            steady = steady + 1 if count == seen and count > 0 else 0
+            seen, waited = count, waited + 0.1
+        if not self._done.is_set():
+            signal.pthread_kill(main, signal.SIGUSR1)
+
+    def _listen(self, signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, self._interrupted)
+
+    def _interrupted(self, signum: int, frame: object) -> None:
+        if self.pressed.is_set():
             return
         self.pressed.set()
         print("\ntas simulate: interrupted; nothing written", file=sys.stderr, flush=True)
-        workers = multiprocessing.active_children()
-        for child in workers:
+        for child in multiprocessing.active_children():
             child.terminate()
-        if not workers or not self._done.wait(self.GRACE_SECONDS):
-            os._exit(INTERRUPTED)
+        raise KeyboardInterrupt
 
 
 def _shown(path: Path) -> str:

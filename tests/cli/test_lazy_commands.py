@@ -4,9 +4,10 @@ Covered: a real `tas extender` process, serving and answering a filter request, 
 numpy, matplotlib, selenium or the dashboard (what a cluster pod carries is the base install);
 `tas --help` imports no command's module, yet lists every command with its help line (as with
 every module loaded), and which commands need which extra; a command whose extra is missing
-(its modules blocked as if not installed) exits 2 with one line naming the extra to install,
-and no traceback, while the cluster's commands still run; `tas_cli.main.EXTRAS` names the modules
-pyproject.toml's extras install.
+(its modules blocked as if not installed) exits 2 with one line naming the extra and how to
+install it from the clone (the project is on no package index), and no traceback, while the
+cluster's commands still run; `tas_cli.main.EXTRAS` names the modules pyproject.toml's extras
+install.
 
 A process's modules are read by a small runner (`RUNNER`) that records `sorted(sys.modules)`
 at exit, after `tas_cli.main.main` has run with the given arguments.
@@ -100,6 +101,8 @@ def test_tas_help_imports_no_command_s_module_and_lists_every_command(tmp_path: 
         assert f"\n    {name} " in done.stdout or f"\n    {name}\n" in done.stdout, name
     said = " ".join(done.stdout.split())
     assert "tas run needs [demo]; tas simulate and tas sweep need [sim]" in said
+    assert "make deps (or .venv/bin/pip install -e '.[EXTRA]')" in said
+    assert "telemetry-aware-scheduling[" not in said
 
 
 def test_the_help_lines_of_the_lazy_parser_are_the_ones_the_modules_register() -> None:
@@ -132,7 +135,9 @@ def test_a_command_whose_extra_is_missing_says_which_extra_to_install(
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"tas {args[0]}: needs the [{extra}] extra (")
-    assert line.endswith(f"pip install 'telemetry-aware-scheduling[{extra}]'")
+    # What works from a clone: the project is on no package index.
+    assert line.endswith(f"from the clone, make deps (or .venv/bin/pip install -e '.[{extra}]')")
+    assert "telemetry-aware-scheduling[" not in line
     assert all(name in line for name in blocked)
 
 
