@@ -112,6 +112,7 @@ class CertificateReloader:
         self._tried: _Version | None = version
         if metrics is not None:
             metrics.served(self.certificate, reloaded=False)
+        self._record_ca(version.read)
 
     def check(self) -> bool:
         """Load the files into the context if they changed since the last check; True when
@@ -148,7 +149,17 @@ class CertificateReloader:
         log.info("Serving the renewed certificate %s (%s)", self.files.cert, _describe(certificate))
         if self._metrics is not None:
             self._metrics.served(certificate, reloaded=True)
+        self._record_ca(version.read)
         return True
+
+    def _record_ca(self, read: TLSFiles) -> None:
+        """The CA's expiry for its alert (the context has loaded it, so it parses)."""
+        if self._metrics is None or read.cacert is None:
+            return
+        try:
+            self._metrics.trusted(read_certificate(read.cacert.read_bytes()))
+        except (OSError, CertificateFormatError) as error:
+            log.warning("Cannot read the expiry of the CA %s: %s", self.files.cacert, error)
 
     async def watch(self) -> None:
         """`check()` every `period` seconds, until cancelled (when the server stops)."""

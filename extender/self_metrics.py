@@ -72,6 +72,12 @@ class CertificateMetrics:
             "When the certificate the extender serves expires (its notAfter, Unix seconds). "
             "A renewed certificate that fails to load leaves the old one, and its date, here.",
         )
+        self.ca_expiry = metrics.gauge(
+            "tas_extender_ca_certificate_expiry_timestamp_seconds",
+            "When the CA the extender checks client certificates with (--cacert, its first "
+            "certificate) expires (notAfter, Unix seconds): kube-scheduler's certificate stops "
+            "verifying then, whatever its own date.",
+        )
         self.reloads = metrics.counter(
             "tas_extender_certificate_reloads_total",
             "Changes of the certificate files, by result: loaded (served on new connections "
@@ -85,6 +91,9 @@ class CertificateMetrics:
         self.expiry.set(certificate.not_after)
         if reloaded:
             self.reloads.labels("loaded").inc()
+
+    def trusted(self, ca: CertificateInfo) -> None:
+        self.ca_expiry.set(ca.not_after)
 
     def reload_failed(self) -> None:
         self.reloads.labels("failed").inc()

@@ -25,6 +25,9 @@ from types import TracebackType
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from extender.tls import client_certificate
 
 #: glibc `mallopt` parameters (malloc.h).
 _M_TRIM_THRESHOLD = -1
@@ -86,6 +89,24 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
+class ClientCertificateProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP protocol, with the TLS peer certificate's name and expiry in every
+    request's scope (`scope["extensions"]["tls"]`, `extender.tls.client_certificate`), for
+    `extender.tls.ClientNameGuard`."""
+
+    _tls: dict[str, Any] | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._tls = client_certificate(transport)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._tls is not None:
+            extensions: dict[str, dict[object, object]] = {"tls": dict(self._tls.items())}
+            self.scope["extensions"] = extensions
+
+
 class ExtenderServer:
     """One uvicorn server on one pre-bound socket."""
 
@@ -116,6 +137,7 @@ class ExtenderServer:
             log_config=None,
             # uvicorn's own context has no minimum TLS version; the factory hands it ours.
             ssl_context_factory=factory,
+            http=ClientCertificateProtocol if ssl_context is not None else "auto",
             timeout_graceful_shutdown=shutdown_timeout,
         )
         self.server: uvicorn.Server = _Server(self.config, background)

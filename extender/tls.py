@@ -1,7 +1,9 @@
 """TLS for the extender: HTTPS with TLS 1.2 or newer, and mTLS when a CA file is given.
 
 TAS serves HTTPS only and requires client certificates; this project does the same when given
-`--cert --key --cacert`. Plain HTTP must be asked for explicitly (`--insecure-http`). HTTPS
+`--cert --key --cacert`, and with `--client-cert-names` it accepts filter and prioritize only
+from the named client certificates (kube-scheduler's), not from any the CA signed
+(`ClientNameGuard`). Plain HTTP must be asked for explicitly (`--insecure-http`). HTTPS
 without `--cacert` authenticates no client: the command line logs a warning, and a TAS command
 line keeps TAS's `--cacert` default (tas_cli.tas_compat), so it still requires client certificates.
 
@@ -11,9 +13,15 @@ Errors:
 
 from __future__ import annotations
 
+import asyncio
+import json
 import ssl
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 
 class TLSConfigError(ValueError):
@@ -84,3 +92,103 @@ def load_tls_files(
             context.load_verify_locations(cafile=source.cacert)
         except (ssl.SSLError, OSError) as error:
             raise TLSConfigError(f"cannot load the CA file {files.cacert}: {error}") from error
+
+
+# ------------------------------------------------------------ client certificate names
+#
+# With --cacert every certificate the CA signed passes the handshake: kube-scheduler's, and the
+# Prometheus scraper's too. Python's ssl module offers no hook into the handshake, so the name
+# is checked per request: `extender.server` puts the peer certificate's name and
+# expiry into the ASGI scope (the ASGI TLS extension's `client_cert_name`), and
+# `ClientNameGuard` refuses the scheduling verbs (403) to any other name, and records the
+# expiry of every client certificate it sees, so an expiring kube-scheduler certificate is
+# alerted on before kube-scheduler is locked out (and skips the extender, `ignorable: true`).
+
+#: The paths only kube-scheduler calls: the extender verbs.
+SCHEDULING_PATHS = frozenset({"/scheduler/filter", "/scheduler/prioritize"})
+
+
+def client_certificate(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
+    """The ASGI TLS extension entries for a connection's verified peer certificate:
+    `client_cert_name` (its subject's commonName, "" when it has none) and
+    `client_cert_not_after` (Unix seconds); None without a peer certificate."""
+    peer = transport.get_extra_info("peercert")
+    if not peer:
+        return None
+    names = [value for rdn in peer.get("subject", ()) for key, value in rdn if key == "commonName"]
+    not_after = peer.get("notAfter")
+    return {
+        "client_cert_name": names[0] if names else "",
+        "client_cert_not_after": ssl.cert_time_to_seconds(not_after) if not_after else None,
+    }
+
+
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]],
+    Awaitable[None],
+]
+
+
+class ClientNameGuard:
+    """ASGI middleware: the scheduling verbs only from a client certificate whose name is in
+    `allowed` (when `enforce`); other paths (probes, /metrics) from any certificate the CA
+    signed. Each client certificate's expiry is a gauge by name (`tas_extender_client_
+    certificate_expiry_timestamp_seconds`), for the alert, enforced or not."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed: Collection[str],
+        registry: CollectorRegistry,
+        enforce: bool = True,
+        paths: Collection[str] = SCHEDULING_PATHS,
+    ) -> None:
+        self.app = app
+        self.enforce = enforce
+        self.allowed = frozenset(allowed)
+        self.paths = frozenset(paths)
+        self.expiry = Gauge(
+            "tas_extender_client_certificate_expiry_timestamp_seconds",
+            "When each client certificate the extender has seen expires (its notAfter, Unix "
+            "seconds), by its subject's common name: kube-scheduler's, Prometheus's scraper's.",
+            ["name"],
+            registry=registry,
+        )
+        self.refused = Counter(
+            "tas_extender_client_name_refusals",
+            "Scheduling requests refused because the client certificate's name is not one "
+            "--client-cert-names allows.",
+            registry=registry,
+        )
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        tls = (scope.get("extensions") or {}).get("tls") or {}
+        name = tls.get("client_cert_name")
+        if name is not None and tls.get("client_cert_not_after") is not None:
+            self.expiry.labels(name).set(tls["client_cert_not_after"])
+        if self.enforce and scope.get("path") in self.paths and name not in self.allowed:
+            self.refused.inc()
+            shown = "no client certificate" if name is None else f"client certificate {name!r}"
+            body = json.dumps(
+                {"error": f"{shown} may not call {scope.get('path')}: the extender accepts "
+                 f"scheduling requests only from {', '.join(sorted(self.allowed))}"}
+            ).encode()  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)

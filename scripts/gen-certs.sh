@@ -6,8 +6,12 @@
 #   client.crt/.key         kube-scheduler's client certificate
 #   scraper.crt/.key        Prometheus's client certificate, to scrape the extender's /metrics
 #                           (which sits behind the same mTLS port)
+#   adapter.crt/.key        deploy/metrics-pipeline's prometheus-adapter's serving certificate
+#                           (tas-prometheus-adapter in --adapter-namespace), so that its
+#                           APIService trusts it through caBundle (ca.crt), not blindly
 #
-# Usage: scripts/gen-certs.sh [--namespace NS] [--service NAME] [--days N] [--ca-days N] OUT_DIR
+# Usage: scripts/gen-certs.sh [--namespace NS] [--service NAME] [--adapter-namespace NS]
+#                             [--days N] [--ca-days N] OUT_DIR
 #
 # The three leaf certificates last --days (365); the CA lasts --ca-days (3650), which must be
 # longer, so that new leaves can be signed while the old ones still work and the CA never
@@ -22,9 +26,10 @@ namespace=telemetry-aware-scheduling
 service=tas-extender
 days=365
 ca_days=3650
+adapter_namespace=monitoring
 
 prog=gen-certs
-usage_lines=19
+usage_lines=23
 
 take_option() {
     taken=2
@@ -33,6 +38,7 @@ take_option() {
     --service) service=${2-} ;;
     --days) days=${2-} ;;
     --ca-days) ca_days=${2-} ;;
+    --adapter-namespace) adapter_namespace=${2-} ;;
     *) return 1 ;;
     esac
 }
@@ -50,6 +56,8 @@ out=$1
 
 [[ $namespace =~ $dns_label ]] || fail "namespace must be a DNS label, got: $namespace"
 [[ $service =~ $dns_label ]] || fail "service must be a DNS label, got: $service"
+[[ $adapter_namespace =~ $dns_label ]] ||
+    fail "adapter-namespace must be a DNS label, got: $adapter_namespace"
 [[ $days =~ ^[1-9][0-9]{0,4}$ ]] || fail "days must be a whole number from 1 to 99999, got: $days"
 [[ $ca_days =~ ^[1-9][0-9]{0,4}$ ]] ||
     fail "ca-days must be a whole number from 1 to 99999, got: $ca_days"
@@ -114,6 +122,18 @@ openssl req -new -sha256 -key "$out/scraper.key" -out "$work/scraper.csr" \
 cp "$work/client.ext" "$work/scraper.ext"
 sign scraper
 
-chmod 0644 "$out/ca.crt" "$out/extender.crt" "$out/client.crt" "$out/scraper.crt"
-printf 'gen-certs: wrote ca, extender (%s), client and scraper certificates to %s\n' \
-    "$fqdn" "$out" >&2
+# --- prometheus-adapter (server, for the API server's aggregation layer) ----------------------------
+adapter="tas-prometheus-adapter.$adapter_namespace.svc"
+new_key "$out/adapter.key"
+openssl req -new -sha256 -key "$out/adapter.key" -out "$work/adapter.csr" -subj "/CN=$adapter"
+{
+    printf 'basicConstraints=critical,CA:FALSE\n'
+    printf 'keyUsage=critical,digitalSignature,keyEncipherment\n'
+    printf 'extendedKeyUsage=serverAuth\n'
+    printf 'subjectAltName=DNS:%s,DNS:%s\n' "$adapter" "$adapter.cluster.local"
+} >"$work/adapter.ext"
+sign adapter
+
+chmod 0644 "$out/ca.crt" "$out/extender.crt" "$out/client.crt" "$out/scraper.crt" "$out/adapter.crt"
+printf 'gen-certs: wrote ca, extender (%s), client, scraper and adapter (%s) certificates to %s\n' \
+    "$fqdn" "$adapter" "$out" >&2

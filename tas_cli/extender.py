@@ -19,14 +19,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
 from extender.cert_reload import CertificateReloader
 from extender.self_metrics import CertificateMetrics
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
-from extender.tls import TLSConfigError, tls_files
+from extender.tls import ClientNameGuard, TLSConfigError, tls_files
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.calibration.curve import CurveLearner
 from tas.clock import SYSTEM_CLOCK
@@ -79,6 +79,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="CA bundle (PEM): require client certificates signed by it (mTLS)",
+    )
+    parser.add_argument(
+        "--client-cert-names",
+        type=lambda text: tuple(n.strip() for n in text.split(",") if n.strip()),
+        default=(),
+        metavar="NAME[,NAME...]",
+        help="accept /scheduler/filter and /scheduler/prioritize only from client certificates "
+        "with one of these common names (kube-scheduler's; scripts/gen-certs.sh makes "
+        "tas-kube-scheduler); needs --cacert. Default: any certificate the CA signed",
     )
     parser.add_argument(
         "--score-mode",
@@ -245,6 +254,7 @@ class ExtenderCommandSettings:
     cert: Path | None
     key: Path | None
     cacert: Path | None
+    client_cert_names: tuple[str, ...]
     #: What the application is built with (`extender.settings`).
     app: ExtenderSettings
     placements: PlacementSettings
@@ -356,11 +366,19 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             servers=tracker.servers if tracker is not None else None,
             caches_synced=(lambda: cluster.wait_synced(0)) if cluster is not None else None,
         )
+        served: Any = app
+        if reloader is not None:  # HTTPS: each client certificate's name and expiry
+            served = ClientNameGuard(
+                app,
+                allowed=settings.client_cert_names,
+                registry=registry,
+                enforce=bool(settings.client_cert_names),
+            )
         tune_allocator(largest_body=settings.app.max_body_bytes)
         server = common.bind(
             settings.listen,
             lambda host, port: ExtenderServer(
-                app,
+                served,
                 host=host,
                 port=port,
                 ssl_context=reloader.context if reloader is not None else None,
@@ -411,6 +429,11 @@ def _server_tls(
         )
     except TLSConfigError as error:
         raise common.SetupError(str(error)) from error
+    if settings.client_cert_names and (files is None or files.cacert is None):
+        raise common.SetupError(
+            "--client-cert-names needs --cacert: without client certificates there is no name "
+            "to check"
+        )
     if files is None:
         log.warning("Serving plain HTTP (--insecure-http): for development only")
     elif files.cacert is None:
@@ -418,6 +441,11 @@ def _server_tls(
             "Serving HTTPS WITHOUT client authentication (no --cacert): anyone who reaches the "
             "port can call the extender. Give --cacert FILE to require kube-scheduler's client "
             "certificate, as TAS did"
+        )
+    elif not settings.client_cert_names:
+        log.warning(
+            "Any client certificate the CA signed may call filter and prioritize: give "
+            "--client-cert-names with kube-scheduler's certificate name to allow it alone"
         )
     return reloader
 

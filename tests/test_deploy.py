@@ -93,6 +93,7 @@ TAS_FLAGS: dict[str, dict[str, bool]] = {
         "--cert": True,
         "--key": True,
         "--cacert": True,
+        "--client-cert-names": True,
         "--sync-period": True,
         "--metric-max-age": True,
         "--score-mode": True,
@@ -501,6 +502,9 @@ def test_the_extender_serves_mtls_in_the_cluster_and_plain_http_only_in_compose(
     for flag in ("--cert", "--key", "--cacert"):
         assert str(Path(args[args.index(flag) + 1]).parent) in mounts
     assert args[args.index("--listen") + 1].endswith(":9001")
+    # Only kube-scheduler's certificate, as scripts/gen-certs.sh names it, may filter.
+    assert args[args.index("--client-cert-names") + 1] == "tas-kube-scheduler"
+    assert '-subj "/CN=tas-kube-scheduler"' in GEN_CERTS.read_text(encoding="utf-8")
     compose = _compose()["services"]["extender"]
     assert "--insecure-http" in compose["command"]
     assert all(str(p).startswith("127.0.0.1:") for p in compose["ports"])

@@ -578,6 +578,7 @@ def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_rol
             "--cert": None,
             "--key": None,
             "--cacert": None,
+            "--client-cert-names": None,
         },
         add=["--insecure-http", "--kubeconfig", str(demo.kubeconfig(account))],
         directory=demo.directory,

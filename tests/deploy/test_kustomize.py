@@ -555,3 +555,35 @@ def test_the_adapter_s_directory_takes_no_api_service_over() -> None:
     assert target["port"] in {p["port"] for p in service["spec"]["ports"]}
     kustomization = yaml.safe_load((adapter / "kustomization.yaml").read_text(encoding="utf-8"))
     assert "apiservice.yaml" not in kustomization["resources"]
+
+
+def test_the_api_server_verifies_the_adapter_s_certificate_against_your_ca() -> None:
+    """No `insecureSkipTLSVerify`: the adapter serves gen-certs' adapter certificate from a
+    Secret, for its Service's name, and the guide gives the APIService your CA as `caBundle`
+    right after creating it."""
+    adapter = DEPLOY / "metrics-pipeline" / "prometheus-adapter"
+    (apiservice,) = yaml.safe_load_all((adapter / "apiservice.yaml").read_text(encoding="utf-8"))
+    assert "insecureSkipTLSVerify" not in apiservice["spec"]
+    objects = rendered(adapter)
+    deployment = find(objects, "Deployment", "tas-prometheus-adapter")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = dict(a.split("=", 1) for a in container["args"] if "=" in a)
+    assert "--cert-dir" not in args
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "serving-cert"]
+    assert args["--tls-cert-file"] == f"{mount['mountPath']}/tls.crt"
+    assert args["--tls-private-key-file"] == f"{mount['mountPath']}/tls.key"
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "serving-cert"]
+    secret = volume["secret"]["secretName"]
+    guide = (DEPLOY.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    namespace = apiservice["spec"]["service"]["namespace"]
+    assert f"kubectl -n {namespace} create secret tls {secret}" in guide
+    gen_certs = (DEPLOY.parent / "scripts" / "gen-certs.sh").read_text(encoding="utf-8")
+    assert f'adapter="{apiservice["spec"]["service"]["name"]}.$adapter_namespace.svc"' in gen_certs
+    create = "kubectl create -f deploy/metrics-pipeline/prometheus-adapter/apiservice.yaml"
+    patch = "kubectl patch apiservice v1beta1.custom.metrics.k8s.io --type merge"
+    assert guide.count(create) == guide.count(patch) >= 1
+    for block_after in guide.split(create)[1:]:  # the same code block: right after it
+        rest_of_block = block_after.split("```")[0]
+        assert patch in rest_of_block
+        assert "caBundle" in rest_of_block
