@@ -158,7 +158,7 @@ def parse_scale(body: bytes, content_type: str | None, *, most: int) -> Scale:
     _only(data, "replicas")
     number = _number(data, "replicas")
     if not number.is_integer() or not 0 <= number <= most:
-        raise ControlError(422, f"'replicas' must be a whole number 0..{most}")
+        raise ControlError(422, f"'replicas' must be a whole number 0..{most}, not {number:g}")
     return Scale(int(number))
 
 

@@ -19,6 +19,7 @@ A pod's usage comes from its owner's profile; a stress pod carries its cores in 
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import random
@@ -62,6 +63,17 @@ class DemoError(Exception):
     def __init__(self, message: str, *, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+def unknown(kind: str, name: str, known: Iterable[str]) -> DemoError:
+    """A 404 for a name the demo does not have, in words: the closest known one (whatever the
+    case typed) and every one, so a typo is fixed without a second look."""
+    names = sorted(known)
+    lowered = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    guess = f" (did you mean {lowered[close[0]]}?)" if close else ""
+    listed = f"; the {kind}s: {', '.join(names)}" if names else ""
+    return DemoError(f"no {kind} named {name!r}{guess}{listed}", status=404)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +270,8 @@ class DemoWorld:
         the previous count."""
         workload = next((w for w in WORKLOADS.values() if w.name == name), None)
         if workload is None:
-            raise DemoError(f"no deployment named {name!r}", status=404)
+            # "workload", the page's word (its Workloads panel), not the Kubernetes kind.
+            raise unknown("workload", name, (w.name for w in WORKLOADS.values()))
         if workload.daemon:
             raise DemoError(f"{name} is a DaemonSet: one pod per node, not scalable", status=409)
         if isinstance(replicas, bool) or not 0 <= replicas <= MAX_REPLICAS:
@@ -326,7 +339,8 @@ class DemoWorld:
         try:
             return self.cluster.get_node(NodeName(node))
         except NotFoundError:
-            raise DemoError(f"no node named {node!r}", status=404) from None
+            known = (str(n.name) for n in self.cluster.list_nodes())
+            raise unknown("node", node, known) from None
 
     def _free_suffix(self, workload: Workload) -> str:
         alphabet = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes' name generator uses

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from inmemory.demo import DemoError
+from inmemory.demo import DemoError, unknown
 from inmemory.live_telemetry import NodeLoad, TelemetryStep
 from simulator.report import table
 from simulator.runner import Run
@@ -144,7 +144,7 @@ class ScenarioControls:
         world = self._world
         index = world.workload_index.get(name)
         if index is None:
-            raise DemoError(f"no deployment named {name!r}", status=404)
+            raise unknown("workload", name, world.workload_index)
         spec = world.scenario.workloads[index]
         if spec.kind == "DaemonSet":
             raise DemoError(f"{name} is a DaemonSet: one pod per node, not scalable", status=409)
@@ -172,4 +172,5 @@ class ScenarioControls:
         try:
             self.cluster.get_node(NodeName(node))
         except NotFoundError:
-            raise DemoError(f"no node named {node!r}", status=404) from None
+            known = (str(n.name) for n in self.cluster.list_nodes())
+            raise unknown("node", node, known) from None

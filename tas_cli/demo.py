@@ -2,7 +2,9 @@
 
 `make run` serves its controls as a JSON API (docs/dashboard.md); these commands call it, so
 everything a newcomer can click can be scripted too (`tas set-health` writes the metric itself).
-The API validates every request; a refusal is printed with its reason and exits 1.
+The API validates every request; a refusal is printed in words (its reason: a name the demo
+does not have comes with the closest one and the list, as the page words it, "workloads") and
+exits 1.
 
 Which `make run`: `--url`, given before or after the action (`tas demo --url U scale ...` and
 `tas demo scale ... --url U` alike), else `TAS_DEMO_URL`, else the default address.
@@ -75,5 +77,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(answer))
         return 0
     reason = answer.get("error", answer) if isinstance(answer, dict) else answer
-    print(f"tas demo: {response.status_code}: {reason}", file=sys.stderr)
+    # In words only: the reason says what was wrong (the status code is for scripts).
+    print(f"tas demo {args.action}: {reason}", file=sys.stderr)
     return 1

@@ -216,7 +216,7 @@ def bad(
         bad("POST", SCALE, b'{"replicas": 2.5}', 422, "whole number", id="fractional replicas"),
         bad("POST", SCALE, b'{"replicas": -1}', 422, "0..40", id="negative replicas"),
         bad("POST", "/api/workloads/nope/scale", b'{"replicas": 1}', 404,
-            "no deployment named 'nope'", id="unknown workload"),
+            "no workload named 'nope'; the workloads: ", id="unknown workload"),
         bad("POST", "/api/workloads/node-agent/scale", b'{"replicas": 1}', 409, "DaemonSet",
             id="DaemonSet"),
         bad("GET", HEALTH, b"", 405, "Method Not Allowed", id="wrong method"),
