@@ -21,7 +21,10 @@ Covered:
   namespace the kustomization does not own, and the CRD is deleted only under "Removing the
   TASPolicies, on purpose", after a copy of the policies is kept;
 - the APIService of deploy/metrics-pipeline/prometheus-adapter is created, never applied, in
-  both guides, after `kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml`.
+  both guides, after `kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml`;
+- every Secret a pod or a ServiceMonitor of each install directory reads is created by the
+  guide's commands in the reader's namespace (the Operator's ServiceMonitor reads the scrape
+  certificate in telemetry-aware-scheduling, the standalone Prometheus in monitoring).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -401,3 +405,47 @@ def test_the_kube_prometheus_stack_component_is_documented_with_its_release() ->
         "prometheus-k8s-tas-components",
     ):
         assert needed in text, needed
+
+
+def _created_secrets(text: str) -> set[tuple[str, str]]:
+    """(namespace, name) of every Secret the guide's commands create."""
+    return set(re.findall(r"kubectl -n ([\w-]+) create secret (?:generic|tls) ([\w-]+)", text))
+
+
+def _secrets_read(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(namespace, Secret, reader) for every Secret a pod mounts or a ServiceMonitor reads."""
+    found: set[tuple[str, str, str]] = set()
+    for obj in objects:
+        namespace = obj["metadata"].get("namespace", "")
+        reader = f"{obj['kind']} {obj['metadata']['name']}"
+        if obj["kind"] == "Deployment":
+            for volume in obj["spec"]["template"]["spec"].get("volumes") or []:
+                if "secret" in volume:
+                    found.add((namespace, volume["secret"]["secretName"], reader))
+        if obj["kind"] == "ServiceMonitor":
+            for endpoint in obj["spec"]["endpoints"]:
+                tls = endpoint.get("tlsConfig") or {}
+                for ref in (tls.get("ca", {}).get("secret"), tls.get("cert", {}).get("secret"),
+                            tls.get("keySecret")):  # fmt: skip
+                    if ref:
+                        found.add((namespace, ref["name"], reader))
+    return found
+
+
+@pytest.mark.parametrize(
+    "directory",
+    [
+        "cluster",
+        "monitoring",
+        "kube-prometheus-stack",
+        "metrics-pipeline",
+        "metrics-pipeline/prometheus-adapter",
+    ],
+)
+def test_every_secret_a_profile_reads_is_created_by_the_guide_in_the_reader_s_namespace(
+    directory: str,
+) -> None:
+    created = _created_secrets(GUIDE.read_text(encoding="utf-8"))
+    read = _secrets_read(rendered(ROOT / "deploy" / directory))
+    missing = {(ns, name, who) for ns, name, who in read if (ns, name) not in created}
+    assert not missing, f"read but never created there: {sorted(missing)}"
