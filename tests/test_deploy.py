@@ -70,6 +70,7 @@ from tas.policies.model import parse_policy
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 GEN_CERTS = ROOT / "scripts" / "gen-certs.sh"
+IMAGE_SCRIPT = ROOT / "scripts" / "image.sh"
 SET_HEALTH = DEPLOY / "health-metric-demo" / "set-health.sh"
 NAMESPACE = "telemetry-aware-scheduling"
 #: The image's name in the three Deployments: a placeholder that deploy/cluster/kustomization.yaml
@@ -1066,6 +1067,62 @@ def test_gen_certs_refuses_a_ca_that_would_not_outlive_its_certificates(
 def test_the_certificates_directory_is_ignored_by_git() -> None:
     ignored = _run(["git", "check-ignore", "-q", "tas-certs/ca.key"], cwd=ROOT)
     assert ignored.returncode == 0
+
+
+def _recording_tools(directory: Path) -> dict[str, str]:
+    """`docker` and `kind` that record their arguments (one line per call) and succeed: what
+    scripts/image.sh runs, without a daemon here."""
+    directory.mkdir()
+    for tool in ("docker", "kind"):
+        script = directory / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> "{directory}/calls"\n')
+        script.chmod(0o755)
+    return {"PATH": f"{directory}:/usr/bin:/bin"}
+
+
+def test_one_command_builds_the_image_under_the_installed_name_and_loads_it_into_kind(
+    tmp_path: Path,
+) -> None:
+    # deploy/cluster then finds it in the nodes, with no file edited.
+    images = yaml.safe_load((DEPLOY / "cluster" / "kustomization.yaml").read_text())["images"]
+    (image,) = images
+    name = f"{image['newName']}:{image['newTag']}"
+    env = _recording_tools(tmp_path / "bin")
+    done = _run([str(IMAGE_SCRIPT), "--kind", "tas"], env=env)
+    assert done.returncode == 0, done.stderr
+    calls = (tmp_path / "bin" / "calls").read_text().splitlines()
+    assert calls == [f"docker build -t {name} {ROOT}", f"kind load docker-image {name} --name tas"]
+
+
+def test_one_command_builds_and_pushes_the_image_and_says_what_to_set(tmp_path: Path) -> None:
+    env = _recording_tools(tmp_path / "bin")
+    done = _run([str(IMAGE_SCRIPT), "--push", "localhost:5000/tas"], env=env)
+    assert done.returncode == 0, done.stderr
+    (call,) = (tmp_path / "bin" / "calls").read_text().splitlines()
+    assert call.startswith("docker buildx build --platform linux/amd64,linux/arm64 -t localhost")
+    assert call.endswith(f"--push {ROOT}")
+    assert "newName: localhost:5000/tas" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="neither"),
+        pytest.param(["--kind", "a", "--push", "r/n"], id="both"),
+        pytest.param(["--push", "registry.example/tas:1.0"], id="a tag"),
+    ],
+)
+def test_the_image_command_refuses_an_unclear_target(args: list[str], tmp_path: Path) -> None:
+    env = _recording_tools(tmp_path / "bin")
+    done = _run([str(IMAGE_SCRIPT), *args], env=env)
+    assert done.returncode == 2
+    assert not (tmp_path / "bin" / "calls").exists()
+
+
+def test_the_quick_start_says_first_how_to_get_the_image() -> None:
+    guide = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    quick_start = guide.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert quick_start.splitlines()[0].startswith("scripts/image.sh --kind")
 
 
 @needs_openssl
