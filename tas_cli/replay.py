@@ -40,6 +40,7 @@ from tas.replay.prometheus import read_history
 from tas.replay.scenario import build_scenario
 from tas.types import MetricName
 from tas_cli.common import SetupError, duration, share
+from tas_cli.main import INSTALL_EXTRA
 from tas_cli.validate import problem_lines
 
 #: `tas replay --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
@@ -63,14 +64,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--step", type=duration, default=30.0, metavar="DURATION", help="default 30s"
     )
-    parser.add_argument("--policies", required=True, type=Path, metavar="FILE|DIR")
+    parser.add_argument(
+        "--policies",
+        required=True,
+        type=Path,
+        metavar="FILE|DIR",
+        help="the TASPolicy files to replay: a YAML or JSON file (multi-document), or a "
+        "directory of them",
+    )
     parser.add_argument(
         "--compare",
         type=Path,
         metavar="FILE|DIR",
         help="a second version of the policies: print what it changes",
     )
-    parser.add_argument("--out", type=Path, default=Path("replay"), metavar="DIR")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("replay"),
+        metavar="DIR",
+        help="where replay.json and the PNG timelines are written (default replay/)",
+    )
     parser.add_argument(
         "--scenario-out", type=Path, metavar="FILE", help="write the window as a scenario"
     )
@@ -257,8 +271,9 @@ def _charts(replay: Replay, out: Path, *, skip: bool) -> None:
         return
     if not timeline.available():
         print(
-            "tas replay: no PNG timelines: they need matplotlib "
-            "(pip install 'telemetry-aware-scheduling[sim]'); replay.json is complete",
+            "tas replay: no PNG timelines: they need matplotlib, the [sim] extra ("
+            + INSTALL_EXTRA.format(extra="sim")
+            + "); replay.json is complete",
             file=sys.stderr,
         )
         return

@@ -31,6 +31,7 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
     parser.add_argument(
         "--family", default="default", metavar="FILE|NAME", help="a family file or a named family"
     )
