@@ -156,7 +156,7 @@ class ClientNameGuard:
             registry=registry,
         )
         self.refused = Counter(
-            "tas_extender_client_name_refusals",
+            "tas_extender_client_name_refusals_total",
             "Scheduling requests refused because the client certificate's name is not one "
             "--client-cert-names allows.",
             registry=registry,
