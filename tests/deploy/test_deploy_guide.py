@@ -449,3 +449,43 @@ def test_every_secret_a_profile_reads_is_created_by_the_guide_in_the_reader_s_na
     read = _secrets_read(rendered(ROOT / "deploy" / directory))
     missing = {(ns, name, who) for ns, name, who in read if (ns, name) not in created}
     assert not missing, f"read but never created there: {sorted(missing)}"
+
+
+def test_the_second_scheduler_is_applied_at_the_api_server_s_version() -> None:
+    """Its shipped tag is one release; on any other minor it would be outside the version skew
+    policy (kube-scheduler never newer than the API server, at most one minor older)."""
+    text = GUIDE.read_text(encoding="utf-8")
+    manifest = (ROOT / "deploy" / "scheduler" / "second-scheduler.yaml").read_text()
+    (shipped,) = re.findall(r"image: (registry\.k8s\.io/kube-scheduler:v[0-9.]+)", manifest)
+    block = text.split("### Way 2: a second scheduler", 1)[1].split("```sh\n", 1)[1]
+    block = block.split("```", 1)[0]
+    assert "kubectl apply -f deploy/scheduler/second-scheduler.yaml" not in block
+    (version_line,) = [line for line in block.splitlines() if line.startswith("version=")]
+    sed_line = next(line for line in block.splitlines() if line.startswith("sed "))
+    # The server's answer to /version, and the substitution the guide makes with it.
+    answer = (
+        '{\n  "major": "1",\n  "minor": "34",\n  "gitVersion": "v1.34.2",\n  "platform": "x"\n}'
+    )
+    script = version_line.split("$(kubectl get --raw /version | ", 1)[1].rstrip(")")
+    found = subprocess.run(
+        ["sh", "-c", script], input=answer, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert found == "v1.34.2"
+    pattern = sed_line.split('"', 2)[1].replace("$version", found)
+    applied = subprocess.run(
+        ["sed", pattern], input=shipped, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert applied == "registry.k8s.io/kube-scheduler:v1.34.2"
+
+
+def test_no_kubeadm_command_mixes_config_with_patches() -> None:
+    """kubeadm refuses `--patches` beside `--config`: the configuration file names the
+    patches directory instead."""
+    sources = [*sorted((ROOT / "deploy").rglob("*.yaml")), *sorted((ROOT / "docs").glob("*.md"))]
+    mixed = [
+        f"{path.relative_to(ROOT)}: {line.strip()}"
+        for path in sources
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if "kubeadm " in line and "--config" in line and "--patches" in line
+    ]
+    assert mixed == []
