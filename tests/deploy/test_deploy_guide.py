@@ -489,3 +489,20 @@ def test_no_kubeadm_command_mixes_config_with_patches() -> None:
         if "kubeadm " in line and "--config" in line and "--patches" in line
     ]
     assert mixed == []
+
+
+def test_uninstall_deletes_the_api_service_only_while_it_points_at_this_adapter() -> None:
+    """One APIService of that name serves the cluster's custom metrics: deleting it by name
+    would take another adapter's (TAS's Helm chart's, a prometheus-adapter's) away."""
+    text = GUIDE.read_text(encoding="utf-8")
+    uninstall = text.split("## 11. Uninstall and rollback", 1)[1].split("\n## ", 1)[0]
+    delete = "kubectl delete -f deploy/metrics-pipeline/prometheus-adapter/apiservice.yaml"
+    guard, _, _ = uninstall.partition(delete)
+    assert delete in uninstall
+    (service,) = yaml.safe_load_all(
+        (ROOT / "deploy/metrics-pipeline/prometheus-adapter/apiservice.yaml").read_text()
+    )
+    target = service["spec"]["service"]
+    condition = guard.rsplit("[ ", 1)[1]
+    assert "-o jsonpath='{.spec.service.namespace}/{.spec.service.name}'" in condition
+    assert f"= {target['namespace']}/{target['name']} ] &&" in condition
