@@ -4,10 +4,11 @@ Covered: the per-owner cooldown guards the telemetry plugins only: a classic plu
 pod of one owner it finds, as upstream does, unless the profile says `ownerCooldown:
 AllPlugins`; TASViolations empties a violating node in one cycle (an evacuation is one
 decision), does not evacuate the same workload again within the cooldown, and is not delayed by
-a rebalancing move's cooldown; with the Labels source
-TASViolations trusts a pod's `violate=<policy>` only with its node's `<policy>=violating` (a
-forged pod label moves nothing), and acts on the pod's own link; Events: a Normal one per eviction in Automatic mode (reason: the plugin), none in
-Predictive mode, Warning `EvictionFailed` ones for refusals and limits with
+a rebalancing move's cooldown; with the Labels source TASViolations trusts a pod's
+`violate=<policy>` only with its node's `<policy>=violating` (a forged pod label moves
+nothing), and acts on the pod's own link; Events: a Normal one per eviction in Automatic mode
+(reason: the plugin), none in Predictive mode, Warning `EvictionFailed` ones for refusals and
+limits with
 `evictionFailureEventNotification`, and a Warning `DeschedulingHalted` on each violating node
 when the circuit breaker trips (once, not every cycle it stays open); RemoveDuplicates groups
 by owner and images; LowNodeUtilization reports its classification and drives the soft
