@@ -262,9 +262,12 @@ function updateCard(card, node, pods, on) {
       "data-label": `${key}=${value}`,
       title: `${key}=${value}`,
     }, `${key}=${value}`)),
+    // A taint's key without its domain (telemetry.aware.scheduling/): the whole key did not
+    // fit a card and was cut; the title holds it whole.
     ...node.taints.map((t) => {
-      const text = `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`;
-      return el("span", { class: "chip taint", "data-taint": t.key, title: text }, text);
+      const rest = `${t.value ? "=" + t.value : ""}:${t.effect}`;
+      const short = `${t.key.split("/").pop()}${rest}`;
+      return el("span", { class: "chip taint", "data-taint": t.key, title: `${t.key}${rest}` }, short);
     }),
   ]);
   const nodePods = node.pods.map((key) => pods.get(key)).filter(Boolean)

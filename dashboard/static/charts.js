@@ -10,7 +10,8 @@
 // - the load-aware class as a state timeline, one row per node (a heatmap beyond
 //   MAX_LINE_NODES), not step lines stacked on top of each other;
 // - evictions per time bucket, stacked by strategy, and per node over the window;
-// - each node's metric age against the age past which its values are stale.
+// - each node's metric age against the age past which its values are stale;
+// - no chart twice: the load-aware usage chart only where its signal is not the CPU chart's.
 // uPlot's line paths draw one min/max segment per pixel column, so an hour of points (3600 at a
 // one-second sync period) costs no more to draw than the pixels it spans.
 "use strict";
@@ -649,6 +650,11 @@ function drawCharts() {
   if (caption) caption.textContent = `Evictions per ${evictions.size >= 60 ? `${evictions.size / 60} min` : `${evictions.size} s`}, by strategy`;
   renderEvictionsByNode(evictions.byNode, evictions.order);
   const signal = [...points].reverse().find((p) => p.signal);
+  // A load-aware signal that is the CPU utilization, on fixed thresholds: the usage chart would
+  // be the CPU chart again (the same data in 0..100), and the CPU chart draws its thresholds.
+  const usageFigure = document.getElementById("chart-usage").closest("figure");
+  usageFigure.hidden = Boolean(signal && signal.signal === "cpu_utilization" &&
+    loadAwareThresholds("cpu_utilization").length);
   if (signal) {
     document.getElementById("usage-caption").textContent = view.charts.util.lines
       ? `Load-aware usage (${signal.signal}, in %) with low / high thresholds`

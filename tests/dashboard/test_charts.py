@@ -291,9 +291,11 @@ def test_above_8_nodes_the_per_node_charts_are_heatmaps(
     _fill_history(harness, names, 900)
     with harness:
         _open(browser, harness)
-        for chart in ("util", "pressure", "usage", "class", "age"):
+        for chart in ("util", "pressure", "class", "age"):
             rows = browser.find_elements(By.CSS_SELECTOR, f"#chart-{chart} .row-label")
             assert [r.text for r in rows] == names, chart
+        # The load-aware signal is cpu_utilization on fixed thresholds: the CPU chart's data.
+        assert not browser.find_element(By.ID, "chart-usage").is_displayed()
         assert not browser.find_elements(By.CSS_SELECTOR, "#chart-util .u-legend .u-series")
         now = _js(browser, "return view.points[view.points.length - 1].time")
         row = {name: len(names) - 0.5 - i for i, name in enumerate(names)}

@@ -146,6 +146,8 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
         wait.until(lambda d: "move" in text('[data-help="deviation"]'))
         # tas run's --descheduling-interval 0.6 (wall seconds) at 40x, on the scenario's clock.
         wait.until(lambda d: "every 24s of scenario time" in text("#descheduler"))
+        # cpu_combined is not the CPU chart's data: its own chart is shown.
+        wait.until(lambda d: d.find_element(By.ID, "chart-usage").is_displayed())
         caption = browser.find_element(By.ID, "usage-caption").get_attribute("title") or ""
         assert caption.startswith("cpu_combined: ")
         assert "thresholds move" in caption
