@@ -22,10 +22,10 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 #: Two-sided 97.5% quantiles of Student's t by degrees of freedom (1..30). Past 30 the normal
 #: quantile is within 4% and is used. Tabulated rather than computed: no SciPy for one table.
@@ -156,8 +156,10 @@ class Statistic(enum.StrEnum):
     GEOMETRIC_MEAN = "geometric_mean"
 
 
-def _reduce(values: npt.NDArray[np.float64], statistic: Statistic) -> npt.NDArray[np.float64]:
+def _reduce(values: npt.NDArray[Any], statistic: Statistic) -> npt.NDArray[Any]:
     """The statistic of each row."""
+    import numpy as np
+
     if statistic is Statistic.MEAN:
         return np.asarray(values.mean(axis=-1), dtype=np.float64)
     if statistic is Statistic.MEDIAN:
@@ -176,6 +178,10 @@ def bootstrap(
     `resamples` draws of as many values with replacement from a numpy Generator seeded with
     `seed`, the interval the 2.5th to 97.5th percentile of their statistic. Deterministic: the
     same values give the same interval. A geometric mean needs values above 0."""
+    # numpy is the [sim] extra's: imported here, so `tas sweep-diff` (t intervals only) runs
+    # without it.
+    import numpy as np
+
     if not values:
         raise ValueError("a bootstrap needs at least one value")
     found = np.asarray(values, dtype=np.float64)
@@ -203,6 +209,8 @@ def bootstrap_lead(
     scenarios in the same order), with its 95% percentile-bootstrap interval: the scenarios
     are resampled together, so a scenario every row finds hard counts once for all. Above 0:
     `mine` has the highest mean."""
+    import numpy as np
+
     if not mine or not others or any(len(o) != len(mine) for o in others):
         raise ValueError("a lead needs values for the same scenarios in every row")
     table = np.asarray([mine, *others], dtype=np.float64)
