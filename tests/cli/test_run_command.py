@@ -1,8 +1,10 @@
-"""`tas run` / `make run`'s command line, as a user meets it: real processes (issue 21).
+"""`tas run` / `make run`'s command line, as a user meets it (issue 21): real processes where
+start-up, shutdown or a port is what is tested.
 
 Covered:
-- an unknown `--scenario` name is one line and exit 2 that offers the closest name and lists
-  every named scenario, before anything starts; `--speed` without `--scenario` is an error;
+- in this process (no `tas run` started for a flag error): an unknown `--scenario` name offers
+  the closest name and lists every named scenario, before anything is set up; `--speed`
+  without `--scenario` and `--replicas` with it are errors; such an error is one line, exit 2;
 - a taken dashboard port is one line and exit 2 that says so and how to pick another port
   (the flag, and `make run ARGS=...`), and `make run` passes ARGS to `tas run`;
 - Ctrl-C (SIGINT) and SIGTERM end `tas run` within 2 s of the signal even in the middle of a
@@ -15,6 +17,9 @@ Covered:
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import signal
 import socket
 import subprocess
@@ -26,6 +31,10 @@ import pytest
 import yaml
 
 from simulator.scenario import SCENARIOS, named_scenarios
+from tas_cli.common import SetupError
+from tas_cli.main import command_parser
+from tas_cli.run import RunCommandSettings, check_settings
+from tas_cli.subcommand import run_command
 from tests.processes import ROOT, free_port, tas_command
 
 #: Ctrl-C's promise, measured from the signal.
@@ -47,26 +56,44 @@ def loopback_ports() -> list[str]:
     return ["--listen", f"127.0.0.1:{free_port()}", "--dashboard", f"127.0.0.1:{free_port()}"]
 
 
-def test_an_unknown_scenario_lists_the_named_ones_and_exits_2(tmp_path: Path) -> None:
-    done = tas_run(tmp_path, "--scenario", "psi-skewd", *loopback_ports())
-    assert done.returncode == 2
-    said = done.stderr.strip()
-    assert said.startswith("tas run: no scenario named 'psi-skewd' (did you mean psi-skewed?)")
-    assert "\n" not in said, said  # one line: no traceback, no start-up logging
+def refused(*args: str) -> str:
+    """What `tas run` says of flags that cannot work, before anything starts: its own parser
+    and `check_settings`, in this process (a whole `tas run` proves start-up and shutdown
+    below; these need none)."""
+    settings = RunCommandSettings.from_args(command_parser("run").parse_args(list(args)))
+    with pytest.raises(SetupError) as error:
+        check_settings(settings)
+    return str(error.value)
+
+
+def test_an_unknown_scenario_lists_the_named_ones(tmp_path: Path) -> None:
+    said = refused("--dir", str(tmp_path / "run"), "--scenario", "psi-skewd")
+    assert said.startswith("no scenario named 'psi-skewd' (did you mean psi-skewed?)")
+    assert "\n" not in said, said
     assert all(name in said for name in named_scenarios()), said
     assert not (tmp_path / "run").exists(), "nothing is set up for a scenario that is not there"
 
 
-def test_speed_without_a_scenario_is_an_error(tmp_path: Path) -> None:
-    done = tas_run(tmp_path, "--speed", "10", *loopback_ports())
-    assert done.returncode == 2
-    assert done.stderr.startswith("tas run: --speed sets a scenario's pace: give --scenario NAME")
+def test_speed_without_a_scenario_is_an_error() -> None:
+    assert refused("--speed", "10").startswith("--speed sets a scenario's pace: give --scenario")
 
 
-def test_replicas_with_a_scenario_is_an_error_not_silently_ignored(tmp_path: Path) -> None:
-    done = tas_run(tmp_path, "--scenario", "herd", "--replicas", "6", *loopback_ports())
-    assert done.returncode == 2
-    assert done.stderr.startswith("tas run: --replicas sets the health demo's demo-app")
+def test_replicas_with_a_scenario_is_an_error_not_silently_ignored() -> None:
+    said = refused("--scenario", "herd", "--replicas", "6")
+    assert said.startswith("--replicas sets the health demo's demo-app")
+
+
+def test_a_setup_error_is_one_line_and_exit_2() -> None:
+    """How `check_settings`' refusals reach the terminal (`tas_cli.subcommand`)."""
+
+    def body(args: argparse.Namespace) -> int:
+        raise SetupError(refused("--speed", "10"))
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        assert run_command("run", body, argparse.Namespace()) == 2
+    lines = stderr.getvalue().splitlines()
+    assert lines == [f"tas run: {refused('--speed', '10')}"]
 
 
 def test_a_taken_dashboard_port_says_so_and_how_to_pick_another(tmp_path: Path) -> None:
