@@ -26,9 +26,10 @@ A sweep written before these figures existed (no `population`) is judged on what
 counts as before, its shares UNDECIDED (they have no interval), its ratios NOT JUDGED.
 
 On the named scenarios (`summary.json`, several seeds): in psi-taint-release, ours below
-psi-profile, hourly and at 60 s, on work lost, stall and spread (intervals that do not
-overlap; MISSED where ours' lies wholly above); in psi-skewed, ours' spread p95 at most half
-of requests'; in scale-out, ours' work lost not beyond requests-lnu's interval, its herd ratio
+psi-profile, hourly and at 60 s, on work lost, stall and spread (paired by seed, `ours_minus`:
+the differences' interval wholly below 0, MISSED wholly above; a summary.json without them is
+judged on intervals that do not overlap); in psi-skewed, ours' spread p95 at most half of
+requests'; in scale-out, ours' work lost not clearly above requests-lnu's, its herd ratio
 by load at most 1.5 (`simulator.fair_share`; the count-based ratio beside it) and no violating
 placement. Only the goals of the scenarios the summary holds are given.
 
@@ -338,9 +339,18 @@ def _judged_old_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> lis
 
 
 def _below(summary: Mapping[str, Any], scenario: str, figure: Sequence[str], other: str) -> Goal:
+    """Ours below `other`: paired by seed where summary.json has ours' differences (MET when
+    their interval lies wholly below 0, MISSED wholly above), else on the two intervals (MET
+    when ours' lies wholly below, MISSED wholly above)."""
     name = f"{scenario}: ours below {other} on {'.'.join(figure)}"
-    ours = _get(summary, "scenarios", scenario, "ci95", OURS, *figure)
-    theirs = _get(summary, "scenarios", scenario, "ci95", other, *figure)
+    entry = _get(summary, "scenarios", scenario) or {}
+    paired = _get(entry, "ours_minus", other, ".".join(figure))
+    if paired is not None:
+        low, high = paired
+        shown = f"ours - {other}, paired by seed: [{low:.4g}, {high:.4g}]"
+        return Goal(name, _decide(met=high < 0, missed=low > 0), shown)
+    ours = _get(entry, "ci95", OURS, *figure)
+    theirs = _get(entry, "ci95", other, *figure)
     if ours is None or theirs is None:
         return _not_judged(name, "not run")
     shown = f"ours [{ours[0]:.4g}, {ours[1]:.4g}], {other} [{theirs[0]:.4g}, {theirs[1]:.4g}]"
@@ -393,8 +403,14 @@ def _scale_out_goals(summary: Mapping[str, Any]) -> list[Goal]:
     scenario = "scale-out"
     ours = _get(summary, "scenarios", scenario, "ci95", OURS, "work_lost", "core_seconds")
     lnu = _get(summary, "scenarios", scenario, "ci95", "requests-lnu", "work_lost", "core_seconds")
+    paired = _get(summary, "scenarios", scenario, "ours_minus", "requests-lnu")
     name = f"{scenario}: ours' work lost at most requests-lnu's"
-    if ours is None or lnu is None:
+    if isinstance(paired, Mapping) and "work_lost.core_seconds" in paired:
+        # Not clearly above, paired by seed.
+        low, high = paired["work_lost.core_seconds"]
+        shown = f"ours - requests-lnu, paired by seed: [{low:.4g}, {high:.4g}]"
+        lost = Goal(name, Verdict.MISSED if low > 0 else Verdict.MET, shown)
+    elif ours is None or lnu is None:
         lost = _not_judged(name, "not run")
     else:
         shown = f"ours [{ours[0]:.4g}, {ours[1]:.4g}], requests-lnu [{lnu[0]:.4g}, {lnu[1]:.4g}]"

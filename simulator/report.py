@@ -17,6 +17,7 @@ from simulator.seeds import (
     SeededFigures,
     SeededResult,
     best_by_figure,
+    paired_against,
     shares_of_gain,
 )
 
@@ -68,6 +69,11 @@ def _cell(figures: Mapping[str, Any], figure: str, key: str | None, fmt: str) ->
     return fmt.format(value)
 
 
+#: The figures ours is compared with each contender on, paired by seed, in summary.json: the
+#: ones the named scenarios' goals judge (`simulator.goals.named_goals`).
+PAIRED_FIGURES = ("work_lost.core_seconds", "stall", "pressure_spread.p95")
+
+
 def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
     """`scenarios.<name>.contenders.<c>.<figure>`: the mean over the seeds;
     `scenarios.<name>.ci95.<c>.<figure>`: its 95% interval `[low, high]`;
@@ -78,7 +84,10 @@ def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
     contender's (and clairvoyant's) share of the gain from requests to the limit;
     `share_of_gain_hindsight` the same against the hindsight placement;
     `gaps.{pipeline,rules}.{work_lost,stall}`: ours - clairvoyant (what the metric pipeline
-    costs) and clairvoyant - limit (what the decision rules cost)."""
+    costs) and clairvoyant - limit (what the decision rules cost); `ours_minus.<c>.<figure>`:
+    ours less each other contender on the figures the named goals judge (`PAIRED_FIGURES`),
+    the 95% interval `[low, high]` of the per-seed differences (each seed one world both met).
+    A "best" is clear when paired by seed (`simulator.seeds.paired_best`)."""
     scenarios: dict[str, Any] = {}
     for result in results:
         ordered = dict(sorted(result.contenders.items()))
@@ -90,6 +99,10 @@ def summary(results: Sequence[SeededResult]) -> dict[str, Any]:
             "ci95": {name: rounded(s.ci95()) for name, s in ordered.items()},
             "best": best_by_figure(ordered, _judged_figures(ordered)),
         }
+        ours = ordered.get(CLAIRVOYANT_OF)
+        if ours is not None:
+            others = {c: s for c, s in ordered.items() if c != CLAIRVOYANT_OF}
+            entry["ours_minus"] = rounded(paired_against(ours, others, PAIRED_FIGURES))
         if result.references:
             references = dict(sorted(result.references.items()))
             entry["references"] = {name: rounded(s.means()) for name, s in references.items()}

@@ -16,7 +16,14 @@ from simulator.figures import Figures, Series
 from simulator.jobs import CLAIRVOYANT, LIMIT, REFERENCES, Job, run_jobs
 from simulator.runner import RunResult, ScenarioResult
 from simulator.scenario import Scenario
-from simulator.stats import Interval, aggregate, clear_best, nest, numeric_leaves, paired_interval
+from simulator.stats import (
+    Interval,
+    aggregate,
+    clearly_below_zero,
+    nest,
+    numeric_leaves,
+    paired_interval,
+)
 
 #: The figure that decides "best" in a sweep, and the one the README leads with.
 HEADLINE = "work_lost.core_seconds"
@@ -184,12 +191,39 @@ def run_seeded(
 def best_by_figure(
     contenders: Mapping[str, SeededFigures], figures: Sequence[str]
 ) -> dict[str, str | None]:
-    """For each figure path (lower is better), the clear best contender or None (a tie)."""
-    found: dict[str, str | None] = {}
-    intervals = {name: seeded.intervals() for name, seeded in contenders.items()}
-    for figure in figures:
-        present = {name: ivs[figure] for name, ivs in intervals.items() if figure in ivs}
-        found[figure] = clear_best(present)
+    """For each figure path (lower is better), the clear best contender or None (a tie):
+    paired by seed (`paired_best`)."""
+    return {figure: paired_best(contenders, figure) for figure in figures}
+
+
+def paired_best(rows: Mapping[str, SeededFigures], path: str) -> str | None:
+    """The one row (lowest mean) whose figure is clearly below every other row's, paired by
+    seed (the interval of the per-seed differences wholly below 0); None on a tie, and for a
+    lone row: it is best of nothing."""
+    present = {c: s for c, s in rows.items() if path in s.per_seed()}
+    if len(present) < 2:
+        return None
+    leader = min(present, key=lambda c: (present[c].intervals()[path].mean, c))
+    for contender, other in present.items():
+        if contender == leader:
+            continue
+        difference = present[leader].paired_with(other, path)
+        if difference is None or not clearly_below_zero(difference):
+            return None
+    return leader
+
+
+def paired_against(
+    row: SeededFigures, others: Mapping[str, SeededFigures], paths: Sequence[str]
+) -> dict[str, dict[str, list[float]]]:
+    """`row` less each other row on each of `paths`, paired by seed: `{other: {path: [low,
+    high]}}` of the per-seed differences' 95% interval (below 0: `row` is lower)."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for name, other in others.items():
+        for path in paths:
+            difference = row.paired_with(other, path)
+            if difference is not None:
+                found.setdefault(name, {})[path] = [difference.low, difference.high]
     return found
 
 

@@ -105,6 +105,7 @@ from simulator.seeds import (
     HEADLINE,
     SeededFigures,
     clamped_share,
+    paired_best,
     seeds_for,
     share_of_gain,
     something_to_gain,
@@ -478,7 +479,7 @@ def _tally_scenario(
     for key, path in _JUDGED:
         present = {c: s for c, s in seeded.items() if path in s.per_seed()}
         if key == "work_lost":
-            winner = _clear_best(present, path)
+            winner = paired_best(present, path)
             if winner is not None:
                 tallies[winner].clear_wins += 1
         if present:
@@ -524,21 +525,6 @@ def _tally_scenario(
         if contender != BASELINE and worse_than(found, baseline):
             tally.worse_than_requests += 1
             tally.worse_by_cause[why_worse(found, baseline)] += 1
-
-
-def _clear_best(present: Mapping[str, SeededFigures], path: str) -> str | None:
-    """The one row whose figure is clearly below every other's, paired by seed; None on a
-    tie. A lone row is not "best" of anything."""
-    if len(present) < 2:
-        return None
-    leader = min(present, key=lambda c: (present[c].intervals()[path].mean, c))
-    for contender, other in present.items():
-        if contender == leader:
-            continue
-        difference = present[leader].paired_with(other, path)
-        if difference is None or not clearly_below_zero(difference):
-            return None
-    return leader
 
 
 def worse_than(found: SeededFigures, requests: SeededFigures) -> bool:

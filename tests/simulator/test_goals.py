@@ -297,3 +297,31 @@ def test_an_interval_over_one_scenario_decides_nothing() -> None:
     assert sweep_goals(one)[5].met is UNDECIDED
     two = _set(_verdict(), _GAIN, {**_estimate(0.2, 0.2, 0.2), "scenarios": 2})
     assert sweep_goals(two)[5].met is MISSED
+
+
+@pytest.mark.parametrize(
+    ("difference", "verdict"),
+    [
+        pytest.param([-300.0, -20.0], MET, id="wholly-below-0"),
+        pytest.param([-30.0, 20.0], UNDECIDED, id="straddles-0"),
+        pytest.param([5.0, 40.0], MISSED, id="wholly-above-0"),
+    ],
+)
+def test_beating_a_contender_on_a_named_scenario_is_paired_by_seed_where_summary_has_it(
+    difference: list[float], verdict: Verdict
+) -> None:
+    """Intervals that overlap (the unpaired test: UNDECIDED) decide nothing once the per-seed
+    differences are there: those are what is judged."""
+    summary = _summary([1.0, 2.6], [2.5, 3.0])
+    entry = summary["scenarios"]["psi-taint-release"]
+    entry["ours_minus"] = {
+        other: dict.fromkeys(("work_lost.core_seconds", "stall"), difference)
+        for other in ("psi-profile", "psi-profile-60s")
+    }
+    goals = named_goals(summary)
+    lost = goals[0]
+    assert lost.met is verdict
+    assert lost.shown == (
+        f"ours - psi-profile, paired by seed: [{difference[0]:.4g}, {difference[1]:.4g}]"
+    )
+    assert goals[2].met is UNDECIDED  # the spread has no paired figure here: unpaired

@@ -46,7 +46,7 @@ from simulator.family import (
 from simulator.jobs import Job, JobResult
 from simulator.journal import Journal
 from simulator.scenario import load_scenario, read_scenario
-from simulator.seeds import SeededFigures, best_by_figure
+from simulator.seeds import SeededFigures, best_by_figure, paired_against
 from simulator.stats import (
     Interval,
     Statistic,
@@ -81,6 +81,24 @@ def test_one_seed_gives_a_point_not_an_interval() -> None:
 def test_many_seeds_use_the_normal_quantile() -> None:
     assert t_quantile(2) == pytest.approx(4.303)
     assert t_quantile(200) == pytest.approx(1.96)
+
+
+def test_the_clear_best_of_a_named_scenario_is_paired_by_seed() -> None:
+    """Seeds 5x apart: unpaired, every interval overlaps and there is no best; paired, the
+    row lower on every seed is."""
+    spread = (100.0, 500.0, 250.0, 50.0, 300.0)
+    rows = {
+        name: _seeded(name, {i: {"stall": factor * v} for i, v in enumerate(spread)})
+        for name, factor in (("requests", 1.0), ("ours", 0.9), ("tas", 1.2))
+    }
+    assert clear_best({n: r.intervals()["stall"] for n, r in rows.items()}) is None
+    assert best_by_figure(rows, ["stall"]) == {"stall": "ours"}
+    against = paired_against(rows["ours"], {"tas": rows["tas"]}, ["stall", "missing"])
+    assert list(against) == ["tas"]
+    assert list(against["tas"]) == ["stall"]
+    low, high = against["tas"]["stall"]
+    assert low <= -0.3 * 50.0
+    assert high < 0
 
 
 def test_a_paired_interval_is_the_t_interval_of_the_per_seed_differences() -> None:
