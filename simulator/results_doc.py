@@ -85,8 +85,9 @@ current behaviour, cited in the code (`simulator/baselines.py`, `simulator/conte
 - `ours`: this project, shipped defaults.
 
 Every scenario runs on several seeds; a figure is the mean over them, and a contender is
-**best** (bold) only when its 95% interval lies below every other contender's: overlapping
-intervals are a tie, and no figure is bold. Three reference rows, never contenders: `limit`,
+**best** (bold) only when it is clearly below every other contender, paired by seed (the 95%
+interval of the per-seed differences wholly below 0); otherwise it is a tie, and no figure is
+bold. Three reference rows, never contenders: `limit`,
 the fluid bound (each step's demand divisible and free to move within the same node
 capacities: the least work lost and stall any placement can reach, `simulator/limit.py`);
 `hindsight`, a placement a clairvoyant scheduler could make (each pod whole, placed once where
