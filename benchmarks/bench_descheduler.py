@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import gc
 import random
+import statistics
+import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -59,6 +61,7 @@ from benchmarks.timing import median_cpu_seconds
 from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.plugins import load_aware
+from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
@@ -111,12 +114,25 @@ MAKE_ROOM_POLICY = SHIPPED_POLICY.with_name("make-room.yaml")
 #: leaves a node, so each cycle plans its most (`make_room.PLANNED_PODS`), each over every node.
 PENDING_PODS = 200
 PENDING_CPU = 3.5
+#: Learning the cluster may cost a LoadAware cycle at most this much (issue 55: +5%), in the
+#: median of this many cycles of each, alternating.
+CALIBRATION_MAX_RATIO = 1.05
+CALIBRATION_RUNS = 7
 #: A MakeRoomForPending cycle may cost at most this many floors (one pass over the pods).
 MAKE_ROOM_MAX_RATIO = 100.0
 
 
-def _policy() -> DeschedulerConfig:
-    return parse_config(yaml.safe_load(SHIPPED_POLICY.read_text()))
+def _policy(*, learn: bool = True) -> DeschedulerConfig:
+    """The shipped policy; `learn` False turns what LoadAware learns of the cluster off: its
+    pressure curves (`learnPressureCurve`) and the payback horizon that follows the observed
+    lag and start-up (`maxPaybackSeconds` = `paybackSeconds`)."""
+    raw = yaml.safe_load(SHIPPED_POLICY.read_text())
+    if not learn:
+        for entry in raw["profiles"][0]["pluginConfig"]:
+            if entry["name"] == "LoadAware":
+                entry["args"]["learnPressureCurve"] = False
+                entry["args"]["maxPaybackSeconds"] = entry["args"].get("paybackSeconds", 300)
+    return parse_config(raw)
 
 
 FOLLOWED = (MetricName(Signal.CPU_UTILIZATION), MetricName(Signal.CPU_PRESSURE))
@@ -184,10 +200,12 @@ def _build(
     return cluster, view
 
 
-def _descheduler(node_count: int, *, pod_cpu: float) -> tuple[Descheduler, VirtualClock]:
+def _descheduler(
+    node_count: int, *, pod_cpu: float, learn: bool = True
+) -> tuple[Descheduler, VirtualClock]:
     clock = VirtualClock()
     cluster, view = _build(node_count, clock, pod_cpu=pod_cpu)
-    return _dry_run(_policy(), cluster, view, clock), clock
+    return _dry_run(_policy(learn=learn), cluster, view, clock), clock
 
 
 def _dry_run(
@@ -261,6 +279,7 @@ def main() -> None:
     print("  LoadAware (deploy/descheduler/load-aware.yaml), Predictive mode", flush=True)
     cycle, floor = _cycle()
     _linearity(cycle=cycle, floor=floor)
+    calibration()
     _packed()
     _peaks()
     _make_room()
@@ -281,6 +300,45 @@ def _cycle() -> tuple[float, float]:
         )
     )
     return cycle, floor
+
+
+def calibration() -> None:
+    """The 5,000-node cycle with what LoadAware learns of the cluster on (as shipped) against
+    the same cycle with it off, each after enough cycles for every informative node's curve
+    to be fitted: learning, and predicting on per-node curves, may cost at most 5% more. The
+    two worlds are built side by side and their cycles alternate, so a drift in the machine's
+    speed (other processes, the CPU's clock) falls on both alike.
+    `python -c "from benchmarks.bench_descheduler import calibration; calibration()"` runs
+    this alone."""
+    gc.collect()
+    worlds = {learn: _descheduler(NODES, pod_cpu=POD_CPU, learn=learn) for learn in (False, True)}
+    for descheduler, clock in worlds.values():
+        descheduler.run_cycle()
+        for _ in range(LoadAwareArgs().pressure_curve_min_samples):
+            clock.advance_to(clock.elapsed + CYCLE_SECONDS)
+            descheduler.run_cycle()
+    timings: dict[bool, list[float]] = {False: [], True: []}
+    for run in range(CALIBRATION_RUNS):
+        for learn in (False, True) if run % 2 else (True, False):
+            descheduler, clock = worlds[learn]
+            clock.advance_to(clock.elapsed + CYCLE_SECONDS)
+            gc.collect()
+            started = time.process_time()
+            report = descheduler.run_cycle()
+            timings[learn].append(time.process_time() - started)
+            assert report.decisions, "no move pays: the stall model's weighing is not measured"
+    off, on = (statistics.median(timings[learn]) * 1000 for learn in (False, True))
+    print_figure(
+        Figure(
+            "LoadAware cycle CPU learning the cluster",
+            on,
+            "ms",
+            floor=off,
+            floor_name="the same cycle learning nothing (learnPressureCurve: false, "
+            "maxPaybackSeconds = paybackSeconds)",
+            max_ratio=CALIBRATION_MAX_RATIO,
+        )
+    )
 
 
 def _linearity(*, cycle: float, floor: float) -> None:

@@ -104,7 +104,8 @@ class DeschedulerMetrics:
             "tas_descheduler_payback_seconds",
             "LoadAware's payback horizon in force (it follows the observed lag and start-up).",
         )
-        self._curved: set[NodeName] = set()
+        #: What each node's curve gauges say now: only a change is set again (5,000 nodes).
+        self._curved: dict[NodeName, tuple[int, int, bool]] = {}
 
     def count_eviction(self, *, strategy: str, node: str, namespace: str, result: str) -> None:
         self.evictions.labels(strategy, node, namespace, result).inc()
@@ -129,16 +130,23 @@ class DeschedulerMetrics:
         self._classified = current
 
     def record_calibration(self, calibration: Calibration) -> None:
-        current = set(calibration.curves)
-        for node in self._curved - current:
+        for node in self._curved.keys() - calibration.curves.keys():
             for gauge in (self.curve_servers, self.curve_samples, self.curve_fallback):
                 with contextlib.suppress(KeyError):
                     gauge.remove(node)
+        shown: dict[NodeName, tuple[int, int, bool]] = {}
         for node, curve in calibration.curves.items():
-            self.curve_servers.labels(node).set(curve.servers)
-            self.curve_samples.labels(node).set(curve.samples)
-            self.curve_fallback.labels(node).set(1 if curve.fallback else 0)
-        self._curved = current
+            now = shown[node] = (curve.servers, curve.samples, curve.fallback)
+            before = self._curved.get(node)
+            if now == before:
+                continue
+            if before is None or before[0] != now[0]:
+                self.curve_servers.labels(node).set(curve.servers)
+            if before is None or before[1] != now[1]:
+                self.curve_samples.labels(node).set(curve.samples)
+            if before is None or before[2] != now[2]:
+                self.curve_fallback.labels(node).set(1 if curve.fallback else 0)
+        self._curved = shown
         if calibration.metric_lag is not None:
             self.observed_metric_lag.set(calibration.metric_lag)
         if calibration.startup is not None:

@@ -136,6 +136,7 @@ def servers_for(utilization: float, psi: float, *, most: int) -> float:
     return low + (at - k) * (high - low)
 
 
+@functools.cache
 def most_servers(cores: float) -> int:
     """The clamp's upper end for a node of `cores` cores."""
     return max(2, math.ceil(MAX_SERVERS_FACTOR * servers_of(cores)))
@@ -170,7 +171,14 @@ class _Ring:
         self.count = min(self.count + 1, len(self.values))
         self.last_time = time
 
+    @property
+    def oldest(self) -> float:
+        """The oldest sample's time: the slot the next one overwrites once full."""
+        return self.times[self.cursor if self.count == len(self.values) else 0]
+
     def recent(self, since: float) -> list[float]:
+        if self.oldest >= since:
+            return self.values[: self.count]
         return [self.values[i] for i in range(self.count) if self.times[i] >= since]
 
 
@@ -253,7 +261,7 @@ class CurveLearner:
                 del self._rings[node]
                 self._cores.pop(node, None)
                 self._curves.pop(node, None)
-            elif node in self._curves and min(ring.times[: ring.count]) < oldest:
+            elif node in self._curves and ring.oldest < oldest:
                 self._curves.pop(node)  # some of its samples aged out: fit again
 
     def curve(self, node: NodeName, cores: float) -> NodeCurve:

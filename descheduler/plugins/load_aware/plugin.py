@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Mapping
 
 from descheduler.classify import still_over
 from descheduler.framework import (
@@ -65,7 +66,7 @@ from descheduler.plugins.load_aware.moves import (
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.plugins.load_aware.stall import StallModel
 from descheduler.signals import CPU_SIGNALS, Signal, metric_names
-from descheduler.startup import started_in
+from descheduler.startup import owner_startups
 from descheduler.state import pod_key
 from tas.calibration import Calibration
 from tas.calibration.curve import CurveLearner, Curves
@@ -105,7 +106,7 @@ class LoadAware:
         state = context.state
         now = state.now
         self.peaks.record(now, state.metrics)
-        self._observe_delays(context)
+        startups = self._observe_delays(context)
         curves = self._learn_curves(context)
         payback = follow_window(
             shipped=self.args.payback_seconds,
@@ -124,6 +125,7 @@ class LoadAware:
             hot=self.hot,
             peaks=self.peaks,
             curves=curves,
+            startups=startups,
         )
         held = self.hot.hold(dataclasses.replace(c, hold_seconds=self.args.hold_seconds), now)
         context.classified(held)
@@ -157,8 +159,15 @@ class LoadAware:
         self.curves.retain(state.nodes)
         return self.curves.curves(cores)
 
-    def _observe_delays(self, context: PluginContext) -> None:
-        """The metric lag (the CPU values' age) and the start-ups seen this cycle."""
+    def _observe_delays(
+        self, context: PluginContext
+    ) -> Mapping[tuple[str, str, str], float] | None:
+        """The metric lag (the CPU values' age) and the owners' start-ups seen this cycle (the
+        90th percentile of each); the owners' start-ups, for the stall model to reuse (one
+        pass over the pods a cycle). Nothing when the horizon is fixed
+        (`maxPaybackSeconds` = `paybackSeconds`)."""
+        if self.args.max_payback_seconds <= self.args.payback_seconds:
+            return None
         state = context.state
         now = state.now.timestamp()
         ages = [
@@ -168,9 +177,10 @@ class LoadAware:
         ]
         if ages:
             self.lag.add(_quantile(ages))
-        started = [s for p in state.pods if (s := started_in(p)) is not None]
-        if started:
-            self.startup.add(_quantile(started))
+        startups = owner_startups(state.pods)
+        if startups:
+            self.startup.add(_quantile(list(startups.values())))
+        return startups
 
 
 def rebalance(
@@ -181,6 +191,7 @@ def rebalance(
     hot: HotNodes | None = None,
     peaks: RecentPeaks | None = None,
     curves: Curves | None = None,
+    startups: Mapping[tuple[str, str, str], float] | None = None,
 ) -> Classification:
     """One rebalancing pass over the overutilized nodes; the classification it made."""
     state, evictor = context.state, context.evictor
@@ -211,6 +222,7 @@ def rebalance(
             confirmed=(hot or HotNodes()).confirmed(args, c),
             peaks=peaks,
             curves=curves,
+            startups=startups,
         )
     else:
         policy = CapacityBudget(c, capacity)

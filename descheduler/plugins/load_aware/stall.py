@@ -106,10 +106,12 @@ class StallModel:
         confirmed: Collection[NodeName] = (),
         peaks: RecentPeaks | None = None,
         curves: Curves | None = None,
+        startups: Mapping[tuple[str, str, str], float] | None = None,
     ) -> StallModel:
         """`metrics`: the cycle's values, with idle nodes' estimates (`descheduler.idle`);
         `curves`: each node's learned pressure curve (`tas.calibration.curve`), the shared model
-        for a node not named or on its fallback."""
+        for a node not named or on its fallback; `startups`: each owner's start-up where the
+        caller has read them this cycle (else read here, when `learnRestartSeconds`)."""
         learned = curves or {}
         utilization = metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = metrics.get(MetricName(Signal.CPU_PRESSURE), {})
@@ -150,7 +152,10 @@ class StallModel:
                 load, peak = load.plus(since), peak.plus(since)
             loads[name] = load
             peak_loads[name] = peak
-        startups = owner_startups(state.pods) if args.learn_restart_seconds else {}
+        if not args.learn_restart_seconds:
+            startups = {}
+        elif startups is None:
+            startups = owner_startups(state.pods)
         return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid), startups)
 
     def cost_of(self, pod: Pod) -> MoveCost:
