@@ -201,6 +201,10 @@ function buildCard(name) {
     cpu: meter("CPU"),
     pressure: meter("pressure", "pressure"),
     memory: meter("memory"),
+    // The load-aware usage the descheduler judged at its last cycle (its signal: cpu_utilization,
+    // cpu_combined...): the number the overutilized note quotes, which the CPU bar (now) need
+    // not show.
+    usage: meter("load-aware", "usage"),
     marks: el("div", { class: "chips marks" }),
     pods: el("div", { class: "chips pods" }),
     buttons: [0, 1, 2].map((value) => el("button", {
@@ -225,7 +229,7 @@ function buildCard(name) {
     el("div", { class: "node-head" }, el("span", { class: "node-name" }, name), card.badge),
     card.classNote,
     el("div", { class: "health" }, "health_metric ", card.health),
-    card.demand, card.cpu, card.pressure, card.memory, card.marks, card.pods,
+    card.demand, card.cpu, card.pressure, card.memory, card.usage, card.marks, card.pods,
     el("div", { class: "node-controls" },
       card.healthLabel, card.buttons,
       el("span", { class: "spacer" }),
@@ -253,6 +257,19 @@ function updateCard(card, node, pods, on) {
   card.cpu.set(node.metrics.cpu_utilization);
   card.pressure.set(node.metrics.cpu_pressure);
   card.memory.set(node.metrics.memory_utilization);
+  const t = view.state && view.state.descheduler.thresholds;
+  const signal = t ? Object.keys(t.high)[0] : undefined;
+  const usage = signal === undefined ? undefined : node.usage[signal];
+  card.usage.hidden = usage === undefined;
+  card.usage.dataset.signal = signal || "";
+  if (usage !== undefined) {
+    card.usage.set(usage / 100);
+    const cycle = view.state.descheduler.lastCycle;
+    card.usage.title = `${signal} ${percent(usage)} at the last descheduling cycle` +
+      (cycle ? ` (${clockTime(cycle)})` : "") + `: what the load-aware classification judged ` +
+      `(low ${percent(t.low[signal])}, high ${percent(t.high[signal])})` +
+      (SIGNAL_HELP[signal] ? `\n${SIGNAL_HELP[signal]}` : "");
+  }
   card.buttons.forEach((button, value) => button.classList.toggle("current", health === value));
   const labels = Object.entries(node.labels)
     .filter(([key, value]) => value === "violating" || key.startsWith("telemetry.aware.scheduling"));
@@ -294,8 +311,8 @@ function classNote(node) {
   const since = `overutilized since ${clockTime(over.since)}`;
   if (over.held) {
     const now = signals.map((s) => `${s} ${percent(node.usage[s])}`).join(", ");
-    return `${since}, until below ${below}${until}: held (${now}, not above high ` +
-      `${signals.map((s) => percent(t.high[s])).join(" and ")})`;
+    return `${since}, until below ${below}${until}: held (${now} at the last cycle, not above ` +
+      `high ${signals.map((s) => percent(t.high[s])).join(" and ")})`;
   }
   const above = signals.filter((s) => node.usage[s] > t.high[s])
     .map((s) => `${s} ${percent(node.usage[s])} > high ${percent(t.high[s])}`).join(", ");

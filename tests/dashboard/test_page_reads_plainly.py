@@ -10,7 +10,8 @@ Covered:
   load-aware sentences of the log ("cpu_utilization 85.3% > high 85%", never "85.34 > high 85");
 - an overutilized node says why: since when, above which high threshold, and the hysteresis
   that keeps it so (until below the low threshold, or for the hold time; a held node: until
-  when), as descheduler/classify.py's hold_overutilized decides;
+  when), as descheduler/classify.py's hold_overutilized decides; the value it quotes is the
+  card's "load-aware" meter (the last cycle's, its signal named in its title), not the CPU bar;
 - the CPU chart draws the red lines its caption names (the load-aware high and low), and a
   caption with nothing to draw names none; no chart twice: with the load-aware signal
   cpu_utilization on fixed thresholds, no usage chart (it would be the CPU chart again);
@@ -164,6 +165,17 @@ def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
             r"high, held until below 35% or for \d+s",
             read(wait, note),
         ), read(wait, note)
+        # The number the note quotes is on the card: its load-aware meter, read in one render.
+        quoted = js(browser, """
+            const card = document.querySelector('#nodes [data-node="node-a"]');
+            const row = card.querySelector('.meter[data-signal="cpu_utilization"]');
+            const said = card.querySelector('[data-class-note]').textContent
+              .match(/cpu_utilization (\\S+%)/);
+            return [said && said[1], row && !row.hidden && row.lastChild.textContent,
+                    row && row.title];""")  # fmt: skip
+        assert quoted[0] is not None, quoted
+        assert quoted[0] == quoted[1], quoted
+        assert quoted[2].startswith(f"cpu_utilization {quoted[0]} at the last descheduling cycle")
         chip = '[data-node="node-a"] .chip.taint'
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, chip))
         shape = js(browser, """
@@ -188,7 +200,7 @@ def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
         text, since, until = held
         assert text == (
             f"overutilized since {since}, until below 35% or until {until}: held "
-            "(cpu_utilization 75.8%, not above high 85%)"
+            "(cpu_utilization 75.8% at the last cycle, not above high 85%)"
         )
         # A hot node none of whose pods left: the rule the cycle recorded for them.
         kept = js(browser, """
