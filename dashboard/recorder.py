@@ -29,6 +29,7 @@ eviction) happened after the writes logged before it, so "newest first" holds in
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ from inmemory.scheduler import ScheduleResult
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
+from tas.fit import rejection
 from tas.policies.model import StrategyName, TASPolicy
 from tas.policies.store import PolicySnapshot, PolicyStore
 from tas.rules import violations
@@ -165,6 +167,8 @@ class Recorder:
         self._last_cycle: float | None = None
         #: strategy -> node -> evictions since the last history point.
         self._evicted_by: dict[str, dict[str, int]] = {}
+        #: replacement pod -> the node its eviction's reason predicted it would go to.
+        self._predicted: dict[str, str] = {}
         self._metric_times = metric_times
         #: The clock the view's samples are stamped on: the world's (`clock`) unless told
         #: otherwise. The health demo's view reads file mtimes on the wall clock, its world's
@@ -228,10 +232,13 @@ class Recorder:
     def observe_placements(self, now: float, placements: Sequence[ScheduleResult]) -> None:
         """After the scheduler's pass: the extender's verdicts, then where the pods went."""
         decisions = self._new_decisions()
+        # Read before taking our lock (see `observe`): why the scheduler did not ask about a node.
+        unasked = [self._unasked(d) for d in decisions]
         with self._lock:
-            for decision in decisions:
-                self._log_decision(decision)
-            self._log_placements(now, placements)
+            for decision, left in zip(decisions, unasked, strict=True):
+                self._log_decision(decision, left)
+            scores = {d.pod: d.scores for d in decisions if d.verb is Verb.PRIORITIZE}
+            self._log_placements(now, placements, scores)
             self._bump()
 
     def observe_cycle(self, now: float, cycle: CycleReport) -> None:
@@ -352,7 +359,28 @@ class Recorder:
         fresh.reverse()
         return fresh
 
-    def _log_decision(self, decision: Decision) -> None:
+    def _unasked(self, decision: Decision) -> dict[str, str]:
+        """The nodes a filter call left out, each with why: kube-scheduler's own filters (node
+        affinity, taints, resources: `tas.fit.rejection`) removed them before it called the
+        extender, which only ever hears of the nodes left."""
+        if decision.verb is not Verb.FILTER:
+            return {}
+        asked = {str(n) for n in decision.candidates}
+        nodes = [n for n in self._cluster.list_nodes() if n.name not in asked]
+        if not nodes:
+            return {}
+        namespace, _, name = decision.pod.partition("/")
+        try:
+            pod = self._cluster.get_pod(Namespace(namespace), name)
+        except NotFoundError:
+            return {}  # gone (evicted, scaled away): its placement rules are not known here
+        left: dict[str, str] = {}
+        for node in nodes:
+            why = rejection(pod, node, pods_on_node=self._cluster.list_pods(node=node.name))
+            left[node.name] = why or "the scheduler's own filters removed it"
+        return left
+
+    def _log_decision(self, decision: Decision, unasked: Mapping[str, str]) -> None:
         data = decision.to_json()
         if decision.verb is Verb.FILTER:
             kept = [n["node"] for n in data["nodes"] if n["verdict"] == "pass"]
@@ -360,6 +388,10 @@ class Recorder:
             summary = f"filter {decision.pod}: kept {', '.join(kept) or 'none'}" + (
                 f"; removed {'; '.join(failed)}" if failed else ""
             )
+            if unasked:
+                said = "; ".join(f"{n} ({why})" for n, why in sorted(unasked.items()))
+                summary += f"; not asked, kube-scheduler's own filters removed them first: {said}"
+                data = {**data, "notAsked": dict(unasked)}
         else:
             scores = ", ".join(f"{n['node']} {n['score']}" for n in data["nodes"])
             summary = f"prioritize {decision.pod}: {scores or 'no candidates'}"
@@ -369,16 +401,28 @@ class Recorder:
             decision.verb.value, summary, source="extender", time=decision.time, details=data
         )
 
-    def _log_placements(self, now: float, placements: Sequence[ScheduleResult]) -> None:
+    def _log_placements(
+        self,
+        now: float,
+        placements: Sequence[ScheduleResult],
+        scores: Mapping[str, Mapping[NodeName, int]],
+    ) -> None:
         for placement in placements:
             if placement.node is not None:
                 self._seen.pending.pop(placement.pod, None)
+                summary = f"scheduled {placement.pod} on {placement.node}"
+                predicted = self._predicted.pop(placement.pod, None)
+                if predicted is not None and predicted != placement.node:
+                    summary += (
+                        f" (its eviction predicted {predicted}; the scheduler chose"
+                        f" {placement.node}: {_why_chosen(scores.get(placement.pod))})"
+                    )
                 self._append(
                     "schedule",
-                    f"scheduled {placement.pod} on {placement.node}",
+                    summary,
                     source="scheduler",
                     time=now,
-                    details={"pod": placement.pod, "node": placement.node},
+                    details={"pod": placement.pod, "node": placement.node, "predicted": predicted},
                 )
             elif self._seen.pending.get(placement.pod) != placement.reason:
                 self._seen.pending[placement.pod] = placement.reason
@@ -504,8 +548,16 @@ class Recorder:
             verb = "evicted" if evicted else f"eviction {decision.result}:"
             replacement = replacements.get(key)
             summary = f"{verb} {key} from {decision.node} ({decision.strategy}): {decision.reason}"
+            predicted = _predicted_destination(decision.reason, decision.node)
+            if predicted is not None:
+                summary += (
+                    " (a prediction: the scheduler, not the descheduler, places its replacement;"
+                    " the log says where and why)"
+                )
             if replacement is not None:
                 summary += f"; its owner created {decision.namespace}/{replacement}"
+                if evicted and predicted is not None:
+                    self._predicted[f"{decision.namespace}/{replacement}"] = predicted
             self._append(
                 "eviction",
                 summary,
@@ -782,6 +834,25 @@ class Recorder:
                 # str(): a descheduler signal's name is an enum, and JSON keys are plain str.
                 ages.setdefault(node, {})[str(metric)] = round(max(0.0, now - stamp), 1)
         return ages
+
+
+#: "0.22 -> 0.63 on node-a": a load-aware reason's predicted figure on a node the pod would go to.
+_PREDICTED = re.compile(r"-> [0-9.]+ on ([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])")
+
+
+def _predicted_destination(reason: str, source: NodeName | None) -> str | None:
+    """The node a load-aware eviction's reason predicts its pod goes to ("pressure 0.72 -> 0.27
+    on node-e, 0.22 -> 0.63 on node-a": node-a, the one that is not the source), if it names
+    one. A prediction: the scheduler, asking the extender, chooses."""
+    named = [n for n in _PREDICTED.findall(reason) if n != source]
+    return named[-1] if named else None
+
+
+def _why_chosen(scores: Mapping[NodeName, int] | None) -> str:
+    if not scores:
+        return "the predicted node was not among those it could choose, or scored lower"
+    ranked = ", ".join(f"{n} {v}" for n, v in sorted(scores.items(), key=lambda s: -s[1]))
+    return f"the extender's scores {ranked}, with kube-scheduler's own (resources, soft taints)"
 
 
 def _taint_text(taint: Any) -> str:

@@ -4,8 +4,11 @@ the history, driven with values (no server, no threads).
 Covered: label and taint writes logged as they happen (a pod labelled and evicted within one
 tick still shows its label); health changes; pending pods logged once per reason; evictions
 with reason, strategy and the owner's replacement; circuit-breaker trips and recoveries;
-extender decisions in order; history points with the fleet average, thresholds and classes
-(deviation thresholds with the average they move with), one per moment of the world's clock;
+extender decisions in order, a filter line naming the nodes it was not asked about and why
+(the scheduler's own filters: a pod's node affinity); an eviction's predicted destination said
+to be one, and where its replacement went instead and why; history points with the fleet average,
+thresholds and classes (deviation thresholds with the average they move with), one per moment
+of the world's clock;
 metric ages on the world's clock (a scenario's: its seconds, not the wall's); an overutilized
 node's streak (since when, when last above high, whether the hysteresis holds it, until when);
 no entry stamped before the one logged ahead of it; the scenario the state carries (and every
@@ -136,6 +139,36 @@ def test_extender_decisions_are_logged_oldest_first_with_their_verdicts() -> Non
     ]
 
 
+def test_a_filter_line_says_why_the_nodes_it_was_not_asked_about_were_left_out() -> None:
+    """kube-scheduler calls the extender with the nodes its own filters left: a demo pod's
+    node affinity (NotIn violating) removes a node labelled violating before the call."""
+    recorder, cluster, decisions = make_recorder()
+    pod = next(p for p in cluster.list_pods() if p.name.startswith("demo-app"))
+    node = cluster.get_node(NodeName("node-c"))
+    cluster.update_node(
+        dataclasses.replace(node, labels={**node.labels, "demo-policy": "violating"})
+    )
+    asked = tuple(NodeName(f"node-{c}") for c in "abde")
+    decisions.record(
+        Decision(
+            time=1.0, verb=Verb.FILTER, pod=f"{pod.namespace}/{pod.name}", pod_uid="u",
+            policy="health-metric-demo/demo-policy", outcome=Outcome.APPLIED, reason="",
+            candidates=asked, failed={NodeName("node-b"): "demo-policy: health_metric Equals 1"},
+        )
+    )  # fmt: skip
+    recorder.observe_placements(2.0, [])
+    (line,) = summaries(recorder, "filter")
+    assert line.endswith(
+        "; removed node-b (demo-policy: health_metric Equals 1); not asked, kube-scheduler's own "
+        "filters removed them first: node-c (node selector or required node affinity does not "
+        "match)"
+    )
+    (entry,) = recorder.log(kinds={"filter"})
+    assert entry["details"]["notAsked"] == {
+        "node-c": "node selector or required node affinity does not match"
+    }
+
+
 def test_evictions_name_their_reason_strategy_and_replacement() -> None:
     recorder, cluster, _ = make_recorder()
     pod = cluster.list_pods()[0]
@@ -164,6 +197,46 @@ def test_evictions_name_their_reason_strategy_and_replacement() -> None:
     recorder.observe(Tick(now=11.0, columns={}))
     assert recorder.state()["descheduler"]["evictions"] == 1
     assert recorder.history()[-1]["evictions"] == 1
+
+
+def test_an_evictions_predicted_destination_is_said_to_be_one_and_where_it_went_and_why() -> None:
+    """A load-aware reason names where the pod would go ("0.22 -> 0.63 on node-a"): the
+    scheduler places its replacement, and when it chooses another node the log says so, with
+    the extender's scores it chose by."""
+    recorder, cluster, decisions = make_recorder()
+    pod = next(p for p in cluster.list_pods() if p.controller is not None)
+    cluster.bind_pod(pod.namespace, pod.name, NodeName("node-e"))
+    reason = (
+        "node node-e is overutilized: cpu_utilization 86.38 > high 85; moving 1.10 cores: "
+        "pressure 0.72 -> 0.27 on node-e, 0.22 -> 0.63 on node-a; relief 1.8"
+    )
+    cluster.evict_pod(pod.namespace, pod.name, reason=reason)
+    replacement = f"{pod.namespace}/{cluster.evictions[-1].replacement}"
+    report = CycleReport(
+        decisions=[
+            EvictionDecision(
+                pod.namespace, pod.name, NodeName("node-e"), "LoadAware", reason, "evicted"
+            )
+        ]
+    )
+    recorder.observe_cycle(10.0, report)
+    (evicted,) = summaries(recorder, "eviction")
+    assert "relief 1.8 (a prediction: the scheduler, not the descheduler, places its" in evicted
+    decisions.record(
+        Decision(
+            time=11.0, verb=Verb.PRIORITIZE, pod=replacement, pod_uid="u",
+            policy="health-metric-demo/demo-policy", outcome=Outcome.APPLIED, reason="",
+            candidates=(NodeName("node-a"), NodeName("node-c")), failed={},
+            scores={NodeName("node-a"): 3, NodeName("node-c"): 7},
+        )
+    )  # fmt: skip
+    recorder.observe_placements(11.0, [ScheduleResult(replacement, NodeName("node-c"), "ok")])
+    (placed,) = summaries(recorder, "schedule")
+    assert placed == (
+        f"scheduled {replacement} on node-c (its eviction predicted node-a; the scheduler chose "
+        "node-c: the extender's scores node-c 7, node-a 3, with kube-scheduler's own (resources, "
+        "soft taints))"
+    )
 
 
 def test_the_circuit_breaker_is_logged_when_it_trips_and_when_it_closes() -> None:
