@@ -323,6 +323,7 @@ step: 5s
 seed: 1
 warmup: 1m
 startupDelay: 0s
+pressureModel: {kind: erlang-c}
 nodes:
   - {name: only, cpu: 8, memory: 32Gi}
 workloads:
@@ -338,7 +339,7 @@ def test_stall_counts_pressure_below_saturation_that_work_lost_does_not() -> Non
     figures = run_contender(scenario, _contender("requests", scenario), seed=1).figures
     assert figures["work_lost"]["stalled"] == 0.0
     seconds = scenario.duration - scenario.warmup
-    # 6.4 cores demanded of 8: PSI some is Erlang C, about 0.46, the whole time.
+    # 6.4 cores demanded of 8: PSI some is Erlang C (named), about 0.46, the whole time.
     assert figures["stall"] == pytest.approx(erlang_c(8, 6.4) * seconds, rel=0.02)
 
 

@@ -12,8 +12,8 @@ Covered:
   limit the least one (still a bound);
 - a live migration adds `sourceCores` to the source node and `targetCores` to the target while
   memory copies, and nothing once the copy is done;
-- the large-slow family draws start-up ranges spanning at least 10-120 s over its draws, while
-  the default family's draws keep one start-up each (its sweeps stay comparable).
+- the large-slow family draws start-up ranges spanning at least 10-120 s over its draws, and
+  the default family ranges from 10-20 s to 2 min (issue 54: moves are not cheap there either).
 """
 
 from __future__ import annotations
@@ -165,14 +165,16 @@ def test_a_live_migration_charges_cpu_on_both_nodes_while_memory_copies() -> Non
     assert list(loop.states[45.0].demand[[a, b]]) == pytest.approx([0.0, 2.0])
 
 
-def test_large_slow_draws_start_up_ranges_and_the_default_family_one_start_up() -> None:
+def test_both_families_draw_start_up_ranges() -> None:
     large, default = load_family("large-slow"), load_family("default")
     ranges = [read_scenario(draw_scenario(large, i), base=FAMILIES) for i in range(40)]
     assert all(s.startup_delay_most is not None for s in ranges)
     assert min(s.startup_delay for s in ranges) <= 10.0
     assert max(s.startup_delay_most or 0.0 for s in ranges) >= 120.0
     for i in range(40):
-        assert isinstance(draw_scenario(default, i)["startupDelay"], str)
+        least, most = draw_scenario(default, i)["startupDelay"]["uniform"]
+        assert least in ("10s", "15s", "20s")
+        assert most == "2m"
 
 
 def test_the_hindsight_reference_starts_each_pod_as_its_first_start_in_the_world() -> None:
@@ -183,7 +185,7 @@ def test_the_hindsight_reference_starts_each_pod_as_its_first_start_in_the_world
     step = scenario.step
     for slot in range(timeline.usage.shape[0]):
         expected = np.ceil(startup_of(scenario, 1, slot, 1) / step - 1e-9)
-        assert timeline.ready_after[slot] == expected
+        assert timeline.ready_after(slot, 1) == expected
         running = np.flatnonzero(timeline.usage[slot] > 0)
         # Created at 0 s: it first runs at its start-up, rounded up to the step.
         assert running[0] == expected
