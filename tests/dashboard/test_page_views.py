@@ -199,9 +199,11 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
 
 
 #: Installed on the page: after every update the stream applies, whether the header's counts,
-#: the policy card's "N of M nodes" and the node cards' colours say the same of every node, and
-#: that the header puts every node in a bucket. What disagrees is kept in `window.disagreements`.
-AGREEMENT = """
+#: the policy card's "N of M nodes" and the node cards' colours say the same of every node,
+#: that the header puts every node in a bucket, and (when the newest point is the state's tick)
+#: that the charts' CPU per node is the cards' and their evictions the descheduler box's count.
+#: What disagrees is kept in `window.disagreements`.
+AGREEMENT = r"""
 window.disagreements = [];
 window.checkedUpdates = 0;
 const applied = window.apply;
@@ -229,6 +231,26 @@ window.apply = function (update) {
     if (root.classList.contains("health-2") !== moved) says(`${name}: red card, header ${moved}`);
     if (root.classList.contains("health-1") !== kept) says(`${name}: amber card, header ${kept}`);
     if (!Object.values(header).some((nodes) => nodes.includes(name))) says(`${name}: no bucket`);
+  }
+  // The charts read the same tick: its point's CPU per node is the card's, and the points'
+  // evictions add up to the descheduler box's count.
+  const last = view.points[view.points.length - 1];
+  if (last && last.time === state.time) {
+    for (const node of state.nodes) {
+      const drawn = (last.cpu_utilization || {})[node.name];
+      const card = document.querySelector(`#nodes [data-node="${node.name}"]`);
+      const meter = card.querySelector(".meter > span:last-child");
+      const value = node.metrics.cpu_utilization;
+      // The point keeps 4 decimals of the value the card shows.
+      const apart = drawn !== undefined && Math.abs(drawn - value) > 1e-4;
+      if (apart || meter.textContent !== pct(value)) {
+        says(`${node.name}: chart CPU ${drawn}, state ${value}, card ${meter.textContent}`);
+      }
+    }
+    const charted = view.points.reduce((sum, p) => sum + p.evictions, 0);
+    const said = document.getElementById("descheduler").textContent;
+    const box = said.match(/evictions so far: (\d+)/);
+    if (!box || Number(box[1]) !== charted) says(`evictions: chart ${charted}, box: ${said}`);
   }
   window.checkedUpdates += 1;
 };
