@@ -79,19 +79,24 @@ class OursExtender:
         estimates: Callable[[], Estimates] | None = None
         if placements is not None and isinstance(view, RefreshingMetricView):
             # What `tas extender` wires, on the virtual clock.
-            estimates = placements.estimator(sample_times=view.sample_times, now=clock.time)
+            estimates = placements.estimator(
+                sample_times=view.sample_times, now=clock.time, columns=view.columns
+            )
 
         # `tas extender` with no flags builds `ExtenderSettings()` (tests/simulator/
         # test_extenders.py checks it): the breaker's share, score mode and filtering on
         # estimates as users get them.
         settings = settings if settings is not None else ExtenderSettings()
+        # Pressure estimates follow each node's stall curve as herd control learns it.
+        tracker = placements if estimates is not None else None
         self.service = ExtenderService(
             store=store,
             metrics=view,
             settings=settings,
             clock=clock,
             estimates=estimates,
-            cores=placements.cores if estimates is not None and placements is not None else None,
+            cores=tracker.cores if tracker is not None else None,
+            servers=tracker.servers if tracker is not None else None,
             record=DecisionReporter(DecisionLog(settings.decision_log_size)).record,
         )
 

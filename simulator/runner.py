@@ -71,6 +71,7 @@ from simulator.pipeline import (
 from simulator.scenario import Scenario
 from simulator.world import InformerOrder, ModelState, World
 from tas.breaker import DEFAULT_MAX_SHARE
+from tas.calibration.curve import CurveLearner
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
@@ -471,8 +472,9 @@ def follow_placements(world: World, clock: VirtualClock) -> PlacementTracker:
     defaults: deploy/cluster/extender.yaml sets no `--estimate-window`, so a pod counts for
     `tas.placements.DEFAULT_WINDOW` (90 s) after its bind, or for what the tracker learns from
     what the cluster shows. Never the scenario's true metric window or start-up: no cluster
-    tells ours those."""
-    tracker = PlacementTracker()
+    tells ours those. Each node's pressure curve is learned from the view's columns, as
+    `tas extender` learns it by default (`--learn-pressure-curve on`)."""
+    tracker = PlacementTracker(curves=CurveLearner())
     cluster = world.cluster
 
     def find_pod(namespace: str, name: str) -> Pod | None:
