@@ -397,11 +397,13 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
         why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
         raise common.SetupError(f"scenario {scenario.name}: {why}")
     # Wall seconds given on the command line stand for `speed` times as many scenario seconds.
+    # They set ours' own cadences (which run at deploy/'s defaults whatever the scenario says).
     if settings.sync_period is not None:
-        scenario = dataclasses.replace(scenario, sync_period=settings.sync_period * speed)
+        spec = dataclasses.replace(contender.spec, sync_period=settings.sync_period * speed)
+        contender = dataclasses.replace(contender, spec=spec)
     if settings.descheduling_interval is not None:
-        scenario = dataclasses.replace(
-            scenario, descheduling_interval=settings.descheduling_interval * speed
+        contender = dataclasses.replace(
+            contender, descheduling_interval=settings.descheduling_interval * speed
         )
     seed = settings.seed or scenario.seed
     decisions = DecisionLog(ExtenderSettings().decision_log_size)
@@ -418,8 +420,11 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
             registry=registry,
             decisions=decisions,
             clock=clock,
-            estimates=tracker.estimator(sample_times=view.sample_times, now=clock.time),
+            estimates=tracker.estimator(
+                sample_times=view.sample_times, now=clock.time, columns=view.columns
+            ),
             cores=tracker.cores,
+            servers=tracker.servers,
         )
         server = _server(app, settings.listen, "the extender")
         servers.append(server)
