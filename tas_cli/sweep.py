@@ -31,17 +31,22 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows the defaults
     parser.add_argument(
-        "--family", default="default", metavar="FILE|NAME", help="a family file or a named family"
+        "--family",
+        default="default",
+        metavar="FILE|NAME",
+        help="a family file or a named family (default: default)",
     )
-    parser.add_argument("--count", type=int, default=20, metavar="N", help="scenarios to draw")
+    parser.add_argument(
+        "--count", type=int, default=20, metavar="N", help="scenarios to draw (default: 20)"
+    )
     parser.add_argument(
         "--seeds",
         type=int,
         default=5,
         metavar="K",
-        help="seeds per scenario: every contender meets the same K worlds, compared paired",
+        help="seeds per scenario: every contender meets the same K worlds, compared paired "
+        "(default: 5)",
     )
     parser.add_argument(
         "--family-seed",
@@ -49,11 +54,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="draw the family's scenarios from seed N instead of the family's own: a fresh draw "
-        "nobody tuned for (sweep.json records it)",
+        "nobody tuned for (sweep.json records it; default: the family's own)",
     )
     add_contenders_option(parser)
     add_spreading_options(parser)
-    parser.add_argument("--out", type=Path, default=Path("sweep"), metavar="DIR")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("sweep"),
+        metavar="DIR",
+        help="where sweep.json, runs.json, the drawn scenarios and the journal go (default: sweep)",
+    )
     parser.add_argument(
         "--fresh",
         action="store_true",
