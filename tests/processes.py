@@ -4,8 +4,8 @@
 launches it and waits until `url + ready_path` answers 200 (or until `ready()`, when a test
 knows better what ready means), failing with the log's tail if the program exits or the time
 runs out; `stop()` sends SIGTERM, as kubelet does, and kills it after a grace period.
-`free_port()` finds a loopback port; `tas_command(...)` is the `tas` command line of this
-interpreter.
+`free_port()` finds a loopback port (never the same one for two tests running side by side,
+under pytest-xdist too); `tas_command(...)` is the `tas` command line of this interpreter.
 
 Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
 (tests/demo_process.py), the extender (tests/cli/test_extender.py) and the components under
@@ -15,6 +15,7 @@ RBAC (tests/test_rbac.py).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -32,11 +33,34 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: Ports `free_port` handed out in this process: it never hands one out twice.
+_HANDED_OUT: set[int] = set()
+
+
+def _worker() -> tuple[int, int]:
+    """This process's index among the suite's processes and their number: under pytest-xdist
+    (make test) worker gwN of PYTEST_XDIST_WORKER_COUNT, else 0 of 1."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return (int(name.removeprefix("gw")) if name.startswith("gw") else 0), max(count, 1)
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A loopback port nothing listens on, for a program the test starts. The port is free
+    only until someone binds it, so each test process takes its own share of them and none
+    twice: two tests running side by side are not handed the same port. The share is by
+    port // 2 modulo the number of xdist workers (Linux gives bind() to port 0 even ports
+    only, so the port's own parity would leave one worker none); a worker that meets no port
+    of its share in 100 tries takes any it has not handed out before."""
+    index, count = _worker()
+    for attempt in itertools.count():
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        if port not in _HANDED_OUT and ((port // 2) % count == index or attempt >= 100):
+            _HANDED_OUT.add(port)
+            return port
+    raise AssertionError("unreachable")
 
 
 def tas_command(*args: str) -> list[str]:
