@@ -51,12 +51,11 @@ debs:
 	sh scripts/ensure-browser.sh
 
 ## make unit: every test, on every core (pytest-xdist: -n auto starts one worker per core; each
-## test owns its ports and temporary directories). --dist loadgroup sends each test to whichever
-## worker is free, but a module's tests that share a module-scoped fixture (one Prometheus, one
-## set of simulator runs) to one worker, so it is built once (tests/conftest.py). --durations=20
-## prints the 20 slowest tests at the end.
+## test owns its ports and temporary directories). --dist loadfile keeps a test file on one worker,
+## so a file's module-scoped fixtures (a Prometheus, a module's simulator runs) are built once, not
+## once per worker. --durations=20 prints the 20 slowest tests at the end.
 unit: $(STAMP) debs
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=20
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=20
 
 ## make bench: speed and scale figures, each printed next to a floor measured in the same run.
 bench: $(STAMP)
