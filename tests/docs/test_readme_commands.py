@@ -207,14 +207,18 @@ def test_the_components_table_lists_every_subcommand() -> None:
     assert named == set(COMMANDS)
 
 
+def heading_anchor(heading: str) -> str:
+    """GitHub's anchor for a heading's text."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
 def _anchors(path: Path) -> set[str]:
     """GitHub's anchors for a Markdown file's headings."""
     found = set()
     for line in path.read_text(encoding="utf-8").splitlines():
         if heading := re.match(r"^#{1,6} (.*)", line):
-            text = heading.group(1).strip().lower()
-            text = re.sub(r"[^\w\- ]", "", text)
-            found.add(text.replace(" ", "-"))
+            found.add(heading_anchor(heading.group(1)))
     return found
 
 
