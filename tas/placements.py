@@ -21,8 +21,8 @@ A pod's estimated load, per resource, is the first of:
   idle replicas behind equal requests (1.7 and 0.05 cores average 1.2), so one busy pod can
   land where only an average one fits; a high percentile assumes every new pod is a busy one,
   which overstates a burst's total and steers later pods to nodes known only by lagging values.
-  The mean is the default (docs/decisions.md), and the pod's own usage replaces it as soon as
-  it is measured;
+  The mean is the default (docs/decisions.md, "Herd control's estimates"), and the pod's own
+  usage replaces it as soon as it is measured;
 - its requests, scaled by the fleet's usage/requests ratio (never below 1: a burst of a new
   workload is as under-requested as the rest).
 
@@ -41,9 +41,9 @@ with), the placements' cores are added to it, and the pressure at that load is t
 (`add_estimates` with the nodes' cores). On 8 cores, a node measured at 0.2 that receives one
 core reads 0.41, not 0.325, while an empty node that receives the same still reads 0: the same
 core costs a loaded node more, which is what keeps a burst off the nodes about to stall
-(measured: docs/decisions.md). The curve is the node's own where the tracker has learned one
-(`tas.calibration.curve`: from the view's columns at each refresh, `PlacementTracker.learn`),
-the shared model until then.
+(measured: docs/decisions.md, "Herd control's estimates"). The curve is the node's own where
+the tracker has learned one (`tas.calibration.curve`: from the view's columns at each refresh,
+`PlacementTracker.learn`), the shared model until then.
 
 Pure: `PlacementTracker` holds what it was told (binds, nodes, usage) and answers from values
 it is given (sample times, now); the feeds (the pod and node watches in `tas extender`, the
