@@ -453,7 +453,7 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
     )
     driver = RealTime(
         loop=run.loop,
-        tick_seconds=max(0.2, scenario.sync_period / speed),
+        tick_seconds=max(0.2, contender.sync_period(scenario) / speed),
         speed=speed,
         steps=run.steps,
     )
@@ -480,8 +480,8 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
         loop=run.loop,
         driver=driver,
         telemetry=page.telemetry,
-        sync_period=scenario.sync_period / speed,
-        interval=scenario.descheduling_interval / speed,
+        sync_period=contender.sync_period(scenario) / speed,
+        interval=contender.interval(scenario) / speed,
         banner=lambda dashboard, url: banner,
         offered=("health", "scale"),
         describe=page.describe,

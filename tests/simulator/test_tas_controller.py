@@ -3,7 +3,8 @@ breaker (simulator.contenders `TAS_SYNC_PERIOD`, simulator.runner).
 
 Covered:
 - TAS's metric cache and enforcer run on the same 5 s ticker (its `--syncPeriod` default):
-  the tas contender refreshes and labels every 5 s while ours keeps the scenario's sync period;
+  the tas contender refreshes and labels every 5 s while ours syncs every 2 s as deploy/cluster
+  ships it (`--sync-period 2s`), whatever the scenario's sync period;
 - in bogus-metric (every node reports a health value that violates the deschedule rule), ours'
   controller holds the new `violating` labels back (its breaker: every node at once is a broken
   exporter), while the tas contender labels every node, as TAS would, so the pods added
@@ -18,7 +19,13 @@ from typing import Any
 import pytest
 
 from policy_controller.reconciler import Reconciler
-from simulator.contenders import CONTENDERS, TAS_SYNC_PERIOD, Contender, resolve
+from simulator.contenders import (
+    CONTENDERS,
+    OURS_SYNC_PERIOD,
+    TAS_SYNC_PERIOD,
+    Contender,
+    resolve,
+)
 from simulator.runner import build_run, run_contender
 from simulator.scenario import Scenario, load_scenario
 
@@ -43,7 +50,7 @@ def labelled_violating(scenario: Scenario, contender: str, at: float) -> set[str
     }
 
 
-def test_tas_refreshes_and_labels_every_5_seconds_ours_every_sync_period(
+def test_tas_refreshes_and_labels_every_5_seconds_ours_at_its_shipped_sync_period(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert TAS_SYNC_PERIOD == 5.0
@@ -64,8 +71,10 @@ def test_tas_refreshes_and_labels_every_5_seconds_ours_every_sync_period(
         calls.clear()
         run_contender(scenario, _contender(name, scenario), seed=scenario.seed)
         counts[name] = len(calls)
+    # The scenario's 10 s reaches neither: each runs at its own shipped period.
     assert scenario.sync_period == 10.0
-    assert counts == {"tas": 12, "ours": 6}
+    assert scenario.step <= OURS_SYNC_PERIOD == 2.0
+    assert counts == {"tas": 12, "ours": 30}
 
 
 def test_a_bogus_value_on_every_node_trips_ours_breaker_but_tas_labels_every_node() -> None:
