@@ -395,7 +395,9 @@ def _smaller_than_full(comparison: Comparison) -> list[str]:
     """How these runs fall short of `make compare`'s, one phrase each."""
     said: list[str] = []
     summary = comparison.summary
-    if summary is not None:
+    if summary is None:
+        said.append("no run of the named scenarios")
+    else:
         seeds = {len(e.get("seeds", [])) for e in summary["scenarios"].values()}
         if min(seeds, default=FULL_SEEDS) < FULL_SEEDS:
             said.append(f"named scenarios on {min(seeds)} seeds, not {FULL_SEEDS}")
@@ -411,7 +413,8 @@ def _smaller_than_full(comparison: Comparison) -> list[str]:
         full = FULL_SWEEP_COUNTS.get(sweep.family_name or "", max(FULL_SWEEP_COUNTS.values()))
         count = sweep.verdict.get("scenarios", 0)
         if count < full:
-            said.append(f"a sweep of {count} scenarios of {family}, not {full}")
+            which = "fresh" if sweep.fresh else "shipped"
+            said.append(f"{count} scenarios of {family}'s {which} draw, not {full}")
         if (sweep.seeds or 0) < FULL_SWEEP_SEEDS:
             said.append(f"{family} on {sweep.seeds} seeds each, not {FULL_SWEEP_SEEDS}")
     missing = sorted(set(FULL_SWEEP_COUNTS) - {s.family_name for s in comparison.sweeps})
@@ -512,7 +515,7 @@ def readme_section(comparison: Comparison) -> str:
     tally, and the draws not run. The commit is named in docs/results.md only."""
     parts = [
         README_BEGIN,
-        "Figures from the last `make compare`: [docs/results.md](docs/results.md) names the "
+        "Figures from the comparison on record: [docs/results.md](docs/results.md) names the "
         "commit they ran on and has every table and goal.",
         "",
     ]
@@ -544,9 +547,10 @@ def readme_section(comparison: Comparison) -> str:
         ]
     else:
         parts += ["No sweep of drawn scenarios on record.", ""]
-    missing = _missing_draws(comparison)
-    if missing:
-        parts += [f"Not yet run: {'; '.join(missing)}.", ""]
+    # Said here as in docs/results.md, so a partial run never reads as the whole comparison.
+    short = _smaller_than_full(comparison)
+    if short:
+        parts += [f"These runs fall short of `make compare`'s: {'; '.join(short)}.", ""]
     return "\n".join([*parts, README_END])
 
 
