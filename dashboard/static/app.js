@@ -204,7 +204,7 @@ function buildCard(name) {
     // The load-aware usage the descheduler judged at its last cycle (its signal: cpu_utilization,
     // cpu_combined...): the number the overutilized note quotes, which the CPU bar (now) need
     // not show.
-    usage: meter("load-aware", "usage"),
+    usage: Object.assign(meter("load-aware", "usage"), { hidden: true }),
     marks: el("div", { class: "chips marks" }),
     pods: el("div", { class: "chips pods" }),
     buttons: [0, 1, 2].map((value) => el("button", {
@@ -259,7 +259,10 @@ function updateCard(card, node, pods, on) {
   card.memory.set(node.metrics.memory_utilization);
   const t = view.state && view.state.descheduler.thresholds;
   const signal = t ? Object.keys(t.high)[0] : undefined;
-  const usage = signal === undefined ? undefined : node.usage[signal];
+  const found = signal === undefined ? undefined : (node.usage || {})[signal];
+  // No value yet (before the first cycle, or a node the cycle did not judge): no meter, rather
+  // than an empty one.
+  const usage = found === null ? undefined : found;
   card.usage.hidden = usage === undefined;
   card.usage.dataset.signal = signal || "";
   if (usage !== undefined) {
