@@ -109,6 +109,7 @@ class InMemoryCluster:
         self._before_write = before_write
         self._lock = threading.RLock()
         self._version = itertools.count(1)
+        self._last_version = 0
         self._ids = itertools.count(1)
         self._nodes: dict[NodeName, Node] = {}
         self._pods: dict[tuple[Namespace, str], Pod] = {}
@@ -482,7 +483,15 @@ class InMemoryCluster:
             self._before_write(kind)
 
     def _next_version(self) -> str:
-        return str(next(self._version))
+        self._last_version = next(self._version)
+        return str(self._last_version)
+
+    @property
+    def version(self) -> int:
+        """The last resourceVersion handed out: it changes with every write, so a reader may
+        keep what it derived from the objects until it does."""
+        with self._lock:
+            return self._last_version
 
     def _new_uid(self) -> str:
         return f"uid-{next(self._ids):06d}"

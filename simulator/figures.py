@@ -107,11 +107,14 @@ class FigureRecorder:
         warmup: float,
         strategies: Iterable[str] = (),
         rule_strategies: Collection[str] = (),
+        node_series: bool = True,
     ) -> None:
         """`strategies`: the descheduler plugins that may evict (each reported, 0 when it did
         not, so seeds average alike); `rule_strategies`: those that evict for a policy's
-        deschedule rule."""
+        deschedule rule; `node_series`: sample each node's utilization and pressure for the
+        charts (a sweep, which draws none, keeps only the spread and the evictions)."""
         self.world = world
+        self._node_series = node_series
         self.warmup = warmup
         self._rule_strategies = frozenset(rule_strategies)
         #: Displaced core-seconds after the warm-up, by the plugin whose eviction displaced it.
@@ -155,6 +158,7 @@ class FigureRecorder:
         self.displaced = 0.0
         self.stall = 0.0
         self._episodes: dict[tuple[PolicyKey, NodeName], _Episode] = {}
+        self._linked: tuple[int, dict[tuple[PolicyKey, NodeName], int]] | None = None
         self.evacuations: list[float] = []
         self.not_evacuated = 0
         steps = max(1, round(world.scenario.duration / world.scenario.step))
@@ -199,6 +203,8 @@ class FigureRecorder:
         series.evictions.append(len(self.evictions))
         pressure = state.pressure[present]
         series.spread.append(float(pressure.std()) if len(pressure) else 0.0)
+        if not self._node_series:
+            return
         if self.world.node_count <= MAX_NODE_LINES:
             series.nodes = list(self.world.node_names)
             series.utilization.append(
@@ -218,7 +224,7 @@ class FigureRecorder:
                 (state.pressure[present], series.pressure),
             ):
                 if len(values):
-                    target.append([float(np.percentile(values, q)) for q in (0, 50, 90, 100)])
+                    target.append([float(v) for v in np.percentile(values, (0, 50, 90, 100))])
                 else:
                     target.append([math.nan] * 4)
 
@@ -252,6 +258,11 @@ class FigureRecorder:
                 del self._episodes[key]
 
     def _linked_pods(self) -> dict[tuple[PolicyKey, NodeName], int]:
+        """Pods linking each deschedule policy, per node; kept until the cluster changes (a
+        violation may last many steps while no pod moves)."""
+        version = self.world.cluster.version
+        if self._linked is not None and self._linked[0] == version:
+            return self._linked[1]
         counts: dict[tuple[PolicyKey, NodeName], int] = {}
         keys = {p.key for p in self._deschedule}
         for pod in self.world.cluster.list_pods():
@@ -261,6 +272,7 @@ class FigureRecorder:
             key = PolicyKey(Namespace(pod.namespace), PolicyName(name))
             if key in keys:
                 counts[(key, pod.node_name)] = counts.get((key, pod.node_name), 0) + 1
+        self._linked = (version, counts)
         return counts
 
     def placed(self, placements: Sequence[ScheduleResult]) -> None:

@@ -94,7 +94,9 @@ def run_job(job: Job) -> JobResult:
     resolved = resolve(runs, scenario.contenders.get(runs))
     if isinstance(resolved, Unavailable):
         return JobResult(job.scenario.name, job.contender, job.seed, None, resolved.reason)
-    result = run_contender(scenario, resolved, seed=job.seed, clairvoyant=clairvoyant)
+    result = run_contender(
+        scenario, resolved, seed=job.seed, clairvoyant=clairvoyant, node_series=job.keep_series
+    )
     return JobResult(
         job.scenario.name,
         job.contender,

@@ -330,13 +330,18 @@ class ModelSource:
         self, slots: npt.NDArray[np.intp], cpu: FloatArray, end: Scrape
     ) -> dict[tuple[str, str], tuple[float, float]]:
         world = self.store.world
+        # The slots still running the instance the scrape saw, then plain Python values: a
+        # loop over numpy scalars costs more than the rest of the pipeline's step.
+        slots = slots[world.slot_instance.data[slots] == end.slot_instance[slots]]
+        workloads = world.scenario.workloads
         found: dict[tuple[str, str], tuple[float, float]] = {}
-        for slot in slots:
+        for slot, used, memory in zip(
+            slots.tolist(), cpu[slots].tolist(), end.slot_memory[slots].tolist(), strict=True
+        ):
             name = world.slot_pod[slot]
-            if name is None or int(world.slot_instance.data[slot]) != int(end.slot_instance[slot]):
-                continue
-            namespace = world.scenario.workloads[world.slot_workload[slot]].namespace
-            found[(namespace, name)] = (float(cpu[slot]), float(end.slot_memory[slot]))
+            if name is not None:
+                namespace = workloads[world.slot_workload[slot]].namespace
+                found[(namespace, name)] = (used, memory)
         return found
 
     def pod_usage_feed(self) -> ModelPodUsage:

@@ -31,11 +31,12 @@ import numpy as np
 import numpy.typing as npt
 from prometheus_client import CollectorRegistry
 
+from descheduler.assemble import assemble_descheduler
 from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.framework import Result
 from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
-from descheduler.usage import PrometheusQueries, pod_usage_from
+from descheduler.usage import PrometheusQueries
 from extender.settings import ExtenderSettings
 from inmemory.scheduler import EmbeddedScheduler, Extender, ScheduleResult
 from policy_controller.reconciler import Reconciler
@@ -234,11 +235,15 @@ def run_contender(
     seed: int,
     progress: Progress | None = None,
     clairvoyant: bool = False,
+    node_series: bool = True,
 ) -> RunResult:
     """One contender's run. `clairvoyant`: the same run reading true model values, with no
     scrape interval, window or delay and no outage or bogus value (the clairvoyant reference:
-    what the contender's rules do with perfect information)."""
-    run = build_run(scenario, contender, seed=seed, clairvoyant=clairvoyant)
+    what the contender's rules do with perfect information). `node_series`: keep each node's
+    utilization and pressure over time (the node chart's; a sweep draws none)."""
+    run = build_run(
+        scenario, contender, seed=seed, clairvoyant=clairvoyant, node_series=node_series
+    )
     report_every = max(1, run.steps // 100)
     for index in range(run.steps):
         run.step(index)
@@ -273,10 +278,12 @@ def build_run(
     descheduler_metrics: DeschedulerMetrics | None = None,
     observers: Sequence[LoopObserver] = (),
     watchers: Sequence[Callable[[ModelState, float], None]] = (),
+    node_series: bool = True,
 ) -> Run:
     """One contender's loop, built as `tas simulate` runs it. `extender` builds ours'
     extender; `mode`, `descheduler_metrics`, `observers` (of the loop's decisions) and
-    `watchers` (of each step's model state) are what `tas run --scenario` adds."""
+    `watchers` (of each step's model state) are what `tas run --scenario` adds;
+    `node_series` as `run_contender` says."""
     if clairvoyant:
         scenario = dataclasses.replace(scenario, pipeline=perfect(scenario.step))
     clock = VirtualClock()
@@ -344,7 +351,8 @@ def build_run(
     soft_tainter = None
     if contender.config is not None:
         knows = contender.spec.knows_policies
-        descheduler = Descheduler(
+        reads_pod_usage = contender.spec.pod_usage
+        descheduler = assemble_descheduler(
             config=contender.config,
             # Every descheduler meets pods in the same seeded order, not in name order.
             cluster=InformerOrder(world.cluster, random.Random(f"{seed}/informer-order")),
@@ -353,17 +361,10 @@ def build_run(
             mode=mode,
             clock=clock,
             metrics=descheduler_metrics,
-            # Ours reads it as `tas descheduler` does (`pod_usage_from`, production's reading of
-            # the container series); Volcano its own query.
-            pod_usage=(
-                (
-                    source.volcano_pod_usage_source
-                    if volcano
-                    else pod_usage_from(source.pod_usage_feed())
-                )
-                if contender.spec.pod_usage
-                else None
-            ),
+            # Ours reads it as `tas descheduler` does (production's reading of the container
+            # series); Volcano its own query.
+            pod_usage_feed=source.pod_usage_feed() if reads_pod_usage and not volcano else None,
+            pod_usage=source.volcano_pod_usage_source if reads_pod_usage and volcano else None,
             prometheus=functools.partial(
                 PrometheusQueries, transport=PrometheusApi(source).transport()
             ),
@@ -389,6 +390,7 @@ def build_run(
         warmup=scenario.warmup,
         strategies=_evicting_plugins(contender),
         rule_strategies=RULE_STRATEGIES,
+        node_series=node_series,
     )
     on_sync: list[Callable[[], None]] = []
     if usage_plugin is not None:
