@@ -35,15 +35,18 @@ A node without a value that also runs pods the tracker cannot estimate stays wit
 (absent values never violate, and never score), and a metric nobody reports gets no value.
 
 Pressure rises along the stall curve, not in proportion to load: an estimate for a metric in
-`PRESSURE_METRICS` (CPU PSI) is not added to the measured value. The node's load is read back
-from its measured pressure (`tas.pressure.load_for_pressure`, the model the descheduler predicts
-with), the placements' cores are added to it, and the pressure at that load is the node's value
-(`add_estimates` with the nodes' cores). On 8 cores, a node measured at 0.2 that receives one
-core reads 0.41, not 0.325, while an empty node that receives the same still reads 0: the same
-core costs a loaded node more, which is what keeps a burst off the nodes about to stall
-(measured: docs/decisions.md, "Herd control's estimates"). The curve is the node's own where
-the tracker has learned one (`tas.calibration.curve`: from the view's columns at each refresh,
-`PlacementTracker.learn`), the shared model until then.
+`PRESSURE_METRICS` (CPU PSI) is not added to the measured value. The node's load is read from
+its measurements as the descheduler reads it (`tas.pressure.NodeLoad.measured`: its measured
+utilization, or the load its pressure implies where that says more; a pressure below
+`tas.pressure.MIN_PSI` is noise and implies none), the placements' cores are added to it, and
+the pressure at that load is the node's value (`add_estimates` with the nodes' cores). On 8
+cores, a node measured at 0.2 that receives one core reads 0.41, not 0.325, while an empty node
+that receives the same still reads 0: the same core costs a loaded node more, which is what
+keeps a burst off the nodes about to stall, and an idle node's noise (0.012 on 16 cores would
+read back as 8 busy cores) costs nothing (measured: docs/decisions.md, "Herd control's
+estimates"). The curve is the node's own where the tracker has learned one
+(`tas.calibration.curve`: from the view's columns at each refresh, `PlacementTracker.learn`),
+the shared model until then.
 
 Pure: `PlacementTracker` holds what it was told (binds, nodes, usage) and answers from values
 it is given (sample times, now); the feeds (the pod and node watches in `tas extender`, the
@@ -61,7 +64,7 @@ from tas.calibration.curve import CurveLearner, Curves
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodSummary
-from tas.pressure import load_for_pressure, pressure
+from tas.pressure import NodeLoad, pressure
 from tas.types import MetricColumns, MetricName, NodeName, PodKey
 
 #: Metric -> the pod resource whose share of the node's capacity estimates its rise. CPU
@@ -75,6 +78,10 @@ DEFAULT_RESOURCES: Mapping[MetricName, str] = {
 #: Metrics whose estimate follows the stall curve (`tas.pressure`) from the measured value,
 #: where the nodes' cores are known (`add_estimates`); the others add their share linearly.
 PRESSURE_METRICS: frozenset[MetricName] = frozenset({MetricName("cpu_pressure")})
+#: The utilization each of `PRESSURE_METRICS` reads its node's load from, beside the pressure.
+PRESSURE_UTILIZATION: Mapping[MetricName, MetricName] = {
+    MetricName("cpu_pressure"): MetricName("cpu_utilization")
+}
 DEFAULT_WINDOW = 90.0
 #: Placements are forgotten this long after their window even without a covering sample (a
 #: node whose metrics stopped is stale anyway: once its pods are no longer recent, it stays
@@ -208,8 +215,10 @@ def add_estimates(
     the estimate alone; a metric without any measured value gets nothing.
 
     With `cores` (a node's CPU cores), a `PRESSURE_METRICS` estimate (a share of the node's
-    CPU) moves the value along the stall curve instead of adding to it (module docstring);
-    `servers` gives a node's learned curve (`PlacementTracker.servers`; 0: the shared model)."""
+    CPU) moves the value along the stall curve instead of adding to it (module docstring), from
+    the load the node's measured utilization (`PRESSURE_UTILIZATION`, in `columns`) and
+    pressure imply; `servers` gives a node's learned curve (`PlacementTracker.servers`; 0: the
+    shared model)."""
     if not estimates:
         return columns
     merged = dict(columns)
@@ -219,22 +228,38 @@ def add_estimates(
             continue
         column: dict[NodeName, float] = dict(measured)
         on_curve = cores is not None and metric in PRESSURE_METRICS
+        beside = PRESSURE_UTILIZATION.get(metric)
+        utilization = columns.get(beside, {}) if beside is not None else {}
         for node, value in extra.items():
             base = column.get(node, 0.0)
             if on_curve and cores is not None and (size := cores(node)) > 0:
                 curve = servers(node) if servers is not None else 0
-                column[node] = max(base, pressure_with(base, value * size, size, curve))
+                column[node] = max(
+                    base,
+                    pressure_with(
+                        base, value * size, size, curve, utilization=utilization.get(node)
+                    ),
+                )
             else:
                 column[node] = base + value
         merged[metric] = column
     return merged
 
 
-def pressure_with(measured: float, added: float, cores: float, servers: int = 0) -> float:
-    """The pressure of a node of `cores` cores measured at `measured` once `added` more cores
-    of load run there: the load the measurement implies, plus `added`, back on the curve (the
-    node's own with `servers` > 0, `tas.pressure.pressure`)."""
-    return pressure(load_for_pressure(measured, cores, servers) + added, cores, servers)
+def pressure_with(
+    measured: float,
+    added: float,
+    cores: float,
+    servers: int = 0,
+    *,
+    utilization: float | None = None,
+) -> float:
+    """The pressure of a node of `cores` cores measured at `measured` (and `utilization`,
+    where known) once `added` more cores of load run there: the load the measurements imply
+    (`tas.pressure.NodeLoad.measured`: none from a pressure below `tas.pressure.MIN_PSI`),
+    plus `added`, on the curve (the node's own with `servers` > 0, `tas.pressure.pressure`)."""
+    load = NodeLoad.measured(cores, utilization=utilization, psi=measured, servers=servers)
+    return pressure(load.load + added, cores, servers)
 
 
 def percentile(values: Iterable[float], q: float) -> float:

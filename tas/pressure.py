@@ -13,6 +13,8 @@ it exports with it, and the descheduler predicts with it what an eviction will r
 - A node's load is read from what is measured: `utilization * C`, or, where PSI says more (a
   bursty load stalls more than its mean suggests), the load at which Erlang C gives the
   measured PSI (`load_for_pressure`). So the prediction is anchored on the measured stall.
+  A reading below `MIN_PSI` is noise, not load: it never reads back as any (near idle, Erlang
+  C on many cores is so flat that a noisy 0.012 on 16 cores would read back as 8 busy cores).
 - A node whose own curve has been learned (`tas.calibration.curve`: Erlang C with its effective
   server count s at its utilization) is predicted on that curve instead (`NodeLoad.servers`);
   the shared model is the fallback while it has too few samples.
@@ -28,6 +30,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+#: PSI cpu `some` below this is noise, not load (`NodeLoad.measured` reads no load from it).
+#: An idle node's reading is not 0: system daemons, probes and kworkers keep a task waiting
+#: now and then (0-2% on a real idle node), and a reading cannot fall below 0, so noise on it
+#: averages to a positive bias rather than out (a rate over noisy samples of a per-read spread
+#: of 2-5 points reads 0.008-0.02 on an idle node, and below 0.05 in 999 of 1,000 one-minute
+#: reads at 5 points). The kernel's own resolution (0.01% in /proc/pressure) is far finer:
+#: the floor is the noise's. Nothing is decided below it: a node at 0.05 is far from the
+#: at-risk pressure (`MoveCost.hot_pressure`, 0.25), so utilization alone reads its load.
+MIN_PSI = 0.05
 
 
 def erlang_c(servers: int, load: float) -> float:
@@ -112,11 +124,12 @@ class NodeLoad:
         servers: int = 0,
     ) -> NodeLoad:
         """The load the measurements imply: the larger of utilization's and PSI's (read back
-        through the node's curve)."""
+        through the node's curve); PSI below `MIN_PSI` implies none (noise), and a value that
+        is not a number implies nothing."""
         load = 0.0
-        if utilization is not None:
+        if utilization is not None and math.isfinite(utilization):
             load = max(load, utilization * cores)
-        if psi is not None:
+        if psi is not None and psi >= MIN_PSI:
             load = max(load, load_for_pressure(psi, cores, servers))
         return cls(cores=cores, load=load, servers=servers)
 

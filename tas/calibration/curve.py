@@ -34,6 +34,7 @@ import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from tas.pressure import MIN_PSI as NOISE_FLOOR
 from tas.pressure import erlang_c, servers_of
 from tas.types import NodeName
 
@@ -41,8 +42,10 @@ from tas.types import NodeName
 MIN_UTILIZATION = 0.05
 #: ... nor above this one: every curve of the family is 1 at full utilization.
 MAX_UTILIZATION = 0.98
-#: PSI outside [MIN_PSI, MAX_PSI] names no s (a wide range of s gives ~0, or ~1).
-MIN_PSI = 0.01
+#: PSI outside [MIN_PSI, MAX_PSI] names no s (a wide range of s gives ~0, or ~1). The floor is
+#: the noise's (`tas.pressure.MIN_PSI`): an idle node's positive noise (0.012 at 10% utilization)
+#: would otherwise be inverted to a bursty curve of 2 servers on 16 cores.
+MIN_PSI = NOISE_FLOOR
 MAX_PSI = 0.99
 #: A node's effective servers are at most this many times its cores (a node smoother than
 #: Erlang C on its cores), and at least 1.

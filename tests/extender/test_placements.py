@@ -55,6 +55,7 @@ from tas.placements import (
     pressure_with,
 )
 from tas.policies.store import PolicyStore
+from tas.pressure import NodeLoad, load_for_pressure, pressure
 from tas.rules import ScoreMode
 from tas.types import MetricColumns, MetricName, Namespace, NodeName
 from tests import builders
@@ -253,6 +254,45 @@ def test_pressure_estimates_follow_the_stall_curve_where_a_nodes_cores_are_known
     assert merged[CPU_UTILIZATION][loaded] == pytest.approx(0.725)
     # Without cores (a caller that knows no sizes) the estimate is added as before.
     assert add_estimates(columns, one_core_of_eight)[CPU_PRESSURE][loaded] == pytest.approx(0.325)
+
+
+def test_an_idle_nodes_noisy_pressure_reads_back_as_its_utilization_not_as_load() -> None:
+    # An idle 16-core node reads PSI 0.012 (noise: a reading cannot fall below 0): read back
+    # through Erlang C on 16 cores that is ~8 busy cores, and four placed cores would read
+    # 0.24, steering a burst away from the idlest node. Below the floor (tas.pressure.MIN_PSI)
+    # PSI implies no load: the node's load is its utilization's 0.8 cores, and four more
+    # barely move its pressure. A node under real pressure still reads its load from PSI.
+    idle, busy = NodeName("idle"), NodeName("busy")
+    assert NodeLoad.measured(16.0, utilization=0.05, psi=0.012).load == pytest.approx(0.8)
+    columns = metrics(
+        {"cpu_pressure": {idle: 0.012, busy: 0.3}, "cpu_utilization": {idle: 0.05, busy: 0.5}}
+    )
+    four_cores = {CPU_PRESSURE: {idle: 4 / 16, busy: 4 / 16}}
+    merged = add_estimates(columns, four_cores, lambda node: 16.0)
+    assert merged[CPU_PRESSURE][idle] == pytest.approx(0.012)
+    # busy: PSI 0.3 says more than its 8 busy cores (about 12.8 on Erlang C): 16.8 > 16.
+    assert merged[CPU_PRESSURE][busy] == 1.0
+    one_core = {CPU_PRESSURE: {idle: 1 / 16, busy: 1 / 16}}
+    on_curve = add_estimates(columns, one_core, lambda node: 16.0)[CPU_PRESSURE]
+    assert on_curve[busy] == pytest.approx(pressure(load_for_pressure(0.3, 16.0) + 1, 16.0))
+    assert on_curve[busy] > 0.4
+    # Without a utilization either, noise still implies no load (the placed core alone).
+    alone = add_estimates(metrics({"cpu_pressure": {idle: 0.012}}), one_core, lambda n: 16.0)
+    assert alone[CPU_PRESSURE][idle] == pytest.approx(0.012)
+
+
+def test_noise_below_the_floor_reads_as_no_load_on_a_learned_curve_too() -> None:
+    # A bursty node (4 effective servers of 16 cores) at PSI 0.3 reads its load through its
+    # own curve (~9.8 cores, where the shared model says ~12.8); at 0.012 through neither.
+    node = NodeName("node-a")
+    columns = metrics({"cpu_pressure": {node: 0.3}})
+    one_core = {CPU_PRESSURE: {node: 1 / 16}}
+    own = add_estimates(columns, one_core, lambda n: 16.0, lambda n: 4)[CPU_PRESSURE][node]
+    assert own == pytest.approx(pressure(load_for_pressure(0.3, 16.0, 4) + 1, 16.0, 4))
+    quiet = add_estimates(
+        metrics({"cpu_pressure": {node: 0.012}}), one_core, lambda n: 16.0, lambda n: 4
+    )
+    assert quiet[CPU_PRESSURE][node] == pytest.approx(max(0.012, pressure(1.0, 16.0, 4)))
 
 
 def test_a_pressure_estimate_follows_the_curve_the_tracker_learned_for_the_node() -> None:
