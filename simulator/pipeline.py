@@ -50,6 +50,8 @@ from tas.metrics.source import Fetched, Sample, SampleColumn
 from tas.types import MetricName, Namespace, NodeName, PodKey
 
 FloatArray = npt.NDArray[np.float64]
+#: Per pod (namespace, name): CPU cores and memory bytes.
+PodUsageByName = dict[tuple[str, str], tuple[float, float]]
 
 #: The OpenShift KubeVirtRelieveAndMigrate profile's query (`PrometheusCPUCombined`, from the
 #: cluster-kube-descheduler-operator's `utilizationProfileToPrometheusQuery`): utilization while
@@ -209,6 +211,10 @@ class ModelSource:
         self.store = store
         self.clock = clock
         self.faults = faults
+        #: `pod_usage`'s last answer and what it was computed from (the window's scrapes and
+        #: the cluster's version): components ask every step, scrapes come every 30-60 s.
+        self._pod_usage: tuple[tuple[Scrape | None, Scrape | None, int], PodUsageByName]
+        self._pod_usage = ((None, None, -1), {})
 
     def in_outage(self, now: float) -> bool:
         """The scenario's metric source is out at `now` (and faults reach this reader)."""
@@ -274,10 +280,22 @@ class ModelSource:
 
     def pod_usage(self) -> dict[tuple[str, str], tuple[float, float]]:
         """Per pod: CPU cores (rate over the window) and memory bytes, as container metrics
-        (cAdvisor, metrics-server) report them. Only pods that ran through the whole window."""
+        (cAdvisor, metrics-server) report them. Only pods that ran through the whole window.
+        The same mapping while neither the window nor the cluster changes: read it, never
+        change it."""
         start, end = self.store.window_at(self.clock.elapsed)
         if start is None or end is None or end.t <= start.t:
             return {}
+        # A pod's slot changes only with a write to the cluster, which changes its version.
+        basis = (start, end, self.store.world.cluster.version)
+        kept = self._pod_usage[0]
+        if kept[0] is not start or kept[1] is not end or kept[2] != basis[2]:
+            self._pod_usage = (basis, self._window_usage(start, end))
+        return self._pod_usage[1]
+
+    def _window_usage(
+        self, start: Scrape, end: Scrape
+    ) -> dict[tuple[str, str], tuple[float, float]]:
         size = min(len(start.slot_instance), len(end.slot_instance))
         same = (
             (start.slot_instance[:size] == end.slot_instance[:size])
@@ -545,11 +563,15 @@ class ModelPodUsage:
 
     def __init__(self, source: ModelSource) -> None:
         self.source = source
+        self._last: tuple[object, dict[tuple[str, str], dict[str, float]]] = (None, {})
 
     def fetch(self) -> dict[tuple[str, str], dict[str, float]]:
+        """The usage now; the same mapping while the source's answer is (read it, never change
+        it)."""
         if self.source.in_outage(self.source.clock.elapsed):
             raise MetricFetchError("metrics source unavailable (scenario outage)")
-        return {
-            key: {"cpu": cpu, "memory": memory}
-            for key, (cpu, memory) in self.source.pod_usage().items()
-        }
+        found = self.source.pod_usage()
+        if found is not self._last[0]:
+            usage = {key: {"cpu": cpu, "memory": memory} for key, (cpu, memory) in found.items()}
+            self._last = (found, usage)
+        return self._last[1]
