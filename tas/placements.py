@@ -325,6 +325,12 @@ class PlacementTracker:
         #: Placements observed since the cache was built: added to it, not recomputed, so a
         #: burst of N binds costs N small updates rather than N passes over every placement.
         self._fresh: list[Placement] = []
+        #: Bumped whenever a pod is bound or forgotten, or stops being recent: what `set_usage`
+        #: reads besides the usage itself. With the last usage it was fed (`_usage_fed`), a
+        #: feed that repeats itself (most do: usage changes once a scrape, the feed runs every
+        #: sync) costs one comparison instead of a pass over every pod.
+        self._membership = 0
+        self._usage_fed: tuple[int, Mapping[PodKey, Mapping[str, float]]] | None = None
         self._curves = curves
         #: Each node's learned curve's servers (0: the shared model), as of the last `learn`.
         self._servers: dict[NodeName, int] = {}
@@ -347,6 +353,7 @@ class PlacementTracker:
             workload = self._shared_workload(workload_of(pod))
             node = pod.node_name
             self._bound[key] = (workload, node, pod.requests)
+            self._membership += 1
             self._on_node[node] = self._on_node.get(node, 0) + 1
             bound_at = bind_time(pod)
             bound_at = now if bound_at is None else min(bound_at, now)
@@ -372,6 +379,7 @@ class PlacementTracker:
             bound = self._bound.pop(key, None)
             self._pod_usage.pop(key, None)
             if bound is not None:
+                self._membership += 1
                 _count_down(self._on_node, bound[1])
                 self._generation += 1
             placement = self._recent.pop(key, None)
@@ -403,32 +411,50 @@ class PlacementTracker:
     def set_usage(self, usage: Mapping[PodKey, Mapping[str, float]]) -> None:
         """Observed per-pod usage (cores, bytes): a recent placement's own usage becomes its
         estimate, and each workload's per-pod mean (or `usage_percentile`) that of its pods
-        not measured yet."""
+        not measured yet. The mapping is not to be changed after the call (the feeds build a
+        new one each time): a call with one equal to the last, while the same pods are bound
+        and recent, changes nothing and is skipped."""
         with self._lock:
+            fed = self._usage_fed
+            if (
+                fed is not None
+                and fed[0] == self._membership
+                and fed[1] is not usage
+                and fed[1] == usage
+            ):
+                return
             values: dict[WorkloadKey, dict[str, list[float]]] = {}
             used: dict[str, float] = {}
             requested: dict[str, float] = {}
             own: dict[PodKey, Mapping[str, float]] = {}
+            bound_of, recent = self._bound.get, self._recent
             for key, measured in usage.items():
-                bound = self._bound.get(key)
+                bound = bound_of(key)
                 if bound is None:
                     continue
-                if key in self._recent:
+                if key in recent:
                     own[key] = dict(measured)
-                requests = bound[2]
-                per_resource = values.setdefault(bound[0], {})
+                workload, _, requests = bound
+                per_resource = values.get(workload)
+                if per_resource is None:
+                    per_resource = values[workload] = {}
                 for resource, value in measured.items():
-                    per_resource.setdefault(resource, []).append(value)
-                    if requests.get(resource, 0.0) > 0:
+                    found = per_resource.get(resource)
+                    if found is None:
+                        per_resource[resource] = [value]
+                    else:
+                        found.append(value)
+                    asked = requests.get(resource, 0.0)
+                    if asked > 0:
                         used[resource] = used.get(resource, 0.0) + value
-                        requested[resource] = requested.get(resource, 0.0) + requests[resource]
+                        requested[resource] = requested.get(resource, 0.0) + asked
+            per_pod = self._per_pod
             usage_of: dict[WorkloadKey, Mapping[str, float]] = {
-                workload: {
-                    resource: self._per_pod(found) for resource, found in per_resource.items()
-                }
+                workload: {resource: per_pod(found) for resource, found in per_resource.items()}
                 for workload, per_resource in values.items()
             }
             scale = {r: max(1.0, used[r] / requested[r]) for r in requested}
+            self._usage_fed = (self._membership, usage)
             if usage_of != self._usage or scale != self._scale or own != self._pod_usage:
                 self._usage, self._scale, self._pod_usage = usage_of, scale, own
                 self._generation += 1
@@ -557,6 +583,7 @@ class PlacementTracker:
             self._pod_usage.pop(key, None)
         if old:
             self._generation += 1
+            self._membership += 1
 
 
 def _count_down(counts: dict[NodeName, int], node: NodeName) -> None:

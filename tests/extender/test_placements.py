@@ -4,7 +4,8 @@ and expires once they cover it (sample time > bind time + window), on a fake clo
 Covered:
 - the estimate of one placement against its node's sample time: whole before the bind,
   shrinking while the window holds part of the pod's run, gone once covered (table);
-- the load estimated: the pod's own measured usage once known, else its workload's per-pod
+- the load estimated (a usage feed that repeats itself still counts pods bound since): the
+  pod's own measured usage once known, else its workload's per-pod
   mean (or a percentile, which takes a mix of busy and idle replicas for busy ones), else
   the requests scaled by the fleet's usage/requests ratio (never below 1); shares of the
   node's capacity (its Node's allocatable, fed by node changes) or the default capacity; only
@@ -438,6 +439,22 @@ def test_a_placed_pods_own_measured_usage_replaces_its_workloads_estimate() -> N
     assert estimate(t, sample_at=0, now=1) == pytest.approx(1.7 / 8.0)
     t.set_usage({("default", "web-old"): {"cpu": 1.7}, ("default", "web-new"): {"cpu": 0.05}})
     assert estimate(t, sample_at=0, now=1) == pytest.approx(0.05 / 8.0)
+
+
+def test_a_repeated_usage_feed_still_counts_a_pod_bound_since() -> None:
+    # The feed repeats itself between scrapes; a repeat is skipped only while the same pods
+    # are bound: a pod bound since the last feed takes its own usage from the repeat.
+    t = tracker()
+    t.observe(make_pod("web-old", apply=bound_at(-5000)), now=T0)
+    feed = {("default", "web-old"): {"cpu": 1.7}, ("default", "web-new"): {"cpu": 0.05}}
+    t.set_usage(feed)
+    t.observe(make_pod("web-new", apply=bound_at(0)), now=T0)
+    t.set_usage(dict(feed))
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(0.05 / 8.0)
+    t.forget("default", "web-new")
+    t.observe(make_pod("web-2", apply=bound_at(0)), now=T0)
+    t.set_usage(dict(feed))  # web-new is gone: web-2 is estimated at its workload's 1.7
+    assert estimate(t, sample_at=0, now=1) == pytest.approx(1.7 / 8.0)
 
 
 # --- at the extender's level ----------------------------------------------------------------
