@@ -151,11 +151,11 @@ class Staleness(enum.StrEnum):
     QUERY = "query"
 
 
-# Ours, with the recommended configuration: the TASViolations profile exactly as
-# deploy/cluster/descheduler.yaml ships it (limits, cooldown, breaker), plus LoadAware on the
-# combined CPU signal with AsymmetricLow deviation thresholds (deploy/descheduler/
-# load-aware.yaml), the SoftTainter (deploy/descheduler/soft-tainter.yaml), and room made for
-# pods that fit nowhere (MakeRoomForPending, deploy/descheduler/make-room.yaml).
+# Ours, with the recommended configuration, shipped as deploy/descheduler/recommended.yaml (a
+# test keeps the two equal): the TASViolations profile exactly as deploy/cluster/descheduler.yaml
+# ships it (limits, cooldown, breaker), plus LoadAware on the combined CPU signal with
+# AsymmetricLow deviation thresholds, the SoftTainter, and room made for pods that fit nowhere
+# (MakeRoomForPending at its defaults; make-room.yaml's example is stricter, 5 pods per pending).
 OURS = """
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy

@@ -247,3 +247,13 @@ def _resolved(name: str, scenario: Scenario) -> Any:
     found = resolve(name, scenario.contenders.get(name))
     assert not hasattr(found, "reason"), found
     return found
+
+
+def test_ours_runs_the_recommended_policy_an_administrator_can_apply() -> None:
+    """The comparison's ours is a policy an administrator can deploy as it stands:
+    deploy/descheduler/recommended.yaml is the `ours` row's DeschedulerPolicy, object for object,
+    so what the results say of ours is what that file does."""
+    from simulator.contenders import OURS
+
+    shipped = Path(__file__).parents[2] / "deploy" / "descheduler" / "recommended.yaml"
+    assert yaml.safe_load(shipped.read_text(encoding="utf-8")) == yaml.safe_load(OURS)
