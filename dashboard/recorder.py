@@ -9,7 +9,9 @@ reader may ask for is built here, under one lock, as plain JSON-ready data, so H
 only copy it out:
 
 - the state: nodes (metric values, labels, taints, pods, load-aware class and, overutilized,
-  since when and how long the hysteresis holds it), pods, policies
+  since when and how long the hysteresis holds it; where LoadAware learns pressure curves, the
+  node's curve as its last cycle had it and what it predicts at the node's utilization now,
+  beside the shared model), pods, policies
   (rules, status, violating nodes), workloads, the descheduler's thresholds and breaker;
 - the decision log, one entry per step of the loop, each with a one-line `summary` a person
   reads and `details` a script reads: extender filter and prioritize verdicts with reasons,
@@ -29,6 +31,7 @@ eviction) happened after the writes logged before it, so "newest first" holds in
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections import Counter, deque
@@ -36,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from descheduler.cycle import CycleReport
+from descheduler.cycle import CycleReport, Descheduler
 from descheduler.framework import Result
 from descheduler.node_classes import Classification
 from descheduler.self_metrics import CATEGORY_VALUE
@@ -44,12 +47,14 @@ from extender.decisions import Decision, DecisionLog, Verb
 from inmemory.cluster import EvictionRecord, InMemoryCluster
 from inmemory.live_telemetry import TelemetryStep
 from inmemory.scheduler import ScheduleResult
+from tas.calibration.curve import CurveLearner, NodeCurve
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
 from tas.fit import rejection
 from tas.policies.model import StrategyName, TASPolicy
 from tas.policies.store import PolicySnapshot, PolicyStore
+from tas.pressure import pressure, servers_of
 from tas.rules import violations
 from tas.types import MetricColumns, MetricName, Namespace, NodeName, PolicyKey
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL, VIOLATING
@@ -81,6 +86,31 @@ class SampleTimes(Protocol):
         """When each fresh value was measured (Unix seconds on the view's clock: the wall
         clock for the health demo, the scenario's with `--scenario`)."""
         ...
+
+
+class CurveSource(Protocol):
+    """What the recorder reads of a pressure-curve learner besides the curves a cycle reports
+    (`tas.calibration.curve.CurveLearner` is one): how many samples a fit needs, and how many
+    of a node's newest it keeps."""
+
+    min_samples: int
+    window: int
+
+
+def load_aware_curves(descheduler: Descheduler | None) -> CurveLearner | None:
+    """The pressure curves the descheduler's LoadAware learns (None: no LoadAware runs, or it
+    does not learn curves: `learnPressureCurve: false`). Read, never changed."""
+    if descheduler is None:
+        return None
+    for run in descheduler.plugins.values():
+        learner = getattr(run, "curves", None)
+        if isinstance(learner, CurveLearner):
+            return learner
+    return None
+
+
+_CPU_UTILIZATION = MetricName("cpu_utilization")
+_CPU_PRESSURE = MetricName("cpu_pressure")
 
 
 #: Every kind of log entry, with what it tells (`/api/decisions?kind=` accepts only these).
@@ -143,7 +173,10 @@ class Recorder:
         metric_times: SampleTimes | None = None,
         metric_clock: Clock | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        curves: CurveSource | None = None,
     ) -> None:
+        """`curves`: the learner whose curves the descheduler's cycles report (LoadAware's,
+        `load_aware_curves`); None: the cards show no pressure curve."""
         self._cluster = cluster
         self._policies = policies
         self._decisions = decisions
@@ -180,6 +213,10 @@ class Recorder:
         #: metric -> node -> when its newest value seen was measured: a value gone stale drops
         #: out of the view, and its age keeps growing from here.
         self._sampled: dict[MetricName, dict[NodeName, float]] = {}
+        self._curve_source = curves
+        #: node -> its pressure curve as the last cycle that learned curves had it, and when.
+        self._curves: dict[str, NodeCurve] = {}
+        self._curves_time: float | None = None
         #: Before the first tick: the state's every key, empty, so a reader polling from the
         #: start (the page, a test waiting for the scenario's summary) never meets a missing key.
         self._state: Json = {
@@ -245,7 +282,10 @@ class Recorder:
         """After a descheduling cycle: Events so far, then evictions and breaker changes."""
         events = self._cluster.events
         evictions = self._cluster.evictions
+        nodes = self._cluster.list_nodes() if cycle.calibration is not None else []
         with self._lock:
+            if cycle.calibration is not None and self._curve_source is not None:
+                self._take_curves(now, cycle.calibration.curves, nodes)
             self._log_events(events)
             self._evicted_this_tick += self._log_cycle(now, cycle, evictions)
             self._seen.evictions = len(evictions)
@@ -256,6 +296,22 @@ class Recorder:
                 break
             self._kept = _kept_reasons(cycle)
             self._bump()
+
+    def _take_curves(
+        self, now: float, curves: Mapping[NodeName, NodeCurve], nodes: Sequence[Node]
+    ) -> None:
+        """Each node's curve as the cycle predicted with it: a node the cycle reports none for
+        has no usable sample yet, and is on the shared model."""
+        self._curves_time = now
+        self._curves = {}
+        for node in nodes:
+            cores = node.allocatable.get("cpu", 0.0)
+            if not (math.isfinite(cores) and cores > 0):
+                continue
+            found = curves.get(node.name)
+            self._curves[node.name] = found or NodeCurve(
+                servers=servers_of(cores), samples=0, fallback=True
+            )
 
     def _track_overutilized(self, now: float, classification: Classification) -> None:
         """Since when each overutilized node has been so, and when it was last above its high
@@ -675,6 +731,7 @@ class Recorder:
                     else {},
                     "pods": pods_on.get(node.name, []),
                     "metricAge": self._ages.get(node.name, {}),
+                    "curve": self._curve_json(node, tick.columns),
                 }
             )
         pod_json = [
@@ -742,6 +799,35 @@ class Recorder:
             "holdSeconds": hold,
             "holdUntil": seen["lastAbove"] + hold if hold > 0 else None,
             "keptBy": self._kept.get(node),
+        }
+
+    def _curve_json(self, node: Node, columns: MetricColumns) -> Json | None:
+        """The node's pressure curve in numbers (docs/dashboard.md, `NODE.curve`), and the PSI
+        it predicts at the node's CPU utilization now, by its curve and by the shared model.
+        None: no LoadAware learns curves here, or none has run yet."""
+        curve = self._curves.get(node.name)
+        if curve is None or self._curve_source is None:
+            return None
+        cores = node.allocatable.get("cpu", 0.0)
+        utilization = columns.get(_CPU_UTILIZATION, {}).get(node.name)
+        if utilization is not None and not math.isfinite(utilization):
+            utilization = None
+        load = 0.0 if utilization is None else utilization * cores
+        known = utilization is not None
+        return {
+            "learned": not curve.fallback,
+            "servers": curve.servers,
+            "sharedServers": servers_of(cores),
+            "fitted": None if curve.fitted is None else round(curve.fitted, 2),
+            "samples": curve.samples,
+            "minSamples": self._curve_source.min_samples,
+            "window": self._curve_source.window,
+            "cores": cores,
+            "utilization": utilization,
+            "predicted": round(pressure(load, cores, curve.override), 4) if known else None,
+            "shared": round(pressure(load, cores), 4) if known else None,
+            "measured": columns.get(_CPU_PRESSURE, {}).get(node.name),
+            "cycle": self._curves_time,
         }
 
     def _policy_status(self, key: PolicyKey) -> Mapping[str, Any] | None:
@@ -866,7 +952,17 @@ def _num(value: float | None) -> str:
     return f"{value:g}"
 
 
-__all__ = ["FLEET", "HISTORY_POINTS", "KINDS", "SHOWN_METRICS", "Recorder", "SampleTimes", "Tick"]
+__all__ = [
+    "FLEET",
+    "HISTORY_POINTS",
+    "KINDS",
+    "SHOWN_METRICS",
+    "CurveSource",
+    "Recorder",
+    "SampleTimes",
+    "Tick",
+    "load_aware_curves",
+]
 
 
 def _kept_reasons(cycle: CycleReport) -> dict[str, str]:

@@ -49,7 +49,7 @@ from prometheus_client import CollectorRegistry
 from dashboard.app import Controls, create_dashboard_app
 from dashboard.controls import control_access
 from dashboard.observer import RecorderObserver
-from dashboard.recorder import SHOWN_METRICS, Recorder, Tick
+from dashboard.recorder import SHOWN_METRICS, Recorder, Tick, load_aware_curves
 from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.self_metrics import DeschedulerMetrics
@@ -535,6 +535,8 @@ def _run(settings: RunCommandSettings) -> int:
             metric_times=view,  # each node's metric age on the page
             scenario=setup.describe,
             clock=setup.clock,
+            # Each node's pressure curve beside it, as LoadAware learns it.
+            curves=load_aware_curves(setup.descheduler),
             info={
                 "extender": extender.url,
                 "mode": settings.mode,

@@ -205,6 +205,9 @@ function buildCard(name) {
     // cpu_combined...): the number the overutilized note quotes, which the CPU bar (now) need
     // not show.
     usage: Object.assign(meter("load-aware", "usage"), { hidden: true }),
+    // The node's pressure curve as LoadAware learned it, and what it predicts now (curveLines).
+    curve: el("div", { class: "curve muted small", "data-curve": "", hidden: true }),
+    curvePredicts: el("div", { class: "curve muted small", "data-curve-predicts": "", hidden: true }),
     marks: el("div", { class: "chips marks" }),
     pods: el("div", { class: "chips pods" }),
     buttons: [0, 1, 2].map((value) => el("button", {
@@ -229,7 +232,8 @@ function buildCard(name) {
     el("div", { class: "node-head" }, el("span", { class: "node-name" }, name), card.badge),
     card.classNote,
     el("div", { class: "health" }, "health_metric ", card.health),
-    card.demand, card.cpu, card.pressure, card.memory, card.usage, card.marks, card.pods,
+    card.demand, card.cpu, card.pressure, card.memory, card.usage, card.curve, card.curvePredicts,
+    card.marks, card.pods,
     el("div", { class: "node-controls" },
       card.healthLabel, card.buttons,
       el("span", { class: "spacer" }),
@@ -273,6 +277,13 @@ function updateCard(card, node, pods, on) {
       `(low ${percent(t.low[signal])}, high ${percent(t.high[signal])})` +
       (SIGNAL_HELP[signal] ? `\n${SIGNAL_HELP[signal]}` : "");
   }
+  const curve = curveLines(node.curve);
+  card.curve.hidden = !curve;
+  card.curvePredicts.hidden = !curve || !curve.predicts;
+  card.curve.textContent = curve ? curve.curve : "";
+  card.curvePredicts.textContent = curve ? curve.predicts : "";
+  card.curve.title = curve ? curve.title : "";
+  card.curvePredicts.title = curve ? curve.title : "";
   card.buttons.forEach((button, value) => button.classList.toggle("current", health === value));
   const labels = Object.entries(node.labels)
     .filter(([key, value]) => value === "violating" || key.startsWith("telemetry.aware.scheduling"));
@@ -323,6 +334,47 @@ function classNote(node) {
   // Why none of its pods left in the last cycle, as the cycle recorded it.
   const kept = over.keptBy ? `; not relieved in the last cycle: ${over.keptBy}` : "";
   return `${since}: ${above}; once not above high, held until below ${below}${hold}${kept}`;
+}
+
+// A node's pressure curve (the state's `node.curve`, null where no LoadAware learns curves):
+// how its CPU pressure (PSI) answers its utilization, as LoadAware learned it from the node's
+// own samples (tas/calibration/curve.py), and the PSI it predicts at the utilization now beside
+// the shared model's. "Acts like 3 of 4 cores": the node stalls as a queue with 3 servers
+// does at the same utilization; fewer than its cores, it stalls sooner than the shared model
+// says. Until it has minSamples usable samples, the shared model predicts for it.
+function curveLines(curve) {
+  if (!curve) return null;
+  const cores = Number.isInteger(curve.cores) ? String(curve.cores) : fmt(curve.cores);
+  const samples = `${curve.samples} sample${curve.samples === 1 ? "" : "s"}`;
+  let text;
+  if (curve.learned) {
+    const shape = curve.servers < curve.sharedServers ? "stalls sooner than the shared model"
+      : curve.servers > curve.sharedServers ? "stalls later than the shared model"
+        : "as the shared model";
+    text = `pressure curve: learned, acts like ${curve.servers} of ${cores} cores (${samples}): ${shape}`;
+  } else {
+    const have = curve.samples ? samples : "no usable samples yet";
+    text = `pressure curve: shared model (${have}, needs ${curve.minSamples})`;
+  }
+  let predicts = "";
+  if (curve.utilization !== null && curve.utilization !== undefined) {
+    const measured = curve.measured === null || curve.measured === undefined
+      ? "" : `; measured ${pct(curve.measured)}`;
+    predicts = curve.learned
+      ? `at ${pct(curve.utilization)} busy it predicts pressure ${pct(curve.predicted)} ` +
+        `(shared model ${pct(curve.shared)})${measured}`
+      : `at ${pct(curve.utilization)} busy the shared model predicts pressure ` +
+        `${pct(curve.shared)}${measured}`;
+  }
+  const title = "How this node's CPU pressure (PSI) rises with its CPU utilization. LoadAware " +
+    "learns each node's own curve from its (utilization, pressure) samples and predicts " +
+    "what a move relieves on it. \"Acts like N of C cores\": the node stalls as N cores " +
+    "would at the same utilization (fewer: burstier, it stalls sooner; more: smoother). " +
+    `The shared model (Erlang C on the node's ${curve.sharedServers} cores) predicts for ` +
+    `a node until it has ${curve.minSamples} usable samples (utilization 5-98%, pressure ` +
+    `1-99%; its last ${curve.window} kept).` +
+    (curve.cycle ? ` As of the descheduling cycle at ${clockTime(curve.cycle)}.` : "");
+  return { curve: text, predicts, title };
 }
 
 function renderNodes(state) {

@@ -12,7 +12,10 @@ of the world's clock;
 metric ages on the world's clock (a scenario's: its seconds, not the wall's); an overutilized
 node's streak (since when, when last above high, whether the hysteresis holds it, until when);
 no entry stamped before the one logged ahead of it; the scenario the state carries (and every
-key before the first tick); reading the log after an id, by kind and with a limit.
+key before the first tick); reading the log after an id, by kind and with a limit; each node's
+pressure curve as the last LoadAware cycle had it (learned, or the shared model with its sample
+count and the count it needs) and the PSI it predicts at the node's utilization now beside the
+shared model's, only where a LoadAware learns curves.
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ from extender.decisions import Decision, DecisionLog, Outcome, Verb
 from inmemory.cluster import InMemoryCluster
 from inmemory.demo import build_demo_cluster
 from inmemory.scheduler import ScheduleResult
+from tas.calibration import Calibration
+from tas.calibration.curve import CurveLearner, family_pressure
 from tas.cluster.model import Taint, TaintEffect
 from tas.metrics import open_metric_view
 from tas.metrics.textfile import write_node_series
 from tas.policies.store import PolicyStore
+from tas.pressure import erlang_c
 from tas.types import MetricName, Namespace, NodeName
 from tests.builders import ManualClock
 
@@ -508,3 +514,62 @@ def test_a_hot_node_nothing_left_says_which_rule_kept_its_pods() -> None:
         "LoadAware: the move does not pay: it would make its destination the next hot node "
         "(2 pod(s); 1 held for other reasons)"
     )
+
+
+def test_a_nodes_pressure_curve_and_what_it_predicts_now_are_in_the_state() -> None:
+    cluster = build_demo_cluster(replicas=2)
+    learner = CurveLearner(min_samples=8)
+    recorder = Recorder(
+        cluster=cluster,
+        policies=PolicyStore(),
+        decisions=DecisionLog(),
+        info={},
+        clock=ManualClock(1000.0),
+        curves=learner,
+    )
+    cores = {n.name: n.allocatable["cpu"] for n in cluster.list_nodes()}
+    assert cores[NodeName("node-a")] == 4.0
+    # node-a stalls as 2 servers would on its 4 cores (bursty); node-b has 5 samples, node-c none.
+    for i in range(10):
+        u = 0.3 + 0.04 * i
+        learner.observe(
+            NodeName("node-a"), cores=4.0, utilization=u, psi=family_pressure(2, u), time=i
+        )
+    for i in range(5):
+        learner.observe(NodeName("node-b"), cores=4.0, utilization=0.5, psi=0.2, time=i)
+    recorder.observe(Tick(now=9.0, columns={}))
+    assert all(n["curve"] is None for n in recorder.state()["nodes"])  # no cycle learned one yet
+
+    recorder.observe_cycle(10.0, CycleReport(calibration=Calibration(learner.curves(cores))))
+    now = {
+        MetricName("cpu_utilization"): {NodeName("node-a"): 0.6, NodeName("node-b"): 0.6},
+        MetricName("cpu_pressure"): {NodeName("node-a"): 0.33},
+    }
+    recorder.observe(Tick(now=11.0, columns=now))
+    curve = {n["name"]: n["curve"] for n in recorder.state()["nodes"]}
+    assert curve["node-a"] == {
+        "learned": True, "servers": 2, "sharedServers": 4, "fitted": 2.0, "samples": 10,
+        "minSamples": 8, "window": 32, "cores": 4.0, "utilization": 0.6,
+        # PSI at 60% busy: Erlang C with 2 servers at 1.2 busy, against 4 at 2.4.
+        "predicted": round(erlang_c(2, 1.2), 4), "shared": round(erlang_c(4, 2.4), 4),
+        "measured": 0.33, "cycle": 10.0,
+    }  # fmt: skip
+    assert curve["node-a"]["predicted"] > curve["node-a"]["shared"]
+    assert curve["node-b"]["learned"] is False
+    assert (curve["node-b"]["samples"], curve["node-b"]["servers"]) == (5, 4)
+    assert curve["node-b"]["predicted"] == curve["node-b"]["shared"] == round(erlang_c(4, 2.4), 4)
+    assert curve["node-b"]["measured"] is None
+    assert curve["node-c"]["learned"] is False
+    assert curve["node-c"]["samples"] == 0
+    assert curve["node-c"]["utilization"] is None
+    assert curve["node-c"]["predicted"] is None
+
+
+def test_no_curve_is_shown_where_no_loadaware_learns_one() -> None:
+    recorder, cluster, _ = make_recorder()
+    cores = {n.name: n.allocatable["cpu"] for n in cluster.list_nodes()}
+    learner = CurveLearner(min_samples=1)
+    learner.observe(NodeName("node-a"), cores=4.0, utilization=0.5, psi=0.2, time=1.0)
+    recorder.observe_cycle(10.0, CycleReport(calibration=Calibration(learner.curves(cores))))
+    recorder.observe(Tick(now=11.0, columns={}))
+    assert [n["curve"] for n in recorder.state()["nodes"]] == [None] * len(cores)
