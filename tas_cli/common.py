@@ -496,8 +496,11 @@ def open_view(
     kube: KubeSettings,
     registry: CollectorRegistry,
     api_client: Any = None,
+    nodes: KubernetesCluster | None = None,
 ) -> RefreshingMetricView:
-    """The metric view `--metrics` names (not started)."""
+    """The metric view `--metrics` names (not started). `nodes`, a cluster that watches
+    Nodes, lends their addresses: a Prometheus series whose `instance` is a node's `IP:port`
+    (kube-prometheus-stack's) then counts for that node (`tas.metrics.node_identity`)."""
     from tas.metrics import MetricSourceError, open_metric_view
 
     spec = metrics.source or ""
@@ -513,6 +516,7 @@ def open_view(
             config_file=metrics.config_file,
             registry=registry,
             kube_api_client=api_client,
+            node_addresses=nodes,
         )
     except MetricSourceError as error:
         raise SetupError(f"--metrics {metrics.source!r}: {error}") from error

@@ -86,9 +86,6 @@ class ControllerCommandSettings:
 def _control(settings: ControllerCommandSettings) -> int:
     registry = CollectorRegistry()
     api_client = common.kube_api_client(settings.kube)
-    view = common.open_view(
-        settings.metrics, kube=settings.kube, registry=registry, api_client=api_client
-    )
     # Only the caches the controller reads, which is what its ClusterRole grants: never
     # PodDisruptionBudgets, and no TASPolicies when they come from files (no CRD needed then).
     caches = [ResourceKind.NODE, ResourceKind.POD]
@@ -101,6 +98,14 @@ def _control(settings: ControllerCommandSettings) -> int:
         watched=caches,
         pod_label_selectors=(POLICY_LABEL, POD_VIOLATION_LABEL),
         pod_fields=PodFields.SUMMARY,  # of each, only what its labels are decided from
+    )
+    # The Node cache lends the view the nodes' addresses (an `instance` of `IP:port`).
+    view = common.open_view(
+        settings.metrics,
+        kube=settings.kube,
+        registry=registry,
+        api_client=api_client,
+        nodes=cluster,
     )
     store = PolicyStore()
     want_policy_metrics(store, view)

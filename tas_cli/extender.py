@@ -308,28 +308,35 @@ def _serve(settings: ExtenderCommandSettings) -> int:
     registry = CollectorRegistry()
     reloader = _server_tls(settings, registry)
 
-    view = common.open_view(settings.metrics, kube=settings.kube, registry=registry)
+    cluster = None
+    tracker = placement_tracker(settings.placements)
+    watched = []
+    if settings.policies is None:
+        watched.append(ResourceKind.POLICY)
+    if tracker is not None:
+        # Pods for the placements, Nodes for each node's capacity (its allocatable).
+        watched += [ResourceKind.POD, ResourceKind.NODE]
+    if watched:
+        # Only these caches: the extender needs nothing else, and its RBAC allows nothing
+        # else. /readyz stays false until the first complete policy list has loaded.
+        # Of each pod only what herd control reads (its node, owner, requests, bind time).
+        cluster = common.open_cluster(
+            common.kube_api_client(settings.kube),
+            watched=watched,
+            pod_fields=PodFields.SUMMARY,
+        )
+    # A Node cache lends the view the nodes' addresses (an `instance` of `IP:port`).
+    view = common.open_view(
+        settings.metrics,
+        kube=settings.kube,
+        registry=registry,
+        nodes=cluster if ResourceKind.NODE in watched else None,
+    )
     store = PolicyStore()
     want_policy_metrics(store, view)
     with common.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
         life.on_close(view.stop)
-        cluster = None
-        tracker = placement_tracker(settings.placements)
-        watched = []
-        if settings.policies is None:
-            watched.append(ResourceKind.POLICY)
-        if tracker is not None:
-            # Pods for the placements, Nodes for each node's capacity (its allocatable).
-            watched += [ResourceKind.POD, ResourceKind.NODE]
-        if watched:
-            # Only these caches: the extender needs nothing else, and its RBAC allows nothing
-            # else. /readyz stays false until the first complete policy list has loaded.
-            # Of each pod only what herd control reads (its node, owner, requests, bind time).
-            cluster = common.open_cluster(
-                common.kube_api_client(settings.kube),
-                watched=watched,
-                pod_fields=PodFields.SUMMARY,
-            )
+        if cluster is not None:
             if tracker is not None:
                 cluster.subscribe(
                     follow_cluster(

@@ -164,9 +164,15 @@ class NodeCondition(Struct):
     status: str = ""
 
 
+class NodeAddress(Struct):
+    type: str = ""
+    address: str = ""
+
+
 class NodeStatus(Struct):
     allocatable: dict[str, Quantity] | None = None
     conditions: list[NodeCondition] | None = None
+    addresses: list[NodeAddress] | None = None
 
 
 class Node(Struct):

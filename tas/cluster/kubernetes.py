@@ -1,7 +1,8 @@
 """The `Cluster` interface on a real Kubernetes API, through the official client.
 
 Reads come from four list+watch caches (nodes, pods, TASPolicies, PodDisruptionBudgets), each
-kept current by a daemon thread (`tas.cluster.informer`), so a reconcile never LISTs. Writes go
+kept current by a daemon thread (`tas.cluster.informer`), so a reconcile never LISTs; each node's
+addresses are kept beside its cache (`node_addresses`, `tas.cluster.node_addresses`). Writes go
 to the API, touch only the keys given, and are folded into the cache at once:
 
 - labels: a JSON merge patch of only our keys (`null` removes one), so labels other writers
@@ -83,6 +84,7 @@ from tas.cluster.model import (
     PodSummary,
     Taint,
 )
+from tas.cluster.node_addresses import NodeAddresses, NodeAddressTable
 from tas.cluster.sharing import SharedValues
 from tas.types import Namespace, NodeName, PodKey, PolicyKey
 from tas.vocabulary import GROUP, PLURAL, VERSION
@@ -203,11 +205,17 @@ class KubernetesCluster:
 
         # One table of shared values for every cache: pods and nodes name the same nodes.
         shared = SharedValues()
+        # Each node's addresses, read as the node cache converts it (`node_addresses`).
+        self._addresses = NodeAddressTable()
+        self._listeners.subscribe(self._forget_deleted_node)
         self._nodes = informer(
             ResourceKind.NODE,
             "nodes",
             self._core.list_node,
-            TypedCodec(NODES, functools.partial(node_from_api, shared=shared)),
+            TypedCodec(
+                NODES,
+                self._addresses.recording(functools.partial(node_from_api, shared=shared)),
+            ),
         )
         convert_pod: Callable[..., Pod | PodSummary] = (
             pod_from_api if pod_fields is PodFields.ALL else pod_summary_from_api
@@ -315,6 +323,15 @@ class KubernetesCluster:
 
     def list_nodes(self) -> Sequence[Node]:
         return self._nodes.items()
+
+    def node_addresses(self) -> NodeAddresses:
+        """Each cached node's `status.addresses` (`tas.cluster.node_addresses`): the same
+        object until an address changes. Empty when nodes are not watched."""
+        return self._addresses.snapshot()
+
+    def _forget_deleted_node(self, change: ClusterChange) -> None:
+        if change.kind is ResourceKind.NODE and change.type is ChangeType.DELETED:
+            self._addresses.forget(change.name)
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
         self._need_every_pod_field()

@@ -11,8 +11,9 @@ The source: one instant query per metric. Queries follow the name convention (`n
 else `<metric>`), the derived metrics' PromQL, or an expression configured for the metric. For
 convention queries the answer carries each series' own sample time (`timestamp()`), not the
 query time, so a target Prometheus can no longer scrape goes stale here too. Results map to
-nodes through a label (default `instance`, with any `:port` removed; `node` and
-`kubernetes_node` serve when it is missing).
+nodes as `tas.metrics.node_identity` says: an explicit node label (the configured one, `node`,
+`kubernetes_node`) first, then `instance`, by node name or, for a component that watches
+Nodes, by a node's address (kube-prometheus-stack's `IP:9100`).
 
 No credential goes over plain HTTP, from any path: `plain_http_credential` is the one check,
 made by `open_prometheus` and `metrics_http_client` (a bearer token file in the metrics config,
@@ -41,6 +42,8 @@ import httpx
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.names import derived, derived_promql, promql_selector, series_names
+from tas.metrics.node_identity import INSTANCE, NodeIdentity, explicit_labels
+from tas.metrics.node_identity import strip_port as strip_port  # where callers find it
 from tas.metrics.promql_answer import AnswerError, Matrix, Vector, read_answer, read_vector
 from tas.metrics.source import Fetched, Sample
 from tas.types import MetricName, NodeName
@@ -51,7 +54,6 @@ A = TypeVar("A")
 
 #: The label a convention query adds to tell a value from its sample time.
 _FIELD = "tas_field"
-_FALLBACK_LABELS = ("node", "kubernetes_node")
 
 
 class PrometheusClient:
@@ -204,10 +206,13 @@ class PrometheusSource:
         promql: Mapping[MetricName, str] | None = None,
         node_label: str = "instance",
         rate_window: str = "1m",
+        identity: NodeIdentity | None = None,
     ) -> None:
+        """`identity` maps series to nodes (by default by `node_label` and names alone, without
+        the nodes' addresses)."""
         self.prometheus = prometheus
         self._promql = dict(promql or {})
-        self._labels = node_labels(node_label)
+        self._identity = identity or NodeIdentity(node_label=node_label)
         self._rate_window = rate_window
 
     def query_for(self, metric: MetricName) -> tuple[str, bool]:
@@ -240,11 +245,13 @@ class PrometheusSource:
         values: dict[NodeName, float] = {}
         times: dict[NodeName, float] = {}
         evaluated: dict[NodeName, float] = {}
+        resolver = self._identity.resolver()
         for series in answer.series:
-            node = node_of(series.labels, self._labels)
+            sample_time = timed and series.labels.get(_FIELD) == "timestamp"
+            node = resolver.node_of(series.labels, quiet=sample_time)
             if node is None:
                 continue
-            if timed and series.labels.get(_FIELD) == "timestamp":
+            if sample_time:
                 times[node] = series.value
             elif node not in values:  # two series for one node: the first one counts
                 values[node], evaluated[node] = series.value, series.timestamp
@@ -258,24 +265,17 @@ class PrometheusSource:
         self.prometheus.close()
 
 
-def node_labels(node_label: str = "instance") -> tuple[str, ...]:
-    """The labels that may name a series' node, the configured one first."""
-    return (node_label, *(label for label in _FALLBACK_LABELS if label != node_label))
+def node_labels(node_label: str = INSTANCE) -> tuple[str, ...]:
+    """The labels that may name a series' node, in the order they are read: the explicit node
+    labels, the configured one first, then `instance` (by name only: `node_of`)."""
+    return (*explicit_labels(node_label), INSTANCE)
 
 
 def node_of(labels: Mapping[str, str], candidates: tuple[str, ...]) -> NodeName | None:
-    """The node a series is about: the first of `candidates` it has, any `:port` removed."""
+    """The node a series is about: the first of `candidates` it has, any `:port` removed
+    (without the nodes' addresses; `tas.metrics.node_identity.NodeIdentity` uses them)."""
     for label in candidates:
         value = labels.get(label)
         if value:
             return NodeName(strip_port(value))
     return None
-
-
-def strip_port(address: str) -> str:
-    """`node-a:9100` -> `node-a`, `[::1]:9100` -> `::1`; anything else as it is."""
-    if address.startswith("["):
-        host, bracket, _ = address[1:].partition("]")
-        return host if bracket else address
-    host, colon, port = address.rpartition(":")
-    return host if colon and port.isdigit() and ":" not in host else address

@@ -16,6 +16,7 @@ from tas.metrics.config import MetricsConfig, load_metrics_config
 from tas.metrics.custom_metrics import CustomMetricsSource
 from tas.metrics.errors import MetricSourceError
 from tas.metrics.node_exporter import NodeExporterSource
+from tas.metrics.node_identity import AddressBook, NodeIdentity
 from tas.metrics.prometheus import PrometheusSource, metrics_http_client, open_prometheus
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import MetricSource
@@ -40,15 +41,26 @@ def open_metric_view(
     clock: Clock = SYSTEM_CLOCK,
     transport: httpx.BaseTransport | None = None,
     kube_api_client: Any = None,
+    node_addresses: AddressBook | None = None,
 ) -> RefreshingMetricView:
     """A view over the source `spec` names; call `start()` to refresh in the background.
 
     `transport` replaces the HTTP transport of the HTTP sources; `kube_api_client` (a
-    `kubernetes.client.ApiClient`) the cluster connection of `custom-metrics`.
+    `kubernetes.client.ApiClient`) the cluster connection of `custom-metrics`;
+    `node_addresses` the nodes' addresses (the component's Node cache), which map a
+    Prometheus series whose `instance` is an address to its node (`tas.metrics.node_identity`).
     """
     config = load_metrics_config(config_file)
+    identity = NodeIdentity(
+        node_label=config.node_label, addresses=node_addresses, registry=registry
+    )
     source = open_source(
-        spec, config=config, clock=clock, transport=transport, kube_api_client=kube_api_client
+        spec,
+        config=config,
+        clock=clock,
+        transport=transport,
+        kube_api_client=kube_api_client,
+        identity=identity,
     )
     try:
         return RefreshingMetricView(
@@ -66,6 +78,7 @@ def open_source(
     clock: Clock = SYSTEM_CLOCK,
     transport: httpx.BaseTransport | None = None,
     kube_api_client: Any = None,
+    identity: NodeIdentity | None = None,
 ) -> MetricSource:
     kind, _, where = spec.strip().partition(":")
     if kind == "textfile" and where:
@@ -77,6 +90,7 @@ def open_source(
             promql=config.promql,
             node_label=config.node_label,
             rate_window=config.rate_window,
+            identity=identity,
         )
     if kind == "node-exporter" and where:
         targets = _node_targets(where, spec)

@@ -30,12 +30,13 @@ def binary(name: str) -> str:
     return path
 
 
-def node_exporter(textfile_dir: Path, log: Path) -> Process:
-    """A node-exporter with only what the derived metrics need, plus the textfile collector."""
+def node_exporter(textfile_dir: Path, log: Path, *, host: str = "127.0.0.1") -> Process:
+    """A node-exporter with only what the derived metrics need, plus the textfile collector,
+    on `host` (any loopback address: 127.0.0.2 stands for a second node's IP)."""
     port = free_port()
     args = [
         binary(NODE_EXPORTER),
-        f"--web.listen-address=127.0.0.1:{port}",
+        f"--web.listen-address={host}:{port}",
         "--collector.disable-defaults",
         "--collector.textfile",
         f"--collector.textfile.directory={textfile_dir}",
@@ -43,7 +44,7 @@ def node_exporter(textfile_dir: Path, log: Path) -> Process:
         "--collector.cpu",
         "--collector.meminfo",
     ]
-    return Process(args, f"http://127.0.0.1:{port}", "/metrics", log)
+    return Process(args, f"http://{host}:{port}", "/metrics", log)
 
 
 def prometheus(
@@ -74,6 +75,40 @@ scrape_configs:
         action: labeldrop
 """
     )
+    return _prometheus_serving(config, workdir, tls=tls)
+
+
+def prometheus_labelled_as_kube_prometheus_stack(addresses: list[str], workdir: Path) -> Process:
+    """A Prometheus scraping node-exporters at `addresses` (host:port) every second, each
+    series labelled as kube-prometheus-stack's node-exporter ServiceMonitor labels it: no
+    relabeling, so `instance` is the target's `IP:port`; `job` is `node-exporter` (the
+    Service's `jobLabel`) and the endpoint's `namespace`, `pod`, `service`, `endpoint` and
+    `container` labels; no label names a node."""
+    static = "\n".join(
+        f"      - targets: ['{address}']\n"
+        f"        labels: {{namespace: monitoring, pod: prometheus-node-exporter-{index},"
+        " service: prometheus-node-exporter, endpoint: http-metrics,"
+        " container: node-exporter}"
+        for index, address in enumerate(addresses)
+    )
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        f"""\
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: node-exporter
+    static_configs:
+{static}
+"""
+    )
+    return _prometheus_serving(config, workdir)
+
+
+def _prometheus_serving(
+    config: Path, workdir: Path, *, tls: tuple[Path, Path, Path] | None = None
+) -> Process:
     port = free_port()
     args = [
         binary(PROMETHEUS),

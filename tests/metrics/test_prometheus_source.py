@@ -2,11 +2,11 @@
 
 The real server is exercised in test_integration.py; here an httpx MockTransport answers with
 the API's JSON to cover what a healthy server rarely says. Covers: the name-convention query
-with sample times, derived and configured PromQL, node names from labels (port stripped,
-fallback labels, configurable label), sample time versus evaluation time, duplicate series,
-error answers (API errors, non-vector results, unreachable server), a warning Prometheus adds
-to an answer logged once however often the query runs, and a token file that vanishes failing
-the fetch instead of the refresh thread.
+with sample times, derived and configured PromQL, node names from labels (port stripped, an
+explicit node label before `instance`, configurable label; by address: test_node_identity.py),
+sample time versus evaluation time, duplicate series, error answers (API errors, non-vector
+results, unreachable server), a warning Prometheus adds to an answer logged once however often
+the query runs, and a token file that vanishes failing the fetch instead of the refresh thread.
 """
 
 from __future__ import annotations
@@ -115,7 +115,10 @@ def test_a_computed_metric_is_as_old_as_its_evaluation() -> None:
     [
         pytest.param({"instance": "a:9100"}, "instance", "a", id="instance-port-stripped"),
         pytest.param({"instance": "[::1]:9100"}, "instance", "::1", id="ipv6"),
-        pytest.param({"instance": "10.0.0.1:9100", "node": "a"}, "instance", "10.0.0.1", id="ip"),
+        pytest.param(
+            {"instance": "10.0.0.1:9100", "node": "a"}, "instance", "a", id="node-label-first"
+        ),
+        pytest.param({"instance": "10.0.0.1:9100"}, "instance", "10.0.0.1", id="ip-as-before"),
         pytest.param({"node": "b"}, "instance", "b", id="node-fallback"),
         pytest.param({"kubernetes_node": "c"}, "instance", "c", id="kubernetes-node-fallback"),
         pytest.param({"instance": "x:1", "host": "d"}, "host", "d", id="configured-label"),
