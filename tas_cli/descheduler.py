@@ -295,6 +295,7 @@ def _deschedule(
         server.start()
         log.info("Metrics and probes on http://%s:%d", *server.address)
     is_leader: Callable[[], bool] = lambda: True  # noqa: E731
+    nodes = None
     if cluster is None:
         api_client = common.kube_api_client(settings.kube)
         if settings.leader_elect:
@@ -313,11 +314,14 @@ def _deschedule(
         if not _wait_for_caches(kubernetes, life.stop, liveness=liveness):
             return 0
         synced.set()
-        cluster = kubernetes
+        cluster = nodes = kubernetes
     view: MetricView
     refresh: Callable[[], None] = lambda: None  # noqa: E731
     if settings.metrics.source:
-        refreshing = common.open_view(settings.metrics, kube=settings.kube, registry=registry)
+        # The Node cache lends the view the nodes' addresses (an `instance` of `IP:port`).
+        refreshing = common.open_view(
+            settings.metrics, kube=settings.kube, registry=registry, nodes=nodes
+        )
         life.on_close(refreshing.stop)
         view, refresh = refreshing, refreshing.refresh_once
     else:

@@ -263,7 +263,7 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
         view: Any
         if settings.metrics.source:
             view = common.open_view(
-                settings.metrics, kube=settings.kube, registry=CollectorRegistry()
+                settings.metrics, kube=settings.kube, registry=CollectorRegistry(), nodes=kubernetes
             )
         else:
             view = StaticMetricView()
