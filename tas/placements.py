@@ -14,6 +14,16 @@ the node's sample covers the pod:
 already, so the estimate shrinks linearly from the whole load (a sample from before the bind)
 to nothing (a sample that covers the pod).
 
+The window follows what the cluster shows (`tas.calibration.delays.follow_window`): the pods'
+start-up (`Ready` less bind time, 90th percentile, from the pods the tracker sees start), the
+metric lag (a value's age when read against its own sample time, 90th percentile, once per
+refresh: a margin for a stamp later than the data it averages, as a recording rule's
+evaluation time is), plus the metrics' averaging window, which no cluster shows
+(`metric_window`, the `[1m]` of the shipped recording rules). The shipped window stands until
+8 start-ups and 3 refreshes have been seen, and the window stays within the operator's limits
+(`min_window`, by default the shipped window itself, and `max_window`), which always include
+the shipped window.
+
 A pod's estimated load, per resource, is the first of:
 - its own measured usage, once a per-pod usage feed reports it;
 - what its workload's pods use, one value per pod: their mean by default, or a percentile
@@ -60,7 +70,9 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from tas.calibration import Calibration
 from tas.calibration.curve import CurveLearner, Curves
+from tas.calibration.delays import DEFAULT_QUANTILE, DelayRing, follow_window
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodSummary
@@ -83,6 +95,17 @@ PRESSURE_UTILIZATION: Mapping[MetricName, MetricName] = {
     MetricName("cpu_pressure"): MetricName("cpu_utilization")
 }
 DEFAULT_WINDOW = 90.0
+#: The metrics' averaging window, the part of the window no observed delay shows: the `[1m]`
+#: of the shipped recording rules (deploy/metrics-pipeline/prometheus/tas-recording-rules.yml).
+DEFAULT_METRIC_WINDOW = 60.0
+#: The longest window the observed delays may set by default: a start-up slower than 3-4
+#: minutes is an operator's to set (`--estimate-window`); beyond it one burst's estimates would
+#: outlast several descheduling cycles and steer placements by pods long since measured.
+DEFAULT_MAX_WINDOW = 300.0
+#: Refreshes whose values' age the window waits for (each is already the 90th percentile over
+#: every node's value; the tracker sees a refresh only when a pod is being scheduled, so a
+#: quiet cluster sees few), beside `tas.calibration.delays`' 8 start-ups.
+MIN_LAG_OBSERVATIONS = 3
 #: Placements are forgotten this long after their window even without a covering sample (a
 #: node whose metrics stopped is stale anyway: once its pods are no longer recent, it stays
 #: without a value).
@@ -290,15 +313,40 @@ class PlacementTracker:
         forget_after: float = FORGET_AFTER,
         usage_percentile: float | None = None,
         curves: CurveLearner | None = None,
+        min_window: float | None = None,
+        max_window: float = DEFAULT_MAX_WINDOW,
+        metric_window: float = DEFAULT_METRIC_WINDOW,
     ) -> None:
         """`usage_percentile`: a new pod of a workload is estimated at this percentile of its
         workload's per-pod usage; None (the default): at their mean. `curves`: learns each
-        node's pressure curve from the columns it is shown (`learn`); None: the shared model."""
-        if not window >= 0 or not math.isfinite(window):
-            raise ValueError(f"window must be a non-negative number of seconds, not {window!r}")
+        node's pressure curve from the columns it is shown (`learn`); None: the shared model.
+        `window` is where the window starts; it follows the observed delays (module docstring)
+        within [`min_window` (None: `window`), `max_window`], widened to include `window`
+        (`max_window` = `window`: a fixed window). `metric_window`: the metrics' averaging
+        window, added to the observed delays."""
+        for name, seconds in (
+            ("window", window),
+            ("min_window", window if min_window is None else min_window),
+            ("max_window", max_window),
+            ("metric_window", metric_window),
+        ):
+            if not seconds >= 0 or not math.isfinite(seconds):
+                raise ValueError(
+                    f"{name} must be a non-negative number of seconds, not {seconds!r}"
+                )
         if usage_percentile is not None and not 0 < usage_percentile <= 100:
             raise ValueError(f"usage_percentile must be in (0, 100], not {usage_percentile!r}")
+        #: The window in force (it follows the observed delays); `shipped_window` the start.
         self.window = window
+        self.shipped_window = window
+        self.window_limits = (
+            min(window, window if min_window is None else min_window),
+            max(window, max_window),
+        )
+        self.metric_window = metric_window
+        #: The metric values' age (one 90th percentile per refresh) and the pods' start-ups.
+        self.lag = DelayRing()
+        self.startup = DelayRing()
         self.resources = dict(resources)
         self.default_capacity = dict(default_capacity or {})
         self.forget_after = forget_after
@@ -335,6 +383,9 @@ class PlacementTracker:
         #: Each node's learned curve's servers (0: the shared model), as of the last `learn`.
         self._servers: dict[NodeName, int] = {}
         self._learned_from: SampleTimes | None = None
+        #: Recent placements not seen ready yet: each pod's start-up is taken once, when it
+        #: is first seen ready (a readiness that flips later is no start-up).
+        self._starting: set[PodKey] = set()
 
     # -- the feed --------------------------------------------------------------------------
 
@@ -349,6 +400,9 @@ class PlacementTracker:
             return
         with self._lock:
             if key in self._bound:
+                if key in self._starting and pod.ready_at is not None:
+                    self._starting.discard(key)
+                    self._observe_startup(pod)
                 return
             workload = self._shared_workload(workload_of(pod))
             node = pod.node_name
@@ -364,9 +418,18 @@ class PlacementTracker:
                 self._recent[key] = placement
                 self._recent_on_node[node] = self._recent_on_node.get(node, 0) + 1
                 self._fresh.append(placement)
+                if pod.ready_at is None:
+                    self._starting.add(key)
+                else:
+                    self._observe_startup(pod)
             else:
                 # The node now runs a pod no estimate describes.
                 self._generation += 1
+
+    def _observe_startup(self, pod: Pod | PodSummary) -> None:
+        ready, bound = pod.ready_at, pod.bound_at
+        if ready is not None and bound is not None:
+            self.startup.add(ready - bound)  # the ring refuses a negative one (clock skew)
 
     def _shared_workload(self, workload: WorkloadKey) -> WorkloadKey:
         if len(self._workloads) >= _MAX_WORKLOADS:
@@ -383,6 +446,7 @@ class PlacementTracker:
                 _count_down(self._on_node, bound[1])
                 self._generation += 1
             placement = self._recent.pop(key, None)
+            self._starting.discard(key)
             if placement is not None:
                 _count_down(self._recent_on_node, placement.node)
 
@@ -460,28 +524,58 @@ class PlacementTracker:
                 self._generation += 1
 
     def learn(self, columns: MetricColumns, *, sample_times: SampleTimes, now: float) -> None:
-        """The view's columns as of a refresh: each node's (utilization, PSI) sample into its
+        """The view's columns as of a refresh: the values' age (the metric lag) and the
+        window that follows (module docstring); each node's (utilization, PSI) sample into its
         curve (`tas.calibration.curve`), at the sample's own time. Once per refresh: the view
         hands out the same sample times mapping until it refreshes."""
-        if self._curves is None or sample_times is self._learned_from:
+        if sample_times is self._learned_from:
             return
-        utilization = MetricName("cpu_utilization")
-        psi = MetricName("cpu_pressure")
         with self._lock:
             self._learned_from = sample_times
-            sizes = {n: self.cores(n) for n in columns.get(psi, {})}
-            self._curves.observe_columns(
-                columns.get(utilization, {}),
-                columns.get(psi, {}),
-                cores={n: c for n, c in sizes.items() if c > 0},
-                now=now,
-                times=sample_times.get(psi),
-            )
-            self._curves.retain(self._curves_nodes())
-            found = {n: c.override for n, c in self._curves.curves(sizes).items()}
-            if found != self._servers:
-                self._servers = found
-                self._generation += 1
+            ages = [
+                now - sampled
+                for metric in self.resources
+                for sampled in sample_times.get(metric, {}).values()
+            ]
+            if ages:
+                self.lag.add(percentile(ages, 100 * DEFAULT_QUANTILE))
+            self._follow_delays()
+            if self._curves is not None:
+                self._learn_curves(self._curves, columns, sample_times=sample_times, now=now)
+
+    def _follow_delays(self) -> None:
+        lowest, highest = self.window_limits
+        window = follow_window(
+            shipped=self.shipped_window,
+            lowest=lowest,
+            highest=highest,
+            lag=self.lag,
+            startup=self.startup,
+            extra=self.metric_window,
+            min_lag_observations=MIN_LAG_OBSERVATIONS,
+        )
+        if window != self.window:
+            self.window = window
+            self._generation += 1
+
+    def _learn_curves(
+        self, curves: CurveLearner, columns: MetricColumns, *, sample_times: SampleTimes, now: float
+    ) -> None:
+        utilization = MetricName("cpu_utilization")
+        psi = MetricName("cpu_pressure")
+        sizes = {n: self.cores(n) for n in columns.get(psi, {})}
+        curves.observe_columns(
+            columns.get(utilization, {}),
+            columns.get(psi, {}),
+            cores={n: c for n, c in sizes.items() if c > 0},
+            now=now,
+            times=sample_times.get(psi),
+        )
+        curves.retain(self._curves_nodes())
+        found = {n: c.override for n, c in curves.curves(sizes).items()}
+        if found != self._servers:
+            self._servers = found
+            self._generation += 1
 
     def servers(self, node: NodeName) -> int:
         """The node's learned curve (its effective servers), 0 for the shared model."""
@@ -493,6 +587,18 @@ class PlacementTracker:
             return {}
         with self._lock:
             return self._curves.curves({n: self.cores(n) for n in self._curves_nodes()})
+
+    def calibration(self) -> Calibration:
+        """What herd control has learned, for the operator (self-metrics): each node's curve,
+        the observed delays and the window in force."""
+        curves = self.curves()
+        with self._lock:
+            return Calibration(
+                curves=curves,
+                metric_lag=self.lag.quantile(DEFAULT_QUANTILE),
+                startup=self.startup.quantile(DEFAULT_QUANTILE),
+                window=self.window,
+            )
 
     def _curves_nodes(self) -> set[NodeName]:
         return self._capacity.keys() | self._on_node.keys()
@@ -537,10 +643,11 @@ class PlacementTracker:
             capacity = self._capacity
             scale = self._scale
             only_placed = self._only_placed()
+            window = self.window
         computed = estimate_load(
             placements,
             sample_times=sample_times,
-            window=self.window,
+            window=window,
             resources=self.resources,
             capacity=capacity,
             default_capacity=self.default_capacity,
@@ -581,6 +688,7 @@ class PlacementTracker:
             placement = self._recent.pop(key)
             _count_down(self._recent_on_node, placement.node)
             self._pod_usage.pop(key, None)
+            self._starting.discard(key)
         if old:
             self._generation += 1
             self._membership += 1

@@ -66,14 +66,18 @@ def follow_window(
     startup: DelayRing,
     extra: float = 0.0,
     min_observations: int = DEFAULT_MIN_OBSERVATIONS,
+    min_lag_observations: int | None = None,
     q: float = DEFAULT_QUANTILE,
 ) -> float:
-    """The window: `shipped` until both delays have `min_observations`, then their `q`
-    quantiles' sum plus `extra` (the metrics' own averaging window), within [lowest, highest].
-    `shipped` itself is clamped too: the limits are the operator's word."""
+    """The window: `shipped` until both delays have `min_observations` (the lag
+    `min_lag_observations` where given: an observation that is already a percentile over
+    every node's value needs fewer), then their `q` quantiles' sum plus `extra` (the metrics'
+    own averaging window), within [lowest, highest]. `shipped` itself is clamped too: the
+    limits are the operator's word."""
     low, high = min(lowest, highest), max(lowest, highest)
     wanted = shipped
-    if len(lag) >= min_observations and len(startup) >= min_observations:
+    enough_lag = min_observations if min_lag_observations is None else min_lag_observations
+    if len(lag) >= enough_lag and len(startup) >= min_observations:
         lag_q, startup_q = lag.quantile(q), startup.quantile(q)
         if lag_q is not None and startup_q is not None:
             wanted = lag_q + startup_q + extra

@@ -42,6 +42,7 @@ from tas.cluster.model import (
     TopologySpreadConstraint,
     Volume,
     bind_time_of,
+    ready_time_of,
 )
 from tas.cluster.sharing import NoSharing, SharedValues
 from tas.quantity import QuantityError, parse_quantity
@@ -457,10 +458,12 @@ def pod_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> Pod:
 
 def pod_summary_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING) -> PodSummary:
     """Only what placements (herd control) and the controller's pod labels read: the
-    extender's and the controller's caches."""
+    extender's and the controller's caches (its bind and Ready times: herd control's window
+    follows the pods' start-up)."""
     metadata, spec, status = _pod_parts(raw)
-    scheduled = [c for c in status.conditions or () if c.type == "PodScheduled"]
-    bound_at = bind_time_of(_conditions(scheduled, shared), parse_time(status.start_time))
+    read = [c for c in status.conditions or () if c.type in ("PodScheduled", "Ready")]
+    conditions = _conditions(read, shared)
+    bound_at = bind_time_of(conditions, parse_time(status.start_time))
     return PodSummary(
         namespace=Namespace(intern(metadata.namespace or "default")),
         name=metadata.name,
@@ -471,6 +474,7 @@ def pod_summary_from_api(raw: Json | api.Pod, shared: SharedValues = NO_SHARING)
         requests=shared.numbers(pod_requests(spec)),
         terminating=metadata.deletion_timestamp is not None,
         bound_at=bound_at,
+        ready_at=ready_time_of(conditions),
         resource_version=metadata.resource_version,
     )
 

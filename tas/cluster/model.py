@@ -234,6 +234,10 @@ class Pod:
         return bind_time_of(self.conditions, self.start_time)
 
     @property
+    def ready_at(self) -> float | None:
+        return ready_time_of(self.conditions)
+
+    @property
     def is_mirror(self) -> bool:
         return MIRROR_ANNOTATION in self.annotations
 
@@ -254,6 +258,20 @@ def bind_time_of(conditions: tuple[PodCondition, ...], start_time: datetime | No
         ):
             return condition.last_transition_time.timestamp()
     return start_time.timestamp() if start_time is not None else None
+
+
+def ready_time_of(conditions: tuple[PodCondition, ...]) -> float | None:
+    """When a pod became ready (Unix seconds): its true Ready condition's transition; None
+    while it is not ready or the condition carries no time. With its bind time, a pod's
+    start-up (`tas.calibration.delays`)."""
+    for condition in conditions:
+        if (
+            condition.type == "Ready"
+            and condition.status == "True"
+            and condition.last_transition_time is not None
+        ):
+            return condition.last_transition_time.timestamp()
+    return None
 
 
 def controller_of(owners: tuple[OwnerReference, ...]) -> OwnerReference | None:
@@ -281,6 +299,8 @@ class PodSummary:
     terminating: bool = False
     #: As `Pod.bound_at`.
     bound_at: float | None = None
+    #: As `Pod.ready_at`: with `bound_at`, the pod's start-up (herd control's window).
+    ready_at: float | None = None
     resource_version: str = ""
 
     @property

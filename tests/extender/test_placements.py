@@ -22,14 +22,17 @@ Covered:
 - prioritize adds estimates (the cold node of a burst stops winning), filter only when the
   caller passes them, and falls back to measured values when they would remove every node;
 - the decision log shows each estimate next to the measured value;
-- the sample times the refreshing view hands out are the fresh values' own.
+- the sample times the refreshing view hands out are the fresh values' own;
+- the window follows the pods' observed start-up (PodScheduled to Ready, read from the API's
+  pod JSON by the extender's converter) and the metric lag, within the operator's limits;
+  each pod's start-up counts once, and only for a recent placement.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +45,7 @@ from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
 from tas.calibration.curve import CurveLearner
+from tas.cluster.convert import pod_from_api, pod_summary_from_api
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodCondition
 from tas.metrics.refreshing import RefreshingMetricView
@@ -509,6 +513,13 @@ class _Columns:
     def columns(self) -> MetricColumns:
         return self._columns
 
+    def set_wanted(self, names: Iterable[MetricName]) -> None:
+        pass
+
+    @property
+    def ready(self) -> bool:
+        return True
+
 
 def test_a_burst_against_one_empty_new_node_and_several_hot_ones_spreads() -> None:
     hot = {f"hot-{i}": 0.45 for i in range(5)}
@@ -691,3 +702,152 @@ def test_estimates_kept_up_to_date_bind_by_bind_equal_a_full_recomputation() -> 
         assert incremental.keys() == full.keys()
         for metric, column in full.items():
             assert incremental[metric] == pytest.approx(column)
+
+
+# --- the window follows the observed delays ---------------------------------------------------
+
+
+def pod_json(
+    name: str, *, bound: float, ready: float | None, node: str = "node-a"
+) -> dict[str, Any]:
+    """A pod as the API server serves it (`kubectl get pod -o json`, trimmed): bound at
+    `bound`, ready at `ready` (None: not ready yet), seconds after T0."""
+
+    def stamp(seconds: float) -> str:
+        return at(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    conditions = [
+        {
+            "type": "PodReadyToStartContainers",
+            "status": "True",
+            "lastTransitionTime": stamp(bound + 2),
+        },
+        {"type": "Initialized", "status": "True", "lastTransitionTime": stamp(bound + 1)},
+        {
+            "type": "Ready",
+            "status": "False" if ready is None else "True",
+            "lastTransitionTime": stamp(bound + 1 if ready is None else ready),
+            **({"reason": "ContainersNotReady"} if ready is None else {}),
+        },
+        {
+            "type": "ContainersReady",
+            "status": "False" if ready is None else "True",
+            "lastTransitionTime": stamp(bound + 1 if ready is None else ready),
+        },
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp(bound)},
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "resourceVersion": "4242",
+            "creationTimestamp": stamp(bound - 1),
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "web-5d8f7c",
+                    "uid": "rs-1",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "web",
+                    "image": "nginx:1.27",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": conditions,
+            "startTime": stamp(bound + 1),
+            "qosClass": "Burstable",
+        },
+    }
+
+
+def test_a_pods_summary_carries_its_bind_and_ready_times_from_its_conditions() -> None:
+    ready = pod_summary_from_api(pod_json("web-1", bound=10, ready=55))
+    assert (ready.bound_at, ready.ready_at) == (T0 + 10, T0 + 55)
+    assert pod_from_api(pod_json("web-1", bound=10, ready=55)).ready_at == T0 + 55
+    waiting = pod_summary_from_api(pod_json("web-2", bound=10, ready=None))
+    assert (waiting.bound_at, waiting.ready_at) == (T0 + 10, None)
+
+
+def refresh(t: PlacementTracker, *, at_seconds: float, age: float) -> None:
+    """One metric refresh, its values `age` seconds old when read."""
+    times = {CPU_UTILIZATION: {NODE: T0 + at_seconds - age}}
+    t.learn(metrics({"cpu_utilization": {NODE: 0.5}}), sample_times=times, now=T0 + at_seconds)
+
+
+def start_pods(t: PlacementTracker, count: int, *, startup: float, first: int = 0) -> None:
+    """`count` pods bound (seen not ready), then seen ready `startup` seconds later, from the
+    API's JSON through the extender's converter."""
+    for i in range(first, first + count):
+        t.observe(pod_summary_from_api(pod_json(f"web-{i}", bound=i, ready=None)), now=T0 + i)
+    for i in range(first, first + count):
+        ready = pod_summary_from_api(pod_json(f"web-{i}", bound=i, ready=i + startup))
+        t.observe(ready, now=T0 + i + startup)
+
+
+def test_the_window_follows_the_observed_start_up_and_metric_lag() -> None:
+    # Pods take 2 minutes to become ready and the values are 20 s old when read: a pod's load
+    # shows in its node's one-minute average only 20 + 120 + 60 s after its bind, not after
+    # the shipped 90 s, and until then herd control keeps counting it.
+    t = tracker(window=90.0)
+    start_pods(t, 8, startup=120.0)
+    for k in range(2):
+        refresh(t, at_seconds=200 + 10 * k, age=20.0)
+    assert t.window == 90.0  # two refreshes: the shipped window still stands
+    refresh(t, at_seconds=220, age=20.0)
+    assert t.window == pytest.approx(200.0)
+    calibration = t.calibration()
+    assert (calibration.metric_lag, calibration.startup, calibration.window) == (20.0, 120.0, 200.0)
+    # A pod bound at 300 is still missed in part by a sample at 450 (150 s later).
+    t.observe(make_pod("late", apply=bound_at(300)), now=T0 + 300)
+    assert estimate(t, sample_at=450, now=451) > 0
+    assert estimate(t, sample_at=501, now=502) == 0
+
+
+def test_the_window_stays_within_the_operators_limits() -> None:
+    slow = tracker(window=90.0, max_window=240.0)
+    start_pods(slow, 8, startup=600.0)
+    for k in range(3):
+        refresh(slow, at_seconds=700 + 10 * k, age=20.0)
+    assert slow.window == 240.0
+    fast = tracker(window=90.0, min_window=30.0)
+    start_pods(fast, 8, startup=1.0)
+    for k in range(3):
+        refresh(fast, at_seconds=100 + 10 * k, age=0.0)
+    assert fast.window == pytest.approx(61.0)
+    # By default the window never drops below the shipped one; max_window = window fixes it.
+    shipped = tracker(window=90.0)
+    fixed = tracker(window=90.0, max_window=90.0)
+    for t in (shipped, fixed):
+        start_pods(t, 8, startup=1.0 if t is shipped else 600.0)
+        for k in range(3):
+            refresh(t, at_seconds=700 + 10 * k, age=0.0)
+        assert t.window == 90.0
+
+
+def test_a_pods_start_up_counts_once_and_only_for_a_recent_placement() -> None:
+    t = tracker(window=90.0)
+    start_pods(t, 1, startup=30.0)
+    # Its readiness flips an hour later: no new start-up.
+    t.observe(pod_summary_from_api(pod_json("web-0", bound=0, ready=3600)), now=T0 + 3600)
+    # A pod first seen long after its bind (an old pod, not a recent placement): none either.
+    old = pod_summary_from_api(pod_json("old", bound=-5000, ready=-4000))
+    t.observe(old, now=T0 + 3600)
+    # A recent pod first seen ready (the watch missed its bind): its start-up counts.
+    t.observe(pod_summary_from_api(pod_json("seen-ready", bound=3500, ready=3545)), now=T0 + 3600)
+    assert len(t.startup) == 2
+    assert t.calibration().startup == 45.0
