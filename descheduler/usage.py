@@ -32,7 +32,7 @@ from tas.metrics.prometheus import (
     open_prometheus,
     plain_http_credential,
 )
-from tas.metrics.source import PodUsageFeed
+from tas.metrics.source import ExplainedPodUsage, PodUsageFeed
 from tas.types import NodeName, PodKey
 
 T = TypeVar("T")
@@ -184,9 +184,12 @@ def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
             log.warning("LoadAware goes without per-pod usage this cycle: %s", error)
             return {}
         shares: dict[PodKey, dict[str, float]] = {}
+        unmeasured: list[PodKey] = []
         for pod in state.pods:
             node = state.nodes.get(pod.node_name) if pod.node_name else None
             found = usage.get((pod.namespace, pod.name))
+            if node is not None and (found is None or "cpu" not in found):
+                unmeasured.append(pod_key(pod))
             if node is None or found is None or "cpu" not in found:
                 continue
             cores = node.allocatable.get("cpu", 0.0)
@@ -200,6 +203,26 @@ def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
                 dict.fromkeys(MEMORY_SIGNALS, 100.0 * requested / memory if memory > 0 else 0.0)
             )
             shares[pod_key(pod)] = entry
+        if unmeasured and log.isEnabledFor(logging.DEBUG):
+            _tell_unmeasured(source, unmeasured)
         return shares
 
     return read
+
+
+#: Pods told by name each cycle when they have no per-pod usage; the rest are counted.
+_TOLD_PODS = 10
+
+
+def _tell_unmeasured(source: PodUsageFeed, pods: list[PodKey]) -> None:
+    """One debug line per pod without per-pod CPU usage (the first few), saying why where
+    the source can (`ExplainedPodUsage`: which query, what it answered)."""
+    for namespace, name in pods[:_TOLD_PODS]:
+        why = (
+            source.why_missing((namespace, name))
+            if isinstance(source, ExplainedPodUsage)
+            else f"{type(source).__name__} has no value for it"
+        )
+        log.debug("LoadAware has no CPU usage for pod %s/%s: %s", namespace, name, why)
+    if len(pods) > _TOLD_PODS:
+        log.debug("LoadAware has no CPU usage for %d more pods", len(pods) - _TOLD_PODS)

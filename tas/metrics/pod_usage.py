@@ -17,6 +17,12 @@ Queries go through the shared `tas.metrics.prometheus.PrometheusClient`, so this
 the metrics config's `ca_file`, keeps its `timeout_seconds` and reads its `bearer_token_file`
 on every query, as the metric view does.
 
+When the CPU usage query answers no series at all, Prometheus scrapes no kubelet's cAdvisor
+endpoint (`/metrics/cadvisor`; `deploy/metrics-pipeline` has no such job): a warning says so
+once, and once more when series arrive. Why one pod has no value (no series for it, a stale
+one, a failing query) is `why_missing`, which names the query: the descheduler logs it at debug
+level for each pod it finds without one.
+
 Errors: `tas.metrics.errors.MetricFetchError` when the CPU usage query fails and no fresh value
 is left (the caller decides whether to go on without per-pod usage).
 """
@@ -74,6 +80,8 @@ class PrometheusPodUsage:
         self._rate_window = rate_window
         self._clock = clock
         self._last: dict[str, dict[PodKey, Sample]] = {}
+        #: Whether the last CPU answer had no series at all (told once as it starts).
+        self._no_cpu_series = False
         self._failures = FetchFailures(
             log,
             failed="Per-pod %s usage: %s (keeping the last values)",
@@ -95,6 +103,8 @@ class PrometheusPodUsage:
                 for key, value in values.items()
                 if math.isfinite(value)
             }
+            if resource == "cpu":
+                self._tell_cpu_series(present=bool(values))
         limit = self._clock.now().timestamp() - self._max_age
         found: dict[PodKey, dict[str, float]] = {}
         for resource, samples in self._last.items():
@@ -104,6 +114,50 @@ class PrometheusPodUsage:
         if not any("cpu" in v for v in found.values()) and REQUIRED & self._failures.failing.keys():
             raise MetricFetchError("no fresh per-pod CPU usage")
         return found
+
+    @property
+    def cpu_query(self) -> str:
+        """The query each pod's CPU usage comes from."""
+        return usage_query(SERIES["cpu"], self._rate_window)
+
+    def why_missing(self, pod: PodKey) -> str:
+        """Why `pod` has no fresh CPU usage in the last fetch: which query, and what it gave."""
+        query = f"{self.cpu_query!r} at {self.prometheus.url}"
+        failing = self._failures.failing.get("cpu")
+        if failing is not None:
+            return f"the query {query} fails: {failing}"
+        samples = self._last.get("cpu")
+        if not samples:
+            return (
+                f"the query {query} answers no series at all: Prometheus scrapes no kubelet's "
+                "cAdvisor endpoint (/metrics/cadvisor), or its series lack namespace and pod"
+            )
+        sample = samples.get(pod)
+        if sample is None:
+            return (
+                f"the query {query} answers no series for this pod: its node's cAdvisor is not "
+                f"scraped, or it has not yet run for the rate window ({self._rate_window})"
+            )
+        if math.isnan(sample.timestamp):
+            return f"{time_query(SERIES['cpu'])!r} gives no sample time for this pod"
+        age = self._clock.now().timestamp() - sample.timestamp
+        return (
+            f"its newest sample ({query}) is {age:.0f} s old, past the limit of "
+            f"{self._max_age:.0f} s"
+        )
+
+    def _tell_cpu_series(self, *, present: bool) -> None:
+        if not present and not self._no_cpu_series:
+            log.warning(
+                "Per-pod usage: %r at %s answers no series: Prometheus scrapes no kubelet's "
+                "cAdvisor endpoint (/metrics/cadvisor), so no pod's CPU usage is known and "
+                "LoadAware moves at most one pod per node per cycle",
+                self.cpu_query,
+                self.prometheus.url,
+            )
+        elif present and self._no_cpu_series:
+            log.info("Per-pod usage: container CPU series are there again")
+        self._no_cpu_series = not present
 
     def _vector(self, query: str) -> dict[PodKey, float]:
         found: dict[PodKey, float] = {}

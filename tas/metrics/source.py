@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from tas.types import MetricName, NodeName, PodKey
 
@@ -56,3 +56,11 @@ class PodUsageFeed(Protocol):
     `MetricFetchError` when it cannot be read."""
 
     def fetch(self) -> Mapping[PodKey, Mapping[str, float]]: ...
+
+
+@runtime_checkable
+class ExplainedPodUsage(Protocol):
+    """A `PodUsageFeed` that can say why a pod has no value (which query, and what it
+    answered), for the debug line of whoever found it missing."""
+
+    def why_missing(self, pod: PodKey) -> str: ...

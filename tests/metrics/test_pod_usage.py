@@ -6,13 +6,16 @@ a container left out); container CPU pressure where exported, nothing for pods w
 pod whose series disappear is gone; values older than max age count as missing; a Prometheus
 that cannot be reached keeps the last values until they go stale, then fails; the descheduler's
 LoadAware source turns cores into shares of the pod's node (memory signals from requests), and
-leaves out pods without a value. Access is the metric view's (`open_pod_usage` with the metrics
-config): a Prometheus served over TLS with a private CA is read with the config's `ca_file` (and
-refused without it), and the bearer token file is read again on every query.
+leaves out pods without a value, each told at debug level with the query and why; a Prometheus
+without any cAdvisor series is warned about once. Access is the metric view's (`open_pod_usage`
+with the metrics config): a Prometheus served over TLS with a private CA is read with the
+config's `ca_file` (and refused without it), and the bearer token file is read again on every
+query.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -223,6 +226,64 @@ def test_loadaware_gets_each_pods_cpu_as_a_share_of_its_node(setup: Setup) -> No
     assert web["cpu_utilization"] == pytest.approx(25.0, rel=0.15)
     assert web["cpu_combined"] == web["cpu_pressure"] == web["cpu_utilization"]
     assert web["memory_utilization"] == pytest.approx(12.5)
+
+
+def cycle_state(*pods: Pod) -> CycleState:
+    node = Node(NodeName("node-a"), allocatable={"cpu": 8.0, "memory": 8.0 * 1024**3})
+    return CycleState(
+        nodes={node.name: node}, pods=pods, pdbs=[], policies={}, metrics={}, now=datetime.now(UTC)
+    )
+
+
+def test_a_pod_without_cpu_usage_is_told_at_debug_level_with_the_query_and_why(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    usage = source(setup)
+    eventually_fetch(usage, lambda f: ("default", "web-1") in f)
+    state = cycle_state(
+        Pod(Namespace("default"), "web-1", node_name=NodeName("node-a")),
+        Pod(Namespace("default"), "unmeasured", node_name=NodeName("node-a")),
+    )
+    with caplog.at_level(logging.DEBUG, logger="descheduler.usage"):
+        pod_usage_from(usage)(state)
+    told = [r.getMessage() for r in caplog.records if r.name == "descheduler.usage"]
+    assert len(told) == 1
+    assert "default/unmeasured" in told[0]
+    assert usage.cpu_query in told[0]
+    assert "no series for this pod" in told[0]
+
+
+def empty_answers(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(
+        200, json={"status": "success", "data": {"resultType": "vector", "result": []}}
+    )
+
+
+def test_a_prometheus_without_cadvisor_series_is_told_once_naming_the_query(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # deploy/metrics-pipeline scrapes no kubelet: per-pod usage was absent, and said so only
+    # at debug level.
+    usage = open_pod_usage(
+        "http://prom.test",
+        config=MetricsConfig(),
+        max_age=30.0,
+        transport=httpx.MockTransport(empty_answers),
+    )
+    OPENED.append(usage)
+    with caplog.at_level(logging.DEBUG):
+        usage.fetch()
+        usage.fetch()
+        pod_usage_from(usage)(
+            cycle_state(Pod(Namespace("default"), "web-1", node_name=NodeName("node-a")))
+        )
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert usage.cpu_query in warnings[0]
+    assert "cAdvisor" in warnings[0]
+    debug = [r.getMessage() for r in caplog.records if r.name == "descheduler.usage"]
+    assert "answers no series at all" in debug[0]
+    assert "default/web-1" in debug[0]
 
 
 def test_a_pod_whose_series_disappear_is_gone(setup: Setup) -> None:
