@@ -814,6 +814,7 @@ class Recorder:
             utilization = None
         load = 0.0 if utilization is None else utilization * cores
         known = utilization is not None
+        measured = columns.get(_CPU_PRESSURE, {}).get(node.name)
         return {
             "learned": not curve.fallback,
             "servers": curve.servers,
@@ -823,10 +824,10 @@ class Recorder:
             "minSamples": self._curve_source.min_samples,
             "window": self._curve_source.window,
             "cores": cores,
-            "utilization": utilization,
+            "utilization": None if utilization is None else round(utilization, 4),
             "predicted": round(pressure(load, cores, curve.override), 4) if known else None,
             "shared": round(pressure(load, cores), 4) if known else None,
-            "measured": columns.get(_CPU_PRESSURE, {}).get(node.name),
+            "measured": None if measured is None else round(measured, 4),
             "cycle": self._curves_time,
         }
 

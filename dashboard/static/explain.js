@@ -124,8 +124,24 @@
       el("h3", {}, "Taints"), el("p", {}, x.taints.join(", ") || "none"),
       el("h3", {}, "Pods"), el("p", {}, x.pods.join(", ") || "none"),
       el("h3", {}, "Recent evictions"), evictionList(x.evictions),
+      curveSection(x.curve),
       missingList(x.missing),
     ];
+  }
+
+  // The node's pressure curve as `tas explain node` prints it, in the card's words and the
+  // page's units: learned or the shared model, and what moving one core off it predicts.
+  function curveSection(curve) {
+    if (!curve) return null;
+    const cores = Number.isInteger(curve.cores) ? String(curve.cores) : fmt(curve.cores);
+    const head = curve.fallback
+      ? `shared model (Erlang C on ${cores} cores): ${curve.samples} usable samples so far, too few to fit`
+      : `learned, acts like ${curve.servers} of ${cores} cores (${curve.samples} samples)`;
+    const move = curve.pressure === null ? null : el("p", { "data-curve-move": "" },
+      `moving 1 core off: pressure ${pct(curve.pressure)} -> ${pct(curve.pressureAfterMove)}, ` +
+      `relief ${fmt(curve.relief)} stalled cores` + (curve.fallback ? "" :
+        ` (shared model: -> ${pct(curve.sharedPressureAfterMove)}, relief ${fmt(curve.sharedRelief)})`));
+    return [el("h3", {}, "Pressure curve"), el("p", { "data-curve-head": "" }, head), move];
   }
 
   function show(kind, name) {

@@ -8,7 +8,9 @@ Covered:
   how that compares with the shared model, with the same N `tas explain node` prints;
 - under it, the PSI the node's curve predicts at the node's utilization now, beside the shared
   model's and the measured pressure, in percent as every share on the page;
-- every line shown says what the state it was rendered from says (read in one render).
+- every line shown says what the state it was rendered from says (read in one render);
+- the node's explain panel (a click on its name) shows the same curve, and what moving one core
+  off the node predicts on it and on the shared model, in percent.
 Screenshot: `test-artifacts/dashboard-curve.png`.
 """
 
@@ -24,6 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
+from tests.dashboard.test_explain_browser import LOADED, click
 from tests.demo_process import start_demo
 
 #: Each card's curve lines and the state's `curve` they were rendered from, in one render.
@@ -121,6 +124,18 @@ def test_a_card_says_its_nodes_pressure_curve_and_what_it_predicts(
         )
         assert below.is_displayed()
         assert LEARNED.fullmatch(below.text), below.text
+
+        # Its explain panel: the same curve, and what a move of one core off it predicts.
+        wait.until(lambda d: click(d, f'#nodes [data-node="{node}"] .node-name'))
+        panel = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'{LOADED}[data-kind="node"]'))
+        head = panel.find_element(By.CSS_SELECTOR, "[data-curve-head]").text
+        assert re.fullmatch(r"learned, acts like \d+ of 4 cores \(\d+ samples\)", head), head
+        move = panel.find_element(By.CSS_SELECTOR, "[data-curve-move]").text
+        assert re.fullmatch(
+            rf"moving 1 core off: pressure {PERCENT} -> {PERCENT}, relief [0-9.]+ stalled cores "
+            rf"\(shared model: -> {PERCENT}, relief [0-9.]+\)",
+            move,
+        ), move
 
         ARTIFACTS.mkdir(exist_ok=True)
         assert browser.save_screenshot(str(ARTIFACTS / "dashboard-curve.png"))
