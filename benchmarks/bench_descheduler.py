@@ -58,6 +58,7 @@ from prometheus_client import CollectorRegistry
 
 from benchmarks.report import Figure, print_figure
 from benchmarks.timing import median_cpu_seconds
+from descheduler.assemble import assemble_descheduler
 from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.plugins import load_aware
@@ -212,7 +213,7 @@ def _dry_run(
     config: DeschedulerConfig, cluster: InMemoryCluster, view: StaticMetricView, clock: VirtualClock
 ) -> Descheduler:
     """The descheduler of `config` in Predictive mode over a built cluster."""
-    return Descheduler(
+    return assemble_descheduler(
         config=config,
         cluster=cluster,
         metric_view=view,

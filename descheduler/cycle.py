@@ -13,9 +13,10 @@ The policies' deschedule rules are evaluated once per cycle, into the cycle stat
 breaker (`tas.breaker`, as in the extender and the controller) judges that evaluation and
 TASViolations acts on it.
 
-Each profile's plugins are built once (`Plugin.new`), so what a plugin remembers across cycles
-(LoadAware's hot nodes and peaks) is its own. A dry run (`Descheduler.dry_run`: `tas explain`)
-runs the next cycle in Predictive mode over a read-only cluster, on copies of that memory.
+Each profile's plugins are built once (`Plugin.new`, by `descheduler.assemble`), so what a
+plugin remembers across cycles (LoadAware's hot nodes and peaks) is its own. A dry run
+(`descheduler.assemble.dry_run`: `tas explain`) runs the next cycle in Predictive mode over a
+read-only cluster, on copies of that memory (`Descheduler.continue_from`).
 
 When the circuit breaker trips, every node that violates at that moment gets a Warning Event
 (`DeschedulingHalted`), so `kubectl describe node` shows why nothing moves.
@@ -49,7 +50,6 @@ from descheduler.framework import (
     PluginRun,
     PodUsageSource,
     PrometheusClient,
-    PrometheusFactory,
     Result,
 )
 from descheduler.node_classes import Classification
@@ -67,13 +67,12 @@ from descheduler.tainter import (
     sync_soft_taints,
     sync_taint,
 )
-from descheduler.usage import ClusterUsage, CycleCachedPrometheus, service_account_prometheus
+from descheduler.usage import ClusterUsage, CycleCachedPrometheus
 from descheduler.violations import BreakerJudgement, ViolationSource, judge_breaker
 from tas.calibration import Calibration
 from tas.clock import Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, ObjectReference
-from tas.cluster.read_only import ReadOnlyCluster
 from tas.metrics.view import MetricView
 from tas.policies.model import TASPolicy
 from tas.types import MetricName, Namespace, NodeName, PolicyKey
@@ -102,7 +101,7 @@ class CycleReport:
     #: What the reservations' taints came to in this cycle.
     reservations: TaintChanges = field(default_factory=TaintChanges)
     #: The pods plugins weighed that stayed, with the rail or the plugin's reason that held
-    #: each (a filter's rejections only for the pods watched: `Descheduler.dry_run`).
+    #: each (a filter's rejections only for the pods watched: `descheduler.assemble.dry_run`).
     blocked: list[Blocked] = field(default_factory=list)
     #: What a plugin learned of the cluster (LoadAware: each node's pressure curve, the
     #: metric lag and start-up it observed, its payback horizon); None: nothing learned.
@@ -116,6 +115,10 @@ class CycleReport:
 
 
 class Descheduler:
+    """One descheduler's cycles over the parts it is given. Put together by
+    `descheduler.assemble.assemble_descheduler` (which builds the plugins and the Prometheus
+    client from the policy), never by hand."""
+
     def __init__(
         self,
         *,
@@ -123,15 +126,16 @@ class Descheduler:
         cluster: Cluster,
         metric_view: MetricView,
         policies: PolicySource,
-        mode: Mode = Mode.PREDICTIVE,
+        mode: Mode,
         clock: Clock,
+        plugins: Mapping[tuple[str, PluginName], PluginRun],
         metrics: DeschedulerMetrics | None = None,
         pod_usage: PodUsageSource | None = None,
-        prometheus: PrometheusFactory = service_account_prometheus,
+        prometheus: PrometheusClient | None = None,
     ) -> None:
-        """`prometheus` builds the client for the Prometheus a `metricsProviders` entry names,
-        which the framework hands the plugins (upstream's `Handle.PrometheusClient`); the
-        default reads with the ServiceAccount token, tests and the simulator pass their own."""
+        """`plugins`: each profile's plugin runs, by (profile, plugin name); `prometheus`: the
+        client of the Prometheus the policy's `metricsProviders` names (None: none), which
+        the framework hands the plugins (upstream's `Handle.PrometheusClient`)."""
         self.config = config
         self.cluster = cluster
         self.metric_view = metric_view
@@ -143,61 +147,29 @@ class Descheduler:
         self.cooldown = Cooldown(config.cooldown_seconds)
         #: Why the circuit breaker held evictions back in the last cycle (None: it did not).
         self.halted: str | None = None
-        #: The policy's Prometheus client, built once (a dry run reads through the same one).
-        self._prometheus_client = (
-            prometheus(config.prometheus_url) if config.prometheus_url else None
-        )
-        self.prometheus = (
-            CycleCachedPrometheus(self._prometheus_client)
-            if self._prometheus_client is not None
-            else None
-        )
+        #: The policy's Prometheus client (a dry run reads through the same one).
+        self.prometheus_client = prometheus
+        self.prometheus = CycleCachedPrometheus(prometheus) if prometheus is not None else None
         self.usage = ClusterUsage(cluster)
         #: Each profile's plugins, built once: what they remember outlives a cycle.
-        self.plugins: dict[tuple[str, PluginName], PluginRun] = {
-            (profile.name, plugin.name): plugin.new(profile.args_of(plugin))
-            for profile in config.profiles
-            for plugin in (*profile.deschedule, *profile.balance)
-            if plugin.new is not None
-        }
+        self.plugins: dict[tuple[str, PluginName], PluginRun] = dict(plugins)
         #: When each soft taint was set: held for the classification's hold time.
         self.taint_holds = TaintHolds()
-        #: Pods whose every filter rejection the cycle's report records (`dry_run`).
+        #: Pods whose every filter rejection the cycle's report records (a dry run's).
         self.watched: frozenset[tuple[Namespace, str]] = frozenset()
 
     def plugin_run(self, profile: str, name: PluginName) -> PluginRun | None:
         """The plugin `name` as profile `profile` runs it (None: not enabled there)."""
         return self.plugins.get((profile, name))
 
-    def dry_run(self, *, watch: frozenset[tuple[Namespace, str]] = frozenset()) -> CycleReport:
-        """The next cycle, in Predictive mode over a read-only cluster, with this descheduler's
-        memory (owner cooldowns, the plugins' memory, the circuit breaker) copied: nothing of
-        this one changes. `watch`: pods whose filter rejections the report records too."""
-        live_client = self._prometheus_client
-
-        def same_client(url: str) -> PrometheusClient:
-            # Asked only when the config names a Prometheus, as it was for this one.
-            if live_client is None:
-                raise ValueError(f"no Prometheus client for {url}")
-            return live_client
-
-        dry = Descheduler(
-            config=self.config,
-            cluster=ReadOnlyCluster(self.cluster, why="a dry run"),
-            metric_view=self.metric_view,
-            policies=self.policies,
-            mode=Mode.PREDICTIVE,
-            clock=self.clock,
-            pod_usage=self.pod_usage,
-            # Its own per-cycle answers, over the live client: no second client to build.
-            prometheus=same_client,
-        )
-        dry.cooldown = copy.deepcopy(self.cooldown)
-        dry.plugins = copy.deepcopy(self.plugins)
-        dry.taint_holds = copy.deepcopy(self.taint_holds)
-        dry.halted = self.halted
-        dry.watched = watch
-        return dry.run_cycle()
+    def continue_from(self, other: Descheduler) -> None:
+        """Start from a copy of what `other` remembers between cycles (owner cooldowns, the
+        plugins' memory, the soft taints' holds, the circuit breaker): nothing of `other`
+        changes when this one runs (`descheduler.assemble.dry_run`)."""
+        self.cooldown = copy.deepcopy(other.cooldown)
+        self.plugins = copy.deepcopy(other.plugins)
+        self.taint_holds = copy.deepcopy(other.taint_holds)
+        self.halted = other.halted
 
     def wanted_metrics(self) -> set[MetricName]:
         """Metric names this configuration reads (policies' names are added by the caller)."""

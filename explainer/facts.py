@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from descheduler.assemble import dry_run
 from descheduler.cycle import CycleReport, Descheduler
 from explainer.move import move_verdict
 from explainer.quiet import quiet_descheduler_logs
@@ -159,7 +160,7 @@ class Explainer:
 
     def _dry_run(self, live: Descheduler, pod: Pod) -> CycleReport:
         with self._lock, quiet_descheduler_logs():
-            return live.dry_run(watch=frozenset({(pod.namespace, pod.name)}))
+            return dry_run(live, watch=frozenset({(pod.namespace, pod.name)}))
 
 
 def embedded_events(events: Callable[[], Sequence[Any]]) -> Callable[[], list[EventFact]]:

@@ -50,7 +50,7 @@ def move_verdict(
     metrics: MetricColumns,
 ) -> MoveVerdict:
     """What a dry cycle's report says about `pod` (the cycle watched it: its filter rejections
-    are recorded too, `Descheduler.dry_run(watch=...)`)."""
+    are recorded too, `descheduler.assemble.dry_run(watch=...)`)."""
     if report.skipped is not None:
         return MoveVerdict(False, f"the cycle would not run: {report.skipped}")
     mine = [d for d in report.decisions if (d.namespace, d.name) == (pod.namespace, pod.name)]

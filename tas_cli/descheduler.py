@@ -1,9 +1,10 @@
 """`tas descheduler` (and `python -m descheduler`): the descheduler's process.
 
-Wires a cluster (caches of nodes, pods, PodDisruptionBudgets and TASPolicies: what its
-ClusterRole grants), the policy store, the metric view and the DeschedulerPolicy file into a
-`Descheduler`, and runs it on its schedule. The schedule runs in a worker thread and the main
-thread only waits, so a SIGTERM is answered at once even in the middle of a cycle.
+Opens a cluster (caches of nodes, pods, PodDisruptionBudgets and TASPolicies: what its
+ClusterRole grants), the policy store and the metric view, gives them and the DeschedulerPolicy
+file to `descheduler.assemble.assemble_descheduler`, and runs the result on its schedule. The
+schedule runs in a worker thread and the main thread only waits, so a SIGTERM is answered at
+once even in the middle of a cycle.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from prometheus_client import CollectorRegistry
 
+from descheduler.assemble import assemble_descheduler
 from descheduler.config import ConfigError, parse_config
-from descheduler.cycle import Descheduler, Mode
+from descheduler.cycle import Mode
 from descheduler.kubedescheduler import KubeDeschedulerError, expand
 from descheduler.liveness import MISSED_CYCLES, CycleLiveness
 from descheduler.schedule import run_schedule
 from descheduler.self_metrics import DeschedulerMetrics
-from descheduler.usage import TokenOverPlainHttpError, pod_usage_from, service_account_prometheus
+from descheduler.usage import TokenOverPlainHttpError, service_account_prometheus
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
 from tas.cron import CronSchedule
@@ -334,7 +336,7 @@ def _deschedule(
             "LoadAware reads per-pod usage from %s (container series)", settings.metrics.source
         )
     try:
-        descheduler = Descheduler(
+        descheduler = assemble_descheduler(
             config=config,
             cluster=cluster,
             metric_view=view,
@@ -342,7 +344,7 @@ def _deschedule(
             mode=mode,
             clock=SYSTEM_CLOCK,
             metrics=DeschedulerMetrics(registry=registry),
-            pod_usage=pod_usage_from(pod_usage) if pod_usage is not None else None,
+            pod_usage_feed=pod_usage,
             prometheus=functools.partial(
                 service_account_prometheus, allow_plain_http=settings.allow_token_over_http
             ),

@@ -13,9 +13,9 @@ Two worlds, one explanation (`tas.explain`, pure):
   parts) and this command prints it.
 
 "Would the descheduler move it now" is the descheduler's own cycle (`Descheduler.run_cycle`),
-run in Predictive mode over a read-only view of the cluster (`ReadOnlyCluster`: a write is an
-error, an Event is dropped), with the running descheduler's memory (cooldowns, how long a node
-has been hot) when there is one: nothing here restates its rules.
+run in Predictive mode over a read-only view of the cluster (`descheduler.assemble`'s
+`read_only`: a write is an error, an Event is dropped), with the running descheduler's memory
+(cooldowns, how long a node has been hot) when there is one: nothing here restates its rules.
 
 What cannot be read (an unreachable extender, Events the role may not list) is named in the
 answer's `missing` and the rest is explained anyway. An unknown pod or node is exit 1 with the
@@ -38,11 +38,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from descheduler.cycle import Descheduler, Mode
 from explainer.facts import DecisionSource, DecisionsUnavailableError, Explainer, api_message
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ClusterError
-from tas.cluster.read_only import ReadOnlyCluster
 from tas.explain import (
     EventFact,
     ExtenderRecord,
@@ -226,8 +224,8 @@ def _json_or_none(body: bytes) -> Any:
 def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExplanation:
     from prometheus_client import CollectorRegistry
 
+    from descheduler.assemble import assemble_descheduler
     from descheduler.config import ConfigError, load_config_file
-    from descheduler.usage import pod_usage_from
     from tas.cluster.interface import ResourceKind
     from tas.metrics.static import StaticMetricView
     from tas.policies.cluster import ClusterPolicyLoader
@@ -277,14 +275,14 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
             source = common.open_pod_usage(settings.metrics)
             if source is not None:
                 closing.append(source.close)
-            descheduler = Descheduler(
+            descheduler = assemble_descheduler(
                 config=config,
-                cluster=ReadOnlyCluster(kubernetes, why="tas explain"),
+                cluster=kubernetes,
+                read_only="tas explain",
                 metric_view=view,
                 policies=lambda: store.snapshot().policies,
-                mode=Mode.PREDICTIVE,
                 clock=SYSTEM_CLOCK,
-                pod_usage=pod_usage_from(source) if source is not None else None,
+                pod_usage_feed=source,
             )
         else:
             missing.append(

@@ -50,10 +50,10 @@ from dashboard.app import Controls, create_dashboard_app
 from dashboard.controls import control_access
 from dashboard.observer import RecorderObserver
 from dashboard.recorder import SHOWN_METRICS, Recorder, Tick, load_aware_curves
+from descheduler.assemble import assemble_descheduler
 from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.self_metrics import DeschedulerMetrics
-from descheduler.usage import pod_usage_from
 from explainer.facts import Explainer, embedded_events
 from extender.app import create_app
 from extender.decisions import DecisionLog
@@ -311,7 +311,7 @@ def demo_setup(
     files = PolicyFileWatcher(
         settings.policies, functools.partial(apply_policy_files, cluster=cluster)
     )
-    descheduler = Descheduler(
+    descheduler = assemble_descheduler(
         config=config,
         cluster=cluster,
         metric_view=view,
@@ -320,7 +320,7 @@ def demo_setup(
         clock=clock,
         metrics=DeschedulerMetrics(registry=CollectorRegistry()),
         # As `tas descheduler` reads container metrics (production's reading of them).
-        pod_usage=pod_usage_from(world),
+        pod_usage_feed=world,
     )
     want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
     files.poll()

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from descheduler.assemble import assemble_descheduler, dry_run
 from descheduler.config import load_config_file
-from descheduler.cycle import Descheduler, Mode
+from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown
 from explainer.facts import Explainer, embedded_events
 from extender.decisions import DecisionLog
@@ -97,7 +98,7 @@ class World:
             clock=self.clock,
             record=DecisionReporter(self.decisions).record,
         )
-        self.descheduler = Descheduler(
+        self.descheduler = assemble_descheduler(
             config=load_config_file(config),
             cluster=self.cluster,
             metric_view=self.view,
@@ -237,7 +238,7 @@ def test_an_unreadable_extender_log_is_named_and_the_rest_still_explained() -> N
     world = World()
 
     def unreachable() -> list[object]:
-        from tas_cli.explain import DecisionsUnavailableError
+        from explainer.facts import DecisionsUnavailableError
 
         raise DecisionsUnavailableError("the extender's verdicts: connection refused")
 
@@ -284,7 +285,7 @@ def test_on_a_healthy_node_it_stays_because_the_node_does_not_violate() -> None:
 
 def test_a_protected_pod_on_a_violating_node_says_what_protects_it() -> None:
     world = World()
-    report = world.descheduler.dry_run()
+    report = dry_run(world.descheduler)
     assert [d.name for d in report.decisions] == ["demo-1"]
     bare = make_pod("bare", node="node-c", namespace=NS, policy="demo-policy")  # no owner
     world.cluster.add_pod(bare)

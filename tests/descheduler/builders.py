@@ -11,6 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from descheduler.assemble import assemble_descheduler
 from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import Descheduler, Mode
 from descheduler.framework import PodUsageSource
@@ -92,7 +93,7 @@ def make_descheduler(
 ) -> Descheduler:
     view = metrics if isinstance(metrics, StaticMetricView) else StaticMetricView(metrics or {})
     found = dict(policies or {})
-    return Descheduler(
+    return assemble_descheduler(
         config=config,
         cluster=cluster,
         metric_view=view,

@@ -18,8 +18,9 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from descheduler.assemble import assemble_descheduler
 from descheduler.config import DeschedulerConfig, load_config_file, parse_config
-from descheduler.cycle import Descheduler, Mode
+from descheduler.cycle import Mode
 from descheduler.kubedescheduler import expand
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries
@@ -80,7 +81,7 @@ def run_one_cycle(config: DeschedulerConfig, caplog: pytest.LogCaptureFixture) -
         signal: {"worker-1": 0.9, "worker-2": 0.1, "worker-3": 0.2}
         for signal in ("cpu_utilization", "cpu_pressure", "memory_pressure", "health_metric")
     }
-    descheduler = Descheduler(
+    descheduler = assemble_descheduler(
         config=config,
         cluster=cluster,
         metric_view=StaticMetricView(telemetry),
@@ -115,7 +116,7 @@ def test_every_kubedescheduler_example_runs_a_cycle(
 
 def test_the_busy_node_would_be_relieved_by_the_request_based_example() -> None:
     cluster = busy_cluster()
-    descheduler = Descheduler(
+    descheduler = assemble_descheduler(
         config=load_config_file(EXAMPLES / "low-node-utilization.yaml"),
         cluster=cluster,
         metric_view=StaticMetricView({}),

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from descheduler.cycle import Descheduler, Mode
+from descheduler.assemble import assemble_descheduler
+from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor
 from descheduler.framework import PluginContext
 from descheduler.nodefit import NodeFitter
@@ -285,7 +286,7 @@ def test_the_framework_hands_low_node_utilization_the_prometheus_it_was_given() 
     )
     load = {"node-a": 0.9, "node-b": 0.1, "node-c": 0.1, "node-d": 0.4, "node-e": 0.4}
     asked: list[str] = []
-    descheduler = Descheduler(
+    descheduler = assemble_descheduler(
         config=config,
         cluster=cluster,
         metric_view=StaticMetricView(),
