@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from extender.decisions import DecisionLog, Verb
-from extender.self_metrics import ExtenderMetrics
+from extender.self_metrics import CalibrationCollector, ExtenderMetrics
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import (
@@ -32,6 +32,7 @@ from extender.wire import (
     encode_filter_result,
     encode_priorities,
 )
+from tas.calibration import Calibration
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
 from tas.placements import Estimates
@@ -96,6 +97,7 @@ def create_app(
     estimates: Callable[[], Estimates] | None = None,
     cores: Callable[[NodeName], float] | None = None,
     servers: Callable[[NodeName], int] | None = None,
+    calibration: Callable[[], Calibration] | None = None,
     caches_synced: Callable[[], bool] | None = None,
 ) -> FastAPI:
     """Build the extender application around its collaborators (nothing global).
@@ -103,8 +105,10 @@ def create_app(
     `estimates`, when given, answers the recent placements' extra load per metric and node
     (`tas.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
     node's CPU cores (`PlacementTracker.cores`), `servers` its learned pressure curve
-    (`PlacementTracker.servers`; absent: the shared model). `caches_synced` tells whether the
-    cluster caches (pods and nodes for the estimates) have listed once: /readyz waits for it."""
+    (`PlacementTracker.servers`; absent: the shared model), `calibration` what herd control
+    has learned, exported on /metrics (`PlacementTracker.calibration`). `caches_synced` tells
+    whether the cluster caches (pods and nodes for the estimates) have listed once: /readyz
+    waits for it."""
     app = FastAPI(
         title="Telemetry-aware scheduling extender",
         docs_url=None,
@@ -112,6 +116,8 @@ def create_app(
         openapi_url=None,
     )
     telemetry = ExtenderMetrics(registry)
+    if calibration is not None:
+        registry.register(CalibrationCollector(calibration))
     log_book = decisions if decisions is not None else DecisionLog(settings.decision_log_size)
     service = ExtenderService(
         store=store,

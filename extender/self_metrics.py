@@ -4,15 +4,24 @@ Every label value comes from a fixed set or from a policy the extender has: neve
 request, which could otherwise add a new series (kept until the process ends) per request.
 
 `ExtenderMetrics` are those of the application (one per `create_app`); `CertificateMetrics`
-those of the certificate it serves (`extender.cert_reload`), for the expiry alert.
+those of the certificate it serves (`extender.cert_reload`), for the expiry alert;
+`CalibrationCollector` what herd control has learned (each node's pressure curve, the observed
+metric lag and start-up, the window in force), read when scraped, under the names the
+descheduler gives its own (`tas_descheduler_pressure_curve_*`, `tas_descheduler_observed_*`):
+one series per node the tracker knows, so a node that leaves takes its series with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from extender.certificate import CertificateInfo
 from extender.decisions import Decision, Outcome
+from tas.calibration import Calibration
 from tas.self_metrics import MetricFactory
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -97,3 +106,64 @@ class CertificateMetrics:
 
     def reload_failed(self) -> None:
         self.reloads.labels("failed").inc()
+
+
+class CalibrationCollector(Collector):
+    """Herd control's calibration (`tas.placements.PlacementTracker.calibration`), computed
+    when scraped so it is never out of date; the lag, start-up and window only once known."""
+
+    def __init__(self, calibration: Callable[[], Calibration]) -> None:
+        self._calibration = calibration
+
+    def collect(self) -> Iterator[Metric]:
+        servers, samples, fallback, lag, startup, window = self._families()
+        found = self._calibration()
+        for node, curve in sorted(found.curves.items()):
+            servers.add_metric([node], curve.servers)
+            samples.add_metric([node], curve.samples)
+            fallback.add_metric([node], 1 if curve.fallback else 0)
+        for family, value in ((lag, found.metric_lag), (startup, found.startup)):
+            if value is not None:
+                family.add_metric([], value)
+        if found.window is not None:
+            window.add_metric([], found.window)
+        yield from (servers, samples, fallback, lag, startup, window)
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, ...]:
+        return (
+            GaugeMetricFamily(
+                "tas_extender_pressure_curve_servers",
+                "A node's learned pressure curve, as herd control reads it: its effective "
+                "server count (Erlang C at its utilization; its cores on the fallback).",
+                labels=["node"],
+            ),
+            GaugeMetricFamily(
+                "tas_extender_pressure_curve_samples",
+                "The informative (utilization, PSI) samples a node's curve is fitted on.",
+                labels=["node"],
+            ),
+            GaugeMetricFamily(
+                "tas_extender_pressure_curve_fallback",
+                "1 while a node has too few samples and the shared model stands for it.",
+                labels=["node"],
+            ),
+            GaugeMetricFamily(
+                "tas_extender_observed_metric_lag_seconds",
+                "The 90th percentile of the estimated metrics' age when read (their own "
+                "sample times), one observation per refresh.",
+            ),
+            GaugeMetricFamily(
+                "tas_extender_observed_startup_seconds",
+                "The 90th percentile of recently placed pods' start-up (bind to Ready).",
+            ),
+            GaugeMetricFamily(
+                "tas_extender_estimate_window_seconds",
+                "Herd control's window in force: a placement counts until its node's sample "
+                "time passes its bind time plus this (it follows the observed lag and "
+                "start-up, within the operator's limits).",
+            ),
+        )

@@ -25,7 +25,9 @@ Covered:
 - the sample times the refreshing view hands out are the fresh values' own;
 - the window follows the pods' observed start-up (PodScheduled to Ready, read from the API's
   pod JSON by the extender's converter) and the metric lag, within the operator's limits;
-  each pod's start-up counts once, and only for a recent placement.
+  each pod's start-up counts once, and only for a recent placement;
+- the extender's /metrics show each node's curve, the observed lag and start-up and the window
+  (a node that leaves takes its series with it).
 """
 
 from __future__ import annotations
@@ -37,10 +39,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
+from extender.app import create_app
 from extender.decide import decide_filter, decide_prioritize
 from extender.decisions import DecisionLog
+from extender.server import ExtenderServer
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
@@ -50,6 +57,7 @@ from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
 from tas.cluster.model import Node, Pod, PodCondition
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
+from tas.metrics.static import StaticMetricView
 from tas.placements import (
     Placement,
     PlacementTracker,
@@ -851,3 +859,53 @@ def test_a_pods_start_up_counts_once_and_only_for_a_recent_placement() -> None:
     t.observe(pod_summary_from_api(pod_json("seen-ready", bound=3500, ready=3545)), now=T0 + 3600)
     assert len(t.startup) == 2
     assert t.calibration().startup == 45.0
+
+
+def test_the_extender_exports_what_herd_control_learned_on_its_metrics_endpoint() -> None:
+    # node-c has shown the curve of one effective server, node-b nothing informative yet;
+    # pods took 45 s to start and values are 20 s old when read.
+    bursty, quiet = NodeName("node-c"), NodeName("node-b")
+    t = tracker(window=90.0, curves=CurveLearner(min_samples=4))
+    t.set_node(bursty, {"cpu": 8.0})
+    t.set_node(quiet, {"cpu": 8.0})
+    start_pods(t, 8, startup=45.0)
+    for k in range(6):
+        u = 0.4 + 0.1 * k
+        t.learn(
+            metrics({"cpu_utilization": {bursty: u, quiet: 0.02}, "cpu_pressure": {bursty: u}}),
+            sample_times={CPU_UTILIZATION: {bursty: T0 + 100 + k}, CPU_PRESSURE: {}},
+            now=T0 + 120 + k,
+        )
+    registry = CollectorRegistry()
+    app = create_app(
+        store=PolicyStore(),
+        metrics=StaticMetricView(),
+        settings=ExtenderSettings(),
+        registry=registry,
+        calibration=t.calibration,
+    )
+
+    def scrape(client: httpx.Client) -> dict[tuple[str, str], float]:
+        return {
+            (sample.name, sample.labels.get("node", "")): sample.value
+            for family in text_string_to_metric_families(client.get("/metrics").text)
+            for sample in family.samples
+            if (sample.name.startswith("tas_extender_") and "pressure_curve" in sample.name)
+            or sample.name.startswith(("tas_extender_observed", "tas_extender_estimate_window"))
+        }
+
+    with (
+        ExtenderServer(app, log_level="warning") as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+    ):
+        shown = scrape(client)
+        assert shown == {
+            ("tas_extender_pressure_curve_servers", "node-c"): 1.0,
+            ("tas_extender_pressure_curve_samples", "node-c"): 6.0,
+            ("tas_extender_pressure_curve_fallback", "node-c"): 0.0,
+            ("tas_extender_observed_metric_lag_seconds", ""): 20.0,
+            ("tas_extender_observed_startup_seconds", ""): 45.0,
+            ("tas_extender_estimate_window_seconds", ""): 20.0 + 45.0 + 60.0,
+        }
+        t.set_node(bursty, None)  # the node left: its series go with it
+        assert not any(node == "node-c" for _, node in scrape(client))
