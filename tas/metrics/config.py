@@ -3,7 +3,8 @@
     promql:                      # per metric, replaces the name convention / derived PromQL
       gpu_busy: avg by (instance) (DCGM_FI_DEV_GPU_UTIL) / 100
     prometheus:
-      node_label: instance       # label naming the node (any :port is removed)
+      node_label: instance       # label naming the node, before node and kubernetes_node;
+                                 # instance maps by node name or address (node_identity.py)
       rate_window: 1m            # window of the derived metrics' rate()
       bearer_token_file: /var/run/secrets/prometheus/token
       ca_file: /etc/prometheus/ca.crt

@@ -1,4 +1,6 @@
-"""Real `prometheus-node-exporter` and `prometheus` processes on 127.0.0.1 for integration tests.
+"""Real `prometheus-node-exporter` and `prometheus` processes on loopback for integration tests:
+a Prometheus that relabels `instance` to the node name (`prometheus`), and one that labels as
+kube-prometheus-stack does (`prometheus_labelled_as_kube_prometheus_stack`).
 
 Each process (a `tests.processes.Process`) gets a free port, its own files under a test tmp
 dir, and is stopped by the test that started it. Missing binaries fail the test with what to
