@@ -216,7 +216,9 @@ class NodeResolver:
         index = self._index
         if index is None or host in index.names:
             return NodeName(host)
-        owners = index.owners.get(_canonical(host), ())
+        # Addresses are indexed as spelled canonically, which most hosts already are: the
+        # parse only for those that are not (a series per node and metric every sync period).
+        owners = index.owners.get(host) or index.owners.get(_canonical(host), ())
         if len(owners) == 1:
             return owners[0]
         if owners:
