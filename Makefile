@@ -25,7 +25,7 @@ $(DEMO_STAMP): pyproject.toml
 ## make deps: what `make test` installs ([test,sim]), without running anything.
 deps: $(STAMP)
 
-## make run: the health-metric demo on the embedded default (no cluster, no Prometheus).
+## make run: the health-metric demo on the in-memory world (no cluster, no Prometheus).
 ## ARGS go to `tas run` as they are, e.g. make run ARGS="--dashboard 127.0.0.1:18080" when 8080
 ## is taken, or ARGS="--scenario psi-skewed --speed 10" (tas run --help lists them all).
 ARGS ?=

@@ -1,7 +1,7 @@
 """nodeFit: would another node accept this pod? Evicting a pod that cannot land anywhere only
 turns a running pod into a pending one.
 
-The check is kube-scheduler's filters (`tas.fit`, shared with the embedded scheduler model, so
+The check is kube-scheduler's filters (`tas.fit`, shared with the in-memory scheduler model, so
 the descheduler and the scheduler agree about a placement), the upstream descheduler's
 inter-pod anti-affinity check against the pods already on the node, and the one upstream cannot
 do: the pod's TASPolicy `dontschedule` rules must pass on the node. A node without a value of

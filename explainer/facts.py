@@ -163,7 +163,7 @@ class Explainer:
             return dry_run(live, watch=frozenset({(pod.namespace, pod.name)}))
 
 
-def embedded_events(events: Callable[[], Sequence[Any]]) -> Callable[[], list[EventFact]]:
+def recorded_events(events: Callable[[], Sequence[Any]]) -> Callable[[], list[EventFact]]:
     """The in-memory cluster's recorded Events (`inmemory.cluster.RecordedEvent`) as facts."""
 
     def read() -> list[EventFact]:

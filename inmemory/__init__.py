@@ -1,6 +1,5 @@
 """The in-memory world: a cluster, a scheduler and a demo that need no Kubernetes and no
-Prometheus (it was named `embedded/` until it was clear that nothing here is embedded code;
-"the embedded default" of `make run` still names the mode that runs on it).
+Prometheus (what `make run` runs on).
 
 `make run` and the simulator run the real extender, policy controller and descheduler against
 this package; the components cannot tell it from a real cluster. It sits beside the shared

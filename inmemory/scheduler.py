@@ -325,7 +325,9 @@ class _NodeTable:
         return MAX_NODE_SCORE - MAX_NODE_SCORE * counts // highest
 
 
-class EmbeddedScheduler:
+class InMemoryScheduler:
+    """The kube-scheduler model over the in-memory cluster (this module's docstring)."""
+
     def __init__(
         self,
         cluster: InMemoryCluster,

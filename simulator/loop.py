@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from descheduler.cycle import CycleReport, Descheduler
-from inmemory.scheduler import EmbeddedScheduler, ScheduleResult
+from inmemory.scheduler import InMemoryScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from simulator.pipeline import ScrapeStore
 from simulator.world import ModelState, World
@@ -89,7 +89,7 @@ class ClosedLoop:
 
     world: WorldStepper
     view: RefreshingView
-    scheduler: EmbeddedScheduler
+    scheduler: InMemoryScheduler
     #: Seconds of scenario time per step, per sync, per descheduling cycle.
     step_seconds: float
     sync_period: float

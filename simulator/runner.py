@@ -38,7 +38,7 @@ from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries
 from extender.settings import ExtenderSettings
-from inmemory.scheduler import EmbeddedScheduler, Extender, ScheduleResult
+from inmemory.scheduler import Extender, InMemoryScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from simulator.baselines import (
@@ -333,7 +333,7 @@ def build_run(
     if volcano:
         usage_plugin = _volcano_usage(world, clock)
         chosen = VolcanoScheduler(usage_plugin, functools.partial(_requested_by_node, world))
-    scheduler = EmbeddedScheduler(world.cluster, extender=chosen, rng=rng)
+    scheduler = InMemoryScheduler(world.cluster, extender=chosen, rng=rng)
     reconciler = None
     if contender.spec.controller:
         reconciler = Reconciler(

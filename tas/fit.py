@@ -1,7 +1,7 @@
 """Would a node accept a pod? kube-scheduler's filters that matter here, as one pure check.
 
 Two callers need the same answer: the descheduler's nodeFit (evicting a pod that cannot land
-anywhere only turns a running pod into a pending one) and the embedded kube-scheduler model
+anywhere only turns a running pod into a pending one) and the in-memory kube-scheduler model
 (`make run`, the simulator). One definition keeps them from disagreeing about a placement.
 
 The filters, in kube-scheduler's order: the node is Ready and schedulable; nodeSelector and

@@ -177,7 +177,8 @@ class DeschedulerCommandSettings:
 
 
 def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -> int:
-    """Run as the arguments say; `cluster` replaces the Kubernetes one (embedded mode, tests)."""
+    """Run as the arguments say; `cluster` replaces the Kubernetes one (the in-memory world,
+    tests)."""
     settings = DeschedulerCommandSettings.from_args(args)
     common.configure_logging(settings.log_level)
     try:

@@ -71,7 +71,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 COMMANDS: dict[str, Command] = {
     "run": Command(
         "tas_cli.run",
-        "the health-metric demo on the embedded cluster, with a live dashboard",
+        "the health-metric demo on the in-memory cluster, with a live dashboard",
         extra="demo",
     ),
     "validate": Command(

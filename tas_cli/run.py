@@ -1,4 +1,4 @@
-"""`tas run` (`make run`): the health-metric demo on the embedded default, on a live dashboard.
+"""`tas run` (`make run`): the health-metric demo on the in-memory world, on a live dashboard.
 
 Everything real except the cluster: the extender serves HTTP on 127.0.0.1, the policy
 controller labels nodes and pods and writes policy status, the descheduler (Automatic: TAS
@@ -54,7 +54,7 @@ from descheduler.assemble import assemble_descheduler
 from descheduler.config import ConfigError, load_config_file
 from descheduler.cycle import Descheduler, Mode
 from descheduler.self_metrics import DeschedulerMetrics
-from explainer.facts import Explainer, embedded_events
+from explainer.facts import Explainer, recorded_events
 from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
@@ -70,7 +70,7 @@ from inmemory.demo import (
 )
 from inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
 from inmemory.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
-from inmemory.scheduler import EmbeddedScheduler
+from inmemory.scheduler import InMemoryScheduler
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from simulator.loop import ClosedLoop, LoopHooks, RealTime
@@ -343,7 +343,7 @@ def demo_setup(
     loop = ClosedLoop(
         world=world,
         view=view,
-        scheduler=EmbeddedScheduler(
+        scheduler=InMemoryScheduler(
             cluster, extender=HttpExtender(extender.url, weight=DEFAULT_EXTENDER_WEIGHT)
         ),
         step_seconds=sync,
@@ -673,7 +673,7 @@ def explainer(
         view=view,
         policies=lambda: store.snapshot().policies,
         decisions=lambda: parse_decisions([d.to_json() for d in decisions.recent()]),
-        events=embedded_events(lambda: cluster.events),
+        events=recorded_events(lambda: cluster.events),
         descheduler=descheduler,
         score_mode=extender.score_mode,
     )
@@ -767,7 +767,7 @@ def apply_policy_files(path: Path, cluster: InMemoryCluster) -> None:
 def print_banner(dashboard: str, extender: str, about: str) -> None:
     print(
         f"""
-Telemetry-aware scheduling on the embedded cluster.
+Telemetry-aware scheduling on the in-memory cluster.
 
   Dashboard:  {dashboard}/          (JSON API: {dashboard}/api, docs/dashboard.md)
   Extender:   {extender}

@@ -1,6 +1,6 @@
 """`tas set-health NODE VALUE`: set a node's `health_metric`, here or on a real node over ssh.
 
-The quickest way to watch the health-metric demo react: the embedded default reads
+The quickest way to watch the health-metric demo react: the in-memory world reads
 `run/metrics/<node>.prom`, and a policy rule on `health_metric` reads `node_health_metric`.
 The file is rewritten atomically under the directory's writer lock, so `make run`'s own
 telemetry writes (which rewrite the same file every second) never lose the value.

@@ -1,4 +1,4 @@
-"""`make run`: the health-metric demo closes the loop on the embedded default, seen through /api/.
+"""`make run`: the health-metric demo closes the loop on the in-memory world, seen through /api/.
 
 Covered (through the real `tas run` process, its real extender over HTTP, its dashboard's JSON
 API, and `tas set-health` typed as a user would in a second terminal):

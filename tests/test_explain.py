@@ -34,7 +34,7 @@ from descheduler.assemble import assemble_descheduler, dry_run
 from descheduler.config import load_config_file
 from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown
-from explainer.facts import Explainer, embedded_events
+from explainer.facts import Explainer, recorded_events
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
@@ -111,7 +111,7 @@ class World:
             view=self.view,
             policies=lambda: self.store.snapshot().policies,
             decisions=lambda: parse_decisions([d.to_json() for d in self.decisions.recent()]),
-            events=embedded_events(lambda: self.cluster.events),
+            events=recorded_events(lambda: self.cluster.events),
             descheduler=self.descheduler,
             clock=self.clock,
         )

@@ -44,7 +44,7 @@ from tas_cli.main import main
 sys.exit(main(args))
 """
 
-#: What the simulator, the embedded world and the tests bring, and a cluster pod must not.
+#: What the simulator, the in-memory world and the tests bring, and a cluster pod must not.
 NOT_IN_A_CLUSTER = ("numpy", "matplotlib", "selenium", "dashboard", "simulator", "inmemory")
 
 

@@ -22,7 +22,7 @@ from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
 from inmemory.demo import DemoWorld, build_demo_cluster, profile_of, write_start_metrics
 from inmemory.live_telemetry import LiveTelemetry
-from inmemory.scheduler import EmbeddedScheduler
+from inmemory.scheduler import InMemoryScheduler
 from tas.metrics import open_metric_view
 from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
@@ -44,7 +44,7 @@ class Harness:
         self.telemetry = LiveTelemetry(
             self.cluster, self.metrics, profile_of=profile_of, started=time.time()
         )
-        self.scheduler = EmbeddedScheduler(self.cluster, extender=None)
+        self.scheduler = InMemoryScheduler(self.cluster, extender=None)
         self.decisions = DecisionLog()
         self.recorder = Recorder(
             cluster=self.cluster,

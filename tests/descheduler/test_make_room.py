@@ -22,7 +22,7 @@ from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
 from descheduler.plugins import make_room
 from descheduler.state import CycleState
-from inmemory.scheduler import EmbeddedScheduler
+from inmemory.scheduler import InMemoryScheduler
 from tas.cluster.model import PodCondition, TaintEffect
 from tas.policies.model import TASPolicy
 from tas.vocabulary import RESERVED_TAINT_KEY
@@ -82,7 +82,7 @@ def evicted(report: Any) -> list[str]:
 
 def test_the_pending_pod_runs_after_one_cycle_and_the_evicted_pod_lands_elsewhere() -> None:
     cluster = fragmented(waiting())
-    scheduler = EmbeddedScheduler(cluster, extender=None)
+    scheduler = InMemoryScheduler(cluster, extender=None)
     assert scheduler.schedule_pending()[0].node is None  # pending for want of room
 
     report = make_descheduler(cluster, config()).run_cycle()
@@ -185,7 +185,7 @@ def limited(cluster: Any, clock: Any, registry: CollectorRegistry) -> Any:
 
 def test_a_room_larger_than_the_per_node_limit_is_made_over_two_cycles_the_node_reserved() -> None:
     cluster = eighths()
-    scheduler = EmbeddedScheduler(cluster, extender=None)
+    scheduler = InMemoryScheduler(cluster, extender=None)
     clock, registry = FakeClock(START), CollectorRegistry()
     descheduler = limited(cluster, clock, registry)
 
@@ -321,7 +321,7 @@ def test_a_node_cleared_for_one_pod_is_not_counted_as_room_for_the_next() -> Non
     cluster = fragmented(waiting("big-1", minutes=11), waiting("big-2", minutes=10))
     report = make_descheduler(cluster, config()).run_cycle()
     assert evicted(report) == ["a-1", "a-2", "b-1"]
-    placed = {r.pod: r.node for r in EmbeddedScheduler(cluster, extender=None).schedule_pending()}
+    placed = {r.pod: r.node for r in InMemoryScheduler(cluster, extender=None).schedule_pending()}
     assert (placed["default/big-1"], placed["default/big-2"]) == ("node-b", "node-a")
     assert all(node == "node-c" for pod, node in placed.items() if "big" not in pod)
 

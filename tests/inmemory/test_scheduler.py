@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from inmemory.extender_client import HttpExtender
-from inmemory.scheduler import EmbeddedScheduler, ExtenderError, FilterAnswer
+from inmemory.scheduler import ExtenderError, FilterAnswer, InMemoryScheduler
 from tas.cluster.model import Pod, Taint, TaintEffect
 from tas.types import Namespace, NodeName
 from tests import builders
@@ -81,7 +81,7 @@ class ScriptedExtender:
 def test_a_pod_that_fits_nowhere_stays_pending_with_every_nodes_reason() -> None:
     tainted = make_node("a", taints=(Taint("dedicated", TaintEffect.NO_SCHEDULE, "gpu"),))
     cluster = cluster_of(tainted, make_node("b", cpu=0.5), pods=[make_pod("p")])
-    (placement,) = EmbeddedScheduler(cluster, extender=None).schedule_pending()
+    (placement,) = InMemoryScheduler(cluster, extender=None).schedule_pending()
     assert placement.node is None
     assert "0/2 nodes are available" in placement.reason
     assert "a: taint dedicated=gpu:NoSchedule is not tolerated" in placement.reason
@@ -93,7 +93,7 @@ def test_pods_of_one_shape_are_each_judged_against_what_the_binds_before_them_le
     # replicas of a large simulation): no answer may outlive the bind that changed it.
     pods = [make_pod(f"p{i}") for i in range(4)]
     cluster = cluster_of(make_node("a", cpu=2.0), pods=pods)
-    placements = EmbeddedScheduler(cluster, extender=None).schedule_pending()
+    placements = InMemoryScheduler(cluster, extender=None).schedule_pending()
     assert [p.node for p in placements] == ["a", "a", None, None]
     assert placements[2].reason == placements[3].reason
     assert "a: insufficient cpu (2 + 1 > 2)" in placements[3].reason
@@ -103,14 +103,14 @@ def test_pods_of_one_shape_are_each_judged_against_what_the_binds_before_them_le
 def test_prefer_no_schedule_taints_do_not_filter() -> None:
     soft = make_node("a", taints=(Taint("overutilized", TaintEffect.PREFER_NO_SCHEDULE),))
     cluster = cluster_of(soft, pods=[make_pod("p")])
-    (placement,) = EmbeddedScheduler(cluster, extender=None).schedule_pending()
+    (placement,) = InMemoryScheduler(cluster, extender=None).schedule_pending()
     assert placement.node == "a"
 
 
 def test_least_allocated_scoring_spreads_pods_over_equal_nodes() -> None:
     pods = [make_pod(f"p{i}") for i in range(4)]
     cluster = cluster_of(make_node("a"), make_node("b"), pods=pods)
-    EmbeddedScheduler(cluster, extender=None).schedule_pending()
+    InMemoryScheduler(cluster, extender=None).schedule_pending()
     placed = [p.node_name for p in cluster.list_pods()]
     assert sorted(placed) == ["a", "a", "b", "b"]  # type: ignore[type-var]
 
@@ -118,12 +118,12 @@ def test_least_allocated_scoring_spreads_pods_over_equal_nodes() -> None:
 def test_the_extender_filter_removes_nodes_and_its_reasons_are_kept() -> None:
     extender = ScriptedExtender(passed=["b", "ghost"], failed={"a": "health_metric = 2 > 1"})
     cluster = cluster_of(make_node("a"), make_node("b"), pods=[make_pod("p", policy="demo")])
-    (placement,) = EmbeddedScheduler(cluster, extender=extender).schedule_pending()
+    (placement,) = InMemoryScheduler(cluster, extender=extender).schedule_pending()
     assert placement.node == "b"
 
     refusing = ScriptedExtender(passed=["ghost"], failed={"a": "unhealthy", "b": "unhealthy"})
     cluster = cluster_of(make_node("a"), make_node("b"), pods=[make_pod("q", policy="demo")])
-    (placement,) = EmbeddedScheduler(cluster, extender=refusing).schedule_pending()
+    (placement,) = InMemoryScheduler(cluster, extender=refusing).schedule_pending()
     assert placement.node is None
     assert "a: unhealthy" in placement.reason
 
@@ -135,12 +135,12 @@ def test_extender_priorities_count_times_weight_times_ten() -> None:
     pods = [busy, make_pod("p", policy="demo")]
     extender = ScriptedExtender(scores={"a": 0, "b": 1}, weight=5)
     cluster = cluster_of(make_node("a"), make_node("b"), pods=pods)
-    placement = EmbeddedScheduler(cluster, extender=extender).schedule(pods[1])
+    placement = InMemoryScheduler(cluster, extender=extender).schedule(pods[1])
     assert placement.node == "b"
 
     ghost_only = ScriptedExtender(scores={"ghost": 10}, weight=5)
     cluster = cluster_of(make_node("a"), make_node("b"), pods=pods)
-    assert EmbeddedScheduler(cluster, extender=ghost_only).schedule(pods[1]).node == "a"
+    assert InMemoryScheduler(cluster, extender=ghost_only).schedule(pods[1]).node == "a"
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_a_failing_extender_is_handled_as_kube_scheduler_does(
 ) -> None:
     extender = ScriptedExtender(error="connection refused", ignorable=ignorable)
     cluster = cluster_of(make_node("a"), pods=[make_pod("p", policy="demo")])
-    (placement,) = EmbeddedScheduler(cluster, extender=extender).schedule_pending()
+    (placement,) = InMemoryScheduler(cluster, extender=extender).schedule_pending()
     assert placement.node == expected_node
     if expected_node is None:
         assert "extender failed: connection refused" in placement.reason
@@ -173,7 +173,7 @@ def test_an_ignorable_extender_whose_filter_fails_still_has_its_priorities_count
     pods = busy_b_and_a_linked_pod()
     extender = ScriptedExtender(error="404", scores={"a": 0, "b": 1}, weight=5)
     cluster = cluster_of(make_node("a"), make_node("b"), pods=pods)
-    assert EmbeddedScheduler(cluster, extender=extender).schedule(pods[1]).node == "b"
+    assert InMemoryScheduler(cluster, extender=extender).schedule(pods[1]).node == "b"
     assert extender.prioritized == [("p", ["a", "b"])]
 
 
@@ -190,14 +190,14 @@ def test_a_failing_prioritize_leaves_out_only_the_extenders_scores(ignorable: bo
     pod = make_pod("p", policy="demo")
     nodes = (make_node("a"), make_node("b"), make_node("c"))
     cluster = cluster_of(*nodes, pods=[busy, pod])
-    placement = EmbeddedScheduler(cluster, extender=extender).schedule(pod)
+    placement = InMemoryScheduler(cluster, extender=extender).schedule(pod)
     assert placement.node == "c"  # a was filtered out; b is fuller
 
 
 def test_one_node_left_is_taken_without_asking_the_extender_for_priorities() -> None:
     extender = ScriptedExtender(passed=["b"], failed={"a": "unhealthy"})
     cluster = cluster_of(make_node("a"), make_node("b"), pods=[make_pod("p", policy="demo")])
-    (placement,) = EmbeddedScheduler(cluster, extender=extender).schedule_pending()
+    (placement,) = InMemoryScheduler(cluster, extender=extender).schedule_pending()
     assert placement.node == "b"
     assert extender.prioritized == []
 
@@ -205,7 +205,7 @@ def test_one_node_left_is_taken_without_asking_the_extender_for_priorities() -> 
 def test_only_pods_linking_a_policy_are_sent_to_the_extender() -> None:
     extender = ScriptedExtender()
     pods = [make_pod("plain"), make_pod("linked", policy="demo")]
-    EmbeddedScheduler(cluster_of(make_node("a"), pods=pods), extender=extender).schedule_pending()
+    InMemoryScheduler(cluster_of(make_node("a"), pods=pods), extender=extender).schedule_pending()
     assert extender.asked == ["linked"]
 
 
@@ -218,7 +218,7 @@ def test_over_http_the_real_extender_keeps_the_pod_off_an_unhealthy_node() -> No
         )
         cluster = cluster_of(make_node("node-a"), make_node("node-b"), pods=[pod])
         try:
-            (placement,) = EmbeddedScheduler(cluster, extender=extender).schedule_pending()
+            (placement,) = InMemoryScheduler(cluster, extender=extender).schedule_pending()
         finally:
             extender.close()
     assert placement.node == "node-b"

@@ -439,7 +439,7 @@ class ObjectStore:
                 and ns == namespace
                 and selector_matches((obj.get("spec") or {}).get("selector"), labels)
             ]
-            # The verdict is the embedded cluster's (`inmemory.disruption`): one definition.
+            # The verdict is the in-memory cluster's (`inmemory.disruption`): one definition.
             by_name = {str(b["metadata"]["name"]): b for b in budgets}
             verdict = judge_eviction(
                 phase=str((pod.get("status") or {}).get("phase", "Running")),

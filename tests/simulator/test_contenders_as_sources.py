@@ -38,7 +38,7 @@ from descheduler.framework import Result
 from descheduler.kubedescheduler import expand
 from descheduler.plugins import low_node_utilization
 from inmemory.cluster import InMemoryCluster
-from inmemory.scheduler import EmbeddedScheduler
+from inmemory.scheduler import InMemoryScheduler
 from inmemory.workload import erlang_c
 from simulator.baselines import (
     APPROPRIATE_TAINT,
@@ -381,17 +381,17 @@ events:
 
 
 def _web_nodes(monkeypatch: pytest.MonkeyPatch, contender: str) -> list[str]:
-    from inmemory.scheduler import EmbeddedScheduler
+    from inmemory.scheduler import InMemoryScheduler
 
     placed: list[str] = []
-    original = EmbeddedScheduler.schedule_pending
+    original = InMemoryScheduler.schedule_pending
 
-    def spy(self: EmbeddedScheduler) -> Any:
+    def spy(self: InMemoryScheduler) -> Any:
         placements = original(self)
         placed.extend(str(p.node) for p in placements if "web" in p.pod and p.node)
         return placements
 
-    monkeypatch.setattr(EmbeddedScheduler, "schedule_pending", spy)
+    monkeypatch.setattr(InMemoryScheduler, "schedule_pending", spy)
     scenario = load_scenario_text(BUSY_BUT_EMPTY)
     run_contender(scenario, _contender(contender, scenario), seed=1)
     return placed
@@ -456,7 +456,7 @@ def _scraped(scenario_text: str, *, until: float) -> ModelSource:
     scenario = load_scenario_text(scenario_text)
     clock = VirtualClock()
     world = World(scenario, clock=clock, seed=1)
-    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
+    InMemoryScheduler(world.cluster, extender=None).schedule_pending()
     store = ScrapeStore(world, scenario.pipeline)
     t = 0.0
     while t <= until:
@@ -522,13 +522,13 @@ def _evict_and_follow(migration: str) -> list[tuple[float, float, float, float]]
     30s, when the pod is evicted and its node cordoned, so the replacement goes to the other."""
     import dataclasses
 
-    from inmemory.scheduler import EmbeddedScheduler
+    from inmemory.scheduler import InMemoryScheduler
     from simulator.world import World
 
     scenario = load_scenario_text(MIGRATING.format(migration=migration))
     clock = VirtualClock()
     world = World(scenario, clock=clock, seed=1)
-    scheduler = EmbeddedScheduler(world.cluster, extender=None)
+    scheduler = InMemoryScheduler(world.cluster, extender=None)
     seen: list[tuple[float, float, float, float]] = []
     source = target = -1
     for second in range(0, 60):
@@ -620,9 +620,9 @@ def test_the_kubelet_ranks_pods_over_their_request_then_priority_then_excess() -
 
     scenario = load_scenario_text(LEAKING)
     world = World(scenario, clock=VirtualClock(), seed=1)
-    from inmemory.scheduler import EmbeddedScheduler
+    from inmemory.scheduler import InMemoryScheduler
 
-    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
+    InMemoryScheduler(world.cluster, extender=None).schedule_pending()
     state = world.model(200.0)
     leaky = world.workload_slots[world.workload_index["leaky"]]
     reserver = world.workload_slots[world.workload_index["reserver"]]

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from extender.settings import ExtenderSettings
 from inmemory.cluster import InMemoryCluster
 from inmemory.extender_client import HttpExtender
-from inmemory.scheduler import EmbeddedScheduler, ExtenderError
+from inmemory.scheduler import ExtenderError, InMemoryScheduler
 from simulator.clock import VirtualClock
 from simulator.extenders import OursExtender, TasExtender
 from simulator.runner import run_scenario
@@ -279,7 +279,7 @@ def test_tas_with_a_prefer_only_policy_keeps_its_scores_in_the_scheduler_model()
         cluster.add_pod(dataclasses.replace(busy, requests={"cpu": 0.25}))
         pod = make_pod()
         cluster.add_pod(pod)
-        return EmbeddedScheduler(cluster, extender=extender).schedule(pod).node
+        return InMemoryScheduler(cluster, extender=extender).schedule(pod).node
 
     assert place(None) == "hot"
     assert place(tas_with(PREFER_ONLY, {"calm": 0.1, "hot": 0.9})) == "calm"

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import yaml
 
-from inmemory.scheduler import EmbeddedScheduler
+from inmemory.scheduler import InMemoryScheduler
 from simulator.clock import VirtualClock
 from simulator.family import FAMILIES, FamilyError, draw_scenario, read_family
 from simulator.figures import FigureRecorder, Figures
@@ -109,7 +109,7 @@ class Loop:
         self.world = World(scenario, clock=self.clock, seed=1)
         for pod in self.world.cluster.list_pods():
             self.world.cluster.bind_pod(pod.namespace, pod.name, NodeName(place(pod.name)))
-        self.scheduler = EmbeddedScheduler(self.world.cluster, extender=None)
+        self.scheduler = InMemoryScheduler(self.world.cluster, extender=None)
         self.recorder = FigureRecorder(self.world, [], warmup=scenario.warmup)
         self.t = 0.0
         self.states: dict[float, ModelState] = {}

@@ -14,7 +14,7 @@ import functools
 import random
 from collections import Counter
 
-from inmemory.scheduler import EmbeddedScheduler, num_feasible_nodes_to_find
+from inmemory.scheduler import InMemoryScheduler, num_feasible_nodes_to_find
 from tas.cluster.model import Taint, TaintEffect
 from tests import builders
 from tests.builders import cluster_of
@@ -34,16 +34,16 @@ def test_balanced_allocation_prefers_the_node_whose_fractions_stay_close() -> No
     even = make_pod("even", cpu=2.0, memory=12 * GiB, node="even")
     pod = make_pod("p", cpu=1.0, memory=GiB)
     cluster = cluster_of(make_node("skewed"), make_node("even"), pods=[skewed, even, pod])
-    assert EmbeddedScheduler(cluster, extender=None).schedule(pod).node == "even"
+    assert InMemoryScheduler(cluster, extender=None).schedule(pod).node == "even"
 
 
 def test_a_prefer_no_schedule_taint_lowers_the_score_but_does_not_filter() -> None:
     soft = make_node("soft", taints=(Taint("hot", TaintEffect.PREFER_NO_SCHEDULE, "true"),))
     pod = make_pod("p")
     cluster = cluster_of(soft, make_node("plain"), pods=[pod])
-    assert EmbeddedScheduler(cluster, extender=None).schedule(pod).node == "plain"
+    assert InMemoryScheduler(cluster, extender=None).schedule(pod).node == "plain"
     only_soft = cluster_of(soft, pods=[pod])
-    assert EmbeddedScheduler(only_soft, extender=None).schedule(pod).node == "soft"
+    assert InMemoryScheduler(only_soft, extender=None).schedule(pod).node == "soft"
 
 
 def test_only_the_adaptive_share_of_a_big_cluster_is_searched() -> None:
@@ -58,11 +58,11 @@ def test_ties_are_broken_at_random_and_reproducibly() -> None:
     nodes = [make_node(f"n{i}") for i in range(4)]
 
     def first_choices(seed: int) -> list[str | None]:
-        chosen = []
+        chosen: list[str | None] = []
         for trial in range(40):
             pod = make_pod(f"p{trial}")
             cluster = cluster_of(*nodes, pods=[pod])
-            scheduler = EmbeddedScheduler(cluster, extender=None, rng=random.Random(seed + trial))
+            scheduler = InMemoryScheduler(cluster, extender=None, rng=random.Random(seed + trial))
             chosen.append(scheduler.schedule(pod).node)
         return chosen
 

@@ -28,7 +28,7 @@ import yaml
 
 from descheduler.args import FieldReader
 from descheduler.config import parse_config
-from inmemory.scheduler import EmbeddedScheduler
+from inmemory.scheduler import InMemoryScheduler
 from simulator.baselines import (
     PLUGIN,
     VOLCANO_DURATION,
@@ -107,7 +107,7 @@ def _scraped(scrape: str, *, until: float, delay: str = "0s") -> ModelSource:
     scenario = load_scenario_text(STEADY.format(scrape=scrape, delay=delay))
     clock = VirtualClock()
     world = World(scenario, clock=clock, seed=1)
-    EmbeddedScheduler(world.cluster, extender=None).schedule_pending()
+    InMemoryScheduler(world.cluster, extender=None).schedule_pending()
     store = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY)
     t = 0.0
     while t <= until:
