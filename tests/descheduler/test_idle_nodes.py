@@ -1,4 +1,5 @@
-"""Nodes that run no workload are known before their first sample (`descheduler.idle`).
+"""Nodes that run no workload are known before their first sample
+(`descheduler.plugins.load_aware.idle`).
 
 A saturated fleet joined by empty nodes is rebalanced onto them before their exporters are
 scraped, as soon as the old nodes are confirmed hot; a node without samples that runs any

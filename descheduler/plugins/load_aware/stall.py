@@ -67,8 +67,8 @@ class StallModel:
     The load is anchored on the measurements (`tas.pressure.NodeLoad.measured`: utilization
     times cores, or the load the measured PSI implies where that says more), and moves made
     this cycle are added to it, so each prediction sees the moves before it. A destination is
-    judged at its peak over the payback horizon (`descheduler.peaks`): the pod moved there
-    stays through the node's next crest, whatever trough this cycle read.
+    judged at its peak over the payback horizon (`descheduler.plugins.load_aware.peaks`): the
+    pod moved there stays through the node's next crest, whatever trough this cycle read.
     """
 
     args: LoadAwareArgs
@@ -108,10 +108,11 @@ class StallModel:
         curves: Curves | None = None,
         startups: Mapping[tuple[str, str, str], float] | None = None,
     ) -> StallModel:
-        """`metrics`: the cycle's values, with idle nodes' estimates (`descheduler.idle`);
-        `curves`: each node's learned pressure curve (`tas.calibration.curve`), the shared model
-        for a node not named or on its fallback; `startups`: each owner's start-up where the
-        caller has read them this cycle (else read here, when `learnRestartSeconds`)."""
+        """`metrics`: the cycle's values, with idle nodes' estimates
+        (`descheduler.plugins.load_aware.idle`); `curves`: each node's learned pressure curve
+        (`tas.calibration.curve`), the shared model for a node not named or on its fallback;
+        `startups`: each owner's start-up where the caller has read them this cycle (else read
+        here, when `learnRestartSeconds`)."""
         learned = curves or {}
         utilization = metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = metrics.get(MetricName(Signal.CPU_PRESSURE), {})
