@@ -7,13 +7,17 @@ scraping them labelled as kube-prometheus-stack's node-exporter ServiceMonitor l
 (InternalIP 127.0.0.1) and `worker-2` (InternalIP 127.0.0.2) are served by the API emulator and
 watched by the real Kubernetes adapter. Covers: cpu_pressure, the other derived ratios and
 health_metric resolving on the node whose InternalIP each series' instance is (and without the
-nodes' addresses, on no node); a node whose InternalIP changes losing its series, counted.
+nodes' addresses, on no node); a node whose InternalIP changes losing its series, counted;
+and `tas controller`, run as a user runs it on those labels, labelling the node whose health
+value violates the demo policy.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -23,10 +27,11 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.metrics import RefreshingMetricView, open_metric_view
 from tas.metrics.textfile import write_node_series
 from tas.types import MetricName
+from tests.controller.support import health_policy_document
 from tests.k8s_emulator import KubeEmulator
 from tests.metrics.processes import node_exporter, prometheus_labelled_as_kube_prometheus_stack
 from tests.metrics.test_integration import metrics_without_psi, wait_for
-from tests.processes import Process
+from tests.processes import Process, free_port, tas_command
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +151,39 @@ def test_a_node_whose_internal_ip_changes_loses_its_series_and_they_are_counted(
     assert columns[HEALTH] == {"worker-1": HEALTH_VALUES["worker-1"]}
     labels = {"reason": "unknown_address"}
     assert (registry.get_sample_value("tas_metric_series_dropped_total", labels) or 0) > 0
+
+
+def test_tas_controller_labels_the_violating_node_from_kube_prometheus_stack_labels(
+    stack: Stack, kube_emulator: KubeEmulator, tmp_path: Path
+) -> None:
+    for name, ip in NODES.items():
+        kube_emulator.create("nodes", kubeadm_node(name, ip))
+    kube_emulator.create("taspolicies", health_policy_document())  # deschedule: health == 2
+    port = free_port()
+    command = tas_command(
+        "controller",
+        "--kubeconfig",
+        str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
+        "--metrics",
+        f"prometheus:{stack.prometheus.url}",
+        "--sync-period",
+        "500ms",
+        "--listen",
+        f"127.0.0.1:{port}",
+    )
+
+    def label(node: str) -> str | None:
+        found = kube_emulator.get("nodes", node)
+        assert found is not None
+        labels: dict[str, str] = found["metadata"].get("labels") or {}
+        return labels.get("demo-policy")
+
+    with Process(command, f"http://127.0.0.1:{port}", None, tmp_path / "controller.log") as process:
+        process.start()
+        deadline = time.monotonic() + 40
+        while label("worker-2") != "violating":
+            assert process.running, process.output()
+            assert time.monotonic() < deadline, f"worker-2 never labelled: {process.output()}"
+            time.sleep(0.2)
+        assert label("worker-1") is None
+        assert process.terminate(timeout=20) == 0
