@@ -5,7 +5,7 @@
   extender` builds from its defaults (the circuit breaker's `max_violating_node_share`, the
   score mode, estimates in scoring only), on the contender's metric view (with its staleness
   check) and policy store, with herd control: the recent placements' estimates
-  (`tas.placements`) the embedded cluster feeds.
+  (`tas.placements`) the in-memory cluster feeds.
 - `TasExtender` answers as Intel TAS does today (intel/platform-aware-scheduling at c4c90e3,
   telemetry-aware-scheduling/pkg/telemetryscheduler/telemetryscheduler.go, and
   pkg/strategies/core/operator.go):
@@ -60,7 +60,7 @@ def pod_info(pod: Pod) -> PodInfo:
 
 
 class OursExtender:
-    """The embedded scheduler's `Extender` over the shipped `ExtenderService`: only the
+    """The kube-scheduler model's `Extender` over the shipped `ExtenderService`: only the
     conversions between the scheduler model's types and the service's are here."""
 
     ignorable = True
