@@ -533,9 +533,10 @@ class PlacementTracker:
         with self._lock:
             self._learned_from = sample_times
             ages = [
-                now - sampled
+                age
                 for metric in self.resources
                 for sampled in sample_times.get(metric, {}).values()
+                if math.isfinite(age := now - sampled)
             ]
             if ages:
                 self.lag.add(percentile(ages, 100 * DEFAULT_QUANTILE))
