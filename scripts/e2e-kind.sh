@@ -4,10 +4,9 @@
 #      extender (Way 1: deploy/kind/cluster.yaml + deploy/scheduler/kubeadm-patches);
 #   2. the image, built under the name deploy/cluster/kustomization.yaml gives it (`images`) and
 #      loaded into the nodes (`kind load docker-image`), so the Deployments find it there;
-#   3. the CRD (crds/, on its own), the components (deploy/cluster), then the metrics pipeline
-#      (deploy/metrics-pipeline), in the order of docs/deploy.md: the pipeline holds a Role in
-#      telemetry-aware-scheduling (Prometheus discovering the components), which that namespace
-#      must exist for;
+#   3. the CRD (crds/, on its own), then the standalone profile's steps of docs/deploy.md: its
+#      namespaces, the Secrets in them, then deploy/profiles/standalone (the components,
+#      node-exporter and Prometheus in tas-monitoring);
 #   4. the health-metric demo: health set on the nodes with `docker exec` (kind nodes are
 #      containers; no ssh), the demo pod's node labelled violating, the pod evicted (the
 #      descheduler switched to Automatic) and placed elsewhere, the label gone after healing;
@@ -108,23 +107,19 @@ step "image $image, built and loaded into the nodes"
 docker build -t "$image" .
 kind load docker-image "$image" --name "$cluster"
 
-step "the CRD (crds), then the components (deploy/cluster)"
+step "the CRD (crds), then the standalone profile (deploy/profiles/standalone)"
 kubectl apply -k crds
 kubectl wait --for=condition=Established crd/taspolicies.telemetry.intel.com --timeout=60s
-kubectl apply -f deploy/cluster/namespace.yaml
+kubectl apply -f deploy/cluster/namespace.yaml -f deploy/metrics-pipeline/node-exporter/namespace.yaml
 kubectl -n "$namespace" create secret generic tas-extender-tls \
     --from-file=tls.crt="$work/certs/extender.crt" --from-file=tls.key="$work/certs/extender.key" \
     --from-file=ca.crt="$work/certs/ca.crt"
-kubectl apply -k deploy/cluster
-
-step "metrics pipeline (node-exporter, Prometheus)"
-kubectl apply -f deploy/metrics-pipeline/namespace.yaml
-kubectl -n monitoring create secret generic tas-extender-scrape-tls \
+kubectl -n tas-monitoring create secret generic tas-extender-scrape-tls \
     --from-file=tls.crt="$work/certs/scraper.crt" --from-file=tls.key="$work/certs/scraper.key" \
     --from-file=ca.crt="$work/certs/ca.crt"
-kubectl apply -k deploy/metrics-pipeline
-kubectl -n monitoring rollout status daemonset/tas-node-exporter --timeout="${timeout}s"
-kubectl -n monitoring rollout status deployment/prometheus-k8s --timeout="${timeout}s"
+kubectl apply -k deploy/profiles/standalone
+kubectl -n tas-monitoring rollout status daemonset/tas-node-exporter --timeout="${timeout}s"
+kubectl -n tas-monitoring rollout status deployment/tas-prometheus --timeout="${timeout}s"
 for deployment in tas-extender tas-policy-controller tas-descheduler; do
     kubectl -n "$namespace" rollout status "deployment/$deployment" --timeout="${timeout}s"
 done
@@ -182,7 +177,7 @@ eventually "node $first no longer labelled" healed
 
 step "Prometheus scrapes node-exporter (instance = node name) and all three components"
 query() {
-    kubectl -n monitoring exec deploy/prometheus-k8s -- \
+    kubectl -n tas-monitoring exec deploy/tas-prometheus -- \
         wget -qO- "http://127.0.0.1:9090/api/v1/query?query=$1"
 }
 scraped() {

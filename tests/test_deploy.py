@@ -135,6 +135,11 @@ BUILT_IN_ROLES = {
     ("Role", "extension-apiserver-authentication-reader"),
 }
 
+#: A monitoring stack's accounts that a profile binds (deploy/profiles/kube-prometheus grants
+#: kube-prometheus's Prometheus discovery; tests/deploy/test_stack_fixtures.py checks them
+#: against kube-prometheus's released objects).
+STACK_ACCOUNTS = {("monitoring", "prometheus-k8s")}
+
 #: Secrets the user creates from scripts/gen-certs.sh output (docs/deploy.md says how).
 USER_SECRETS = {"tas-extender-tls", "tas-scheduler-client-tls"}
 
@@ -409,7 +414,7 @@ def test_every_referenced_account_role_config_map_and_priority_class_exists() ->
         ref = binding["roleRef"]
         assert (ref["kind"], ref["name"]) in roles | BUILT_IN_ROLES
         for subject in binding["subjects"]:
-            assert (subject["namespace"], subject["name"]) in accounts
+            assert (subject["namespace"], subject["name"]) in accounts | STACK_ACCOUNTS
 
 
 def test_the_user_created_secrets_are_explained_in_the_docs() -> None:
@@ -512,10 +517,13 @@ def test_the_extender_serves_mtls_in_the_cluster_and_plain_http_only_in_compose(
 
 
 def test_the_components_read_metrics_from_prometheus_in_the_cluster() -> None:
+    # At the URL of the install profile's ConfigMap tas-prometheus (tests/deploy checks each).
     for name, container in tas_containers():
         args = container["args"]
         source = args[args.index("--metrics") + 1]
-        assert re.fullmatch(r"prometheus:http://prometheus[-a-z0-9.]*:9090", source), name
+        assert source == "prometheus:$(PROMETHEUS_URL)", name
+        (url,) = [e for e in container["env"] if e["name"] == "PROMETHEUS_URL"]
+        assert url["valueFrom"]["configMapKeyRef"] == {"name": "tas-prometheus", "key": "url"}
 
 
 def test_the_policy_controller_keeps_a_warm_standby_through_disruptions() -> None:

@@ -143,6 +143,8 @@ def environment(deployment: str, pod_name: str) -> dict[str, str]:
     for variable in container(deployment).get("env", []):
         if "value" in variable:
             env[variable["name"]] = str(variable["value"])
+        elif "configMapKeyRef" in variable["valueFrom"]:
+            continue  # PROMETHEUS_URL, the install profile's: these runs replace --metrics
         else:
             env[variable["name"]] = fields[variable["valueFrom"]["fieldRef"]["fieldPath"]]
     return env

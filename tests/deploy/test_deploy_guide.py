@@ -16,15 +16,16 @@ Covered:
   then the cluster's ClusterConfiguration unchanged; every `--patches` names that directory;
 - no command the guide runs without sudo reads or writes a root-only path (/root,
   /etc/kubernetes), and no redirection writes one (the shell, not sudo, opens it);
-- the install applies the CRD (crds/) first; every directory the guide applies with `-k` is
-  named again in the uninstall section; nothing the uninstall steps delete renders the CRD or a
-  namespace the kustomization does not own, and the CRD is deleted only under "Removing the
-  TASPolicies, on purpose", after a copy of the policies is kept;
+- each profile's install steps apply the CRD (crds/) first and then that profile, after the
+  namespaces its Secrets go into, and create no namespace it does not own (never `monitoring`);
+  every directory the guide applies with `-k` is named again in the uninstall section; nothing
+  the uninstall steps delete renders the CRD or a namespace of others (only
+  telemetry-aware-scheduling and tas-monitoring), and the CRD is deleted only under "Removing
+  the TASPolicies, on purpose", after a copy of the policies is kept;
 - the APIService of deploy/metrics-pipeline/prometheus-adapter is created, never applied, in
   both guides, after `kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml`;
-- every Secret a pod or a ServiceMonitor of each install directory reads is created by the
-  guide's commands in the reader's namespace (the Operator's ServiceMonitor reads the scrape
-  certificate in telemetry-aware-scheduling, the standalone Prometheus in monitoring).
+- every Secret the prometheus-adapter reads is created by the guide in its namespace (each
+  profile's Secrets: tests/deploy/test_stack_fixtures.py, against that profile's steps).
 """
 
 from __future__ import annotations
@@ -315,11 +316,54 @@ def _section(title: str) -> str:
     return text[start : end if end > 0 else len(text)]
 
 
-def test_the_install_applies_the_crd_first() -> None:
-    (install,) = [b for b in shell_blocks(GUIDE) if "# 1. the CRD" in b]
-    applies = [line for line in install.splitlines() if line.startswith("kubectl apply")]
-    assert shlex.split(applies[0])[:4] == ["kubectl", "apply", "-f", "crds/"]
-    assert any("-k deploy/cluster" in line for line in applies[1:])
+PROFILES = ("standalone", "kube-prometheus", "kube-prometheus-stack")
+#: The namespaces this project's kustomizations may create (and so delete).
+OWNED_NAMESPACES = {"telemetry-aware-scheduling", "tas-monitoring"}
+
+
+def install_steps(profile: str) -> list[str]:
+    """The shell lines of the guide's install steps for `profile`, continuation lines joined."""
+    (block,) = [
+        b
+        for b in shell_blocks(GUIDE)
+        if "# 1. the CRD" in b and f"-k deploy/profiles/{profile} " in b
+    ]
+    lines = [line.split(" #", 1)[0].strip() for line in block.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_each_profile_s_steps_apply_the_crd_first_then_the_profile(profile: str) -> None:
+    applies = [shlex.split(s) for s in install_steps(profile) if s.startswith("kubectl apply")]
+    assert applies[0][:4] == ["kubectl", "apply", "-f", "crds/"]
+    kustomized = [words[3] for words in applies if words[2] == "-k"]
+    assert kustomized == [f"deploy/profiles/{profile}"]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_each_profile_s_steps_create_only_namespaces_it_owns_before_their_secrets(
+    profile: str,
+) -> None:
+    steps = install_steps(profile)
+    assert not any("create namespace" in step for step in steps)
+    created: set[str] = set()
+    for step in steps:
+        words = shlex.split(step)
+        if words[:3] == ["kubectl", "apply", "-f"]:
+            files = [words[i + 1] for i, w in enumerate(words) if w == "-f"]
+            for file in [f for f in files if (ROOT / f).is_file()]:
+                for obj in yaml.safe_load_all((ROOT / file).read_text(encoding="utf-8")):
+                    if obj and obj["kind"] == "Namespace":
+                        created.add(obj["metadata"]["name"])
+        if words[:2] == ["kubectl", "-n"] and "secret" in words:
+            assert words[2] in created, step
+    assert created <= OWNED_NAMESPACES | {"health-metric-demo"}  # the demo's, step 6
+    rendered_namespaces = {
+        o["metadata"]["name"]
+        for o in rendered(ROOT / "deploy" / "profiles" / profile)
+        if o["kind"] == "Namespace"
+    }
+    assert rendered_namespaces <= OWNED_NAMESPACES
 
 
 def _applied_directories() -> set[str]:
@@ -334,11 +378,7 @@ def _applied_directories() -> set[str]:
 def test_every_directory_the_guide_applies_is_named_in_the_uninstall_section() -> None:
     uninstall = _section("11. Uninstall and rollback")
     applied = _applied_directories()
-    assert {
-        "deploy/cluster",
-        "deploy/monitoring",
-        "deploy/kube-prometheus-stack",
-    } <= applied
+    assert {f"deploy/profiles/{profile}" for profile in PROFILES} <= applied
     for directory in applied:
         assert directory in uninstall, directory
 
@@ -355,10 +395,6 @@ def _uninstall_deletes() -> list[list[str]]:
 
 
 def test_the_uninstall_steps_delete_no_crd_and_no_namespace_of_others() -> None:
-    owned = {
-        "deploy/cluster": {"telemetry-aware-scheduling"},
-        "deploy/metrics-pipeline": {"monitoring"},
-    }
     deletes = _uninstall_deletes()
     assert deletes
     for words in deletes:
@@ -369,7 +405,8 @@ def test_the_uninstall_steps_delete_no_crd_and_no_namespace_of_others() -> None:
         objects = rendered(ROOT / target)
         assert [o for o in objects if o["kind"] == "CustomResourceDefinition"] == [], target
         namespaces = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
-        assert namespaces == owned.get(target, set()), target
+        assert namespaces <= OWNED_NAMESPACES, target
+        assert "monitoring" not in namespaces, target
 
 
 def test_the_crd_is_deleted_only_on_purpose_after_a_copy_of_the_policies() -> None:
@@ -393,18 +430,23 @@ def test_the_api_service_is_created_never_applied(doc: Path) -> None:
         assert check < text.index(f"kubectl create -f {apiservice}")
 
 
-def test_the_kube_prometheus_stack_component_is_documented_with_its_release() -> None:
+def test_the_kube_prometheus_stack_profile_is_documented_with_its_release() -> None:
     text = re.sub(
         r"\s+", " ", _section("4. Metrics: node-exporter, Prometheus, prometheus-adapter")
     )
     for needed in (
-        "kubectl apply -k deploy/kube-prometheus-stack",
-        "deploy/monitoring/components/kube-prometheus-stack/release-label.yaml",
+        "kubectl apply -k deploy/profiles/kube-prometheus-stack",
+        "deploy/profiles/kube-prometheus-stack/release-label.yaml",
         "serviceMonitorSelectorNilUsesHelmValues",
         "ruleSelectorNilUsesHelmValues",
         "prometheus-k8s-tas-components",
+        "RELEASE",
     ):
         assert needed in text, needed
+    # Every line the guide sends the reader to is marked in the profile.
+    profile = ROOT / "deploy" / "profiles" / "kube-prometheus-stack"
+    marked = sum(p.read_text().count("RELEASE:") for p in profile.glob("*.yaml"))
+    assert marked == 4
 
 
 def _created_secrets(text: str) -> set[tuple[str, str]]:
@@ -432,21 +474,9 @@ def _secrets_read(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return found
 
 
-@pytest.mark.parametrize(
-    "directory",
-    [
-        "cluster",
-        "monitoring",
-        "kube-prometheus-stack",
-        "metrics-pipeline",
-        "metrics-pipeline/prometheus-adapter",
-    ],
-)
-def test_every_secret_a_profile_reads_is_created_by_the_guide_in_the_reader_s_namespace(
-    directory: str,
-) -> None:
+def test_every_secret_the_adapter_reads_is_created_by_the_guide_in_its_namespace() -> None:
     created = _created_secrets(GUIDE.read_text(encoding="utf-8"))
-    read = _secrets_read(rendered(ROOT / "deploy" / directory))
+    read = _secrets_read(rendered(ROOT / "deploy" / "metrics-pipeline" / "prometheus-adapter"))
     missing = {(ns, name, who) for ns, name, who in read if (ns, name) not in created}
     assert not missing, f"read but never created there: {sorted(missing)}"
 

@@ -13,8 +13,9 @@ Covered:
   `kubectl apply -k crds/` installs the same CRD; no other kustomization renders a CRD, so
   `kubectl delete -k` of the components never deletes it and every TASPolicy with it;
 - the image is named in one place: every container of the three components, in deploy/cluster
-  and in its overlay deploy/custom-metrics, runs the image of deploy/cluster's `images`
-  (`newName:newTag`), whose tag is the project's version (what the release workflow pushes);
+  and every kustomization built on it (the profiles, deploy/custom-metrics), runs the image of
+  deploy/cluster's `images` (`newName:newTag`), whose tag is the project's version (what the
+  release workflow pushes);
 - deploy/custom-metrics switches exactly the three components' metric source to
   `custom-metrics` (their command lines still parse with their own parsers) and grants exactly
   `get` on everything in the custom metrics API (`*`: a read of `nodes/*/<metric>` is resource
@@ -22,12 +23,15 @@ Covered:
   ServiceAccounts;
 - deploy/monitoring runs node-exporter with only the textfile collector;
 - a Namespace comes only from the kustomization that owns it: telemetry-aware-scheduling from
-  deploy/cluster (and its overlay), `monitoring` from deploy/metrics-pipeline alone, never from
-  deploy/monitoring, whose `monitoring` is kube-prometheus's (`kubectl delete -k` deletes what
-  it renders);
-- deploy/kube-prometheus-stack is deploy/monitoring with `release: kube-prometheus-stack` on
-  every ServiceMonitor and PrometheusRule, the value set once in the component's
-  release-label.yaml, and no other change;
+  deploy/cluster (and everything built on it), tas-monitoring from node-exporter's directory
+  (and everything built on it), and no kustomization renders `monitoring`, a stack's
+  (`kubectl delete -k` deletes what it renders);
+- the kube-prometheus-stack profile is the kube-prometheus profile's deploy/cluster and
+  deploy/monitoring with `release: kube-prometheus-stack` on every ServiceMonitor and
+  PrometheusRule, the value set once in its release-label.yaml, and no other change to them;
+- each profile sets the Prometheus URL in one place: its ConfigMap tas-prometheus, which the
+  three Deployments read (`$(PROMETHEUS_URL)`), and no other file of the profile or its bases
+  names that URL;
 - deploy/metrics-pipeline/prometheus-adapter renders no APIService: the registration of the
   custom metrics API is its own file, apiservice.yaml, pointing at the adapter's Service;
 - the renderer's own rules: JSON 6902 operations (a failed `test` stops the build), strategic
@@ -180,11 +184,24 @@ def _image_entry() -> Document:
     return dict(entry)
 
 
-@pytest.mark.parametrize("directory", ["cluster", "custom-metrics"])
+@pytest.mark.parametrize(
+    "directory",
+    [
+        "cluster",
+        "custom-metrics",
+        "profiles/standalone",
+        "profiles/kube-prometheus",
+        "profiles/kube-prometheus-stack",
+    ],
+)
 def test_every_component_runs_the_image_deploy_cluster_names(directory: str) -> None:
     entry = _image_entry()
     image = f"{entry['newName']}:{entry['newTag']}"
-    deployments = [o for o in rendered(DEPLOY / directory) if o["kind"] == "Deployment"]
+    deployments = [
+        o
+        for o in rendered(DEPLOY / directory)
+        if o["kind"] == "Deployment" and o["metadata"]["namespace"] == NAMESPACE
+    ]
     assert {d["metadata"]["name"] for d in deployments} == set(COMPONENTS)
     for deployment in deployments:
         spec = deployment["spec"]["template"]["spec"]
@@ -212,7 +229,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def test_custom_metrics_mode_changes_only_the_metric_source_of_the_three_components() -> None:
-    base = {identity(o): o for o in rendered(DEPLOY / "cluster")}
+    base = {identity(o): o for o in rendered(DEPLOY / "profiles" / "kube-prometheus")}
     overlay = {identity(o): o for o in rendered(DEPLOY / "custom-metrics")}
     changed = {key for key in base if base[key] != overlay[key]}
     assert {key[3] for key in changed} == set(COMPONENTS)
@@ -233,7 +250,7 @@ def test_custom_metrics_mode_changes_only_the_metric_source_of_the_three_compone
 
 def test_custom_metrics_mode_grants_get_on_its_api_group_to_the_three_components() -> None:
     added = {identity(o): o for o in rendered(DEPLOY / "custom-metrics")}
-    for key in {identity(o) for o in rendered(DEPLOY / "cluster")}:
+    for key in {identity(o) for o in rendered(DEPLOY / "profiles" / "kube-prometheus")}:
         added.pop(key)
     roles = [o for o in added.values() if o["kind"] == "ClusterRole"]
     bindings = [o for o in added.values() if o["kind"] == "ClusterRoleBinding"]
@@ -493,29 +510,38 @@ def test_a_component_transforms_what_its_kustomization_holds(tmp_path: Path) -> 
 
 # --- who owns what ----------------------------------------------------------------------------
 
-#: The namespaces a kustomization creates, and so deletes again with `kubectl delete -k`.
-OWNED_NAMESPACES = {
-    "deploy/cluster": {NAMESPACE},
-    "deploy/custom-metrics": {NAMESPACE},
-    "deploy/metrics-pipeline": {"monitoring"},
+#: The namespaces a kustomization creates, and so deletes again with `kubectl delete -k`: each
+#: from the one directory that holds its Namespace object, and every kustomization built on it.
+NAMESPACE_FILES = {
+    NAMESPACE: DEPLOY / "cluster",
+    "tas-monitoring": DEPLOY / "metrics-pipeline" / "node-exporter",
 }
+
+
+def _bases(directory: Path) -> set[Path]:
+    """`directory` and every kustomization directory it includes, recursively."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text(encoding="utf-8"))
+    found = {directory.resolve()}
+    for resource in kustomization.get("resources") or []:
+        if (directory / resource).is_dir():
+            found |= _bases(directory / resource)
+    return found
 
 
 @pytest.mark.parametrize("directory", kustomization_dirs(DEPLOY), ids=rel)
 def test_a_namespace_comes_only_from_the_kustomization_that_owns_it(directory: Path) -> None:
     namespaces = {o["metadata"]["name"] for o in rendered(directory) if o["kind"] == "Namespace"}
-    assert namespaces == OWNED_NAMESPACES.get(rel(directory), set())
+    owned = {ns for ns, home in NAMESPACE_FILES.items() if home.resolve() in _bases(directory)}
+    assert namespaces == owned
+    assert "monitoring" not in namespaces
 
 
-def test_deploy_monitoring_renders_no_namespace() -> None:
-    for directory in ("monitoring", "kube-prometheus-stack"):
-        assert [o for o in rendered(DEPLOY / directory) if o["kind"] == "Namespace"] == []
+PROFILES = DEPLOY / "profiles"
 
 
 def _release_label() -> str:
-    component = DEPLOY / "monitoring" / "components" / "kube-prometheus-stack"
-    assert component in component_dirs(DEPLOY)
-    transformer = yaml.safe_load((component / "release-label.yaml").read_text(encoding="utf-8"))
+    profile = PROFILES / "kube-prometheus-stack"
+    transformer = yaml.safe_load((profile / "release-label.yaml").read_text(encoding="utf-8"))
     return str(transformer["labels"]["release"])
 
 
@@ -524,7 +550,7 @@ def test_kube_prometheus_stack_labels_every_service_monitor_and_rule_with_the_re
     assert release == "kube-prometheus-stack"  # the chart's documented release name
     labelled = [
         o
-        for o in rendered(DEPLOY / "kube-prometheus-stack")
+        for o in rendered(PROFILES / "kube-prometheus-stack")
         if o["kind"] in ("ServiceMonitor", "PrometheusRule")
     ]
     assert {o["kind"] for o in labelled} == {"ServiceMonitor", "PrometheusRule"}
@@ -532,14 +558,57 @@ def test_kube_prometheus_stack_labels_every_service_monitor_and_rule_with_the_re
         assert obj["metadata"]["labels"]["release"] == release, obj["metadata"]["name"]
 
 
-def test_kube_prometheus_stack_changes_nothing_else_of_deploy_monitoring() -> None:
-    base = {identity(o): o for o in rendered(DEPLOY / "monitoring")}
-    stack = {identity(o): o for o in rendered(DEPLOY / "kube-prometheus-stack")}
-    assert set(stack) == set(base)
+def test_kube_prometheus_stack_changes_nothing_else_of_cluster_and_monitoring() -> None:
+    base = {identity(o): o for o in rendered(DEPLOY / "cluster") + rendered(DEPLOY / "monitoring")}
+    stack = {identity(o): o for o in rendered(PROFILES / "kube-prometheus-stack")}
+    assert set(stack) - set(base) == {
+        ("v1", "ConfigMap", NAMESPACE, "tas-prometheus"),
+    }
     for key, obj in stack.items():
+        if key not in base:
+            continue
         if obj["kind"] in ("ServiceMonitor", "PrometheusRule"):
             obj["metadata"]["labels"].pop("release")
+        if key[3] == "tas-prometheus-scrape":
+            continue  # the peer the profile sets (test_stack_fixtures.py checks it)
         assert obj == base[key], key
+
+
+PROFILE_NAMES = ["standalone", "kube-prometheus", "kube-prometheus-stack"]
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_each_profile_sets_the_prometheus_url_in_one_place_the_three_components_read(
+    profile: str,
+) -> None:
+    objects = rendered(PROFILES / profile)
+    config = find(objects, "ConfigMap", "tas-prometheus")
+    assert config["metadata"]["namespace"] == NAMESPACE
+    url = config["data"]["url"]
+    assert url.startswith("http://")
+    assert url.endswith(".svc:9090")
+    for name in COMPONENTS:
+        (container,) = find(objects, "Deployment", name)["spec"]["template"]["spec"]["containers"]
+        args = container["args"]
+        assert args[args.index("--metrics") + 1] == "prometheus:$(PROMETHEUS_URL)"
+        (env,) = [e for e in container["env"] if e["name"] == "PROMETHEUS_URL"]
+        assert env["valueFrom"]["configMapKeyRef"] == {"name": "tas-prometheus", "key": "url"}
+    # The one place: no other file of the profile or of what it includes names that URL.
+    files = [
+        path
+        for directory in _bases(PROFILES / profile)
+        for path in directory.iterdir()
+        if path.suffix in (".yaml", ".yml")
+    ]
+    code = {path: _without_comments(path.read_text("utf-8")) for path in files}
+    naming = {str(path.relative_to(DEPLOY.parent)) for path in files if url in code[path]}
+    assert naming == {f"deploy/profiles/{profile}/kustomization.yaml"}
+    host = url.removeprefix("http://").partition(":")[0]
+    assert sum(text.count(host) for text in code.values()) == 1
+
+
+def _without_comments(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 def test_the_adapter_s_directory_takes_no_api_service_over() -> None:

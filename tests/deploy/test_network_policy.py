@@ -160,7 +160,8 @@ def admitted(policies: list[Document], target: Labels, client: Pod, port: int) -
 
 
 def ours() -> Document:
-    return find(rendered(DEPLOY / "monitoring"), "NetworkPolicy", "prometheus-k8s-tas-components")
+    profile = DEPLOY / "profiles" / "kube-prometheus"
+    return find(rendered(profile), "NetworkPolicy", "prometheus-k8s-tas-components")
 
 
 def component(name: str) -> Pod:

@@ -234,7 +234,7 @@ def _mounted_files(deployment: Document) -> dict[str, Document]:
 
 def test_the_prometheus_pod_mounts_every_file_its_configuration_names() -> None:
     objects = rendered(PIPELINE / "prometheus")
-    deployment = find(objects, "Deployment", "prometheus-k8s")
+    deployment = find(objects, "Deployment", "tas-prometheus")
     mounts = _mounted_files(deployment)
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     (config_flag,) = [a for a in container["args"] if a.startswith("--config.file=")]
@@ -256,14 +256,12 @@ def test_the_prometheus_pod_mounts_every_file_its_configuration_names() -> None:
             assert path.name in ("ca.crt", "tls.crt", "tls.key")
 
 
-def test_the_components_read_the_shipped_prometheus_service() -> None:
-    service = find(rendered(PIPELINE / "prometheus"), "Service", "prometheus-k8s")
+def test_the_standalone_profile_s_components_read_its_prometheus_service() -> None:
+    service = find(rendered(PIPELINE / "prometheus"), "Service", "tas-prometheus")
     (port,) = service["spec"]["ports"]
-    url = f"prometheus:http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:{port['port']}"
-    cluster = rendered(DEPLOY / "cluster")
-    for name in ("tas-extender", "tas-policy-controller", "tas-descheduler"):
-        (container,) = find(cluster, "Deployment", name)["spec"]["template"]["spec"]["containers"]
-        assert container["args"][container["args"].index("--metrics") + 1] == url, name
+    url = f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:{port['port']}"
+    profile = rendered(DEPLOY / "profiles" / "standalone")
+    assert find(profile, "ConfigMap", "tas-prometheus")["data"]["url"] == url
 
 
 def test_node_exporter_serves_the_directory_set_health_writes() -> None:

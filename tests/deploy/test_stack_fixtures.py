@@ -1,17 +1,33 @@
-"""deploy/monitoring merged with kube-prometheus's own objects (tests/deploy/fixtures/stacks/
-kube-prometheus.yaml, taken from its released manifests): it leaves the stack intact and every
-selector of ours finds what it means.
+"""Each install profile merged with the cluster it is made for: it leaves that cluster's objects
+intact and every reference of ours finds what it means.
 
-Covered, rendering deploy/monitoring beside the fixture:
+The clusters: an empty one for deploy/profiles/standalone; kube-prometheus's own objects
+(tests/deploy/fixtures/stacks/kube-prometheus.yaml, from its released manifests) for
+deploy/profiles/kube-prometheus; kube-prometheus-stack's (fixtures/stacks/kube-prometheus-
+stack.yaml, from the chart's rendered objects) for deploy/profiles/kube-prometheus-stack.
+
+Covered, per profile, rendering it beside its cluster's objects:
 - no object of ours has the kind, namespace and name of one of theirs (nothing of theirs is
-  replaced), and ours ships no Namespace (theirs is neither relabelled nor deleted with ours);
-- their Prometheus selects every ServiceMonitor and PrometheusRule of ours (label and namespace
-  selectors);
-- every ServiceMonitor of ours selects one of our Services in its namespace, on a port that
-  Service names;
+  replaced or relabelled, nothing of theirs deleted with ours), ours ships no Namespace but the
+  two it owns, and every object of ours goes into a namespace that exists;
+- standalone needs no Prometheus Operator (no monitoring.coreos.com object), and the stacks'
+  Prometheus selects every ServiceMonitor and PrometheusRule of ours (label and namespace
+  selectors) and may discover the targets in their namespaces (a Role or a ClusterRole bound
+  to its ServiceAccount);
+- every selector of ours matches: each workload's its own pods, each Service and
+  PodDisruptionBudget a workload's pods in its namespace (a Service's target ports named by
+  them), each ServiceMonitor one of our Services on a port it names, each NetworkPolicy pods of
+  its namespace;
+- the Prometheus URL of the profile's ConfigMap names a Service of the merged cluster on a port
+  it serves, whose pods are the peer our NetworkPolicy admits to the controller and the
+  descheduler, and which admit the three components on the Service's target port (their own
+  NetworkPolicies and ours evaluated together, as a network plugin does);
+- every Secret a pod or a ServiceMonitor of ours reads is created in that namespace by the
+  profile's install steps in docs/deploy.md, and every ConfigMap a pod reads is in the merged
+  cluster;
 - every RoleBinding subject of ours is a ServiceAccount of theirs or ours;
-- our NetworkPolicy for their Prometheus selects their Prometheus's pods, and admits a port
-  their Prometheus Service serves.
+- every port a NetworkPolicy of ours admits is a port a pod it selects serves (named ports
+  resolved per pod), and every pod it selects serves one of them.
 """
 
 from __future__ import annotations
@@ -23,19 +39,35 @@ import pytest
 import yaml
 
 from tests.deploy.pipeline import DEPLOY, rendered
+from tests.deploy.test_deploy_guide import install_steps
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stacks"
+#: Each profile, and the objects of the cluster it is made for (None: an empty cluster).
+STACKS: dict[str, str | None] = {
+    "standalone": None,
+    "kube-prometheus": "kube-prometheus.yaml",
+    "kube-prometheus-stack": "kube-prometheus-stack.yaml",
+}
+PROFILES = list(STACKS)
+OWNED_NAMESPACES = {"telemetry-aware-scheduling", "tas-monitoring"}
+#: Namespaces every cluster has.
+BUILT_IN_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+COMPONENTS = ("tas-extender", "tas-policy-controller", "tas-descheduler")
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
 
 Document = dict[str, Any]
 
 
-def theirs() -> list[Document]:
-    text = (FIXTURES / "kube-prometheus.yaml").read_text(encoding="utf-8")
+def theirs(profile: str) -> list[Document]:
+    fixture = STACKS[profile]
+    if fixture is None:
+        return []
+    text = (FIXTURES / fixture).read_text(encoding="utf-8")
     return [d for d in yaml.safe_load_all(text) if d]
 
 
-def ours() -> list[Document]:
-    return rendered(DEPLOY / "monitoring")
+def ours(profile: str) -> list[Document]:
+    return rendered(DEPLOY / "profiles" / profile)
 
 
 def key(obj: Document) -> tuple[str, str, str]:
@@ -76,6 +108,42 @@ def namespace_labels(name: str) -> dict[str, str]:
     return {"kubernetes.io/metadata.name": name}
 
 
+class Pod:
+    """A pod of the merged cluster: a fixture's Pod, or one a workload of ours would create."""
+
+    def __init__(self, namespace: str, labels: dict[str, str], spec: Document, owner: str):
+        self.namespace, self.labels, self.owner = namespace, labels, owner
+        containers = [*spec.get("initContainers", []), *spec["containers"]]
+        self.ports = {
+            p.get("name", str(p["containerPort"])): int(p["containerPort"])
+            for c in containers
+            for p in c.get("ports", [])
+        }
+        self.spec = spec
+
+    def serves(self, port: int | str) -> int | None:
+        """The container port `port` (a number, or a name) reaches on this pod, if any."""
+        if isinstance(port, str):
+            return self.ports.get(port)
+        return port if port in self.ports.values() else None
+
+
+def pods(objects: list[Document]) -> list[Pod]:
+    found = []
+    for obj in objects:
+        namespace = obj["metadata"].get("namespace", "")
+        if obj["kind"] in WORKLOADS:
+            template = obj["spec"]["template"]
+            found.append(Pod(namespace, labels(template), template["spec"], key(obj)[2]))
+        elif obj["kind"] == "Pod":
+            found.append(Pod(namespace, labels(obj), obj["spec"], key(obj)[2]))
+    return found
+
+
+def namespaces(objects: list[Document]) -> set[str]:
+    return {o["metadata"]["name"] for o in of_kind(objects, "Namespace")} | BUILT_IN_NAMESPACES
+
+
 def test_the_selector_matching_is_kubernetes_own() -> None:
     web = {"app": "web", "tier": "front"}
     assert selects({}, web)
@@ -90,34 +158,122 @@ def test_the_selector_matching_is_kubernetes_own() -> None:
     )
 
 
-def test_nothing_of_theirs_is_replaced_and_no_namespace_is_ours() -> None:
-    assert {key(o) for o in ours()} & {key(o) for o in theirs()} == set()
-    assert of_kind(ours(), "Namespace") == []
+def test_a_named_port_is_served_only_by_a_pod_that_names_it() -> None:
+    pod = Pod("ns", {}, {"containers": [{"ports": [{"name": "web", "containerPort": 9090}]}]}, "p")
+    assert pod.serves("web") == 9090
+    assert pod.serves(9090) == 9090
+    assert pod.serves("metrics") is None
+    assert pod.serves(8080) is None
 
 
+# --- nothing of theirs changes ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_nothing_of_theirs_is_replaced_and_no_namespace_but_ours_is_shipped(profile: str) -> None:
+    assert {key(o) for o in ours(profile)} & {key(o) for o in theirs(profile)} == set()
+    shipped = {o["metadata"]["name"] for o in of_kind(ours(profile), "Namespace")}
+    assert shipped == OWNED_NAMESPACES
+    assert "monitoring" not in shipped
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_object_of_ours_goes_into_a_namespace_that_exists(profile: str) -> None:
+    existing = namespaces(ours(profile) + theirs(profile))
+    for obj in ours(profile):
+        namespace = obj["metadata"].get("namespace")
+        assert namespace is None or namespace in existing, key(obj)
+
+
+def test_standalone_needs_no_prometheus_operator() -> None:
+    operator = [o for o in ours("standalone") if o["apiVersion"].startswith("monitoring.coreos")]
+    assert operator == []
+
+
+# --- their Prometheus finds ours --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", ["kube-prometheus", "kube-prometheus-stack"])
 @pytest.mark.parametrize(
-    ("kind", "selector", "namespaces"),
+    ("kind", "selector", "namespaces_selector"),
     [
         ("ServiceMonitor", "serviceMonitorSelector", "serviceMonitorNamespaceSelector"),
         ("PrometheusRule", "ruleSelector", "ruleNamespaceSelector"),
     ],
 )
 def test_their_prometheus_selects_every_monitor_and_rule_of_ours(
-    kind: str, selector: str, namespaces: str
+    profile: str, kind: str, selector: str, namespaces_selector: str
 ) -> None:
-    (prometheus,) = of_kind(theirs(), "Prometheus")
+    (prometheus,) = of_kind(theirs(profile), "Prometheus")
     spec = prometheus["spec"]
-    found = of_kind(ours(), kind)
+    found = of_kind(ours(profile), kind)
     assert found
     for obj in found:
         namespace = obj["metadata"]["namespace"]
-        assert selects(spec.get(namespaces), namespace_labels(namespace)), key(obj)
+        assert selects(spec.get(namespaces_selector), namespace_labels(namespace)), key(obj)
         assert selects(spec.get(selector), labels(obj)), key(obj)
 
 
-def test_every_service_monitor_of_ours_selects_a_service_of_ours_on_a_named_port() -> None:
-    services = of_kind(ours(), "Service") + of_kind(rendered(DEPLOY / "cluster"), "Service")
-    for monitor in of_kind(ours(), "ServiceMonitor"):
+def _grants_discovery(role: Document) -> bool:
+    granted = {
+        (resource, verb)
+        for rule in role["rules"]
+        for resource in rule.get("resources", [])
+        for verb in rule.get("verbs", [])
+    }
+    return {("pods", "list"), ("pods", "watch")} <= granted
+
+
+@pytest.mark.parametrize("profile", ["kube-prometheus", "kube-prometheus-stack"])
+def test_their_prometheus_may_discover_the_targets_of_every_monitor_of_ours(profile: str) -> None:
+    merged = ours(profile) + theirs(profile)
+    (prometheus,) = of_kind(theirs(profile), "Prometheus")
+    account = (prometheus["metadata"]["namespace"], prometheus["spec"]["serviceAccountName"])
+    roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+             for o in merged if o["kind"] in ("Role", "ClusterRole")}  # fmt: skip
+    allowed: set[str] = set()  # namespaces; "*" for all
+    for binding in of_kind(merged, "RoleBinding") + of_kind(merged, "ClusterRoleBinding"):
+        if account not in {(s.get("namespace"), s["name"]) for s in binding["subjects"]}:
+            continue
+        ref = binding["roleRef"]
+        namespace = binding["metadata"].get("namespace", "")
+        role = roles.get((ref["kind"], namespace if ref["kind"] == "Role" else "", ref["name"]))
+        if role is not None and _grants_discovery(role):
+            allowed.add(namespace or "*")
+    for monitor in of_kind(ours(profile), "ServiceMonitor"):
+        namespace = monitor["metadata"]["namespace"]
+        assert "*" in allowed or namespace in allowed, key(monitor)
+
+
+# --- every selector of ours matches -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_workload_service_and_budget_of_ours_selects_pods_that_serve_it(
+    profile: str,
+) -> None:
+    merged = ours(profile) + theirs(profile)
+    for workload in [o for o in ours(profile) if o["kind"] in WORKLOADS]:
+        assert selects(workload["spec"]["selector"], labels(workload["spec"]["template"]))
+    for obj in of_kind(ours(profile), "Service") + of_kind(ours(profile), "PodDisruptionBudget"):
+        namespace = obj["metadata"]["namespace"]
+        selector = obj["spec"]["selector"]
+        selector = selector if obj["kind"] == "PodDisruptionBudget" else {"matchLabels": selector}
+        matched = [
+            p for p in pods(merged) if p.namespace == namespace and selects(selector, p.labels)
+        ]
+        assert matched, key(obj)
+        for port in obj["spec"].get("ports", []):
+            target = port.get("targetPort", port["port"])
+            assert all(p.serves(target) for p in matched), (key(obj), target)
+
+
+@pytest.mark.parametrize("profile", ["kube-prometheus", "kube-prometheus-stack"])
+def test_every_service_monitor_of_ours_selects_a_service_of_ours_on_a_named_port(
+    profile: str,
+) -> None:
+    services = of_kind(ours(profile), "Service")
+    for monitor in of_kind(ours(profile), "ServiceMonitor"):
         namespace = monitor["metadata"]["namespace"]
         matched = [
             s
@@ -131,23 +287,186 @@ def test_every_service_monitor_of_ours_selects_a_service_of_ours_on_a_named_port
             assert endpoint["port"] in ports, (key(monitor), endpoint["port"])
 
 
-def test_every_role_binding_of_ours_names_an_account_that_exists() -> None:
-    accounts = {key(o)[1:] for o in [*theirs(), *ours(), *rendered(DEPLOY / "cluster")]
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_role_binding_of_ours_names_an_account_that_exists(profile: str) -> None:
+    accounts = {key(o)[1:] for o in [*theirs(profile), *ours(profile)]
                 if o["kind"] == "ServiceAccount"}  # fmt: skip
-    for binding in of_kind(ours(), "RoleBinding"):
+    for binding in of_kind(ours(profile), "RoleBinding") + of_kind(
+        ours(profile), "ClusterRoleBinding"
+    ):
         for subject in binding["subjects"]:
             assert (subject["namespace"], subject["name"]) in accounts, key(binding)
 
 
-def test_our_network_policy_opens_their_prometheus_on_a_port_it_serves() -> None:
-    (prometheus,) = of_kind(theirs(), "Prometheus")
+# --- the Prometheus the profile names ---------------------------------------------------------
+
+
+def _prometheus_service(profile: str) -> tuple[Document, int]:
+    """The Service and port the URL of the profile's ConfigMap tas-prometheus names."""
+    (config,) = [o for o in of_kind(ours(profile), "ConfigMap")
+                 if o["metadata"]["name"] == "tas-prometheus"]  # fmt: skip
+    url: str = config["data"]["url"]
+    scheme, _, rest = url.partition("://")
+    assert scheme == "http"
+    host, _, port = rest.partition(":")
+    name, namespace, svc = host.split(".")
+    assert svc == "svc"
     (service,) = [
-        s for s in of_kind(theirs(), "Service") if s["metadata"]["name"] == "prometheus-k8s"
+        s
+        for s in of_kind(ours(profile) + theirs(profile), "Service")
+        if (s["metadata"]["namespace"], s["metadata"]["name"]) == (namespace, name)
     ]
-    pods = prometheus["spec"]["podMetadata"]["labels"]
-    for policy in of_kind(ours(), "NetworkPolicy"):
-        assert policy["metadata"]["namespace"] == prometheus["metadata"]["namespace"]
-        assert selects(policy["spec"]["podSelector"], pods), key(policy)
-        served = {p["port"] for p in service["spec"]["ports"]}
+    return service, int(port.rstrip("/"))
+
+
+def _prometheus_pods(profile: str) -> tuple[list[Pod], int | str]:
+    service, port = _prometheus_service(profile)
+    (served,) = [p for p in service["spec"]["ports"] if p["port"] == port]
+    matched = [
+        p
+        for p in pods(ours(profile) + theirs(profile))
+        if p.namespace == service["metadata"]["namespace"]
+        and selects({"matchLabels": service["spec"]["selector"]}, p.labels)
+    ]
+    return matched, served.get("targetPort", port)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_url_names_a_service_of_the_cluster_whose_pods_serve_it(profile: str) -> None:
+    matched, target = _prometheus_pods(profile)
+    assert matched
+    assert all(p.serves(target) for p in matched)
+
+
+def _peer_matches(peer: Document, policy_namespace: str, pod: Pod) -> bool:
+    if "namespaceSelector" in peer:
+        if not selects(peer["namespaceSelector"], namespace_labels(pod.namespace)):
+            return False
+    elif pod.namespace != policy_namespace:
+        return False
+    return "podSelector" not in peer or selects(peer["podSelector"], pod.labels)
+
+
+def admitted(policies: list[Document], target: Pod, client: Pod, port: int | str) -> bool:
+    """Whether `client` may open `port`/TCP on `target`, as a network plugin decides."""
+    number = target.serves(port)
+    selecting = [
+        p
+        for p in policies
+        if p["metadata"]["namespace"] == target.namespace
+        and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
+        and selects(p["spec"]["podSelector"], target.labels)
+    ]
+    if not selecting:
+        return True  # a pod no policy selects is not isolated
+    return any(
+        any(target.serves(p["port"]) == number for p in rule.get("ports", [{"port": number}]))
+        and (
+            "from" not in rule
+            or any(
+                _peer_matches(peer, policy["metadata"]["namespace"], client)
+                for peer in rule["from"]
+            )
+        )
+        for policy in selecting
+        for rule in policy["spec"].get("ingress", [])
+    )
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_components_reach_the_prometheus_the_profile_names(profile: str) -> None:
+    merged = ours(profile) + theirs(profile)
+    policies = of_kind(merged, "NetworkPolicy")
+    prometheus, target = _prometheus_pods(profile)
+    components = [p for p in pods(ours(profile)) if p.owner in COMPONENTS]
+    assert len(components) == len(COMPONENTS)
+    for pod in prometheus:
+        for component in components:
+            assert admitted(policies, pod, component, target), (pod.owner, component.owner)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_only_the_prometheus_the_profile_names_scrapes_the_controller_and_descheduler(
+    profile: str,
+) -> None:
+    policies = of_kind(ours(profile) + theirs(profile), "NetworkPolicy")
+    prometheus = {(p.namespace, p.owner) for p in _prometheus_pods(profile)[0]}
+    everyone = pods(ours(profile) + theirs(profile))
+    for component in [p for p in pods(ours(profile)) if p.owner in COMPONENTS[1:]]:
+        (port,) = component.ports.values()
+        for pod in everyone:
+            expected = (pod.namespace, pod.owner) in prometheus
+            assert admitted(policies, component, pod, port) == expected, pod.owner
+
+
+# --- what our pods read exists ----------------------------------------------------------------
+
+
+def _secrets_read(objects: list[Document]) -> set[tuple[str, str, str]]:
+    """(namespace, Secret, reader) for every Secret a pod mounts or a ServiceMonitor reads."""
+    found: set[tuple[str, str, str]] = set()
+    for obj in objects:
+        namespace = obj["metadata"].get("namespace", "")
+        reader = f"{obj['kind']} {obj['metadata']['name']}"
+        if obj["kind"] in WORKLOADS:
+            for volume in obj["spec"]["template"]["spec"].get("volumes") or []:
+                if "secret" in volume:
+                    found.add((namespace, volume["secret"]["secretName"], reader))
+        if obj["kind"] == "ServiceMonitor":
+            for endpoint in obj["spec"]["endpoints"]:
+                tls = endpoint.get("tlsConfig") or {}
+                for ref in (tls.get("ca", {}).get("secret"), tls.get("cert", {}).get("secret"),
+                            tls.get("keySecret")):  # fmt: skip
+                    if ref:
+                        found.add((namespace, ref["name"], reader))
+    return found
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_secret_of_ours_is_created_by_the_profile_s_steps_where_it_is_read(
+    profile: str,
+) -> None:
+    created: set[tuple[str, str]] = set()
+    for step in install_steps(profile):
+        words = step.split()
+        if words[:2] == ["kubectl", "-n"] and words[3:5] == ["create", "secret"]:
+            created.add((words[2], words[6]))
+    read = _secrets_read(ours(profile))
+    assert {name for _, name, _ in read} == {"tas-extender-tls", "tas-extender-scrape-tls"}
+    missing = {(ns, name, who) for ns, name, who in read if (ns, name) not in created}
+    assert not missing, f"read but never created there: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_config_map_a_pod_of_ours_reads_is_in_its_namespace(profile: str) -> None:
+    config_maps = {key(o)[1:] for o in of_kind(ours(profile) + theirs(profile), "ConfigMap")}
+    for pod in pods(ours(profile)):
+        read = [v["configMap"]["name"] for v in pod.spec.get("volumes", []) if "configMap" in v]
+        for container in pod.spec["containers"]:
+            for env in container.get("env", []):
+                if "configMapKeyRef" in env.get("valueFrom", {}):
+                    read.append(env["valueFrom"]["configMapKeyRef"]["name"])
+        for name in read:
+            assert (pod.namespace, name) in config_maps, (pod.owner, name)
+
+
+# --- every port a policy of ours admits is served ---------------------------------------------
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_port_a_network_policy_of_ours_admits_is_a_port_served(profile: str) -> None:
+    everyone = pods(ours(profile) + theirs(profile))
+    for policy in of_kind(ours(profile), "NetworkPolicy"):
+        namespace = policy["metadata"]["namespace"]
+        selected = [
+            p
+            for p in everyone
+            if p.namespace == namespace and selects(policy["spec"]["podSelector"], p.labels)
+        ]
+        assert selected, key(policy)
         for rule in policy["spec"]["ingress"]:
-            assert {p["port"] for p in rule["ports"]} <= served, key(policy)
+            ports = [p["port"] for p in rule["ports"]]
+            for port in ports:
+                assert any(pod.serves(port) for pod in selected), (key(policy), port)
+            for pod in selected:
+                assert any(pod.serves(port) for port in ports), (key(policy), pod.owner)

@@ -23,7 +23,7 @@ code. What each tool does:
   kubectl's JSONPath the script uses), `rollout status` (a Deployment's available replicas for
   its current generation, a DaemonSet's ready pods), `wait --for=condition=Established crd/X`,
   `patch --type json`, `logs -l app.kubernetes.io/name=X` (prints `<state>/logs/X.log`),
-  and `exec deploy/prometheus-k8s -- wget -qO- URL`, answered from the emulator and the nodes'
+  and `exec deploy/tas-prometheus -- wget -qO- URL`, answered from the emulator and the nodes'
   textfiles as Prometheus would answer the script's two queries.
 """
 
@@ -562,9 +562,10 @@ def logs(call: Call, args: list[str], namespace: str) -> None:
     call.out.write(log.read_text(encoding="utf-8"))
 
 
-#: A Prometheus job of deploy/metrics-pipeline: the workload its targets are the pods of.
+#: A Prometheus job of deploy/metrics-pipeline (the standalone profile's): the workload its
+#: targets are the pods of.
 JOBS = {
-    "node-exporter": ("daemonsets", "monitoring", "tas-node-exporter"),
+    "node-exporter": ("daemonsets", "tas-monitoring", "tas-node-exporter"),
     "tas-extender": ("deployments", "telemetry-aware-scheduling", "tas-extender"),
     "tas-policy-controller": ("deployments", "telemetry-aware-scheduling", "tas-policy-controller"),
     "tas-descheduler": ("deployments", "telemetry-aware-scheduling", "tas-descheduler"),
@@ -572,7 +573,7 @@ JOBS = {
 
 
 def prometheus_query(call: Call, args: list[str], namespace: str) -> None:
-    """`exec deploy/prometheus-k8s -- wget -qO- URL`: `up{job="J"}==1` has a value when J's
+    """`exec deploy/tas-prometheus -- wget -qO- URL`: `up{job="J"}==1` has a value when J's
     workload is rolled out, `node_health_metric{instance="N"}` when node N has the textfile."""
     api = call.api()
     target, command = args[0], args[args.index("--") + 1 :]

@@ -10,9 +10,9 @@ once the descheduler is switched to Automatic, as the policy controller and the 
 
 Covered:
 - the whole walkthrough passes, its steps in the order of docs/deploy.md: the CRD on its own
-  (crds: deploy/cluster no longer carries it), then the components (deploy/cluster, whose
-  namespace the metrics pipeline's Role needs) before the metrics pipeline; every object of
-  them, the demo's and the Secrets exist at the end; the descheduler's JSON patch (its `test`
+  (crds: deploy/cluster no longer carries it), then the standalone profile's namespaces (before
+  the Secrets that go into them) and the profile; every object of them, the demo's and the
+  Secrets exist at the end; the descheduler's JSON patch (its `test`
   ops) still matches the shipped arguments;
 - the image built and loaded into the nodes is the one every component's rendered Deployment
   names (deploy/cluster/kustomization.yaml's `images`), so no node pulls it from a registry;
@@ -252,19 +252,18 @@ def test_the_walkthrough_applies_in_the_documented_order_and_passes(tmp_path: Pa
         assert "e2e-kind: PASSED" in stderr
 
         applied = [c[2:] for c in calls if c[:2] == ["kubectl", "apply"]]
-        assert applied[:5] == [
+        assert applied[:3] == [
             ["-k", "crds"],
-            ["-f", "deploy/cluster/namespace.yaml"],
-            ["-k", "deploy/cluster"],
-            ["-f", "deploy/metrics-pipeline/namespace.yaml"],
-            ["-k", "deploy/metrics-pipeline"],
+            [
+                "-f",
+                "deploy/cluster/namespace.yaml",
+                "-f",
+                "deploy/metrics-pipeline/node-exporter/namespace.yaml",
+            ],
+            ["-k", "deploy/profiles/standalone"],
         ]
         stored = {identity(o) for r in RESOURCES for o in api.objects(r.key)}
-        for directory in (
-            ROOT / "crds",
-            ROOT / "deploy" / "cluster",
-            ROOT / "deploy" / "metrics-pipeline",
-        ):
+        for directory in (ROOT / "crds", ROOT / "deploy" / "profiles" / "standalone"):
             for obj in render(directory):
                 assert identity(obj) in stored, identity(obj)
         images = {
@@ -281,7 +280,7 @@ def test_the_walkthrough_applies_in_the_documented_order_and_passes(tmp_path: Pa
                 assert identity(obj) in stored, identity(obj)
         assert {
             ("Secret", "telemetry-aware-scheduling", "tas-extender-tls"),
-            ("Secret", "monitoring", "tas-extender-scrape-tls"),
+            ("Secret", "tas-monitoring", "tas-extender-scrape-tls"),
         } <= stored
         # kube-scheduler called the extender for the demo pod, and again for its replacement,
         # which the violating node was no candidate for.
