@@ -155,7 +155,8 @@ def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> N
         "cpu_utilization": {"node-a": 0.6, "node-b": 0.1, "node-c": 0.1},
         "cpu_pressure": {"node-a": 0.14, "node-b": 0.0, "node-c": 0.0},
     }
-    config = policy_config("LoadAware", args=load_aware(confirmCycles=1))
+    # The utilization rule off, so the pressure rule is what holds it (the next test has both).
+    config = policy_config("LoadAware", args=load_aware(confirmCycles=1, atRiskCrestUtilization=0))
     with load_aware_log() as log:
         report = make_descheduler(cluster, config, metrics=metrics).run_cycle()
     assert report.classifications["test"].overutilized == ("node-a",)
@@ -164,6 +165,35 @@ def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> N
         '"Node did not come near saturating within 300s, not rebalanced" node="node-a" '
         "crestPressure=0.14 atRiskCrestPressure=0.5"
     ) in log
+
+
+@pytest.mark.parametrize(("crest_utilization", "moves"), [(None, False), (0.0, True), (0.7, True)])
+def test_a_bursty_node_that_never_came_near_full_is_not_rebalanced_on_its_pressure(
+    crest_utilization: float | None, moves: bool
+) -> None:
+    """A bursty node reads PSI 0.6 at 70% CPU: its tasks wait, and are served, so it loses no
+    work, while a move loses the pod's for a restart. By default (`atRiskCrestUtilization`
+    0.9) it is not rebalanced, and the log says why; with the rule off (0) or below its
+    utilization, the same node gives a pod away."""
+    pods = tuple(make_pod(f"app-{i}", owner=f"rs-{i}", cpu=0.9) for i in range(6))
+    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    metrics = {
+        "cpu_utilization": {"node-a": 0.7, "node-b": 0.1, "node-c": 0.1},
+        "cpu_pressure": {"node-a": 0.6, "node-b": 0.0, "node-c": 0.0},
+    }
+    args: dict[str, Any] = {"confirmCycles": 1}
+    if crest_utilization is not None:
+        args["atRiskCrestUtilization"] = crest_utilization
+    config = policy_config("LoadAware", args=load_aware(**args))
+    with load_aware_log() as log:
+        report = make_descheduler(cluster, config, metrics=metrics).run_cycle()
+    assert report.classifications["test"].overutilized == ("node-a",)
+    assert bool(report.decisions) is moves
+    said = (
+        '"Node did not come near full within 300s, not rebalanced: its waiting tasks are '
+        'served" node="node-a" crestUtilization=0.70 atRiskCrestUtilization=0.9'
+    )
+    assert (said in log) is not moves
 
 
 def started_in(seconds: float) -> Callable[[Pod], Pod]:
@@ -535,8 +565,8 @@ def test_a_node_is_rebalanced_only_if_its_recent_crest_came_near_saturating(
     with caplog.at_level(logging.INFO, logger="descheduler.plugins.load_aware"):
         evicted = moves_off_a_node_read_at(*readings)
     assert bool(evicted) is moved, why
-    refused = "Node did not come near saturating within 300s, not rebalanced" in caplog.text
+    # Refused by the first rule that holds: its CPU never came near full (0.75 < 0.9).
+    refused = "Node did not come near full within 300s, not rebalanced" in caplog.text
     assert refused is not moved
     if not moved:
-        crest = NodeLoad.measured(8, utilization=0.75, psi=0.35).pressure
-        assert f"crestPressure={crest:.2f} atRiskCrestPressure=0.5" in caplog.text
+        assert "crestUtilization=0.75 atRiskCrestUtilization=0.9" in caplog.text

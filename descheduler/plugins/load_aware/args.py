@@ -47,6 +47,11 @@ class LoadAwareArgs:
     #: reached this: a node that did not come near saturating loses next to no work (its tasks
     #: wait, they are served), while every move loses the pod's work for a restart.
     at_risk_crest_pressure: float = 0.5
+    #: ... and only when its measured CPU utilization came near full within `payback_seconds`
+    #: (where it is measured): PSI rises on bursts long before a node is full, and a bursty
+    #: node at 70% reads PSI 0.5, yet loses no work, since its waiting tasks are served; 0
+    #: rebalances on pressure alone.
+    at_risk_crest_utilization: float = 0.9
     #: What a move costs: the pod's work for this long (a restart or a live migration) ...
     restart_seconds: float = 30.0
     #: ... or, when its owner's running pods took longer to start (`descheduler.startup`:
@@ -158,6 +163,9 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         at_risk_pressure=r.number("atRiskPressure", defaults.at_risk_pressure, low=0, high=1),
         at_risk_crest_pressure=r.number(
             "atRiskCrestPressure", defaults.at_risk_crest_pressure, low=0, high=1
+        ),
+        at_risk_crest_utilization=r.number(
+            "atRiskCrestUtilization", defaults.at_risk_crest_utilization, low=0, high=1
         ),
         restart_seconds=r.number("restartSeconds", defaults.restart_seconds, low=0, high=3600),
         learn_restart_seconds=r.boolean("learnRestartSeconds", defaults.learn_restart_seconds),

@@ -1,7 +1,8 @@
 """The stall model: on the CPU signals, a move must pay (the formulas in `tas.pressure`).
 
-A node whose pressure is below `atRiskPressure`, or whose recent crest stayed below
-`atRiskCrestPressure`, is not rebalanced, however uneven; a pod moves only when the stall it is
+A node whose pressure is below `atRiskPressure`, whose recent crest stayed below
+`atRiskCrestPressure`, or whose measured utilization came nowhere near full
+(`atRiskCrestUtilization`), is not rebalanced, however uneven; a pod moves only when the stall it is
 predicted to take off its node, less what it adds to the fitting node that would stall least
 with it, exceeds what its restart costs, and never when it would make that node the next hot
 one; a pod nothing describes stays (never a move on a guess). The prediction is in the
@@ -77,6 +78,9 @@ class StallModel:
     #: Each node's load at its recent peak: what a destination must make room in.
     peak_loads: dict[NodeName, NodeLoad]
 
+    #: Each node's highest measured CPU utilization (0..1) within the payback horizon, where
+    #: it is measured: a node that came nowhere near full is not rebalanced.
+    peak_utilization: Mapping[NodeName, float] = field(default_factory=dict)
     #: Sources confirmed: overutilized at `confirmCycles` cycles in a row (this one included).
     confirmed: frozenset[NodeName] = frozenset()
     #: Nodes no pod is moved to: evacuated (a policy's deschedule rule) within the cooldown, or
@@ -157,7 +161,15 @@ class StallModel:
             startups = {}
         elif startups is None:
             startups = owner_startups(state.pods)
-        return cls(args, loads, peak_loads, frozenset(confirmed), frozenset(avoid), startups)
+        return cls(
+            args,
+            loads,
+            peak_loads,
+            dict(peak_utilization),
+            frozenset(confirmed),
+            frozenset(avoid),
+            startups,
+        )
 
     def cost_of(self, pod: Pod) -> MoveCost:
         """What moving the pod costs: `restartSeconds` of its work, or its owner's start-up
@@ -179,6 +191,17 @@ class StallModel:
                 '"Node is not overutilized for %d cycles in a row yet, not rebalanced" node="%s"',
                 self.args.confirm_cycles,
                 node,
+            )
+            return False
+        busiest = self.peak_utilization.get(node)
+        if busiest is not None and busiest < self.args.at_risk_crest_utilization:
+            log.info(
+                '"Node did not come near full within %gs, not rebalanced: its waiting tasks are '
+                'served" node="%s" crestUtilization=%.2f atRiskCrestUtilization=%g',
+                self.args.payback_seconds,
+                node,
+                busiest,
+                self.args.at_risk_crest_utilization,
             )
             return False
         crest = self.peak_loads[node].pressure
