@@ -536,3 +536,18 @@ def test_uninstall_deletes_the_api_service_only_while_it_points_at_this_adapter(
     condition = guard.rsplit("[ ", 1)[1]
     assert "-o jsonpath='{.spec.service.namespace}/{.spec.service.name}'" in condition
     assert f"= {target['namespace']}/{target['name']} ] &&" in condition
+
+
+def test_the_upgrade_guide_trusts_the_adapter_as_the_shipped_api_service_does() -> None:
+    """The shipped APIService verifies the adapter against `caBundle`; the upgrade guide's
+    create step is followed by giving it that CA, and never names skipping verification but to
+    refuse it."""
+    apiservice = ROOT / "deploy/metrics-pipeline/prometheus-adapter/apiservice.yaml"
+    (shipped,) = yaml.safe_load_all(apiservice.read_text(encoding="utf-8"))
+    assert "insecureSkipTLSVerify" not in shipped["spec"]
+    text = re.sub(r"\s+", " ", UPGRADE.read_text(encoding="utf-8"))
+    create = "kubectl create -f deploy/metrics-pipeline/prometheus-adapter/apiservice.yaml"
+    for after in text.split(create)[1:]:
+        assert "caBundle" in after.split(". ", 1)[0], after[:200]
+    for found in re.finditer("insecureSkipTLSVerify", text):
+        assert "never" in text[max(0, found.start() - 12) : found.start()]

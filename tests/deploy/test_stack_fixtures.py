@@ -27,7 +27,10 @@ Covered, per profile, rendering it beside its cluster's objects:
   cluster;
 - every RoleBinding subject of ours is a ServiceAccount of theirs or ours;
 - every port a NetworkPolicy of ours admits is a port a pod it selects serves (named ports
-  resolved per pod), and every pod it selects serves one of them.
+  resolved per pod), and every pod it selects serves one of them;
+- deploy/descheduler/low-node-utilization-prometheus.yaml queries kube-prometheus's Prometheus
+  as it serves (http, the Service's port), which the kube-prometheus profile admits the
+  descheduler to.
 """
 
 from __future__ import annotations
@@ -470,3 +473,36 @@ def test_every_port_a_network_policy_of_ours_admits_is_a_port_served(profile: st
                 assert any(pod.serves(port) for pod in selected), (key(policy), port)
             for pod in selected:
                 assert any(pod.serves(port) for port in ports), (key(policy), pod.owner)
+
+
+# --- the descheduler's LowNodeUtilization example ---------------------------------------------
+
+
+def test_the_low_node_utilization_example_queries_what_kube_prometheus_serves() -> None:
+    """deploy/descheduler/low-node-utilization-prometheus.yaml names kube-prometheus's
+    Prometheus as it serves (plain HTTP, on the port its Service and NetworkPolicy open), and
+    the kube-prometheus profile lets the descheduler reach it there."""
+    example = DEPLOY / "descheduler" / "low-node-utilization-prometheus.yaml"
+    (provider,) = yaml.safe_load(example.read_text(encoding="utf-8"))["metricsProviders"]
+    url: str = provider["prometheus"]["url"]
+    scheme, _, rest = url.partition("://")
+    host, _, port = rest.partition(":")
+    name, namespace, _ = host.split(".")
+    assert scheme == "http"  # kube-prometheus serves no TLS on prometheus-k8s
+    merged = ours("kube-prometheus") + theirs("kube-prometheus")
+    (service,) = [
+        s
+        for s in of_kind(theirs("kube-prometheus"), "Service")
+        if (s["metadata"]["namespace"], s["metadata"]["name"]) == (namespace, name)
+    ]
+    (served,) = [p for p in service["spec"]["ports"] if p["port"] == int(port)]
+    prometheus = [
+        p
+        for p in pods(merged)
+        if p.namespace == namespace
+        and selects({"matchLabels": service["spec"]["selector"]}, p.labels)
+    ]
+    (descheduler,) = [p for p in pods(ours("kube-prometheus")) if p.owner == "tas-descheduler"]
+    assert prometheus
+    for pod in prometheus:
+        assert admitted(of_kind(merged, "NetworkPolicy"), pod, descheduler, served["targetPort"])
