@@ -3,12 +3,12 @@
 Covered:
 - every kustomization under deploy/ and crds/ renders (tests/deploy/kustomize.py), and where a
   kubectl is installed, its `kubectl kustomize` output is the same set of objects;
-- every rendered object is valid for the newest Kubernetes that `kubernetes-validate` knows
-  and for the oldest we support (strict: a misspelt field fails); the only objects without a
-  schema are the Prometheus Operator's ServiceMonitor and PrometheusRule (checked in
-  test_prometheus.py) and the TASPolicy CRD's own objects; a kind newer than the oldest version
-  (the ValidatingAdmissionPolicy of deploy/cluster, GA in 1.30) is checked from the version that
-  serves it;
+- every rendered object is valid for the newest Kubernetes that `kubernetes-validate` knows,
+  for 1.30 and 1.34, and for the oldest we support (strict: a misspelt field fails); the only
+  objects without a schema are the Prometheus Operator's ServiceMonitor and PrometheusRule
+  (checked in test_prometheus.py) and the TASPolicy CRD's own objects; a kind newer than the
+  oldest version (the ValidatingAdmissionPolicy of deploy/cluster, GA in 1.30) is checked from
+  the version that serves it;
 - `kubectl apply -f crds/` reads only the CRD (the kustomization is `crds/Kustomization`), and
   `kubectl apply -k crds/` installs the same CRD; no other kustomization renders a CRD, so
   `kubectl delete -k` of the components never deletes it and every TASPolicy with it;
@@ -72,7 +72,8 @@ from tests.deploy.kustomize import (
 from tests.deploy.pipeline import DEPLOY, ROOT, find, rendered
 
 KUSTOMIZATIONS = [*kustomization_dirs(DEPLOY), ROOT / "crds"]
-KUBERNETES_VERSIONS = ("1.25", kubernetes_validate.utils.latest_version())
+#: The oldest supported, the two an install is checked on (issue 56's 1.30 and 1.34), the newest.
+KUBERNETES_VERSIONS = ("1.25", "1.30", "1.34", kubernetes_validate.utils.latest_version())
 #: Kinds without a schema in kubernetes-validate, and where they are checked instead.
 CUSTOM_KINDS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "tests/deploy/test_prometheus.py",
