@@ -4,7 +4,9 @@ Wires the policy store (files or the cluster's TASPolicy objects), the recent pl
 pod and node watches (herd control, `tas.placements`: binds, and each node's allocatable as its
 capacity) and by the pods' usage (Prometheus, else metrics-server's PodMetrics), the metric
 view, the FastAPI application and its uvicorn server with TLS, whose certificate is reloaded
-when its files change (`extender.cert_reload`).
+when its files change (`extender.cert_reload`). With herd control on, the view also fetches
+the CPU utilization and pressure its curves learn from (`HERD_CONTROL_METRICS`) whatever the
+policies name, and /metrics exports what it has learned (`PlacementTracker.calibration`).
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
 installed here make that second delivery a clean stop (exit 0) instead of a kill.
 """
@@ -31,13 +33,18 @@ from tas.breaker import DEFAULT_MAX_SHARE
 from tas.calibration.curve import CurveLearner
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import PodFields, ResourceKind
+from tas.durations import format_duration
+from tas.metrics.view import MetricView
 from tas.placements import (
+    DEFAULT_MAX_WINDOW,
     DEFAULT_RESOURCES,
     DEFAULT_WINDOW,
+    PRESSURE_UTILIZATION,
     PlacementTracker,
     follow_cluster,
 )
 from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
 from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
 from tas.types import MetricName
@@ -56,6 +63,13 @@ log = logging.getLogger("extender")
 CLEANUP_SECONDS = 0.5
 POLICY_POLL_SECONDS = 10.0
 DEFAULT_CAPACITY = {"cpu": 16.0, "memory": 64.0 * 1024**3}
+#: What herd control fetches beside the policies' metrics: each pressure metric and the
+#: utilization read beside it, the (utilization, PSI) pairs a node's curve is learned from,
+#: whose sample times also show the metric lag the window follows. Without them a fleet whose
+#: policies name only `cpu_pressure` would never learn a curve.
+HERD_CONTROL_METRICS: frozenset[MetricName] = frozenset(PRESSURE_UTILIZATION) | frozenset(
+    PRESSURE_UTILIZATION.values()
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,8 +149,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=common.duration,
         default=DEFAULT_WINDOW,
         metavar="DURATION",
-        help="a pod counts until its node's sample time is later than its bind time plus this: "
-        "the metrics' averaging window plus pod start-up and scrape delay (default 90s)",
+        help="a pod counts until its node's sample time is later than its bind time plus this "
+        "window: the metrics' averaging window plus pod start-up and scrape delay. Where it "
+        "starts (default 90s); it then follows the observed start-up and metric lag within "
+        "--estimate-window-min and --estimate-window-max",
+    )
+    placements.add_argument(
+        "--estimate-window-min",
+        type=common.duration,
+        default=None,
+        metavar="DURATION",
+        help="the shortest the window may follow the observed delays down to (default: "
+        "--estimate-window, so it only grows); at most --estimate-window",
+    )
+    placements.add_argument(
+        "--estimate-window-max",
+        type=common.duration,
+        default=None,
+        metavar="DURATION",
+        help="the longest the window may follow the observed delays up to (default 5m; "
+        "--estimate-window's value for a fixed window); at least --estimate-window",
     )
     placements.add_argument(
         "--estimate-metric",
@@ -217,6 +249,7 @@ class PlacementSettings:
 
     #: `--recent-placements`; unset: on when policies come from the cluster, off with files.
     enabled: bool
+    #: `--estimate-window`: where the window starts before it follows the observed delays.
     window: float
     resources: Mapping[MetricName, str]
     default_capacity: Mapping[str, float]
@@ -224,6 +257,10 @@ class PlacementSettings:
     usage_percentile: float | None = None
     #: `--learn-pressure-curve`: pressure estimates follow each node's learned curve.
     learn_curves: bool = True
+    #: `--estimate-window-min`; None: the window never goes below `window`.
+    min_window: float | None = None
+    #: `--estimate-window-max`; None: `tas.placements.DEFAULT_MAX_WINDOW` (or `window` if longer).
+    max_window: float | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PlacementSettings:
@@ -239,7 +276,38 @@ class PlacementSettings:
             default_capacity=capacity,
             usage_percentile=args.estimate_percentile,
             learn_curves=args.learn_pressure_curve == "on",
+            min_window=args.estimate_window_min,
+            max_window=args.estimate_window_max,
         )
+
+    def window_problem(self) -> str | None:
+        """Why the window's flags contradict each other, None when they do not. Each limit
+        the operator gives must hold the starting window: the tracker would otherwise widen
+        its limits to include the start and silently ignore the flag."""
+        start = f"--estimate-window {format_duration(self.window)}"
+        if self.max_window is None:
+            highest = f"--estimate-window-max {format_duration(DEFAULT_MAX_WINDOW)} (the default)"
+        else:
+            highest = f"--estimate-window-max {format_duration(self.max_window)}"
+        top = DEFAULT_MAX_WINDOW if self.max_window is None else self.max_window
+        if self.min_window is not None:
+            lowest = f"--estimate-window-min {format_duration(self.min_window)}"
+            if self.min_window > top:
+                return (
+                    f"{lowest} is longer than {highest}: the window follows the observed "
+                    "delays between the two, so the minimum must not exceed the maximum"
+                )
+            if self.min_window > self.window:
+                return (
+                    f"{lowest} is longer than {start}, where the window starts: give "
+                    f"--estimate-window {format_duration(self.min_window)} or longer too"
+                )
+        if self.max_window is not None and self.max_window < self.window:
+            return (
+                f"{highest} is shorter than {start}, where the window starts: give "
+                f"--estimate-window {format_duration(self.max_window)} or shorter too"
+            )
+        return None
 
 
 @dataclass(frozen=True)
@@ -278,6 +346,13 @@ class ExtenderCommandSettings:
         )
 
 
+def check_settings(settings: ExtenderCommandSettings) -> None:
+    """What the command line says that cannot work, before anything starts."""
+    problem = settings.placements.window_problem()
+    if problem is not None:
+        raise common.SetupError(problem)
+
+
 def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
     """The tracker the flags describe, or None when recent placements are off."""
     if not settings.enabled:
@@ -288,7 +363,15 @@ def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
         default_capacity=settings.default_capacity,
         usage_percentile=settings.usage_percentile,
         curves=CurveLearner() if settings.learn_curves else None,
+        min_window=settings.min_window,
+        max_window=DEFAULT_MAX_WINDOW if settings.max_window is None else settings.max_window,
     )
+
+
+def want_metrics(store: PolicyStore, view: MetricView, *, herd_control: bool) -> None:
+    """Keep `view` fetching what the store's policies name and, with herd control on,
+    `HERD_CONTROL_METRICS` too."""
+    want_policy_metrics(store, view, extra=HERD_CONTROL_METRICS if herd_control else ())
 
 
 #: `tas extender --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
@@ -303,8 +386,8 @@ def _serve(settings: ExtenderCommandSettings) -> int:
     # of the start-up time, and `tas extender --help` (or a refused command line) needs none.
     from extender.app import create_app
     from extender.server import ExtenderServer, tune_allocator
-    from tas.policies.wanted import want_policy_metrics
 
+    check_settings(settings)
     registry = CollectorRegistry()
     reloader = _server_tls(settings, registry)
 
@@ -333,7 +416,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
         nodes=cluster if ResourceKind.NODE in watched else None,
     )
     store = PolicyStore()
-    want_policy_metrics(store, view)
+    want_metrics(store, view, herd_control=tracker is not None)
     with common.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
         life.on_close(view.stop)
         if cluster is not None:
@@ -371,6 +454,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             ),
             cores=tracker.cores if tracker is not None else None,
             servers=tracker.servers if tracker is not None else None,
+            calibration=tracker.calibration if tracker is not None else None,
             caches_synced=(lambda: cluster.wait_synced(0)) if cluster is not None else None,
         )
         served: Any = app

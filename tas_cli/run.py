@@ -425,6 +425,7 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
             ),
             cores=tracker.cores,
             servers=tracker.servers,
+            calibration=tracker.calibration,
         )
         server = _server(app, settings.listen, "the extender")
         servers.append(server)
