@@ -39,12 +39,24 @@ and every (verb, resource) its roles grant was used (a wildcard grant: by some c
 so the roles hold nothing the code does not need. What a role must keep although the test
 cannot exercise it is listed in `NOT_EXERCISED`, with the reason.
 
+And from the source, without running anything: `GRANTS` lists every verb on every resource the
+roles of each install (deploy/cluster, the three profiles, deploy/custom-metrics,
+deploy/descheduler-taints) grant each component, with the module and the call that uses it
+(`NEEDS` says what each call needs and the adapter calls it goes through, down to the Kubernetes
+client's method). A grant missing from the table, a row no role grants, a row whose module no
+longer makes its call, and a call in a component's code (its command module and its package)
+that its install does not grant each fail; a call only some configurations make (the custom
+metrics API, the descheduler's taints) must be granted by the directory that configuration
+applies, and not made by the default one. A new request in the cluster adapter or a new cache
+kind fails until `NEEDS` names what it needs.
+
 And the defect this guards against: the controller watching PodDisruptionBudgets (every cache,
 as before) with its shipped role is refused with the Forbidden Status and never syncs.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import json
@@ -60,10 +72,12 @@ import pytest
 import yaml
 
 from tas.cluster.informer import Backoff
+from tas.cluster.interface import ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.metrics.textfile import write_node_series
 from tests.deploy.pipeline import rendered
 from tests.k8s_emulator import Access, KubeEmulator
+from tests.k8s_emulator.rbac import User, bound_roles, granted
 from tests.processes import Process, free_port, tas_command
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -260,8 +274,12 @@ def demo(request: pytest.FixtureRequest, kube_emulator: KubeEmulator, tmp_path: 
     metrics = tmp_path / "metrics"
     for name, value in HEALTH.items():
         write_node_series(metrics, name, {"node_health_metric": value})
-    # What prometheus-adapter serves for `node_health_metric` (TAS's rule drops `node_`).
+    # What prometheus-adapter serves for `node_health_metric` (TAS's rule drops `node_`), and
+    # for the recording rules' node_cpu_pressure and node_cpu_utilization (deploy/monitoring),
+    # which the extender's herd control reads whatever the policies name.
     api.set_custom_metric("health_metric", HEALTH)
+    api.set_custom_metric("cpu_pressure", dict.fromkeys(HEALTH, 0.0))
+    api.set_custom_metric("cpu_utilization", dict.fromkeys(HEALTH, 10.0))
     return Demo(api, tmp_path, metrics, directory)
 
 
@@ -286,11 +304,13 @@ def component(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Pr
 def eventually(
     check: Callable[[], bool], *, demo: Demo, account: str, process: Process, what: str
 ) -> None:
+    popen = process.popen
+    assert popen is not None, "not started"
     deadline = time.monotonic() + TIMEOUT
     while not check():
-        if process.popen.poll() is not None or time.monotonic() > deadline:
+        if popen.poll() is not None or time.monotonic() > deadline:
             pytest.fail(
-                f"{what}: not seen (exit code {process.popen.poll()})\n"
+                f"{what}: not seen (exit code {popen.poll()})\n"
                 f"{demo.problems(account)}\n--- output:\n{process.output()[-4000:]}"
             )
         time.sleep(0.1)
@@ -450,6 +470,7 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
         add=["--kubeconfig", str(demo.kubeconfig(account))],
     )
     with component(once, demo.tmp / "descheduler-once.log", environment(account, "d-2")) as run:
+        assert run.popen is not None
         assert run.popen.wait(timeout=TIMEOUT) == 0, run.output()
     assert "Traceback" not in run.output(), run.output()
     assert 'Evicted pod in dry run mode pod="health-metric-demo/demo-app-6558d5ffbf-busy1"' in (
@@ -679,3 +700,441 @@ def test_a_controller_watching_pdbs_is_refused_by_its_shipped_role_and_never_syn
         "details": {"group": "policy", "kind": "poddisruptionbudgets"},
         "code": 403,
     }
+
+
+# --- every grant, and the code path that uses it (read from the source) ---------------------
+
+#: The accounts the components run as, and the code each runs: its command module and its
+#: package. What they call of the API is found there (`referenced`), by the names below.
+COMPONENT_CODE: dict[str, tuple[str, ...]] = {
+    "tas-policy-controller": ("tas_cli/controller.py", "policy_controller"),
+    "tas-descheduler": ("tas_cli/descheduler.py", "descheduler"),
+    "tas-extender": ("tas_cli/extender.py", "extender"),
+}
+KUBERNETES = "tas/cluster/kubernetes.py"
+INFORMER = "tas/cluster/informer.py"
+LEADER = "tas/cluster/leader.py"
+CUSTOM_METRICS_SOURCE = "tas/metrics/custom_metrics.py"
+#: A node metric as prometheus-adapter serves it (the name is the policy's: any name).
+A_CUSTOM_METRIC = Access("get", "custom.metrics.k8s.io", "nodes/health_metric")
+
+
+def list_and_watch(group: str, resource: str) -> frozenset[Access]:
+    return frozenset({Access("list", group, resource), Access("watch", group, resource)})
+
+
+@dataclass(frozen=True)
+class Need:
+    """What calling a name needs of the API, and the calls that make the request: (module,
+    name) pairs down to the Kubernetes client's method."""
+
+    accesses: frozenset[Access]
+    through: tuple[tuple[str, str], ...]
+
+
+#: Every name a component calls that reaches the API server, and what it needs there. A cache
+#: (`ResourceKind.<X>` in the `watched` a command passes to `common.open_cluster`) lists, then
+#: watches; the direct calls are `KubernetesCluster`'s; leader election is `common.
+#: elect_leader`; `common.open_view` reads the custom metrics API only under `--metrics
+#: custom-metrics` (deploy/custom-metrics).
+NEEDS: dict[str, Need] = {
+    "ResourceKind.NODE": Need(
+        list_and_watch("", "nodes"), ((KUBERNETES, "list_node"), (INFORMER, "watch"))
+    ),
+    "ResourceKind.POD": Need(
+        list_and_watch("", "pods"),
+        ((KUBERNETES, "list_pod_for_all_namespaces"), (INFORMER, "watch")),
+    ),
+    "ResourceKind.POLICY": Need(
+        list_and_watch("telemetry.intel.com", "taspolicies"),
+        ((KUBERNETES, "list_cluster_custom_object"), (INFORMER, "watch")),
+    ),
+    "ResourceKind.PDB": Need(
+        list_and_watch("policy", "poddisruptionbudgets"),
+        ((KUBERNETES, "list_pod_disruption_budget_for_all_namespaces"), (INFORMER, "watch")),
+    ),
+    "patch_node_labels": Need(
+        frozenset({Access("patch", "", "nodes")}), ((KUBERNETES, "patch_node"),)
+    ),
+    "set_node_taints": Need(
+        frozenset({Access("patch", "", "nodes")}), ((KUBERNETES, "patch_node"),)
+    ),
+    "patch_pod_labels": Need(
+        frozenset({Access("patch", "", "pods")}), ((KUBERNETES, "patch_namespaced_pod"),)
+    ),
+    "update_policy_status": Need(
+        frozenset({Access("patch", "telemetry.intel.com", "taspolicies/status")}),
+        ((KUBERNETES, "patch_namespaced_custom_object_status"),),
+    ),
+    "emit_event": Need(
+        frozenset({Access("create", "", "events")}), ((KUBERNETES, "create_namespaced_event"),)
+    ),
+    "evict_pod": Need(
+        frozenset({Access("create", "", "pods/eviction")}),
+        ((KUBERNETES, "create_namespaced_pod_eviction"),),
+    ),
+    "get_priority_class_value": Need(
+        frozenset({Access("get", "scheduling.k8s.io", "priorityclasses")}),
+        ((KUBERNETES, "read_priority_class"),),
+    ),
+    "list_namespaces": Need(
+        frozenset({Access("list", "", "namespaces")}), ((KUBERNETES, "list_namespace"),)
+    ),
+    "list_persistent_volume_claims": Need(
+        frozenset({Access("list", "", "persistentvolumeclaims")}),
+        ((KUBERNETES, "list_persistent_volume_claim_for_all_namespaces"),),
+    ),
+    "list_node_metrics": Need(
+        frozenset({Access("list", "metrics.k8s.io", "nodes")}),
+        ((KUBERNETES, "_metrics"), (KUBERNETES, "list_cluster_custom_object")),
+    ),
+    "list_pod_metrics": Need(
+        frozenset({Access("list", "metrics.k8s.io", "pods")}),
+        ((KUBERNETES, "_metrics"), (KUBERNETES, "list_cluster_custom_object")),
+    ),
+    "open_resource_metrics_pod_usage": Need(
+        frozenset({Access("list", "metrics.k8s.io", "pods")}),
+        (("tas_cli/common.py", "list_pod_metrics"), (KUBERNETES, "list_cluster_custom_object")),
+    ),
+    "list_events": Need(
+        frozenset({Access("list", "", "events")}),
+        ((KUBERNETES, "list_event_for_all_namespaces"),),
+    ),
+    "elect_leader": Need(
+        frozenset(
+            Access(verb, "coordination.k8s.io", "leases") for verb in ("get", "create", "update")
+        ),
+        (
+            ("tas_cli/common.py", "LeaderElector"),
+            (LEADER, "read_namespaced_lease"),
+            (LEADER, "create_namespaced_lease"),
+            (LEADER, "replace_namespaced_lease"),
+        ),
+    ),
+    "open_view": Need(
+        frozenset({A_CUSTOM_METRIC}),
+        (("tas/metrics/spec.py", "CustomMetricsSource"), (CUSTOM_METRICS_SOURCE, "call_api")),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One (verb, resource) a role grants an account, where it is shipped, and the code that
+    uses it: `call`, a name in NEEDS, made in `module`."""
+
+    account: str
+    access: Access
+    shipped_in: str  # the directory under deploy/ whose roles grant it
+    module: str
+    call: str
+
+
+def grants(
+    account: str, shipped_in: str, rows: Sequence[tuple[str, str, str, str, str]]
+) -> list[Grant]:
+    return [
+        Grant(account, Access(verb, group, resource), shipped_in, module, call)
+        for verb, group, resource, module, call in rows
+    ]
+
+
+CONTROLLER_CMD, DESCHEDULER_CMD, EXTENDER_CMD = (
+    "tas_cli/controller.py",
+    "tas_cli/descheduler.py",
+    "tas_cli/extender.py",
+)
+RECONCILER = "policy_controller/reconciler.py"
+EVICTOR = "descheduler/evictor.py"
+DEFAULT_EVICTOR = "descheduler/plugins/default_evictor.py"
+USAGE = "descheduler/usage.py"
+
+#: Every verb on every resource the shipped roles grant the components, and the code path
+#: that uses it. The tests below fail on a grant missing here (unused, or unexplained), on a
+#: row no role grants, on a row whose module no longer makes its call, and on a call in a
+#: component's code that no role of its install grants.
+GRANTS: list[Grant] = [
+    *grants(
+        "tas-policy-controller",
+        "cluster",
+        [
+            ("list", "", "nodes", CONTROLLER_CMD, "ResourceKind.NODE"),
+            ("watch", "", "nodes", CONTROLLER_CMD, "ResourceKind.NODE"),
+            ("patch", "", "nodes", RECONCILER, "patch_node_labels"),
+            ("list", "", "pods", CONTROLLER_CMD, "ResourceKind.POD"),
+            ("watch", "", "pods", CONTROLLER_CMD, "ResourceKind.POD"),
+            ("patch", "", "pods", RECONCILER, "patch_pod_labels"),
+            ("list", "telemetry.intel.com", "taspolicies", CONTROLLER_CMD, "ResourceKind.POLICY"),
+            ("watch", "telemetry.intel.com", "taspolicies", CONTROLLER_CMD, "ResourceKind.POLICY"),
+            (
+                "patch",
+                "telemetry.intel.com",
+                "taspolicies/status",
+                RECONCILER,
+                "update_policy_status",
+            ),
+            ("create", "", "events", RECONCILER, "emit_event"),
+            ("get", "coordination.k8s.io", "leases", CONTROLLER_CMD, "elect_leader"),
+            ("create", "coordination.k8s.io", "leases", CONTROLLER_CMD, "elect_leader"),
+            ("update", "coordination.k8s.io", "leases", CONTROLLER_CMD, "elect_leader"),
+        ],
+    ),
+    *grants(
+        "tas-descheduler",
+        "cluster",
+        [
+            ("list", "", "nodes", DESCHEDULER_CMD, "ResourceKind.NODE"),
+            ("watch", "", "nodes", DESCHEDULER_CMD, "ResourceKind.NODE"),
+            ("list", "", "pods", DESCHEDULER_CMD, "ResourceKind.POD"),
+            ("watch", "", "pods", DESCHEDULER_CMD, "ResourceKind.POD"),
+            ("create", "", "pods/eviction", EVICTOR, "evict_pod"),
+            ("list", "policy", "poddisruptionbudgets", DESCHEDULER_CMD, "ResourceKind.PDB"),
+            ("watch", "policy", "poddisruptionbudgets", DESCHEDULER_CMD, "ResourceKind.PDB"),
+            ("list", "telemetry.intel.com", "taspolicies", DESCHEDULER_CMD, "ResourceKind.POLICY"),
+            (
+                "watch",
+                "telemetry.intel.com",
+                "taspolicies",
+                DESCHEDULER_CMD,
+                "ResourceKind.POLICY",
+            ),
+            ("create", "", "events", EVICTOR, "emit_event"),
+            (
+                "get",
+                "scheduling.k8s.io",
+                "priorityclasses",
+                DEFAULT_EVICTOR,
+                "get_priority_class_value",
+            ),
+            ("list", "", "namespaces", DEFAULT_EVICTOR, "list_namespaces"),
+            (
+                "list",
+                "",
+                "persistentvolumeclaims",
+                DEFAULT_EVICTOR,
+                "list_persistent_volume_claims",
+            ),
+            ("list", "metrics.k8s.io", "nodes", USAGE, "list_node_metrics"),
+            ("list", "metrics.k8s.io", "pods", USAGE, "list_pod_metrics"),
+            ("get", "coordination.k8s.io", "leases", DESCHEDULER_CMD, "elect_leader"),
+            ("create", "coordination.k8s.io", "leases", DESCHEDULER_CMD, "elect_leader"),
+            ("update", "coordination.k8s.io", "leases", DESCHEDULER_CMD, "elect_leader"),
+        ],
+    ),
+    *grants(
+        "tas-extender",
+        "cluster",
+        [
+            ("list", "telemetry.intel.com", "taspolicies", EXTENDER_CMD, "ResourceKind.POLICY"),
+            ("watch", "telemetry.intel.com", "taspolicies", EXTENDER_CMD, "ResourceKind.POLICY"),
+            ("list", "", "pods", EXTENDER_CMD, "ResourceKind.POD"),
+            ("watch", "", "pods", EXTENDER_CMD, "ResourceKind.POD"),
+            ("list", "", "nodes", EXTENDER_CMD, "ResourceKind.NODE"),
+            ("watch", "", "nodes", EXTENDER_CMD, "ResourceKind.NODE"),
+            ("list", "metrics.k8s.io", "pods", EXTENDER_CMD, "open_resource_metrics_pod_usage"),
+        ],
+    ),
+    # The custom metrics API, read by all three under `--metrics custom-metrics`.
+    *grants(
+        "tas-policy-controller",
+        "custom-metrics",
+        [("get", "custom.metrics.k8s.io", "*", CONTROLLER_CMD, "open_view")],
+    ),
+    *grants(
+        "tas-descheduler",
+        "custom-metrics",
+        [("get", "custom.metrics.k8s.io", "*", DESCHEDULER_CMD, "open_view")],
+    ),
+    *grants(
+        "tas-extender",
+        "custom-metrics",
+        [("get", "custom.metrics.k8s.io", "*", EXTENDER_CMD, "open_view")],
+    ),
+    # SoftTainter's and MakeRoomForPending's taints, fenced by admission to the two it owns.
+    *grants(
+        "tas-descheduler",
+        "descheduler-taints",
+        [("patch", "", "nodes", "descheduler/tainter.py", "set_node_taints")],
+    ),
+]
+
+#: Every install directory, and the directories of GRANTS' rows its roles hold.
+INSTALLS: dict[str, tuple[str, ...]] = {
+    "cluster": ("cluster",),
+    "profiles/standalone": ("cluster",),
+    "profiles/kube-prometheus": ("cluster",),
+    "profiles/kube-prometheus-stack": ("cluster",),
+    "custom-metrics": ("cluster", "custom-metrics"),
+    "descheduler-taints": ("descheduler-taints",),
+}
+#: Calls a component makes only in a configuration its own directory grants: (account, the
+#: access) -> that directory, and what makes the component call.
+OPTIONAL: dict[tuple[str, Access], tuple[str, str]] = {
+    ("tas-descheduler", Access("patch", "", "nodes")): (
+        "descheduler-taints",
+        "a policy enabling SoftTainter or MakeRoomForPending",
+    ),
+    **{
+        (account, A_CUSTOM_METRIC): ("custom-metrics", "--metrics custom-metrics")
+        for account in COMPONENT_CODE
+    },
+}
+
+
+def role_grants(directory: Path, account: str) -> set[Access]:
+    """What the roles of `kubectl kustomize directory` grant the ServiceAccount, anywhere."""
+    documents = rendered(directory)
+    stored = {
+        (d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d
+        for d in documents
+        if d.get("kind") in ("Role", "ClusterRole")
+    }
+
+    def role(plural: str, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        kind = "ClusterRole" if plural == "clusterroles" else "Role"
+        return stored.get((kind, namespace, name))
+
+    roles = bound_roles(
+        User.service_account(NAMESPACE, account),
+        cluster_bindings=[d for d in documents if d.get("kind") == "ClusterRoleBinding"],
+        namespace_bindings=[d for d in documents if d.get("kind") == "RoleBinding"],
+        role=role,
+    )
+    return granted(roles)
+
+
+def referenced(path: Path) -> set[str]:
+    """The names a module's code refers to (not its comments or strings): `name`, `attr`,
+    `Name.attr` for an attribute of a plain name (`ResourceKind.NODE`), and keywords passed
+    (`watch=True`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+            if isinstance(node.value, ast.Name):
+                found.add(f"{node.value.id}.{node.attr}")
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.add(node.arg)
+    return found
+
+
+def component_modules(account: str) -> list[Path]:
+    command, package = COMPONENT_CODE[account]
+    return [ROOT / command, *sorted((ROOT / package).rglob("*.py"))]
+
+
+def used(account: str) -> dict[Access, list[str]]:
+    """Every access the component's code may need, with the modules and names needing it."""
+    found: dict[Access, list[str]] = {}
+    for module in component_modules(account):
+        names = referenced(module)
+        for name, need in NEEDS.items():
+            if name in names:
+                for access in need.accesses:
+                    found.setdefault(access, []).append(f"{module.relative_to(ROOT)}: {name}")
+    return found
+
+
+@pytest.mark.parametrize("install", list(INSTALLS))
+@pytest.mark.parametrize("account", list(COMPONENT_CODE))
+def test_every_grant_of_an_install_is_listed_with_the_code_that_uses_it(
+    install: str, account: str
+) -> None:
+    listed = {
+        g.access for g in GRANTS if g.account == account and g.shipped_in in INSTALLS[install]
+    }
+    granted_there = role_grants(ROOT / "deploy" / install, account)
+    assert granted_there - listed == set(), f"granted in deploy/{install}, no use listed"
+    assert listed - granted_there == set(), f"listed for deploy/{install}, not granted there"
+
+
+@pytest.mark.parametrize("grant", GRANTS, ids=lambda g: f"{g.account} {g.access}")
+def test_each_listed_use_is_made_where_the_table_says(grant: Grant) -> None:
+    need = NEEDS[grant.call]
+    assert any(grant.access.covers(access) for access in need.accesses), (
+        f"{grant.call} needs {sorted(map(str, need.accesses))}, not {grant.access}"
+    )
+    assert grant.call in referenced(ROOT / grant.module), f"{grant.module} no longer calls it"
+    assert ROOT / grant.module in component_modules(grant.account), "not the component's code"
+    for module, name in need.through:
+        assert name in referenced(ROOT / module), f"{module} no longer calls {name}"
+
+
+@pytest.mark.parametrize("account", list(COMPONENT_CODE))
+def test_every_call_a_component_makes_is_granted_by_its_install(account: str) -> None:
+    """Each access the component's code needs is granted by deploy/cluster, or, for a call
+    only some configurations make, by the directory that configuration applies."""
+    base = role_grants(CLUSTER, account)
+    for access, where in used(account).items():
+        optional = OPTIONAL.get((account, access))
+        granted_by = role_grants(ROOT / "deploy" / optional[0], account) if optional else base
+        assert any(grant.covers(access) for grant in granted_by), (
+            f"{access}, needed by {where}, is not granted in "
+            f"deploy/{optional[0] if optional else 'cluster'}"
+        )
+
+
+def test_the_calls_only_some_configurations_make_are_not_made_by_the_default_install() -> None:
+    """deploy/cluster grants neither: no Deployment of it reads the custom metrics API, and the
+    descheduler's shipped policy enables neither plugin that taints."""
+    for account in COMPONENT_CODE:
+        assert "custom-metrics" not in container(account)["args"], account
+        assert container(account, CUSTOM_METRICS)["args"].count("custom-metrics") == 1, account
+    policy = shipped("ConfigMap", "tas-descheduler-policy")["data"]["policy.yaml"]
+    assert "SoftTainter" not in policy
+    assert "MakeRoomForPending" not in policy
+
+
+def api_calling_methods() -> set[str]:
+    """The public methods of KubernetesCluster that send a request (directly, or through a
+    private helper of its own), found in its source."""
+    tree = ast.parse((ROOT / KUBERNETES).read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KubernetesCluster"]
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    clients = {"_core", "_custom", "_policy_api"}
+
+    def direct(method: ast.FunctionDef) -> bool:
+        for node in ast.walk(method):
+            if isinstance(node, ast.Name) and node.id in ("_api_call", "scheduling"):
+                return True
+            if isinstance(node, ast.Attribute) and node.attr in clients:
+                return True
+        return False
+
+    def helpers(method: ast.FunctionDef) -> set[str]:
+        return {
+            n.attr
+            for n in ast.walk(method)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+            and n.attr in methods
+        }
+
+    calling = {name for name, method in methods.items() if direct(method)}
+    while True:
+        more = {n for n, m in methods.items() if n not in calling and helpers(m) & calling}
+        if not more:
+            break
+        calling |= more
+    return {name for name in calling if not name.startswith("_")}
+
+
+def test_every_call_to_the_api_server_has_its_need_listed() -> None:
+    """A new request in the adapter, or a new cache kind, fails here until NEEDS says what it
+    needs, so the component tests above see it."""
+    assert api_calling_methods() == set(NEEDS) - {
+        f"ResourceKind.{kind.name}" for kind in ResourceKind
+    } - {"elect_leader", "open_view", "open_resource_metrics_pod_usage"}
+    assert {f"ResourceKind.{kind.name}" for kind in ResourceKind} <= set(NEEDS)
+    # Outside the cluster adapters, no library module sends requests for a component.
+    for module in sorted((ROOT / "tas").rglob("*.py")):
+        if module.parent.name == "cluster":
+            continue
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        calls = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not calls & api_calling_methods(), module

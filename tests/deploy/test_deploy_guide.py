@@ -18,7 +18,11 @@ Covered:
   /etc/kubernetes), and no redirection writes one (the shell, not sudo, opens it);
 - each profile's install steps apply the CRD (crds/) first and then that profile, after the
   namespaces its Secrets go into, and create no namespace it does not own (never `monitoring`);
-  every directory the guide applies with `-k` is named again in the uninstall section; nothing
+  every directory the guide applies with `-k` (in a shell block or in its prose, as the
+  optional deploy/descheduler-taints) is named again in the uninstall section; every Secret it
+  creates outside its own namespaces (the adapter's key in `monitoring`) is deleted there by
+  name; deploy/descheduler-taints goes after the check that its taints are cleared and before
+  the profile that removes the descheduler (which clears them); nothing
   the uninstall steps delete renders the CRD or a namespace of others (only
   telemetry-aware-scheduling and tas-monitoring), and the CRD is deleted only under "Removing
   the TASPolicies, on purpose", after a copy of the policies is kept;
@@ -367,11 +371,15 @@ def test_each_profile_s_steps_create_only_namespaces_it_owns_before_their_secret
 
 
 def _applied_directories() -> set[str]:
+    """Every directory the guide applies with `-k`: in its shell blocks, and in its prose (an
+    optional part, such as deploy/descheduler-taints, is named there)."""
     found = set()
     for line in shell_lines(GUIDE):
         words = shlex.split(line)
         if words[:2] == ["kubectl", "apply"] and "-k" in words:
             found.add(words[words.index("-k") + 1].rstrip("/"))
+    text = GUIDE.read_text(encoding="utf-8")
+    found.update(d.rstrip("/") for d in re.findall(r"kubectl apply -k (deploy/[\w./-]+)", text))
     return found
 
 
@@ -383,7 +391,7 @@ def test_every_directory_the_guide_applies_is_named_in_the_uninstall_section() -
         assert directory in uninstall, directory
 
 
-def _uninstall_deletes() -> list[list[str]]:
+def uninstall_deletes() -> list[list[str]]:
     uninstall = _section("11. Uninstall and rollback")
     steps = re.findall(r"```sh\n(.*?)```", uninstall, flags=re.DOTALL)
     first = steps[0]  # the uninstall steps; the policies' own block follows
@@ -394,8 +402,36 @@ def _uninstall_deletes() -> list[list[str]]:
     ]
 
 
+def test_every_secret_the_guide_creates_outside_its_namespaces_is_deleted_on_uninstall() -> None:
+    """A Secret in our namespaces goes with them; one in another's namespace (the adapter's
+    key in `monitoring`) is deleted by name, or a private key would outlive the install."""
+    created = _created_secrets(GUIDE.read_text(encoding="utf-8"))
+    assert ("monitoring", "tas-prometheus-adapter-tls") in created
+    uninstall = [line for line in shell_lines(GUIDE) if line in _section("11. Uninstall")]
+    for namespace, name in created:
+        if namespace in OWNED_NAMESPACES:
+            continue
+        deletes = [
+            shlex.split(line)
+            for line in uninstall
+            if line.startswith(f"kubectl -n {namespace} delete")
+        ]
+        assert any(words[-2:] == ["secret", name] for words in deletes), (namespace, name)
+
+
+def test_the_descheduler_s_taints_are_cleared_and_its_grant_removed_before_the_profile() -> None:
+    """The descheduler clears the taints it set only while it runs: deploy/descheduler-taints
+    goes after its taints are gone (the check prints them), before the profile removes it."""
+    uninstall = _section("11. Uninstall and rollback")
+    targets = [words[words.index("-k") + 1] for words in uninstall_deletes() if "-k" in words]
+    taints = targets.index("deploy/descheduler-taints")
+    assert all(taints < targets.index(f"deploy/profiles/{p}") for p in PROFILES)
+    check = uninstall.index("| grep telemetry.aware.scheduling/")
+    assert check < uninstall.index("kubectl delete --ignore-not-found -k deploy/descheduler-taints")
+
+
 def test_the_uninstall_steps_delete_no_crd_and_no_namespace_of_others() -> None:
-    deletes = _uninstall_deletes()
+    deletes = uninstall_deletes()
     assert deletes
     for words in deletes:
         target = words[words.index("-k" if "-k" in words else "-f") + 1]
@@ -521,7 +557,7 @@ def test_no_kubeadm_command_mixes_config_with_patches() -> None:
     assert mixed == []
 
 
-def test_uninstall_deletes_the_api_service_only_while_it_points_at_this_adapter() -> None:
+def testuninstall_deletes_the_api_service_only_while_it_points_at_this_adapter() -> None:
     """One APIService of that name serves the cluster's custom metrics: deleting it by name
     would take another adapter's (TAS's Helm chart's, a prometheus-adapter's) away."""
     text = GUIDE.read_text(encoding="utf-8")

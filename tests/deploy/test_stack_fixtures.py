@@ -9,7 +9,9 @@ stack.yaml, from the chart's rendered objects) for deploy/profiles/kube-promethe
 Covered, per profile, rendering it beside its cluster's objects:
 - no object of ours has the kind, namespace and name of one of theirs (nothing of theirs is
   replaced or relabelled, nothing of theirs deleted with ours), ours ships no Namespace but the
-  two it owns, and every object of ours goes into a namespace that exists;
+  two it owns, and every object of ours goes into a namespace that exists; and what the
+  guide's uninstall steps delete (each `-k` rendered, each `-f` file, each Secret by name)
+  holds no object of either stack and no Namespace but ours;
 - standalone needs no Prometheus Operator (no monitoring.coreos.com object), and the stacks'
   Prometheus selects every ServiceMonitor and PrometheusRule of ours (label and namespace
   selectors) and may discover the targets in their namespaces (a Role or a ClusterRole bound
@@ -35,14 +37,15 @@ Covered, per profile, rendering it beside its cluster's objects:
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.deploy.pipeline import DEPLOY, rendered
-from tests.deploy.test_deploy_guide import install_steps
+from tests.deploy.pipeline import DEPLOY, ROOT, rendered
+from tests.deploy.test_deploy_guide import GUIDE, install_steps, shell_lines, uninstall_deletes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stacks"
 #: Each profile, and the objects of the cluster it is made for (None: an empty cluster).
@@ -178,6 +181,38 @@ def test_nothing_of_theirs_is_replaced_and_no_namespace_but_ours_is_shipped(prof
     shipped = {o["metadata"]["name"] for o in of_kind(ours(profile), "Namespace")}
     assert shipped == OWNED_NAMESPACES
     assert "monitoring" not in shipped
+
+
+def uninstalled() -> list[tuple[str, str, str]]:
+    """Every object the guide's uninstall steps delete: what each `kubectl delete -k` renders,
+    each `-f` file holds, and each Secret deleted by name."""
+    found: list[tuple[str, str, str]] = []
+    for words in uninstall_deletes():
+        flag = "-k" if "-k" in words else "-f"
+        target = ROOT / words[words.index(flag) + 1]
+        objects = (
+            rendered(target)
+            if flag == "-k"
+            else [d for d in yaml.safe_load_all(target.read_text(encoding="utf-8")) if d]
+        )
+        found += [key(o) for o in objects]
+    for line in shell_lines(GUIDE):
+        words = shlex.split(line)
+        if words[:2] == ["kubectl", "-n"] and words[3] == "delete" and words[-2] == "secret":
+            found.append(("Secret", words[2], words[-1]))
+    return found
+
+
+def test_the_uninstall_deletes_nothing_of_either_stack() -> None:
+    """Whatever profile was installed, on whichever stack: no object of kube-prometheus's or
+    kube-prometheus-stack's (their namespace, Prometheus, Services, APIService, roles) is
+    among what the uninstall steps delete."""
+    deleted = set(uninstalled())
+    assert ("Secret", "monitoring", "tas-prometheus-adapter-tls") in deleted
+    assert ("Namespace", "", "telemetry-aware-scheduling") in deleted
+    for profile in PROFILES:
+        assert deleted & {key(o) for o in theirs(profile)} == set(), profile
+    assert {name for kind, _, name in deleted if kind == "Namespace"} == OWNED_NAMESPACES
 
 
 @pytest.mark.parametrize("profile", PROFILES)
