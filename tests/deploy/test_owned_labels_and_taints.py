@@ -15,7 +15,7 @@ Covered:
   descheduler and the extender: setting, changing and removing `<policy>=violating` on a node,
   a `telemetry.aware.scheduling.<policy>/*` label, the owned-labels annotation; creating a pod
   with `violate=<policy>`, setting, changing and removing it later; creating a node already
-  labelled violating;
+  labelled violating or with a labeling-strategy label;
 - admitted for them: their own labels (also a key without a prefix valued other than
   `violating`), a kubelet's status update, a pod or node created without TAS's labels; the
   controller itself is not matched;
@@ -177,6 +177,10 @@ FORGED = [
     pytest.param(
         demo_node(**{LABELING: "hot"}), label(LABELING, None), "label", id="labeling removed"
     ),
+    pytest.param(
+        demo_node(**{LABELING: "hot"}), label(LABELING, "cold"), "label", id="labeling changed"
+    ),
+    pytest.param(demo_node(**{LABELING: "hot"}), None, "label", id="node created labelled"),
     pytest.param(
         demo_node(), annotation(OWNED_ANNOTATION, '["x"]'), OWNED_ANNOTATION, id="record set"
     ),
