@@ -1,6 +1,6 @@
 """The page's log, told each step's decisions as the closed loop makes them.
 
-`simulator.loop.ClosedLoop` calls its observers at the points of a step; this one hands the
+`inmemory.loop.ClosedLoop` calls its observers at the points of a step; this one hands the
 page's `Recorder` what happened there, on the loop's clock: the inputs the controller is about
 to act on (after the view refreshed), the descheduler's cycle, the scheduler's placements. What
 a whole tick produced (the state, a history point) the driver gives it (`Recorder.observe`).
@@ -13,8 +13,8 @@ from typing import Protocol
 
 from dashboard.recorder import Recorder
 from descheduler.cycle import CycleReport
+from inmemory.loop import LoopObserver
 from inmemory.scheduler import ScheduleResult
-from simulator.loop import LoopObserver
 from tas.clock import Clock
 from tas.types import MetricColumns
 

@@ -163,7 +163,7 @@ __all__ = [
 
 
 class LiveWorld:
-    """The health demo's world as the closed loop's `WorldStepper` (`simulator.loop`): at loop
+    """The health demo's world as the closed loop's `WorldStepper` (`inmemory.loop`): at loop
     time `t` (seconds since `started`, on the wall clock) the workload model steps and writes
     the node textfiles. `latest` is the last step, which the page shows and the pods' usage
     comes from (`fetch`, a `tas.metrics.source.PodUsageFeed`: what container metrics report)."""

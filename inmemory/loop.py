@@ -20,6 +20,12 @@ usage plugin, the OpenShift soft tainter, metrics-server's answers) are `hooks`.
 Per-pod usage for the descheduler is production's (`descheduler.usage.pod_usage_from`: every
 CPU signal as a share of the node capped at 100, memory as requested), over a `PodUsageFeed`
 of what container metrics report.
+
+The loop lives beside the in-memory cluster and kube-scheduler model it runs the product's
+components over, the one module of this package that imports components (an import-linter
+contract names its edges). The worlds it moves are the callers': the simulator's
+(`simulator.simulated_world.SimulatedWorld`) and the health demo's
+(`inmemory.live_telemetry.LiveWorld`).
 """
 
 from __future__ import annotations
@@ -33,8 +39,6 @@ from typing import Protocol
 from descheduler.cycle import CycleReport, Descheduler
 from inmemory.scheduler import InMemoryScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
-from simulator.pipeline import ScrapeStore
-from simulator.world import ModelState, World
 from tas.metrics.errors import MetricFetchError
 from tas.metrics.source import PodUsageFeed
 from tas.placements import PlacementTracker
@@ -186,39 +190,6 @@ class RealTime:
                 taken += 1
             self.after_tick(max(0.0, (self.index - 1) * step))
             stop.wait(self.tick_seconds)
-
-
-class SimulatedWorld:
-    """The simulator's world as a `WorldStepper`: the scenario's events, the workload model
-    (with OOM kills), and the metric pipeline's integration and scrapes (`simulator.pipeline`).
-    `watchers` see each step's state (the figures' recorder, the page)."""
-
-    def __init__(
-        self,
-        world: World,
-        store: ScrapeStore,
-        *,
-        watchers: Sequence[Callable[[ModelState, float], None]] = (),
-    ) -> None:
-        self.world = world
-        self.store = store
-        self.watchers = list(watchers)
-        self.state: ModelState | None = None
-
-    def advance(self, t: float, step: float) -> None:
-        world = self.world
-        world.clock.advance_to(t)
-        for event in world.due_events(t):
-            world.apply(event, t)
-        state = world.model(t)
-        if world.kill_out_of_memory(state):
-            state = world.model(t)
-        world.report_ready(t)
-        self.store.integrate(state, step)
-        self.store.maybe_scrape(t)
-        self.state = state
-        for watcher in self.watchers:
-            watcher(state, step)
 
 
 def _cpu_and_memory(usage: Mapping[PodKey, Mapping[str, float]]) -> dict[PodKey, dict[str, float]]:

@@ -11,7 +11,8 @@ rails); only the cluster, the kube-scheduler and the workload are modelled, the 
 - `extenders`: this project's extender and Intel TAS's, called in-process;
 - `baselines`: Volcano's LoadAware, written from its documented rules;
 - `contenders`: what each contender runs, as DeschedulerPolicy documents;
-- `figures`: the measured figures; `runner`: the loop; `report` and `charts`: the output.
+- `simulated_world`: the world as the closed loop (`inmemory.loop`) steps it;
+- `figures`: the measured figures; `runner`: a run; `report` and `charts`: the output.
 
 Nothing in the product imports this package (an import-linter contract says so).
 """

@@ -1,7 +1,7 @@
 """A simulator scenario on `make run`'s page (`tas run --scenario`): the same run `tas simulate`
 makes, shown as it happens.
 
-The run is `simulator.runner.build_run`'s for `ours`, stepped in real time (`simulator.loop.
+The run is `simulator.runner.build_run`'s for `ours`, stepped in real time (`inmemory.loop.
 RealTime`, `--speed` scenario seconds per wall second) instead of as fast as it goes: the same
 world, metric pipeline (scrape interval, window, delay, outages), step order and seeded choices,
 with ours' extender behind real HTTP as kube-scheduler calls it. So the table the page shows at

@@ -38,6 +38,7 @@ from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries
 from extender.settings import ExtenderSettings
+from inmemory.loop import ClosedLoop, LoopHooks, LoopObserver
 from inmemory.scheduler import Extender, InMemoryScheduler, ScheduleResult
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
@@ -61,7 +62,6 @@ from simulator.contenders import (
 )
 from simulator.extenders import OursExtender, TasExtender
 from simulator.figures import FigureRecorder, Figures, Series
-from simulator.loop import ClosedLoop, LoopHooks, LoopObserver, SimulatedWorld
 from simulator.pipeline import (
     VOLCANO_HISTORY,
     ModelSource,
@@ -70,6 +70,7 @@ from simulator.pipeline import (
     perfect,
 )
 from simulator.scenario import Scenario
+from simulator.simulated_world import SimulatedWorld
 from simulator.world import InformerOrder, ModelState, World
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.calibration.curve import CurveLearner

@@ -11,7 +11,7 @@ controls; its JSON API is in docs/dashboard.md. With `--scenario`, a simulator s
 the demo's place, in real time: the very run `tas simulate` makes for `ours`, metric pipeline
 included (`simulator.live`).
 
-Both run the closed loop of `simulator.loop` (`ClosedLoop`: the world moves, the view
+Both run the closed loop of `inmemory.loop` (`ClosedLoop`: the world moves, the view
 refreshes, the controller reconciles, the descheduler cycles when due, the scheduler places
 what is pending), stepped as wall time passes (`RealTime`); the dashboard's recorder is told
 each decision as the loop makes it, and the state once a tick.
@@ -70,10 +70,10 @@ from inmemory.demo import (
 )
 from inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
 from inmemory.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
+from inmemory.loop import ClosedLoop, LoopHooks, RealTime
 from inmemory.scheduler import InMemoryScheduler
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from simulator.loop import ClosedLoop, LoopHooks, RealTime
 from tas.clock import Clock, SystemClock
 from tas.cluster.interface import policy_key_of
 from tas.explain import parse_decisions
