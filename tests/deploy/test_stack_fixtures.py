@@ -11,7 +11,8 @@ Covered, per profile, rendering it beside its cluster's objects:
   replaced or relabelled, nothing of theirs deleted with ours), ours ships no Namespace but the
   two it owns, and every object of ours goes into a namespace that exists; and what the
   guide's uninstall steps delete (each `-k` rendered, each `-f` file, each Secret by name)
-  holds no object of either stack and no Namespace but ours;
+  holds no object of either stack and no Namespace but ours, and every object the guide's
+  steps create (each profile, each optional part) is deleted by name or with its namespace;
 - standalone needs no Prometheus Operator (no monitoring.coreos.com object), and the stacks'
   Prometheus selects every ServiceMonitor and PrometheusRule of ours (label and namespace
   selectors) and may discover the targets in their namespaces (a Role or a ClusterRole bound
@@ -37,6 +38,8 @@ Covered, per profile, rendering it beside its cluster's objects:
 
 from __future__ import annotations
 
+import itertools
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -200,7 +203,45 @@ def uninstalled() -> list[tuple[str, str, str]]:
         words = shlex.split(line)
         if words[:2] == ["kubectl", "-n"] and words[3] == "delete" and words[-2] == "secret":
             found.append(("Secret", words[2], words[-1]))
+    # The APIService, deleted only while it points at this adapter (else it is not ours).
+    uninstall = GUIDE.read_text(encoding="utf-8").split("## 11. Uninstall", 1)[1]
+    for guarded in re.findall(r"\] &&\s*kubectl delete -f (\S+)", uninstall):
+        documents = yaml.safe_load_all((ROOT / guarded).read_text(encoding="utf-8"))
+        found += [key(d) for d in documents if d]
     return found
+
+
+def created_by_the_guide() -> list[tuple[str, str, str]]:
+    """Every object the guide's steps create from this repository: what each `kubectl apply`
+    or `create` renders (`-k`) or reads (`-f`), in its shell blocks and in its prose (an
+    optional part is named there), the CRD left out (removed only on purpose)."""
+    commands = [shlex.split(line) for line in shell_lines(GUIDE)]
+    text = GUIDE.read_text(encoding="utf-8")
+    commands += [
+        ["kubectl", "apply", flag, target]
+        for flag, target in re.findall(r"kubectl apply (-[kf]) (deploy/[\w./-]+)", text)
+    ]
+    found: list[tuple[str, str, str]] = []
+    for words in commands:
+        if words[:2] not in (["kubectl", "apply"], ["kubectl", "create"]):
+            continue
+        for flag, target in itertools.pairwise(words):
+            if flag == "-k" and not target.startswith("crds"):
+                found += [key(o) for o in rendered(ROOT / target)]
+            elif flag == "-f" and target.startswith("deploy/"):
+                documents = yaml.safe_load_all((ROOT / target).read_text(encoding="utf-8"))
+                found += [key(d) for d in documents if d]
+    return found
+
+
+def test_the_uninstall_deletes_everything_the_guide_created() -> None:
+    """Pasting the uninstall steps leaves nothing of an install behind, whichever profile and
+    optional part (the demo, the dashboards, the adapter, the descheduler's taints, TAS's way)
+    was applied: each object is deleted by name, or with its namespace."""
+    deleted = set(uninstalled())
+    gone = {name for kind, _, name in deleted if kind == "Namespace"}
+    left = {k for k in created_by_the_guide() if k not in deleted and k[1] not in gone}
+    assert left == set()
 
 
 def test_the_uninstall_deletes_nothing_of_either_stack() -> None:
@@ -212,7 +253,9 @@ def test_the_uninstall_deletes_nothing_of_either_stack() -> None:
     assert ("Namespace", "", "telemetry-aware-scheduling") in deleted
     for profile in PROFILES:
         assert deleted & {key(o) for o in theirs(profile)} == set(), profile
-    assert {name for kind, _, name in deleted if kind == "Namespace"} == OWNED_NAMESPACES
+    # Ours, and the demo's (docs/deploy.md, section 6).
+    namespaces = {name for kind, _, name in deleted if kind == "Namespace"}
+    assert namespaces == OWNED_NAMESPACES | {"health-metric-demo"}
 
 
 @pytest.mark.parametrize("profile", PROFILES)
