@@ -14,5 +14,6 @@ library (`tas`), not in it: the components never import it, and it imports none 
 - `extender_client`: that protocol over HTTP, with kube-scheduler's exact wire format;
 - `loop`: the closed loop that runs the components over a world, one step at a time (`tas run`,
   `tas run --scenario`, `tas simulate`);
-- `demo`: the TAS health-metric demo's nodes, pods and metrics.
+- `demo`: the TAS health-metric demo's nodes, pods and metrics, and its state as printed;
+- `apply`: `kubectl apply` of TASPolicy files to the in-memory cluster.
 """

@@ -15,6 +15,9 @@ cluster has around it:
   request arithmetic, as a noisy neighbour is) and setting a node's health value.
 
 A pod's usage comes from its owner's profile; a stress pod carries its cores in an annotation.
+
+`describe_state` (and `TerminalState`, `tas run --show-state`) prints the state the demo is
+about: each node's health, its violating labels and the demo pods on it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from inmemory.cluster import InMemoryCluster
 from inmemory.live_telemetry import PodProfile
@@ -34,8 +38,8 @@ from inmemory.workload import ProfileKind, UsageProfile, steady
 from tas.cluster.interface import NotFoundError
 from tas.cluster.model import Node, NodeSelectorTerm, OwnerReference, Pod, QoSClass, Requirement
 from tas.metrics.textfile import write_node_series
-from tas.types import Namespace, NodeName
-from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE, VIOLATING
+from tas.types import MetricColumns, MetricName, Namespace, NodeName
+from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL, TELEMETRY_RESOURCE, VIOLATING
 
 NAMESPACE = Namespace("health-metric-demo")
 POLICY = "demo-policy"
@@ -362,3 +366,51 @@ def _owned_by(pod: Pod, workload: Workload) -> bool:
         and owner.name == workload.replica_set
         and pod.namespace == workload.namespace
     )
+
+
+# ------------------------------------------------------------------ the state, as printed
+
+
+class TerminalState:
+    """`--show-state`: the cluster state printed after every change (the page shows it too)."""
+
+    def __init__(self, cluster: InMemoryCluster, view: Any, *, enabled: bool) -> None:
+        self._cluster = cluster
+        self._enabled = enabled
+        self._shown = ""
+
+    def update(self, columns: MetricColumns) -> None:
+        if not self._enabled:
+            return
+        state = describe_state(self._cluster, columns)
+        if state != self._shown:
+            print(state, flush=True)
+            self._shown = state
+
+
+def describe_state(cluster: InMemoryCluster, columns: MetricColumns) -> str:
+    """One line per node: health value, violating labels, and the demo pods on it."""
+    lines = ["-- cluster state --"]
+    health = columns.get(MetricName("health_metric"), {})
+    pods = [p for p in cluster.list_pods() if POLICY_LABEL in p.labels]
+    for node in cluster.list_nodes():
+        value = health.get(node.name)
+        labels = [f"{k}={v}" for k, v in sorted(node.labels.items()) if v == "violating"]
+        on_node = [
+            p.name
+            + (
+                f" [{POD_VIOLATION_LABEL}={p.labels[POD_VIOLATION_LABEL]}]"
+                if POD_VIOLATION_LABEL in p.labels
+                else ""
+            )
+            for p in pods
+            if p.node_name == node.name
+        ]
+        lines.append(
+            f"{node.name}: health={'?' if value is None else f'{value:g}'} "
+            f"labels={','.join(labels) or '-'} pods={', '.join(on_node) or '-'}"
+        )
+    pending = [p.name for p in pods if p.node_name is None]
+    if pending:
+        lines.append(f"pending: {', '.join(pending)}")
+    return "\n".join(lines)

@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
 from prometheus_client import CollectorRegistry
 
 from dashboard.app import Controls, create_dashboard_app
@@ -59,11 +58,13 @@ from extender.app import create_app
 from extender.decisions import DecisionLog
 from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
+from inmemory.apply import apply_policy_files
 from inmemory.cluster import InMemoryCluster
 from inmemory.demo import (
     DEMO_APP,
     NODES,
     DemoWorld,
+    TerminalState,
     build_demo_cluster,
     profile_of,
     write_start_metrics,
@@ -75,16 +76,12 @@ from inmemory.scheduler import InMemoryScheduler
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.clock import Clock, SystemClock
-from tas.cluster.interface import policy_key_of
 from tas.explain import parse_decisions
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
-from tas.policies.documents import read_documents
-from tas.policies.files import PolicyFileWatcher, policy_files
+from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
-from tas.types import MetricColumns, MetricName, PolicyKey
-from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas_cli import common
 
 log = logging.getLogger("tas.run")
@@ -701,70 +698,6 @@ def _listener(address: tuple[str, int], what: str) -> common.Listener:
     )
 
 
-class TerminalState:
-    """`--show-state`: the cluster state printed after every change (the page shows it too)."""
-
-    def __init__(self, cluster: InMemoryCluster, view: Any, *, enabled: bool) -> None:
-        self._cluster = cluster
-        self._enabled = enabled
-        self._shown = ""
-
-    def update(self, columns: MetricColumns) -> None:
-        if not self._enabled:
-            return
-        state = describe_state(self._cluster, columns)
-        if state != self._shown:
-            print(state, flush=True)
-            self._shown = state
-
-
-def apply_policy_files(path: Path, cluster: InMemoryCluster) -> None:
-    """Make the cluster's TASPolicy objects equal `--policies`, as `kubectl apply` would.
-
-    The policies then reach the components the way they do on a real cluster (the store
-    follows the cluster's objects), and the controller has objects to write status to.
-    """
-    keys: set[PolicyKey] = set()
-    try:
-        files = policy_files(path)
-    except OSError as error:  # a directory that went away: as if empty
-        log.error("Cannot list policies in %s: %s", path, error)
-        files = []
-    for file in files:
-        try:
-            # The components' one reader (`tas.policies.documents`), which sees duplicate keys.
-            documents = list(read_documents(file.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-            log.error("Cannot read policies from %s: %s", file, error)
-            return  # keep what the cluster has until the file reads again
-        for document in documents:
-            body = document.body
-            if not isinstance(body, dict) or body.get("kind") != "TASPolicy":
-                continue
-            try:
-                key = policy_key_of(body)
-            except ValueError as error:
-                log.error("%s: %s", file, error)
-                continue
-            keys.add(key)
-            if document.duplicates:
-                # As `kubectl apply` (and `tas validate`) refuse it: the object stays as it was.
-                for duplicate in document.duplicates:
-                    log.error(
-                        "%s:%d: %s: %s; policy %s left as it was",
-                        file,
-                        duplicate.line,
-                        duplicate.path,
-                        duplicate.why,
-                        key,
-                    )
-                continue
-            cluster.apply_policy(body)
-    for stale in cluster.list_policy_documents():
-        if stale.key not in keys:
-            cluster.delete_policy(stale.key)
-
-
 def print_banner(dashboard: str, extender: str, about: str) -> None:
     print(
         f"""
@@ -802,34 +735,6 @@ Scale the demo app, or load a node with 3 cores of CPU (the load-aware deschedul
 Ask the extender, as kube-scheduler would:
   curl -s -X POST -H 'Content-Type: application/json' \\
        --data @{shlex.quote(str(request))} {extender}/scheduler/filter"""
-
-
-def describe_state(cluster: InMemoryCluster, columns: MetricColumns) -> str:
-    """One line per node: health value, violating labels, and the demo pods on it."""
-    lines = ["-- cluster state --"]
-    health = columns.get(MetricName("health_metric"), {})
-    pods = [p for p in cluster.list_pods() if POLICY_LABEL in p.labels]
-    for node in cluster.list_nodes():
-        value = health.get(node.name)
-        labels = [f"{k}={v}" for k, v in sorted(node.labels.items()) if v == "violating"]
-        on_node = [
-            p.name
-            + (
-                f" [{POD_VIOLATION_LABEL}={p.labels[POD_VIOLATION_LABEL]}]"
-                if POD_VIOLATION_LABEL in p.labels
-                else ""
-            )
-            for p in pods
-            if p.node_name == node.name
-        ]
-        lines.append(
-            f"{node.name}: health={'?' if value is None else f'{value:g}'} "
-            f"labels={','.join(labels) or '-'} pods={', '.join(on_node) or '-'}"
-        )
-    pending = [p.name for p in pods if p.node_name is None]
-    if pending:
-        lines.append(f"pending: {', '.join(pending)}")
-    return "\n".join(lines)
 
 
 __all__ = ["DESCRIPTION", "NODES", "add_arguments", "run"]

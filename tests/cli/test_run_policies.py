@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from inmemory.apply import apply_policy_files
 from inmemory.cluster import InMemoryCluster
 from tas.policies.files import PolicyFileWatcher
 from tas.types import Namespace, PolicyKey, PolicyName
-from tas_cli.run import apply_policy_files
 from tests.builders import policy_document, rule
 
 A = PolicyKey(Namespace("default"), PolicyName("a"))
