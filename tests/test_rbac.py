@@ -48,7 +48,12 @@ longer makes its call, and a call in a component's code (its command module and 
 that its install does not grant each fail; a call only some configurations make (the custom
 metrics API, the descheduler's taints) must be granted by the directory that configuration
 applies, and not made by the default one. A new request in the cluster adapter or a new cache
-kind fails until `NEEDS` names what it needs.
+kind fails until `NEEDS` names what it needs. The roles shipped to the programs around the
+components (the standalone Prometheus, kube-prometheus's reading our ServiceMonitors,
+prometheus-adapter, the second kube-scheduler) are listed the same way in `OTHER_GRANTS`, with
+what of that program uses each; the standalone Prometheus's are checked against the discovery
+its prometheus.yml configures, and kube-prometheus's against the namespaces of our
+ServiceMonitors.
 
 And the defect this guards against: the controller watching PodDisruptionBudgets (every cache,
 as before) with its shipped role is refused with the Forbidden Status and never syncs.
@@ -1138,3 +1143,139 @@ def test_every_call_to_the_api_server_has_its_need_listed() -> None:
         tree = ast.parse(module.read_text(encoding="utf-8"))
         calls = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert not calls & api_calling_methods(), module
+
+
+# --- the roles of the programs around the components ------------------------------------------
+
+#: Every grant shipped to an account that is not a component's: the programs around them (the
+#: standalone Prometheus, kube-prometheus's Prometheus reading our ServiceMonitors,
+#: prometheus-adapter, the second kube-scheduler), whose code is not ours. Per account
+#: (`namespace/name`), each grant (`<namespace of the Role, or cluster>: <verb> <resource>`,
+#: or a built-in role bound by name) and what of that program uses it.
+SD = "its Kubernetes service discovery lists and watches"
+OPERATOR_SD = (
+    "the Prometheus Operator's discovery for our ServiceMonitors lists and watches the Services, "
+    "their Endpoints (or EndpointSlices, with serviceDiscoveryRole: EndpointSlice) and the Pods "
+    "behind them; `get` as kube-prometheus grants it in its own namespaces"
+)
+ADAPTER = "prometheus-adapter maps each series' labels to the object it names"
+OTHER_GRANTS: dict[str, dict[str, str]] = {
+    "tas-monitoring/tas-prometheus": {
+        f"{namespace}: {verb} pods": f"prometheus.yml: {SD} pods here (role: pod)"
+        for namespace in ("tas-monitoring", NAMESPACE)
+        for verb in ("list", "watch")
+    },
+    "monitoring/prometheus-k8s": {
+        f"{namespace}: {verb} {resource}": OPERATOR_SD
+        for namespace in ("tas-monitoring", NAMESPACE)
+        for verb in ("get", "list", "watch")
+        for resource in ("services", "endpoints", "pods", "endpointslices.discovery.k8s.io")
+    },
+    "monitoring/tas-prometheus-adapter": {
+        **{
+            f"cluster: {verb} {resource}": ADAPTER
+            for verb in ("get", "list", "watch")
+            for resource in ("nodes", "namespaces", "pods", "services")
+        },
+        "cluster: built-in ClusterRole system:auth-delegator": (
+            "an aggregated API server: TokenReviews and SubjectAccessReviews of its callers"
+        ),
+        "kube-system: built-in Role extension-apiserver-authentication-reader": (
+            "an aggregated API server: reads the ConfigMap of the front proxy's client CA"
+        ),
+    },
+    f"{NAMESPACE}/tas-scheduler": {
+        "cluster: built-in ClusterRole system:kube-scheduler": "kube-scheduler, as kubeadm's",
+        "cluster: built-in ClusterRole system:volume-scheduler": "its volume binding",
+        "kube-system: built-in Role extension-apiserver-authentication-reader": (
+            "its secure serving: reads the ConfigMap of the front proxy's client CA"
+        ),
+        **{
+            f"{NAMESPACE}: {verb} leases.coordination.k8s.io": (
+                "its leader election, under its own lease name (system:kube-scheduler covers "
+                "only `kube-scheduler`'s)"
+            )
+            for verb in ("get", "create", "update")
+        },
+    },
+}
+
+
+def everything_shipped() -> list[Document]:
+    """Every object of every kustomization under deploy/ and of deploy/scheduler's files, once."""
+    found: dict[tuple[str, str, str], Document] = {}
+    directories = [p.parent for p in sorted((ROOT / "deploy").rglob("kustomization.yaml"))]
+    documents = [d for directory in directories for d in rendered(directory)]
+    documents += manifests(ROOT / "deploy" / "scheduler")
+    for d in documents:
+        metadata = d.get("metadata") or {}
+        found[(d["kind"], metadata.get("namespace", ""), metadata.get("name", ""))] = d
+    return list(found.values())
+
+
+def other_grants() -> dict[str, set[str]]:
+    """What the shipped bindings grant each ServiceAccount that is not a component's."""
+    documents = everything_shipped()
+    roles = {
+        (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
+        for d in documents
+        if d["kind"] in ("Role", "ClusterRole")
+    }
+    found: dict[str, set[str]] = {}
+    for binding in documents:
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        scope = binding["metadata"].get("namespace", "") or "cluster"
+        ref = binding["roleRef"]
+        role = roles.get((ref["kind"], scope if ref["kind"] == "Role" else "", ref["name"]))
+        if role is None:
+            grants_here = {f"{scope}: built-in {ref['kind']} {ref['name']}"}
+        else:
+            grants_here = {
+                f"{scope}: {Access(verb, group, resource)}"
+                for rule in role["rules"]
+                for verb in rule["verbs"]
+                for group in rule["apiGroups"]
+                for resource in rule["resources"]
+            }
+        for subject in binding["subjects"]:
+            account = f"{subject.get('namespace', scope)}/{subject['name']}"
+            if subject["kind"] == "ServiceAccount" and account.split("/")[1] not in (
+                COMPONENT_CODE
+            ):
+                found.setdefault(account, set()).update(grants_here)
+    return found
+
+
+def test_every_grant_to_a_program_around_the_components_is_listed_with_its_use() -> None:
+    shipped_grants = other_grants()
+    assert set(shipped_grants) == set(OTHER_GRANTS)
+    for account, listed in OTHER_GRANTS.items():
+        assert shipped_grants[account] - set(listed) == set(), f"{account}: no use listed"
+        assert set(listed) - shipped_grants[account] == set(), f"{account}: not granted"
+
+
+def test_the_standalone_prometheus_may_discover_exactly_where_it_scrapes() -> None:
+    """Its Roles against its prometheus.yml: `role: pod` discovery in each namespace named."""
+    config = yaml.safe_load(
+        (ROOT / "deploy/metrics-pipeline/prometheus/prometheus.yml").read_text(encoding="utf-8")
+    )
+    needed = {
+        f"{namespace}: {verb} {sd['role']}s"
+        for job in config["scrape_configs"]
+        for sd in job.get("kubernetes_sd_configs") or ()
+        for namespace in sd["namespaces"]["names"]
+        for verb in ("list", "watch")
+    }
+    assert needed == other_grants()["tas-monitoring/tas-prometheus"]
+
+
+def test_kube_prometheus_s_prometheus_may_discover_in_each_namespace_of_our_monitors() -> None:
+    monitors = [
+        d
+        for d in rendered(ROOT / "deploy/profiles/kube-prometheus")
+        if d["kind"] == "ServiceMonitor"
+    ]
+    namespaces = {m["metadata"]["namespace"] for m in monitors}
+    granted_in = {g.split(":")[0] for g in other_grants()["monitoring/prometheus-k8s"]}
+    assert granted_in == namespaces
