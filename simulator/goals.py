@@ -210,7 +210,7 @@ def _judged_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[Go
         _lost_goal(_interval_of(row, "population", "work_lost_vs_requests")),
         _stall_goal(_interval_of(row, "population", "stall_vs_requests")),
         _count_at_most(_WORSE, _worse_but_for_rules(row), 0, "{:.0f}"),
-        _count_at_most(_CHURN_P95, _get(row, "max_evictions_per_pod_hour", "p95"), 2, "{:.1f}"),
+        _count_at_most(_CHURN_P95, _get(row, "max_evictions_per_pod_hour", "p95"), 2, "{:.2f}"),
         _count_at_most(_CHURN_MAX, _get(row, "max_evictions_per_pod_hour", "max"), 3, "{:.0f}"),
         _gain_goal(
             _interval_of(row, "population", "share_of_gain_hindsight"),
@@ -327,7 +327,7 @@ def _judged_old_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> lis
         _not_judged(_LOST, "no figure in this sweep.json"),
         _not_judged(_STALL, "no figure in this sweep.json"),
         worse,
-        _count_at_most(_CHURN_P95, _get(row, "max_evictions_per_pod_hour", "p95"), 2, "{:.1f}"),
+        _count_at_most(_CHURN_P95, _get(row, "max_evictions_per_pod_hour", "p95"), 2, "{:.2f}"),
         _count_at_most(_CHURN_MAX, _get(row, "max_evictions_per_pod_hour", "max"), 3, "{:.0f}"),
         shares[0],
         shares[1],
