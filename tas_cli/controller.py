@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from policy_controller.loop import ControllerLoop
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from tas import process, startup
 from tas.cluster.interface import PodFields, ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
@@ -67,8 +68,8 @@ DESCRIPTION = (
 class ControllerCommandSettings:
     """Everything `tas controller` was told, read once from its command line."""
 
-    kube: common.KubeSettings
-    metrics: common.MetricsSettings
+    kube: startup.KubeSettings
+    metrics: startup.MetricsSettings
     policies: Path | None
     status_refresh_cycles: int
     leader_elect: bool
@@ -85,7 +86,7 @@ class ControllerCommandSettings:
 
 def _control(settings: ControllerCommandSettings) -> int:
     registry = CollectorRegistry()
-    api_client = common.kube_api_client(settings.kube)
+    api_client = startup.kube_api_client(settings.kube)
     # Only the caches the controller reads, which is what its ClusterRole grants: never
     # PodDisruptionBudgets, and no TASPolicies when they come from files (no CRD needed then).
     caches = [ResourceKind.NODE, ResourceKind.POD]
@@ -93,14 +94,14 @@ def _control(settings: ControllerCommandSettings) -> int:
         caches.append(ResourceKind.POLICY)
     # Only the pods it labels: those linked to a policy, and those it labelled before (a pod
     # whose link was removed still carries `violate`, which must go). Most pods are neither.
-    cluster = common.open_cluster(
+    cluster = startup.open_cluster(
         api_client,
         watched=caches,
         pod_label_selectors=(POLICY_LABEL, POD_VIOLATION_LABEL),
         pod_fields=PodFields.SUMMARY,  # of each, only what its labels are decided from
     )
     # The Node cache lends the view the nodes' addresses (an `instance` of `IP:port`).
-    view = common.open_view(
+    view = startup.open_view(
         settings.metrics,
         kube=settings.kube,
         registry=registry,
@@ -110,11 +111,11 @@ def _control(settings: ControllerCommandSettings) -> int:
     store = PolicyStore()
     want_policy_metrics(store, view)
 
-    with common.Lifetime("Policy controller", shutdown_seconds=SHUTDOWN_SECONDS) as life:
+    with process.Lifetime("Policy controller", shutdown_seconds=SHUTDOWN_SECONDS) as life:
         life.catch_signals()
         is_leader: Callable[[], bool] = lambda: True  # noqa: E731
         if settings.leader_elect:
-            is_leader = common.elect_leader(
+            is_leader = process.elect_leader(
                 api_client, name=settings.lease_name, namespace=settings.lease_namespace, life=life
             )
 
@@ -133,7 +134,7 @@ def _control(settings: ControllerCommandSettings) -> int:
         )
         sync_period = settings.metrics.sync_period
         loop = ControllerLoop(reconciler, metrics, sync_period=sync_period, is_leader=is_leader)
-        server = common.bind(
+        server = process.bind(
             settings.listen,
             lambda host, port: ProbeServer(
                 host=host, port=port, registry=registry, healthy=loop.healthy, ready=loop.ready
@@ -148,7 +149,7 @@ def _control(settings: ControllerCommandSettings) -> int:
         view.start()
         server.start()
         log.info("Policy controller starting; probes on http://%s:%d", *server.address)
-        common.follow_policies(
+        startup.follow_policies(
             settings.policies, store, life, cluster=cluster, poll_seconds=sync_period * 5
         )
         life.in_background(loop.run, life.stop, name="loop")

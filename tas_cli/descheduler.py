@@ -31,6 +31,7 @@ from descheduler.liveness import MISSED_CYCLES, CycleLiveness
 from descheduler.schedule import run_schedule
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import TokenOverPlainHttpError, service_account_prometheus
+from tas import process, startup
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
 from tas.cron import CronSchedule
@@ -145,8 +146,8 @@ class DeschedulerCommandSettings:
     policy_config_file: Path | None
     kubedescheduler: Path | None
     print_policy: bool
-    kube: common.KubeSettings
-    metrics: common.MetricsSettings
+    kube: startup.KubeSettings
+    metrics: startup.MetricsSettings
     policies: Path | None
     #: None: the KubeDescheduler's, else Predictive (`policy_document`).
     mode: Mode | None
@@ -202,11 +203,11 @@ def run(args: argparse.Namespace, *, cluster: ObservableCluster | None = None) -
             )
         return 0
     try:
-        with common.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
+        with process.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
             # First of all, so that a SIGTERM while the caches fill is a clean stop too.
             life.catch_signals()
             return _deschedule(settings, config, mode, interval, cluster, life)
-    except common.SetupError:
+    except process.SetupError:
         raise  # one line and exit 2 (`tas_cli.subcommand.run_command`)
     except Exception as error:  # a broken cluster or source at startup: one clear line
         log.error("Descheduler stopped: %s", error)
@@ -268,7 +269,7 @@ def _deschedule(
     mode: Mode,
     interval: float,
     cluster: ObservableCluster | None,
-    life: common.Lifetime,
+    life: process.Lifetime,
 ) -> int:
     registry = CollectorRegistry()
     store = PolicyStore()
@@ -283,7 +284,7 @@ def _deschedule(
     if settings.listen_metrics:
         # From the start, so the probes answer while the caches fill (live: counted from now;
         # ready once every cache has listed and the policies are loaded).
-        server = common.bind(
+        server = process.bind(
             settings.listen_metrics,
             lambda host, port: ProbeServer(
                 host=host,
@@ -300,14 +301,14 @@ def _deschedule(
     is_leader: Callable[[], bool] = lambda: True  # noqa: E731
     nodes = None
     if cluster is None:
-        api_client = common.kube_api_client(settings.kube)
+        api_client = startup.kube_api_client(settings.kube)
         if settings.leader_elect:
             # Only the leader runs cycles (evicts, taints); a standby keeps its caches warm
             # and takes over within the lease duration (15 s) when the leader goes.
-            is_leader = common.elect_leader(
+            is_leader = process.elect_leader(
                 api_client, name=settings.lease_name, namespace=settings.lease_namespace, life=life
             )
-        kubernetes = common.open_cluster(
+        kubernetes = startup.open_cluster(
             api_client,
             # Every cache the descheduler reads, named: a new cache needs its RBAC grant.
             watched=[ResourceKind.NODE, ResourceKind.POD, ResourceKind.PDB, ResourceKind.POLICY],
@@ -322,7 +323,7 @@ def _deschedule(
     refresh: Callable[[], None] = lambda: None  # noqa: E731
     if settings.metrics.source:
         # The Node cache lends the view the nodes' addresses (an `instance` of `IP:port`).
-        refreshing = common.open_view(
+        refreshing = startup.open_view(
             settings.metrics, kube=settings.kube, registry=registry, nodes=nodes
         )
         life.on_close(refreshing.stop)
@@ -330,7 +331,7 @@ def _deschedule(
     else:
         log.warning("No --metrics source: only label-based TAS violations can be seen")
         view = StaticMetricView()
-    pod_usage = common.open_pod_usage(settings.metrics)
+    pod_usage = startup.open_pod_usage(settings.metrics)
     if pod_usage is not None:
         life.on_close(lambda _seconds: pod_usage.close())
         log.info(
@@ -351,9 +352,9 @@ def _deschedule(
             ),
         )
     except TokenOverPlainHttpError as error:
-        raise common.SetupError(str(error)) from error
+        raise process.SetupError(str(error)) from error
     want_policy_metrics(store, view, extra=descheduler.wanted_metrics())
-    common.follow_policies(
+    startup.follow_policies(
         settings.policies,
         store,
         life,

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from explainer.facts import DecisionSource, DecisionsUnavailableError, Explainer, api_message
+from tas import process, startup
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ClusterError
 from tas.explain import (
@@ -126,8 +127,8 @@ class ExplainCommandSettings:
     output: str
     #: The dashboard of a running `make run`; None: the cluster.
     url: str | None
-    kube: common.KubeSettings
-    metrics: common.MetricsSettings
+    kube: startup.KubeSettings
+    metrics: startup.MetricsSettings
     policies: Path | None
     descheduler_config: Path | None
     extender: str | None
@@ -164,9 +165,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(settings: ExplainCommandSettings) -> int:
     if settings.kind == "pod" and settings.name.count("/") != 1:
-        raise common.SetupError(f"a pod is NAMESPACE/NAME, not {settings.name!r}")
+        raise process.SetupError(f"a pod is NAMESPACE/NAME, not {settings.name!r}")
     if settings.url and settings.cluster_flags:
-        raise common.SetupError(
+        raise process.SetupError(
             f"{', '.join(settings.cluster_flags)}: for a cluster, not with --url/--demo "
             "(a running make run explains from its own parts)"
         )
@@ -200,15 +201,17 @@ def _from_dashboard(settings: ExplainCommandSettings) -> PodExplanation | NodeEx
         if error.code == 404 and isinstance(answer, dict) and "near" in answer:
             raise UnknownObjectError(settings.kind, settings.name, answer["near"]) from error
         why = answer.get("error") if isinstance(answer, dict) else error.reason
-        raise common.SetupError(f"{url}: {error.code}: {why}") from error
+        raise process.SetupError(f"{url}: {error.code}: {why}") from error
     except (urllib.error.URLError, OSError, ValueError) as error:
-        raise common.SetupError(
+        raise process.SetupError(
             f"cannot read {url} (is `make run` running there?): {error}"
         ) from error
     try:
         return pod_from_json(data) if settings.kind == "pod" else node_from_json(data)
     except (KeyError, TypeError, ValueError) as error:
-        raise common.SetupError(f"{url}: not an explanation this version reads: {error}") from error
+        raise process.SetupError(
+            f"{url}: not an explanation this version reads: {error}"
+        ) from error
 
 
 def _json_or_none(body: bytes) -> Any:
@@ -238,15 +241,15 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
     if settings.policies is None:
         watched.append(ResourceKind.POLICY)
     try:
-        api_client = common.kube_api_client(settings.kube)
-    except common.SetupError as error:
-        raise common.SetupError(f"{error} (to explain a running make run: --demo)") from error
-    kubernetes = common.open_cluster(api_client, watched=watched)
+        api_client = startup.kube_api_client(settings.kube)
+    except process.SetupError as error:
+        raise process.SetupError(f"{error} (to explain a running make run: --demo)") from error
+    kubernetes = startup.open_cluster(api_client, watched=watched)
     kubernetes.start()
     closing: list[Callable[[], object]] = [kubernetes.stop]
     try:
         if not kubernetes.wait_synced(SYNC_SECONDS):
-            raise common.SetupError(
+            raise process.SetupError(
                 f"the cluster's caches did not fill within {SYNC_SECONDS:.0f}s (can this "
                 "kubeconfig list nodes, pods, poddisruptionbudgets and taspolicies?)"
             )
@@ -254,13 +257,13 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
         if settings.policies is not None:
             loaded = load_policy_path(settings.policies)
             if not loaded.policies and loaded.problems:
-                raise common.SetupError(f"--policies: {loaded.problems[0]}")
+                raise process.SetupError(f"--policies: {loaded.problems[0]}")
             store.replace(loaded.policies, loaded.problems)
         else:
             ClusterPolicyLoader(kubernetes, store).sync()
         view: Any
         if settings.metrics.source:
-            view = common.open_view(
+            view = startup.open_view(
                 settings.metrics, kube=settings.kube, registry=CollectorRegistry(), nodes=kubernetes
             )
         else:
@@ -271,8 +274,8 @@ def _from_cluster(settings: ExplainCommandSettings) -> PodExplanation | NodeExpl
             try:
                 config = load_config_file(settings.descheduler_config)
             except ConfigError as error:
-                raise common.SetupError(f"{settings.descheduler_config}: {error}") from error
-            source = common.open_pod_usage(settings.metrics)
+                raise process.SetupError(f"{settings.descheduler_config}: {error}") from error
+            source = startup.open_pod_usage(settings.metrics)
             if source is not None:
                 closing.append(source.close)
             descheduler = assemble_descheduler(
@@ -347,7 +350,7 @@ def _extender_decisions(settings: ExplainCommandSettings) -> DecisionSource:
                     str(settings.extender_key) if settings.extender_key else None,
                 )
         except (OSError, ssl.SSLError) as error:
-            raise common.SetupError(f"--extender-ca/--extender-cert: {error}") from error
+            raise process.SetupError(f"--extender-ca/--extender-cert: {error}") from error
     address = f"{url.rstrip('/')}/debug/decisions?limit={DECISIONS_READ}"
 
     def fetch() -> list[ExtenderRecord]:

@@ -29,6 +29,7 @@ from extender.cert_reload import CertificateReloader
 from extender.self_metrics import CertificateMetrics
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
 from extender.tls import ClientNameGuard, TLSConfigError, tls_files
+from tas import process, startup
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.calibration.curve import CurveLearner
 from tas.clock import SYSTEM_CLOCK
@@ -314,8 +315,8 @@ class PlacementSettings:
 class ExtenderCommandSettings:
     """Everything `tas extender` was told, read once from its command line."""
 
-    kube: common.KubeSettings
-    metrics: common.MetricsSettings
+    kube: startup.KubeSettings
+    metrics: startup.MetricsSettings
     policies: Path | None
     listen: tuple[str, int]
     insecure_http: bool
@@ -350,7 +351,7 @@ def check_settings(settings: ExtenderCommandSettings) -> None:
     """What the command line says that cannot work, before anything starts."""
     problem = settings.placements.window_problem()
     if problem is not None:
-        raise common.SetupError(problem)
+        raise process.SetupError(problem)
 
 
 def placement_tracker(settings: PlacementSettings) -> PlacementTracker | None:
@@ -403,13 +404,13 @@ def _serve(settings: ExtenderCommandSettings) -> int:
         # Only these caches: the extender needs nothing else, and its RBAC allows nothing
         # else. /readyz stays false until the first complete policy list has loaded.
         # Of each pod only what herd control reads (its node, owner, requests, bind time).
-        cluster = common.open_cluster(
-            common.kube_api_client(settings.kube),
+        cluster = startup.open_cluster(
+            startup.kube_api_client(settings.kube),
             watched=watched,
             pod_fields=PodFields.SUMMARY,
         )
     # A Node cache lends the view the nodes' addresses (an `instance` of `IP:port`).
-    view = common.open_view(
+    view = startup.open_view(
         settings.metrics,
         kube=settings.kube,
         registry=registry,
@@ -417,7 +418,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
     )
     store = PolicyStore()
     want_metrics(store, view, herd_control=tracker is not None)
-    with common.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
+    with process.Lifetime("Extender", shutdown_seconds=CLEANUP_SECONDS) as life:
         life.on_close(view.stop)
         if cluster is not None:
             if tracker is not None:
@@ -433,7 +434,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
             life.on_close(cluster.stop)  # aborts the watch stream
         if tracker is not None and cluster is not None:
             _follow_pod_usage(settings.metrics, tracker, life, cluster)
-        source = common.follow_policies(
+        source = startup.follow_policies(
             settings.policies,
             store,
             life,
@@ -466,7 +467,7 @@ def _serve(settings: ExtenderCommandSettings) -> int:
                 enforce=bool(settings.client_cert_names),
             )
         tune_allocator(largest_body=settings.app.max_body_bytes)
-        server = common.bind(
+        server = process.bind(
             settings.listen,
             lambda host, port: ExtenderServer(
                 served,
@@ -501,7 +502,7 @@ def _server_tls(
     ):
         # Kept from a TAS command line without --cacert (tas_cli.tas_compat): serving without
         # client authentication instead would silently drop the guarantee TAS gave.
-        raise common.SetupError(
+        raise process.SetupError(
             f"--cacert {TAS_DEFAULT_CACERT} (TAS's default, kept because TAS always required "
             "client certificates) does not exist: pass --cacert FILE, the CA that signed "
             "kube-scheduler's client certificate"
@@ -519,9 +520,9 @@ def _server_tls(
             else None
         )
     except TLSConfigError as error:
-        raise common.SetupError(str(error)) from error
+        raise process.SetupError(str(error)) from error
     if settings.client_cert_names and (files is None or files.cacert is None):
-        raise common.SetupError(
+        raise process.SetupError(
             "--client-cert-names needs --cacert: without client certificates there is no name "
             "to check"
         )
@@ -542,22 +543,22 @@ def _server_tls(
 
 
 def _follow_pod_usage(
-    metrics: common.MetricsSettings,
+    metrics: startup.MetricsSettings,
     tracker: PlacementTracker,
-    life: common.Lifetime,
+    life: process.Lifetime,
     cluster: KubernetesCluster,
 ) -> None:
     """The pods' observed usage feeds the placements' estimates: from the Prometheus of
     `--metrics prometheus:URL` every sync period, else from the resource metrics API
     (metrics-server's PodMetrics, `tas.metrics.resource_metrics`) every
-    `common.resource_metrics_period`."""
+    `startup.resource_metrics_period`."""
     from tas.metrics.errors import MetricFetchError
 
-    usage: PrometheusPodUsage | ResourceMetricsPodUsage | None = common.open_pod_usage(metrics)
+    usage: PrometheusPodUsage | ResourceMetricsPodUsage | None = startup.open_pod_usage(metrics)
     period = metrics.sync_period
     if usage is None:
-        usage = common.open_resource_metrics_pod_usage(cluster)
-        period = common.resource_metrics_period(metrics)
+        usage = startup.open_resource_metrics_pod_usage(cluster)
+        period = startup.resource_metrics_period(metrics)
     feed = usage
     life.on_close(lambda _seconds: feed.close())
 

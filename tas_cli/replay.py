@@ -33,13 +33,14 @@ from tas.metrics.refreshing import default_max_age
 from tas.policies.documents import read_documents
 from tas.policies.files import load_policy_path, policy_files
 from tas.policies.model import TASPolicy
+from tas.process import SetupError
 from tas.replay import timeline
 from tas.replay.evaluate import Replay, compare, replay_policies
 from tas.replay.history import History, ReplayInputError, make_window, parse_time
 from tas.replay.prometheus import read_history
 from tas.replay.scenario import build_scenario
 from tas.types import MetricName
-from tas_cli.common import SetupError, duration, share
+from tas_cli.common import duration, share
 from tas_cli.main import INSTALL_EXTRA
 from tas_cli.validate import problem_lines
 

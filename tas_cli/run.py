@@ -75,6 +75,7 @@ from inmemory.loop import ClosedLoop, LoopHooks, RealTime
 from inmemory.scheduler import InMemoryScheduler
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from tas import process
 from tas.clock import Clock, SystemClock
 from tas.explain import parse_decisions
 from tas.metrics import MetricSourceError, open_metric_view
@@ -281,11 +282,11 @@ def demo_setup(
     settings: RunCommandSettings, metrics_dir: Path, registry: CollectorRegistry
 ) -> Setup:
     if not settings.policies.exists():
-        raise common.SetupError(f"no policy at {settings.policies} (give --policies FILE)")
+        raise process.SetupError(f"no policy at {settings.policies} (give --policies FILE)")
     try:
         config = load_config_file(settings.descheduler_config)
     except ConfigError as error:
-        raise common.SetupError(f"{settings.descheduler_config}: {error}") from error
+        raise process.SetupError(f"{settings.descheduler_config}: {error}") from error
     write_start_metrics(metrics_dir)
     replicas = settings.replicas if settings.replicas is not None else DEMO_APP.replicas
     cluster = build_demo_cluster(replicas)
@@ -301,7 +302,7 @@ def demo_setup(
     try:
         view = open_metric_view(f"textfile:{metrics_dir}", sync_period=sync, registry=registry)
     except MetricSourceError as error:
-        raise common.SetupError(str(error)) from error
+        raise process.SetupError(str(error)) from error
     clock = SystemClock()
     store = PolicyStore()
     loader = ClusterPolicyLoader(cluster, store)
@@ -388,11 +389,11 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
     try:
         scenario = load_scenario(name)
     except ScenarioError as error:
-        raise common.SetupError(f"scenario {name}: " + "; ".join(error.problems[:5])) from error
+        raise process.SetupError(f"scenario {name}: " + "; ".join(error.problems[:5])) from error
     contender = resolve("ours", scenario.contenders.get("ours"))
     if isinstance(contender, Unavailable) or contender.config is None:
         why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
-        raise common.SetupError(f"scenario {scenario.name}: {why}")
+        raise process.SetupError(f"scenario {scenario.name}: {why}")
     # Wall seconds given on the command line stand for `speed` times as many scenario seconds.
     # They set ours' own cadences (which run at deploy/'s defaults whatever the scenario says).
     if settings.sync_period is not None:
@@ -489,12 +490,12 @@ def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorR
 def check_settings(settings: RunCommandSettings) -> None:
     """What the command line says that cannot work, before anything starts."""
     if settings.speed is not None and not settings.scenario:
-        raise common.SetupError(
+        raise process.SetupError(
             "--speed sets a scenario's pace: give --scenario NAME too (the health demo runs in "
             "real time; --sync-period and --descheduling-interval set its pace)"
         )
     if settings.scenario and settings.replicas is not None:
-        raise common.SetupError(
+        raise process.SetupError(
             "--replicas sets the health demo's demo-app: a scenario brings its own workloads "
             "(scale them on the page, or with tas demo scale NAME N)"
         )
@@ -503,13 +504,13 @@ def check_settings(settings: RunCommandSettings) -> None:
 
         unknown = unknown_scenario(settings.scenario)
         if unknown is not None:
-            raise common.SetupError(unknown)
+            raise process.SetupError(unknown)
 
 
 def _run(settings: RunCommandSettings) -> int:
     check_settings(settings)
     # Every port at once, before anything is built: not one taken port per attempt.
-    common.check_listeners(
+    process.check_listeners(
         [_listener(settings.dashboard, "the dashboard"), _listener(settings.listen, "the extender")]
     )
     metrics_dir: Path = settings.dir / "metrics"
@@ -522,7 +523,7 @@ def _run(settings: RunCommandSettings) -> int:
     else:
         setup = demo_setup(settings, metrics_dir, registry)
     cluster, view, extender = setup.cluster, setup.view, setup.extender
-    with common.Lifetime("tas run", shutdown_seconds=SHUTDOWN_SECONDS) as life:
+    with process.Lifetime("tas run", shutdown_seconds=SHUTDOWN_SECONDS) as life:
         life.catch_signals()
         access = control_access(settings.dashboard[0], allow_remote=settings.allow_remote_controls)
         recorder = Recorder(
@@ -678,7 +679,7 @@ def explainer(
 
 
 def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
-    return common.bind(
+    return process.bind(
         address,
         lambda host, port: ExtenderServer(app, host=host, port=port, log_level="warning"),
         what=what,
@@ -686,10 +687,10 @@ def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
     )
 
 
-def _listener(address: tuple[str, int], what: str) -> common.Listener:
+def _listener(address: tuple[str, int], what: str) -> process.Listener:
     host, port = address
     flag, spare = PORT_FLAGS[what]
-    return common.Listener(
+    return process.Listener(
         address,
         what,
         if_taken=f"Something else is serving there; pick another port with {flag} "

@@ -738,9 +738,9 @@ class Need:
 
 
 #: Every name a component calls that reaches the API server, and what it needs there. A cache
-#: (`ResourceKind.<X>` in the `watched` a command passes to `common.open_cluster`) lists, then
-#: watches; the direct calls are `KubernetesCluster`'s; leader election is `common.
-#: elect_leader`; `common.open_view` reads the custom metrics API only under `--metrics
+#: (`ResourceKind.<X>` in the `watched` a command passes to `startup.open_cluster`) lists, then
+#: watches; the direct calls are `KubernetesCluster`'s; leader election is `process.
+#: elect_leader`; `startup.open_view` reads the custom metrics API only under `--metrics
 #: custom-metrics` (deploy/custom-metrics).
 NEEDS: dict[str, Need] = {
     "ResourceKind.NODE": Need(
@@ -799,7 +799,7 @@ NEEDS: dict[str, Need] = {
     ),
     "open_resource_metrics_pod_usage": Need(
         frozenset({Access("list", "metrics.k8s.io", "pods")}),
-        (("tas_cli/common.py", "list_pod_metrics"), (KUBERNETES, "list_cluster_custom_object")),
+        (("tas/startup.py", "list_pod_metrics"), (KUBERNETES, "list_cluster_custom_object")),
     ),
     "list_events": Need(
         frozenset({Access("list", "", "events")}),
@@ -810,7 +810,7 @@ NEEDS: dict[str, Need] = {
             Access(verb, "coordination.k8s.io", "leases") for verb in ("get", "create", "update")
         ),
         (
-            ("tas_cli/common.py", "LeaderElector"),
+            ("tas/process.py", "LeaderElector"),
             (LEADER, "read_namespaced_lease"),
             (LEADER, "create_namespaced_lease"),
             (LEADER, "replace_namespaced_lease"),

@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from tas import process, startup
 from tas.metrics.static import StaticMetricView
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
@@ -156,8 +157,8 @@ def test_every_component_reads_the_shared_flags_into_the_same_frozen_settings(
         "--metric-max-age", "45s", "--log-level", "DEBUG", "--metrics-config", "/c",
     ]  # fmt: skip
     settings = settings_type.from_args(command_parser(command).parse_args([*required, *shared]))
-    assert settings.kube == common.KubeSettings(kubeconfig=Path("/k"), context="c")
-    assert settings.metrics == common.MetricsSettings(
+    assert settings.kube == startup.KubeSettings(kubeconfig=Path("/k"), context="c")
+    assert settings.metrics == startup.MetricsSettings(
         source=source, config_file=Path("/c"), max_age=45.0, sync_period=90.0
     )
     assert (settings.policies, settings.log_level) == (Path("/p"), "debug")
@@ -175,10 +176,10 @@ def test_every_component_reads_the_shared_flags_into_the_same_frozen_settings(
     ],
 )  # fmt: skip
 def test_only_a_prometheus_source_names_a_prometheus(source: str | None, url: str | None) -> None:
-    settings = common.MetricsSettings(source=source)
+    settings = startup.MetricsSettings(source=source)
     assert settings.prometheus_url == url
     if url is None:
-        assert common.open_pod_usage(settings) is None
+        assert startup.open_pod_usage(settings) is None
 
 
 def test_per_pod_usage_is_reached_with_the_metrics_configs_ca_file(tmp_path: Path) -> None:
@@ -186,9 +187,9 @@ def test_per_pod_usage_is_reached_with_the_metrics_configs_ca_file(tmp_path: Pat
     # started fine and then failed every query against a Prometheus with a private CA.
     config = tmp_path / "metrics.yaml"
     config.write_text(f"prometheus:\n  ca_file: {tmp_path / 'missing-ca.crt'}\n")
-    settings = common.MetricsSettings(source="prometheus:https://prom.test", config_file=config)
-    with pytest.raises(common.SetupError, match="ca_file"):
-        common.open_pod_usage(settings)
+    settings = startup.MetricsSettings(source="prometheus:https://prom.test", config_file=config)
+    with pytest.raises(process.SetupError, match="ca_file"):
+        startup.open_pod_usage(settings)
 
 
 @pytest.mark.parametrize(
@@ -239,7 +240,7 @@ def test_an_estimate_percentile_outside_0_to_100_is_refused(bad: str) -> None:
 def test_a_lifetime_joins_threads_in_order_then_runs_cleanups_last_first() -> None:
     order: list[str] = []
     budgets: list[float] = []
-    with common.Lifetime("test", shutdown_seconds=1.0) as life:
+    with process.Lifetime("test", shutdown_seconds=1.0) as life:
 
         def worker(name: str) -> None:
             life.stop.wait()
@@ -264,7 +265,7 @@ def test_a_lifetime_keeps_to_its_budget_and_survives_a_failing_cleanup() -> None
         raise RuntimeError("boom")
 
     started = time.monotonic()
-    life = common.Lifetime("test", shutdown_seconds=0.3)
+    life = process.Lifetime("test", shutdown_seconds=0.3)
     life.in_background(time.sleep, 5.0, name="stuck")  # never finishes in time
     life.on_close(lambda seconds: ran.append(f"{seconds:.1f}"))
     life.on_close(failing)
@@ -275,7 +276,7 @@ def test_a_lifetime_keeps_to_its_budget_and_survives_a_failing_cleanup() -> None
 
 def test_a_lifetime_restores_the_signal_handlers_it_replaced() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with common.Lifetime("test", shutdown_seconds=0.1) as life:
+    with process.Lifetime("test", shutdown_seconds=0.1) as life:
         life.catch_signals()
         assert signal.getsignal(signal.SIGTERM) is not before
         signal.raise_signal(signal.SIGTERM)
@@ -319,13 +320,13 @@ def test_a_server_that_cannot_bind_is_a_setup_error_naming_the_address_and_what_
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(common.SetupError, match=rf"^cannot listen on 127.0.0.1:{port} for "):
-            common.bind(
+        with pytest.raises(process.SetupError, match=rf"^cannot listen on 127.0.0.1:{port} for "):
+            process.bind(
                 ("127.0.0.1", port),
                 lambda host, port: socket.create_server((host, port)),
                 what="the dashboard",
             )
-    with common.bind(("127.0.0.1", 0), lambda host, port: socket.create_server((host, port))):
+    with process.bind(("127.0.0.1", 0), lambda host, port: socket.create_server((host, port))):
         pass  # a free port binds: the server itself is returned
 
 
@@ -337,14 +338,14 @@ def test_a_taken_port_is_followed_by_how_to_pick_another_and_only_a_taken_one() 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(common.SetupError) as raised:
-            common.bind(("127.0.0.1", port), serve, what="the dashboard", if_taken="Use --x.")
+        with pytest.raises(process.SetupError) as raised:
+            process.bind(("127.0.0.1", port), serve, what="the dashboard", if_taken="Use --x.")
     said = str(raised.value)
     assert said.startswith(f"cannot listen on 127.0.0.1:{port} for the dashboard: Address already")
     assert said.endswith(". Use --x.")
     # 192.0.2.1 (TEST-NET-1, RFC 5737) is no address of this machine: not a taken port.
-    with pytest.raises(common.SetupError) as raised:
-        common.bind(("192.0.2.1", port), serve, if_taken="Use --x.")
+    with pytest.raises(process.SetupError) as raised:
+        process.bind(("192.0.2.1", port), serve, if_taken="Use --x.")
     assert str(raised.value).startswith(f"cannot listen on 192.0.2.1:{port}: ")
     assert "Use --x." not in str(raised.value)
 
@@ -365,12 +366,12 @@ def test_settings_are_read_from_the_arguments_of_their_names_and_none_may_be_mis
     @dataclasses.dataclass(frozen=True)
     class Settings:
         lease_name: str
-        kube: common.KubeSettings  # a shared piece, read from its own flags
+        kube: startup.KubeSettings  # a shared piece, read from its own flags
         mode: str = "given"
 
     args = argparse.Namespace(lease_name="tas", kubeconfig=Path("/k"), context=None)
     assert common.read_settings(Settings, args, mode="Automatic") == Settings(
-        "tas", common.KubeSettings(kubeconfig=Path("/k")), "Automatic"
+        "tas", startup.KubeSettings(kubeconfig=Path("/k")), "Automatic"
     )
     with pytest.raises(AttributeError, match="lease_name"):
         common.read_settings(Settings, argparse.Namespace(kubeconfig=None, context=None))

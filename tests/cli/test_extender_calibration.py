@@ -22,9 +22,9 @@ from prometheus_client import CollectorRegistry
 from tas.metrics.static import StaticMetricView
 from tas.metrics.textfile import write_node_series
 from tas.policies.store import PolicyStore
+from tas.process import SetupError
 from tas.types import MetricName
 from tas_cli import extender
-from tas_cli.common import SetupError
 from tas_cli.main import command_parser, main
 from tests.builders import make_policy, rule
 from tests.cli.test_extender import _extender

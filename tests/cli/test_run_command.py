@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from simulator.scenario import SCENARIOS, named_scenarios
-from tas_cli.common import SetupError
+from tas.process import SetupError
 from tas_cli.main import command_parser
 from tas_cli.run import RunCommandSettings, check_settings
 from tas_cli.subcommand import run_command

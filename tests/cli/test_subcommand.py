@@ -4,7 +4,7 @@ Covered:
 - every command is registered from `tas_cli.main.COMMANDS` and its module alone: its help line
   in `tas --help`, its module's description in `tas COMMAND --help`, and its module's `run`
   as the handler; `python -m extender` (and the other components' shims) is `tas extender`;
-- a startup problem (`common.SetupError`) is one line, `tas COMMAND: why`, and exit status 2,
+- a startup problem (`process.SetupError`) is one line, `tas COMMAND: why`, and exit status 2,
   never a traceback: as `tas run` shows without its policy file.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tas_cli import common
+from tas import process
 from tas_cli.main import COMMANDS, build_parser, command_parser, main
 from tas_cli.subcommand import run_command
 from tests.processes import ROOT
@@ -61,7 +61,7 @@ def test_python_m_a_component_is_the_same_command_as_tas_component(
 
 def test_a_setup_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     def body(args: argparse.Namespace) -> int:
-        raise common.SetupError(f"cannot listen on :{args.port}")
+        raise process.SetupError(f"cannot listen on :{args.port}")
 
     assert run_command("example", body, argparse.Namespace(port=80)) == 2
     assert capsys.readouterr().err == "tas example: cannot listen on :80\n"
