@@ -9,7 +9,8 @@ workload model (`inmemory.live_telemetry`) and by `tas set-health`, and read bac
 textfile metric source. The dashboard (`dashboard/`) shows it all and offers the demo's
 controls; its JSON API is in docs/dashboard.md. With `--scenario`, a simulator scenario takes
 the demo's place, in real time: the very run `tas simulate` makes for `ours`, metric pipeline
-included (`simulator.live`).
+included (`simulator.live`). Both worlds are built, wired and bound in `dashboard.worlds`; this
+module reads the flags, checks them, prints the banner and runs what it is given.
 
 Both run the closed loop of `inmemory.loop` (`ClosedLoop`: the world moves, the view
 refreshes, the controller reconciles, the descheduler cycles when due, the scheduler places
@@ -28,75 +29,44 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import functools
 import logging
 import math
 import os
-import shlex
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from prometheus_client import CollectorRegistry
 
-from dashboard.app import Controls, create_dashboard_app
+from dashboard.app import create_dashboard_app
 from dashboard.controls import control_access
 from dashboard.observer import RecorderObserver
-from dashboard.recorder import SHOWN_METRICS, Recorder, Tick, load_aware_curves
-from descheduler.assemble import assemble_descheduler
-from descheduler.config import ConfigError, load_config_file
+from dashboard.recorder import Recorder, Tick, load_aware_curves
+from dashboard.worlds import DEMO, bind_server, demo_setup, port_listener, scenario_setup
 from descheduler.cycle import Descheduler, Mode
-from descheduler.self_metrics import DeschedulerMetrics
 from explainer.facts import Explainer, recorded_events
-from extender.app import create_app
 from extender.decisions import DecisionLog
-from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
-from inmemory.apply import apply_policy_files
 from inmemory.cluster import InMemoryCluster
-from inmemory.demo import (
-    DEMO_APP,
-    NODES,
-    DemoWorld,
-    TerminalState,
-    build_demo_cluster,
-    profile_of,
-    write_start_metrics,
-)
-from inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
-from inmemory.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
-from inmemory.loop import ClosedLoop, LoopHooks, RealTime
-from inmemory.scheduler import InMemoryScheduler
-from policy_controller.reconciler import Reconciler
-from policy_controller.self_metrics import ControllerMetrics
+from inmemory.demo import DEMO_APP, NODES, TerminalState
+from inmemory.loop import RealTime
 from tas import process
-from tas.clock import Clock, SystemClock
 from tas.explain import parse_decisions
-from tas.metrics import MetricSourceError, open_metric_view
-from tas.policies.cluster import ClusterPolicyLoader
-from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
-from tas.policies.wanted import want_policy_metrics
 from tas_cli import common
 
 log = logging.getLogger("tas.run")
 
-REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "deploy" / "health-metric-demo"
 #: The whole shutdown's budget (the tick's moment, then the servers' graceful stop), within the
 #: 2 s a Ctrl-C is promised; uvicorn cancels requests still running after 1 s.
 SHUTDOWN_SECONDS = 1.2
 #: How long a tick under way may go on after the signal before the servers are stopped under it.
 TICK_GRACE_SECONDS = 0.3
 LOOP_THREAD = "tas-run-loop"
-#: What a taken port's error suggests: the flag of each server and a port that is rarely taken.
-PORT_FLAGS = {"the extender": ("--listen", 19001), "the dashboard": ("--dashboard", 18080)}
 
 
 #: `tas run --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
@@ -249,244 +219,6 @@ def positive_number(text: str) -> float:
     return value
 
 
-@dataclass(kw_only=True)
-class Setup:
-    """The world one `tas run` acts on (the health demo, or a simulator scenario), with its
-    components wired into one closed loop and the extender's server bound (not started)."""
-
-    cluster: InMemoryCluster
-    controls: Controls
-    workloads: Callable[[], list[dict[str, object]]]
-    clock: Clock
-    view: Any
-    store: PolicyStore
-    descheduler: Descheduler
-    extender: ExtenderServer
-    decisions: DecisionLog
-    loop: ClosedLoop
-    driver: RealTime
-    #: The world at the last step, as the page's node cards and charts read it.
-    telemetry: Callable[[], TelemetryStep | None]
-    #: Wall seconds per sync and per descheduling cycle, as the page states them.
-    sync_period: float
-    interval: float
-    #: What to print under the URLs, given the dashboard's and the extender's.
-    banner: Callable[[str, str], str]
-    #: The page's controls that act on this world (a scenario's load comes from its workloads).
-    offered: tuple[str, ...] = ("health", "load", "scale")
-    #: The state's `scenario`: None for the health demo.
-    describe: Callable[[], dict[str, Any] | None] = lambda: None
-
-
-def demo_setup(
-    settings: RunCommandSettings, metrics_dir: Path, registry: CollectorRegistry
-) -> Setup:
-    if not settings.policies.exists():
-        raise process.SetupError(f"no policy at {settings.policies} (give --policies FILE)")
-    try:
-        config = load_config_file(settings.descheduler_config)
-    except ConfigError as error:
-        raise process.SetupError(f"{settings.descheduler_config}: {error}") from error
-    write_start_metrics(metrics_dir)
-    replicas = settings.replicas if settings.replicas is not None else DEMO_APP.replicas
-    cluster = build_demo_cluster(replicas)
-    demo = DemoWorld(cluster, metrics_dir, seed=settings.seed)
-    sync = settings.sync_period or 1.0
-    interval = settings.descheduling_interval or 2.0
-    world = LiveWorld(
-        LiveTelemetry(
-            cluster, metrics_dir, profile_of=profile_of, started=time.time(), seed=settings.seed
-        ),
-        started=time.time(),
-    )
-    try:
-        view = open_metric_view(f"textfile:{metrics_dir}", sync_period=sync, registry=registry)
-    except MetricSourceError as error:
-        raise process.SetupError(str(error)) from error
-    clock = SystemClock()
-    store = PolicyStore()
-    loader = ClusterPolicyLoader(cluster, store)
-    files = PolicyFileWatcher(
-        settings.policies, functools.partial(apply_policy_files, cluster=cluster)
-    )
-    descheduler = assemble_descheduler(
-        config=config,
-        cluster=cluster,
-        metric_view=view,
-        policies=lambda: store.snapshot().policies,
-        mode=Mode(settings.mode),
-        clock=clock,
-        metrics=DeschedulerMetrics(registry=CollectorRegistry()),
-        # As `tas descheduler` reads container metrics (production's reading of them).
-        pod_usage_feed=world,
-    )
-    want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
-    files.poll()
-    loader.sync()
-    world.advance(0.0, sync)
-    view.refresh_once()
-    decisions = DecisionLog(ExtenderSettings().decision_log_size)
-    extender = _server(
-        create_app(
-            store=store,
-            metrics=view,
-            settings=ExtenderSettings(),
-            registry=registry,
-            decisions=decisions,
-            clock=clock,
-        ),
-        settings.listen,
-        "the extender",
-    )
-    loop = ClosedLoop(
-        world=world,
-        view=view,
-        scheduler=InMemoryScheduler(
-            cluster, extender=HttpExtender(extender.url, weight=DEFAULT_EXTENDER_WEIGHT)
-        ),
-        step_seconds=sync,
-        sync_period=sync,
-        descheduling_interval=interval,
-        reconciler=Reconciler(
-            cluster=cluster,
-            policies=store,
-            metric_view=view,
-            metrics=ControllerMetrics(CollectorRegistry()),
-            clock=clock,
-        ),
-        descheduler=descheduler,
-        # The policy files and the cluster's TASPolicies, before the controller reconciles.
-        hooks=LoopHooks(on_sync=[files.poll, loader.sync]),
-    )
-    return Setup(
-        cluster=cluster,
-        controls=demo,
-        workloads=demo.workloads,
-        clock=clock,
-        view=view,
-        store=store,
-        descheduler=descheduler,
-        extender=extender,
-        decisions=decisions,
-        loop=loop,
-        driver=RealTime(loop=loop, tick_seconds=sync),
-        telemetry=lambda: world.latest,
-        sync_period=sync,
-        interval=interval,
-        banner=lambda dashboard, url: demo_banner(metrics_dir, dashboard, url),
-    )
-
-
-def scenario_setup(name: str, settings: RunCommandSettings, registry: CollectorRegistry) -> Setup:
-    """`name`: the scenario file or name (`--scenario`): `tas simulate`'s run for `ours`
-    (`simulator.runner.build_run`), its extender behind HTTP, stepped in real time."""
-    from simulator.contenders import Unavailable, resolve
-    from simulator.live import ScenarioControls, ScenarioPage
-    from simulator.runner import ExtenderParts, build_run
-    from simulator.scenario import ScenarioError, load_scenario
-
-    speed = settings.speed or 1.0
-    try:
-        scenario = load_scenario(name)
-    except ScenarioError as error:
-        raise process.SetupError(f"scenario {name}: " + "; ".join(error.problems[:5])) from error
-    contender = resolve("ours", scenario.contenders.get("ours"))
-    if isinstance(contender, Unavailable) or contender.config is None:
-        why = contender.reason if isinstance(contender, Unavailable) else "no descheduler"
-        raise process.SetupError(f"scenario {scenario.name}: {why}")
-    # Wall seconds given on the command line stand for `speed` times as many scenario seconds.
-    # They set ours' own cadences (which run at deploy/'s defaults whatever the scenario says).
-    if settings.sync_period is not None:
-        spec = dataclasses.replace(contender.spec, sync_period=settings.sync_period * speed)
-        contender = dataclasses.replace(contender, spec=spec)
-    if settings.descheduling_interval is not None:
-        contender = dataclasses.replace(
-            contender, descheduling_interval=settings.descheduling_interval * speed
-        )
-    seed = settings.seed or scenario.seed
-    decisions = DecisionLog(ExtenderSettings().decision_log_size)
-    servers: list[ExtenderServer] = []
-
-    def behind_http(parts: ExtenderParts) -> HttpExtender:
-        """Ours' extender as `tas extender` serves it (herd control included), called over HTTP
-        by the scheduler model as kube-scheduler calls it."""
-        tracker, view, clock = parts.placements, parts.view, parts.clock
-        app = create_app(
-            store=parts.store,
-            metrics=view,
-            settings=parts.settings or ExtenderSettings(),
-            registry=registry,
-            decisions=decisions,
-            clock=clock,
-            estimates=tracker.estimator(
-                sample_times=view.sample_times, now=clock.time, columns=view.columns
-            ),
-            cores=tracker.cores,
-            servers=tracker.servers,
-            calibration=tracker.calibration,
-        )
-        server = _server(app, settings.listen, "the extender")
-        servers.append(server)
-        return HttpExtender(server.url, weight=parts.weight)
-
-    page: ScenarioPage | None = None
-
-    def watch(state: Any, step: float) -> None:
-        if page is not None:
-            page.watch(state, step)
-
-    run = build_run(
-        scenario,
-        contender,
-        seed=seed,
-        extender=behind_http,
-        mode=Mode(settings.mode),
-        descheduler_metrics=DeschedulerMetrics(registry=CollectorRegistry()),
-        watchers=[watch],
-    )
-    assert run.descheduler is not None  # ours has one (checked above)
-    (extender,) = servers
-    # What the page shows besides what the components read.
-    run.view.set_wanted(
-        run.policies.snapshot().metric_names | run.descheduler.wanted_metrics() | set(SHOWN_METRICS)
-    )
-    driver = RealTime(
-        loop=run.loop,
-        tick_seconds=max(0.2, contender.sync_period(scenario) / speed),
-        speed=speed,
-        steps=run.steps,
-    )
-    ticking = driver
-    page = ScenarioPage(run, speed=speed, seed=seed, finished=lambda: ticking.finished)
-    controls = ScenarioControls(run)
-    banner = (
-        f"Scenario {scenario.name}: {scenario.description.strip()}\n"
-        f"{len(scenario.nodes)} nodes, {len(scenario.workloads)} workloads, "
-        f"{scenario.duration:g}s of scenario time at {speed:g}x "
-        f"({scenario.duration / speed:g}s), seed {seed}: the run tas simulate makes for ours, "
-        "its metric pipeline included."
-    )
-    return Setup(
-        cluster=run.world.cluster,
-        controls=controls,
-        workloads=controls.workloads,
-        clock=run.clock,
-        view=run.view,
-        store=run.policies,
-        descheduler=run.descheduler,
-        extender=extender,
-        decisions=decisions,
-        loop=run.loop,
-        driver=driver,
-        telemetry=page.telemetry,
-        sync_period=contender.sync_period(scenario) / speed,
-        interval=contender.interval(scenario) / speed,
-        banner=lambda dashboard, url: banner,
-        offered=("health", "scale"),
-        describe=page.describe,
-    )
-
-
 def check_settings(settings: RunCommandSettings) -> None:
     """What the command line says that cannot work, before anything starts."""
     if settings.speed is not None and not settings.scenario:
@@ -511,7 +243,10 @@ def _run(settings: RunCommandSettings) -> int:
     check_settings(settings)
     # Every port at once, before anything is built: not one taken port per attempt.
     process.check_listeners(
-        [_listener(settings.dashboard, "the dashboard"), _listener(settings.listen, "the extender")]
+        [
+            port_listener(settings.dashboard, "the dashboard"),
+            port_listener(settings.listen, "the extender"),
+        ]
     )
     metrics_dir: Path = settings.dir / "metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
@@ -560,7 +295,7 @@ def _run(settings: RunCommandSettings) -> int:
                 cluster, view, setup.store, setup.decisions, setup.descheduler, ExtenderSettings()
             ),
         )
-        dashboard = _server(dashboard_app, settings.dashboard, "the dashboard")
+        dashboard = bind_server(dashboard_app, settings.dashboard, "the dashboard")
         servers = (dashboard, extender)
         for server in servers:
             server.start()
@@ -678,27 +413,6 @@ def explainer(
     )
 
 
-def _server(app: Any, address: tuple[str, int], what: str) -> ExtenderServer:
-    return process.bind(
-        address,
-        lambda host, port: ExtenderServer(app, host=host, port=port, log_level="warning"),
-        what=what,
-        if_taken=_listener(address, what).if_taken,
-    )
-
-
-def _listener(address: tuple[str, int], what: str) -> process.Listener:
-    host, port = address
-    flag, spare = PORT_FLAGS[what]
-    return process.Listener(
-        address,
-        what,
-        if_taken=f"Something else is serving there; pick another port with {flag} "
-        f'{host}:{spare} (make run ARGS="{flag} {host}:{spare}"), or stop what '
-        f"holds it (ss -ltnp 'sport = :{port}' shows which)",
-    )
-
-
 def print_banner(dashboard: str, extender: str, about: str) -> None:
     print(
         f"""
@@ -713,29 +427,6 @@ Ctrl-C stops everything.
 """,
         flush=True,
     )
-
-
-def demo_banner(metrics_dir: Path, dashboard: str, extender: str) -> str:
-    request = DEMO / "filter-request.json"
-    tas = shlex.quote(str(Path(sys.argv[0]))) if sys.argv[0].endswith("tas") else "tas"
-    where = shlex.quote(str(metrics_dir))
-    return f"""The health-metric demo: nodes {", ".join(NODES)}, policy demo-policy
-(namespace health-metric-demo). node-b starts at health 1: nothing new is scheduled there.
-Node telemetry is textfiles in {metrics_dir}/.
-
-Make node-c unhealthy and watch the loop close (label, eviction, rescheduling):
-  {tas} set-health node-c 2 --dir {where}
-and heal it again:
-  {tas} set-health node-c 0 --dir {where}
-Scale the demo app, or load a node with 3 cores of CPU (the load-aware descheduler reacts):
-  curl -s -X POST -H 'Content-Type: application/json' -d '{{"replicas": 6}}' \\
-       {dashboard}/api/workloads/demo-app/scale
-  curl -s -X POST -H 'Content-Type: application/json' -d '{{"cores": 3}}' \\
-       {dashboard}/api/nodes/node-d/load
-  curl -s -X DELETE {dashboard}/api/nodes/node-d/load
-Ask the extender, as kube-scheduler would:
-  curl -s -X POST -H 'Content-Type: application/json' \\
-       --data @{shlex.quote(str(request))} {extender}/scheduler/filter"""
 
 
 __all__ = ["DESCRIPTION", "NODES", "add_arguments", "run"]

@@ -214,7 +214,8 @@ def test_tas_extender_serves_what_herd_control_learned_on_metrics(
 def test_tas_run_s_scenario_extender_serves_what_herd_control_learned_on_metrics(
     tmp_path: Path,
 ) -> None:
-    from tas_cli.run import RunCommandSettings, scenario_setup
+    from dashboard.worlds import scenario_setup
+    from tas_cli.run import RunCommandSettings
 
     args = command_parser("run").parse_args(
         ["--dir", str(tmp_path), "--scenario", "herd", "--listen", "127.0.0.1:0"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
+from dashboard.worlds import demo_banner
 from extender.app import ENDPOINTS
-from tas_cli.run import demo_banner
 from tests.demo_process import start_demo
 from tests.processes import ROOT
 
