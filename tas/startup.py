@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -168,23 +168,42 @@ class Syncing(Protocol):
 
     def wait_synced(self, timeout: float) -> bool: ...
 
+    def still_listing(self) -> list[str]: ...
 
-def wait_synced(cluster: Syncing, stop: threading.Event, *, limit: float = 0) -> bool:
-    """Wait until every cache has listed once; False when `stop` came first.
 
-    In short waits, so a SIGTERM while the caches fill is a prompt, clean stop. With a
-    `limit` (seconds), giving up is a `SetupError`; without, it warns every minute.
+def wait_for_caches(
+    cluster: Syncing,
+    stop: threading.Event,
+    *,
+    progress: Callable[[], None] | None = None,
+    warn_seconds: float | None = None,
+) -> bool:
+    """Wait until every cache has listed once, however long the API server takes; False when
+    `stop` came first. Every component waits so: never exiting because the API server is slow
+    (a crash loop exactly when it is busy), not ready meanwhile (its caller says so), and a
+    warning every `warn_seconds` (`CACHE_SYNC_WARN_SECONDS`) naming the caches still listing. `progress` is called at each
+    short wait (the descheduler holds its liveness with it: listing is progress).
+
+    In short waits, so a SIGTERM while the caches fill is a prompt, clean stop.
     """
-    started, warnings = time.monotonic(), 0
+    every = CACHE_SYNC_WARN_SECONDS if warn_seconds is None else warn_seconds
+    started, warned = time.monotonic(), 0
     while not cluster.wait_synced(_POLL_SECONDS):
         if stop.is_set():
             return False
+        if progress is not None:
+            progress()
         waited = time.monotonic() - started
-        if limit and waited > limit:
-            raise SetupError(f"the cluster caches did not fill within {limit:.0f}s")
-        if waited >= (warnings + 1) * CACHE_SYNC_WARN_SECONDS:
-            warnings += 1
-            log.warning("Cluster caches not synced after %d s; still waiting", waited)
+        if waited >= (warned + 1) * every:
+            warned += 1
+            log.warning(
+                "Cluster caches not filled after %d s; still listing: %s. Not ready until "
+                "they are; waiting",
+                waited,
+                ", ".join(cluster.still_listing()) or "none",
+            )
+    if warned:
+        log.info("Cluster caches filled after %d s", time.monotonic() - started)
     return not stop.is_set()
 
 
@@ -207,13 +226,17 @@ def follow_policies(
         watcher = PolicyFileWatcher(policies, into_store(store))
         watcher.poll()
         life.in_background(watcher.run, life.stop, FILE_POLL_SECONDS, name="policy-files")
+        if isinstance(cluster, Syncing):
+            # Policies from files, caches still to fill (Nodes, Pods): waited for and named
+            # the same way, though nothing here needs them to read the files.
+            life.in_background(wait_for_caches, cluster, life.stop, name="cache-wait")
         return str(policies)
     if cluster is None:
         raise SetupError("no --policies and no cluster to read TASPolicy objects from")
     from tas.policies.cluster import ClusterPolicyLoader
 
     def follow() -> None:
-        if isinstance(cluster, Syncing) and not wait_synced(cluster, life.stop):
+        if isinstance(cluster, Syncing) and not wait_for_caches(cluster, life.stop):
             return
         loader = ClusterPolicyLoader(cluster, store)
         loader.attach(cluster)

@@ -14,7 +14,6 @@ import functools
 import logging
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +50,6 @@ log = logging.getLogger("descheduler")
 #: waits as long as it takes (as the extender and the controller do): a slow or busy API server
 #: must not make the descheduler exit and crash-loop, which would list everything again.
 CACHE_WAIT_WARN_SECONDS = 60.0
-#: How often the wait checks the caches and the stop event.
-_CACHE_POLL_SECONDS = 0.2
 #: How long a cycle under way may go on after SIGTERM. With the rest of the shutdown (aborting
 #: the watch streams) it stays well inside 2 s: a rollout or a CronJob should not wait on us,
 #: and Kubernetes kills a pod 30 s after SIGTERM anyway. Each eviction is one API call, so an
@@ -399,32 +396,14 @@ def _wait_for_caches(
     liveness: CycleLiveness,
     warn_seconds: float = CACHE_WAIT_WARN_SECONDS,
 ) -> bool:
-    """Wait until every cache has listed once, however long that takes; False when `stop`
-    came first.
-
-    Meanwhile /readyz says not ready (the caller sets `synced` after), a warning every
-    `warn_seconds` names the caches still listing, and liveness is held: listing is progress,
-    and the allowance for the first cycle counts from when the caches are full."""
-    started = time.monotonic()
-    warned = 0
-    while not cluster.wait_synced(_CACHE_POLL_SECONDS):
-        if stop.is_set():
-            return False
-        liveness.cycle_ended()
-        waited = time.monotonic() - started
-        if waited >= (warned + 1) * warn_seconds:
-            warned += 1
-            listing = [i.name for i in cluster.informers if not i.synced.is_set()]
-            log.warning(
-                "Cluster caches not filled after %d s; still listing: %s. Not ready until "
-                "they are; waiting",
-                waited,
-                ", ".join(listing) or "none",
-            )
+    """`tas.startup.wait_for_caches`, as every component waits, with liveness held: listing is
+    progress, and the allowance for the first cycle counts from when the caches are full.
+    Meanwhile /readyz says not ready (the caller sets `synced` after)."""
+    synced = startup.wait_for_caches(
+        cluster, stop, progress=liveness.cycle_ended, warn_seconds=warn_seconds
+    )
     liveness.cycle_ended()
-    if warned:
-        log.info("Cluster caches filled after %d s", time.monotonic() - started)
-    return not stop.is_set()
+    return synced
 
 
 def _run_until_stopped(schedule: Callable[[], object], stop: threading.Event) -> None:

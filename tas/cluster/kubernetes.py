@@ -282,6 +282,10 @@ class KubernetesCluster:
             thread.start()
             self._threads.append(thread)
 
+    def still_listing(self) -> list[str]:
+        """The caches that have not listed once yet (what a wait names)."""
+        return [i.name for i in self.informers if not i.synced.is_set()]
+
     def wait_synced(self, timeout: float) -> bool:
         """True once every cache has listed once; False if `timeout` seconds pass first."""
         deadline = time.monotonic() + timeout

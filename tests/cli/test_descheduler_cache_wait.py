@@ -4,6 +4,8 @@ the controller do, instead of exiting (and crash-looping) after a fixed time.
 Against the API emulator with the pod list held (an API server slow to list 150,000 pods):
 - the process keeps running, /healthz answers 200 and /readyz 503 while pods are listing, and
   /readyz turns 200 once the list comes, with no restart;
+- the extender and the controller, with `--policies` files, serve the files' policies at once
+  and wait for the caches the same way (`tas.startup.wait_for_caches`), naming them;
 - the wait itself (`_wait_for_caches`) never gives up: every warning interval it warns, naming
   the cache still listing (pods, not nodes), holds liveness meanwhile (however long the wait, the
   first cycle's allowance counts from when the caches are full), returns True once the list
@@ -134,3 +136,43 @@ def test_the_wait_ends_at_once_when_stopped(cluster: KubernetesCluster) -> None:
     started = time.monotonic()
     assert _wait_for_caches(cluster, stop, liveness=liveness) is False
     assert time.monotonic() - started < 2.0
+
+
+def test_policies_from_files_are_served_while_the_caches_fill_and_the_wait_is_named(
+    kube_emulator: KubeEmulator,
+    cluster: KubernetesCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The extender and the controller with `--policies` files: the files' policies are in the
+    store at once, and the caches (pods held) are waited for as the descheduler waits, with a
+    warning naming what is still listing, until they fill."""
+    from tas.policies.store import PolicyStore
+    from tas.process import Lifetime
+    from tas.startup import follow_policies
+
+    monkeypatch.setattr("tas.startup.CACHE_SYNC_WARN_SECONDS", 0.5)
+    files = tmp_path / "policies"
+    files.mkdir()
+    (files / "demo.yaml").write_text(
+        "apiVersion: telemetry.intel.com/v1alpha1\nkind: TASPolicy\n"
+        "metadata: {name: demo, namespace: default}\n"
+        "spec:\n  strategies:\n    dontschedule:\n      rules:\n"
+        "        - {metricname: health_metric, operator: Equals, target: 1}\n"
+    )
+    store = PolicyStore()
+    life = Lifetime("test", shutdown_seconds=2.0)
+    with life, caplog.at_level(logging.INFO, logger="tas"):
+        follow_policies(files, store, life, cluster=cluster, poll_seconds=1.0)
+        assert [key.name for key in store.snapshot().policies] == ["demo"]
+        eventually(
+            lambda: any("still listing: pods" in r.getMessage() for r in caplog.records),
+            "a warning naming the pods cache",
+        )
+        kube_emulator.release_lists("pods")
+        eventually(
+            lambda: any("Cluster caches filled" in r.getMessage() for r in caplog.records),
+            "the wait's end",
+        )
+        life.stop.set()
