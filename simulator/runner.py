@@ -78,7 +78,7 @@ from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, Reso
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
-from tas.placements import PlacementTracker, follow_cluster
+from tas.placements import HERD_CONTROL_METRICS, PlacementTracker, follow_cluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
@@ -382,6 +382,8 @@ def build_run(
     wanted: set[MetricName] = set()
     if chosen is not None or reconciler is not None:
         wanted |= policies.snapshot().metric_names
+    if contender.spec.extender is ExtenderKind.OURS:
+        wanted |= HERD_CONTROL_METRICS  # as `tas extender` fetches for herd control
     if descheduler is not None:
         wanted |= descheduler.wanted_metrics()
     view.set_wanted(wanted)

@@ -94,6 +94,13 @@ PRESSURE_METRICS: frozenset[MetricName] = frozenset({MetricName("cpu_pressure")}
 PRESSURE_UTILIZATION: Mapping[MetricName, MetricName] = {
     MetricName("cpu_pressure"): MetricName("cpu_utilization")
 }
+#: What herd control fetches beside the policies' metrics: each pressure metric and the
+#: utilization read beside it, the (utilization, PSI) pairs a node's curve is learned from,
+#: whose sample times also show the metric lag the window follows. Without them a fleet whose
+#: policies name only `cpu_pressure` would never learn a curve.
+HERD_CONTROL_METRICS: frozenset[MetricName] = frozenset(PRESSURE_UTILIZATION) | frozenset(
+    PRESSURE_UTILIZATION.values()
+)
 DEFAULT_WINDOW = 90.0
 #: The metrics' averaging window, the part of the window no observed delay shows: the `[1m]`
 #: of the shipped recording rules (deploy/metrics-pipeline/prometheus/tas-recording-rules.yml).

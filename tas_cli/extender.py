@@ -5,8 +5,9 @@ pod and node watches (herd control, `tas.placements`: binds, and each node's all
 capacity) and by the pods' usage (Prometheus, else metrics-server's PodMetrics), the metric
 view, the FastAPI application and its uvicorn server with TLS, whose certificate is reloaded
 when its files change (`extender.cert_reload`). With herd control on, the view also fetches
-the CPU utilization and pressure its curves learn from (`HERD_CONTROL_METRICS`) whatever the
-policies name, and /metrics exports what it has learned (`PlacementTracker.calibration`).
+the CPU utilization and pressure its curves learn from (`tas.placements.HERD_CONTROL_METRICS`)
+whatever the policies name, and /metrics exports what it has learned
+(`PlacementTracker.calibration`).
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
 installed here make that second delivery a clean stop (exit 0) instead of a kill.
 """
@@ -40,7 +41,7 @@ from tas.placements import (
     DEFAULT_MAX_WINDOW,
     DEFAULT_RESOURCES,
     DEFAULT_WINDOW,
-    PRESSURE_UTILIZATION,
+    HERD_CONTROL_METRICS,
     PlacementTracker,
     follow_cluster,
 )
@@ -64,13 +65,6 @@ log = logging.getLogger("extender")
 CLEANUP_SECONDS = 0.5
 POLICY_POLL_SECONDS = 10.0
 DEFAULT_CAPACITY = {"cpu": 16.0, "memory": 64.0 * 1024**3}
-#: What herd control fetches beside the policies' metrics: each pressure metric and the
-#: utilization read beside it, the (utilization, PSI) pairs a node's curve is learned from,
-#: whose sample times also show the metric lag the window follows. Without them a fleet whose
-#: policies name only `cpu_pressure` would never learn a curve.
-HERD_CONTROL_METRICS: frozenset[MetricName] = frozenset(PRESSURE_UTILIZATION) | frozenset(
-    PRESSURE_UTILIZATION.values()
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
