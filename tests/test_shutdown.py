@@ -35,8 +35,8 @@ import httpx
 import pytest
 
 from tas.cluster.leader import LeaderElector
-from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
+from tests.policy_controller.support import ROOT, health_policy_document
 from tests.processes import free_port
 
 #: The longest a component may take from the signal (or the end of its single cycle) to exit.

@@ -21,8 +21,8 @@ import httpx
 
 from tas_cli import controller
 from tas_cli.main import build_parser, command_parser
-from tests.controller.support import ROOT, health_policy_document
 from tests.k8s_emulator import KubeEmulator
+from tests.policy_controller.support import ROOT, health_policy_document
 from tests.processes import Process, free_port
 
 

@@ -35,9 +35,9 @@ from tas.policies.store import PolicyStore
 from tas.probes import ProbeServer
 from tas.types import NodeName
 from tests.builders import ManualClock
-from tests.controller.support import AgingMetricView, health_policy_document, make_node
 from tests.instrumented_cluster import InstrumentedCluster
 from tests.k8s_emulator import KubeEmulator
+from tests.policy_controller.support import AgingMetricView, health_policy_document, make_node
 
 
 class BrokenNodesCluster(InstrumentedCluster):

@@ -21,7 +21,7 @@ from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import NodeName
 from tests.builders import ManualClock
-from tests.controller.support import (
+from tests.policy_controller.support import (
     DEMO_NAMESPACE,
     health_policy_document,
     make_node,

@@ -26,8 +26,8 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import ManualClock
-from tests.controller.support import DEMO_NAMESPACE, AgingMetricView, health_policy_document
 from tests.k8s_emulator import KubeEmulator
+from tests.policy_controller.support import DEMO_NAMESPACE, AgingMetricView, health_policy_document
 from tests.waiting import eventually
 
 

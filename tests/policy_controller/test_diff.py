@@ -34,7 +34,7 @@ from tas.policies.model import TASPolicy
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import make_policy, metrics, rule
-from tests.controller.support import make_node, make_pod
+from tests.policy_controller.support import make_node, make_pod
 
 DEMO = PolicyKey(Namespace("health-metric-demo"), PolicyName("demo-policy"))
 

@@ -37,7 +37,8 @@ from tas.policies.store import PolicyStore
 from tas.types import NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import policy_document, rule
-from tests.controller.support import (
+from tests.instrumented_cluster import InstrumentedCluster
+from tests.policy_controller.support import (
     DEMO_NAMESPACE,
     AgingMetricView,
     Harness,
@@ -46,7 +47,6 @@ from tests.controller.support import (
     make_pod,
     owned_state,
 )
-from tests.instrumented_cluster import InstrumentedCluster
 
 DEMO = PolicyKey(DEMO_NAMESPACE, PolicyName("demo-policy"))
 
