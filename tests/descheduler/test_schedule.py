@@ -1,8 +1,8 @@
 """When cycles run: the schedule loop on a fake clock.
 
 Covered: run-once, interval, cron, the interval winning over cron, and a failing cycle not
-ending the schedule. Parsing durations and cron expressions is covered by tests/test_durations.py
-and tests/test_cron.py.
+ending the schedule. Parsing durations and cron expressions is covered by
+tests/tas/test_durations.py and tests/tas/test_cron.py.
 """
 
 from __future__ import annotations

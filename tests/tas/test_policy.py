@@ -44,7 +44,7 @@ from tas.policies.model import (
 from tas.policies.store import PolicyStore
 from tests.builders import policy_document, rule
 
-HEALTH_POLICY = Path(__file__).resolve().parents[1] / "deploy" / "policies" / "health-policy.yaml"
+HEALTH_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "policies" / "health-policy.yaml"
 
 
 def problems_of(document: dict[str, object]) -> list[str]:

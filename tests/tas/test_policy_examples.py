@@ -8,7 +8,7 @@ from tas.policies.files import load_policy_path
 from tas.rules import filter_nodes, score_nodes
 from tas.types import MetricName, NodeName
 
-POLICIES = Path(__file__).resolve().parents[1] / "deploy" / "policies"
+POLICIES = Path(__file__).resolve().parents[2] / "deploy" / "policies"
 
 
 def test_every_shipped_policy_is_valid() -> None:
