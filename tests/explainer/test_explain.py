@@ -63,7 +63,7 @@ from tas.types import MetricName, Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
 from tests.builders import ManualClock, cluster_of, make_node, make_pod, metrics
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "deploy" / "health-metric-demo" / "health-policy.yaml"
 TAS_VIOLATIONS = REPO / "deploy" / "descheduler" / "tas-violations.yaml"
 LOAD_AWARE = REPO / "deploy" / "descheduler" / "load-aware.yaml"
