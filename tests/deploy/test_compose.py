@@ -13,7 +13,6 @@ import contextlib
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -33,6 +32,7 @@ from tests.deploy.shipped import (
     compose_file,
     run,
 )
+from tests.processes import free_port
 
 
 def test_docker_compose_files_exist_ports_are_local_and_images_pinned() -> None:
@@ -101,13 +101,6 @@ def test_docker_compose_accepts_the_file() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=2) as response:
         body: bytes = response.read()
@@ -158,7 +151,7 @@ def test_the_compose_metrics_reach_prometheus_labelled_by_node(tmp_path: Path) -
     shutil.copytree(DEPLOY / "compose" / "metrics", metrics)
     result = run([str(SET_HEALTH), "--local", str(metrics), "node-c", "2"])
     assert result.returncode == 0, result.stderr
-    exporter_port, prometheus_port = _free_port(), _free_port()
+    exporter_port, prometheus_port = free_port(), free_port()
     config = yaml.safe_load((DEPLOY / "compose" / "prometheus.yml").read_text())
     config["global"]["scrape_interval"] = "1s"
     (job,) = config["scrape_configs"]
