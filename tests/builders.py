@@ -6,7 +6,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from inmemory.cluster import InMemoryCluster
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
@@ -15,6 +18,14 @@ from tas.types import MetricColumns, MetricName, Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
 
 GiB = 2.0**30
+#: The shipped health-metric demo policy, the one most tests apply.
+HEALTH_POLICY = Path(__file__).resolve().parents[1] / "deploy" / "policies" / "health-policy.yaml"
+
+
+def health_policy_document() -> dict[str, Any]:
+    """The shipped demo policy (demo-policy in health-metric-demo), as a document to apply."""
+    document: dict[str, Any] = yaml.safe_load(HEALTH_POLICY.read_text(encoding="utf-8"))
+    return document
 
 
 def rule(metric: str, operator: str, target: Any = 0, labels: Sequence[str] = ()) -> dict[str, Any]:

@@ -35,9 +35,9 @@ import httpx
 import pytest
 
 from tas.cluster.leader import LeaderElector
+from tests.builders import health_policy_document
 from tests.k8s_emulator import KubeEmulator
-from tests.policy_controller.support import ROOT, health_policy_document
-from tests.processes import free_port
+from tests.processes import ROOT, free_port
 
 #: The longest a component may take from the signal (or the end of its single cycle) to exit.
 STOP_SECONDS = 2.0

@@ -21,9 +21,9 @@ import httpx
 
 from tas_cli import controller
 from tas_cli.main import build_parser, command_parser
+from tests.builders import health_policy_document
 from tests.k8s_emulator import KubeEmulator
-from tests.policy_controller.support import ROOT, health_policy_document
-from tests.processes import Process, free_port
+from tests.processes import ROOT, Process, free_port
 
 
 def test_defaults_match_the_documented_command_line() -> None:

@@ -67,14 +67,14 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION, POD_VIOLATION_LABEL, POLICY_LABEL
 from tests import waiting
-from tests.builders import ManualClock
+from tests.builders import ManualClock, health_policy_document
 from tests.deploy.kustomize import Document
 from tests.deploy.pipeline import DEPLOY, find, rendered
 from tests.k8s_emulator import KubeEmulator, realistic
 from tests.k8s_emulator.admission import Refusal, Update, refusal
 from tests.k8s_emulator.rbac import User
 from tests.k8s_emulator.resources import BY_PLURAL
-from tests.policy_controller.support import AgingMetricView, health_policy_document
+from tests.policy_controller.support import AgingMetricView
 
 CLUSTER = DEPLOY / "cluster"
 POLICY_FILE = CLUSTER / "policy-controller-admission.yaml"

@@ -8,10 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-import yaml
 from prometheus_client import CollectorRegistry
 
 from policy_controller.reconciler import CycleReport, Reconciler
@@ -25,14 +22,7 @@ from tas.types import MetricColumns, MetricName, Namespace, NodeName
 from tests import builders
 from tests.instrumented_cluster import InstrumentedCluster
 
-ROOT = Path(__file__).resolve().parents[2]
-HEALTH_POLICY = ROOT / "deploy" / "policies" / "health-policy.yaml"
 DEMO_NAMESPACE = Namespace("health-metric-demo")
-
-
-def health_policy_document() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(HEALTH_POLICY.read_text(encoding="utf-8"))
-    return document
 
 
 #: Nodes with only the labels a test gives: the controller's label writes are compared whole.

@@ -25,9 +25,9 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION
-from tests.builders import ManualClock
+from tests.builders import ManualClock, health_policy_document
 from tests.k8s_emulator import KubeEmulator
-from tests.policy_controller.support import DEMO_NAMESPACE, AgingMetricView, health_policy_document
+from tests.policy_controller.support import DEMO_NAMESPACE, AgingMetricView
 from tests.waiting import eventually
 
 

@@ -34,10 +34,10 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.probes import ProbeServer
 from tas.types import NodeName
-from tests.builders import ManualClock
+from tests.builders import ManualClock, health_policy_document
 from tests.instrumented_cluster import InstrumentedCluster
 from tests.k8s_emulator import KubeEmulator
-from tests.policy_controller.support import AgingMetricView, health_policy_document, make_node
+from tests.policy_controller.support import AgingMetricView, make_node
 
 
 class BrokenNodesCluster(InstrumentedCluster):

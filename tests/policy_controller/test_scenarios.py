@@ -36,13 +36,12 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
-from tests.builders import policy_document, rule
+from tests.builders import health_policy_document, policy_document, rule
 from tests.instrumented_cluster import InstrumentedCluster
 from tests.policy_controller.support import (
     DEMO_NAMESPACE,
     AgingMetricView,
     Harness,
-    health_policy_document,
     make_node,
     make_pod,
     owned_state,

@@ -20,10 +20,9 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import NodeName
-from tests.builders import ManualClock
+from tests.builders import ManualClock, health_policy_document
 from tests.policy_controller.support import (
     DEMO_NAMESPACE,
-    health_policy_document,
     make_node,
     make_pod,
 )

@@ -42,9 +42,7 @@ from tas.policies.model import (
     parse_policy,
 )
 from tas.policies.store import PolicyStore
-from tests.builders import policy_document, rule
-
-HEALTH_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "policies" / "health-policy.yaml"
+from tests.builders import HEALTH_POLICY, policy_document, rule
 
 
 def problems_of(document: dict[str, object]) -> list[str]:
