@@ -181,8 +181,9 @@ def wait_for_caches(
     """Wait until every cache has listed once, however long the API server takes; False when
     `stop` came first. Every component waits so: never exiting because the API server is slow
     (a crash loop exactly when it is busy), not ready meanwhile (its caller says so), and a
-    warning every `warn_seconds` (`CACHE_SYNC_WARN_SECONDS`) naming the caches still listing. `progress` is called at each
-    short wait (the descheduler holds its liveness with it: listing is progress).
+    warning every `warn_seconds` (`CACHE_SYNC_WARN_SECONDS`) naming the caches still listing.
+    `progress` is called at each short wait (the descheduler holds its liveness with it:
+    listing is progress).
 
     In short waits, so a SIGTERM while the caches fill is a prompt, clean stop.
     """
