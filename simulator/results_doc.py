@@ -192,9 +192,15 @@ def _family(folder: Path) -> str | None:
         prefix = "# Drawn from "
         if first.startswith(prefix):
             source = Path(first[len(prefix) :].rsplit(", scenario", 1)[0])
-            # A path in this checkout is said from its root, not from the machine's.
+            # A path in this checkout (or another checkout's shipped family) is said from the
+            # checkout's root, not from the machine's.
             root = Path(__file__).resolve().parent.parent
-            return str(source.relative_to(root)) if source.is_relative_to(root) else str(source)
+            if source.is_relative_to(root):
+                return str(source.relative_to(root))
+            parts = source.parts
+            if "scenarios" in parts and parts[-2:-1] == ("families",):
+                return str(Path(*parts[len(parts) - 1 - parts[::-1].index("scenarios") :]))
+            return str(source)
     return None
 
 

@@ -309,3 +309,23 @@ def test_make_compare_sweeps_a_fresh_draw_of_every_family_and_writes_the_readme(
             f"--family-seed $(FRESH_FAMILY_SEED) --out comparison/sweep-{family}{FRESH}"
         ) in recipe
     assert "--out docs/results.md --readme README.md" in recipe
+
+
+def test_a_sweep_run_in_another_checkout_names_its_family_from_the_checkouts_root(
+    tmp_path: Path,
+) -> None:
+    """A sweep run from another checkout (a worktree frozen at the code it measures) names its
+    shipped family as a reader finds it here, not by that machine's path."""
+    from simulator.results_doc import _family
+
+    scenarios = tmp_path / "sweep-default" / "scenarios"
+    scenarios.mkdir(parents=True)
+    (scenarios / "default-0000.yaml").write_text(
+        "# Drawn from /elsewhere/frozen/scenarios/families/default.yaml, scenario 0.\nname: x\n",
+        encoding="utf-8",
+    )
+    assert _family(tmp_path / "sweep-default") == "scenarios/families/default.yaml"
+    (scenarios / "default-0000.yaml").write_text(
+        "# Drawn from /home/me/my-family.yaml, scenario 0.\nname: x\n", encoding="utf-8"
+    )
+    assert _family(tmp_path / "sweep-default") == "/home/me/my-family.yaml"
