@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from descheduler.cycle import CycleReport, Descheduler
+from descheduler.cycle import CycleReport
 from descheduler.framework import Result
 from descheduler.node_classes import Classification
 from descheduler.self_metrics import CATEGORY_VALUE
@@ -47,7 +47,7 @@ from extender.decisions import Decision, DecisionLog, Verb
 from inmemory.cluster import EvictionRecord, InMemoryCluster
 from inmemory.live_telemetry import TelemetryStep
 from inmemory.scheduler import ScheduleResult
-from tas.calibration.curve import CurveLearner, NodeCurve
+from tas.calibration.curve import NodeCurve
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
@@ -95,18 +95,6 @@ class CurveSource(Protocol):
 
     min_samples: int
     window: int
-
-
-def load_aware_curves(descheduler: Descheduler | None) -> CurveLearner | None:
-    """The pressure curves the descheduler's LoadAware learns (None: no LoadAware runs, or it
-    does not learn curves: `learnPressureCurve: false`). Read, never changed."""
-    if descheduler is None:
-        return None
-    for run in descheduler.plugins.values():
-        learner = getattr(run, "curves", None)
-        if isinstance(learner, CurveLearner):
-            return learner
-    return None
 
 
 _CPU_UTILIZATION = MetricName("cpu_utilization")
@@ -176,7 +164,7 @@ class Recorder:
         curves: CurveSource | None = None,
     ) -> None:
         """`curves`: the learner whose curves the descheduler's cycles report (LoadAware's,
-        `load_aware_curves`); None: the cards show no pressure curve."""
+        `descheduler.assemble.load_aware_curves`); None: the cards show no pressure curve."""
         self._cluster = cluster
         self._policies = policies
         self._decisions = decisions
@@ -962,7 +950,6 @@ __all__ = [
     "Recorder",
     "SampleTimes",
     "Tick",
-    "load_aware_curves",
 ]
 
 

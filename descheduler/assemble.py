@@ -34,6 +34,7 @@ from descheduler.framework import (
 )
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import pod_usage_from, service_account_prometheus
+from tas.calibration.curve import CurveLearner
 from tas.clock import Clock
 from tas.cluster.interface import Cluster
 from tas.cluster.read_only import ReadOnlyCluster
@@ -120,3 +121,15 @@ def _build_plugins(config: DeschedulerConfig) -> dict[tuple[str, PluginName], Pl
         for plugin in (*profile.deschedule, *profile.balance)
         if plugin.new is not None
     }
+
+
+def load_aware_curves(descheduler: Descheduler | None) -> CurveLearner | None:
+    """The pressure curves the descheduler's LoadAware learns (None: no LoadAware runs, or it
+    does not learn curves: `learnPressureCurve: false`). Read, never changed."""
+    if descheduler is None:
+        return None
+    for run in descheduler.plugins.values():
+        learner = getattr(run, "curves", None)
+        if isinstance(learner, CurveLearner):
+            return learner
+    return None

@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from descheduler.assemble import dry_run
+from descheduler.assemble import dry_run, load_aware_curves
 from descheduler.cycle import CycleReport, Descheduler
 from explainer.move import move_verdict
 from explainer.quiet import quiet_descheduler_logs
-from tas.calibration.curve import CurveLearner, NodeCurve
+from tas.calibration.curve import NodeCurve
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, Pod
@@ -143,13 +143,10 @@ class Explainer:
     def _curve(self, node: Node) -> NodeCurve | None:
         """The node's pressure curve as the descheduler's LoadAware learned it (None: no
         LoadAware learns curves here). Read, never changed."""
-        if self.descheduler is None:
+        learner = load_aware_curves(self.descheduler)
+        if learner is None:
             return None
-        for run in self.descheduler.plugins.values():
-            learner = getattr(run, "curves", None)
-            if isinstance(learner, CurveLearner):
-                return learner.curve(node.name, node.allocatable.get("cpu", 0.0))
-        return None
+        return learner.curve(node.name, node.allocatable.get("cpu", 0.0))
 
     def _events(self, missing: list[str]) -> Sequence[EventFact]:
         try:

@@ -45,8 +45,9 @@ from prometheus_client import CollectorRegistry
 from dashboard.app import create_dashboard_app
 from dashboard.controls import control_access
 from dashboard.observer import RecorderObserver
-from dashboard.recorder import Recorder, Tick, load_aware_curves
+from dashboard.recorder import Recorder, Tick
 from dashboard.worlds import DEMO, bind_server, demo_setup, port_listener, scenario_setup
+from descheduler.assemble import load_aware_curves
 from descheduler.cycle import Descheduler, Mode
 from explainer.facts import Explainer, recorded_events
 from extender.decisions import DecisionLog
