@@ -5,7 +5,7 @@ TAS serves HTTPS only and requires client certificates; this project does the sa
 from the named client certificates (kube-scheduler's), not from any the CA signed
 (`ClientNameGuard`). Plain HTTP must be asked for explicitly (`--insecure-http`). HTTPS
 without `--cacert` authenticates no client: the command line logs a warning, and a TAS command
-line keeps TAS's `--cacert` default (tas_cli.tas_compat), so it still requires client certificates.
+line keeps TAS's `--cacert` default (tas.tas_flags), so it still requires client certificates.
 
 Errors:
     TLSConfigError      the flags or files cannot make a server TLS context

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from tas.cron import CronError, CronSchedule
 from tas.durations import DurationError, parse_duration
 from tas.startup import KubeSettings, MetricsSettings
-from tas_cli.tas_compat import Component, TasFlagError, translate_tas_flags
+from tas.tas_flags import Component, TasFlagError, translate_tas_flags
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -268,7 +268,7 @@ def parse_with_tas_flags(
     component: Component,
     prefix: Sequence[str] = (),
 ) -> argparse.Namespace:
-    """Parse `argv`, first translating Intel TAS's flags (`tas_cli.tas_compat`).
+    """Parse `argv`, first translating Intel TAS's flags (`tas.tas_flags`).
 
     An old TAS manifest starts unchanged; each TAS flag used is logged as a deprecation
     warning naming its new spelling once logging is configured (`warn_tas_flags`).

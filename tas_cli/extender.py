@@ -49,9 +49,9 @@ from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
+from tas.tas_flags import TAS_DEFAULT_CACERT
 from tas.types import MetricName
 from tas_cli import common
-from tas_cli.tas_compat import TAS_DEFAULT_CACERT
 
 if TYPE_CHECKING:
     from tas.cluster.kubernetes import KubernetesCluster
@@ -494,7 +494,7 @@ def _server_tls(
         and not settings.insecure_http
         and not settings.cacert.is_file()
     ):
-        # Kept from a TAS command line without --cacert (tas_cli.tas_compat): serving without
+        # Kept from a TAS command line without --cacert (tas.tas_flags): serving without
         # client authentication instead would silently drop the guarantee TAS gave.
         raise process.SetupError(
             f"--cacert {TAS_DEFAULT_CACERT} (TAS's default, kept because TAS always required "

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
-    from tas_cli.tas_compat import Component
+    from tas.tas_flags import Component
 
 DISTRIBUTION = "telemetry-aware-scheduling"
 #: How to install an extra: the project is on no package index, so from a clone (`make deps`

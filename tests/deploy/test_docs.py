@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tas.tas_flags import TAS_DEFAULT_CACERT, TAS_FLAG_NAMES
 from tas_cli.main import build_parser
-from tas_cli.tas_compat import TAS_DEFAULT_CACERT, TAS_FLAG_NAMES
 from tests.deploy.kustomize import Document
 from tests.deploy.pipeline import rendered
 

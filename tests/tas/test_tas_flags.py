@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tas_cli.tas_compat import TasFlagError, translate_tas_flags
+from tas.tas_flags import TasFlagError, translate_tas_flags
 
 CUSTOM_METRICS = "--metrics=custom-metrics"
 PROMETHEUS = ["--metrics", "prometheus:http://prometheus:9090"]
