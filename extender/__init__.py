@@ -6,6 +6,8 @@ whole decision path without a transport (store, view, settings, estimates; recor
 logged), called by the routes, the simulator and the benchmarks; `decisions` keeps the recent
 ones for `/debug/decisions`; `app` builds the FastAPI application; `tls` and
 `server` serve it with uvicorn; `cert_reload` loads a renewed certificate into the live TLS
-context, and `certificate` reads its expiry for `/metrics`; `cli` is the command line shared by
-`tas extender` and `python -m extender`.
+context, and `certificate` reads its expiry for `/metrics`; `runtime` is the process `tas
+extender` and `python -m extender` run (the policies, herd control's feeds, the metric view,
+the server and its TLS), once the command line (`tas_cli.extender`) has read and checked the
+flags.
 """

@@ -844,11 +844,9 @@ def grants(
     ]
 
 
-CONTROLLER_CMD, DESCHEDULER_CMD, EXTENDER_CMD = (
-    "tas_cli/controller.py",
-    "tas_cli/descheduler.py",
-    "tas_cli/extender.py",
-)
+CONTROLLER_CMD, DESCHEDULER_CMD = ("tas_cli/controller.py", "tas_cli/descheduler.py")
+#: The extender's process, which its command (`tas_cli/extender.py`) runs.
+EXTENDER_RUNTIME = "extender/runtime.py"
 RECONCILER = "policy_controller/reconciler.py"
 EVICTOR = "descheduler/evictor.py"
 DEFAULT_EVICTOR = "descheduler/plugins/default_evictor.py"
@@ -930,13 +928,19 @@ GRANTS: list[Grant] = [
         "tas-extender",
         "cluster",
         [
-            ("list", "telemetry.intel.com", "taspolicies", EXTENDER_CMD, "ResourceKind.POLICY"),
-            ("watch", "telemetry.intel.com", "taspolicies", EXTENDER_CMD, "ResourceKind.POLICY"),
-            ("list", "", "pods", EXTENDER_CMD, "ResourceKind.POD"),
-            ("watch", "", "pods", EXTENDER_CMD, "ResourceKind.POD"),
-            ("list", "", "nodes", EXTENDER_CMD, "ResourceKind.NODE"),
-            ("watch", "", "nodes", EXTENDER_CMD, "ResourceKind.NODE"),
-            ("list", "metrics.k8s.io", "pods", EXTENDER_CMD, "open_resource_metrics_pod_usage"),
+            ("list", "telemetry.intel.com", "taspolicies", EXTENDER_RUNTIME, "ResourceKind.POLICY"),
+            (
+                "watch",
+                "telemetry.intel.com",
+                "taspolicies",
+                EXTENDER_RUNTIME,
+                "ResourceKind.POLICY",
+            ),
+            ("list", "", "pods", EXTENDER_RUNTIME, "ResourceKind.POD"),
+            ("watch", "", "pods", EXTENDER_RUNTIME, "ResourceKind.POD"),
+            ("list", "", "nodes", EXTENDER_RUNTIME, "ResourceKind.NODE"),
+            ("watch", "", "nodes", EXTENDER_RUNTIME, "ResourceKind.NODE"),
+            ("list", "metrics.k8s.io", "pods", EXTENDER_RUNTIME, "open_resource_metrics_pod_usage"),
         ],
     ),
     # The custom metrics API, read by all three under `--metrics custom-metrics`.
@@ -953,7 +957,7 @@ GRANTS: list[Grant] = [
     *grants(
         "tas-extender",
         "custom-metrics",
-        [("get", "custom.metrics.k8s.io", "*", EXTENDER_CMD, "open_view")],
+        [("get", "custom.metrics.k8s.io", "*", EXTENDER_RUNTIME, "open_view")],
     ),
     # SoftTainter's and MakeRoomForPending's taints, fenced by admission to the two it owns.
     *grants(

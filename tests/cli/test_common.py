@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from extender import runtime
 from tas import process, startup
 from tas.metrics.static import StaticMetricView
 from tas.policies.store import PolicyStore
@@ -209,7 +210,7 @@ def test_recent_placements_default_to_on_only_with_the_clusters_policies(
     )
     settings = extender.ExtenderCommandSettings.from_args(args).placements
     assert settings.enabled is enabled
-    assert (extender.placement_tracker(settings) is not None) is enabled
+    assert (runtime.placement_tracker(settings) is not None) is enabled
     assert settings.default_capacity == {"cpu": 8.0, "memory": 64.0 * 1024**3}
 
 
@@ -224,9 +225,7 @@ def test_the_estimate_percentile_reaches_the_tracker(
     flags: list[str], percentile: float | None
 ) -> None:
     args = command_parser("extender").parse_args(["--metrics", "textfile:/m", *flags])
-    tracker = extender.placement_tracker(
-        extender.ExtenderCommandSettings.from_args(args).placements
-    )
+    tracker = runtime.placement_tracker(extender.ExtenderCommandSettings.from_args(args).placements)
     assert tracker is not None
     assert tracker.usage_percentile == percentile
 

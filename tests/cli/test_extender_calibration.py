@@ -19,6 +19,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from extender import runtime
 from tas.metrics.static import StaticMetricView
 from tas.metrics.textfile import write_node_series
 from tas.policies.store import PolicyStore
@@ -71,7 +72,7 @@ def settings_of(*flags: str) -> extender.ExtenderCommandSettings:
 def test_the_window_flags_reach_the_tracker(
     flags: list[str], start: float, limits: tuple[float, float]
 ) -> None:
-    tracker = extender.placement_tracker(settings_of(*flags).placements)
+    tracker = runtime.placement_tracker(settings_of(*flags).placements)
     assert tracker is not None
     assert tracker.window == start
     assert tracker.window_limits == limits
@@ -144,7 +145,7 @@ def test_with_herd_control_the_view_fetches_utilization_and_pressure_whatever_po
 ) -> None:
     store, view = PolicyStore(), StaticMetricView()
     store.replace([PRESSURE_ONLY])
-    extender.want_metrics(store, view, herd_control=herd_control)
+    runtime.want_metrics(store, view, herd_control=herd_control)
     assert view.wanted == {MetricName("cpu_pressure")} | extra
     store.replace([HEALTH_ONLY])  # the policies change: the pair stays
     assert view.wanted == {MetricName("health_metric")} | extra
