@@ -341,9 +341,23 @@ class InMemoryScheduler:
         self._rng = rng
         self._percentage = percentage_of_nodes_to_score
         self._next_start = 0
+        # The last pass, when no pending pod passed the scheduler's own filters: (the
+        # cluster's version then, its results). Until the cluster changes, a pass is that one
+        # again: nothing was searched, no extender was asked, nothing depends on the time.
+        # A pod that fits nowhere waits through many passes, and rebuilding the node table
+        # for each was most of what a quiet simulation step cost.
+        self._fits_nowhere: tuple[int, list[ScheduleResult]] | None = None
+        self._searched = False
 
     def schedule_pending(self) -> list[ScheduleResult]:
         """One pass over pending pods, in queue order; each is bound or stays pending."""
+        version = self._cluster.version
+        if self._fits_nowhere is not None and self._fits_nowhere[0] == version:
+            results = self._fits_nowhere[1]
+            for result in results:
+                log.info("Pod %s stays pending: %s", result.pod, result.reason)
+            return list(results)
+        self._fits_nowhere = None
         pods = self._cluster.list_pods()
         pending = [
             p
@@ -354,7 +368,11 @@ class InMemoryScheduler:
             return []
         pending.sort(key=lambda p: (-p.priority, _epoch(p)))
         table = _NodeTable(self._cluster.list_nodes(), pods)
-        return [self._place(pod, table) for pod in pending]
+        self._searched = False
+        results = [self._place(pod, table) for pod in pending]
+        if not self._searched and self._cluster.version == version:
+            self._fits_nowhere = (version, results)
+        return results
 
     def schedule(self, pod: Pod) -> ScheduleResult:
         table = _NodeTable(self._cluster.list_nodes(), self._cluster.list_pods())
@@ -380,6 +398,7 @@ class InMemoryScheduler:
 
     def _place(self, pod: Pod, table: _NodeTable) -> ScheduleResult:
         chosen = self._candidates(pod, table)
+        self._searched = self._searched or len(chosen) > 0
         names = [table.names[i] for i in chosen]
         reasons: dict[str, str] = {}
         extender_scores: Mapping[NodeName, int] = {}

@@ -173,8 +173,9 @@ class FigureRecorder:
         self._columns = self.world.true_columns(state, self._column_names)
         present = state.present
         pressure = state.pressure[present]
+        spread = float(pressure.std()) if len(pressure) else 0.0
         if state.t >= self.warmup:
-            self.spreads.append(float(pressure.std()) if len(pressure) else 0.0)
+            self.spreads.append(spread)
             self.hottest.append(float(pressure.max()) if len(pressure) else 0.0)
             self.demand += state.demand_total * dt
             self.stalled += state.stalled * dt
@@ -184,7 +185,7 @@ class FigureRecorder:
             self._attribute(state, dt if state.t >= self.warmup else 0.0)
         self._track_violations(state.t)
         if self._step % self.series.every == 0:
-            self._sample(state)
+            self._sample(state, spread)
         self._step += 1
 
     def _attribute(self, state: ModelState, dt: float) -> None:
@@ -196,13 +197,12 @@ class FigureRecorder:
             elif displaced[slot] and dt > 0:
                 self.displaced_by[strategy] += float(state.slot_cpu[slot]) * dt
 
-    def _sample(self, state: ModelState) -> None:
+    def _sample(self, state: ModelState, spread: float) -> None:
         series = self.series
         present = np.flatnonzero(state.present)
         series.t.append(state.t)
         series.evictions.append(len(self.evictions))
-        pressure = state.pressure[present]
-        series.spread.append(float(pressure.std()) if len(pressure) else 0.0)
+        series.spread.append(spread)
         if not self._node_series:
             return
         if self.world.node_count <= MAX_NODE_LINES:

@@ -215,6 +215,10 @@ class ModelSource:
         #: the cluster's version): components ask every step, scrapes come every 30-60 s.
         self._pod_usage: tuple[tuple[Scrape | None, Scrape | None, int], PodUsageByName]
         self._pod_usage = ((None, None, -1), {})
+        #: Each rate over the last window asked for, and that window's scrapes: components
+        #: fetch every sync, scrapes come every 30-60 s. Read them, never change them.
+        self._rates: tuple[tuple[Scrape | None, Scrape | None], dict[str, dict[NodeName, float]]]
+        self._rates = ((None, None), {})
 
     def in_outage(self, now: float) -> bool:
         """The scenario's metric source is out at `now` (and faults reach this reader)."""
@@ -232,7 +236,7 @@ class ModelSource:
         if end is None:
             return Fetched(columns={name: {} for name in names}, ok=frozenset({"source"}))
         stamp = self.clock.epoch(end.t)
-        rates = {name: self._rate(name, start, end) for name in _RATES}
+        rates = self._window_rates(start, end)
         for name in sorted(names):
             values: Mapping[NodeName, float]
             if name in rates:
@@ -248,6 +252,12 @@ class ModelSource:
             values = self._bogus(name, end.t, values, end)
             columns[name] = {node: Sample(v, stamp) for node, v in values.items()}
         return Fetched(columns=columns, ok=frozenset({"source"}))
+
+    def _window_rates(self, start: Scrape | None, end: Scrape) -> dict[str, dict[NodeName, float]]:
+        kept = self._rates[0]
+        if kept[0] is not start or kept[1] is not end:
+            self._rates = ((start, end), {name: self._rate(name, start, end) for name in _RATES})
+        return self._rates[1]
 
     def _per_node(
         self, values: FloatArray, present: npt.NDArray[np.bool_]

@@ -106,7 +106,6 @@ def measured(model: PressureModel, values: FloatArray, seed: int, step: int) -> 
     (reproducible from the seed and the step), kept within 0..1."""
     if model.noise == 0 or not len(values):
         return values
-    with np.errstate(over="ignore"):
-        nodes = np.arange(len(values), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    nodes = np.arange(len(values), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # mod 2**64
     seeds = np.uint64(slot_seed(seed, step)) ^ nodes
     return np.clip(values + model.noise * _standard_normals(seeds), 0.0, 1.0)

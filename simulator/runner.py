@@ -522,7 +522,7 @@ def _volcano_usage(world: World, clock: VirtualClock) -> VolcanoUsage:
             )
         if not len(slots):
             return {}
-        workloads = np.fromiter((world.slot_workload[s] for s in slots), np.int64, len(slots))
+        workloads = np.asarray(world.slot_workload_index.view, dtype=np.int64)[slots]
         return _summed_by_node(world, where[slots], estimates[workloads])
 
     return VolcanoUsage(nodes=nodes, recent=recent, now=lambda: clock.elapsed)
@@ -540,7 +540,7 @@ def _requested_by_node(world: World) -> dict[NodeName, tuple[float, float]]:
     bound = where >= 0
     if not bound.any():
         return {}
-    workloads = np.asarray(world.slot_workload, dtype=np.int64)[: len(where)][bound]
+    workloads = np.asarray(world.slot_workload_index.view, dtype=np.int64)[: len(where)][bound]
     return _summed_by_node(world, where[bound], requests[workloads])
 
 

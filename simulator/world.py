@@ -225,6 +225,8 @@ class World:
         self.cpu_bank = UsageBank()
         self.memory_bank = UsageBank()
         self.slot_workload: list[int] = []
+        #: `slot_workload` as an array, for readers that select many slots at once.
+        self.slot_workload_index = _Grow(-1, np.int64)
         self.slot_pod: list[str | None] = []
         self.slot_node = _Grow(-1, np.int64)
         self.slot_since = _Grow(math.nan)
@@ -358,6 +360,7 @@ class World:
             self.cpu_bank.add(variant.cpu, seed=seed)
             self.memory_bank.add(variant.memory, seed=seed ^ 0x5BD1E995)
             self.slot_workload.append(w)
+            self.slot_workload_index.append(w)
             self.slot_pod.append(None)
             self.slot_node.append(-1)
             self.slot_since.append(math.nan)

@@ -100,6 +100,22 @@ def test_pods_of_one_shape_are_each_judged_against_what_the_binds_before_them_le
     assert sorted(p.name for p in cluster.list_pods() if p.node_name) == ["p0", "p1"]
 
 
+def test_a_pod_that_waited_through_quiet_passes_is_placed_once_the_cluster_changes() -> None:
+    # A pass in which no pod fits anywhere is answered again, unsearched, until the cluster
+    # changes; the extender that answers must still be asked once a node could take the pod.
+    extender = ScriptedExtender()
+    cluster = cluster_of(make_node("a", cpu=0.5), pods=[make_pod("p", policy="demo")])
+    scheduler = InMemoryScheduler(cluster, extender=extender)
+    first = scheduler.schedule_pending()
+    assert scheduler.schedule_pending() == first
+    assert first[0].node is None
+    assert extender.asked == []
+    cluster.add_node(make_node("b"))
+    (placement,) = scheduler.schedule_pending()
+    assert placement.node == "b"
+    assert extender.asked == ["p"]
+
+
 def test_prefer_no_schedule_taints_do_not_filter() -> None:
     soft = make_node("a", taints=(Taint("overutilized", TaintEffect.PREFER_NO_SCHEDULE),))
     cluster = cluster_of(soft, pods=[make_pod("p")])
