@@ -844,9 +844,9 @@ def grants(
     ]
 
 
-CONTROLLER_CMD, DESCHEDULER_CMD = ("tas_cli/controller.py", "tas_cli/descheduler.py")
-#: The extender's process, which its command (`tas_cli/extender.py`) runs.
-EXTENDER_RUNTIME = "extender/runtime.py"
+CONTROLLER_CMD = "tas_cli/controller.py"
+#: The extender's and the descheduler's processes, which their commands (`tas_cli/`) run.
+EXTENDER_RUNTIME, DESCHEDULER_RUNTIME = ("extender/runtime.py", "descheduler/runtime.py")
 RECONCILER = "policy_controller/reconciler.py"
 EVICTOR = "descheduler/evictor.py"
 DEFAULT_EVICTOR = "descheduler/plugins/default_evictor.py"
@@ -886,19 +886,25 @@ GRANTS: list[Grant] = [
         "tas-descheduler",
         "cluster",
         [
-            ("list", "", "nodes", DESCHEDULER_CMD, "ResourceKind.NODE"),
-            ("watch", "", "nodes", DESCHEDULER_CMD, "ResourceKind.NODE"),
-            ("list", "", "pods", DESCHEDULER_CMD, "ResourceKind.POD"),
-            ("watch", "", "pods", DESCHEDULER_CMD, "ResourceKind.POD"),
+            ("list", "", "nodes", DESCHEDULER_RUNTIME, "ResourceKind.NODE"),
+            ("watch", "", "nodes", DESCHEDULER_RUNTIME, "ResourceKind.NODE"),
+            ("list", "", "pods", DESCHEDULER_RUNTIME, "ResourceKind.POD"),
+            ("watch", "", "pods", DESCHEDULER_RUNTIME, "ResourceKind.POD"),
             ("create", "", "pods/eviction", EVICTOR, "evict_pod"),
-            ("list", "policy", "poddisruptionbudgets", DESCHEDULER_CMD, "ResourceKind.PDB"),
-            ("watch", "policy", "poddisruptionbudgets", DESCHEDULER_CMD, "ResourceKind.PDB"),
-            ("list", "telemetry.intel.com", "taspolicies", DESCHEDULER_CMD, "ResourceKind.POLICY"),
+            ("list", "policy", "poddisruptionbudgets", DESCHEDULER_RUNTIME, "ResourceKind.PDB"),
+            ("watch", "policy", "poddisruptionbudgets", DESCHEDULER_RUNTIME, "ResourceKind.PDB"),
+            (
+                "list",
+                "telemetry.intel.com",
+                "taspolicies",
+                DESCHEDULER_RUNTIME,
+                "ResourceKind.POLICY",
+            ),
             (
                 "watch",
                 "telemetry.intel.com",
                 "taspolicies",
-                DESCHEDULER_CMD,
+                DESCHEDULER_RUNTIME,
                 "ResourceKind.POLICY",
             ),
             ("create", "", "events", EVICTOR, "emit_event"),
@@ -919,9 +925,9 @@ GRANTS: list[Grant] = [
             ),
             ("list", "metrics.k8s.io", "nodes", USAGE, "list_node_metrics"),
             ("list", "metrics.k8s.io", "pods", USAGE, "list_pod_metrics"),
-            ("get", "coordination.k8s.io", "leases", DESCHEDULER_CMD, "elect_leader"),
-            ("create", "coordination.k8s.io", "leases", DESCHEDULER_CMD, "elect_leader"),
-            ("update", "coordination.k8s.io", "leases", DESCHEDULER_CMD, "elect_leader"),
+            ("get", "coordination.k8s.io", "leases", DESCHEDULER_RUNTIME, "elect_leader"),
+            ("create", "coordination.k8s.io", "leases", DESCHEDULER_RUNTIME, "elect_leader"),
+            ("update", "coordination.k8s.io", "leases", DESCHEDULER_RUNTIME, "elect_leader"),
         ],
     ),
     *grants(
@@ -952,7 +958,7 @@ GRANTS: list[Grant] = [
     *grants(
         "tas-descheduler",
         "custom-metrics",
-        [("get", "custom.metrics.k8s.io", "*", DESCHEDULER_CMD, "open_view")],
+        [("get", "custom.metrics.k8s.io", "*", DESCHEDULER_RUNTIME, "open_view")],
     ),
     *grants(
         "tas-extender",

@@ -6,10 +6,10 @@ Against the API emulator with the pod list held (an API server slow to list 150,
   /readyz turns 200 once the list comes, with no restart;
 - the extender and the controller, with `--policies` files, serve the files' policies at once
   and wait for the caches the same way (`tas.startup.wait_for_caches`), naming them;
-- the wait itself (`_wait_for_caches`) never gives up: every warning interval it warns, naming
-  the cache still listing (pods, not nodes), holds liveness meanwhile (however long the wait, the
-  first cycle's allowance counts from when the caches are full), returns True once the list
-  comes, and False at once when stopped.
+- the wait itself (`descheduler.runtime._wait_for_caches`) never gives up: every warning
+  interval it warns, naming the cache still listing (pods, not nodes), holds liveness meanwhile
+  (however long the wait, the first cycle's allowance counts from when the caches are full),
+  returns True once the list comes, and False at once when stopped.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from descheduler.liveness import CycleLiveness
+from descheduler.runtime import _wait_for_caches
 from tas.cluster.interface import ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
-from tas_cli.descheduler import _wait_for_caches
 from tests.builders import ManualClock
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port, tas_command
