@@ -5,7 +5,17 @@ the options that differ between those who run it.
 `assemble_descheduler`; a new component option is a parameter here (and its test), not an edit
 at every construction site. What it builds from the policy: each profile's plugins, once
 (`Plugin.new`: what a plugin remembers between cycles is its own), and the client of the
-Prometheus the policy's `metricsProviders` names. What the caller decides:
+Prometheus the policy's `metricsProviders` names.
+
+It is also where a plugin gets what it needs beyond the per-cycle handle (which carries only
+what is generic to every plugin, `descheduler.framework.PluginContext`): the descheduler's owner
+cooldown and reservations are made here and given both to the cycle and, when built, to the
+plugins that read or fill them. LoadAware is built with the evictions remembered
+(`descheduler.evictor.CooldownMoves`, a `descheduler.settling.MoveHistory`: which nodes were
+evacuated lately, which pods are replacements left to settle); MakeRoomForPending with them and
+`Reservations.reserve` (a node kept free for a pending pod until the next cycle).
+
+What the caller decides:
 
 - where it reads: the cluster, the metric view, the policies, the clock;
 - per-pod usage: `pod_usage_feed`, container metrics read as production reads them
@@ -23,16 +33,23 @@ cluster, from copies of its memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from descheduler.config import DeschedulerConfig
-from descheduler.cycle import CycleReport, Descheduler, Mode, PolicySource
+from descheduler.cycle import CycleReport, Descheduler, Mode, PolicySource, Reservations
+from descheduler.evictor import Cooldown, CooldownMoves
 from descheduler.framework import (
+    AnyPlugin,
     PluginName,
     PluginRun,
     PodUsageSource,
     PrometheusClient,
     PrometheusFactory,
 )
+from descheduler.plugins import load_aware, make_room
 from descheduler.self_metrics import DeschedulerMetrics
+from descheduler.settling import MoveHistory
 from descheduler.usage import pod_usage_from, service_account_prometheus
 from tas.calibration.curve import CurveLearner
 from tas.clock import Clock
@@ -69,6 +86,8 @@ def assemble_descheduler(
     if read_only is not None:
         cluster = ReadOnlyCluster(cluster, why=read_only)
         mode = Mode.PREDICTIVE
+    cooldown = Cooldown(config.cooldown_seconds)
+    reservations = Reservations()
     return Descheduler(
         config=config,
         cluster=cluster,
@@ -76,7 +95,9 @@ def assemble_descheduler(
         policies=policies,
         mode=mode,
         clock=clock,
-        plugins=_build_plugins(config),
+        plugins=_build_plugins(config, moves=CooldownMoves(cooldown), reserve=reservations.reserve),
+        cooldown=cooldown,
+        reservations=reservations,
         metrics=metrics,
         pod_usage=pod_usage,
         prometheus=prometheus(config.prometheus_url) if config.prometheus_url else None,
@@ -113,10 +134,18 @@ def dry_run(
     return dry.run_cycle()
 
 
-def _build_plugins(config: DeschedulerConfig) -> dict[tuple[str, PluginName], PluginRun]:
-    """Every enabled plugin that runs, built once per profile with that profile's args."""
+def _build_plugins(
+    config: DeschedulerConfig, *, moves: MoveHistory, reserve: make_room.Reserve
+) -> dict[tuple[str, PluginName], PluginRun]:
+    """Every enabled plugin that runs, built once per profile with that profile's args; the
+    plugins that need more than the per-cycle handle built with it: LoadAware with `moves`,
+    MakeRoomForPending with `moves` and `reserve`."""
+    machinery: dict[AnyPlugin, Callable[[Any], PluginRun]] = {
+        load_aware.PLUGIN: lambda args: load_aware.LoadAware(args, moves=moves),
+        make_room.PLUGIN: lambda args: make_room.MakeRoom(args, moves=moves, reserve=reserve),
+    }
     return {
-        (profile.name, plugin.name): plugin.new(profile.args_of(plugin))
+        (profile.name, plugin.name): machinery.get(plugin, plugin.new)(profile.args_of(plugin))
         for profile in config.profiles
         for plugin in (*profile.deschedule, *profile.balance)
         if plugin.new is not None

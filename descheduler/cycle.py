@@ -14,7 +14,10 @@ breaker (`tas.breaker`, as in the extender and the controller) judges that evalu
 TASViolations acts on it.
 
 Each profile's plugins are built once (`Plugin.new`, by `descheduler.assemble`), so what a
-plugin remembers across cycles (LoadAware's hot nodes and peaks) is its own. A dry run
+plugin remembers across cycles (LoadAware's hot nodes and peaks) is its own. A plugin's run
+gets only the generic handle (`descheduler.framework.PluginContext`); the descheduler's owner
+cooldown and reservations (`Reservations`) reach the plugins that read or fill them when they
+are built, from `descheduler.assemble`, which gives the same objects to the cycle. A dry run
 (`descheduler.assemble.dry_run`: `tas explain`) runs the next cycle in Predictive mode over a
 read-only cluster, on copies of that memory (`Descheduler.continue_from`).
 
@@ -36,7 +39,6 @@ from descheduler.config import DeschedulerConfig
 from descheduler.evictor import (
     Blocked,
     Cooldown,
-    CooldownMoves,
     CycleRails,
     EvictionBudget,
     EvictionDecision,
@@ -80,6 +82,24 @@ from tas.types import MetricName, Namespace, NodeName, PolicyKey
 log = logging.getLogger(__name__)
 
 PolicySource = Callable[[], Mapping[PolicyKey, TASPolicy]]
+
+
+class Reservations:
+    """The nodes a cycle's plugins reserve, each for a pending pod (its uid): the cycle keeps
+    the reservation taint on exactly these until its next cycle. A plugin is built with
+    `reserve` (`descheduler.assemble`: MakeRoomForPending) and asks again each cycle it still
+    needs a node."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[NodeName, str] = {}
+
+    def reserve(self, node: NodeName, pod_uid: str) -> None:
+        self.nodes[node] = pod_uid
+
+    def new_cycle(self) -> dict[NodeName, str]:
+        """Forget the last cycle's reservations; the new cycle's, filled as plugins reserve."""
+        self.nodes = {}
+        return self.nodes
 
 
 class Mode(enum.StrEnum):
@@ -129,13 +149,17 @@ class Descheduler:
         mode: Mode,
         clock: Clock,
         plugins: Mapping[tuple[str, PluginName], PluginRun],
+        cooldown: Cooldown,
+        reservations: Reservations,
         metrics: DeschedulerMetrics | None = None,
         pod_usage: PodUsageSource | None = None,
         prometheus: PrometheusClient | None = None,
     ) -> None:
-        """`plugins`: each profile's plugin runs, by (profile, plugin name); `prometheus`: the
-        client of the Prometheus the policy's `metricsProviders` names (None: none), which
-        the framework hands the plugins (upstream's `Handle.PrometheusClient`)."""
+        """`plugins`: each profile's plugin runs, by (profile, plugin name), built with
+        `cooldown` and `reservations` where they read or fill them; `pod_usage`: per-pod usage
+        (None: not measured), one of the usage sources the framework hands the plugins;
+        `prometheus`: the client of the Prometheus the policy's `metricsProviders` names (None:
+        none), which the framework hands the plugins (upstream's `Handle.PrometheusClient`)."""
         self.config = config
         self.cluster = cluster
         self.metric_view = metric_view
@@ -144,13 +168,16 @@ class Descheduler:
         self.clock = clock
         self.metrics = metrics
         self.pod_usage = pod_usage
-        self.cooldown = Cooldown(config.cooldown_seconds)
+        #: The per-owner cooldown: the evictor's rail, and the evictions the rebalancing
+        #: plugins remember (`descheduler.evictor.CooldownMoves`, over this same object).
+        self.cooldown = cooldown
+        self.reservations = reservations
         #: Why the circuit breaker held evictions back in the last cycle (None: it did not).
         self.halted: str | None = None
         #: The policy's Prometheus client (a dry run reads through the same one).
         self.prometheus_client = prometheus
         self.prometheus = CycleCachedPrometheus(prometheus) if prometheus is not None else None
-        self.usage = ClusterUsage(cluster)
+        self.usage = ClusterUsage(cluster, pod_usage=pod_usage)
         #: Each profile's plugins, built once: what they remember outlives a cycle.
         self.plugins: dict[tuple[str, PluginName], PluginRun] = dict(plugins)
         #: When each soft taint was set: held for the classification's hold time.
@@ -165,9 +192,12 @@ class Descheduler:
     def continue_from(self, other: Descheduler) -> None:
         """Start from a copy of what `other` remembers between cycles (owner cooldowns, the
         plugins' memory, the soft taints' holds, the circuit breaker): nothing of `other`
-        changes when this one runs (`descheduler.assemble.dry_run`)."""
-        self.cooldown = copy.deepcopy(other.cooldown)
-        self.plugins = copy.deepcopy(other.plugins)
+        changes when this one runs (`descheduler.assemble.dry_run`). The cooldown, the
+        reservations and the plugins built over them are copied together, so the copied
+        plugins read and fill the copies."""
+        self.cooldown, self.reservations, self.plugins = copy.deepcopy(
+            (other.cooldown, other.reservations, other.plugins)
+        )
         self.taint_holds = copy.deepcopy(other.taint_holds)
         self.halted = other.halted
 
@@ -192,7 +222,7 @@ class Descheduler:
 
     def run_cycle(self) -> CycleReport:
         started, started_cpu = time.perf_counter(), time.thread_time()
-        report = CycleReport()
+        report = CycleReport(reserved=self.reservations.new_cycle())
         nodes = {n.name: n for n in self.cluster.list_nodes() if self._in_scope(n)}
         ready = [n for n in nodes.values() if n.ready]
         if len(ready) < 2:
@@ -233,8 +263,7 @@ class Descheduler:
             blocked=report.blocked,
             watched=self.watched,
         )
-        moves = CooldownMoves(self.cooldown, state.now)
-        self.usage.new_cycle()
+        self.usage.new_cycle(state)
         if self.prometheus is not None:
             self.prometheus.new_cycle()
         evictors = {}
@@ -252,7 +281,7 @@ class Descheduler:
         for point in RUN_POINTS:
             for profile in self.config.profiles:
                 for plugin in profile.enabled_at(point):
-                    self._run_plugin(profile, plugin, evictors[profile.name], moves, report)
+                    self._run_plugin(profile, plugin, evictors[profile.name], report)
         self._sync_taints(state, report)
         done = len(report.by_result(Result.EVICTED)) + len(report.by_result(Result.DRY_RUN))
         log.info(
@@ -277,7 +306,6 @@ class Descheduler:
         profile: Profile,
         plugin: AnyPlugin,
         evictor: PodEvictor,
-        moves: CooldownMoves,
         report: CycleReport,
     ) -> None:
         run = self.plugins.get((profile.name, plugin.name))
@@ -294,12 +322,9 @@ class Descheduler:
             evictor=evictor,
             nodes=evictor.fitter,
             classified=functools.partial(self._classified, report, profile.name),
-            moves=moves,
             declined=evictor.rails.declined,
-            pod_usage_source=self.pod_usage,
             usage=self.usage,
             prometheus=self.prometheus,
-            reserve=report.reserved.__setitem__,
             calibrated=functools.partial(self._calibrated, report),
         )
         run.run(context)

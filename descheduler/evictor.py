@@ -268,18 +268,19 @@ class Cooldown:
 
 @dataclass(frozen=True, slots=True)
 class CooldownMoves:
-    """The evictions a `Cooldown` remembers, as of one cycle (`framework.MoveHistory`)."""
+    """The evictions a `Cooldown` remembers (`descheduler.settling.MoveHistory`): what the
+    rebalancing plugins are built with (`descheduler.assemble`), over the descheduler's own
+    cooldown, so each reads the evictions of the cycle it runs in too."""
 
     cooldown: Cooldown
-    now: datetime
 
     def owner_moving_since(self, pod: Pod) -> datetime | None:
         return self.cooldown.moving_since(workload_of(pod))
 
-    def recently_evacuated(self, within: float) -> set[NodeName]:
+    def recently_evacuated(self, now: datetime, within: float) -> set[NodeName]:
         """`Cooldown.evacuated_nodes`; this cycle's evacuations too; nothing when the owner
         cooldown is off."""
-        return self.cooldown.evacuated_nodes(self.now, within=within)
+        return self.cooldown.evacuated_nodes(now, within=within)
 
 
 # ------------------------------------------------------------------------------- evicting

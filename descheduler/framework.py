@@ -15,9 +15,11 @@ cycle (`PluginRun.run(context)`): what a plugin remembers across cycles (LoadAwa
 nodes and recent peaks) is its own, not the cycle's.
 
 The framework is the layer both sides meet on, as kubernetes-sigs/descheduler's
-`pkg/framework/types/types.go` draws it: plugins get a handle (`PluginContext`: the cycle's
-snapshot, nodeFit, the evictions remembered, the usage sources) and an `Evictor` (upstream's
-`Evictor` interface: `filter`, `pre_eviction_filter`, `evict`); the evictor asks an
+`pkg/framework/types/types.go` draws it: plugins get a handle (`PluginContext`, upstream's
+`Handle`: generic getters only, the cycle's snapshot, nodeFit, the usage sources, the policy's
+Prometheus, and the cycle's report callbacks) and an `Evictor` (upstream's `Evictor` interface:
+`filter`, `pre_eviction_filter`, `evict`, and `held_back` for a plan of evictions that is worth
+something only whole); the evictor asks an
 `EvictorFilter` (upstream's `EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch,
 and neither imports the other: `descheduler.evictor` implements the one, the DefaultEvictor
 plugin the other, and the cycle wires them. What an eviction came to (`Result`, and for the
@@ -25,7 +27,10 @@ plugin an `Attempt`), the eviction order (`sort_candidates`) and the loop every 
 plugin ends with (`PluginContext.evict_node_by_node`) live here too. The framework knows no
 plugin's concepts: a plugin's classification of the nodes reaches the cycle as a
 `descheduler.node_classes.Classification`, the vocabulary the report, the metrics and the
-SoftTainter share.
+SoftTainter share. What one plugin needs beyond the handle is given to it when it is built, by
+the one composition root (`descheduler.assemble`): LoadAware and MakeRoomForPending are built
+with the evictions remembered (`descheduler.settling.MoveHistory`), MakeRoomForPending with the
+cycle's reservations (`descheduler.plugins.make_room.Reserve`).
 """
 
 from __future__ import annotations
@@ -101,13 +106,14 @@ class EvictorFilter(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class OwnerGuard:
-    """How much of the owner cooldown a move must respect: the cooldown sized to the gain.
+    """How much of the evictor's owner cooldown one eviction respects (an option of `evict`,
+    as upstream's `EvictOptions` are), for a plugin the cooldown guards.
 
-    A move nobody predicted, or whose predicted gain is marginal, waits the whole cooldown,
-    one pod per owner per cycle (`FULL`). A plugin that predicts a clear gain
-    (`descheduler.plugins.load_aware`) may pass a smaller `share`: the owner's last eviction
-    need only be that share of the cooldown ago, and with `several_per_cycle` more pods of the
-    owner may go in the same cycle. The eviction limits and the PDBs hold either way.
+    By default (`FULL`) the owner's last eviction must be the whole cooldown ago, and one pod
+    per owner goes per cycle. A plugin may ask for less where it has a reason the rail cannot
+    see: a smaller `share` of the cooldown, and with `several_per_cycle` more pods of one owner
+    in the same cycle (a move predicted to pay clearly, pods that make one room together). The
+    eviction limits, the circuit breaker and the PDBs hold either way.
     """
 
     share: float = 1.0
@@ -185,9 +191,9 @@ class Evictor(Protocol):
         ...
 
     def held_back(self, pods: Sequence[Pod], *, guard: OwnerGuard = ...) -> str | None:
-        """Why evicting all of `pods` in this cycle would stop part-way short of the Eviction
-        API (a rail holds one of them, or a limit runs out before the last), or None: for a
-        plugin whose evictions are worth something only all together."""
+        """Why `evict` would not take all of `pods` in this cycle (a rail holds one of them,
+        or a limit runs out before the last), or None: the rails asked without evicting, for
+        a plan of evictions that is worth something only whole."""
         ...
 
 
@@ -203,42 +209,11 @@ class NodeFit(Protocol):
         ...
 
 
-class MoveHistory(Protocol):
-    """The evictions remembered across cycles (`descheduler.evictor.Cooldown`), as a
-    rebalancing plugin reads them."""
-
-    def owner_moving_since(self, pod: Pod) -> datetime | None:
-        """When the pod's owner began losing pods to evictions (none of its evictions an hour
-        apart since): a pod of it created since is (likely) a replacement of a moved pod, which
-        a rebalancing plugin lets settle."""
-        ...
-
-    def recently_evacuated(self, within: float) -> Collection[NodeName]:
-        """Nodes an evacuating plugin emptied lately that a rebalancing plugin does not fill
-        again: within the cooldown, or within `within` seconds while they violate still or
-        flap (a flapping health metric would empty them again)."""
-        ...
-
-
-class NoMoves:
-    """No evictions remembered (a one-off run)."""
-
-    def owner_moving_since(self, pod: Pod) -> datetime | None:
-        return None
-
-    def recently_evacuated(self, within: float) -> Collection[NodeName]:
-        return ()
-
-
 class Declined(Protocol):
     """A plugin's own reason to leave a pod where it is (`PluginContext.declined`): the pod,
     the plugin's name, why, and the rule without this pod's figures (empty: `why` says it)."""
 
     def __call__(self, pod: Pod, strategy: str, why: str, *, rule: str = "") -> None: ...
-
-
-def _no_reservation(node: NodeName, pod_uid: str) -> None:
-    return None
 
 
 def _ignore_declined(pod: Pod, strategy: str, why: str, *, rule: str = "") -> None:
@@ -256,6 +231,7 @@ Candidates = Iterable[tuple[NodeName | None, Iterable[tuple[Pod, str]]]]
 
 #: Per-pod usage, as a share of its node (signal -> 0..100), where it is measured.
 PodUsage = Mapping[PodKey, Mapping[str, float]]
+#: Reads per-pod usage for one cycle's snapshot (`UsageSources.pod_usage` asks it).
 PodUsageSource = Callable[[CycleState], PodUsage]
 
 
@@ -264,10 +240,11 @@ class UsageError(Exception):
 
 
 class UsageSources(Protocol):
-    """The metrics server's measured usage, for a plugin that asks (LowNodeUtilization's
-    `metricsUtilization: KubernetesMetrics`; upstream's `Handle.MetricsCollector`).
+    """Measured usage, for a plugin that asks (upstream's `Handle.MetricsCollector`): the
+    metrics server's (`metricsUtilization: KubernetesMetrics`), and per-pod usage as a share of
+    its node where the descheduler was given a source of it (container metrics).
 
-    Each raises `UsageError` when its source cannot answer.
+    `node_metrics` and `pod_metrics` raise `UsageError` when the metrics server cannot answer.
     """
 
     def node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
@@ -276,6 +253,11 @@ class UsageSources(Protocol):
 
     def pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         """The metrics server's usage per pod, its containers summed, base units."""
+        ...
+
+    def pod_usage(self) -> PodUsage | None:
+        """Per-pod usage for this cycle's snapshot, as a share of the pod's node (signal ->
+        0..100), pods without a value left out; None when no source measures it."""
         ...
 
 
@@ -303,6 +285,9 @@ class NoUsageSources:
     def pod_metrics(self) -> Mapping[PodKey, Mapping[str, float]]:
         raise UsageError("no metrics server is configured")
 
+    def pod_usage(self) -> PodUsage | None:
+        return None
+
 
 A = TypeVar("A")
 
@@ -322,35 +307,26 @@ RUN_POINTS = (ExtensionPoint.DESCHEDULE, ExtensionPoint.BALANCE)
 
 @dataclass(frozen=True)
 class PluginContext:
-    """What a plugin's run gets (upstream's `Handle`): the cycle's snapshot, one profile's
-    evictor for this cycle, nodeFit, the evictions remembered, and the usage sources."""
+    """What a plugin's run gets (upstream's `Handle`), generic to every plugin: the cycle's
+    snapshot, one profile's evictor for this cycle, nodeFit, the usage sources, the policy's
+    Prometheus, and the cycle's reporting (`classified`, `declined`, `calibrated`). What only
+    some plugin needs is given to it when it is built (`descheduler.assemble`)."""
 
     state: CycleState
     evictor: Evictor
     nodes: NodeFit
-    #: Called with a classification of the nodes, if the plugin makes one (LoadAware,
-    #: LowNodeUtilization): the cycle reports it, exports it as metrics and soft-taints by it.
+    #: Called with a classification of the nodes, if the plugin makes one: the cycle reports
+    #: it, exports it as metrics and soft-taints by it.
     classified: Callable[[Classification], None]
-    moves: MoveHistory = field(default_factory=NoMoves)
     #: A plugin's own reason to leave a pod it weighed (a move that does not pay, a replacement
     #: left to settle): the cycle's report keeps it beside the evictor's refusals.
     declined: Declined = _ignore_declined
-    pod_usage_source: PodUsageSource | None = None
     usage: UsageSources = field(default_factory=NoUsageSources)
     #: The policy's Prometheus (None: no `metricsProviders` Prometheus is configured).
     prometheus: PrometheusClient | None = None
-    #: Keeps new pods off a node until the end of the next cycle, for the pending pod (its uid)
-    #: the node is being cleared for: a plugin asks again each cycle it still needs it.
-    reserve: Callable[[NodeName, str], None] = _no_reservation
     #: What a plugin learned of the cluster this cycle (each node's pressure curve, the
     #: metrics' lag, the pods' start-up): the cycle reports and exports it.
     calibrated: Callable[[Calibration], None] = _ignore_calibration
-
-    def pod_usage(self) -> PodUsage | None:
-        """Per-pod usage for this cycle's snapshot, where a source measures it."""
-        if self.pod_usage_source is None:
-            return None
-        return self.pod_usage_source(self.state)
 
     def selected(self, pod: Pod, selection: PodSelection) -> bool:
         """In the plugin's namespaces and label selector, and not evicted already."""

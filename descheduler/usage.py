@@ -135,16 +135,28 @@ class CycleCachedPrometheus:
 
 
 class ClusterUsage:
-    """`descheduler.framework.UsageSources` over the cluster's metrics API (metrics server)."""
+    """`descheduler.framework.UsageSources` over the cluster's metrics API (metrics server),
+    and per-pod usage from `pod_usage`, the source the descheduler was given (None: none; the
+    container series as production reads them, `pod_usage_from`)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, *, pod_usage: PodUsageSource | None = None) -> None:
         self._cluster = cluster
+        self._pod_usage = pod_usage
+        self._state: CycleState | None = None
         self._nodes: Mapping[NodeName, Mapping[str, float]] | None = None
         self._pods: Mapping[PodKey, Mapping[str, float]] | None = None
 
-    def new_cycle(self) -> None:
-        """Forget what was read: the next questions read the metrics server again."""
+    def new_cycle(self, state: CycleState) -> None:
+        """Forget what was read: the next questions read the metrics server again, and per-pod
+        usage is for `state`, the new cycle's snapshot."""
         self._nodes, self._pods = None, None
+        self._state = state
+
+    def pod_usage(self) -> PodUsage | None:
+        """Read afresh on each call, as its source decides (a plugin asks once a run)."""
+        if self._pod_usage is None or self._state is None:
+            return None
+        return self._pod_usage(self._state)
 
     def node_metrics(self) -> Mapping[NodeName, Mapping[str, float]]:
         if self._nodes is None:

@@ -275,7 +275,7 @@ def run(args: VolcanoArgs, context: PluginContext) -> None:
         return
     capacity = {r: sum(n.high[r] - n.usage[r] for n in low_nodes) for r in RESOURCES}
     not_over = {n.node.name for n in nodes if not ({"cpu", "memory"} & set(n.over()))}
-    measured = context.pod_usage() or {}
+    measured = context.usage.pod_usage() or {}
     high_nodes.sort(key=lambda n: -(n.usage["memory"] + n.usage["cpu"] * 1000 + n.usage["pods"]))
     for source in high_nodes:
         if not _continue(source, capacity):

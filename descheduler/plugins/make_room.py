@@ -47,6 +47,12 @@ over its lease. A plan none of whose pods may go now (a limit already spent, a P
 begun; only a refusal by the Eviction API itself (a PDB that changed since the snapshot) can
 stop one part-way.
 
+The plugin is built (`descheduler.assemble`) with what it needs beyond the per-cycle handle:
+the evictions remembered (`descheduler.settling.MoveHistory`: which pods are replacements left
+to settle) and `reserve` (`Reserve`: the cycle's reservations, which it asks for anew each
+cycle it still needs a node). The whole-plan check asks the evictor's rails without evicting
+(`Evictor.held_back`).
+
 The owner cooldown does not guard it by default, as it does the plugins driven by telemetry:
 the cooldown keeps a flapping metric from moving a workload back and forth, and this plugin
 reads no metric. Its moves cannot undo each other: each runs strictly more requests than
@@ -58,14 +64,13 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from descheduler.args import FieldReader
 from descheduler.framework import (
     ExtensionPoint,
-    MoveHistory,
     Outcome,
     OwnerGuard,
     Plugin,
@@ -73,7 +78,7 @@ from descheduler.framework import (
     PluginName,
 )
 from descheduler.nodefit import fitting_nodes
-from descheduler.settling import settle_left
+from descheduler.settling import MoveHistory, NoMoves, settle_left
 from descheduler.state import CycleState
 from tas.cluster.model import Node, Pod
 from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
@@ -83,6 +88,15 @@ from tas.vocabulary import RESERVED_TAINT_KEY, TELEMETRY_RESOURCE
 log = logging.getLogger(__name__)
 
 NAME = PluginName("MakeRoomForPending")
+
+#: Keeps new pods off a node until the end of the next cycle, for the pending pod (its uid)
+#: the node is being cleared for (`descheduler.cycle.Reservations.reserve`).
+Reserve = Callable[[NodeName, str], None]
+
+
+def _no_reservation(node: NodeName, pod_uid: str) -> None:
+    return None
+
 
 #: How many of the most promising nodes get a whole plan worked out for one pending pod
 #: (the others are ruled out by arithmetic alone): bounds a cycle's work on a large fleet.
@@ -246,9 +260,13 @@ class _Clearing:
 @dataclass
 class MakeRoom:
     """The plugin as a cycle runs it: remembers which pending pods it made room for and when,
-    and the nodes it is still clearing."""
+    and the nodes it is still clearing. Built with the evictions remembered (`moves`) and the
+    cycle's reservations (`reserve`); without them (built on its own) it remembers no moves
+    and reserves nothing."""
 
     args: MakeRoomForPendingArgs
+    moves: MoveHistory = field(default_factory=NoMoves)
+    reserve: Reserve = _no_reservation
     _helped: dict[str, datetime] = field(default_factory=dict)
     _clearing: dict[str, _Clearing] = field(default_factory=dict)
     _looked_at: dict[str, datetime] = field(default_factory=dict)
@@ -264,7 +282,7 @@ class MakeRoom:
         self._helped = {u: when for u, when in self._helped.items() if u in waiting}
         self._clearing = {u: c for u, c in self._clearing.items() if u in waiting}
         self._looked_at = {u: when for u, when in self._looked_at.items() if u in waiting}
-        ledger = _Ledger(state, context.moves)
+        ledger = _Ledger(state, self.moves)
         ledger.cleared.update(c.node for c in self._clearing.values())
         for uid, clearing in list(self._clearing.items()):
             if not self._go_on_clearing(waiting[uid], clearing, context, ledger):
@@ -306,7 +324,7 @@ class MakeRoom:
         self._helped[uid] = state.now
         if now_allowed < len(plan.moves):
             self._clearing[uid] = _Clearing(plan.node.name, state.now)
-            context.reserve(plan.node.name, uid)
+            self.reserve(plan.node.name, uid)
         return _carry_out(plan, now_allowed, context, ledger)
 
     def _go_on_clearing(
@@ -339,7 +357,7 @@ class MakeRoom:
             return True
         allowed = _allowed_now(plan, context)
         if allowed < len(plan.moves):
-            context.reserve(plan.node.name, uid)
+            self.reserve(plan.node.name, uid)
         else:
             del self._clearing[uid]
         return _carry_out(plan, allowed, context, ledger) if allowed else True

@@ -335,7 +335,7 @@ class _MovedAt:
     def owner_moving_since(self, pod: Any) -> Any:
         return self.when
 
-    def recently_evacuated(self, within: float) -> Any:
+    def recently_evacuated(self, now: Any, within: float) -> Any:
         return ()
 
 

@@ -321,7 +321,8 @@ def test_a_replacement_of_a_moved_pod_says_how_long_load_aware_leaves_it() -> No
     world.view.set_column(MetricName("cpu_pressure"), {"node-a": 0.9, "node-b": 0.0, "node-c": 0.0})
     now = world.clock.now()
     lost = make_pod("demo-0", namespace=NS, owner="demo-app-rs")
-    world.descheduler.cooldown = Cooldown(300)
+    # The descheduler's own cooldown: LoadAware was built reading it (`CooldownMoves`).
+    world.descheduler.cooldown.seconds = 300
     world.descheduler.cooldown.record(workload_of(lost), now)  # its owner lost a pod just now
     world.clock.advance(600)
     replacement = make_pod(

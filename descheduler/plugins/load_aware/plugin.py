@@ -23,9 +23,12 @@ move (the rule docs/descheduler.md states):
 
 The plugin remembers, across cycles, its hot nodes (`HotNodes`: the hysteresis its soft taints
 follow, and the confirmation) and each node's recent CPU peak (`load_aware.peaks`, over
-`paybackSeconds`). It runs even while the circuit breaker is open: its classification feeds the
-metrics and the soft taints (the evictor still stops its evictions). The name
-`LowNodeUtilization` belongs to the upstream plugin on requests
+`paybackSeconds`). It is built with the descheduler's evictions remembered
+(`descheduler.settling.MoveHistory`, given by `descheduler.assemble`): nodes evacuated lately
+are no destination, and replacements of moved pods are left to settle. It reads per-pod usage
+from the framework's usage sources (`UsageSources.pod_usage`). It runs even while the circuit
+breaker is open: its classification feeds the metrics and the soft taints (the evictor still
+stops its evictions). The name `LowNodeUtilization` belongs to the upstream plugin on requests
 (`descheduler.plugins.low_node_utilization`).
 """
 
@@ -65,6 +68,7 @@ from descheduler.plugins.load_aware.moves import (
 )
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.plugins.load_aware.stall import StallModel
+from descheduler.settling import MoveHistory, NoMoves
 from descheduler.signals import CPU_SIGNALS, Signal, metric_names
 from descheduler.startup import owner_startups
 from descheduler.state import pod_key
@@ -82,8 +86,11 @@ NAME = PluginName("LoadAware")
 class LoadAware:
     """One profile's LoadAware, with what it remembers from one cycle to the next."""
 
-    def __init__(self, args: LoadAwareArgs) -> None:
+    def __init__(self, args: LoadAwareArgs, *, moves: MoveHistory | None = None) -> None:
+        """`moves`: the evictions the descheduler remembers (None: none, a LoadAware run on
+        its own)."""
         self.args = args
+        self.moves: MoveHistory = NoMoves() if moves is None else moves
         self.hot = HotNodes()
         # Only the CPU readings a destination is judged by, and no longer than the payback
         # horizon asks: an hour held up to 121 readings per node and metric at 30 s cycles.
@@ -121,7 +128,8 @@ class LoadAware:
         c = rebalance(
             args,
             context,
-            pod_usage=context.pod_usage(),
+            pod_usage=context.usage.pod_usage(),
+            moves=self.moves,
             hot=self.hot,
             peaks=self.peaks,
             curves=curves,
@@ -188,13 +196,16 @@ def rebalance(
     context: PluginContext,
     *,
     pod_usage: PodUsage | None = None,
+    moves: MoveHistory | None = None,
     hot: HotNodes | None = None,
     peaks: RecentPeaks | None = None,
     curves: Curves | None = None,
     startups: Mapping[tuple[str, str, str], float] | None = None,
 ) -> Classification:
-    """One rebalancing pass over the overutilized nodes; the classification it made."""
+    """One rebalancing pass over the overutilized nodes; the classification it made.
+    `moves`: the evictions remembered (None: none)."""
     state, evictor = context.state, context.evictor
+    moves = NoMoves() if moves is None else moves
     measured = pod_usage or {}
     estimates = idle_columns(state, measured, curves=curves)
     # Estimates only fill values the columns lack (`idle_columns`): added, they are the value.
@@ -218,11 +229,12 @@ def rebalance(
             metrics,
             c,
             measured,
-            avoid=context.moves.recently_evacuated(args.avoid_evacuated_seconds),
+            avoid=moves.recently_evacuated(state.now, args.avoid_evacuated_seconds),
             confirmed=(hot or HotNodes()).confirmed(args, c),
             peaks=peaks,
             curves=curves,
             startups=startups,
+            moves=moves,
         )
     else:
         policy = CapacityBudget(c, capacity)

@@ -24,7 +24,7 @@ from descheduler.node_classes import Category, Classification
 from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
 from descheduler.plugins.load_aware.peaks import RecentPeaks
-from descheduler.settling import SETTLE_SECONDS, settle_left
+from descheduler.settling import SETTLE_SECONDS, MoveHistory, NoMoves, settle_left
 from descheduler.signals import CPU_SIGNALS, Signal
 from descheduler.startup import owner_of, owner_startups
 from descheduler.state import CycleState, pod_key
@@ -90,6 +90,9 @@ class StallModel:
     #: Each owner's start-up, from its running pods (`descheduler.startup`): what its moves
     #: cost when longer than `restartSeconds`.
     startups: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+    #: The evictions remembered (LoadAware's, `descheduler.settling`): which pods are
+    #: replacements of moved ones, left to settle.
+    moves: MoveHistory = field(default_factory=NoMoves)
     #: `peak_loads` by curve (`NodeLoad.curve_key`), in load order (`_by_size`).
     _sizes: dict[tuple[int, float], list[tuple[float, NodeName]]] | None = field(
         default=None, repr=False
@@ -111,12 +114,13 @@ class StallModel:
         peaks: RecentPeaks | None = None,
         curves: Curves | None = None,
         startups: Mapping[tuple[str, str, str], float] | None = None,
+        moves: MoveHistory | None = None,
     ) -> StallModel:
         """`metrics`: the cycle's values, with idle nodes' estimates
         (`descheduler.plugins.load_aware.idle`); `curves`: each node's learned pressure curve
         (`tas.calibration.curve`), the shared model for a node not named or on its fallback;
         `startups`: each owner's start-up where the caller has read them this cycle (else read
-        here, when `learnRestartSeconds`)."""
+        here, when `learnRestartSeconds`); `moves`: the evictions remembered (None: none)."""
         learned = curves or {}
         utilization = metrics.get(MetricName(Signal.CPU_UTILIZATION), {})
         psi = metrics.get(MetricName(Signal.CPU_PRESSURE), {})
@@ -169,6 +173,7 @@ class StallModel:
             frozenset(confirmed),
             frozenset(avoid),
             startups,
+            NoMoves() if moves is None else moves,
         )
 
     def cost_of(self, pod: Pod) -> MoveCost:
@@ -246,7 +251,7 @@ class StallModel:
 
     def weigh(self, candidate: MoveCandidate, context: PluginContext) -> Move | Decline:
         pod, node = candidate.pod, candidate.node
-        left = settle_left(pod, context.moves.owner_moving_since(pod), context.state.now)
+        left = settle_left(pod, self.moves.owner_moving_since(pod), context.state.now)
         if left > 0:
             if node not in self._settle_said:  # once per node and cycle: why its pods stay
                 self._settle_said.add(node)
