@@ -8,8 +8,9 @@
 
 Either is a `Setup`: the cluster, the components (the extender's server bound, not started;
 the policy controller; the descheduler), the loop (`inmemory.loop.ClosedLoop`) and its
-`RealTime` driver, and what the page offers and says. The command (`tas_cli.run`) parses,
-checks, prints and runs it; a problem the user can fix is a `tas.process.SetupError`.
+`RealTime` driver, and what the page offers and says. The command (`tas_cli.run`) parses
+and checks, and `dashboard.runtime` runs it; a problem the user can fix is a
+`tas.process.SetupError`.
 """
 
 from __future__ import annotations
