@@ -101,11 +101,40 @@ def pressures(
     return out
 
 
+def _noise_seeds(seed: int, steps: range, count: int) -> npt.NDArray[np.uint64]:
+    """The seed of each node's read noise at each step: one row per step, a column per node."""
+    nodes = np.arange(count, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # mod 2**64
+    rows = np.array([slot_seed(seed, step) for step in steps], dtype=np.uint64)
+    return np.asarray(rows[:, None] ^ nodes[None, :], dtype=np.uint64)
+
+
 def measured(model: PressureModel, values: FloatArray, seed: int, step: int) -> FloatArray:
     """What node-exporter reads of these true values at this step: with the model's noise
     (reproducible from the seed and the step), kept within 0..1."""
     if model.noise == 0 or not len(values):
         return values
-    nodes = np.arange(len(values), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # mod 2**64
-    seeds = np.uint64(slot_seed(seed, step)) ^ nodes
-    return np.clip(values + model.noise * _standard_normals(seeds), 0.0, 1.0)
+    normals = _standard_normals(_noise_seeds(seed, range(step, step + 1), len(values))[0])
+    return np.clip(values + model.noise * normals, 0.0, 1.0)
+
+
+class ReadNoise:
+    """`measured` for one run, step after step: the same values, with the noise drawn for
+    `block` steps at once (a draw per step was a tenth of a small simulation's step)."""
+
+    def __init__(self, model: PressureModel, seed: int, *, block: int = 256) -> None:
+        self.model = model
+        self.seed = seed
+        self.block = block
+        self._first = 0
+        self._normals: FloatArray = np.zeros((0, 0))
+
+    def measured(self, values: FloatArray, step: int) -> FloatArray:
+        if self.model.noise == 0 or not len(values):
+            return values
+        rows, count = self._normals.shape
+        if count != len(values) or not self._first <= step < self._first + rows:
+            seeds = _noise_seeds(self.seed, range(step, step + self.block), len(values))
+            self._normals = _standard_normals(seeds.ravel()).reshape(seeds.shape)
+            self._first = step
+        normals: FloatArray = self._normals[step - self._first]
+        return np.clip(values + self.model.noise * normals, 0.0, 1.0)

@@ -34,7 +34,7 @@ from inmemory.workload import (
 )
 from simulator.clock import VirtualClock
 from simulator.fair_share import most_pods_when_balanced
-from simulator.pressure_model import measured, node_biases, pressures
+from simulator.pressure_model import ReadNoise, node_biases, pressures
 from simulator.scenario import (
     Event,
     EventKind,
@@ -212,6 +212,7 @@ class World:
         self.serving = _Grow(1.0)
         #: Each node's factor on its burstiness under a bursty pressure model (1 otherwise).
         self.pressure_bias = _Grow(1.0)
+        self._read_noise = ReadNoise(scenario.pressure_model, seed)
         #: Nodes due to fail (a set-health `fail-after`), by index: when.
         self._fails_at: dict[int, float] = {}
         #: Nodes that failed, by index (a failed node stays failed).
@@ -700,12 +701,7 @@ class World:
             pressure=pressure,
             measured_pressure=np.where(
                 present,
-                measured(
-                    self.scenario.pressure_model,
-                    pressure,
-                    self.seed,
-                    round(t / self.scenario.step),
-                ),
+                self._read_noise.measured(pressure, round(t / self.scenario.step)),
                 0.0,
             ),
             memory_used=used,

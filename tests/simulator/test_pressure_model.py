@@ -9,7 +9,7 @@ Covered:
 - each node's factor is the same for a node of that name on that seed, differs between nodes,
   and is 1 under Erlang C;
 - the measurement noise is reproducible, near zero on average, kept within 0..1, and absent
-  when the noise is 0;
+  when the noise is 0; a run's noise drawn by blocks of steps is the same reading;
 - a scenario's `pressureModel` is read; one that names none gets the bursty model with its
   per-node factors and noise (issue 54), and Erlang C only where it is named (without noise
   unless given); bad ones are refused with every problem listed;
@@ -35,7 +35,7 @@ from simulator.contenders import Contender, resolve
 from simulator.family import FAMILIES, draw_scenario, load_family
 from simulator.limit import _envelope, _StallCurve
 from simulator.live import ScenarioPage
-from simulator.pressure_model import erfc, measured, node_biases, pressures
+from simulator.pressure_model import ReadNoise, erfc, measured, node_biases, pressures
 from simulator.runner import build_run
 from simulator.scenario import PressureModel, PressureModelKind, ScenarioError
 from tas.types import NodeName
@@ -120,6 +120,15 @@ def test_the_reading_is_the_pressure_with_noise_reproducible_and_within_0_and_1(
     assert edges.max() <= 1.0
     quiet = PressureModel(PressureModelKind.BURSTY, noise=0.0)
     assert measured(quiet, values, 3, 10) is values
+
+
+def test_a_runs_reading_drawn_by_blocks_of_steps_is_the_reading_of_each_step() -> None:
+    # A run draws its read noise for many steps at once: the same reading, bit for bit, across
+    # a block's end and when nodes join (the figures of every seed depend on it).
+    noise = ReadNoise(BURSTY, 5, block=4)
+    for step, count in [(0, 3), (1, 3), (3, 3), (4, 3), (9, 3), (10, 5), (2, 5)]:
+        values = np.linspace(0.1, 0.9, count)
+        assert list(noise.measured(values, step)) == list(measured(BURSTY, values, 5, step))
 
 
 def test_a_scenarios_pressure_model_is_read() -> None:
