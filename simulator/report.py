@@ -1,6 +1,7 @@
 """What a simulation leaves behind: `summary.json` (the same bytes for the same seeds) and one
 terminal table per scenario (a row per contender, a column per figure, means over the seeds;
-split into blocks of columns one under the other, none wider than `TABLE_WIDTH`)."""
+split into blocks of columns one under the other, none wider than `TABLE_WIDTH`), and the
+legend printed under the tables: what each column counts (`LEGEND`, `legend`)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,58 @@ COLUMNS: Sequence[tuple[str, str, str | None, str]] = (
     ("herd by load", "herd_ratio_by_load", None, "{:.2f}"),
     ("oom", "oom_kills", None, "{:.0f}"),
 )
+
+#: What each column of the tables means, by its title (`COLUMNS`; a test keeps the two in
+#: step), from the figures' definitions in `simulator.figures`. Every figure is
+#: judged on the model's true values and is better lower; "after the warm-up" where it is a
+#: figure over time.
+LEGEND: dict[str, str] = {
+    "viol.place": "pods placed on a node that broke a dontschedule rule of their policy at "
+    "that moment (count)",
+    "evac med s": "seconds from a node turning violating (deschedule) until the last pod of "
+    "that policy left it, median over such episodes",
+    "evac max s": "the same, the longest episode (seconds)",
+    "not evac": "episodes that ended with the policy's pods still on the node: it recovered, "
+    "or the run ended, first (count)",
+    "evictions": "pods evicted by the descheduler (count)",
+    "max/pod/h": "the most evictions of one pod (a replica, across its replacements) in any hour",
+    "spread mean": "how unevenly CPU pressure is spread: the standard deviation across nodes "
+    "of PSI cpu some (0..1), mean over time",
+    "spread p95": "the same, 95th percentile over time",
+    "hottest": "the hottest node's PSI cpu some (0..1), mean over time",
+    "lost core·s": "CPU work not done, in core-seconds: demand above a node's cores, plus the "
+    "demand of pods not running (pending, or restarting after an eviction or an OOM kill)",
+    "lost %": "that lost work as a share of all demand",
+    "stall node·s": "node-seconds of tasks waiting for CPU: PSI cpu some (0..1) integrated "
+    "over time, summed over nodes",
+    "pending p95 s": "95th percentile of the seconds a pod waited to be placed",
+    "herd": "scenarios with a burst: the most burst pods placed on one node over the fair "
+    "share (burst / schedulable nodes); 1 is even",
+    "herd by load": "the same most pods over the most a load-balanced placement puts on one "
+    "node (the burst filling the least loaded nodes' cores to one level); 1 is balanced",
+    "oom": "pods the kernel's OOM killer ended (count)",
+}
+
+
+def legend(titles: list[str], *, width: int = TABLE_WIDTH) -> str:
+    """The legend of the columns `titles` under the tables: a column's title, then what it
+    counts, wrapped under itself so no line is wider than `width`."""
+    column = max((len(t) for t in titles), default=0)
+    indent = " " * (column + 4)
+    lines = []
+    for title in titles:
+        lines.extend(
+            textwrap.wrap(
+                LEGEND[title],
+                width,
+                initial_indent=f"  {title.ljust(column)}  ",
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(
+        ["What the columns count (means over the seeds; for each, lower is better):", *lines]
+    )
 
 
 def rounded(value: Any) -> Any:

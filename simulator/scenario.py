@@ -1005,3 +1005,17 @@ def _seconds(raw: object) -> float:
         return float(raw) if isinstance(raw, int | float) else parse_duration(str(raw))
     except DurationError:
         return 0.0
+
+
+def unknown_scenario(name: str) -> str | None:
+    """What to tell a user whose SCENARIO (`tas simulate`, `tas run --scenario`) is neither a
+    file nor a named scenario, naming the named ones; None when it is one of them."""
+    if scenario_path(name).exists():
+        return None
+    named = named_scenarios()
+    offered = f"the named scenarios: {', '.join(named)}"
+    if Path(name).suffix in (".yaml", ".yml") or "/" in name:
+        return f"no scenario file {name}; give a YAML file that exists, or one of {offered}"
+    close = difflib.get_close_matches(name, named, n=1)
+    guess = f" (did you mean {close[0]}?)" if close else ""
+    return f"no scenario named {name!r}{guess}; {offered} (or give a YAML file)"

@@ -202,7 +202,7 @@ def check_settings(settings: RunCommandSettings) -> None:
             "(scale them on the page, or with tas demo scale NAME N)"
         )
     if settings.scenario:
-        from tas_cli.simulate import unknown_scenario
+        from simulator.scenario import unknown_scenario
 
         unknown = unknown_scenario(settings.scenario)
         if unknown is not None:

@@ -5,11 +5,12 @@ an independent job on a process pool over all cores (or a Dask cluster with `--d
 DIR/summary.json (means over the seeds, 95% intervals, the clear bests), PNG charts per scenario
 from its first seed, and the run's log (DIR/simulate.log: what ran, its progress and tables, and
 the components' warnings), and prints one table per scenario (blocks of columns no wider than
-`LINE_WIDTH`), then a legend of the columns shown (what each figure counts, in which unit,
-`LEGEND`), and where it wrote. Fewer than `FEW_SEEDS` seeds is warned of: their intervals are
-too wide to compare. A scenario name that is neither a file nor a named scenario lists the named
-ones and exits 2; a bad scenario file lists every problem with its path and exits 1. Ctrl-C
-while the runs go stops at once, quietly (one line, exit 130, the workers terminated).
+`simulator.report.TABLE_WIDTH`), then a legend of the columns shown (what each figure counts, in
+which unit, `simulator.report.LEGEND`), and where it wrote. Fewer than `FEW_SEEDS` seeds is
+warned of: their intervals are too wide to compare. A scenario name that is neither a file nor a
+named scenario lists the named ones (`simulator.scenario.unknown_scenario`) and exits 2; a bad
+scenario file lists every problem with its path and exits 1. Ctrl-C while the runs go stops at
+once, quietly (one line, exit 130, the workers terminated).
 
 Every table and summary.json also carry three reference rows, never contenders: `limit` (the
 fluid bound, `simulator.limit`), `hindsight` (whole pods placed once knowing the future, no
@@ -21,13 +22,11 @@ pipeline lag), and each contender's share of the achievable gain, (requests - it
 from __future__ import annotations
 
 import argparse
-import difflib
 import logging
 import multiprocessing
 import shlex
 import signal
 import sys
-import textwrap
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -37,80 +36,9 @@ from typing import TextIO
 from tas_cli.common import print_problems
 from tas_cli.simulation_options import add_contenders_option, add_spreading_options
 
-#: The widest line the command prints (`simulator.report.TABLE_WIDTH`, its tables', too).
-LINE_WIDTH = 110
 #: Below this many seeds a 95% interval (Student's t over the seeds) is too wide to tell
 #: contenders apart: t for 1 degree of freedom is 12.7, for 2 it is 4.3.
 FEW_SEEDS = 3
-
-#: What each column of the tables means, by its title (`simulator.report.COLUMNS`; a test
-#: keeps the two in step), from the figures' definitions in `simulator.figures`. Every figure is
-#: judged on the model's true values and is better lower; "after the warm-up" where it is a
-#: figure over time.
-LEGEND: dict[str, str] = {
-    "viol.place": "pods placed on a node that broke a dontschedule rule of their policy at "
-    "that moment (count)",
-    "evac med s": "seconds from a node turning violating (deschedule) until the last pod of "
-    "that policy left it, median over such episodes",
-    "evac max s": "the same, the longest episode (seconds)",
-    "not evac": "episodes that ended with the policy's pods still on the node: it recovered, "
-    "or the run ended, first (count)",
-    "evictions": "pods evicted by the descheduler (count)",
-    "max/pod/h": "the most evictions of one pod (a replica, across its replacements) in any hour",
-    "spread mean": "how unevenly CPU pressure is spread: the standard deviation across nodes "
-    "of PSI cpu some (0..1), mean over time",
-    "spread p95": "the same, 95th percentile over time",
-    "hottest": "the hottest node's PSI cpu some (0..1), mean over time",
-    "lost core·s": "CPU work not done, in core-seconds: demand above a node's cores, plus the "
-    "demand of pods not running (pending, or restarting after an eviction or an OOM kill)",
-    "lost %": "that lost work as a share of all demand",
-    "stall node·s": "node-seconds of tasks waiting for CPU: PSI cpu some (0..1) integrated "
-    "over time, summed over nodes",
-    "pending p95 s": "95th percentile of the seconds a pod waited to be placed",
-    "herd": "scenarios with a burst: the most burst pods placed on one node over the fair "
-    "share (burst / schedulable nodes); 1 is even",
-    "herd by load": "the same most pods over the most a load-balanced placement puts on one "
-    "node (the burst filling the least loaded nodes' cores to one level); 1 is balanced",
-    "oom": "pods the kernel's OOM killer ended (count)",
-}
-
-
-def legend(titles: list[str], *, width: int = LINE_WIDTH) -> str:
-    """The legend of the columns `titles` under the tables: a column's title, then what it
-    counts, wrapped under itself so no line is wider than `width`."""
-    column = max((len(t) for t in titles), default=0)
-    indent = " " * (column + 4)
-    lines = []
-    for title in titles:
-        lines.extend(
-            textwrap.wrap(
-                LEGEND[title],
-                width,
-                initial_indent=f"  {title.ljust(column)}  ",
-                subsequent_indent=indent,
-                break_on_hyphens=False,
-            )
-        )
-    return "\n".join(
-        ["What the columns count (means over the seeds; for each, lower is better):", *lines]
-    )
-
-
-def unknown_scenario(name: str) -> str | None:
-    """What to tell a user whose SCENARIO (`tas simulate`, `tas run --scenario`) is neither a
-    file nor a named scenario, naming the named ones; None when it is one of them."""
-    from simulator.scenario import named_scenarios, scenario_path
-
-    if scenario_path(name).exists():
-        return None
-    named = named_scenarios()
-    offered = f"the named scenarios: {', '.join(named)}"
-    if Path(name).suffix in (".yaml", ".yml") or "/" in name:
-        return f"no scenario file {name}; give a YAML file that exists, or one of {offered}"
-    close = difflib.get_close_matches(name, named, n=1)
-    guess = f" (did you mean {close[0]}?)" if close else ""
-    return f"no scenario named {name!r}{guess}; {offered} (or give a YAML file)"
-
 
 #: `tas simulate --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
@@ -187,8 +115,13 @@ def run(args: argparse.Namespace) -> int:
     from simulator.contenders import choose_contenders
     from simulator.goals import named_goals, report
     from simulator.jobs import DaskUnavailableError
-    from simulator.report import COLUMNS, summary, table, write_summary
-    from simulator.scenario import ScenarioError, load_scenario, named_scenarios
+    from simulator.report import COLUMNS, legend, summary, table, write_summary
+    from simulator.scenario import (
+        ScenarioError,
+        load_scenario,
+        named_scenarios,
+        unknown_scenario,
+    )
     from simulator.seeds import run_seeded
     from tas.durations import DurationError, parse_duration
 

@@ -18,9 +18,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from simulator.report import COLUMNS
+from simulator.report import COLUMNS, LEGEND
 from simulator.scenario import named_scenarios
-from tas_cli.simulate import LEGEND
 from tests.processes import tas_command
 
 
