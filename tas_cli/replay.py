@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from tas.durations import format_duration
 from tas.metrics.config import load_metrics_config
@@ -30,16 +26,14 @@ from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.names import derived
 from tas.metrics.prometheus import open_prometheus
 from tas.metrics.refreshing import default_max_age
-from tas.policies.documents import read_documents
-from tas.policies.files import load_policy_path, policy_files
+from tas.policies.files import load_policy_path
 from tas.policies.model import TASPolicy
 from tas.process import SetupError
 from tas.replay import timeline
-from tas.replay.evaluate import Replay, compare, replay_policies
-from tas.replay.history import History, ReplayInputError, make_window, parse_time
+from tas.replay.evaluate import Replay, replay_policies
+from tas.replay.history import ReplayInputError, make_window, parse_time
 from tas.replay.prometheus import read_history
-from tas.replay.scenario import build_scenario
-from tas.types import MetricName
+from tas.replay.report import policy_documents, print_comparison, print_summary, write_scenario
 from tas_cli.common import duration, share
 from tas_cli.main import INSTALL_EXTRA
 from tas_cli.validate import problem_lines
@@ -176,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         print_comparison(replay, second, sys.stdout)
     if args.scenario_out is not None:
         gauges = [m for m in metrics if derived(m) is None]
-        _write_scenario(args.scenario_out, history, policy_documents(args.policies), gauges)
+        write_scenario(args.scenario_out, history, policy_documents(args.policies), gauges)
     print(f"Wrote {args.out / 'replay.json'}", file=sys.stderr)
     return 0
 
@@ -214,59 +208,6 @@ def _load(path: Path, flag: str) -> tuple[TASPolicy, ...]:
     return result.policies
 
 
-def policy_documents(path: Path) -> list[dict[str, Any]]:
-    """The policy documents under `path`, as written (for a scenario's `policies`), read as the
-    components read them. One with a duplicate key never gets here: `_load` refused it."""
-    documents: list[dict[str, Any]] = []
-    for file in policy_files(path):
-        for document in read_documents(file.read_text(encoding="utf-8")):
-            body = document.body
-            if isinstance(body, dict) and body.get("kind") == "TASPolicy":
-                documents.append(body)
-    return documents
-
-
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h"
-
-
-def print_summary(replay: Replay, out: Any) -> None:
-    window = replay.window
-    print(
-        f"Replayed {window.count:,} steps of {format_duration(window.step)} "
-        f"({_hours(window.end - window.start)}):",
-        file=out,
-    )
-    print(
-        f"  {'policy':32} {'nodes':>5} {'violating':>10} {'dontsched':>10} "
-        f"{'evictions':>9} {'filtered':>8} {'breaker':>8}",
-        file=out,
-    )
-    for key, result in sorted(replay.policies.items()):
-        violating = sum(1 for r in result.nodes.values() if r.violating_seconds > 0)
-        seconds = sum(r.violating_seconds for r in result.nodes.values())
-        blocked = sum(r.dontschedule_seconds for r in result.nodes.values())
-        print(
-            f"  {key:32} {violating:5} {_hours(seconds):>10} {_hours(blocked):>10} "
-            f"{len(result.would_evict):9} {len(result.filtered_placements):8} "
-            f"{_hours(result.breaker_open_seconds):>8}",
-            file=out,
-        )
-
-
-def print_comparison(first: Replay, second: Replay, out: Any) -> None:
-    print("Compared with --compare (first -> second):", file=out)
-    for diff in compare(first, second):
-        print(
-            f"  {diff.key}: violating nodes {diff.nodes[0]} -> {diff.nodes[1]}, "
-            f"node-hours {_hours(diff.violating_seconds[0])} -> "
-            f"{_hours(diff.violating_seconds[1])}, "
-            f"evictions {diff.evictions[0]} -> {diff.evictions[1]}, "
-            f"filtered placements {diff.filtered[0]} -> {diff.filtered[1]}",
-            file=out,
-        )
-
-
 def _charts(replay: Replay, out: Path, *, skip: bool) -> None:
     if skip:
         return
@@ -280,25 +221,3 @@ def _charts(replay: Replay, out: Path, *, skip: bool) -> None:
         return
     for key, result in sorted(replay.policies.items()):
         timeline.draw_timeline(key, result, replay.window, out / timeline.file_name(key))
-
-
-def _write_scenario(
-    path: Path,
-    history: History,
-    policies: Sequence[dict[str, Any]],
-    gauges: Sequence[MetricName],
-) -> None:
-    document = build_scenario(history, name=_scenario_name(path), policies=policies, gauges=gauges)
-    if not document["nodes"]:
-        raise SetupError(
-            "--scenario-out: no node has kube_node_status_allocatable in this window: "
-            "is kube-state-metrics scraped?"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(document, sort_keys=False, width=120))
-    print(f"Wrote {path}: tas simulate {path}", file=sys.stderr)
-
-
-def _scenario_name(path: Path) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-")[:63].strip("-")
-    return name or "replayed"
