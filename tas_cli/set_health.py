@@ -36,8 +36,6 @@ import difflib
 import http.client
 import json
 import math
-import re
-import shlex
 import subprocess
 import sys
 import urllib.request
@@ -46,39 +44,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tas.metrics.textfile import SUFFIX, format_value, node_file, write_node_series
+from tas.metrics.textfile import (
+    HEALTH_SERIES,
+    REMOTE_DIR,
+    REMOTE_FILE,
+    SUFFIX,
+    format_value,
+    node_file,
+    ssh_command,
+    write_node_series,
+)
 from tas.policies.model import Rule
 from tas.rules import rule_is_true
 from tas_cli import common
 
-SERIES = "node_health_metric"
+SERIES = HEALTH_SERIES
 #: The name a policy rule reads it by.
 METRIC = "health_metric"
 #: Where `make run` writes its textfiles, when no running one says where.
 DEFAULT_DIR = Path("run/metrics")
-REMOTE_DIR = "/tmp/node-metrics"
-REMOTE_FILE = "text.prom"
 SSH_TIMEOUT_SECONDS = 30
 #: A dashboard on this machine answers at once; a slow answer is treated as no `make run`.
 DASHBOARD_TIMEOUT_SECONDS = 2.0
-
-_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
-_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
-_REMOTE_DIR = re.compile(r"/[A-Za-z0-9._/-]{0,255}")
-#: Runs on the node; the directory and the value arrive as $1 and $2 (set-health.sh's script).
-#: What writes the file: the directory and the value arrive as $1 and $2.
-WRITE_SCRIPT = (
-    'set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; '
-    f'printf "{SERIES} %s\\n" "$2" >"$tmp"; mv -f "$tmp" "$1/{REMOTE_FILE}"'
-)
-#: What sshd hands the remote shell: the write as root, through `sudo -n` for another user
-#: (node-exporter's textfile directory is root's, mode 0755). `-n`: a sudo that would ask for a
-#: password fails at once and says so, instead of hanging on a prompt nobody sees. The write
-#: script arrives as $3, so nothing is quoted twice.
-REMOTE_SCRIPT = (
-    'set -eu; if [ "$(id -u)" = 0 ]; then exec sh -c "$3" set-health "$1" "$2"; fi; '
-    'exec sudo -n sh -c "$3" set-health "$1" "$2"'
-)
 
 
 class SetHealthError(Exception):
@@ -139,31 +126,6 @@ def parse_value(text: object) -> float:
     if not math.isfinite(value):
         raise SetHealthError(f"VALUE must be a finite number, not {text!r}")
     return value
-
-
-def ssh_command(
-    destination: str, value: float, *, remote_dir: str = REMOTE_DIR, ssh: str = "ssh"
-) -> list[str]:
-    """The argv that writes `value` on `destination` ([USER@]HOST); checks every part first."""
-    user, _, host = destination.rpartition("@")
-    if "@" in destination and not _USER.fullmatch(user):
-        raise SetHealthError(f"not a user name: {user!r}")
-    if not _HOST.fullmatch(host):
-        raise SetHealthError(f"not a host name or address: {host!r}")
-    if not _REMOTE_DIR.fullmatch(remote_dir) or ".." in remote_dir:
-        raise SetHealthError(
-            f"--remote-dir must be an absolute path of [A-Za-z0-9._/-] without '..', "
-            f"got {remote_dir!r}"
-        )
-    if not math.isfinite(value):
-        raise SetHealthError(f"VALUE must be a finite number, not {value!r}")
-    remote = shlex.join(
-        ["sh", "-c", REMOTE_SCRIPT, "set-health", remote_dir, format_value(value), WRITE_SCRIPT]
-    )
-    argv = [ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
-    if user:
-        argv += ["-l", user]
-    return [*argv, "--", host, remote]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,9 @@
 
 This is the metric source with no moving parts: the embedded mode, `tas set-health` and tests
 write files (through `write_node_series`, the one writer), the view reads them. It is also the
-format of node-exporter's textfile collector, so the same files can feed a real node-exporter.
+format of node-exporter's textfile collector, so the same files can feed a real node-exporter;
+`ssh_command` writes TAS demo's health series into a real node's (`tas set-health --ssh`):
+nothing typed becomes shell code, the remote command is a fixed script with quoted arguments.
 A sample without a timestamp was measured when its file was last written (the file's mtime).
 """
 
@@ -12,6 +14,8 @@ import contextlib
 import fcntl
 import math
 import os
+import re
+import shlex
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -148,3 +152,56 @@ def _locked(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+# ------------------------------------------------------------------ a real node's, over ssh
+
+#: TAS's health-metric demo on a real node (deploy/health-metric-demo/set-health.sh): the
+#: series it writes, into this file of node-exporter's textfile directory.
+HEALTH_SERIES = "node_health_metric"
+REMOTE_DIR = "/tmp/node-metrics"
+REMOTE_FILE = "text.prom"
+
+_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\]")
+_REMOTE_DIR = re.compile(r"/[A-Za-z0-9._/-]{0,255}")
+#: Runs on the node; the directory and the value arrive as $1 and $2 (set-health.sh's script).
+#: What writes the file: the directory and the value arrive as $1 and $2.
+WRITE_SCRIPT = (
+    'set -eu; umask 022; mkdir -p "$1"; tmp="$1/.text.prom.$$"; '
+    f'printf "{HEALTH_SERIES} %s\\n" "$2" >"$tmp"; mv -f "$tmp" "$1/{REMOTE_FILE}"'
+)
+#: What sshd hands the remote shell: the write as root, through `sudo -n` for another user
+#: (node-exporter's textfile directory is root's, mode 0755). `-n`: a sudo that would ask for a
+#: password fails at once and says so, instead of hanging on a prompt nobody sees. The write
+#: script arrives as $3, so nothing is quoted twice.
+REMOTE_SCRIPT = (
+    'set -eu; if [ "$(id -u)" = 0 ]; then exec sh -c "$3" set-health "$1" "$2"; fi; '
+    'exec sudo -n sh -c "$3" set-health "$1" "$2"'
+)
+
+
+def ssh_command(
+    destination: str, value: float, *, remote_dir: str = REMOTE_DIR, ssh: str = "ssh"
+) -> list[str]:
+    """The argv that writes `value` on `destination` ([USER@]HOST) with ssh; checks every part
+    first (ValueError)."""
+    user, _, host = destination.rpartition("@")
+    if "@" in destination and not _USER.fullmatch(user):
+        raise ValueError(f"not a user name: {user!r}")
+    if not _HOST.fullmatch(host):
+        raise ValueError(f"not a host name or address: {host!r}")
+    if not _REMOTE_DIR.fullmatch(remote_dir) or ".." in remote_dir:
+        raise ValueError(
+            f"--remote-dir must be an absolute path of [A-Za-z0-9._/-] without '..', "
+            f"got {remote_dir!r}"
+        )
+    if not math.isfinite(value):
+        raise ValueError(f"VALUE must be a finite number, not {value!r}")
+    remote = shlex.join(
+        ["sh", "-c", REMOTE_SCRIPT, "set-health", remote_dir, format_value(value), WRITE_SCRIPT]
+    )
+    argv = [ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+    if user:
+        argv += ["-l", user]
+    return [*argv, "--", host, remote]

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tas_cli import set_health
+from tas.metrics import textfile
 from tas_cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,22 +68,22 @@ def test_it_writes_text_prom_on_the_host_through_an_argv(tmp_path: Path, ssh_log
 
 
 def test_the_default_remote_file_is_tas_demos() -> None:
-    argv = set_health.ssh_command("worker-1", 0.0)
+    argv = textfile.ssh_command("worker-1", 0.0)
     assert argv[:6] == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "--"]
     assert argv[6] == "worker-1"
     assert shlex.split(argv[7]) == [
-        "sh", "-c", set_health.REMOTE_SCRIPT, "set-health", "/tmp/node-metrics", "0",
-        set_health.WRITE_SCRIPT,
+        "sh", "-c", textfile.REMOTE_SCRIPT, "set-health", "/tmp/node-metrics", "0",
+        textfile.WRITE_SCRIPT,
     ]  # fmt: skip
-    assert '"$1/text.prom"' in set_health.WRITE_SCRIPT
+    assert '"$1/text.prom"' in textfile.WRITE_SCRIPT
 
 
 def test_it_runs_the_same_remote_scripts_as_set_health_sh() -> None:
     lines = SCRIPT.read_text().splitlines()
     script = next(x for x in lines if x.startswith("script='"))
     writer = next(x for x in lines if x.startswith("writer='"))
-    assert script == f"script='{set_health.REMOTE_SCRIPT}'"
-    assert writer == f"writer='{set_health.WRITE_SCRIPT}'"
+    assert script == f"script='{textfile.REMOTE_SCRIPT}'"
+    assert writer == f"writer='{textfile.WRITE_SCRIPT}'"
 
 
 def _stand_in(bin_dir: Path, name: str, body: str) -> None:
