@@ -49,8 +49,7 @@ from descheduler.nodefit import NodeFitter
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError, EvictionOutcome
-from tas.cluster.model import ObjectReference, Pod
-from tas.placements import WorkloadKey, workload_of
+from tas.cluster.model import ObjectReference, Pod, WorkloadKey, workload_of
 from tas.types import Namespace, NodeName
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from descheduler.state import CycleState
-from tas.cluster.model import LabelSelector, Node, Pod
+from tas.cluster.model import LabelSelector, Node, Pod, workload_of
 from tas.fit import NodeLoad, holds_resources, rejection
-from tas.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load, workload_of
+from tas.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load
 from tas.policies.model import TASPolicy
 from tas.rules import filter_nodes
 from tas.types import MetricColumns, MetricName, NodeName

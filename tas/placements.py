@@ -75,7 +75,7 @@ from tas.calibration.curve import CurveLearner, Curves
 from tas.calibration.delays import DEFAULT_QUANTILE, DelayRing, follow_window
 from tas.clock import Clock
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import Node, Pod, PodSummary
+from tas.cluster.model import Node, Pod, PodSummary, WorkloadKey, workload_of
 from tas.pressure import NodeLoad, pressure
 from tas.types import MetricColumns, MetricName, NodeName, PodKey
 
@@ -121,8 +121,6 @@ FORGET_AFTER = 600.0
 #: Workload keys kept for sharing before the table starts over.
 _MAX_WORKLOADS = 50_000
 
-#: namespace, owner kind, owner name (the pod's own name for a pod without a controller).
-WorkloadKey = tuple[str, str, str]
 #: metric -> node -> sample time (Unix seconds) of the node's current value.
 SampleTimes = Mapping[MetricName, Mapping[NodeName, float]]
 #: metric -> node -> value to add.
@@ -141,15 +139,6 @@ class Placement:
     bound_at: float
     workload: WorkloadKey
     requests: Mapping[str, float]
-
-
-def workload_of(pod: Pod | PodSummary) -> WorkloadKey:
-    """The workload the pod belongs to: its controller (a ReplicaSet, a StatefulSet, ...), or
-    the pod itself when nothing controls it (its pods share one usage estimate)."""
-    owner = pod.controller
-    if owner is None:
-        return (pod.namespace, "Pod", pod.name)
-    return (pod.namespace, owner.kind, owner.name)
 
 
 def bind_time(pod: Pod | PodSummary) -> float | None:

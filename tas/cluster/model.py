@@ -308,6 +308,21 @@ class PodSummary:
         return controller_of(self.owners)
 
 
+#: A pod's owner key: namespace, owner kind, owner name (kind "Pod" and the pod's own name for
+#: a pod without a controller). What herd control shares usage estimates by and what the
+#: descheduler's cooldown and "one pod per owner per cycle" count.
+WorkloadKey = tuple[str, str, str]
+
+
+def workload_of(pod: Pod | PodSummary) -> WorkloadKey:
+    """The workload the pod belongs to: its controller (a ReplicaSet, a StatefulSet, ...), or
+    the pod itself when nothing controls it (its pods share one usage estimate)."""
+    owner = pod.controller
+    if owner is None:
+        return (pod.namespace, "Pod", pod.name)
+    return (pod.namespace, owner.kind, owner.name)
+
+
 @dataclass(frozen=True, slots=True)
 class PodDisruptionBudget:
     namespace: Namespace

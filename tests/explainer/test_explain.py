@@ -39,7 +39,7 @@ from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
-from tas.cluster.model import ObjectReference, Taint, TaintEffect
+from tas.cluster.model import ObjectReference, Taint, TaintEffect, workload_of
 from tas.explain import (
     GONE,
     EventFact,
@@ -56,7 +56,6 @@ from tas.explain import (
     to_json,
 )
 from tas.metrics.static import StaticMetricView
-from tas.placements import workload_of
 from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
 from tas.types import MetricName, Namespace, NodeName
