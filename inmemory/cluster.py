@@ -123,13 +123,18 @@ class InMemoryCluster:
         self._namespaces: dict[str, NamespaceInfo] = {}
         self._pvcs: dict[tuple[Namespace, str], PersistentVolumeClaim] = {}
         self._node_metrics: dict[NodeName, Mapping[str, float]] = {}
+        #: `list_nodes`' answer until a node is written: the scheduler model and the
+        #: contenders list the nodes for every pod they place.
+        self._listed_nodes: tuple[Node, ...] | None = None
         self._pod_metrics: dict[PodKey, Mapping[str, float]] = {}
 
     # ----------------------------------------------------------------- reads (Cluster)
 
     def list_nodes(self) -> Sequence[Node]:
         with self._lock:
-            return tuple(self._nodes[name] for name in sorted(self._nodes))
+            if self._listed_nodes is None:
+                self._listed_nodes = tuple(self._nodes[name] for name in sorted(self._nodes))
+            return self._listed_nodes
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
         with self._lock:
@@ -316,6 +321,7 @@ class InMemoryCluster:
         with self._lock:
             self._node(name)
             del self._nodes[name]
+            self._listed_nodes = None
             self._next_version()
         self._notify([ClusterChange(ResourceKind.NODE, ChangeType.DELETED, name)])
 
@@ -513,6 +519,7 @@ class InMemoryCluster:
         if previous is not None and _same(previous, node):
             return []  # the API server does not bump resourceVersion for a no-op patch
         self._nodes[node.name] = dataclasses.replace(node, resource_version=self._next_version())
+        self._listed_nodes = None
         kind = ChangeType.ADDED if previous is None else ChangeType.MODIFIED
         return [ClusterChange(ResourceKind.NODE, kind, node.name)]
 

@@ -50,6 +50,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.classify import ThresholdSpec
 from descheduler.config import DeschedulerConfig
@@ -76,6 +79,7 @@ from tas.durations import DurationError, parse_duration
 from tas.fit import requested, untolerated_taint
 from tas.types import MetricName, NodeName
 
+FloatArray = npt.NDArray[np.float64]
 log = logging.getLogger(__name__)
 
 NAME = PluginName("LoadAware")
@@ -753,34 +757,61 @@ class VolcanoUsage:
         if not self._fresh():
             return dict.fromkeys(candidates, 0.0)
         nodes = self.nodes()
-        recent = self.recent()
-        scores: dict[NodeName, float] = {}
-        for name in candidates:
-            node = nodes.get(name)
-            if node is None:
-                scores[name] = 0.0
-                continue
-            cpu, memory = self._composites(node, recent.get(name, (0.0, 0.0)))
-            share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
-            scores[name] = share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT
-        return scores
+        known = [nodes[name] for name in candidates if name in nodes]
+        cpu, memory = self._composites(known, self.recent())
+        share = ((1.0 - cpu) + (1.0 - memory)) / 2.0
+        scored = dict(
+            zip(
+                (node.name for node in known),
+                (share * MAX_NODE_SCORE * VOLCANO_USAGE_WEIGHT).tolist(),
+                strict=True,
+            )
+        )
+        return {name: scored.get(name, 0.0) for name in candidates}
 
-    def _composites(self, node: Node, shadow: tuple[float, float]) -> tuple[float, float]:
-        cpu_pct, memory_pct = self.usage.get(node.name, (0.0, 0.0))
-        cores = node.allocatable.get("cpu", 0.0)
-        memory = node.allocatable.get("memory", 0.0)
+    def _composites(
+        self, nodes: Sequence[Node], recent: Mapping[NodeName, tuple[float, float]]
+    ) -> tuple[FloatArray, FloatArray]:
+        """Each node's composite CPU and memory load (0..1): its measured usage plus the shadow
+        estimates of its recent pods, as shares of its allocatable. Every node at once, with
+        the arithmetic of Volcano's per-node loop (a burst of thousands of pods is scored pod
+        by pod, each against every node)."""
+        usage = [self.usage.get(node.name, (0.0, 0.0)) for node in nodes]
+        shadow = [recent.get(node.name, (0.0, 0.0)) for node in nodes]
+        cpu_pct = np.array([u[0] for u in usage], dtype=np.float64)
+        memory_pct = np.array([u[1] for u in usage], dtype=np.float64)
+        cores = _allocatable(nodes, "cpu")
+        memory = _allocatable(nodes, "memory")
+        shadow_cpu = np.array([s[0] for s in shadow], dtype=np.float64)
+        shadow_memory = np.array([s[1] for s in shadow], dtype=np.float64)
 
-        def composites(factor: float) -> tuple[float, float]:
-            cpu = cpu_pct / 100.0 + (factor * shadow[0] / cores if cores > 0 else 0.0)
-            used = memory_pct / 100.0 + (factor * shadow[1] / memory if memory > 0 else 0.0)
-            return min(1.0, max(0.0, cpu)), min(1.0, max(0.0, used))
+        def composites(factor: float) -> tuple[FloatArray, FloatArray]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cpu = cpu_pct / 100.0 + np.where(cores > 0, factor * shadow_cpu / cores, 0.0)
+                used = memory_pct / 100.0 + np.where(
+                    memory > 0, factor * shadow_memory / memory, 0.0
+                )
+            return _unit(cpu), _unit(used)
 
         # Volcano picks each pod's risk factor from the node's composite load as the pod is
         # added to its shadow cache; here once per node, from the load with every estimate.
         cpu, used = composites(1.0)
-        if (cpu + used) / 2.0 >= VOLCANO_RISK_THRESHOLD:
-            return composites(VOLCANO_RISK_FACTOR)
+        risky = (cpu + used) / 2.0 >= VOLCANO_RISK_THRESHOLD
+        if risky.any():
+            risk_cpu, risk_used = composites(VOLCANO_RISK_FACTOR)
+            cpu = np.where(risky, risk_cpu, cpu)
+            used = np.where(risky, risk_used, used)
         return cpu, used
+
+
+def _allocatable(nodes: Sequence[Node], resource: str) -> FloatArray:
+    return np.array([node.allocatable.get(resource, 0.0) for node in nodes], dtype=np.float64)
+
+
+def _unit(values: FloatArray) -> FloatArray:
+    """`min(1, max(0, v))` element-wise, as Python computes it (NaN becomes 0)."""
+    above_zero = np.where(values > 0.0, values, 0.0)
+    return np.where(above_zero < 1.0, above_zero, 1.0)
 
 
 #: The Volcano scheduler's `binpack` defaults (volcano-sh/volcano at ed72c7c8,
@@ -790,28 +821,36 @@ VOLCANO_BINPACK_WEIGHTS = {"cpu": 1, "memory": 1}
 VOLCANO_BINPACK_WEIGHT = 1
 
 
-def volcano_binpack(pod: Pod, node: Node, used: tuple[float, float]) -> float:
-    """The `binpack` plugin's score of a node for a pod, 0..100 (binpack.go `BinPackingScore`):
-    per resource the pod requests, (its request + what the node's pods request) / allocatable,
-    weighted; 0 when the pod would not fit in one of them."""
-    score = 0.0
-    weights = 0
-    for resource, node_used in zip(("cpu", "memory"), used, strict=True):
+def volcano_binpack(
+    pod: Pod, nodes: Sequence[Node], used: Mapping[NodeName, tuple[float, float]]
+) -> FloatArray:
+    """The `binpack` plugin's score of each node for a pod, 0..100 (binpack.go
+    `BinPackingScore`): per resource the pod requests, (its request + what the node's pods
+    request) / allocatable, weighted; 0 when the pod would not fit in one of them. `used`: what
+    each node's pods request (cpu cores, memory bytes)."""
+    count = len(nodes)
+    score = np.zeros(count)
+    weights = np.zeros(count, dtype=np.int64)
+    refused = np.zeros(count, dtype=np.bool_)
+    for column, resource in enumerate(("cpu", "memory")):
         request = pod.requests.get(resource, 0.0)
-        capacity = node.allocatable.get(resource, 0.0)
         if request == 0:
             continue
         weight = VOLCANO_BINPACK_WEIGHTS[resource]
-        if capacity == 0:
-            weights += weight
-            continue
-        if request + node_used > capacity:
-            return 0.0
-        score += (request + node_used) * weight / capacity
-        weights += weight
-    if weights:
-        score /= weights
-    return score * MAX_NODE_SCORE * VOLCANO_BINPACK_WEIGHT
+        capacity = _allocatable(nodes, resource)
+        node_used = np.array(
+            [used.get(node.name, (0.0, 0.0))[column] for node in nodes], dtype=np.float64
+        )
+        unknown = capacity == 0
+        # A node whose first requested resource does not fit scores 0 whatever follows.
+        refused |= ~unknown & ~refused & (request + node_used > capacity)
+        counted = ~unknown & ~refused
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(counted, score + (request + node_used) * weight / capacity, score)
+        weights += np.where(unknown | counted, weight, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(weights > 0, score / np.maximum(weights, 1), score)
+    return np.where(refused, 0.0, score * MAX_NODE_SCORE * VOLCANO_BINPACK_WEIGHT)
 
 
 @dataclass
@@ -850,17 +889,17 @@ class VolcanoScheduler:
     def prioritize(self, pod: Pod, candidates: Sequence[NodeName]) -> Mapping[NodeName, int]:
         usage = self.usage.points(pod, candidates)
         nodes = self.usage.nodes()
-        requested = self.requested()
-        scores: dict[NodeName, int] = {}
-        for name in candidates:
-            node = nodes.get(name)
-            binpack = (
-                volcano_binpack(pod, node, requested.get(name, (0.0, 0.0)))
-                if node is not None
-                else 0.0
+        known = [nodes[name] for name in candidates if name in nodes]
+        binpack = dict(
+            zip(
+                (node.name for node in known),
+                volcano_binpack(pod, known, self.requested()).tolist(),
+                strict=True,
             )
-            scores[name] = round((usage.get(name, 0.0) + binpack) / 10)
-        return scores
+        )
+        return {
+            name: round((usage.get(name, 0.0) + binpack.get(name, 0.0)) / 10) for name in candidates
+        }
 
 
 def volcano_estimate(requests: Mapping[str, float]) -> tuple[float, float]:

@@ -552,9 +552,11 @@ def _summed_by_node(
     n = world.node_count
     cpu = np.bincount(nodes, weights=amounts[:, 0], minlength=n)
     memory = np.bincount(nodes, weights=amounts[:, 1], minlength=n)
+    names = world.node_names
+    cpu_of, memory_of = cpu.tolist(), memory.tolist()  # plain floats: no numpy scalar per node
     return {
-        world.node_names[i]: (float(cpu[i]), float(memory[i]))
-        for i in np.flatnonzero((cpu > 0) | (memory > 0))
+        names[i]: (cpu_of[i], memory_of[i])
+        for i in np.flatnonzero((cpu > 0) | (memory > 0)).tolist()
     }
 
 

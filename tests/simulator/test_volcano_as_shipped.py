@@ -174,11 +174,13 @@ def _pod(cpu: float, memory: float) -> Pod:
 def test_binpack_scores_the_requested_share_with_the_pod(
     used: tuple[float, float], score: float
 ) -> None:
-    assert volcano_binpack(_pod(2.0, 4 * 2.0**30), _node("n"), used) == pytest.approx(score)
+    (scored,) = volcano_binpack(_pod(2.0, 4 * 2.0**30), [_node("n")], {NodeName("n"): used})
+    assert scored == pytest.approx(score)
 
 
 def test_binpack_skips_what_the_pod_does_not_request() -> None:
-    assert volcano_binpack(_pod(2.0, 0.0), _node("n"), (2.0, 0.0)) == pytest.approx(50.0)
+    (scored,) = volcano_binpack(_pod(2.0, 0.0), [_node("n")], {NodeName("n"): (2.0, 0.0)})
+    assert scored == pytest.approx(50.0)
 
 
 def test_the_scheduler_adds_binpack_to_usage_in_tenths() -> None:
