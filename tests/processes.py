@@ -3,7 +3,9 @@
 `Process(args, url, ready_path, log)` is a program with its output in a log file. `start()`
 launches it and waits until `url + ready_path` answers 200 (or until `ready()`, when a test
 knows better what ready means), failing with the log's tail if the program exits or the time
-runs out; `stop()` sends SIGTERM, as kubelet does, and kills it after a grace period.
+runs out; `eventually(check, what)` waits for what the running program should do, failing
+with its exit code and the log's tail at once if it exits; `stop()` sends SIGTERM, as kubelet
+does, and kills it after a grace period.
 `free_port()` finds a loopback port (never the same one for two tests running side by side,
 under pytest-xdist too); `tas_command(...)` is the `tas` command line of this interpreter.
 
@@ -29,6 +31,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,6 +120,27 @@ class Process(contextlib.AbstractContextManager["Process"]):
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def eventually(
+        self,
+        check: Callable[[], bool],
+        what: str,
+        timeout: float = 30.0,
+        *,
+        state: Callable[[], str] | None = None,
+    ) -> None:
+        """Return once `check()` is true; fail naming `what`, with the exit code, `state()` and
+        the log's tail, after `timeout` seconds or as soon as the process has exited."""
+
+        def report() -> str:
+            assert self.popen is not None
+            seen = f"{state()}\n" if state is not None else ""
+            return f"(exit code {self.popen.poll()})\n{seen}--- output:\n{self.output()[-4000:]}"
+
+        assert self.popen is not None, "not started"
+        waiting.eventually(
+            check, timeout, what=what, poll=0.1, hopeless=lambda: not self.running, state=report
+        )
 
     def terminate(self, timeout: float = 10.0) -> int:
         """SIGTERM, as kubelet stops a container; the exit code."""

@@ -66,7 +66,7 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -306,21 +306,6 @@ def component(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Pr
         yield process
 
 
-def eventually(
-    check: Callable[[], bool], *, demo: Demo, account: str, process: Process, what: str
-) -> None:
-    popen = process.popen
-    assert popen is not None, "not started"
-    deadline = time.monotonic() + TIMEOUT
-    while not check():
-        if popen.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(
-                f"{what}: not seen (exit code {popen.poll()})\n"
-                f"{demo.problems(account)}\n--- output:\n{process.output()[-4000:]}"
-            )
-        time.sleep(0.1)
-
-
 # --- the components -------------------------------------------------------------------------
 
 
@@ -363,7 +348,7 @@ def test_the_policy_controller_labels_the_violating_node_with_only_its_shipped_r
         )
 
     with component(args, demo.tmp / "controller.log", environment(account, pod_name)) as process:
-        eventually(done, demo=demo, account=account, process=process, what="labels and lease")
+        process.eventually(done, "labels and lease", TIMEOUT, state=lambda: demo.problems(account))
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
             assert client.get("/readyz").status_code == 200
         assert process.terminate() == 0, process.output()
@@ -430,8 +415,8 @@ def test_the_descheduler_evicts_the_demo_pod_with_only_its_shipped_role(demo: De
         )
 
     with component(args, demo.tmp / "descheduler.log", environment(account, "d-1")) as process:
-        eventually(
-            evicted_with_an_event, demo=demo, account=account, process=process, what="the eviction"
+        process.eventually(
+            evicted_with_an_event, "the eviction", TIMEOUT, state=lambda: demo.problems(account)
         )
         assert process.terminate() == 0, process.output()
     evictions = [
@@ -571,7 +556,7 @@ def test_the_descheduler_makes_room_for_a_pending_pod_with_only_its_shipped_role
         return gone == [None, None] and not any(t["key"] == reserved for t in taints)
 
     with component(args, demo.tmp / "make-room.log", environment(account, "d-3")) as process:
-        eventually(room_made, demo=demo, account=account, process=process, what="the room")
+        process.eventually(room_made, "the room", TIMEOUT, state=lambda: demo.problems(account))
         assert process.terminate() == 0, process.output()
     output = process.output()
     assert "Traceback" not in output, output
@@ -625,17 +610,16 @@ def test_the_extender_filters_with_the_clusters_policy_with_only_its_shipped_rol
                 return client.get("/readyz").status_code == 200
             return False
 
-        eventually(ready, demo=demo, account=account, process=process, what="/readyz")
+        process.eventually(ready, "/readyz", TIMEOUT, state=lambda: demo.problems(account))
         answer = client.post("/scheduler/filter", json=request)
         assert answer.status_code == 200, answer.text
         assert answer.json()["NodeNames"] == ["node-a"]
         assert set(answer.json()["FailedAndUnresolvableNodes"]) == {"node-b", "node-c"}
-        eventually(
+        process.eventually(
             lambda: not demo.unused(account),
-            demo=demo,
-            account=account,
-            process=process,
-            what="every grant used",
+            "every grant used",
+            TIMEOUT,
+            state=lambda: demo.problems(account),
         )
         assert process.terminate() == 0, process.output()
     demo.check_least_privilege(account)

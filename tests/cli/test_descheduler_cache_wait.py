@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -30,6 +30,7 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tests.builders import ManualClock
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port, tas_command
+from tests.waiting import eventually
 
 POLICY = """
 apiVersion: descheduler/v1alpha2
@@ -39,14 +40,6 @@ profiles:
     plugins:
       deschedule: {enabled: [TASViolations]}
 """
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not in {timeout:.0f} s")
-        time.sleep(0.1)
 
 
 def status(url: str) -> int | None:
@@ -74,13 +67,15 @@ def test_a_slow_pod_list_keeps_the_descheduler_unready_not_gone(
     )  # fmt: skip
     with Process(args, base, None, tmp_path / "descheduler.log") as process:
         process.start()
-        eventually(lambda: status(base + "/healthz") == 200, "/healthz")
+        process.eventually(lambda: status(base + "/healthz") == 200, "/healthz", 20)
         for _ in range(30):  # 3 s with the list held: alive, not ready
             assert process.running, process.output()
             assert status(base + "/readyz") == 503
             time.sleep(0.1)
         api.release_lists("pods")
-        eventually(lambda: status(base + "/readyz") == 200, "/readyz after the list came")
+        process.eventually(
+            lambda: status(base + "/readyz") == 200, "/readyz after the list came", 20
+        )
         assert process.running, process.output()
         assert process.terminate() == 0
     assert "did not fill" not in process.output()
@@ -168,11 +163,15 @@ def test_policies_from_files_are_served_while_the_caches_fill_and_the_wait_is_na
         assert [key.name for key in store.snapshot().policies] == ["demo"]
         eventually(
             lambda: any("still listing: pods" in r.getMessage() for r in caplog.records),
-            "a warning naming the pods cache",
+            20,
+            what="a warning naming the pods cache",
+            poll=0.1,
         )
         kube_emulator.release_lists("pods")
         eventually(
             lambda: any("Cluster caches filled" in r.getMessage() for r in caplog.records),
-            "the wait's end",
+            20,
+            what="the wait's end",
+            poll=0.1,
         )
         life.stop.set()

@@ -11,7 +11,7 @@ TASPolicy whose deschedule rule node-c violates and one demo pod on it. Covered:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,6 +20,7 @@ import pytest
 from tas.metrics.textfile import write_node_series
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port, tas_command
+from tests.waiting import eventually
 
 NAMESPACE = "health-metric-demo"
 POLICY = {
@@ -72,14 +73,6 @@ def demo_pod() -> dict[str, object]:
     }
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not in {timeout:.0f} s")
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def replicas(kube_emulator: KubeEmulator, tmp_path: Path) -> Iterator[list[Process]]:
     api = kube_emulator
@@ -124,12 +117,16 @@ def _evictions(api: KubeEmulator) -> list[int]:
 def test_only_the_leader_evicts_and_the_standby_says_so(
     kube_emulator: KubeEmulator, replicas: list[Process]
 ) -> None:
-    eventually(lambda: _evictions(kube_emulator) == [201], "the demo pod evicted")
+    eventually(
+        lambda: _evictions(kube_emulator) == [201], 30, what="the demo pod evicted", poll=0.1
+    )
     eventually(
         lambda: (
             sum("Standby: another replica holds the Lease" in p.output() for p in replicas) == 1
         ),
-        "one replica standing by",
+        30,
+        what="one replica standing by",
+        poll=0.1,
     )
     time.sleep(2)  # two more cycles of each: still one eviction (the pod is gone anyway)
     assert _evictions(kube_emulator) == [201]
@@ -141,9 +138,13 @@ def test_only_the_leader_evicts_and_the_standby_says_so(
 def test_the_standby_leads_once_the_leader_stops(replicas: list[Process]) -> None:
     eventually(
         lambda: sum("Leading: cycles run here" in p.output() for p in replicas) == 1,
-        "one leader",
+        30,
+        what="one leader",
+        poll=0.1,
     )
     (leader,) = [p for p in replicas if "Leading: cycles run here" in p.output()]
     (standby,) = [p for p in replicas if p is not leader]
     assert leader.terminate() == 0
-    eventually(lambda: "Leading: cycles run here" in standby.output(), "the standby leads", 20)
+    standby.eventually(
+        lambda: "Leading: cycles run here" in standby.output(), "the standby leads", 20
+    )

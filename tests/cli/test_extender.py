@@ -12,7 +12,6 @@ policy file, and reporting and skipping an invalid file while the valid policies
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tas_cli.main import build_parser, main
 from tests.extender.support import HEALTH_POLICY, args_body
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port
+from tests.waiting import eventually
 
 
 def test_starting_without_tls_or_insecure_http_is_refused(
@@ -119,14 +119,6 @@ def _extender(
     return Process([*executable, *args], f"http://127.0.0.1:{port}", "/readyz", log)
 
 
-def _eventually(check: object, timeout: float = 10.0) -> None:
-    assert callable(check)
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def policy_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "policies"
@@ -164,7 +156,13 @@ def test_the_process_serves_the_health_demo_and_logs_like_tas(
     assert _filter(client)["NodeNames"] == ["A", "C"]
     text = log.read_text()
     assert "Serving plain HTTP (--insecure-http): for development only" in text
-    _eventually(lambda: "Filtered nodes available for demo-policy: A C" in log.read_text())
+    eventually(
+        lambda: "Filtered nodes available for demo-policy: A C" in log.read_text(),
+        10,
+        what="the filter's log line",
+        poll=0.1,
+        state=lambda: log.read_text()[-4000:],
+    )
     assert "B violating demo-policy: health_metric Equals 1 (value 1)" in log.read_text()
 
 
@@ -175,9 +173,15 @@ def test_an_edited_policy_file_is_reloaded_and_an_invalid_one_is_skipped(
     edited = HEALTH_POLICY.read_text().replace("target: 1", "target: 0")
     (policy_dir / "health.yaml").write_text(edited)
     # Now A and C (value 0) violate, and B (value 1) no longer does.
-    _eventually(lambda: _filter(client)["NodeNames"] == ["B"])
+    eventually(lambda: _filter(client)["NodeNames"] == ["B"], 10, what="the edit applied", poll=0.1)
     (policy_dir / "broken.yaml").write_text("kind: TASPolicy\nmetadata: {name: broken}\n")
-    _eventually(lambda: "Invalid policy skipped" in log.read_text())
+    eventually(
+        lambda: "Invalid policy skipped" in log.read_text(),
+        10,
+        what="the invalid policy skipped",
+        poll=0.1,
+        state=lambda: log.read_text()[-4000:],
+    )
     assert "broken.yaml" in log.read_text()
     assert _filter(client)["NodeNames"] == ["B"]
 
@@ -208,7 +212,9 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
                 {"spec": {"strategies": {"dontschedule": {"rules": rules}}}},
                 namespace=namespace,
             )
-            _eventually(lambda: _filter(client)["NodeNames"] == ["B"])
+            process.eventually(
+                lambda: _filter(client)["NodeNames"] == ["B"], "the cluster's edit applied", 10
+            )
             # Only policies, pods and nodes for recent placements, and (no Prometheus here) the
             # pods' usage from the resource metrics API: its RBAC allows nothing else, and
             # never a kubelet through the node proxy.

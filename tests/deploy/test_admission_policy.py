@@ -501,10 +501,6 @@ def test_every_validation_refuses_one_of_the_forbidden_changes() -> None:
 # --- over HTTP: the controller on the shipped manifests ------------------------------------
 
 
-def eventually(check: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    waiting.eventually(check, timeout)
-
-
 def labeling_policy() -> Document:
     return {
         "apiVersion": "telemetry.intel.com/v1alpha1",
@@ -612,7 +608,11 @@ def test_the_controller_s_writes_are_all_admitted_over_http(controller: Controll
     controller.reconcile()
     api.delete("taspolicies", POLICY, namespace=DEMO)
     api.delete("taspolicies", "cards", namespace="default")
-    eventually(lambda: not controller.cluster.list_policy_documents())
+    waiting.eventually(
+        lambda: not controller.cluster.list_policy_documents(),
+        TIMEOUT,
+        what="the deleted policies gone from the cache",
+    )
     controller.reconcile()
     for node in api.objects("nodes"):
         assert not {POLICY, card} & set(node["metadata"].get("labels") or {})

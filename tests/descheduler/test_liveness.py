@@ -14,12 +14,7 @@ Covered:
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,6 +28,7 @@ from tas.cron import CronSchedule
 from tas.probes import ProbeServer
 from tests.builders import ManualClock
 from tests.k8s_emulator import KubeEmulator
+from tests.processes import Process, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)  # a Friday
@@ -116,13 +112,6 @@ def test_the_probe_server_fails_healthz_once_cycles_stop() -> None:
         server.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _cycles(exposition: str) -> float:
     return sum(
         sample.value
@@ -156,34 +145,26 @@ def test_a_running_descheduler_answers_its_probes_on_the_metrics_port(
 ) -> None:
     for name in ("node-a", "node-b"):
         kube_emulator.create("nodes", _ready_node(name))
-    port = _free_port()
-    log_path = tmp_path / "descheduler.log"
+    port = free_port()
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "descheduler",
-             "--policy-config-file", str(ROOT / "deploy" / "descheduler" / "tas-violations.yaml"),
-             "--kubeconfig", str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
-             "--metrics", f"textfile:{metrics_dir}", "--descheduling-interval", "200ms",
-             "--listen-metrics", f"127.0.0.1:{port}"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
-            deadline = time.monotonic() + 30
-            while True:
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, log_path.read_text()
+    args = [sys.executable, "-m", "descheduler",
+            "--policy-config-file", str(ROOT / "deploy" / "descheduler" / "tas-violations.yaml"),
+            "--kubeconfig", str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
+            "--metrics", f"textfile:{metrics_dir}", "--descheduling-interval", "200ms",
+            "--listen-metrics", f"127.0.0.1:{port}"]  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    with Process(args, url, None, tmp_path / "descheduler.log") as process:
+        process.start()
+        with httpx.Client(base_url=url, timeout=5) as client:
+
+            def cycles_counted() -> float:
                 try:
-                    metrics = client.get("/metrics").text
-                except httpx.TransportError:
-                    time.sleep(0.1)
-                    continue
-                if _cycles(metrics) >= 2:
-                    break
-                time.sleep(0.1)
+                    return _cycles(client.get("/metrics").text)
+                except httpx.TransportError:  # not serving yet
+                    return 0.0
+
+            process.eventually(lambda: cycles_counted() >= 2, "two cycles counted", 30)
             assert client.get("/healthz").status_code == 200
             assert client.get("/readyz").status_code == 200
             samples = _samples(client.get("/metrics").text)
@@ -192,6 +173,4 @@ def test_a_running_descheduler_answers_its_probes_on_the_metrics_port(
                 counted = samples[f"tas_descheduler_cycle_{timing}_seconds_count"]
                 assert 2 <= counted <= ran  # observed once per cycle that ran
                 assert samples[f"tas_descheduler_cycle_{timing}_seconds_sum"] > 0
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(10) == 0, log_path.read_text()
+        assert process.terminate() == 0, process.output()

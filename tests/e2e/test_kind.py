@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,10 +32,6 @@ pytestmark = [
 ]
 
 NAMESPACE = "default"
-
-
-def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    waiting.eventually(check, timeout)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +67,11 @@ def test_a_policy_is_seen_and_its_status_reads_back(cluster: KubernetesCluster) 
     )
     try:
         key = PolicyKey(Namespace(NAMESPACE), PolicyName(name))
-        eventually(lambda: any(d.key == key for d in cluster.list_policy_documents()))
+        waiting.eventually(
+            lambda: any(d.key == key for d in cluster.list_policy_documents()),
+            30,
+            what="the new TASPolicy listed",
+        )
         cluster.update_policy_status(key, {"compliance": "Compliant", "message": "e2e"})
         stored = api.get_namespaced_custom_object(
             "telemetry.intel.com", "v1alpha1", NAMESPACE, "taspolicies", name
