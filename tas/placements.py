@@ -349,6 +349,9 @@ class PlacementTracker:
         self.usage_percentile = usage_percentile
         self._lock = threading.Lock()
         self._recent: dict[PodKey, Placement] = {}
+        #: No recent placement was bound before this (a bound, maybe lower than the oldest):
+        #: until it ages out, nothing can, and a request need not look at every placement.
+        self._oldest_bound = math.inf
         #: Every bound pod seen: its workload, node (a binding never changes) and requests. One
         #: dict of tuples: at 150,000 pods every entry counts (`make bench`, "scale").
         self._bound: dict[PodKey, tuple[WorkloadKey, NodeName, Mapping[str, float]]] = {}
@@ -412,6 +415,7 @@ class PlacementTracker:
                     pod.namespace, pod.name, node, bound_at, workload, pod.requests
                 )
                 self._recent[key] = placement
+                self._oldest_bound = min(self._oldest_bound, bound_at)
                 self._recent_on_node[node] = self._recent_on_node.get(node, 0) + 1
                 self._fresh.append(placement)
                 if pod.ready_at is None:
@@ -680,7 +684,13 @@ class PlacementTracker:
 
     def _prune(self, now: float) -> None:
         horizon = self.window + self.forget_after
+        if now - self._oldest_bound <= horizon:
+            return
         old = [k for k, p in self._recent.items() if now - p.bound_at > horizon]
+        self._oldest_bound = min(
+            (p.bound_at for k, p in self._recent.items() if now - p.bound_at <= horizon),
+            default=math.inf,
+        )
         for key in old:
             placement = self._recent.pop(key)
             _count_down(self._recent_on_node, placement.node)
