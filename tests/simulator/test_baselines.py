@@ -15,6 +15,7 @@ Covered:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,80 +26,32 @@ from descheduler.framework import Result
 from simulator.baselines import parse_args as parse_volcano_args
 from simulator.contenders import Contender, resolve
 from simulator.runner import run_contender
-from simulator.scenario import Scenario, load_scenario_text
+from simulator.scenario import Scenario
+from tests.simulator import worlds
 
 HOT = {"worker-1", "worker-2"}
 
-# Six 8-core, 32Gi nodes; four are tainted NoSchedule while twelve pods arrive, so all twelve
-# land on worker-1 and worker-2 (six each). The taint goes at 1m; the first descheduling cycle
-# comes at 2m. Per hot node: requests 6 x 1 core = 75% CPU (> 50), 6 x 3Gi = 56% memory
-# (> 40), 6 of 110 pods; usage 6 x 1.2 cores = 90% CPU (> 80), 6 x 512Mi = 9% memory. The four
-# others are empty: 0% of everything, under every low threshold of both baselines. Every
-# baseline runs at the scenario's 2m here (its shipped cadence would come after the end).
-SKEWED = """
-name: baseline-thresholds
-duration: 6m
-step: 5s
-seed: 1
-warmup: 1m
-startupDelay: 10s
-syncPeriod: 10s
-deschedulingInterval: 2m
-metrics: {{scrapeInterval: 15s, window: 1m, delay: {delay}}}
-nodes:
-  - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
-contenders:
-  requests-lnu: {{deschedulingInterval: 2m}}
-  psi-profile: {{deschedulingInterval: 2m}}
-  volcano-loadaware: {{deschedulingInterval: 2m}}
-  tas: {{deschedulingInterval: 2m}}
-workloads:
-  - name: hot
-    replicas: 12
-    requests: {{cpu: "1", memory: 3Gi}}
-    labels: {{app: hot}}
-    usage:
-      cpu: {{profile: steady, value: "1.2"}}
-      memory: {{profile: steady, value: 512Mi}}
-events:
-  - at: 0s
-    taint:
-      nodes: [worker-3, worker-4, worker-5, worker-6]
-      key: maintenance
-      value: "true"
-      effect: NoSchedule
-  - at: 1m
-    untaint: {{nodes: [worker-3, worker-4, worker-5, worker-6], key: maintenance}}
-"""
+#: Every baseline here runs at 2m (its shipped cadence would come after the end).
+CONTENDERS = ["requests-lnu", "psi-profile", "volcano-loadaware", "tas"]
 
-# The same pods and usage spread over all six nodes from the start: 2 pods a node, 25% CPU
-# requested, 30% CPU used; no node is over any target, so nothing is to be done.
-EVEN = """
-name: baseline-even
-duration: 6m
-step: 5s
-seed: 1
-warmup: 1m
-startupDelay: 10s
-syncPeriod: 10s
-deschedulingInterval: 2m
-metrics: {scrapeInterval: 15s, window: 1m, delay: 15s}
-contenders:
-  requests-lnu: {deschedulingInterval: 2m}
-  psi-profile: {deschedulingInterval: 2m}
-  volcano-loadaware: {deschedulingInterval: 2m}
-  tas: {deschedulingInterval: 2m}
-nodes:
-  - {name: "worker-{i}", count: 6, cpu: 8, memory: 32Gi}
-workloads:
-  - name: hot
-    replicas: 12
-    requests: {cpu: "1", memory: 3Gi}
-    labels: {app: hot}
-    usage:
-      cpu: {profile: steady, value: "1.2"}
-      memory: {profile: steady, value: 512Mi}
-"""
+
+def skewed(delay: str = "15s") -> Scenario:
+    """The hot pair (tests/simulator/worlds.py): requests 75% CPU and 56% memory (over every
+    baseline's high targets) and 90% CPU used on worker-1 and worker-2, the four others empty
+    (under every low threshold); the first descheduling cycle comes at 2m."""
+    return worlds.scenario(
+        worlds.hot_pair(
+            name="baseline-thresholds", duration="6m", contenders=CONTENDERS, delay=delay
+        )
+    )
+
+
+def even() -> Scenario:
+    """The same pods and usage spread over all six nodes from the start: 2 pods a node, 25% CPU
+    requested, 30% CPU used; no node is over any target, so nothing is to be done."""
+    return worlds.scenario(
+        worlds.hot_pair(name="baseline-even", duration="6m", contenders=CONTENDERS, spread=True)
+    )
 
 
 def _contender(name: str, scenario: Scenario) -> Contender:
@@ -132,7 +85,7 @@ def _evictions(scenario: Scenario, contender: str) -> int:
 def test_requests_lnu_evicts_from_nodes_over_its_targets(
     evicted_from: list[tuple[str, str]],
 ) -> None:
-    scenario = load_scenario_text(SKEWED.format(delay="15s"))
+    scenario = skewed()
     assert _evictions(scenario, "requests-lnu") > 0
     assert evicted_from
     assert {node for node, _ in evicted_from} <= HOT
@@ -145,16 +98,20 @@ def test_volcano_evicts_from_nodes_over_its_utilization_targets(
 ) -> None:
     # A delay of at least a sync period (10s) is what every shipped scenario but two uses; the
     # values must still reach the plugin (they are the latest answer of its query).
-    scenario = load_scenario_text(SKEWED.format(delay=delay))
+    scenario = skewed(delay)
     assert _evictions(scenario, "volcano-loadaware") > 0
     assert evicted_from
     assert {node for node, _ in evicted_from} <= HOT
     assert {strategy for _, strategy in evicted_from} == {"LoadAware"}
 
 
-@pytest.mark.parametrize("scenario_text", [SKEWED.format(delay="15s"), EVEN])
-def test_requests_never_evicts(evicted_from: list[tuple[str, str]], scenario_text: str) -> None:
-    assert _evictions(load_scenario_text(scenario_text), "requests") == 0
+@pytest.mark.parametrize(
+    "world", [pytest.param(skewed, id="skewed"), pytest.param(even, id="even")]
+)
+def test_requests_never_evicts(
+    evicted_from: list[tuple[str, str]], world: Callable[[], Scenario]
+) -> None:
+    assert _evictions(world(), "requests") == 0
     assert evicted_from == []
 
 
@@ -162,7 +119,7 @@ def test_requests_never_evicts(evicted_from: list[tuple[str, str]], scenario_tex
 def test_no_baseline_evicts_when_no_node_is_over_its_targets(
     evicted_from: list[tuple[str, str]], contender: str
 ) -> None:
-    assert _evictions(load_scenario_text(EVEN), contender) == 0
+    assert _evictions(even(), contender) == 0
     assert evicted_from == []
 
 

@@ -50,43 +50,42 @@ from simulator.scenario import (
     ScenarioError,
     load_scenario_text,
 )
+from tests.simulator import worlds
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Two small nodes, two pods, two hours: cheap enough to count every contender's cycles.
-QUIET = """
-name: cadence
-duration: 2h
-step: 10s
-seed: 1
-warmup: 1m
-syncPeriod: 10s
-deschedulingInterval: {ours}
-metrics: {{scrapeInterval: 30s, window: 1m}}
-nodes:
-  - {{name: "worker-{{i}}", count: 2, cpu: 4, memory: 8Gi}}
-workloads:
-  - name: app
-    replicas: 2
-    requests: {{cpu: 500m, memory: 1Gi}}
-    usage: {{cpu: {{profile: steady, value: 200m}}, memory: {{profile: steady, value: 512Mi}}}}
-"""
+
+def quiet_document(ours: str = "60s") -> dict[str, Any]:
+    """Two small nodes, two pods, two hours (tests/simulator/worlds.py): cheap enough to count
+    every contender's cycles; `ours`: the scenario's deschedulingInterval."""
+    settings = {
+        "name": "cadence",
+        "duration": "2h",
+        "step": "10s",
+        "seed": 1,
+        "warmup": "1m",
+        "syncPeriod": "10s",
+        "deschedulingInterval": ours,
+        "metrics": {"scrapeInterval": "30s", "window": "1m"},
+    }
+    return worlds.quiet_pair(settings)
+
 
 WITH_DESCHEDULER = [name for name, spec in CONTENDERS.items() if spec.descheduler is not None]
 
 
 def quiet(contenders: dict[str, Any] | None = None, *, ours: str = "60s") -> Scenario:
-    document = yaml.safe_load(QUIET.format(ours=ours))
+    document = quiet_document(ours)
     if contenders is not None:
         document["contenders"] = contenders
-    return load_scenario_text(yaml.safe_dump(document))
+    return worlds.scenario(document)
 
 
 def problems_of(contenders: dict[str, Any]) -> str:
-    document = yaml.safe_load(QUIET.format(ours="60s"))
+    document = quiet_document()
     document["contenders"] = contenders
     with pytest.raises(ScenarioError) as caught:
-        load_scenario_text(yaml.safe_dump(document))
+        worlds.scenario(document)
     return "\n".join(caught.value.problems)
 
 
@@ -182,9 +181,9 @@ def test_ours_runs_at_what_deploy_ships_whatever_the_scenario_s_interval() -> No
     (shipped,) = [a[a.index("--descheduling-interval") + 1] for a in args]
     assert shipped == f"{OURS_DESCHEDULING_INTERVAL:g}s"
     assert Scenario.descheduling_interval == OURS_DESCHEDULING_INTERVAL
-    document = yaml.safe_load(QUIET.format(ours="60s"))
+    document = quiet_document()
     del document["deschedulingInterval"]
-    assert load_scenario_text(yaml.safe_dump(document)).descheduling_interval == 60.0
+    assert worlds.scenario(document).descheduling_interval == 60.0
 
 
 def test_a_scenario_may_name_every_contender_and_no_other() -> None:
@@ -310,8 +309,6 @@ def test_every_descheduler_first_cycles_at_the_seeds_share_of_its_own_interval(
         shares.append(round(share, 2))
     assert len(set(shares)) == 3
     # A scenario may pin it: one interval in, as a descheduler started with the scenario.
-    pinned = load_scenario_text(
-        yaml.safe_dump({**yaml.safe_load(QUIET.format(ours="60s")), "deschedulingPhase": 1})
-    ).with_duration(3600)
+    pinned = worlds.scenario({**quiet_document(), "deschedulingPhase": 1}).with_duration(3600)
     assert first_cycle_times(pinned, "ours", 1, monkeypatch)[0] == 60.0
     assert first_cycle_times(pinned, "psi-profile", 1, monkeypatch) == []

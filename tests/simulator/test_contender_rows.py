@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -35,45 +36,35 @@ from simulator.contenders import (
     sources,
 )
 from simulator.runner import build_run
-from simulator.scenario import Pipeline, Scenario, load_scenario_text
+from simulator.scenario import Pipeline, Scenario
 from tas.placements import PlacementTracker
+from tests.simulator import worlds
 
 REPO = Path(__file__).resolve().parents[2]
-
-SMALL = """
-name: rows
-duration: 2m
-step: 5s
-seed: 1
-warmup: 30s
-startupDelay: {startup}
-syncPeriod: {sync}
-deschedulingInterval: {interval}
-metrics: {{scrapeInterval: {scrape}, window: {window}, delay: {delay}}}
-nodes:
-  - {{name: "worker-{{i}}", count: 2, cpu: 4, memory: 8Gi}}
-workloads:
-  - name: app
-    replicas: 2
-    requests: {{cpu: 500m, memory: 1Gi}}
-    usage: {{cpu: {{profile: steady, value: 200m}}, memory: {{profile: steady, value: 512Mi}}}}
-"""
 
 
 def small(
     *,
-    startup: str = "10s",
+    startup: str | dict[str, Any] = "10s",
     sync: str = "10s",
     interval: str = "60s",
     scrape: str = "15s",
     window: str = "1m",
     delay: str = "0s",
 ) -> Scenario:
-    return load_scenario_text(
-        SMALL.format(
-            startup=startup, sync=sync, interval=interval, scrape=scrape, window=window, delay=delay
-        )
-    )
+    """Two small nodes and two pods (tests/simulator/worlds.py) under the cadences given."""
+    settings = {
+        "name": "rows",
+        "duration": "2m",
+        "step": "5s",
+        "seed": 1,
+        "warmup": "30s",
+        "startupDelay": startup,
+        "syncPeriod": sync,
+        "deschedulingInterval": interval,
+        "metrics": {"scrapeInterval": scrape, "window": window, "delay": delay},
+    }
+    return worlds.scenario(worlds.quiet_pair(settings))
 
 
 def resolved(name: str, scenario: Scenario) -> Contender:
@@ -177,13 +168,13 @@ def _ours_settings(scenario: Scenario) -> tuple[float, float, float]:
     [
         pytest.param({"window": "5m"}, id="a longer metric window"),
         pytest.param({"delay": "30s", "scrape": "30s"}, id="a slower pipeline"),
-        pytest.param({"startup": "{uniform: [10s, 2m]}"}, id="longer start-ups"),
+        pytest.param({"startup": {"uniform": ["10s", "2m"]}}, id="longer start-ups"),
         pytest.param({"interval": "30s"}, id="the family's 30 s draw"),
         pytest.param({"sync": "30s"}, id="a slower sync period"),
     ],
 )
 def test_ours_runs_with_deploy_s_settings_whatever_the_scenario_hides(
-    changed: dict[str, str],
+    changed: dict[str, Any],
 ) -> None:
     shipped = (PlacementTracker().window, OURS_DESCHEDULING_INTERVAL, OURS_SYNC_PERIOD)
     assert _ours_settings(small()) == shipped

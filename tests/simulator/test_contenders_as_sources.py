@@ -55,45 +55,21 @@ from simulator.scenario import Scenario, load_scenario_text
 from simulator.world import InformerOrder, World
 from tas.cluster.model import Node, Pod, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName
+from tests.simulator import worlds
 
-# Two nodes hold six 1.2-core pods each (90% of 8 cores); four are empty. The first
-# descheduling cycle is at 2m (every baseline here runs every 2m, not at its shipped cadence,
-# and one interval in: deschedulingPhase 1), after the taint that kept the four empty is gone.
-HOT = """
-name: hot-pair
-duration: 2m30s
-step: 5s
-seed: {seed}
-warmup: 1m
-startupDelay: 10s
-syncPeriod: 10s
-deschedulingInterval: 2m
-deschedulingPhase: 1
-metrics: {{scrapeInterval: 15s, window: 1m, delay: 15s}}
-contenders:
-  psi-profile: {{deschedulingInterval: 2m}}
-  volcano-loadaware: {{deschedulingInterval: 2m}}
-  requests-lnu: {{deschedulingInterval: 2m}}
-nodes:
-  - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
-workloads:
-  - name: hot
-    replicas: 12
-    requests: {{cpu: "1", memory: 3Gi}}
-    labels: {{app: hot}}
-    usage:
-      cpu: {{profile: steady, value: "1.2"}}
-      memory: {{profile: steady, value: 512Mi}}
-events:
-  - at: 0s
-    taint:
-      nodes: [worker-3, worker-4, worker-5, worker-6]
-      key: maintenance
-      value: "true"
-      effect: NoSchedule
-  - at: 1m
-    untaint: {{nodes: [worker-3, worker-4, worker-5, worker-6], key: maintenance}}
-"""
+
+def hot(seed: int = 1) -> Scenario:
+    """The hot pair (tests/simulator/worlds.py): worker-1 and worker-2 hold six 1.2-core pods
+    each (90% of 8 cores); four are empty. The first descheduling cycle is at 2m (every baseline
+    here runs every 2m, not at its shipped cadence, and one interval in: deschedulingPhase 1),
+    after the taint that kept the four empty is gone."""
+    contenders = ["psi-profile", "volcano-loadaware", "requests-lnu"]
+    return worlds.scenario(
+        worlds.hot_pair(
+            name="hot-pair", duration="2m30s", seed=seed, phase=1, contenders=contenders
+        )
+    )
+
 
 #: The lab's KubeDescheduler (/work/shared/seeds/001), in Automatic mode as simulated.
 LAB = """
@@ -166,7 +142,7 @@ def test_psi_profile_keeps_every_value_the_operator_renders_for_the_lab() -> Non
 def test_psi_profile_moves_two_pods_per_hot_node_in_one_cycle(
     evicted: list[tuple[str, str]],
 ) -> None:
-    scenario = load_scenario_text(HOT.format(seed=1))
+    scenario = hot()
     contender = _contender("psi-profile", scenario)
     assert contender.config is not None
     profile = contender.config.profiles[0]
@@ -259,7 +235,7 @@ def test_psi_profile_runs_the_soft_tainter_on_its_descheduling_interval(
         original(self, cluster, query)
 
     monkeypatch.setattr(OpenShiftSoftTainter, "sync", spy)
-    scenario = load_scenario_text(HOT.format(seed=1)).with_duration(300)
+    scenario = hot().with_duration(300)
     run_contender(scenario, _contender("psi-profile", scenario), seed=1)
     assert len(calls) == 2  # at 2m and 4m
     calls.clear()
@@ -271,7 +247,7 @@ def test_psi_profile_runs_the_soft_tainter_on_its_descheduling_interval(
 
 
 def test_the_descheduler_lists_pods_in_a_seeded_order_not_by_name() -> None:
-    scenario = load_scenario_text(HOT.format(seed=1))
+    scenario = hot()
     from simulator.world import World
 
     world = World(scenario, clock=VirtualClock(), seed=1)
@@ -289,7 +265,7 @@ def test_only_the_pod_listing_draws_from_the_seeded_stream_everything_else_is_th
     next listing meets nor misses the cluster (a seed's run stays the run it was)."""
     from simulator.world import World
 
-    scenario = load_scenario_text(HOT.format(seed=1))
+    scenario = hot()
     world = World(scenario, clock=VirtualClock(), seed=1)
     quiet = InformerOrder(world.cluster, random.Random("1/x"))
     busy = InformerOrder(world.cluster, random.Random("1/x"))
@@ -307,7 +283,7 @@ def test_the_pod_evicted_first_from_identical_pods_follows_the_seed_not_the_name
     firsts = set()
     for seed in (1, 2, 3, 4):
         evicted.clear()
-        scenario = load_scenario_text(HOT.format(seed=seed))
+        scenario = hot(seed)
         run_contender(scenario, _contender("psi-profile", scenario), seed=seed)
         firsts.add(next(name for node, name in evicted if node == "worker-1"))
     assert len(firsts) > 1

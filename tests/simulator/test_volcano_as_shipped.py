@@ -49,6 +49,7 @@ from simulator.scenario import SCENARIOS, load_scenario, load_scenario_text
 from simulator.world import World
 from tas.cluster.model import Node, Pod
 from tas.types import Namespace, NodeName
+from tests.simulator import worlds
 
 # One 8-core node running 6.4 cores of steady work: 80% busy.
 STEADY = """
@@ -66,40 +67,6 @@ workloads:
     replicas: 8
     requests: {{cpu: 500m, memory: 1Gi}}
     usage: {{cpu: {{profile: steady, value: 800m}}, memory: {{profile: steady, value: 2Gi}}}}
-"""
-
-# Two nodes hold six 1.2-core pods each (90% of 8 cores, over Volcano's 80% target); four are
-# empty once the taint goes at 1m. Volcano runs every 2m here.
-SKEWED = """
-name: volcano-skewed
-duration: 6m
-step: 5s
-seed: 1
-warmup: 1m
-startupDelay: 10s
-syncPeriod: 10s
-metrics: {{scrapeInterval: {scrape}, window: 1m, delay: 15s}}
-contenders:
-  volcano-loadaware: {{deschedulingInterval: 2m}}
-  volcano-loadaware-5s-scrape: {{deschedulingInterval: 2m}}
-nodes:
-  - {{name: "worker-{{i}}", count: 6, cpu: 8, memory: 32Gi}}
-workloads:
-  - name: hot
-    replicas: 12
-    requests: {{cpu: "1", memory: 3Gi}}
-    usage:
-      cpu: {{profile: steady, value: "1.2"}}
-      memory: {{profile: steady, value: 512Mi}}
-events:
-  - at: 0s
-    taint:
-      nodes: [worker-3, worker-4, worker-5, worker-6]
-      key: maintenance
-      value: "true"
-      effect: NoSchedule
-  - at: 1m
-    untaint: {{nodes: [worker-3, worker-4, worker-5, worker-6], key: maintenance}}
 """
 
 
@@ -232,7 +199,13 @@ def test_the_view_serves_volcano_s_queries_by_their_text() -> None:
 
 
 def _evictions(scrape: str, name: str = "volcano-loadaware") -> int:
-    scenario = load_scenario_text(SKEWED.format(scrape=scrape))
+    """Volcano's evictions in the hot pair (tests/simulator/worlds.py): worker-1 and worker-2
+    hold six 1.2-core pods each (90% of 8 cores, over Volcano's 80% target); four are empty
+    once the taint goes at 1m. Volcano runs every 2m here."""
+    contenders = ["volcano-loadaware", "volcano-loadaware-5s-scrape"]
+    scenario = worlds.scenario(
+        worlds.hot_pair(name="volcano-skewed", duration="6m", scrape=scrape, contenders=contenders)
+    )
     contender = resolve(name, scenario.contenders.get(name))
     assert isinstance(contender, Contender)
     return len(run_contender(scenario, contender, seed=1).eviction_times)
