@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.assemble import assemble_descheduler
 from descheduler.config import DeschedulerConfig, parse_config
-from descheduler.cycle import Descheduler, Mode
-from descheduler.framework import PodUsageSource
+from descheduler.cycle import CycleReport, Descheduler, Mode
+from descheduler.framework import PodUsageSource, Result
 from descheduler.self_metrics import DeschedulerMetrics
 from tas.cluster.model import Node, Pod
 from tas.metrics.static import StaticMetricView
@@ -112,3 +112,8 @@ def cluster_with(*nodes: Node, pods: tuple[Pod, ...] = ()) -> InstrumentedCluste
     for pod in pods:
         cluster.add_pod(pod)
     return cluster
+
+
+def evicted(report: CycleReport) -> list[str]:
+    """The pods a cycle evicted (or, in a dry run, would have), by name."""
+    return sorted(d.name for d in report.decisions if d.result in (Result.EVICTED, Result.DRY_RUN))

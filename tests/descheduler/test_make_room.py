@@ -31,6 +31,7 @@ from tests.descheduler.builders import (
     START,
     FakeClock,
     cluster_with,
+    evicted,
     make_descheduler,
     make_node,
     make_pod,
@@ -74,10 +75,6 @@ def fragmented(*extra: Any) -> Any:
         *extra,
     )
     return cluster_with(*(make_node(f"node-{c}") for c in "abc"), pods=pods)
-
-
-def evicted(report: Any) -> list[str]:
-    return sorted(d.name for d in report.decisions if d.result in ("evicted", "dry-run"))
 
 
 def test_the_pending_pod_runs_after_one_cycle_and_the_evicted_pod_lands_elsewhere() -> None:

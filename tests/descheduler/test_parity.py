@@ -31,6 +31,7 @@ from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     FakeClock,
     cluster_with,
+    evicted,
     make_descheduler,
     make_node,
     make_pod,
@@ -47,10 +48,6 @@ def restarting(name: str, owner: str = "rs", node: str = "node-a") -> Any:
 
 def three_nodes() -> list[Any]:
     return [make_node(n) for n in ("node-a", "node-b", "node-c")]
-
-
-def evicted(report: Any) -> list[str]:
-    return sorted(d.name for d in report.decisions if d.result in ("evicted", "dry-run"))
 
 
 def test_a_classic_plugin_evicts_every_pod_of_one_owner_as_upstream_does() -> None:

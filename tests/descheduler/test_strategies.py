@@ -49,6 +49,7 @@ from tests.descheduler.builders import (
     START,
     FakeClock,
     cluster_with,
+    evicted,
     make_descheduler,
     make_node,
     make_pod,
@@ -71,10 +72,6 @@ def demo_pod(name: str, node: str, **kw: Any) -> Any:
 
 def five_nodes(**labels: dict[str, str]) -> list[Any]:
     return [make_node(f"node-{c}", labels=labels.get(c)) for c in "abcde"]
-
-
-def evicted(report: Any) -> list[str]:
-    return sorted(d.name for d in report.decisions if d.result in ("evicted", "dry-run"))
 
 
 def test_tas_violations_evicts_linked_pods_from_violating_nodes_only() -> None:
