@@ -1,6 +1,7 @@
 """What deploy/ ships, read as files (no kustomize): every YAML document under deploy/ and the
 TASPolicy CRD, the Kubernetes objects among them, our Deployments and their containers, and
-docker-compose.yml; and the one way the deployment tests run a shipped script.
+docker-compose.yml, the Secrets a set of objects reads; and the one way the deployment tests
+run a shipped script.
 
 Shared by the deployment tests that read the files as written (test_manifests.py,
 test_command_lines.py, ...); what `kubectl apply -k` sends is tests/deploy/kustomize.py's.
@@ -27,6 +28,8 @@ IMAGE_PLACEHOLDER = "telemetry-aware-scheduling"
 IMAGE = f"{IMAGE_PLACEHOLDER}:0.1.0"
 GEN_CERTS = ROOT / "scripts" / "gen-certs.sh"
 SET_HEALTH = DEPLOY / "health-metric-demo" / "set-health.sh"
+#: The kinds whose pod template runs pods.
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
 
 
 def yaml_files() -> list[Path]:
@@ -83,6 +86,26 @@ def tas_containers() -> list[tuple[str, Document]]:
         for c in containers(d)
         if c["image"].split(":")[0] == IMAGE_PLACEHOLDER
     ]
+
+
+def secrets_read(objects: list[Document]) -> set[tuple[str, str, str]]:
+    """(namespace, Secret, reader) for every Secret a pod mounts or a ServiceMonitor reads."""
+    found: set[tuple[str, str, str]] = set()
+    for obj in objects:
+        namespace = obj["metadata"].get("namespace", "")
+        reader = f"{obj['kind']} {obj['metadata']['name']}"
+        if obj["kind"] in WORKLOADS:
+            for volume in obj["spec"]["template"]["spec"].get("volumes") or []:
+                if "secret" in volume:
+                    found.add((namespace, volume["secret"]["secretName"], reader))
+        if obj["kind"] == "ServiceMonitor":
+            for endpoint in obj["spec"]["endpoints"]:
+                tls = endpoint.get("tlsConfig") or {}
+                for ref in (tls.get("ca", {}).get("secret"), tls.get("cert", {}).get("secret"),
+                            tls.get("keySecret")):  # fmt: skip
+                    if ref:
+                        found.add((namespace, ref["name"], reader))
+    return found
 
 
 def rel(path: Path) -> str:

@@ -39,12 +39,12 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from tests.deploy.pipeline import ROOT, rendered
+from tests.deploy.shipped import secrets_read
 
 GUIDE = ROOT / "docs" / "deploy.md"
 UPGRADE = ROOT / "docs" / "upgrade-from-tas.md"
@@ -490,29 +490,9 @@ def _created_secrets(text: str) -> set[tuple[str, str]]:
     return set(re.findall(r"kubectl -n ([\w-]+) create secret (?:generic|tls) ([\w-]+)", text))
 
 
-def _secrets_read(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    """(namespace, Secret, reader) for every Secret a pod mounts or a ServiceMonitor reads."""
-    found: set[tuple[str, str, str]] = set()
-    for obj in objects:
-        namespace = obj["metadata"].get("namespace", "")
-        reader = f"{obj['kind']} {obj['metadata']['name']}"
-        if obj["kind"] == "Deployment":
-            for volume in obj["spec"]["template"]["spec"].get("volumes") or []:
-                if "secret" in volume:
-                    found.add((namespace, volume["secret"]["secretName"], reader))
-        if obj["kind"] == "ServiceMonitor":
-            for endpoint in obj["spec"]["endpoints"]:
-                tls = endpoint.get("tlsConfig") or {}
-                for ref in (tls.get("ca", {}).get("secret"), tls.get("cert", {}).get("secret"),
-                            tls.get("keySecret")):  # fmt: skip
-                    if ref:
-                        found.add((namespace, ref["name"], reader))
-    return found
-
-
 def test_every_secret_the_adapter_reads_is_created_by_the_guide_in_its_namespace() -> None:
     created = _created_secrets(GUIDE.read_text(encoding="utf-8"))
-    read = _secrets_read(rendered(ROOT / "deploy" / "metrics-pipeline" / "prometheus-adapter"))
+    read = secrets_read(rendered(ROOT / "deploy" / "metrics-pipeline" / "prometheus-adapter"))
     missing = {(ns, name, who) for ns, name, who in read if (ns, name) not in created}
     assert not missing, f"read but never created there: {sorted(missing)}"
 

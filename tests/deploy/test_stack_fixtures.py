@@ -48,6 +48,7 @@ import pytest
 import yaml
 
 from tests.deploy.pipeline import DEPLOY, ROOT, rendered
+from tests.deploy.shipped import WORKLOADS, secrets_read
 from tests.deploy.test_deploy_guide import GUIDE, install_steps, shell_lines, uninstall_deletes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stacks"
@@ -62,7 +63,6 @@ OWNED_NAMESPACES = {"telemetry-aware-scheduling", "tas-monitoring"}
 #: Namespaces every cluster has.
 BUILT_IN_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 COMPONENTS = ("tas-extender", "tas-policy-controller", "tas-descheduler")
-WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
 
 Document = dict[str, Any]
 
@@ -483,26 +483,6 @@ def test_only_the_prometheus_the_profile_names_scrapes_the_controller_and_desche
 # --- what our pods read exists ----------------------------------------------------------------
 
 
-def _secrets_read(objects: list[Document]) -> set[tuple[str, str, str]]:
-    """(namespace, Secret, reader) for every Secret a pod mounts or a ServiceMonitor reads."""
-    found: set[tuple[str, str, str]] = set()
-    for obj in objects:
-        namespace = obj["metadata"].get("namespace", "")
-        reader = f"{obj['kind']} {obj['metadata']['name']}"
-        if obj["kind"] in WORKLOADS:
-            for volume in obj["spec"]["template"]["spec"].get("volumes") or []:
-                if "secret" in volume:
-                    found.add((namespace, volume["secret"]["secretName"], reader))
-        if obj["kind"] == "ServiceMonitor":
-            for endpoint in obj["spec"]["endpoints"]:
-                tls = endpoint.get("tlsConfig") or {}
-                for ref in (tls.get("ca", {}).get("secret"), tls.get("cert", {}).get("secret"),
-                            tls.get("keySecret")):  # fmt: skip
-                    if ref:
-                        found.add((namespace, ref["name"], reader))
-    return found
-
-
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_secret_of_ours_is_created_by_the_profile_s_steps_where_it_is_read(
     profile: str,
@@ -512,7 +492,7 @@ def test_every_secret_of_ours_is_created_by_the_profile_s_steps_where_it_is_read
         words = step.split()
         if words[:2] == ["kubectl", "-n"] and words[3:5] == ["create", "secret"]:
             created.add((words[2], words[6]))
-    read = _secrets_read(ours(profile))
+    read = secrets_read(ours(profile))
     assert {name for _, name, _ in read} == {"tas-extender-tls", "tas-extender-scrape-tls"}
     missing = {(ns, name, who) for ns, name, who in read if (ns, name) not in created}
     assert not missing, f"read but never created there: {sorted(missing)}"
