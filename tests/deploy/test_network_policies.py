@@ -41,6 +41,7 @@ import pytest
 
 from tests.deploy.kustomize import Document
 from tests.deploy.pipeline import DEPLOY, find, rendered
+from tests.k8s_emulator.patches import selector_matches
 
 Labels = dict[str, str]
 
@@ -53,34 +54,15 @@ PROFILES = ["standalone", "kube-prometheus", "kube-prometheus-stack"]
 # --- NetworkPolicy semantics ----------------------------------------------------------------------
 
 
-def selects(selector: Document, labels: Labels) -> bool:
-    """A label selector (matchLabels and matchExpressions) matches these labels."""
-    if not (selector.get("matchLabels") or {}).items() <= labels.items():
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator = expression["key"], expression["operator"]
-        values = expression.get("values", [])
-        held = labels.get(key)
-        matched = {
-            "In": held in values,
-            "NotIn": held not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }[operator]
-        if not matched:
-            return False
-    return True
-
-
 def _peer_matches(peer: Document, policy_namespace: str, pod: Pod) -> bool:
     if "ipBlock" in peer:
         return False  # pod traffic here, by pod and namespace only
     if "namespaceSelector" in peer:
-        if not selects(peer["namespaceSelector"], pod.namespace_labels):
+        if not selector_matches(peer["namespaceSelector"], pod.namespace_labels):
             return False
     elif pod.namespace != policy_namespace:
         return False
-    return selects(peer.get("podSelector", {}), pod.labels)
+    return selector_matches(peer.get("podSelector", {}), pod.labels)
 
 
 def _port_matches(rule: Document, port: int, protocol: str) -> bool:
@@ -106,7 +88,7 @@ def admitted(policies: list[Document], target: Labels, client: Pod, port: int) -
         for p in policies
         if p["metadata"]["namespace"] == "monitoring"
         and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
-        and selects(p["spec"]["podSelector"], target)
+        and selector_matches(p["spec"]["podSelector"], target)
     ]
     if not selecting:
         return True  # a pod no policy selects is not isolated
@@ -136,7 +118,7 @@ def _selecting(objects: list[Document], deployment: Document) -> list[Document]:
         for policy in objects
         if policy["kind"] == "NetworkPolicy"
         and policy["metadata"]["namespace"] == namespace
-        and selects(policy["spec"]["podSelector"], labels)
+        and selector_matches(policy["spec"]["podSelector"], labels)
     ]
 
 
@@ -289,7 +271,7 @@ def test_ours_selects_the_pods_kube_prometheus_s_own_policy_selects() -> None:
     policy = ours()
     assert policy["metadata"]["namespace"] == "monitoring"
     assert policy["spec"]["podSelector"] == KUBE_PROMETHEUS_POLICY["spec"]["podSelector"]
-    assert selects(policy["spec"]["podSelector"], KUBE_PROMETHEUS_PROMETHEUS)
+    assert selector_matches(policy["spec"]["podSelector"], KUBE_PROMETHEUS_PROMETHEUS)
     assert policy["spec"]["policyTypes"] == ["Ingress"]  # egress stays kube-prometheus's
 
 
@@ -297,8 +279,8 @@ def test_ours_selects_no_prometheus_that_is_not_kube_prometheus_s() -> None:
     other = {
         k: v for k, v in KUBE_PROMETHEUS_PROMETHEUS.items() if k != "app.kubernetes.io/part-of"
     }
-    assert not selects(ours()["spec"]["podSelector"], other)
-    assert not selects(
+    assert not selector_matches(ours()["spec"]["podSelector"], other)
+    assert not selector_matches(
         ours()["spec"]["podSelector"],
         {**other, "app.kubernetes.io/part-of": "kube-prometheus-stack"},
     )

@@ -50,6 +50,7 @@ import yaml
 from tests.deploy.pipeline import DEPLOY, ROOT, rendered
 from tests.deploy.shipped import WORKLOADS, secrets_read
 from tests.deploy.test_deploy_guide import GUIDE, install_steps, shell_lines, uninstall_deletes
+from tests.k8s_emulator.patches import selector_matches
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stacks"
 #: Each profile, and the objects of the cluster it is made for (None: an empty cluster).
@@ -81,28 +82,6 @@ def ours(profile: str) -> list[Document]:
 
 def key(obj: Document) -> tuple[str, str, str]:
     return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
-
-
-def selects(selector: Document | None, labels: dict[str, str]) -> bool:
-    """A Kubernetes label selector (None: nothing; {}: everything) on `labels`."""
-    if selector is None:
-        return False
-    for name, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(name) != value:
-            return False
-    for expression in selector.get("matchExpressions") or []:
-        name, operator = expression["key"], expression["operator"]
-        values = expression.get("values") or []
-        present = name in labels
-        if operator == "In" and not (present and labels[name] in values):
-            return False
-        if operator == "NotIn" and present and labels[name] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def of_kind(objects: list[Document], kind: str) -> list[Document]:
@@ -155,14 +134,18 @@ def namespaces(objects: list[Document]) -> set[str]:
 
 def test_the_selector_matching_is_kubernetes_own() -> None:
     web = {"app": "web", "tier": "front"}
-    assert selects({}, web)
-    assert not selects(None, web)
-    assert selects({"matchLabels": {"app": "web"}}, web)
-    assert not selects({"matchLabels": {"app": "db"}}, web)
-    assert selects({"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}, web)
-    assert not selects({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, web)
-    assert not selects({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, web)
-    assert not selects(
+    assert selector_matches({}, web)
+    assert not selector_matches(None, web)
+    assert selector_matches({"matchLabels": {"app": "web"}}, web)
+    assert not selector_matches({"matchLabels": {"app": "db"}}, web)
+    assert selector_matches(
+        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}, web
+    )
+    assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, web)
+    assert not selector_matches(
+        {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, web
+    )
+    assert not selector_matches(
         {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}, web
     )
 
@@ -291,8 +274,9 @@ def test_their_prometheus_selects_every_monitor_and_rule_of_ours(
     assert found
     for obj in found:
         namespace = obj["metadata"]["namespace"]
-        assert selects(spec.get(namespaces_selector), namespace_labels(namespace)), key(obj)
-        assert selects(spec.get(selector), labels(obj)), key(obj)
+        in_namespace = namespace_labels(namespace)
+        assert selector_matches(spec.get(namespaces_selector), in_namespace), key(obj)
+        assert selector_matches(spec.get(selector), labels(obj)), key(obj)
 
 
 def _grants_discovery(role: Document) -> bool:
@@ -335,13 +319,15 @@ def test_every_workload_service_and_budget_of_ours_selects_pods_that_serve_it(
 ) -> None:
     merged = ours(profile) + theirs(profile)
     for workload in [o for o in ours(profile) if o["kind"] in WORKLOADS]:
-        assert selects(workload["spec"]["selector"], labels(workload["spec"]["template"]))
+        assert selector_matches(workload["spec"]["selector"], labels(workload["spec"]["template"]))
     for obj in of_kind(ours(profile), "Service") + of_kind(ours(profile), "PodDisruptionBudget"):
         namespace = obj["metadata"]["namespace"]
         selector = obj["spec"]["selector"]
         selector = selector if obj["kind"] == "PodDisruptionBudget" else {"matchLabels": selector}
         matched = [
-            p for p in pods(merged) if p.namespace == namespace and selects(selector, p.labels)
+            p
+            for p in pods(merged)
+            if p.namespace == namespace and selector_matches(selector, p.labels)
         ]
         assert matched, key(obj)
         for port in obj["spec"].get("ports", []):
@@ -360,7 +346,7 @@ def test_every_service_monitor_of_ours_selects_a_service_of_ours_on_a_named_port
             s
             for s in services
             if s["metadata"]["namespace"] == namespace
-            and selects(monitor["spec"]["selector"], labels(s))
+            and selector_matches(monitor["spec"]["selector"], labels(s))
         ]
         assert matched, key(monitor)
         ports = {p.get("name") for s in matched for p in s["spec"]["ports"]}
@@ -407,7 +393,7 @@ def _prometheus_pods(profile: str) -> tuple[list[Pod], int | str]:
         p
         for p in pods(ours(profile) + theirs(profile))
         if p.namespace == service["metadata"]["namespace"]
-        and selects({"matchLabels": service["spec"]["selector"]}, p.labels)
+        and selector_matches({"matchLabels": service["spec"]["selector"]}, p.labels)
     ]
     return matched, served.get("targetPort", port)
 
@@ -421,11 +407,11 @@ def test_the_url_names_a_service_of_the_cluster_whose_pods_serve_it(profile: str
 
 def _peer_matches(peer: Document, policy_namespace: str, pod: Pod) -> bool:
     if "namespaceSelector" in peer:
-        if not selects(peer["namespaceSelector"], namespace_labels(pod.namespace)):
+        if not selector_matches(peer["namespaceSelector"], namespace_labels(pod.namespace)):
             return False
     elif pod.namespace != policy_namespace:
         return False
-    return "podSelector" not in peer or selects(peer["podSelector"], pod.labels)
+    return "podSelector" not in peer or selector_matches(peer["podSelector"], pod.labels)
 
 
 def admitted(policies: list[Document], target: Pod, client: Pod, port: int | str) -> bool:
@@ -436,7 +422,7 @@ def admitted(policies: list[Document], target: Pod, client: Pod, port: int | str
         for p in policies
         if p["metadata"]["namespace"] == target.namespace
         and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
-        and selects(p["spec"]["podSelector"], target.labels)
+        and selector_matches(p["spec"]["podSelector"], target.labels)
     ]
     if not selecting:
         return True  # a pod no policy selects is not isolated
@@ -522,7 +508,8 @@ def test_every_port_a_network_policy_of_ours_admits_is_a_port_served(profile: st
         selected = [
             p
             for p in everyone
-            if p.namespace == namespace and selects(policy["spec"]["podSelector"], p.labels)
+            if p.namespace == namespace
+            and selector_matches(policy["spec"]["podSelector"], p.labels)
         ]
         assert selected, key(policy)
         for rule in policy["spec"]["ingress"]:
@@ -558,7 +545,7 @@ def test_the_low_node_utilization_example_queries_what_kube_prometheus_serves() 
         p
         for p in pods(merged)
         if p.namespace == namespace
-        and selects({"matchLabels": service["spec"]["selector"]}, p.labels)
+        and selector_matches({"matchLabels": service["spec"]["selector"]}, p.labels)
     ]
     (descheduler,) = [p for p in pods(ours("kube-prometheus")) if p.owner == "tas-descheduler"]
     assert prometheus

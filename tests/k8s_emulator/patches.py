@@ -201,9 +201,11 @@ def field_selector(selector: str) -> Callable[[Mapping[str, Any]], bool]:
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A structured LabelSelector (matchLabels, matchExpressions) against labels."""
+    """A structured LabelSelector (matchLabels, matchExpressions) against labels: None selects
+    nothing (a PDB without a selector), {} everything. The deployment tests match the shipped
+    manifests' selectors with it too."""
     if selector is None:
-        return False  # a PDB without a selector selects nothing
+        return False
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
