@@ -49,7 +49,7 @@ from simulator.baselines import (
 )
 from simulator.clock import VirtualClock
 from simulator.contenders import PSI_PROFILE, Contender, resolve
-from simulator.pipeline import ModelSource, ScrapeStore
+from simulator.pipeline import ModelSource
 from simulator.runner import run_contender
 from simulator.scenario import Scenario, load_scenario_text
 from simulator.world import InformerOrder, World
@@ -248,7 +248,6 @@ def test_psi_profile_runs_the_soft_tainter_on_its_descheduling_interval(
 
 def test_the_descheduler_lists_pods_in_a_seeded_order_not_by_name() -> None:
     scenario = hot()
-    from simulator.world import World
 
     world = World(scenario, clock=VirtualClock(), seed=1)
     names = [p.name for p in world.cluster.list_pods()]
@@ -263,7 +262,6 @@ def test_the_descheduler_lists_pods_in_a_seeded_order_not_by_name() -> None:
 def test_only_the_pod_listing_draws_from_the_seeded_stream_everything_else_is_the_cluster() -> None:
     """A read or write the descheduler makes besides listing pods neither shifts the order the
     next listing meets nor misses the cluster (a seed's run stays the run it was)."""
-    from simulator.world import World
 
     scenario = hot()
     world = World(scenario, clock=VirtualClock(), seed=1)
@@ -427,20 +425,7 @@ def test_pods_bound_since_the_last_metrics_count_by_their_estimate() -> None:
 
 
 def _scraped(scenario_text: str, *, until: float) -> ModelSource:
-    """A scenario's pods placed, its model run and scraped up to `until` seconds: the
-    pipeline's source, as the contenders read it."""
-    scenario = load_scenario_text(scenario_text)
-    clock = VirtualClock()
-    world = World(scenario, clock=clock, seed=1)
-    InMemoryScheduler(world.cluster, extender=None).schedule_pending()
-    store = ScrapeStore(world, scenario.pipeline)
-    t = 0.0
-    while t <= until:
-        clock.advance_to(t)
-        store.integrate(world.model(t), scenario.step)
-        store.maybe_scrape(t)
-        t += scenario.step
-    return ModelSource(store, clock)
+    return worlds.scraped(load_scenario_text(scenario_text), until=until)
 
 
 def test_volcanos_pod_usage_appears_at_the_first_subquery_point_with_two_scrapes() -> None:
@@ -499,7 +484,6 @@ def _evict_and_follow(migration: str) -> list[tuple[float, float, float, float]]
     import dataclasses
 
     from inmemory.scheduler import InMemoryScheduler
-    from simulator.world import World
 
     scenario = load_scenario_text(MIGRATING.format(migration=migration))
     clock = VirtualClock()
@@ -592,7 +576,6 @@ def test_the_kubelet_evicts_at_its_threshold_and_its_taint_keeps_the_replacement
 
 
 def test_the_kubelet_ranks_pods_over_their_request_then_priority_then_excess() -> None:
-    from simulator.world import World
 
     scenario = load_scenario_text(LEAKING)
     world = World(scenario, clock=VirtualClock(), seed=1)

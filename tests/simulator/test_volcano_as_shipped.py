@@ -28,7 +28,6 @@ import yaml
 
 from descheduler.args import FieldReader
 from descheduler.config import parse_config
-from inmemory.scheduler import InMemoryScheduler
 from simulator.baselines import (
     PLUGIN,
     VOLCANO_DURATION,
@@ -41,12 +40,10 @@ from simulator.baselines import (
     volcano_cpu_query,
     volcano_memory_query,
 )
-from simulator.clock import VirtualClock
 from simulator.contenders import VOLCANO, Contender, resolve
-from simulator.pipeline import VOLCANO_HISTORY, ModelSource, ScrapeStore
+from simulator.pipeline import VOLCANO_HISTORY, ModelSource
 from simulator.runner import run_contender
 from simulator.scenario import SCENARIOS, load_scenario, load_scenario_text
-from simulator.world import World
 from tas.cluster.model import Node, Pod
 from tas.types import Namespace, NodeName
 from tests.simulator import worlds
@@ -72,17 +69,7 @@ workloads:
 
 def _scraped(scrape: str, *, until: float, delay: str = "0s") -> ModelSource:
     scenario = load_scenario_text(STEADY.format(scrape=scrape, delay=delay))
-    clock = VirtualClock()
-    world = World(scenario, clock=clock, seed=1)
-    InMemoryScheduler(world.cluster, extender=None).schedule_pending()
-    store = ScrapeStore(world, scenario.pipeline, history=VOLCANO_HISTORY)
-    t = 0.0
-    while t <= until:
-        clock.advance_to(t)
-        store.integrate(world.model(t), scenario.step)
-        store.maybe_scrape(t)
-        t += scenario.step
-    return ModelSource(store, clock)
+    return worlds.scraped(scenario, until=until, history=VOLCANO_HISTORY)
 
 
 # -------------------------------------------------------------------------- the policy

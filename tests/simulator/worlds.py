@@ -12,7 +12,8 @@
   contender's cycles.
 
 Each returns the scenario's document, as a scenario file parses, for a test to change;
-`scenario(document)` reads it through the simulator's own loader and checks.
+`scenario(document)` reads it through the simulator's own loader and checks. `scraped(scenario,
+until=...)` is a scenario's metrics pipeline as the contenders read it after `until` seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from inmemory.scheduler import InMemoryScheduler
+from simulator.clock import VirtualClock
+from simulator.pipeline import ModelSource, ScrapeStore
 from simulator.scenario import Scenario, read_scenario
+from simulator.world import World
 
 EMPTIED = ["worker-3", "worker-4", "worker-5", "worker-6"]
 
@@ -103,3 +108,20 @@ def quiet_pair(settings: Mapping[str, Any]) -> dict[str, Any]:
 def scenario(document: Mapping[str, Any]) -> Scenario:
     """The document read and checked as `tas simulate` reads a scenario file."""
     return read_scenario(dict(document), base=Path("."))
+
+
+def scraped(scenario: Scenario, *, until: float, history: float = 0.0) -> ModelSource:
+    """The scenario's pods placed, its model run and scraped up to `until` seconds (scrapes
+    kept `history` seconds beyond the rate window): the pipeline's source, as the contenders
+    read it."""
+    clock = VirtualClock()
+    world = World(scenario, clock=clock, seed=1)
+    InMemoryScheduler(world.cluster, extender=None).schedule_pending()
+    store = ScrapeStore(world, scenario.pipeline, history=history)
+    t = 0.0
+    while t <= until:
+        clock.advance_to(t)
+        store.integrate(world.model(t), scenario.step)
+        store.maybe_scrape(t)
+        t += scenario.step
+    return ModelSource(store, clock)
