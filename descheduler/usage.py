@@ -22,6 +22,7 @@ from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
 from descheduler.state import CycleState, pod_key
 from tas.cluster.interface import Cluster, ClusterError
+from tas.fit import node_share, request_share
 from tas.metrics.config import MetricsConfig
 from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.prometheus import (
@@ -186,7 +187,8 @@ MEMORY_SIGNALS = ("memory", "memory_utilization", "memory_pressure")
 
 def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
     """A `descheduler.framework.PodUsageSource`: each pod's measured CPU as a share (0..100) of
-    its node's allocatable CPU. Pods without a fresh value are left out (LoadAware then moves
+    its node's allocatable CPU (`tas.fit.node_share`), its memory signals its requests' share
+    (`tas.fit.request_share`). Pods without a fresh value are left out (LoadAware then moves
     at most one pod per node per cycle); a failing source gives nothing, logged by the source."""
 
     def read(state: CycleState) -> PodUsage:
@@ -204,16 +206,12 @@ def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
                 unmeasured.append(pod_key(pod))
             if node is None or found is None or "cpu" not in found:
                 continue
-            cores = node.allocatable.get("cpu", 0.0)
-            if cores <= 0:
+            cpu = node_share(found["cpu"], node, "cpu")
+            if cpu is None:
                 continue
-            share = min(100.0, 100.0 * found["cpu"] / cores)
-            entry = dict.fromkeys(CPU_SIGNALS, share)
-            memory = node.allocatable.get("memory", 0.0)
-            requested = pod.requests.get("memory", 0.0)
-            entry.update(
-                dict.fromkeys(MEMORY_SIGNALS, 100.0 * requested / memory if memory > 0 else 0.0)
-            )
+            memory = request_share(pod, node, "memory")
+            entry = dict.fromkeys(CPU_SIGNALS, min(100.0, cpu))
+            entry.update(dict.fromkeys(MEMORY_SIGNALS, 0.0 if memory is None else memory))
             shares[pod_key(pod)] = entry
         if unmeasured and log.isEnabledFor(logging.DEBUG):
             _tell_unmeasured(source, unmeasured)

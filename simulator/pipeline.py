@@ -45,6 +45,7 @@ from simulator.world import (
     ModelState,
     World,
 )
+from tas.fit import node_share
 from tas.metrics.errors import MetricFetchError
 from tas.metrics.source import Fetched, Sample, SampleColumn
 from tas.types import MetricName, Namespace, NodeName, PodKey
@@ -393,15 +394,17 @@ class ModelSource:
             found = usage.get((pod.namespace, pod.name))
             if node is None or found is None:
                 continue
-            cores = node.allocatable.get("cpu", 0.0)
-            memory = node.allocatable.get("memory", 0.0)
-            cpu = 100.0 * found[0] / cores if cores else 0.0
-            used = 100.0 * found[1] / memory if memory else 0.0
+            # The one share (`tas.fit.node_share`), read as Volcano reads its pod query, which
+            # differs on purpose from production's reader (`descheduler.usage.pod_usage_from`):
+            # memory is the pod's measured bytes (Volcano's query reads them), not its requests,
+            # and neither share is capped nor is a pod on a node without the resource left out.
+            cpu = node_share(found[0], node, "cpu")
+            used = node_share(found[1], node, "memory")
             # Keyed by resource (Volcano's `cpu`/`memory`) and by this project's LoadAware
             # signals (descheduler.usage: the CPU share stands for every CPU signal).
             shares[(Namespace(pod.namespace), pod.name)] = {
-                **dict.fromkeys(CPU_SIGNALS, cpu),
-                **dict.fromkeys(MEMORY_SIGNALS, used),
+                **dict.fromkeys(CPU_SIGNALS, 0.0 if cpu is None else cpu),
+                **dict.fromkeys(MEMORY_SIGNALS, 0.0 if used is None else used),
             }
         return shares
 

@@ -9,6 +9,11 @@ required node affinity hold; every NoSchedule/NoExecute taint is tolerated (Pref
 only lowers a score); the pod's requests fit allocatable minus what the pods already there
 request; the node's pod count stays within its `pods` allocatable. `telemetry/scheduling` is
 ignored for fit: it is a marker resource the scheduler ignores (TAS issue 90), not a capacity.
+
+Beside the check, how much of a node a pod takes: an amount of a resource (measured usage, or
+the pod's requests) as a percentage of the node's allocatable (`node_share`, `request_share`).
+It is the one estimate the descheduler's per-pod usage (`descheduler.usage`), LoadAware's relief
+of a pod nothing measures and the simulator's Volcano reading share.
 """
 
 from __future__ import annotations
@@ -111,3 +116,20 @@ def rejection(
     if max_pods is not None and load.pods + 1 > max_pods:
         return "too many pods"
     return None
+
+
+def node_share(amount: float, node: Node, resource: str) -> float | None:
+    """`amount` of `resource` (base units: cores, bytes) as a percentage of the node's
+    allocatable of it (100: all of it). Not capped: a caller that reads it as a part of the
+    node caps it. None when the node has none of the resource (or does not say)."""
+    allocatable = node.allocatable.get(resource, 0.0)
+    if allocatable <= 0:
+        return None
+    return 100.0 * amount / allocatable
+
+
+def request_share(pod: Pod, node: Node, resource: str) -> float | None:
+    """The pod's requests of `resource` as a percentage of the node's allocatable of it
+    (`node_share`): the pod's load until something measures it. None when the node has none
+    of the resource; 0 when the pod requests none."""
+    return node_share(pod.requests.get(resource, 0.0), node, resource)

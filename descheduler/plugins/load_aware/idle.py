@@ -72,6 +72,9 @@ def idle_columns(
         pods = state.pods_on(node.name)
         if not all(_node_bound(p) for p in pods):
             continue
+        # In amounts, not per-pod shares (`tas.fit.request_share`), on purpose: the pressure
+        # curve takes the node's load in cores, and the node's pods are summed before one
+        # division by its allocatable.
         cores = node.allocatable.get("cpu", 0.0)
         if cores > 0:
             load = sum(pod_cpu_cores(p, measured, cores) for p in pods)

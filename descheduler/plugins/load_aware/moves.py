@@ -20,6 +20,7 @@ from descheduler.node_classes import Classification
 from descheduler.signals import Signal
 from descheduler.state import pod_key
 from tas.cluster.model import Node, Pod
+from tas.fit import request_share
 from tas.pressure import Prediction
 from tas.types import NodeName
 
@@ -124,15 +125,16 @@ _REQUEST_OF_SIGNAL: Mapping[str, str] = {
 
 def estimate_relief(pod: Pod, node: Node, signals: list[str]) -> dict[str, float] | None:
     """What moving the pod takes off the node per signal (0..100), from its requests as a share
-    of the node's allocatable; None when some signal cannot be estimated so."""
+    of the node's allocatable (`tas.fit.request_share`); None when some signal cannot be
+    estimated so (a signal no request stands for, a pod that requests none of it, a node
+    without it)."""
     relief: dict[str, float] = {}
     for signal in signals:
         resource = _REQUEST_OF_SIGNAL.get(signal)
-        requested = pod.requests.get(resource, 0.0) if resource else 0.0
-        allocatable = node.allocatable.get(resource, 0.0) if resource else 0.0
-        if requested <= 0 or allocatable <= 0:
+        share = request_share(pod, node, resource) if resource else None
+        if share is None or share <= 0:
             return None
-        relief[signal] = min(100.0, requested / allocatable * 100.0)
+        relief[signal] = min(100.0, share)
     return relief
 
 
