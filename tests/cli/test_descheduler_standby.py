@@ -18,23 +18,15 @@ import httpx
 import pytest
 
 from tas.metrics.textfile import write_node_series
+from tests.builders import policy_document, rule
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port, tas_command
 from tests.waiting import eventually
 
 NAMESPACE = "health-metric-demo"
-POLICY = {
-    "apiVersion": "telemetry.intel.com/v1alpha1",
-    "kind": "TASPolicy",
-    "metadata": {"name": "demo-policy", "namespace": NAMESPACE},
-    "spec": {
-        "strategies": {
-            "deschedule": {
-                "rules": [{"metricname": "health_metric", "operator": "Equals", "target": 2}]
-            }
-        }
-    },
-}
+POLICY = policy_document(
+    "demo-policy", namespace=NAMESPACE, deschedule=[rule("health_metric", "Equals", 2)]
+)
 DESCHEDULER_POLICY = """
 apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy

@@ -41,6 +41,7 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.cluster.model import ObjectReference, OwnerReference, QoSClass, Taint, TaintEffect
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
+from tests.builders import policy_document, rule
 from tests.k8s_emulator import KubeEmulator
 from tests.waiting import eventually
 
@@ -81,16 +82,7 @@ def pod(name: str, node_name: str | None = "n1", phase: str = "Running") -> dict
 
 
 def policy(name: str = "demo") -> dict[str, Any]:
-    return {
-        "apiVersion": "telemetry.intel.com/v1alpha1",
-        "kind": "TASPolicy",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "strategies": {
-                "deschedule": {"rules": [{"metricname": "m", "operator": "Equals", "target": 2}]}
-            }
-        },
-    }
+    return policy_document(name, deschedule=[rule("m", "Equals", 2)])
 
 
 def pdb(allowed: int) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import Namespace, PolicyKey, PolicyName
+from tests.builders import policy_document, rule
 from tests.k8s_emulator import KubeEmulator
 from tests.waiting import eventually
 
@@ -26,18 +27,7 @@ KEY = PolicyKey(Namespace("default"), PolicyName("demo"))
 
 
 def document(name: str = "demo", target: int = 2, operator: str = "Equals") -> dict[str, Any]:
-    return {
-        "apiVersion": "telemetry.intel.com/v1alpha1",
-        "kind": "TASPolicy",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "strategies": {
-                "deschedule": {
-                    "rules": [{"metricname": "health", "operator": operator, "target": target}]
-                }
-            }
-        },
-    }
+    return policy_document(name, deschedule=[rule("health", operator, target)])
 
 
 def test_valid_documents_load_and_an_invalid_one_is_a_problem() -> None:

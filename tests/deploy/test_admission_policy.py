@@ -67,7 +67,7 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION, POD_VIOLATION_LABEL, POLICY_LABEL
 from tests import waiting
-from tests.builders import ManualClock, health_policy_document
+from tests.builders import ManualClock, health_policy_document, policy_document, rule
 from tests.deploy.kustomize import Document
 from tests.deploy.pipeline import DEPLOY, find, rendered
 from tests.k8s_emulator import KubeEmulator, realistic
@@ -502,25 +502,9 @@ def test_every_validation_refuses_one_of_the_forbidden_changes() -> None:
 
 
 def labeling_policy() -> Document:
-    return {
-        "apiVersion": "telemetry.intel.com/v1alpha1",
-        "kind": "TASPolicy",
-        "metadata": {"name": "cards", "namespace": "default"},
-        "spec": {
-            "strategies": {
-                "labeling": {
-                    "rules": [
-                        {
-                            "metricname": "card0_temperature",
-                            "operator": "GreaterThan",
-                            "target": 80,
-                            "labels": ["card0=hot"],
-                        },
-                    ]
-                }
-            }
-        },
-    }
+    return policy_document(
+        "cards", labeling=[rule("card0_temperature", "GreaterThan", 80, labels=["card0=hot"])]
+    )
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tas.policies.model import TASPolicy, parse_policy
+from tas.policies.model import TASPolicy
 from tas.replay.evaluate import compare, replay_policies
 from tas.replay.history import (
     History,
@@ -19,6 +19,7 @@ from tas.replay.history import (
     parse_time,
 )
 from tas.types import MetricName, NodeName
+from tests.builders import make_policy, rule
 
 NOW = 1_800_000_000.0
 
@@ -80,15 +81,7 @@ def test_a_pod_recreated_on_another_node_is_on_each_for_its_own_steps() -> None:
 
 
 def policy(target: float) -> TASPolicy:
-    rule = {"metricname": "health_metric", "operator": "GreaterThan", "target": target}
-    return parse_policy(
-        {
-            "apiVersion": "telemetry.intel.com/v1alpha1",
-            "kind": "TASPolicy",
-            "metadata": {"name": "health", "namespace": "default"},
-            "spec": {"strategies": {"deschedule": {"rules": [rule]}}},
-        }
-    )
+    return make_policy("health", deschedule=[rule("health_metric", "GreaterThan", target)])
 
 
 def history(values: dict[str, list[float | None]]) -> History:
