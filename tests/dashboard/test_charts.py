@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -36,10 +34,8 @@ from tas.cluster.model import Node
 from tas.policies.files import load_policy_path
 from tas.types import MetricName, Namespace, NodeName
 from tas.vocabulary import DEFAULT_TAINT_PREFIX
+from tests.dashboard.browser import js, patient, screenshot
 from tests.dashboard.harness import POLICY, REPO, Harness
-from tests.dashboard.test_browser import ARTIFACTS, browser
-
-__all__ = ["browser"]  # the Chromium fixture, shared with test_browser
 
 PSI_POLICY = REPO / "scenarios" / "policies" / "psi-aware.yaml"
 NAMESPACE = Namespace("health-metric-demo")
@@ -103,15 +99,11 @@ def harness(tmp_path: Path) -> Harness:
 
 
 def _open(browser: webdriver.Chrome, harness: Harness) -> WebDriverWait[webdriver.Chrome]:
-    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    wait = patient(browser, 30)
     browser.get(f"{harness.url}/")
     wait.until(lambda d: d.execute_script("return window.chartView && window.chartView.draws > 0"))
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#chart-class .row-label"))
     return wait
-
-
-def _js(browser: webdriver.Chrome, script: str, *args: Any) -> Any:
-    return browser.execute_script(script, *args)
 
 
 #: The colour of the canvas pixel at a chart's (time, value), or (x share, row) for row charts.
@@ -168,7 +160,7 @@ return u.series.slice(1).map((s) => [s.label, s._stroke || s.stroke]);
 
 def _legend(browser: webdriver.Chrome, chart: str) -> dict[str, str]:
     """The chart's series, in the legend's order: label -> line colour."""
-    return dict(_js(browser, LEGEND, chart))
+    return dict(js(browser, LEGEND, chart))
 
 
 def _near(colour: list[int], wanted: tuple[int, int, int], slack: int = 6) -> bool:
@@ -181,16 +173,16 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
     harness.cluster.set_node_taints(NodeName("node-d"), [TAINT])
     with harness:
         wait = _open(browser, harness)
-        now = _js(browser, "return view.points[view.points.length - 1].time")
+        now = js(browser, "return view.points[view.points.length - 1].time")
 
         # The class: one labelled row per node, sorted, each coloured by its class over time.
-        rows = _js(browser, "return [...document.querySelectorAll('#chart-class .row-label')]"
+        rows = js(browser, "return [...document.querySelectorAll('#chart-class .row-label')]"
                             ".map((e) => e.textContent)")  # fmt: skip
         assert rows == names
         row_of = {name: len(names) - 0.5 - i for i, name in enumerate(names)}
-        assert _near(_js(browser, PIXEL, "cls", now - 300, row_of["node-a"]), OVERUTILIZED)
-        assert _near(_js(browser, PIXEL, "cls", now - 3000, row_of["node-a"]), UNDERUTILIZED)
-        assert _near(_js(browser, PIXEL, "cls", now - 300, row_of["node-c"]), APPROPRIATE)
+        assert _near(js(browser, PIXEL, "cls", now - 300, row_of["node-a"]), OVERUTILIZED)
+        assert _near(js(browser, PIXEL, "cls", now - 3000, row_of["node-a"]), UNDERUTILIZED)
+        assert _near(js(browser, PIXEL, "cls", now - 300, row_of["node-c"]), APPROPRIATE)
 
         # The policy's threshold: a labelled line at 0.6, in a colour no node uses, in the
         # page's unit (percent); its tag beside the line's end, its words in the key below.
@@ -207,12 +199,12 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         legend = _legend(browser, "pressure")
         assert list(legend)[:5] == names
         node_colours = {legend[n].lower() for n in names}
-        line = [_js(browser, PIXEL, "pressure", now - s, 0.6) for s in (3400, 3000, 2500)]
+        line = [js(browser, PIXEL, "pressure", now - s, 0.6) for s in (3400, 3000, 2500)]
         assert any(_near(c, (0xD1, 0x00, 0x1F), 30) for c in line), line
         assert "#d1001f" not in node_colours
         label_y = label.rect["y"] + label.rect["height"] / 2
-        plot = _js(browser, "return view.charts.pressure.plot.over.getBoundingClientRect()")
-        line_y = plot["top"] + _js(browser, "return view.charts.pressure.plot.valToPos(0.6, 'y')")
+        plot = js(browser, "return view.charts.pressure.plot.over.getBoundingClientRect()")
+        line_y = plot["top"] + js(browser, "return view.charts.pressure.plot.valToPos(0.6, 'y')")
         assert abs(label_y - line_y) < 4, "the tag sits beside its line"
         assert label.rect["x"] >= plot["right"], "the tag is right of the plot, not over the data"
 
@@ -229,25 +221,25 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         stale = browser.find_element(By.CSS_SELECTOR, "#chart-age .threshold-label")
         assert stale.text == "30s"
         assert (stale.get_attribute("title") or "").startswith("stale after 30s")
-        ages = _js(browser, "return view.charts.age.plot.data.slice(1).map((s) => s[1800])")
+        ages = js(browser, "return view.charts.age.plot.data.slice(1).map((s) => s[1800])")
         assert len(ages) == 5
         assert all(0 <= age < 30 for age in ages), ages
         assert list(_legend(browser, "age")) == names
 
         # The hour, legible and quick.
-        span = _js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
+        span = js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
         assert span == pytest.approx(HOUR, abs=5)
         browser.find_element(By.CSS_SELECTOR, '#chart-window [data-window="600"]').click()
-        span = _js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
+        span = js(browser, "const s = view.charts.util.plot.scales.x; return s.max - s.min")
         assert span == pytest.approx(600, abs=5)
         browser.find_element(By.CSS_SELECTOR, '#chart-window [data-window="3600"]').click()
-        assert _js(browser, "return chartView.drawMs") < 250
+        assert js(browser, "return chartView.drawMs") < 250
         for _ in range(2):  # uPlot draws a frame after setData: let two more redraws happen
-            _js(browser, "drawCharts()")
+            js(browser, "drawCharts()")
             time.sleep(0.3)
         # Judged on the settled frame (what a reader sees), not one caught mid-redraw.
-        assert not _js(browser, CLIPPED)
-        ink = _js(browser, AXIS_INK)
+        assert not js(browser, CLIPPED)
+        ink = js(browser, AXIS_INK)
         assert all(darkest < 110 for darkest in ink.values()), f"faint time labels: {ink}"
         card = browser.find_element(By.CSS_SELECTOR, '[data-node="node-d"]').rect
         chip = browser.find_element(
@@ -255,9 +247,8 @@ def test_an_hour_of_charts_reads_at_1600_px(browser: webdriver.Chrome, harness: 
         )
         assert chip.rect["x"] + chip.rect["width"] <= card["x"] + card["width"]
 
-        ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("document.getElementById('charts-panel').scrollIntoView()")
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-charts.png"))
+        screenshot(browser, "dashboard-charts.png")
 
         # A node leaves, another joins: the others keep their colours.
         before = _legend(browser, "util")
@@ -297,16 +288,15 @@ def test_above_8_nodes_the_per_node_charts_are_heatmaps(
         # The load-aware signal is cpu_utilization on fixed thresholds: the CPU chart's data.
         assert not browser.find_element(By.ID, "chart-usage").is_displayed()
         assert not browser.find_elements(By.CSS_SELECTOR, "#chart-util .u-legend .u-series")
-        now = _js(browser, "return view.points[view.points.length - 1].time")
+        now = js(browser, "return view.points[view.points.length - 1].time")
         row = {name: len(names) - 0.5 - i for i, name in enumerate(names)}
-        hot = _js(browser, PIXEL, "pressure", now - 60, row["node-b"])
-        calm = _js(browser, PIXEL, "pressure", now - 60, row["node-c"])
+        hot = js(browser, PIXEL, "pressure", now - 60, row["node-b"])
+        calm = js(browser, PIXEL, "pressure", now - 60, row["node-c"])
         assert hot[0] > hot[2] + 60, f"node-b past psi-aware's 0.6 is red: {hot}"
         assert calm[2] > calm[0], f"node-c at 0.1 is blue: {calm}"
-        assert not _js(browser, CLIPPED)
-        ARTIFACTS.mkdir(exist_ok=True)
+        assert not js(browser, CLIPPED)
         browser.execute_script("document.getElementById('charts-panel').scrollIntoView()")
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-heatmap.png"))
+        screenshot(browser, "dashboard-heatmap.png")
 
 
 #: Draw the charts with their time range moved `arguments[0]` seconds back: where the time
@@ -331,7 +321,7 @@ def test_no_label_runs_off_a_chart_wherever_the_time_ticks_fall(
         _open(browser, harness)
         clipped = {}
         for offset in range(0, 600, 7):
-            _js(browser, SHIFTED, offset)
-            if found := _js(browser, CLIPPED):
+            js(browser, SHIFTED, offset)
+            if found := js(browser, CLIPPED):
                 clipped[offset] = found
         assert not clipped

@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
+from tests.dashboard.browser import patient, screenshot
 from tests.dashboard.test_explain_browser import LOADED, click
 from tests.demo_process import start_demo
 
@@ -84,10 +82,10 @@ def check_card(card: dict[str, Any]) -> None:
 
 
 def test_a_card_says_its_nodes_pressure_curve_and_what_it_predicts(
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
     tmp_path: Path,
 ) -> None:
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    wait = patient(browser)
     with start_demo(tmp_path) as demo:
         browser.get(f"{demo.dashboard}/")
         seen: dict[str, list[str]] = {"shared": [], "learned": []}
@@ -137,5 +135,4 @@ def test_a_card_says_its_nodes_pressure_curve_and_what_it_predicts(
             move,
         ), move
 
-        ARTIFACTS.mkdir(exist_ok=True)
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-curve.png"))
+        screenshot(browser, "dashboard-curve.png")

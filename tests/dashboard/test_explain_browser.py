@@ -16,9 +16,8 @@ from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
+from tests.dashboard.browser import patient, screenshot
 from tests.demo_process import start_demo
 
 LOADED = '#explain[data-state="loaded"]'
@@ -36,8 +35,8 @@ def click(driver: webdriver.Chrome, selector: str) -> bool:
     return True
 
 
-def test_clicking_a_pod_or_a_node_shows_why(browser: webdriver.Chrome, tmp_path: Path) -> None:  # noqa: F811
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+def test_clicking_a_pod_or_a_node_shows_why(browser: webdriver.Chrome, tmp_path: Path) -> None:
+    wait = patient(browser)
     with start_demo(tmp_path) as demo:
         browser.get(f"{demo.dashboard}/")
         chip = '[data-node]:not([data-node="node-b"]) .chip.pod.demo'
@@ -59,8 +58,7 @@ def test_clicking_a_pod_or_a_node_shows_why(browser: webdriver.Chrome, tmp_path:
         assert panel.find_element(By.CSS_SELECTOR, "[data-move]").get_attribute("data-move") == (
             "yes" if served["move"]["wouldMove"] else "no"
         )
-        ARTIFACTS.mkdir(exist_ok=True)
-        assert browser.save_screenshot(str(ARTIFACTS / "explain-pod.png"))
+        screenshot(browser, "explain-pod.png")
 
         wait.until(lambda d: click(d, '[data-node="node-b"] .node-name'))
         panel = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f'{LOADED}[data-kind="node"]'))
@@ -70,7 +68,7 @@ def test_clicking_a_pod_or_a_node_shows_why(browser: webdriver.Chrome, tmp_path:
         assert (
             "s old" in panel.find_element(By.CSS_SELECTOR, 'tr[data-metric="health_metric"]').text
         )
-        assert browser.save_screenshot(str(ARTIFACTS / "explain-node.png"))
+        screenshot(browser, "explain-node.png")
 
         browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
         wait.until(lambda d: not d.find_elements(By.ID, "explain"))

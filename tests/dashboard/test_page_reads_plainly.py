@@ -28,15 +28,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import httpx
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
+from tests.dashboard.browser import js, patient, read, screenshot
 from tests.dashboard.test_explain_browser import LOADED, click
 from tests.demo_process import start_demo
 
@@ -75,20 +72,11 @@ return Object.fromEntries(Object.entries(view.charts).map(([key, c]) =>
 """
 
 
-def read(wait: WebDriverWait[webdriver.Chrome], selector: str) -> str:
-    text: str = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, selector).text)
-    return text
-
-
-def js(driver: webdriver.Chrome, script: str, *args: Any) -> Any:
-    return driver.execute_script(script, *args)
-
-
 def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
     tmp_path: Path,
 ) -> None:
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    wait = patient(browser)
     with start_demo(tmp_path) as demo:
         browser.get(f"{demo.dashboard}/")
         wait.until(lambda d: d.execute_script("return window.chartView && chartView.draws > 0"))
@@ -240,6 +228,5 @@ def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
         row = panel.find_element(By.CSS_SELECTOR, 'tr[data-metric="cpu_utilization"]')
         assert re.search(rf"cpu_utilization {PERCENT}", row.text), row.text
 
-        ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-plain.png"))
+        screenshot(browser, "dashboard-plain.png")

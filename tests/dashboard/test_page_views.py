@@ -33,12 +33,11 @@ from typing import Any
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests import demo_process
-from tests.dashboard.test_browser import ARTIFACTS, WAIT_SECONDS, browser  # noqa: F401
+from tests.dashboard.browser import patient, read, screenshot
 from tests.demo_process import start_demo
 from tests.processes import free_port
 
@@ -70,12 +69,6 @@ def log_times(driver: webdriver.Chrome) -> list[float]:
         "return [...document.querySelectorAll('#log tr')].map(r => Number(r.dataset.time))"
     )
     return times
-
-
-def read(wait: WebDriverWait[webdriver.Chrome], selector: str) -> str:
-    """An element's text, read through `wait` (which retries a stale element reference)."""
-    text: str = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, selector).text)
-    return text
 
 
 def shown(driver: webdriver.Chrome, selector: str) -> list[Any]:
@@ -117,10 +110,10 @@ def assert_the_whole_history_is_drawn(
 
 
 def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_table(
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
     tmp_path: Path,
 ) -> None:
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    wait = patient(browser)
     with start_demo(tmp_path, "--scenario", "health-demo", "--speed", "40") as demo:
         browser.get(f"{demo.dashboard}/")
         wait.until(lambda d: d.find_element(By.ID, "scenario-name").text == "health-demo")
@@ -164,9 +157,8 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
             ".map(c => c.textContent)"
         )
         assert all(re.fullmatch(r"\d\d:\d\d", cell) for cell in first_cells), first_cells[:5]
-        ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-scenario.png"))
+        screenshot(browser, "dashboard-scenario.png")
         # A page opened late, once evictions were made: the whole history, from its first point.
         demo.wait_for(
             "an eviction", lambda: demo.get("/api/state")["descheduler"]["evictions"] or None
@@ -191,7 +183,7 @@ def test_a_scenario_is_its_own_view_on_its_own_clock_and_ends_with_the_simulate_
         times = log_times(browser)
         assert times == sorted(times, reverse=True)
         browser.execute_script("window.scrollTo(0, 0)")
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-scenario-ended.png"))
+        screenshot(browser, "dashboard-scenario-ended.png")
         # After a reload: the whole history again, not only what came after it.
         browser.refresh()
         wait.until(lambda d: d.find_element(By.ID, "connection").text == "scenario ended")
@@ -258,10 +250,10 @@ window.apply = function (update) {
 
 
 def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repeats(
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
     tmp_path: Path,
 ) -> None:
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    wait = patient(browser)
     with start_demo(tmp_path) as demo:
         state = demo.get("/api/state")
         assert set(state) == documented_keys("### `GET /api/state`")
@@ -338,21 +330,20 @@ def test_the_demo_page_says_dontschedule_and_deschedule_apart_and_collapses_repe
         )
         card = browser.find_element(By.CSS_SELECTOR, '#nodes [data-node="node-d"]')
         assert "health-2" not in (card.get_attribute("class") or "")
-        ARTIFACTS.mkdir(exist_ok=True)
         browser.execute_script("window.scrollTo(0, 0)")
-        assert browser.save_screenshot(str(ARTIFACTS / "dashboard-words.png"))
+        screenshot(browser, "dashboard-words.png")
         # On every update of the run, the header, the policy card and the cards agreed.
         assert browser.execute_script("return window.checkedUpdates") >= 5
         assert browser.execute_script("return window.disagreements") == []
 
 
 def test_beyond_loopback_the_page_offers_no_control_and_says_why(
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every control would answer 403 there: the page shows none of them, and the reason."""
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=[StaleElementReferenceException])
+    wait = patient(browser)
     ports = [free_port(), free_port()]  # the dashboard's, the extender's
     dashboard = ports[0]
     monkeypatch.setattr(demo_process, "free_port", lambda: ports.pop(0))
