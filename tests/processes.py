@@ -7,7 +7,8 @@ runs out; `eventually(check, what)` waits for what the running program should do
 with its exit code and the log's tail at once if it exits; `stop()` sends SIGTERM, as kubelet
 does, and kills it after a grace period.
 `free_port()` finds a loopback port (never the same one for two tests running side by side,
-under pytest-xdist too); `tas_command(...)` is the `tas` command line of this interpreter.
+under pytest-xdist too); `black_hole()` is a loopback server that never answers (a hung API
+server or Prometheus); `tas_command(...)` is the `tas` command line of this interpreter.
 
 Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
 (tests/demo_process.py), the extender (tests/cli/test_extender.py) and the components under
@@ -25,7 +26,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,16 @@ def free_port() -> int:
             _HANDED_OUT.add(port)
             return port
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def black_hole() -> Iterator[str]:
+    """The URL of a server that accepts connections (into its backlog) and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        host, port = listener.getsockname()
+        yield f"http://{host}:{port}"
 
 
 def tas_command(*args: str) -> list[str]:

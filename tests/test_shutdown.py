@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ import httpx
 import pytest
 
 from tas.cluster.leader import LeaderElector
+from tests import processes
 from tests.builders import health_policy_document
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import ROOT, free_port
@@ -158,11 +158,8 @@ def kubeconfig(tmp_path: Path, api: KubeEmulator) -> Path:
 @pytest.fixture
 def black_hole() -> Iterator[str]:
     """The URL of a server that accepts connections (into its backlog) and never answers."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(8)
-        host, port = listener.getsockname()
-        yield f"http://{host}:{port}"
+    with processes.black_hole() as url:
+        yield url
 
 
 @pytest.fixture

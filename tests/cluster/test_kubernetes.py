@@ -20,14 +20,12 @@ Covered:
 
 from __future__ import annotations
 
-import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tas.cluster.informer import Backoff
 from tas.cluster.interface import (
     ChangeType,
     ClusterChange,
@@ -43,6 +41,7 @@ from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
 from tests.builders import policy_document, rule
 from tests.k8s_emulator import KubeEmulator
+from tests.processes import black_hole
 from tests.waiting import eventually
 
 NS = Namespace("default")
@@ -105,23 +104,6 @@ def api(kube_emulator: KubeEmulator) -> KubeEmulator:
 
 
 Start = Callable[..., KubernetesCluster]
-
-
-@pytest.fixture
-def start(api: KubeEmulator) -> Iterator[Start]:
-    started: list[KubernetesCluster] = []
-
-    def start(**options: Any) -> KubernetesCluster:
-        options.setdefault("watch_timeout", 2.0)
-        options.setdefault("backoff", lambda: Backoff(initial=0.05, maximum=0.2, jitter=0))
-        cluster = KubernetesCluster(api.api_client(), **options)
-        started.append(cluster)
-        cluster.start()
-        return cluster
-
-    yield start
-    for cluster in started:
-        cluster.stop()
 
 
 @pytest.fixture
@@ -384,11 +366,8 @@ def test_a_write_to_an_api_server_that_stops_answering_fails_within_its_deadline
     """A hung API server fails the call (to be retried next cycle), never blocks a cycle."""
     api_client = kube_emulator.api_client()
     cluster = KubernetesCluster(api_client, request_timeout=0.3, watched=[])
-    with socket.socket() as black_hole:  # accepts connections (the backlog), never answers
-        black_hole.bind(("127.0.0.1", 0))
-        black_hole.listen(8)
-        host, port = black_hole.getsockname()
-        api_client.configuration.host = f"http://{host}:{port}"
+    with black_hole() as url:  # accepts connections (into its backlog), never answers
+        api_client.configuration.host = url
 
         began = time.monotonic()
         with pytest.raises(TransientClusterError, match="patch labels of node n1"):

@@ -24,9 +24,10 @@ Covered:
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ from kubernetes import client as k8s
 
 from tas.cluster.codec import TypedCodec
 from tas.cluster.convert import PODS, pod_from_api
-from tas.cluster.informer import Backoff, Informer
+from tas.cluster.informer import Informer
 from tas.cluster.interface import ChangeType, ClusterChange, ClusterError, PodFields, ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.cluster.model import Pod, PodSummary
@@ -64,20 +65,9 @@ def api(kube_emulator: KubeEmulator) -> KubeEmulator:
 
 
 @pytest.fixture
-def start(api: KubeEmulator) -> Iterator[Callable[..., KubernetesCluster]]:
-    started: list[KubernetesCluster] = []
-
-    def start(**options: Any) -> KubernetesCluster:
-        options.setdefault("watch_timeout", 2.0)
-        options.setdefault("backoff", lambda: Backoff(initial=0.05, maximum=0.2, jitter=0))
-        cluster = KubernetesCluster(api.api_client(), watched=[ResourceKind.POD], **options)
-        started.append(cluster)
-        cluster.start()
-        return cluster
-
-    yield start
-    for cluster in started:
-        cluster.stop()
+def start(start: Callable[..., KubernetesCluster]) -> Callable[..., KubernetesCluster]:
+    """tests/cluster/conftest.py's, watching pods only."""
+    return functools.partial(start, watched=[ResourceKind.POD])
 
 
 def _pod_lists(api: KubeEmulator) -> list[dict[str, str]]:

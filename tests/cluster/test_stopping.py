@@ -14,7 +14,6 @@ Covered:
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from tas.cluster.informer import Informer
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.cluster.leader import LeaderElector
 from tests.k8s_emulator import KubeEmulator
+from tests.processes import black_hole
 
 
 @pytest.fixture
@@ -94,11 +94,8 @@ def test_release_gives_up_within_its_timeout_when_the_api_does_not_answer(
     api_client = kube_emulator.api_client()
     elector = LeaderElector(api_client, name="lease", namespace="default", identity="a")
     assert elector.try_acquire_or_renew()
-    with socket.socket() as black_hole:  # accepts connections (the backlog), never answers
-        black_hole.bind(("127.0.0.1", 0))
-        black_hole.listen(8)
-        host, port = black_hole.getsockname()
-        api_client.configuration.host = f"http://{host}:{port}"
+    with black_hole() as url:  # accepts connections (into its backlog), never answers
+        api_client.configuration.host = url
 
         began = time.monotonic()
         elector.release(timeout=0.3)
