@@ -39,11 +39,11 @@ from dashboard.controls import (
     parse_set_health,
 )
 from dashboard.recorder import KINDS, Recorder
+from explainer.explanation import NodeExplanation, PodExplanation, UnknownObjectError
+from explainer.explanation import to_json as explanation_json
 from inmemory.demo import MAX_LOAD_CORES, MAX_REPLICAS, DemoError
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.model import Pod
-from tas.explain import NodeExplanation, PodExplanation, UnknownObjectError
-from tas.explain import to_json as explanation_json
 from tas.request_body import BodyTooLargeError, read_limited
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ ENDPOINTS = {
 
 class Explaining(Protocol):
     """What answers `/api/explain/...` (`explainer.facts.Explainer` over `tas run`'s parts).
-    Each raises `tas.explain.UnknownObjectError` for a name it does not know."""
+    Each raises `explainer.explanation.UnknownObjectError` for a name it does not know."""
 
     def explain_pod(self, namespace: str, name: str) -> PodExplanation: ...
 

@@ -33,6 +33,7 @@ from dashboard.recorder import Recorder, Tick
 from dashboard.worlds import RunSettings, bind_server, demo_setup, port_listener, scenario_setup
 from descheduler.assemble import load_aware_curves
 from descheduler.cycle import Descheduler
+from explainer.explain import parse_decisions
 from explainer.facts import Explainer, recorded_events
 from extender.decisions import DecisionLog
 from extender.settings import ExtenderSettings
@@ -40,7 +41,6 @@ from inmemory.cluster import InMemoryCluster
 from inmemory.demo import TerminalState
 from inmemory.loop import RealTime
 from tas import process
-from tas.explain import parse_decisions
 from tas.policies.store import PolicyStore
 
 log = logging.getLogger("tas.run")

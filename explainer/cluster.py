@@ -20,10 +20,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from explainer.explain import parse_decisions
+from explainer.explanation import EventFact, ExtenderRecord, NodeExplanation, PodExplanation
 from explainer.facts import DecisionSource, DecisionsUnavailableError, Explainer, api_message
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ClusterError
-from tas.explain import EventFact, ExtenderRecord, NodeExplanation, PodExplanation, parse_decisions
 from tas.process import SetupError
 from tas.startup import (
     KubeSettings,

@@ -1,6 +1,6 @@
 """The Explainer: gathers one world's facts (its cluster, metrics, policies, the extender's
-recent decisions, Events, and a dry run of the descheduler's next cycle) and builds
-`tas.explain`'s explanations from them. `tas run` builds one over its live parts for the
+recent decisions, Events, and a dry run of the descheduler's next cycle) and builds the
+explanations from them (`explainer.explain`). `tas run` builds one over its live parts for the
 dashboard, `tas explain` over a real cluster."""
 
 from __future__ import annotations
@@ -15,24 +15,20 @@ from typing import Any
 
 from descheduler.assemble import dry_run, load_aware_curves
 from descheduler.cycle import CycleReport, Descheduler
+from explainer.explain import explain_gone_pod, explain_node, explain_pod, find_node, find_pod
+from explainer.explanation import (
+    EventFact,
+    ExtenderRecord,
+    NodeExplanation,
+    PodExplanation,
+    UnknownObjectError,
+)
 from explainer.move import move_verdict
 from explainer.quiet import quiet_descheduler_logs
 from tas.calibration.curve import NodeCurve
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import Cluster, ClusterError
 from tas.cluster.model import Node, Pod
-from tas.explain import (
-    EventFact,
-    ExtenderRecord,
-    NodeExplanation,
-    PodExplanation,
-    UnknownObjectError,
-    explain_gone_pod,
-    explain_node,
-    explain_pod,
-    find_node,
-    find_pod,
-)
 from tas.metrics.view import MetricView
 from tas.policies.model import TASPolicy
 from tas.rules import ScoreMode
@@ -60,7 +56,7 @@ DecisionSource = Callable[[], list[ExtenderRecord]]
 
 @dataclass
 class Explainer:
-    """Gathers the facts of one world and builds explanations (`tas.explain`). `tas run`
+    """Gathers the facts of one world and builds explanations (`explainer.explain`). `tas run`
     builds one over its live parts for the dashboard; this command over a real cluster."""
 
     cluster: Cluster

@@ -17,8 +17,8 @@ from descheduler.cycle import CycleReport
 from descheduler.evictor import Blocked, Rail
 from descheduler.framework import Result
 from descheduler.state import evaluate_deschedule
+from explainer.explanation import MoveVerdict
 from tas.cluster.model import Pod
-from tas.explain import MoveVerdict
 from tas.policies.model import TASPolicy
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL

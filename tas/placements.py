@@ -131,7 +131,7 @@ Estimates = Mapping[MetricName, Mapping[NodeName, float]]
 class Placement:
     """A pod bound recently, whose load its node's samples may not hold yet (what herd
     control estimates). Not the scheduler model's `inmemory.scheduler.ScheduleResult` nor
-    `tas explain`'s `tas.explain.ExtenderDecision`."""
+    `tas explain`'s `explainer.explanation.ExtenderDecision`."""
 
     namespace: str
     name: str

@@ -37,17 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from explainer.cluster import TIMEOUT_SECONDS, explain_from_cluster
-from tas import process, startup
-from tas.explain import (
+from explainer.explanation import (
     NodeExplanation,
     PodExplanation,
     UnknownObjectError,
     node_from_json,
     pod_from_json,
-    render_node,
-    render_pod,
     to_json,
 )
+from explainer.render import render_node, render_pod
+from tas import process, startup
 from tas.policies.model import TASPolicy
 from tas.types import PolicyKey
 from tas_cli import common

@@ -1,6 +1,6 @@
 // Click a pod chip or a node's name: why the pod runs where it does and whether the descheduler
 // would move it now, or what the node looks like to every policy. The same explanation as
-// `tas explain` (built once, by tas.explain), read from /api/explain/... (docs/explain.md).
+// `tas explain` (built once, by explainer.explain), read from /api/explain/... (docs/explain.md).
 // Clicks are caught on the document, so chips the page re-renders need no hook of their own.
 (() => {
   "use strict";

@@ -34,27 +34,22 @@ from descheduler.assemble import assemble_descheduler, dry_run
 from descheduler.config import load_config_file
 from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown
+from explainer.explain import explain_node, find_pod, near_matches, parse_decisions, policy_verdicts
+from explainer.explanation import (
+    GONE,
+    EventFact,
+    UnknownObjectError,
+    node_from_json,
+    pod_from_json,
+    to_json,
+)
 from explainer.facts import Explainer, recorded_events
+from explainer.render import render_node, render_pod
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
 from tas.cluster.model import ObjectReference, Taint, TaintEffect, workload_of
-from tas.explain import (
-    GONE,
-    EventFact,
-    UnknownObjectError,
-    explain_node,
-    find_pod,
-    near_matches,
-    node_from_json,
-    parse_decisions,
-    pod_from_json,
-    policy_verdicts,
-    render_node,
-    render_pod,
-    to_json,
-)
 from tas.metrics.static import StaticMetricView
 from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
