@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +38,7 @@ from tests.extender.support import (
     health_view,
     running_extender,
 )
+from tests.waiting import eventually
 
 DEMO = {"A": 0.0, "B": 1.0, "C": 0.0}
 EXAMPLE_DEMO = {"node-0": 0.0, "node-1": 1.0, "node-2": 0.0}
@@ -511,10 +511,7 @@ def test_a_client_that_hangs_up_mid_body_leaves_no_error_behind(
             b'Content-Length: 1000\r\n\r\n{"Pod": {'
         )
     counted = 'tas_extender_rejected_requests_total{status="disconnected",verb="filter"} 1.0'
-    deadline = time.monotonic() + 5
-    while counted not in demo.client.get("/metrics").text:
-        assert time.monotonic() < deadline, "the hang-up was never noticed"
-        time.sleep(0.02)
+    eventually(lambda: counted in demo.client.get("/metrics").text, what="the hang-up noticed")
     assert demo.post("filter", args_body(names=["A"])).status_code == 200
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
 

@@ -24,6 +24,7 @@ from tas.metrics import RefreshingMetricView, open_metric_view
 from tas.metrics.textfile import TextfileSource
 from tas.types import MetricName
 from tests.builders import ManualClock
+from tests.waiting import eventually
 
 HEALTH = MetricName("health_metric")
 LOAD = MetricName("load")
@@ -221,13 +222,9 @@ def test_the_background_thread_picks_up_a_new_value_within_a_sync_period(tmp_pat
     view.set_wanted([HEALTH])
     view.start()
     try:
-        deadline = time.monotonic() + 5
-        while view.columns() != {HEALTH: {"a": 0.0}} and time.monotonic() < deadline:
-            time.sleep(0.02)
+        eventually(lambda: view.columns() == {HEALTH: {"a": 0.0}}, what="the first value")
         put(tmp_path, "a", "node_health_metric 2\n", mtime=time.time())
-        while view.columns() != {HEALTH: {"a": 2.0}} and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert view.columns() == {HEALTH: {"a": 2.0}}
+        eventually(lambda: view.columns() == {HEALTH: {"a": 2.0}}, what="the new value")
     finally:
         view.stop()
 
