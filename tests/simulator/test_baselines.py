@@ -16,15 +16,11 @@ Covered:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from descheduler.args import FieldReader
-from descheduler.cycle import Descheduler
-from descheduler.framework import Result
 from simulator.baselines import parse_args as parse_volcano_args
-from simulator.contenders import Contender, resolve
 from simulator.runner import run_contender
 from simulator.scenario import Scenario
 from tests.simulator import worlds
@@ -54,31 +50,14 @@ def even() -> Scenario:
     )
 
 
-def _contender(name: str, scenario: Scenario) -> Contender:
-    found = resolve(name, scenario.contenders.get(name))
-    assert isinstance(found, Contender), found
-    return found
-
-
 @pytest.fixture
 def evicted_from(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(node, strategy) of every eviction the real descheduler cycles make."""
-    found: list[tuple[str, str]] = []
-    original = Descheduler.run_cycle
-
-    def spy(self: Descheduler, *args: Any, **kwargs: Any) -> Any:
-        report = original(self, *args, **kwargs)
-        found.extend(
-            (str(d.node), d.strategy) for d in report.decisions if d.result == Result.EVICTED
-        )
-        return report
-
-    monkeypatch.setattr(Descheduler, "run_cycle", spy)
-    return found
+    return worlds.spy_evictions(monkeypatch, lambda d: (str(d.node), d.strategy))
 
 
 def _evictions(scenario: Scenario, contender: str) -> int:
-    result = run_contender(scenario, _contender(contender, scenario), seed=scenario.seed)
+    result = run_contender(scenario, worlds.contender(contender, scenario), seed=scenario.seed)
     return len(result.eviction_times)
 
 

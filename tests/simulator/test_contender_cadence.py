@@ -38,8 +38,6 @@ from simulator.contenders import (
     PSI_VIRTUALIZATION_INTERVAL,
     UPSTREAM_DESCHEDULING_INTERVAL,
     VOLCANO_DESCHEDULING_INTERVAL,
-    Contender,
-    resolve,
 )
 from simulator.family import draw_scenario, load_family, read_family
 from simulator.runner import build_run, first_cycle, run_contender
@@ -89,12 +87,6 @@ def problems_of(contenders: dict[str, Any]) -> str:
     return "\n".join(caught.value.problems)
 
 
-def resolved(name: str, scenario: Scenario) -> Contender:
-    found = resolve(name, scenario.contenders.get(name))
-    assert isinstance(found, Contender), found
-    return found
-
-
 def cycles(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many descheduling cycles each contender with a descheduler runs."""
     counted: list[int] = []
@@ -108,7 +100,7 @@ def cycles(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> dict[str, int
     found: dict[str, int] = {}
     for name in WITH_DESCHEDULER:
         counted.clear()
-        run_contender(scenario, resolved(name, scenario), seed=1)
+        run_contender(scenario, worlds.contender(name, scenario), seed=1)
         found[name] = len(counted)
     return found
 
@@ -138,7 +130,7 @@ def expected_cycles(scenario: Scenario, interval: float, *, seed: int = 1) -> in
 )
 def test_each_baseline_runs_at_its_source_s_cadence_by_default(name: str, interval: float) -> None:
     assert CONTENDERS[name].descheduling_interval == interval
-    assert resolved(name, quiet(ours="30s")).interval(quiet(ours="30s")) == interval
+    assert worlds.contender(name, quiet(ours="30s")).interval(quiet(ours="30s")) == interval
 
 
 def test_the_defaults_are_the_cited_constants() -> None:
@@ -165,10 +157,10 @@ def test_the_defaults_are_the_cited_constants() -> None:
 def test_ours_runs_at_what_deploy_ships_whatever_the_scenario_s_interval() -> None:
     # A family draws 30 s for half its scenarios; ours is deployed at 60 s in every one.
     for drawn in ("30s", "60s", "2m"):
-        assert resolved("ours", quiet(ours=drawn)).interval(quiet(ours=drawn)) == 60.0
+        assert worlds.contender("ours", quiet(ours=drawn)).interval(quiet(ours=drawn)) == 60.0
     # Only a scenario that sets ours' own cadence runs it at another, and says so.
     explicit = quiet({"ours": {"deschedulingInterval": "2m"}}, ours="30s")
-    assert resolved("ours", explicit).interval(explicit) == 120.0
+    assert worlds.contender("ours", explicit).interval(explicit) == 120.0
     assert explicit.contenders["ours"].runs_with("ours", set_by="the scenario") == (
         "ours runs with a descheduling cycle every 120s (set by the scenario)"
     )
@@ -212,7 +204,7 @@ def test_setting_one_contender_s_cadence_changes_only_its_cycle_count(
     plain = quiet()
     before = cycles(plain, monkeypatch)
     assert before == {
-        name: expected_cycles(plain, resolved(name, plain).interval(plain))
+        name: expected_cycles(plain, worlds.contender(name, plain).interval(plain))
         for name in WITH_DESCHEDULER
     }
     assert before["psi-profile"] == 2  # seed 1's phase: 27% into the hour, then an hour later
@@ -264,9 +256,9 @@ def test_a_family_s_cadence_reaches_every_drawn_scenario() -> None:
     family = read_family(document, base=SCENARIOS / "families")
     for index in range(2):
         drawn = load_scenario_text(yaml.safe_dump(draw_scenario(family, index)), base=SCENARIOS)
-        contender = resolved("psi-profile", drawn)
+        contender = worlds.contender("psi-profile", drawn)
         assert contender.interval(drawn) == 60.0
-        assert resolved("ours", drawn).interval(drawn) == OURS_DESCHEDULING_INTERVAL
+        assert worlds.contender("ours", drawn).interval(drawn) == OURS_DESCHEDULING_INTERVAL
 
 
 # ---------------------------------------------------------------------------- the phase
@@ -284,7 +276,7 @@ def first_cycle_times(
         return original(self)
 
     monkeypatch.setattr(Descheduler, "run_cycle", spy)
-    run = build_run(scenario, resolved(name, scenario), seed=seed)
+    run = build_run(scenario, worlds.contender(name, scenario), seed=seed)
     for index in range(run.steps):
         run.step(index)
     return [t - run.clock.epoch(0.0) for t in times]

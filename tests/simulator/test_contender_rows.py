@@ -67,12 +67,6 @@ def small(
     return worlds.scenario(worlds.quiet_pair(settings))
 
 
-def resolved(name: str, scenario: Scenario) -> Contender:
-    found = resolve(name, scenario.contenders.get(name))
-    assert isinstance(found, Contender), found
-    return found
-
-
 # ---------------------------------------------------------------------------- sources
 
 
@@ -137,19 +131,22 @@ def test_every_row_can_be_chosen_and_run_by_name() -> None:
 
 def test_volcano_s_installer_row_reads_5s_scrapes_with_the_scenario_s_window_and_delay() -> None:
     scenario = small(scrape="30s", window="2m", delay="15s")
-    own = resolved("volcano-loadaware-5s-scrape", scenario).pipeline(scenario)
+    own = worlds.contender("volcano-loadaware-5s-scrape", scenario).pipeline(scenario)
     assert own == Pipeline(scrape_interval=VOLCANO_INSTALLER_SCRAPE_INTERVAL, window=120, delay=15)
-    run = build_run(scenario, resolved("volcano-loadaware-5s-scrape", scenario), seed=1)
+    run = build_run(scenario, worlds.contender("volcano-loadaware-5s-scrape", scenario), seed=1)
     assert run.source.store.spec == own
     for name in CONTENDERS:
         if name != "volcano-loadaware-5s-scrape":
-            assert resolved(name, scenario).pipeline(scenario) == scenario.pipeline, name
+            assert worlds.contender(name, scenario).pipeline(scenario) == scenario.pipeline, name
 
 
 def test_the_clairvoyant_reads_true_values_whatever_its_source_ships() -> None:
     scenario = small(scrape="30s")
     run = build_run(
-        scenario, resolved("volcano-loadaware-5s-scrape", scenario), seed=1, clairvoyant=True
+        scenario,
+        worlds.contender("volcano-loadaware-5s-scrape", scenario),
+        seed=1,
+        clairvoyant=True,
     )
     assert run.source.store.spec == Pipeline(scrape_interval=5.0, window=5.0, delay=0.0)
 
@@ -158,7 +155,7 @@ def test_the_clairvoyant_reads_true_values_whatever_its_source_ships() -> None:
 
 
 def _ours_settings(scenario: Scenario) -> tuple[float, float, float]:
-    run = build_run(scenario, resolved("ours", scenario), seed=1)
+    run = build_run(scenario, worlds.contender("ours", scenario), seed=1)
     assert run.loop.placements is not None
     return run.loop.placements.window, run.loop.descheduling_interval, run.loop.sync_period
 
@@ -204,5 +201,5 @@ def test_ours_settings_are_those_deploy_cluster_ships() -> None:
 
 def test_a_prometheus_querying_baseline_still_follows_the_scenario_s_sync_period() -> None:
     scenario = small(sync="30s")
-    run = build_run(scenario, resolved("psi-profile", scenario), seed=1)
+    run = build_run(scenario, worlds.contender("psi-profile", scenario), seed=1)
     assert run.loop.sync_period == 30.0

@@ -33,8 +33,6 @@ import numpy as np
 import pytest
 import yaml
 
-from descheduler.cycle import Descheduler
-from descheduler.framework import Result
 from descheduler.kubedescheduler import expand
 from descheduler.plugins import low_node_utilization
 from inmemory.cluster import InMemoryCluster
@@ -48,7 +46,7 @@ from simulator.baselines import (
     volcano_estimate,
 )
 from simulator.clock import VirtualClock
-from simulator.contenders import PSI_PROFILE, Contender, resolve
+from simulator.contenders import PSI_PROFILE
 from simulator.pipeline import ModelSource
 from simulator.runner import run_contender
 from simulator.scenario import Scenario, load_scenario_text
@@ -87,25 +85,10 @@ spec:
 """
 
 
-def _contender(name: str, scenario: Scenario) -> Contender:
-    found = resolve(name, scenario.contenders.get(name))
-    assert isinstance(found, Contender), found
-    return found
-
-
 @pytest.fixture
 def evicted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(node, pod) of every eviction the real descheduler cycles make, in order."""
-    found: list[tuple[str, str]] = []
-    original = Descheduler.run_cycle
-
-    def spy(self: Descheduler, *args: Any, **kwargs: Any) -> Any:
-        report = original(self, *args, **kwargs)
-        found.extend((str(d.node), d.name) for d in report.decisions if d.result == Result.EVICTED)
-        return report
-
-    monkeypatch.setattr(Descheduler, "run_cycle", spy)
-    return found
+    return worlds.spy_evictions(monkeypatch, lambda d: (str(d.node), d.name))
 
 
 # ------------------------------------------------------------------- psi-profile's policy
@@ -143,7 +126,7 @@ def test_psi_profile_moves_two_pods_per_hot_node_in_one_cycle(
     evicted: list[tuple[str, str]],
 ) -> None:
     scenario = hot()
-    contender = _contender("psi-profile", scenario)
+    contender = worlds.contender("psi-profile", scenario)
     assert contender.config is not None
     profile = contender.config.profiles[0]
     assert profile.args_of(low_node_utilization.PLUGIN).node_eviction_limit == 2
@@ -236,10 +219,10 @@ def test_psi_profile_runs_the_soft_tainter_on_its_descheduling_interval(
 
     monkeypatch.setattr(OpenShiftSoftTainter, "sync", spy)
     scenario = hot().with_duration(300)
-    run_contender(scenario, _contender("psi-profile", scenario), seed=1)
+    run_contender(scenario, worlds.contender("psi-profile", scenario), seed=1)
     assert len(calls) == 2  # at 2m and 4m
     calls.clear()
-    run_contender(scenario, _contender("requests-lnu", scenario), seed=1)
+    run_contender(scenario, worlds.contender("requests-lnu", scenario), seed=1)
     assert calls == []
 
 
@@ -282,7 +265,7 @@ def test_the_pod_evicted_first_from_identical_pods_follows_the_seed_not_the_name
     for seed in (1, 2, 3, 4):
         evicted.clear()
         scenario = hot(seed)
-        run_contender(scenario, _contender("psi-profile", scenario), seed=seed)
+        run_contender(scenario, worlds.contender("psi-profile", scenario), seed=seed)
         firsts.add(next(name for node, name in evicted if node == "worker-1"))
     assert len(firsts) > 1
 
@@ -310,7 +293,7 @@ workloads:
 
 def test_stall_counts_pressure_below_saturation_that_work_lost_does_not() -> None:
     scenario = load_scenario_text(STEADY)
-    figures = run_contender(scenario, _contender("requests", scenario), seed=1).figures
+    figures = run_contender(scenario, worlds.contender("requests", scenario), seed=1).figures
     assert figures["work_lost"]["stalled"] == 0.0
     seconds = scenario.duration - scenario.warmup
     # 6.4 cores demanded of 8: PSI some is Erlang C (named), about 0.46, the whole time.
@@ -367,7 +350,7 @@ def _web_nodes(monkeypatch: pytest.MonkeyPatch, contender: str) -> list[str]:
 
     monkeypatch.setattr(InMemoryScheduler, "schedule_pending", spy)
     scenario = load_scenario_text(BUSY_BUT_EMPTY)
-    run_contender(scenario, _contender(contender, scenario), seed=1)
+    run_contender(scenario, worlds.contender(contender, scenario), seed=1)
     return placed
 
 
@@ -567,7 +550,7 @@ workloads:
 
 def test_the_kubelet_evicts_at_its_threshold_and_its_taint_keeps_the_replacement_away() -> None:
     scenario = load_scenario_text(LEAKING)
-    result = run_contender(scenario, _contender("requests", scenario), seed=1)
+    result = run_contender(scenario, worlds.contender("requests", scenario), seed=1)
     figures = result.figures
     # The kubelet acts at its threshold, before the kernel must: one pod evicted, its
     # replacement kept off the tainted node, and no OOM kill at all.

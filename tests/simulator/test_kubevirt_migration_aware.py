@@ -31,11 +31,12 @@ from simulator.baselines import (
     VmiState,
     registry_for,
 )
-from simulator.contenders import PSI_PROFILE, Contender, resolve
+from simulator.contenders import PSI_PROFILE
 from simulator.runner import run_contender
-from simulator.scenario import Scenario, load_scenario_text
+from simulator.scenario import load_scenario_text
 from tas.cluster.model import Pod
 from tas.types import Namespace, NodeName
+from tests.simulator import worlds
 
 MINUTE = 60.0
 
@@ -63,12 +64,6 @@ workloads:
     requests: {cpu: "1", memory: 2Gi}
     usage: {cpu: {profile: steady, value: "3.6"}, memory: {profile: steady, value: 2Gi}}
 """
-
-
-def _contender(scenario: Scenario) -> Contender:
-    found = resolve("psi-profile", scenario.contenders.get("psi-profile"))
-    assert isinstance(found, Contender), found
-    return found
 
 
 def _pod() -> Pod:
@@ -211,7 +206,9 @@ def test_completions_older_than_the_window_no_longer_double_the_cooldown() -> No
 
 def test_one_vm_is_not_migrated_again_within_its_cooldown_which_doubles() -> None:
     scenario = load_scenario_text(RESTLESS_VM)
-    times = run_contender(scenario, _contender(scenario), seed=1).eviction_times
+    times = run_contender(
+        scenario, worlds.contender("psi-profile", scenario), seed=1
+    ).eviction_times
     assert len(times) == 3, times
     first, second = times[1] - times[0], times[2] - times[1]
     assert 15 * MINUTE <= first < 17 * MINUTE, times
@@ -225,6 +222,8 @@ def test_without_the_filter_the_same_vm_moves_again_within_minutes() -> None:
     raw = yaml.safe_load(RESTLESS_VM)
     raw["contenders"]["psi-profile"]["descheduler"] = document
     scenario = load_scenario_text(yaml.safe_dump(raw))
-    times = run_contender(scenario, _contender(scenario), seed=1).eviction_times
+    times = run_contender(
+        scenario, worlds.contender("psi-profile", scenario), seed=1
+    ).eviction_times
     assert len(times) > 3
     assert min(b - a for a, b in itertools.pairwise(times)) < 5 * MINUTE

@@ -23,24 +23,17 @@ from simulator.contenders import (
     CONTENDERS,
     OURS_SYNC_PERIOD,
     TAS_SYNC_PERIOD,
-    Contender,
-    resolve,
 )
 from simulator.runner import build_run, run_contender
 from simulator.scenario import Scenario, load_scenario
+from tests.simulator import worlds
 
 BOGUS_FROM, BOGUS_UNTIL = 300.0, 600.0
 
 
-def _contender(name: str, scenario: Scenario) -> Contender:
-    found = resolve(name, scenario.contenders.get(name))
-    assert isinstance(found, Contender), found
-    return found
-
-
 def labelled_violating(scenario: Scenario, contender: str, at: float) -> set[str]:
     """The nodes labelled `demo-policy=violating` at `at` seconds into the run."""
-    run = build_run(scenario, _contender(contender, scenario), seed=scenario.seed)
+    run = build_run(scenario, worlds.contender(contender, scenario), seed=scenario.seed)
     for index in range(round(at / scenario.step) + 1):
         run.step(index)
     return {
@@ -69,7 +62,7 @@ def test_tas_refreshes_and_labels_every_5_seconds_ours_at_its_shipped_sync_perio
     counts = {}
     for name in ("tas", "ours"):
         calls.clear()
-        run_contender(scenario, _contender(name, scenario), seed=scenario.seed)
+        run_contender(scenario, worlds.contender(name, scenario), seed=scenario.seed)
         counts[name] = len(calls)
     # The scenario's 10 s reaches neither: each runs at its own shipped period.
     assert scenario.sync_period == 10.0
@@ -91,7 +84,7 @@ def test_while_every_node_is_labelled_tas_keeps_new_pods_off_every_node_ours_pla
     scenario = load_scenario("bogus-metric").with_duration(BOGUS_UNTIL)
     pending = {}
     for name in ("tas", "ours"):
-        run = build_run(scenario, _contender(name, scenario), seed=scenario.seed)
+        run = build_run(scenario, worlds.contender(name, scenario), seed=scenario.seed)
         for index in range(round((BOGUS_FROM + 150) / scenario.step) + 1):
             run.step(index)
         pending[name] = run.world.pending_count()

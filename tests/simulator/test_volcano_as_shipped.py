@@ -193,9 +193,7 @@ def _evictions(scrape: str, name: str = "volcano-loadaware") -> int:
     scenario = worlds.scenario(
         worlds.hot_pair(name="volcano-skewed", duration="6m", scrape=scrape, contenders=contenders)
     )
-    contender = resolve(name, scenario.contenders.get(name))
-    assert isinstance(contender, Contender)
-    return len(run_contender(scenario, contender, seed=1).eviction_times)
+    return len(run_contender(scenario, worlds.contender(name, scenario), seed=1).eviction_times)
 
 
 def test_volcano_relieves_nodes_over_its_target_with_15s_scrapes() -> None:

@@ -1,4 +1,5 @@
-"""The small scenarios more than one simulator test runs: one home for each shared world.
+"""What the simulator's tests share: the small worlds more than one of them runs, a contender
+as a scenario sets it, and the evictions a run makes.
 
 - `hot_pair(...)`: six 8-core, 32Gi nodes; four are tainted NoSchedule (maintenance) while
   twelve pods arrive, so all twelve land on worker-1 and worker-2 (six each), and the taint
@@ -14,21 +15,31 @@
 Each returns the scenario's document, as a scenario file parses, for a test to change;
 `scenario(document)` reads it through the simulator's own loader and checks. `scraped(scenario,
 until=...)` is a scenario's metrics pipeline as the contenders read it after `until` seconds.
+`contender(name, scenario)` is a contender with the scenario's settings for it;
+`spy_evictions(monkeypatch, what)` collects `what` of each eviction the descheduler cycles make.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
+
+from descheduler.cycle import CycleReport, Descheduler
+from descheduler.evictor import EvictionDecision
+from descheduler.framework import Result
 from inmemory.scheduler import InMemoryScheduler
 from simulator.clock import VirtualClock
+from simulator.contenders import Contender, resolve
 from simulator.pipeline import ModelSource, ScrapeStore
 from simulator.scenario import Scenario, read_scenario
 from simulator.world import World
 
 EMPTIED = ["worker-3", "worker-4", "worker-5", "worker-6"]
+
+T = TypeVar("T")
 
 
 def hot_pair(
@@ -125,3 +136,27 @@ def scraped(scenario: Scenario, *, until: float, history: float = 0.0) -> ModelS
         store.maybe_scrape(t)
         t += scenario.step
     return ModelSource(store, clock)
+
+
+def contender(name: str, scenario: Scenario) -> Contender:
+    """The contender `name`, with what the scenario sets for it (`contenders.<name>`)."""
+    found = resolve(name, scenario.contenders.get(name))
+    assert isinstance(found, Contender), found
+    return found
+
+
+def spy_evictions(
+    monkeypatch: pytest.MonkeyPatch, what: Callable[[EvictionDecision], T]
+) -> list[T]:
+    """`what` of every eviction the real descheduler cycles make in the rest of the test, in
+    order."""
+    found: list[T] = []
+    original = Descheduler.run_cycle
+
+    def spy(self: Descheduler) -> CycleReport:
+        report = original(self)
+        found.extend(what(d) for d in report.decisions if d.result == Result.EVICTED)
+        return report
+
+    monkeypatch.setattr(Descheduler, "run_cycle", spy)
+    return found
