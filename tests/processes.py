@@ -8,7 +8,8 @@ with its exit code and the log's tail at once if it exits; `stop()` sends SIGTER
 does, and kills it after a grace period.
 `free_port()` finds a loopback port (never the same one for two tests running side by side,
 under pytest-xdist too); `black_hole()` is a loopback server that never answers (a hung API
-server or Prometheus); `tas_command(...)` is the `tas` command line of this interpreter.
+server or Prometheus); `tas_command(...)` is the `tas` command line of this interpreter;
+`write_stand_in_ssh(directory, log)` writes an `ssh` that runs the remote command here.
 
 Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
 (tests/demo_process.py), the extender (tests/cli/test_extender.py) and the components under
@@ -76,6 +77,22 @@ def black_hole() -> Iterator[str]:
         listener.listen(8)
         host, port = listener.getsockname()
         yield f"http://{host}:{port}"
+
+
+def write_stand_in_ssh(directory: Path, log: Path) -> Path:
+    """An `ssh` in `directory` (made if missing) that appends its arguments to `log`, then runs
+    the remote command with `sh -c`, as sshd does; `directory`, for a test to put first on PATH."""
+    directory.mkdir(exist_ok=True)
+    ssh = directory / "ssh"
+    ssh.write_text(
+        "#!/bin/sh\n"
+        f"printf '%s\\n' \"$*\" >> '{log}'\n"
+        'while [ "$#" -gt 0 ]; do case "$1" in --) shift; break;; -o|-l) shift 2;; '
+        "*) break;; esac; done\n"
+        'shift\nexec sh -c "$1"\n'
+    )
+    ssh.chmod(0o755)
+    return directory
 
 
 def tas_command(*args: str) -> list[str]:

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from tas.metrics import textfile
 from tas_cli.main import main
+from tests.processes import write_stand_in_ssh
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "deploy" / "health-metric-demo" / "set-health.sh"
@@ -40,18 +41,8 @@ def tas(*argv: str) -> int:
 @pytest.fixture
 def ssh_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A stand-in `ssh` first on PATH: logs its argv, then runs the command as sshd would."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     log = tmp_path / "ssh.log"
-    ssh = bin_dir / "ssh"
-    ssh.write_text(
-        "#!/bin/sh\n"
-        f"printf '%s\\n' \"$*\" >> '{log}'\n"
-        'while [ "$#" -gt 0 ]; do case "$1" in --) shift; break;; -o|-l) shift 2;; '
-        "*) break;; esac; done\n"
-        'shift\nexec sh -c "$1"\n'
-    )
-    ssh.chmod(0o755)
+    bin_dir = write_stand_in_ssh(tmp_path / "bin", log)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
     return log

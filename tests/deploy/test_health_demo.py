@@ -27,6 +27,7 @@ from tests.deploy.shipped import (
     objects_of,
     run,
 )
+from tests.processes import write_stand_in_ssh
 
 
 def test_the_demo_app_links_the_demo_policy_in_its_own_namespace() -> None:
@@ -75,18 +76,8 @@ def test_set_health_writes_a_node_labelled_sample_locally(tmp_path: Path) -> Non
 @pytest.fixture
 def stand_in_ssh(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """An `ssh` on PATH that logs its arguments and runs the command with `sh -c`, as sshd."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     log = tmp_path / "ssh.log"
-    ssh = bin_dir / "ssh"
-    ssh.write_text(
-        "#!/bin/sh\n"
-        f"printf '%s\\n' \"$*\" >> '{log}'\n"
-        'while [ "$#" -gt 0 ]; do case "$1" in --) shift; break;; -o|-l) shift 2;; '
-        "*) break;; esac; done\n"
-        'shift\nexec sh -c "$1"\n'
-    )
-    ssh.chmod(0o755)
+    bin_dir = write_stand_in_ssh(tmp_path / "bin", log)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     return env, log
 
