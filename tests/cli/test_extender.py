@@ -22,6 +22,7 @@ import yaml
 from tas.metrics.textfile import write_node_series
 from tas_cli import extender as cli
 from tas_cli.main import build_parser, main
+from tests.certificates import CertificateAuthority
 from tests.extender.support import HEALTH_POLICY, args_body
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port
@@ -39,8 +40,6 @@ def test_starting_without_tls_or_insecure_http_is_refused(
 @pytest.fixture(scope="module")
 def server_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """A server certificate and key, and the CA that signed them."""
-    from tests.extender.test_tls import CertificateAuthority
-
     ca = CertificateAuthority(tmp_path_factory.mktemp("pki"), "tas-ca")
     server = ca.issue("tas-extender", server=True)
     return server.cert, server.key, ca.files.cert

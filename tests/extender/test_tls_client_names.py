@@ -37,8 +37,8 @@ from extender.settings import ExtenderSettings
 from extender.tls import ClientNameGuard, TLSFiles, server_ssl_context
 from tas.metrics.static import StaticMetricView
 from tas.policies.store import PolicyStore
+from tests.certificates import CertificateAuthority, Issued
 from tests.extender.support import HEALTH_POLICY, args_body, health_policies
-from tests.extender.test_tls import CertificateAuthority, Issued
 from tests.processes import tas_command
 
 

@@ -35,7 +35,7 @@ from tas.metrics.pod_usage import SERIES, PrometheusPodUsage, open_pod_usage
 from tas.metrics.prometheus import PrometheusClient
 from tas.types import Namespace, NodeName
 from tests.builders import ManualClock
-from tests.metrics.certificates import server_pki
+from tests.certificates import CertificateAuthority
 from tests.metrics.processes import node_exporter, prometheus
 from tests.processes import Process
 
@@ -312,15 +312,16 @@ def tls_prometheus(
     """A second real Prometheus, scraping the same exporter, served only over HTTPS with a
     certificate from a CA no system trusts."""
     root = tmp_path_factory.mktemp("tls-prometheus")
-    pki = server_pki(root)
+    ca = CertificateAuthority(root, "tas-test-ca")
+    served = ca.issue("prometheus", server=True)
     server = prometheus(
         {"node-a": setup.exporter.url.removeprefix("http://")},
         root,
-        tls=(pki.ca_file, pki.cert_file, pki.key_file),
+        tls=(ca.files.cert, served.cert, served.key),
     )
     server.start()
     try:
-        yield TlsPrometheus(server, pki.ca_file)
+        yield TlsPrometheus(server, ca.files.cert)
     finally:
         server.stop()
 
