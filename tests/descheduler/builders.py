@@ -16,7 +16,7 @@ from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.cycle import CycleReport, Descheduler, Mode
 from descheduler.framework import PodUsageSource, Result
 from descheduler.self_metrics import DeschedulerMetrics
-from tas.cluster.model import Node, Pod
+from tas.cluster.model import Node, Pod, PodCondition
 from tas.metrics.static import StaticMetricView
 from tas.policies.model import TASPolicy
 from tas.types import PolicyKey
@@ -43,6 +43,31 @@ make_pod = functools.partial(
 def replace(**changes: Any) -> Callable[[Any], Any]:
     """A mutator for `apply=`: `make_pod("p", apply=replace(priority=5))`."""
     return lambda obj: dataclasses.replace(obj, **changes)
+
+
+def started_in(seconds: float) -> Callable[[Pod], Pod]:
+    """A mutator for `apply=`: a pod that turned Ready `seconds` after it was scheduled, an
+    hour ago."""
+    scheduled = START - timedelta(hours=1)
+    ready = scheduled + timedelta(seconds=seconds)
+    return replace(
+        conditions=(
+            PodCondition("PodScheduled", "True", last_transition_time=scheduled),
+            PodCondition("Ready", "True", last_transition_time=ready),
+        )
+    )
+
+
+def load_aware(**extra: Any) -> dict[str, dict[str, Any]]:
+    """LoadAware's args as the lab runs it (AsymmetricLow deviation on cpu_combined), with
+    `extra`, for `policy_config("LoadAware", args=...)`."""
+    return {
+        "LoadAware": {
+            "deviationThresholds": "AsymmetricLow",
+            "resources": ["cpu_combined"],
+            **extra,
+        }
+    }
 
 
 def policy_config(

@@ -27,12 +27,13 @@ from tests.descheduler.builders import (
     START,
     FakeClock,
     cluster_with,
+    load_aware,
     make_descheduler,
     make_node,
     make_pod,
     policy_config,
+    started_in,
 )
-from tests.descheduler.test_move_pays import load_aware, started_in
 
 NODES = ("node-a", "node-b", "node-c")
 CYCLE = 30

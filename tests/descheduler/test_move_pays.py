@@ -25,7 +25,7 @@ from descheduler.evictor import EvictionDecision
 from descheduler.framework import PodUsage, PodUsageSource, Result
 from descheduler.state import CycleState, pod_key
 from inmemory.workload import cpu_pressures
-from tas.cluster.model import Pod, PodCondition
+from tas.cluster.model import Pod
 from tas.metrics.static import StaticMetricView
 from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predict, pressure
 from tas.types import MetricName, NodeName
@@ -33,11 +33,12 @@ from tests.descheduler.builders import (
     START,
     FakeClock,
     cluster_with,
+    load_aware,
     make_descheduler,
     make_node,
     make_pod,
     policy_config,
-    replace,
+    started_in,
 )
 from tests.instrumented_cluster import InstrumentedCluster
 
@@ -136,16 +137,6 @@ def load_aware_log() -> Iterator[list[str]]:
 NOT_CONFIRMED = '"Node is not overutilized for 2 cycles in a row yet, not rebalanced" node="node-a"'
 
 
-def load_aware(**extra: Any) -> dict[str, dict[str, Any]]:
-    return {
-        "LoadAware": {
-            "deviationThresholds": "AsymmetricLow",
-            "resources": ["cpu_combined"],
-            **extra,
-        }
-    }
-
-
 def test_uneven_nodes_that_are_not_at_risk_of_stalling_are_not_rebalanced() -> None:
     pods = tuple(make_pod(f"app-{i}", owner=f"rs-{i}", cpu=0.8) for i in range(6))
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
@@ -194,18 +185,6 @@ def test_a_bursty_node_that_never_came_near_full_is_not_rebalanced_on_its_pressu
         'served" node="node-a" crestUtilization=0.70 atRiskCrestUtilization=0.9'
     )
     assert (said in log) is not moves
-
-
-def started_in(seconds: float) -> Callable[[Pod], Pod]:
-    """A pod that turned Ready `seconds` after it was scheduled, an hour ago."""
-    scheduled = START - timedelta(hours=1)
-    ready = scheduled + timedelta(seconds=seconds)
-    return replace(
-        conditions=(
-            PodCondition("PodScheduled", "True", last_transition_time=scheduled),
-            PodCondition("Ready", "True", last_transition_time=ready),
-        )
-    )
 
 
 def saturated(
