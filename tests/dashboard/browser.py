@@ -4,7 +4,8 @@ driven by selenium): what every browser test shares, in one place.
 `chromium()` starts the browser (tests/dashboard/conftest.py's `browser` fixture); `patient(driver)`
 waits up to `WAIT_SECONDS`, retrying an element the page re-rendered meanwhile (it updates in
 place several times a second, so a list read mid-update may go stale); `read(wait, selector)` is
-an element's text read so; `js(driver, script, ...)` a script's value; `screenshot(driver, name)`
+an element's text read so; `click(driver, selector)` clicks unless the page is re-rendering it
+(for `wait.until`); `js(driver, script, ...)` a script's value; `screenshot(driver, name)`
 saves a test artifact in `test-artifacts/` (gitignored).
 
 `make test` installs the browser (scripts/ensure-browser.sh); without it a browser test fails
@@ -29,6 +30,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 WAIT_SECONDS = 45
+#: The explanation panel once it shows what it fetched.
+LOADED = '#explain[data-state="loaded"]'
 
 
 def _binary(*names: str) -> str:
@@ -69,6 +72,18 @@ def patient(
     driver: webdriver.Chrome, seconds: float = WAIT_SECONDS
 ) -> WebDriverWait[webdriver.Chrome]:
     return WebDriverWait(driver, seconds, ignored_exceptions=[StaleElementReferenceException])
+
+
+def click(driver: webdriver.Chrome, selector: str) -> bool:
+    """Click the first element matching `selector`; False while the page re-renders it."""
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, selector)
+        if not found:
+            return False
+        found[0].click()
+    except StaleElementReferenceException:
+        return False
+    return True
 
 
 def read(wait: WebDriverWait[webdriver.Chrome], selector: str) -> str:

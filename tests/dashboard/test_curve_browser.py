@@ -23,8 +23,7 @@ from typing import Any
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
-from tests.dashboard.browser import patient, screenshot
-from tests.dashboard.test_explain_browser import LOADED, click
+from tests.dashboard.browser import LOADED, click, patient, screenshot
 from tests.demo_process import start_demo
 
 #: Each card's curve lines and the state's `curve` they were rendered from, in one render.

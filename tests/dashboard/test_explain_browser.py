@@ -13,26 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.dashboard.browser import patient, screenshot
+from tests.dashboard.browser import LOADED, click, patient, screenshot
 from tests.demo_process import start_demo
-
-LOADED = '#explain[data-state="loaded"]'
-
-
-def click(driver: webdriver.Chrome, selector: str) -> bool:
-    """Click the first element matching `selector`; False while the page re-renders it."""
-    try:
-        found = driver.find_elements(By.CSS_SELECTOR, selector)
-        if not found:
-            return False
-        found[0].click()
-    except StaleElementReferenceException:
-        return False
-    return True
 
 
 def test_clicking_a_pod_or_a_node_shows_why(browser: webdriver.Chrome, tmp_path: Path) -> None:

@@ -33,8 +33,7 @@ import httpx
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
-from tests.dashboard.browser import js, patient, read, screenshot
-from tests.dashboard.test_explain_browser import LOADED, click
+from tests.dashboard.browser import LOADED, click, js, patient, read, screenshot
 from tests.demo_process import start_demo
 
 POLICY = '[data-policy="health-metric-demo/demo-policy"]'
