@@ -45,6 +45,7 @@ from tests.deploy.pipeline import (
 )
 from tests.deploy.promql import exported_metric_names, metric_names
 from tests.deploy.test_prometheus import promtool
+from tests.docs.markdown import anchors
 
 ROOT = DEPLOY.parent
 TESTS_YML = Path(__file__).parent / "fixtures" / "tas-alerts.test.yml"
@@ -203,19 +204,12 @@ def test_every_metric_an_annotation_names_exists(metric: str) -> None:
     assert metric in exported or f"{metric}_count" in exported  # a histogram by its name
 
 
-def _anchor(heading: str) -> str:
-    """GitHub's anchor for a Markdown heading."""
-    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return text.replace(" ", "-")
-
-
 @pytest.mark.parametrize(
     "link", sorted(set(re.findall(r"docs/[\w-]+\.md#[\w-]+", _annotations_text())))
 )
 def test_every_docs_anchor_an_annotation_names_exists(link: str) -> None:
     path, _, anchor = link.partition("#")
-    headings = re.findall(r"^#+ (.+)$", (ROOT / path).read_text(encoding="utf-8"), re.MULTILINE)
-    assert anchor in {_anchor(h) for h in headings}, link
+    assert anchor in anchors(ROOT / path), link
 
 
 def test_every_job_an_alert_names_is_a_shipped_scrape_job_and_service() -> None:

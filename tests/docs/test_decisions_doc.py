@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.docs.test_readme_commands import _anchors, heading_anchor
+from tests.docs.markdown import anchors, heading_anchor
 
 ROOT = Path(__file__).resolve().parents[2]
 DECISIONS = ROOT / "docs" / "decisions.md"
@@ -49,14 +49,14 @@ def repository_files() -> list[Path]:
 
 
 def test_every_pointer_into_decisions_md_resolves() -> None:
-    anchors = _anchors(DECISIONS)
+    found = anchors(DECISIONS)
     titles = headings(DECISIONS.read_text(encoding="utf-8"))
     checked = 0
     for path in repository_files():
         text = re.sub(r"\s+", " ", path.read_text(encoding="utf-8", errors="replace"))
         where = path.relative_to(ROOT)
         for anchor in re.findall(r"decisions\.md#([\w-]+)", text):
-            assert anchor in anchors, f"{where}: decisions.md#{anchor}: no such heading"
+            assert anchor in found, f"{where}: decisions.md#{anchor}: no such heading"
             checked += 1
         for quoted in re.findall(r"decisions\.md, \"([^\"]+)\"", text):
             assert any(title.startswith(quoted) for title in titles), (
@@ -65,7 +65,7 @@ def test_every_pointer_into_decisions_md_resolves() -> None:
             checked += 1
         if path == DECISIONS:
             for anchor in re.findall(r"\]\(#([\w-]+)\)", text):
-                assert anchor in anchors, f"decisions.md: #{anchor}: no such heading"
+                assert anchor in found, f"decisions.md: #{anchor}: no such heading"
                 checked += 1
     assert checked > 10
 

@@ -29,6 +29,7 @@ import pytest
 
 from tas_cli.main import COMMANDS, build_parser
 from tests.demo_process import DemoProcess, start_demo
+from tests.docs.markdown import anchors
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -207,21 +208,6 @@ def test_the_components_table_lists_every_subcommand() -> None:
     assert named == set(COMMANDS)
 
 
-def heading_anchor(heading: str) -> str:
-    """GitHub's anchor for a heading's text."""
-    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return text.replace(" ", "-")
-
-
-def _anchors(path: Path) -> set[str]:
-    """GitHub's anchors for a Markdown file's headings."""
-    found = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if heading := re.match(r"^#{1,6} (.*)", line):
-            found.add(heading_anchor(heading.group(1)))
-    return found
-
-
 LINKED = [README, *DOCS]
 
 
@@ -236,4 +222,4 @@ def test_every_relative_link_resolves(document: Path) -> None:
         path = (document.parent / file_part).resolve() if file_part else document
         assert path.exists(), f"{document.name}: link to {target}: no such file"
         if anchor and path.suffix == ".md":
-            assert anchor in _anchors(path), f"{document.name}: link to {target}: no such heading"
+            assert anchor in anchors(path), f"{document.name}: link to {target}: no such heading"
