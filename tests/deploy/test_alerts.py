@@ -44,8 +44,8 @@ from tests.deploy.pipeline import (
     rendered,
 )
 from tests.deploy.promql import exported_metric_names, metric_names
-from tests.deploy.test_prometheus import promtool
 from tests.docs.markdown import anchors
+from tests.metrics.processes import promtool
 
 ROOT = DEPLOY.parent
 TESTS_YML = Path(__file__).parent / "fixtures" / "tas-alerts.test.yml"

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,16 +50,9 @@ from tests.deploy.pipeline import (
     rendered,
     write_extender_scrape_files,
 )
-from tests.metrics.processes import binary
+from tests.metrics.processes import promtool
 
-PROMTOOL = "promtool"
 COMPOSE_PROMETHEUS = DEPLOY / "compose" / "prometheus.yml"
-
-
-def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [binary(PROMTOOL), *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
-    )
 
 
 def _rule_groups() -> list[Document]:

@@ -1,6 +1,7 @@
 """Real `prometheus-node-exporter` and `prometheus` processes on loopback for integration tests:
 a Prometheus that relabels `instance` to the node name (`prometheus`), and one that labels as
-kube-prometheus-stack does (`prometheus_labelled_as_kube_prometheus_stack`).
+kube-prometheus-stack does (`prometheus_labelled_as_kube_prometheus_stack`); `promtool(...)`
+runs Prometheus's checker to its end.
 
 Each process (a `tests.processes.Process`) gets a free port, its own files under a test tmp
 dir, and is stopped by the test that started it. Missing binaries fail the test with what to
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import ssl
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from tests.processes import Process, free_port
 
 NODE_EXPORTER = "prometheus-node-exporter"
 PROMETHEUS = "prometheus"
+PROMTOOL = "promtool"
 
 
 def binary(name: str) -> str:
@@ -30,6 +33,12 @@ def binary(name: str) -> str:
             f"(or apt-get install prometheus prometheus-node-exporter)"
         )
     return path
+
+
+def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [binary(PROMTOOL), *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
+    )
 
 
 def node_exporter(textfile_dir: Path, log: Path, *, host: str = "127.0.0.1") -> Process:
