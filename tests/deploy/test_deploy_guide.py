@@ -43,10 +43,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.deploy.guide import (
+    GUIDE,
+    OWNED_NAMESPACES,
+    install_steps,
+    section,
+    shell_blocks,
+    shell_lines,
+    uninstall_deletes,
+)
 from tests.deploy.pipeline import ROOT, rendered
 from tests.deploy.shipped import secrets_read
 
-GUIDE = ROOT / "docs" / "deploy.md"
 UPGRADE = ROOT / "docs" / "upgrade-from-tas.md"
 
 #: kubeadm's documented flags per command, from its reference pages (kubernetes.io, Reference >
@@ -127,27 +135,6 @@ ALLOWED_WITH_CONFIG = {
     "--log-file",
 }
 PATCHES_DIR = "/etc/kubernetes/tas-patches"
-
-
-def shell_blocks(path: Path) -> list[str]:
-    return re.findall(r"```sh\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.DOTALL)
-
-
-def shell_lines(path: Path) -> list[str]:
-    """The guide's shell lines, continuation lines joined, comments and heredoc bodies left out."""
-    lines: list[str] = []
-    for block in shell_blocks(path):
-        heredoc = None
-        for line in block.replace("\\\n", " ").splitlines():
-            if heredoc is not None:
-                heredoc = None if line.strip() == heredoc else heredoc
-                continue
-            code = line.split(" #", 1)[0].strip()
-            if code and not code.startswith("#"):
-                lines.append(code)
-            if found := re.search(r"<<\s*'?(\w+)'?", code):
-                heredoc = found.group(1)
-    return lines
 
 
 def check_kubeadm(line: str) -> list[str]:
@@ -313,27 +300,7 @@ def test_the_sudo_check_finds_a_root_only_path_touched_without_root(line: str) -
 # --- install and uninstall ------------------------------------------------------------------
 
 
-def _section(title: str) -> str:
-    text = GUIDE.read_text(encoding="utf-8")
-    start = text.index(f"## {title}")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end > 0 else len(text)]
-
-
 PROFILES = ("standalone", "kube-prometheus", "kube-prometheus-stack")
-#: The namespaces this project's kustomizations may create (and so delete).
-OWNED_NAMESPACES = {"telemetry-aware-scheduling", "tas-monitoring"}
-
-
-def install_steps(profile: str) -> list[str]:
-    """The shell lines of the guide's install steps for `profile`, continuation lines joined."""
-    (block,) = [
-        b
-        for b in shell_blocks(GUIDE)
-        if "# 1. the CRD" in b and f"-k deploy/profiles/{profile} " in b
-    ]
-    lines = [line.split(" #", 1)[0].strip() for line in block.replace("\\\n", " ").splitlines()]
-    return [line for line in lines if line and not line.startswith("#")]
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -384,22 +351,11 @@ def _applied_directories() -> set[str]:
 
 
 def test_every_directory_the_guide_applies_is_named_in_the_uninstall_section() -> None:
-    uninstall = _section("11. Uninstall and rollback")
+    uninstall = section("11. Uninstall and rollback")
     applied = _applied_directories()
     assert {f"deploy/profiles/{profile}" for profile in PROFILES} <= applied
     for directory in applied:
         assert directory in uninstall, directory
-
-
-def uninstall_deletes() -> list[list[str]]:
-    uninstall = _section("11. Uninstall and rollback")
-    steps = re.findall(r"```sh\n(.*?)```", uninstall, flags=re.DOTALL)
-    first = steps[0]  # the uninstall steps; the policies' own block follows
-    return [
-        shlex.split(line.split(" #", 1)[0])
-        for line in first.splitlines()
-        if line.startswith("kubectl delete")
-    ]
 
 
 def test_every_secret_the_guide_creates_outside_its_namespaces_is_deleted_on_uninstall() -> None:
@@ -407,7 +363,7 @@ def test_every_secret_the_guide_creates_outside_its_namespaces_is_deleted_on_uni
     key in `monitoring`) is deleted by name, or a private key would outlive the install."""
     created = _created_secrets(GUIDE.read_text(encoding="utf-8"))
     assert ("monitoring", "tas-prometheus-adapter-tls") in created
-    uninstall = [line for line in shell_lines(GUIDE) if line in _section("11. Uninstall")]
+    uninstall = [line for line in shell_lines(GUIDE) if line in section("11. Uninstall")]
     for namespace, name in created:
         if namespace in OWNED_NAMESPACES:
             continue
@@ -422,7 +378,7 @@ def test_every_secret_the_guide_creates_outside_its_namespaces_is_deleted_on_uni
 def test_the_descheduler_s_taints_are_cleared_and_its_grant_removed_before_the_profile() -> None:
     """The descheduler clears the taints it set only while it runs: deploy/descheduler-taints
     goes after its taints are gone (the check prints them), before the profile removes it."""
-    uninstall = _section("11. Uninstall and rollback")
+    uninstall = section("11. Uninstall and rollback")
     targets = [words[words.index("-k") + 1] for words in uninstall_deletes() if "-k" in words]
     taints = targets.index("deploy/descheduler-taints")
     assert all(taints < targets.index(f"deploy/profiles/{p}") for p in PROFILES)
@@ -467,9 +423,7 @@ def test_the_api_service_is_created_never_applied(doc: Path) -> None:
 
 
 def test_the_kube_prometheus_stack_profile_is_documented_with_its_release() -> None:
-    text = re.sub(
-        r"\s+", " ", _section("4. Metrics: node-exporter, Prometheus, prometheus-adapter")
-    )
+    text = re.sub(r"\s+", " ", section("4. Metrics: node-exporter, Prometheus, prometheus-adapter"))
     for needed in (
         "kubectl apply -k deploy/profiles/kube-prometheus-stack",
         "deploy/profiles/kube-prometheus-stack/release-label.yaml",

@@ -47,9 +47,15 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.deploy.guide import (
+    GUIDE,
+    OWNED_NAMESPACES,
+    install_steps,
+    shell_lines,
+    uninstall_deletes,
+)
 from tests.deploy.pipeline import DEPLOY, ROOT, rendered
 from tests.deploy.shipped import WORKLOADS, secrets_read
-from tests.deploy.test_deploy_guide import GUIDE, install_steps, shell_lines, uninstall_deletes
 from tests.k8s_emulator.patches import selector_matches
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stacks"
@@ -60,7 +66,6 @@ STACKS: dict[str, str | None] = {
     "kube-prometheus-stack": "kube-prometheus-stack.yaml",
 }
 PROFILES = list(STACKS)
-OWNED_NAMESPACES = {"telemetry-aware-scheduling", "tas-monitoring"}
 #: Namespaces every cluster has.
 BUILT_IN_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 COMPONENTS = ("tas-extender", "tas-policy-controller", "tas-descheduler")
