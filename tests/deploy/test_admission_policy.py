@@ -68,6 +68,31 @@ from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION, POD_VIOLATION_LABEL, POLICY_LABEL
 from tests import waiting
 from tests.builders import ManualClock, health_policy_document, policy_document, rule
+from tests.deploy.changes import (
+    ACCOUNT,
+    CONTROLLER,
+    DEMO,
+    NAMESPACE,
+    POLICY,
+    Change,
+    after,
+    annotation,
+    both,
+    demo_node,
+    demo_pod,
+    finalizer,
+    image,
+    label,
+    labels,
+    node_name,
+    node_not_ready,
+    nothing,
+    owner,
+    pod_phase,
+    taint,
+    unschedulable,
+    with_annotation,
+)
 from tests.deploy.kustomize import Document
 from tests.deploy.pipeline import DEPLOY, find, rendered
 from tests.k8s_emulator import KubeEmulator, realistic
@@ -79,9 +104,6 @@ from tests.policy_controller.support import AgingMetricView
 CLUSTER = DEPLOY / "cluster"
 POLICY_FILE = CLUSTER / "policy-controller-admission.yaml"
 NAME = "tas-policy-controller-owned-labels"
-NAMESPACE = "telemetry-aware-scheduling"
-DEMO = "health-metric-demo"
-POLICY = "demo-policy"
 LABELING = "telemetry.aware.scheduling.cards/card0"
 TIMEOUT = 10.0
 
@@ -92,50 +114,6 @@ def shipped(directory: Path = CLUSTER) -> tuple[Document, Document]:
         find(objects, "ValidatingAdmissionPolicy", NAME),
         find(objects, "ValidatingAdmissionPolicyBinding", NAME),
     )
-
-
-def controller_account() -> tuple[str, str]:
-    """The ServiceAccount (namespace, name) the shipped controller Deployment's pods run as."""
-    objects = rendered(CLUSTER)
-    deployment = find(objects, "Deployment", "tas-policy-controller")
-    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    return find(objects, "ServiceAccount", account)["metadata"]["namespace"], account
-
-
-ACCOUNT = controller_account()
-CONTROLLER = User.service_account(*ACCOUNT)
-
-
-# --- objects and their changes -----------------------------------------------------------
-
-Change = Callable[[Document], None]
-
-
-def demo_node(**labels: str) -> Document:
-    return realistic.node("node-c", labels=labels)
-
-
-def with_annotation(obj: Document, key: str, value: str) -> Document:
-    obj["metadata"].setdefault("annotations", {})[key] = value
-    return obj
-
-
-def demo_pod(**labels: str) -> Document:
-    return realistic.pod(
-        "demo-1", namespace=DEMO, node="node-c", labels={POLICY_LABEL: POLICY, **labels}
-    )
-
-
-def after(obj: Document, change: Change) -> Document:
-    """The object as the API server would store it: changed, with its own fields moved on."""
-    new = copy.deepcopy(obj)
-    change(new)
-    metadata = new["metadata"]
-    metadata["resourceVersion"] = str(int(metadata.get("resourceVersion", "1")) + 1)
-    metadata["generation"] = int(metadata.get("generation", 1)) + 1
-    entry = {"manager": "tas", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1"}
-    metadata["managedFields"] = [*metadata.get("managedFields", []), entry]
-    return new
 
 
 def decide(
@@ -162,81 +140,6 @@ def decide(
         obj=after(obj, change),
         old=obj,
     )
-
-
-def labels(**values: str | None) -> Change:
-    def change(obj: Document) -> None:
-        current = obj["metadata"].setdefault("labels", {})
-        for key, value in values.items():
-            if value is None:
-                current.pop(key, None)
-            else:
-                current[key] = value
-
-    return change
-
-
-def label(key: str, value: str | None) -> Change:
-    return labels(**{key: value})
-
-
-def annotation(key: str, value: str | None) -> Change:
-    def change(obj: Document) -> None:
-        current = obj["metadata"].setdefault("annotations", {})
-        if value is None:
-            current.pop(key, None)
-        else:
-            current[key] = value
-
-    return change
-
-
-def both(*changes: Change) -> Change:
-    def change(obj: Document) -> None:
-        for one in changes:
-            one(obj)
-
-    return change
-
-
-def nothing(obj: Document) -> None:
-    pass
-
-
-def image(obj: Document) -> None:
-    obj["spec"]["containers"][0]["image"] = "registry.example/miner:latest"
-
-
-def taint(obj: Document) -> None:
-    obj["spec"]["taints"] = [{"key": "evil", "value": "true", "effect": "NoExecute"}]
-
-
-def unschedulable(obj: Document) -> None:
-    obj["spec"]["unschedulable"] = True
-
-
-def node_name(obj: Document) -> None:
-    obj["spec"]["nodeName"] = "node-a"
-
-
-def pod_phase(obj: Document) -> None:
-    obj["status"]["phase"] = "Failed"
-
-
-def node_not_ready(obj: Document) -> None:
-    for condition in obj["status"]["conditions"]:
-        if condition["type"] == "Ready":
-            condition["status"] = "False"
-
-
-def owner(obj: Document) -> None:
-    obj["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "0000-gone"}
-    ]
-
-
-def finalizer(obj: Document) -> None:
-    obj["metadata"]["finalizers"] = ["example.com/never-released"]
 
 
 # --- what is shipped -------------------------------------------------------------------------

@@ -34,9 +34,7 @@ from typing import cast
 import pytest
 
 from tas.vocabulary import OWNED_ANNOTATION, POD_VIOLATION_LABEL, POLICY_LABEL
-from tests.deploy.kustomize import Document
-from tests.deploy.pipeline import DEPLOY, find, rendered
-from tests.deploy.test_admission_policy import (
+from tests.deploy.changes import (
     CONTROLLER,
     NAMESPACE,
     POLICY,
@@ -51,6 +49,8 @@ from tests.deploy.test_admission_policy import (
     unschedulable,
     with_annotation,
 )
+from tests.deploy.kustomize import Document
+from tests.deploy.pipeline import DEPLOY, find, rendered
 from tests.k8s_emulator.admission import Refusal, Update, refusal
 from tests.k8s_emulator.rbac import User
 from tests.k8s_emulator.resources import BY_PLURAL
