@@ -1,7 +1,9 @@
 """Real `prometheus-node-exporter` and `prometheus` processes on loopback for integration tests:
 a Prometheus that relabels `instance` to the node name (`prometheus`), and one that labels as
 kube-prometheus-stack does (`prometheus_labelled_as_kube_prometheus_stack`); `promtool(...)`
-runs Prometheus's checker to its end.
+runs Prometheus's checker to its end. `RATIOS` are the derived metrics node-exporter's
+collectors give every node (`metrics_without_psi()`: less PSI where the kernel has none);
+`wait_for(view, done)` refreshes a metric view until its columns are `done`.
 
 Each process (a `tests.processes.Process`) gets a free port, its own files under a test tmp
 dir, and is stopped by the test that started it. Missing binaries fail the test with what to
@@ -14,15 +16,30 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tas.metrics import RefreshingMetricView
+from tas.types import MetricColumns, MetricName
 from tests.processes import Process, free_port
 
 NODE_EXPORTER = "prometheus-node-exporter"
 PROMETHEUS = "prometheus"
 PROMTOOL = "promtool"
+#: The derived metrics of every node, from node-exporter's pressure, cpu and meminfo collectors.
+RATIOS = [
+    MetricName(m)
+    for m in (
+        "cpu_pressure",
+        "memory_pressure",
+        "io_pressure",
+        "cpu_utilization",
+        "memory_utilization",
+    )
+]
 
 
 def binary(name: str) -> str:
@@ -140,3 +157,36 @@ def _prometheus_serving(
         workdir / "prometheus.log",
         verify=ssl.create_default_context(cafile=str(ca_file)),
     )
+
+
+def psi_available() -> bool:
+    # The files can exist yet refuse reads when the kernel was booted with psi=0.
+    try:
+        return Path("/proc/pressure/cpu").read_text().startswith("some")
+    except OSError:
+        return False
+
+
+def metrics_without_psi() -> list[MetricName]:
+    if psi_available():
+        return RATIOS
+    return [m for m in RATIOS if not m.endswith("_pressure")]
+
+
+def wait_for(
+    view: RefreshingMetricView,
+    done: Callable[[MetricColumns], bool],
+    *,
+    timeout: float = 30.0,
+    pause: float = 0.5,
+) -> MetricColumns:
+    """Refresh until `done(columns)`; fail with the last columns after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        view.refresh_once()
+        columns = view.columns()
+        if done(columns):
+            return columns
+        if time.monotonic() > deadline:
+            pytest.fail(f"not reached in {timeout}s; columns: {columns}; failing: {view.failing}")
+        time.sleep(pause)

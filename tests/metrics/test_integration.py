@@ -11,8 +11,7 @@ reading as missing, and recovery after Prometheus restarts, in the same view.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +22,13 @@ from prometheus_client import CollectorRegistry
 from tas.metrics import RefreshingMetricView, open_metric_view
 from tas.metrics.textfile import write_node_series
 from tas.types import MetricColumns, MetricName
-from tests.metrics.processes import node_exporter, prometheus
+from tests.metrics.processes import (
+    metrics_without_psi,
+    node_exporter,
+    prometheus,
+    psi_available,
+    wait_for,
+)
 from tests.processes import Process
 
 pytestmark = pytest.mark.integration
@@ -31,16 +36,6 @@ pytestmark = pytest.mark.integration
 NODES = ("a", "b", "c")
 HEALTH = MetricName("health_metric")
 CPU_PRESSURE = MetricName("cpu_pressure")
-RATIOS = [
-    MetricName(m)
-    for m in (
-        "cpu_pressure",
-        "memory_pressure",
-        "io_pressure",
-        "cpu_utilization",
-        "memory_utilization",
-    )
-]
 PSI_REASON = "/proc/pressure/cpu is unreadable here (kernel without PSI, or psi=0): no PSI to check"
 
 
@@ -86,25 +81,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             process.stop()
 
 
-def wait_for(
-    view: RefreshingMetricView,
-    done: Callable[[MetricColumns], bool],
-    *,
-    timeout: float = 30.0,
-    pause: float = 0.5,
-) -> MetricColumns:
-    """Refresh until `done(columns)`; fail with the last columns after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        view.refresh_once()
-        columns = view.columns()
-        if done(columns):
-            return columns
-        if time.monotonic() > deadline:
-            pytest.fail(f"not reached in {timeout}s; columns: {columns}; failing: {view.failing}")
-        time.sleep(pause)
-
-
 def all_ratios(columns: MetricColumns, metrics: list[MetricName]) -> bool:
     return all(set(columns.get(m, {})) == set(NODES) for m in metrics)
 
@@ -113,20 +89,6 @@ def assert_ratios(columns: MetricColumns, metrics: list[MetricName]) -> None:
     for metric in metrics:
         for node in NODES:
             assert 0.0 <= columns[metric][node] <= 1.0, (metric, node, columns[metric])  # type: ignore[index]
-
-
-def psi_available() -> bool:
-    # The files can exist yet refuse reads when the kernel was booted with psi=0.
-    try:
-        return Path("/proc/pressure/cpu").read_text().startswith("some")
-    except OSError:
-        return False
-
-
-def metrics_without_psi() -> list[MetricName]:
-    if psi_available():
-        return RATIOS
-    return [m for m in RATIOS if not m.endswith("_pressure")]
 
 
 @pytest.fixture

@@ -28,8 +28,12 @@ from tas.metrics.textfile import write_node_series
 from tas.types import MetricName
 from tests.builders import health_policy_document
 from tests.k8s_emulator import KubeEmulator
-from tests.metrics.processes import node_exporter, prometheus_labelled_as_kube_prometheus_stack
-from tests.metrics.test_integration import metrics_without_psi, wait_for
+from tests.metrics.processes import (
+    metrics_without_psi,
+    node_exporter,
+    prometheus_labelled_as_kube_prometheus_stack,
+    wait_for,
+)
 from tests.processes import Process, free_port, tas_command
 
 pytestmark = pytest.mark.integration
