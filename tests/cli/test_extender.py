@@ -12,7 +12,7 @@ policy file, and reporting and skipping an invalid file while the valid policies
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,9 +23,9 @@ from tas.metrics.textfile import write_node_series
 from tas_cli import extender as cli
 from tas_cli.main import build_parser, main
 from tests.certificates import CertificateAuthority
-from tests.extender.support import HEALTH_POLICY, args_body
+from tests.extender.support import HEALTH_POLICY, args_body, extender_process
 from tests.k8s_emulator import KubeEmulator
-from tests.processes import Process, free_port
+from tests.processes import free_port
 from tests.waiting import eventually
 
 
@@ -64,7 +64,7 @@ def _started_log(argv: list[str], tmp_path: Path, port: int) -> str:
     """The log of a real extender process until it says it serves (then it is stopped)."""
     args = [*argv, "--listen", f"127.0.0.1:{port}",
             "--policies", str(HEALTH_POLICY), "--metrics", f"textfile:{tmp_path}"]  # fmt: skip
-    with _extender(args, port, tmp_path / "extender.log") as process:
+    with extender_process(args, port, tmp_path / "extender.log") as process:
         process.start(ready=lambda: "Extender serving on" in process.output())
     return process.output()
 
@@ -110,14 +110,6 @@ def test_tas_extender_offers_the_same_options() -> None:
 # -- a real process ---------------------------------------------------------------------------
 
 
-def _extender(
-    args: list[str], port: int, log: Path, *, command: Sequence[str] = ("-m", "extender")
-) -> Process:
-    """`python -m extender ARGS` (or another command), ready once /readyz answers 200."""
-    executable = [sys.executable, *command] if command[0] == "-m" else list(command)
-    return Process([*executable, *args], f"http://127.0.0.1:{port}", "/readyz", log)
-
-
 @pytest.fixture
 def policy_dir(tmp_path: Path) -> Path:
     directory = tmp_path / "policies"
@@ -135,7 +127,7 @@ def served(tmp_path: Path, policy_dir: Path) -> Iterator[tuple[httpx.Client, Pat
     args = ["--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}",
             "--listen", f"127.0.0.1:{port}", "--insecure-http",
             "--sync-period", "200ms"]  # fmt: skip
-    with _extender(args, port, tmp_path / "extender.log") as process:
+    with extender_process(args, port, tmp_path / "extender.log") as process:
         process.start()
         with httpx.Client(base_url=process.url, timeout=10) as client:
             yield client, process.log
@@ -198,7 +190,7 @@ def test_without_policies_flag_the_extender_follows_the_clusters_taspolicies(
     args = ["--kubeconfig", str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
             "--metrics", f"textfile:{metrics_dir}", "--listen", f"127.0.0.1:{port}",
             "--insecure-http", "--sync-period", "200ms"]  # fmt: skip
-    with _extender(args, port, tmp_path / "extender.log") as process:
+    with extender_process(args, port, tmp_path / "extender.log") as process:
         process.start()
         with httpx.Client(base_url=process.url, timeout=10) as client:
             assert _filter(client)["NodeNames"] == ["A", "C"]
@@ -245,7 +237,7 @@ def test_an_intel_tas_command_line_starts_with_a_deprecation_notice_per_flag(
     tas_flags = ["--unsafe", f"--port={port}", "--syncPeriod=2s", "--v=2"]
     args = [*tas_flags, "--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}"]
     started = executable if command[0] == "tas" else command
-    with _extender(args, port, tmp_path / "tas.log", command=started) as process:
+    with extender_process(args, port, tmp_path / "tas.log", command=started) as process:
         process.start()
         with httpx.Client(base_url=process.url, timeout=10) as client:
             assert _filter(client)["NodeNames"] == ["A", "C"]
@@ -287,7 +279,7 @@ def test_the_breaker_share_flag_reaches_the_extender(
     port = free_port()
     args = ["--policies", str(policy_dir), "--metrics", f"textfile:{metrics_dir}",
             "--listen", f"127.0.0.1:{port}", "--insecure-http", *share]  # fmt: skip
-    with _extender(args, port, tmp_path / "extender.log") as process:
+    with extender_process(args, port, tmp_path / "extender.log") as process:
         process.start()
         with httpx.Client(base_url=process.url, timeout=10) as client:
             assert _filter(client)["NodeNames"] == kept

@@ -28,8 +28,7 @@ from tas.types import MetricName
 from tas_cli import extender
 from tas_cli.main import command_parser, main
 from tests.builders import make_policy, rule
-from tests.cli.test_extender import _extender
-from tests.extender.support import HEALTH_POLICY, args_body
+from tests.extender.support import HEALTH_POLICY, args_body, extender_process
 from tests.k8s_emulator import KubeEmulator
 from tests.k8s_emulator.realistic import node
 from tests.processes import free_port
@@ -179,7 +178,7 @@ def test_tas_extender_serves_what_herd_control_learned_on_metrics(
             "--metrics", f"textfile:{tmp_path / 'metrics'}", "--listen", f"127.0.0.1:{port}",
             "--insecure-http", "--sync-period", "200ms",
             "--estimate-window", "2m", "--estimate-window-max", "4m"]  # fmt: skip
-    with _extender(args, port, tmp_path / "extender.log") as process:
+    with extender_process(args, port, tmp_path / "extender.log") as process:
         process.start()
         with httpx.Client(base_url=process.url, timeout=10) as client:
             # A request reads the view: its samples teach the curves, their age the lag.

@@ -1,11 +1,13 @@
-"""Builders for extender tests: request bodies from the example files and a running server."""
+"""Builders for extender tests: request bodies from the example files, a running server in this
+process (`running_extender`) and a real `python -m extender` one (`extender_process`)."""
 
 from __future__ import annotations
 
 import copy
 import json
 import ssl
-from collections.abc import Callable, Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from tas.placements import Estimates
 from tas.policies.files import load_policy_path
 from tas.policies.model import TASPolicy
 from tas.policies.store import PolicyStore
+from tests.processes import Process
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,3 +121,11 @@ def running_extender(
         httpx.Client(base_url=server.url, verify=client_verify, timeout=30) as client,
     ):
         yield RunningExtender(server.url, client, store, decisions, registry)
+
+
+def extender_process(
+    args: list[str], port: int, log: Path, *, command: Sequence[str] = ("-m", "extender")
+) -> Process:
+    """`python -m extender ARGS` (or another command), ready once /readyz answers 200."""
+    executable = [sys.executable, *command] if command[0] == "-m" else list(command)
+    return Process([*executable, *args], f"http://127.0.0.1:{port}", "/readyz", log)
