@@ -81,21 +81,29 @@ from tas.cluster.interface import ResourceKind
 from tas.cluster.kubernetes import KubernetesCluster
 from tas.metrics.textfile import write_node_series
 from tests.deploy.pipeline import rendered
+from tests.health_demo import (
+    CLUSTER,
+    DEMO,
+    DEMO_NAMESPACE,
+    HEALTH,
+    NAMESPACE,
+    Document,
+    demo_pod,
+    manifests,
+    node,
+    pod_metrics,
+    shipped,
+)
 from tests.k8s_emulator import Access, KubeEmulator
 from tests.k8s_emulator.rbac import User, bound_roles, granted
 from tests.processes import Process, free_port, tas_command
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER = ROOT / "deploy" / "cluster"
 #: The descheduler's `nodes: patch` and its admission fence, applied beside deploy/cluster.
 TAINTS = ROOT / "deploy" / "descheduler-taints"
 #: deploy/cluster with `--metrics custom-metrics` and the RBAC that mode needs.
 CUSTOM_METRICS = ROOT / "deploy" / "custom-metrics"
 METRICS_API = "/apis/custom.metrics.k8s.io/"
-DEMO = ROOT / "deploy" / "health-metric-demo"
-NAMESPACE = "telemetry-aware-scheduling"
-DEMO_NAMESPACE = "health-metric-demo"
-HEALTH = {"node-a": 0, "node-b": 1, "node-c": 2}
 #: The descheduler's soft taint (SoftTainter's default prefix), left by an earlier run.
 SOFT_TAINT = {"key": "telemetry.aware.scheduling/overutilized", "value": "true"}
 TIMEOUT = 20.0
@@ -108,26 +116,8 @@ NOT_EXERCISED: dict[str, set[Access]] = {
     "tas-extender": set(),
 }
 
-Document = dict[str, Any]
-
 
 # --- the shipped manifests ------------------------------------------------------------------
-
-
-def manifests(directory: Path) -> list[Document]:
-    return [
-        document
-        for path in sorted(directory.glob("*.yaml"))
-        for document in yaml.safe_load_all(path.read_text(encoding="utf-8"))
-        if isinstance(document, dict)
-    ]
-
-
-def shipped(kind: str, name: str, directory: Path = CLUSTER) -> Document:
-    (found,) = [
-        d for d in rendered(directory) if d.get("kind") == kind and d["metadata"]["name"] == name
-    ]
-    return found
 
 
 def container(deployment: str, directory: Path = CLUSTER) -> Document:
@@ -170,52 +160,6 @@ def environment(deployment: str, pod_name: str) -> dict[str, str]:
 
 
 # --- the demo cluster -----------------------------------------------------------------------
-
-
-def node(name: str, *, taints: Sequence[Mapping[str, str]] = ()) -> Document:
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {"taints": [{**t, "effect": "PreferNoSchedule"} for t in taints]},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-        },
-    }
-
-
-def pod_metrics(name: str, cpu: str) -> Document:
-    """A PodMetrics as metrics-server serves it (metrics.k8s.io/v1beta1), for a demo pod."""
-    return {
-        "metadata": {"name": name, "namespace": DEMO_NAMESPACE},
-        "timestamp": "2026-11-01T08:00:00Z",
-        "window": "15s",
-        "containers": [{"name": "app", "usage": {"cpu": cpu, "memory": "12Mi"}}],
-    }
-
-
-def demo_pod(name: str, node_name: str) -> Document:
-    """A pod of the demo Deployment (deploy/health-metric-demo), as its ReplicaSet makes it."""
-    documents = yaml.safe_load_all((DEMO / "demo-app.yaml").read_text(encoding="utf-8"))
-    (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
-    template = deployment["spec"]["template"]
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": DEMO_NAMESPACE,
-            "labels": template["metadata"]["labels"],
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": "demo-app-6558d5ffbf",
-                    "uid": "0b7e7d3c-0000-4000-8000-000000000001",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {**template["spec"], "nodeName": node_name},
-        "status": {"phase": "Running"},
-    }
 
 
 @dataclass
@@ -1007,17 +951,17 @@ def referenced(path: Path) -> set[str]:
     `Name.attr` for an attribute of a plain name (`ResourceKind.NODE`), and keywords passed
     (`watch=True`)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Name):
-            found.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            found.add(node.attr)
-            if isinstance(node.value, ast.Name):
-                found.add(f"{node.value.id}.{node.attr}")
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            found.add(node.name)
-        elif isinstance(node, ast.keyword) and node.arg:
-            found.add(node.arg)
+    for item in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(item, ast.Name):
+            found.add(item.id)
+        elif isinstance(item, ast.Attribute):
+            found.add(item.attr)
+            if isinstance(item.value, ast.Name):
+                found.add(f"{item.value.id}.{item.attr}")
+        elif isinstance(item, ast.FunctionDef | ast.ClassDef):
+            found.add(item.name)
+        elif isinstance(item, ast.keyword) and item.arg:
+            found.add(item.arg)
     return found
 
 
@@ -1097,10 +1041,10 @@ def api_calling_methods() -> set[str]:
     clients = {"_core", "_custom", "_policy_api"}
 
     def direct(method: ast.FunctionDef) -> bool:
-        for node in ast.walk(method):
-            if isinstance(node, ast.Name) and node.id in ("_api_call", "scheduling"):
+        for item in ast.walk(method):
+            if isinstance(item, ast.Name) and item.id in ("_api_call", "scheduling"):
                 return True
-            if isinstance(node, ast.Attribute) and node.attr in clients:
+            if isinstance(item, ast.Attribute) and item.attr in clients:
                 return True
         return False
 

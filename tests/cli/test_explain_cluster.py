@@ -37,9 +37,7 @@ from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tests.deploy.pipeline import rendered
-from tests.k8s_emulator import KubeEmulator
-from tests.processes import free_port, tas_command
-from tests.test_rbac import (
+from tests.health_demo import (
     CLUSTER,
     DEMO,
     DEMO_NAMESPACE,
@@ -50,6 +48,8 @@ from tests.test_rbac import (
     node,
     shipped,
 )
+from tests.k8s_emulator import KubeEmulator
+from tests.processes import free_port, tas_command
 
 POD = "demo-app-6558d5ffbf-5lw2t"
 ACCOUNT = "tas-descheduler"
