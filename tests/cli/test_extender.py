@@ -140,6 +140,17 @@ def _filter(client: httpx.Client) -> dict[str, object]:
     return result
 
 
+def _logged(log: Path, text: str) -> None:
+    """Return once the extender's log holds `text`; fail with the log's tail after 10 s."""
+    eventually(
+        lambda: text in log.read_text(),
+        10,
+        what=f"{text!r} in the log",
+        poll=0.1,
+        state=lambda: log.read_text()[-4000:],
+    )
+
+
 def test_the_process_serves_the_health_demo_and_logs_like_tas(
     served: tuple[httpx.Client, Path],
 ) -> None:
@@ -147,13 +158,7 @@ def test_the_process_serves_the_health_demo_and_logs_like_tas(
     assert _filter(client)["NodeNames"] == ["A", "C"]
     text = log.read_text()
     assert "Serving plain HTTP (--insecure-http): for development only" in text
-    eventually(
-        lambda: "Filtered nodes available for demo-policy: A C" in log.read_text(),
-        10,
-        what="the filter's log line",
-        poll=0.1,
-        state=lambda: log.read_text()[-4000:],
-    )
+    _logged(log, "Filtered nodes available for demo-policy: A C")
     assert "B violating demo-policy: health_metric Equals 1 (value 1)" in log.read_text()
 
 
@@ -166,13 +171,7 @@ def test_an_edited_policy_file_is_reloaded_and_an_invalid_one_is_skipped(
     # Now A and C (value 0) violate, and B (value 1) no longer does.
     eventually(lambda: _filter(client)["NodeNames"] == ["B"], 10, what="the edit applied", poll=0.1)
     (policy_dir / "broken.yaml").write_text("kind: TASPolicy\nmetadata: {name: broken}\n")
-    eventually(
-        lambda: "Invalid policy skipped" in log.read_text(),
-        10,
-        what="the invalid policy skipped",
-        poll=0.1,
-        state=lambda: log.read_text()[-4000:],
-    )
+    _logged(log, "Invalid policy skipped")
     assert "broken.yaml" in log.read_text()
     assert _filter(client)["NodeNames"] == ["B"]
 
