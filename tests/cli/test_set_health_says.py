@@ -12,19 +12,10 @@ Covered:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tas_cli.main import main
 from tests.dashboard.harness import Harness
-
-
-@pytest.fixture
-def dashboard(tmp_path: Path) -> Iterator[Harness]:
-    with Harness(tmp_path) as harness:
-        yield harness
 
 
 @pytest.mark.parametrize(

@@ -70,6 +70,7 @@ from tests.deploy.kustomize import (
     strategic_merge,
 )
 from tests.deploy.pipeline import DEPLOY, ROOT, find, rendered
+from tests.deploy.shipped import rel
 
 KUSTOMIZATIONS = [*kustomization_dirs(DEPLOY), ROOT / "crds"]
 #: The oldest supported, the two an install is checked on (issue 56's 1.30 and 1.34), the newest.
@@ -87,10 +88,6 @@ NEWER_KINDS = {
 }
 COMPONENTS = ("tas-extender", "tas-policy-controller", "tas-descheduler")
 NAMESPACE = "telemetry-aware-scheduling"
-
-
-def rel(path: Path) -> str:
-    return str(path.relative_to(ROOT))
 
 
 @pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=rel)
