@@ -1,7 +1,7 @@
 """`tas explain pod NS/NAME` and `tas explain node NAME`: why a pod runs where it does and
 whether it would move now; what a node looks like to every policy.
 
-Two worlds, one explanation (`tas.explain`, pure):
+Two worlds, one explanation (`explainer.explain`, pure):
 
 - a real cluster (the default): the Kubernetes adapter's caches (nodes, pods, PDBs, TASPolicies:
   what the descheduler's ClusterRole grants, docs/explain.md), the metric source the
