@@ -18,7 +18,6 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry
@@ -56,16 +55,10 @@ CYCLE_GRACE_SECONDS = 0.5
 SHUTDOWN_SECONDS = 0.6
 
 
-class DeschedulerProcessSettings(Protocol):
+class DeschedulerProcessSettings(startup.ComponentSettings, Protocol):
     """What the process reads of `tas descheduler`'s settings
     (`tas_cli.descheduler.DeschedulerCommandSettings`)."""
 
-    @property
-    def kube(self) -> startup.KubeSettings: ...
-    @property
-    def metrics(self) -> startup.MetricsSettings: ...
-    @property
-    def policies(self) -> Path | None: ...
     @property
     def cron(self) -> CronSchedule | None: ...
     @property

@@ -111,16 +111,10 @@ class PlacementSettings:
         return None
 
 
-class ExtenderProcessSettings(Protocol):
+class ExtenderProcessSettings(startup.ComponentSettings, Protocol):
     """What the process reads of `tas extender`'s settings
     (`tas_cli.extender.ExtenderCommandSettings`)."""
 
-    @property
-    def kube(self) -> startup.KubeSettings: ...
-    @property
-    def metrics(self) -> startup.MetricsSettings: ...
-    @property
-    def policies(self) -> Path | None: ...
     @property
     def listen(self) -> tuple[str, int]: ...
     @property

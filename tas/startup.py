@@ -70,6 +70,18 @@ class MetricsSettings:
         return source.removeprefix("prometheus:") if source.startswith("prometheus:") else None
 
 
+class ComponentSettings(Protocol):
+    """What every component's process reads of its command's settings: where Kubernetes is,
+    where the metrics are, and the policy files (None: the cluster's TASPolicies)."""
+
+    @property
+    def kube(self) -> KubeSettings: ...
+    @property
+    def metrics(self) -> MetricsSettings: ...
+    @property
+    def policies(self) -> Path | None: ...
+
+
 def kube_api_client(kube: KubeSettings) -> Any:
     """The process's one Kubernetes connection (`--kubeconfig`, `--context`)."""
     from tas.cluster.kubeconfig import KubeConfigError, load_api_client
