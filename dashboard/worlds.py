@@ -7,10 +7,10 @@
   (`simulator.runner.build_run`), its extender behind HTTP, stepped in real time.
 
 Either is a `Setup`: the cluster, the components (the extender's server bound, not started;
-the policy controller; the descheduler), the loop (`inmemory.loop.ClosedLoop`) and its
-`RealTime` driver, and what the page offers and says. The command (`tas_cli.run`) parses
-and checks, and `dashboard.runtime` runs it; a problem the user can fix is a
-`tas.process.SetupError`.
+the policy controller; the descheduler), the loop (`inmemory.loop.ClosedLoop`, composed with
+the reconciler and the scheduler model by `inmemory.compose.compose_loop`) and its `RealTime`
+driver, and what the page offers and says. The command (`tas_cli.run`) parses and checks, and
+`dashboard.runtime` runs it; a problem the user can fix is a `tas.process.SetupError`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from extender.server import ExtenderServer
 from extender.settings import ExtenderSettings
 from inmemory.apply import apply_policy_files
 from inmemory.cluster import InMemoryCluster
+from inmemory.compose import compose_loop
 from inmemory.demo import (
     DEMO_APP,
     NODES,
@@ -50,16 +51,12 @@ from inmemory.demo import (
 from inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT, HttpExtender
 from inmemory.live_telemetry import LiveTelemetry, LiveWorld, TelemetryStep
 from inmemory.loop import ClosedLoop, LoopHooks, RealTime
-from inmemory.scheduler import InMemoryScheduler
-from policy_controller.reconciler import Reconciler
-from policy_controller.self_metrics import ControllerMetrics
 from tas import process
 from tas.clock import Clock, SystemClock
 from tas.metrics import MetricSourceError, open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.files import PolicyFileWatcher
 from tas.policies.store import PolicyStore
-from tas.policies.wanted import want_policy_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "deploy" / "health-metric-demo"
@@ -159,11 +156,6 @@ def demo_setup(settings: RunSettings, metrics_dir: Path, registry: CollectorRegi
         # As `tas descheduler` reads container metrics (production's reading of them).
         pod_usage_feed=world,
     )
-    want_policy_metrics(store, view, extra=descheduler.wanted_metrics() | set(SHOWN_METRICS))
-    files.poll()
-    loader.sync()
-    world.advance(0.0, sync)
-    view.refresh_once()
     decisions = DecisionLog(ExtenderSettings().decision_log_size)
     extender = bind_server(
         create_app(
@@ -177,26 +169,26 @@ def demo_setup(settings: RunSettings, metrics_dir: Path, registry: CollectorRegi
         settings.listen,
         "the extender",
     )
-    loop = ClosedLoop(
+    loop = compose_loop(
         world=world,
+        cluster=cluster,
         view=view,
-        scheduler=InMemoryScheduler(
-            cluster, extender=HttpExtender(extender.url, weight=DEFAULT_EXTENDER_WEIGHT)
-        ),
+        policies=store,
+        clock=clock,
         step_seconds=sync,
         sync_period=sync,
         descheduling_interval=interval,
-        reconciler=Reconciler(
-            cluster=cluster,
-            policies=store,
-            metric_view=view,
-            metrics=ControllerMetrics(CollectorRegistry()),
-            clock=clock,
-        ),
+        extender=HttpExtender(extender.url, weight=DEFAULT_EXTENDER_WEIGHT),
         descheduler=descheduler,
+        extra_metrics=SHOWN_METRICS,
         # The policy files and the cluster's TASPolicies, before the controller reconciles.
         hooks=LoopHooks(on_sync=[files.poll, loader.sync]),
     )
+    # The page opens on the policies applied and a first refresh of the values they name.
+    files.poll()
+    loader.sync()
+    world.advance(0.0, sync)
+    view.refresh_once()
     return Setup(
         cluster=cluster,
         controls=demo,
@@ -282,13 +274,10 @@ def scenario_setup(name: str, settings: RunSettings, registry: CollectorRegistry
         mode=Mode(settings.mode),
         descheduler_metrics=DeschedulerMetrics(registry=CollectorRegistry()),
         watchers=[watch],
+        extra_metrics=SHOWN_METRICS,  # what the page shows besides what the components read
     )
     assert run.descheduler is not None  # ours has one (checked above)
     (extender,) = servers
-    # What the page shows besides what the components read.
-    run.view.set_wanted(
-        run.policies.snapshot().metric_names | run.descheduler.wanted_metrics() | set(SHOWN_METRICS)
-    )
     driver = RealTime(
         loop=run.loop,
         tick_seconds=max(0.2, contender.sync_period(scenario) / speed),

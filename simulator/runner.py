@@ -24,12 +24,11 @@ import functools
 import logging
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from prometheus_client import CollectorRegistry
 
 from descheduler.assemble import assemble_descheduler
 from descheduler.cycle import CycleReport, Descheduler, Mode
@@ -38,10 +37,9 @@ from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries
 from extender.settings import ExtenderSettings
+from inmemory.compose import compose_loop
 from inmemory.loop import ClosedLoop, LoopHooks, LoopObserver
-from inmemory.scheduler import Extender, InMemoryScheduler, ScheduleResult
-from policy_controller.reconciler import Reconciler
-from policy_controller.self_metrics import ControllerMetrics
+from inmemory.scheduler import Extender, ScheduleResult
 from simulator.baselines import (
     VOLCANO_METRICS_INTERVAL,
     OpenShiftSoftTainter,
@@ -78,7 +76,7 @@ from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, Reso
 from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
-from tas.placements import HERD_CONTROL_METRICS, PlacementTracker, follow_cluster
+from tas.placements import PlacementTracker, follow_cluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
@@ -279,11 +277,14 @@ def build_run(
     descheduler_metrics: DeschedulerMetrics | None = None,
     observers: Sequence[LoopObserver] = (),
     watchers: Sequence[Callable[[ModelState, float], None]] = (),
+    extra_metrics: Iterable[MetricName] = (),
     node_series: bool = True,
 ) -> Run:
-    """One contender's loop, built as `tas simulate` runs it. `extender` builds ours'
-    extender; `mode`, `descheduler_metrics`, `observers` (of the loop's decisions) and
-    `watchers` (of each step's model state) are what `tas run --scenario` adds;
+    """One contender's loop, built as `tas simulate` runs it: the contender's choices (its
+    extender, descheduler, hooks) made here, the loop composed by `inmemory.compose`.
+    `extender` builds ours' extender; `mode`, `descheduler_metrics`, `observers` (of the
+    loop's decisions), `watchers` (of each step's model state) and `extra_metrics` (fetched
+    besides what the components read: what the page shows) are what `tas run --scenario` adds;
     `node_series` as `run_contender` says."""
     if clairvoyant:
         scenario = dataclasses.replace(scenario, pipeline=perfect(scenario.step))
@@ -334,20 +335,6 @@ def build_run(
     if volcano:
         usage_plugin = _volcano_usage(world, clock)
         chosen = VolcanoScheduler(usage_plugin, functools.partial(_requested_by_node, world))
-    scheduler = InMemoryScheduler(world.cluster, extender=chosen, rng=rng)
-    reconciler = None
-    if contender.spec.controller:
-        reconciler = Reconciler(
-            cluster=world.cluster,
-            policies=policies,
-            metric_view=view,
-            metrics=ControllerMetrics(CollectorRegistry()),
-            clock=clock,
-            # TAS's enforcer labels whatever violates, however many nodes at once.
-            max_violating_share=(
-                DEFAULT_MAX_SHARE if contender.spec.controller_breaker else NO_BREAKER
-            ),
-        )
     descheduler = None
     soft_tainter = None
     if contender.config is not None:
@@ -379,14 +366,6 @@ def build_run(
                 vmis=functools.partial(_vmi_of, world, clock),
                 now=lambda: clock.elapsed,
             )
-    wanted: set[MetricName] = set()
-    if chosen is not None or reconciler is not None:
-        wanted |= policies.snapshot().metric_names
-    if contender.spec.extender is ExtenderKind.OURS:
-        wanted |= HERD_CONTROL_METRICS  # as `tas extender` fetches for herd control
-    if descheduler is not None:
-        wanted |= descheduler.wanted_metrics()
-    view.set_wanted(wanted)
     recorder = FigureRecorder(
         world,
         [parse_policy(d) for d in scenario.policies],
@@ -411,18 +390,25 @@ def build_run(
         after_cycle=after_cycle,
     )
     interval = contender.interval(scenario)
-    loop = ClosedLoop(
+    loop = compose_loop(
         world=SimulatedWorld(world, store_, watchers=[recorder.model, *watchers]),
+        cluster=world.cluster,
         view=view,
-        scheduler=scheduler,
+        policies=policies,
+        clock=clock,
         step_seconds=scenario.step,
         sync_period=sync_period,
         descheduling_interval=interval,
-        next_cycle=first_cycle(seed, interval, scenario.step, scenario.descheduling_phase),
-        reconciler=reconciler,
+        first_cycle=first_cycle(seed, interval, scenario.step, scenario.descheduling_phase),
+        extender=chosen,
+        tie_breaks=rng,
+        controller=contender.spec.controller,
+        # TAS's enforcer labels whatever violates, however many nodes at once.
+        breaker_share=DEFAULT_MAX_SHARE if contender.spec.controller_breaker else NO_BREAKER,
         descheduler=descheduler,
         placements=placements,
         pod_usage=source.pod_usage_feed(),
+        extra_metrics=extra_metrics,
         hooks=hooks,
         observers=[FigureObserver(world, recorder), *observers],
         pending=world.pending_count,
