@@ -1,13 +1,13 @@
 """The closed loop is composed in one place (`inmemory.compose.compose_loop`).
 
-Covered: no product module builds a `ClosedLoop` or a `Reconciler` but the composition root (the
-policy controller's own process excepted: it runs no closed loop), so a new option of the
-loop's parts is one parameter there; the view is told what the parts read, the policies'
-metrics only when something reads the policies, herd control's pairs only when it runs, the
-descheduler's and the caller's extra, and it follows a policy applied later; the reconciler's
-breaker share decides whether a metric saying every node violates is acted on; the scheduler
-model places pending pods through the extender given; the first descheduling cycle falls where
-the caller says, else one interval in.
+Covered: no product module builds a `ClosedLoop`, its kube-scheduler model or a `Reconciler` but
+the composition root (the policy controller's own process excepted: it runs no closed loop), so
+a new option of the loop's parts is one parameter there; the view is told what the parts read:
+the policies' metrics only when something reads the policies, herd control's pairs only when it
+runs, the descheduler's and the caller's extra, and it follows a policy applied later; the
+reconciler's breaker share decides whether a metric saying every node violates is acted on; the
+scheduler model places pending pods through the extender given; the first descheduling cycle
+falls where the caller says, else one interval in.
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ def _sites(name: str) -> set[str]:
     }
 
 
-def test_only_the_composition_root_builds_a_closed_loop() -> None:
-    found = _sites("ClosedLoop")
+@pytest.mark.parametrize("part", ["ClosedLoop", "InMemoryScheduler"])
+def test_only_the_composition_root_builds_the_loop_and_its_scheduler_model(part: str) -> None:
+    found = _sites(part)
     assert {site.split(":")[0] for site in found} == {COMPOSE}, found
 
 
