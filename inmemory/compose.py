@@ -5,14 +5,13 @@ the parts it steps are built, for `tas simulate`, `tas run --scenario` (both thr
 `compose_loop` builds, from the caller's settings and sources:
 
 - the policy controller's `Reconciler` (`controller`), with its circuit breaker's share
-  (`breaker_share`: `tas controller`'s default, or more than all of the nodes for a contender
-  that labels whatever violates), counting into a registry of its own;
+  (`breaker_share`: `tas controller`'s default, or 1.0, all of the nodes, for a contender that
+  labels whatever violates), counting into a registry of its own;
 - the kube-scheduler model (`InMemoryScheduler`) over the caller's extender (None: none), its
   ties broken by `tie_breaks`;
-- what the view fetches: the policies' metrics when something reads the
-  policies (the extender or the controller), herd control's pairs when it runs, the
-  descheduler's, and the caller's `extra_metrics` (what the page shows), kept current as the
-  policies change;
+- what the view fetches: the policies' metrics when something reads the policies (the
+  extender or the controller), herd control's pairs when it runs, the descheduler's, and the
+  caller's `extra_metrics` (what the page shows), kept current as the policies change;
 - the `ClosedLoop` over them, its first descheduling cycle at `first_cycle` (None: one
   interval in).
 
@@ -22,8 +21,8 @@ What differs between contenders is decided by the caller and passed in built: wh
 simulator), herd control's tracker, the hooks (Volcano's usage refresh, the OpenShift soft
 tainter, metrics-server's answers, the demo's policy files) and the observers (the figures,
 the page). A new option of a part the loop builds is a parameter here and its test
-(tests/inmemory/test_compose.py, which also holds that nothing else builds a `ClosedLoop` or a
-`Reconciler`).
+(tests/inmemory/test_compose.py, which also holds that nothing else builds a `ClosedLoop`, its
+scheduler model or a `Reconciler`).
 """
 
 from __future__ import annotations
