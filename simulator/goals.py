@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator.jobs import CLAIRVOYANT, CLAIRVOYANT_OF, HINDSIGHT, LIMIT
-from simulator.sweep import WorseCause
+from simulator.sweep import LOST_GOAL, STALL_GOAL, WorseCause
 
 OURS = CLAIRVOYANT_OF
 
@@ -187,12 +187,22 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
 def _with_bounds(goal: Goal, verdict: Mapping[str, Any]) -> Goal:
     """A MISSED ratio goal with the fluid limit's ratio, the bound no scheduler goes below,
     and the hindsight placement's, what placing once with no moves reaches (not a bound: a
-    scheduler that moves pods can do better)."""
+    scheduler that moves pods can do better); either ratio goal not MET with the scenarios
+    where the limit shows no scheduler meets both (`sweep.both_goals_within_reach`)."""
     paths = {_LOST: "work_lost_vs_requests", _STALL: "stall_vs_requests"}
-    if goal.met is not Verdict.MISSED or goal.name not in paths:
+    if goal.met is Verdict.MET or goal.name not in paths:
         return goal
     notes = goal.notes
     references = _get(verdict, "references") or {}
+    joint = _get(references, LIMIT, "both_goals_out_of_reach")
+    if joint:
+        notes += (
+            f"; the fluid limit's joint bound: in {len(joint['scenarios'])} of {joint['of']}"
+            f" scenarios no scheduler loses at most {LOST_GOAL:g}x requests' work and stalls"
+            f" at most {STALL_GOAL:g}x requests'"
+        )
+    if goal.met is not Verdict.MISSED:
+        return dataclasses.replace(goal, notes=notes)
     limit = _interval_of(_get(references, LIMIT) or {}, "population", paths[goal.name])
     if limit is not None:
         notes += f"; bound: the fluid limit {_estimate(limit, _ratio)}"
@@ -224,10 +234,10 @@ def _judged_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[Go
 def _lost_goal(found: Mapping[str, Any] | None) -> Goal:
     if found is None:
         return _not_judged(_LOST)
-    met = found["estimate"] <= 0.85 and found["high"] < 1.0
+    met = found["estimate"] <= LOST_GOAL and found["high"] < 1.0
     return Goal(
         _LOST,
-        _decide(met=met, missed=found["low"] > 0.85, over=found),
+        _decide(met=met, missed=found["low"] > LOST_GOAL, over=found),
         _estimate(found, _ratio),
         "goal <= 0.85x, its interval below 1",
     )
@@ -238,7 +248,7 @@ def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
         return _not_judged(_STALL)
     return Goal(
         _STALL,
-        _decide(met=found["high"] <= 1.0, missed=found["low"] > 1.0, over=found),
+        _decide(met=found["high"] <= STALL_GOAL, missed=found["low"] > STALL_GOAL, over=found),
         _estimate(found, _ratio),
         "goal: its interval at most 1.00x",
     )

@@ -125,6 +125,27 @@ log = logging.getLogger(__name__)
 #: Every run of the sweep, written as it finishes (`simulator.journal`).
 JOURNAL = "journal.jsonl"
 
+#: The loop's two ratio goals against requests (issue 54): work lost at most this much of
+#: requests' ...
+LOST_GOAL = 0.85
+#: ... while stalling at most this much of requests' stall.
+STALL_GOAL = 1.0
+
+
+def both_goals_within_reach(
+    requests_lost: float, requests_stall: float, limit_lost: float, limit_stall: float
+) -> bool:
+    """Whether any scheduler could meet both ratio goals on one scenario, by the fluid limit's
+    bounds (`simulator.limit`): no placement loses less work than the limit, nor less stall
+    and work together (node-seconds + core-seconds). A scheduler at both goals' edges, in the
+    ratios' terms (1 added to each side), loses LOST_GOAL x (requests' + 1) - 1 core-seconds
+    and stalls STALL_GOAL x (requests' + 1) - 1 node-seconds; where even that is below the
+    limit, no scheduler meets both here (it may meet either alone: stall falls as more work is
+    lost)."""
+    lost = LOST_GOAL * (requests_lost + 1.0) - 1.0
+    stall = STALL_GOAL * (requests_stall + 1.0) - 1.0
+    return lost >= limit_lost and lost + stall >= limit_lost + limit_stall
+
 
 @dataclass(frozen=True)
 class SweepPlan:
@@ -272,6 +293,9 @@ class _Tally:
         self.others_undominated: dict[str, list[float]] = {}
         self.gains: dict[str, list[float]] = {"work_lost": [], "stall": []}
         self.gains_hindsight: dict[str, list[float]] = {"work_lost": [], "stall": []}
+        #: The limit's: the scenarios judged by `both_goals_within_reach`, and those out of it.
+        self.reach_judged = 0
+        self.out_of_reach: list[str] = []
 
 
 #: The sweep's figures by dotted path in a run's figures.
@@ -312,7 +336,7 @@ def summarize(
         rows = grouped[name]
         _tally_scenario({c: s for c, s in rows.items() if c in tallies}, tallies, sourced)
         _tally_in_ours_place(rows, tallies, references[CLAIRVOYANT], sourced)
-        _tally_references(rows, tallies, references)
+        _tally_references(name, rows, tallies, references)
     share = (lambda n: n / scenario_count) if scenario_count else (lambda n: 0.0)
     verdict = {
         contender: _verdict_of(tally, share, sourced[contender])
@@ -329,6 +353,11 @@ def summarize(
                     for key in ("work_lost", "stall")
                 },
             }
+            if reference == LIMIT:
+                found[reference]["both_goals_out_of_reach"] = {
+                    "scenarios": sorted(tally.out_of_reach),
+                    "of": tally.reach_judged,
+                }
         else:
             found[reference] = _verdict_of(tally, share, sourced[CLAIRVOYANT])
     return {"scenarios": scenario_count, "contenders": verdict, "references": found}
@@ -426,15 +455,24 @@ def _tally_in_ours_place(
 
 
 def _tally_references(
+    name: str,
     rows: Mapping[str, SeededFigures],
     tallies: Mapping[str, _Tally],
     references: Mapping[str, _Tally],
 ) -> None:
-    """The ratios of the reference rows against requests, and every row's share of the
-    achievable gain (none where requests is already at the limit)."""
+    """The ratios of the reference rows against requests, every row's share of the
+    achievable gain (none where requests is already at the limit), and whether both ratio
+    goals are within any scheduler's reach on this scenario (`both_goals_within_reach`)."""
     means = {row: s.intervals() for row, s in rows.items()}
     baseline, limit = means.get(BASELINE, {}), means.get(LIMIT, {})
     hindsight = means.get(HINDSIGHT, {})
+    lost, stall = GAIN_FIGURES["work_lost"], GAIN_FIGURES["stall"]
+    if LIMIT in references and all(p in d for p in (lost, stall) for d in (baseline, limit)):
+        references[LIMIT].reach_judged += 1
+        if not both_goals_within_reach(
+            baseline[lost].mean, baseline[stall].mean, limit[lost].mean, limit[stall].mean
+        ):
+            references[LIMIT].out_of_reach.append(name)
     for row, found in means.items():
         tally = tallies.get(row) or references.get(row)
         if tally is None:

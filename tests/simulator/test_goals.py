@@ -5,10 +5,11 @@ interval lies wholly on the wrong side, UNDECIDED where it straddles the goal, a
 MET or MISSED; worse than requests allows only a deschedule rule that accounts for the loss and
 names every cause; ours fed true values (the clairvoyant) is shown beside ours as what it is,
 never as a bound and never judged in its place; a MISSED ratio shows the fluid limit's ratio as
-its bound and the hindsight's beside it; a sweep.json without intervals is judged on its counts
-alone; a missing figure is NOT JUDGED and counted apart; an interval over one scenario decides
-nothing; the named-scenario goals need intervals that do not overlap, and only the scenarios run
-are given.
+its bound and the hindsight's beside it; a ratio goal not met says in how many scenarios the
+limit's joint bound shows no scheduler meets both; a sweep.json without intervals is judged on
+its counts alone; a missing figure is NOT JUDGED and counted apart; an interval over one
+scenario decides nothing; the named-scenario goals need intervals that do not overlap, and only
+the scenarios run are given.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from simulator.goals import Verdict, named_goals, report, sweep_goals
+from simulator.sweep import both_goals_within_reach
 
 MET, MISSED, UNDECIDED, NOT_JUDGED = (
     Verdict.MET,
@@ -180,6 +182,41 @@ def test_a_missed_ratio_shows_the_fluid_limit_as_its_bound_and_the_hindsight_bes
         "the hindsight placement (no moves) 0.92x (0.90x to 0.95x) over 30 scenarios"
     )
     assert "bound" not in sweep_goals(_verdict())[0].line()  # only where it is MISSED
+
+
+def test_a_ratio_goal_not_met_says_where_the_limit_shows_no_scheduler_meets_both() -> None:
+    # The fluid limit bounds stall + work lost together: where even a scheduler at both goals'
+    # edges would be below it, no scheduler meets both; said under either goal not met.
+    verdict = _set(_verdict(), _STALL, _estimate(1.02, 0.99, 1.05))
+    verdict["references"] = {
+        "limit": {"both_goals_out_of_reach": {"scenarios": ["a", "b"], "of": 30}},
+    }
+    lost, stall = sweep_goals(verdict)[:2]
+    assert stall.met is UNDECIDED
+    assert stall.line().endswith(
+        "; the fluid limit's joint bound: in 2 of 30 scenarios no scheduler loses at most 0.85x "
+        "requests' work and stalls at most 1x requests'"
+    )
+    assert lost.met is MET
+    assert "joint bound" not in lost.line()
+
+
+@pytest.mark.parametrize(
+    ("requests", "limit", "within"),
+    [
+        pytest.param((100.0, 1000.0), (10.0, 1000.0), True, id="room for both"),
+        pytest.param(
+            (100.0, 1000.0), (50.0, 1040.0), False, id="only by losing more or stalling more"
+        ),
+        pytest.param((100.0, 1000.0), (90.0, 500.0), False, id="the limit loses more than 0.85x"),
+        # The ratios add 1 to each side: where requests lost nothing, none is below 1x.
+        pytest.param((0.0, 1000.0), (0.0, 1000.0), False, id="requests lost nothing"),
+    ],
+)
+def test_both_goals_are_within_reach_only_where_the_limits_sum_allows(
+    requests: tuple[float, float], limit: tuple[float, float], within: bool
+) -> None:
+    assert both_goals_within_reach(*requests, *limit) is within
 
 
 def test_a_sweep_json_without_intervals_is_judged_on_its_counts_alone() -> None:

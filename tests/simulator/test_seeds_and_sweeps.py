@@ -442,6 +442,10 @@ def test_a_sweep_writes_its_verdict_in_the_documented_shape(one_process: Path) -
     # The reference rows, apart from the contenders: the limit loses no more than requests.
     assert set(verdict["references"]) == {"limit", "hindsight", "clairvoyant"}
     assert verdict["references"]["limit"]["work_lost_vs_requests"]["p90"] <= 1.0
+    # Where the limit shows no scheduler meets both ratio goals, by scenario name.
+    joint = verdict["references"]["limit"]["both_goals_out_of_reach"]
+    assert joint["of"] == 3
+    assert set(joint["scenarios"]) <= {p.stem for p in (one_process / "scenarios").glob("*.yaml")}
     # The share against the hindsight placement: a median over the scenarios it counts.
     gain = verdict["contenders"]["ours"]["share_of_gain_hindsight"]["work_lost"]
     assert set(gain) == {"median", "p10", "scenarios"}
