@@ -27,8 +27,7 @@ from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ClusterError
 from tas.process import SetupError
 from tas.startup import (
-    KubeSettings,
-    MetricsSettings,
+    ComponentSettings,
     kube_api_client,
     open_cluster,
     open_pod_usage,
@@ -43,7 +42,7 @@ SYNC_SECONDS = 30.0
 DECISIONS_READ = 1000
 
 
-class ClusterQuestion(Protocol):
+class ClusterQuestion(ComponentSettings, Protocol):
     """What `tas explain` asks of a cluster (`tas_cli.explain.ExplainCommandSettings`): which
     object (`kind` "pod" or "node", `name`), and where its parts are."""
 
@@ -51,12 +50,6 @@ class ClusterQuestion(Protocol):
     def kind(self) -> str: ...
     @property
     def name(self) -> str: ...
-    @property
-    def kube(self) -> KubeSettings: ...
-    @property
-    def metrics(self) -> MetricsSettings: ...
-    @property
-    def policies(self) -> Path | None: ...
     @property
     def descheduler_config(self) -> Path | None: ...
     @property

@@ -12,10 +12,8 @@ cooldown and the reservations the cycle keeps (a dry run's over its own copies).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,21 +29,7 @@ from tas.types import PodKey
 from tas.vocabulary import POLICY_LABEL
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import FakeClock, cluster_with, make_node, make_pod, policy_config
-
-ROOT = Path(__file__).resolve().parents[2]
-#: Every folder that ships or measures the product (the tests build parts as they need).
-PRODUCT = (
-    "tas",
-    "tas_cli",
-    "extender",
-    "policy_controller",
-    "descheduler",
-    "explainer",
-    "inmemory",
-    "dashboard",
-    "simulator",
-    "benchmarks",
-)
+from tests.product_code import construction_sites
 
 POLICY = make_policy(
     "demo-policy", namespace="default", deschedule=[rule("health_metric", "Equals", 2)]
@@ -53,26 +37,8 @@ POLICY = make_policy(
 HEALTH = {"health_metric": {"node-a": 2, "node-b": 0, "node-c": 0}}
 
 
-def _constructions(path: Path) -> list[int]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    return [
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and (
-            (isinstance(node.func, ast.Name) and node.func.id == "Descheduler")
-            or (isinstance(node.func, ast.Attribute) and node.func.attr == "Descheduler")
-        )
-    ]
-
-
 def test_only_assemble_builds_a_descheduler() -> None:
-    found = {
-        f"{path.relative_to(ROOT)}:{line}"
-        for folder in PRODUCT
-        for path in sorted((ROOT / folder).rglob("*.py"))
-        for line in _constructions(path)
-    }
+    found = construction_sites("Descheduler")
     assert {site.split(":")[0] for site in found} == {"descheduler/assemble.py"}, found
 
 

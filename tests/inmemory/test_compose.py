@@ -12,9 +12,7 @@ falls where the caller says, else one interval in.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,21 +32,8 @@ from tas.types import MetricName, NodeName
 from tas.vocabulary import VIOLATING
 from tests.builders import ManualClock, cluster_of, make_node, make_pod, make_policy, rule
 from tests.descheduler.builders import policy_config
+from tests.product_code import ROOT, construction_sites, constructions
 
-ROOT = Path(__file__).resolve().parents[2]
-#: Every folder that ships or measures the product (the tests build parts as they need).
-PRODUCT = (
-    "tas",
-    "tas_cli",
-    "extender",
-    "policy_controller",
-    "descheduler",
-    "explainer",
-    "inmemory",
-    "dashboard",
-    "simulator",
-    "benchmarks",
-)
 COMPOSE = "inmemory/compose.py"
 NODES = ("node-a", "node-b", "node-c")
 HEALTH = MetricName("health_metric")
@@ -89,31 +74,9 @@ class OnlyTo:
         return {}
 
 
-def _constructions(path: Path, name: str) -> list[int]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    return [
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and (
-            (isinstance(node.func, ast.Name) and node.func.id == name)
-            or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
-        )
-    ]
-
-
-def _sites(name: str) -> set[str]:
-    return {
-        f"{path.relative_to(ROOT)}:{line}"
-        for folder in PRODUCT
-        for path in sorted((ROOT / folder).rglob("*.py"))
-        for line in _constructions(path, name)
-    }
-
-
 @pytest.mark.parametrize("part", ["ClosedLoop", "InMemoryScheduler"])
 def test_only_the_composition_root_builds_the_loop_and_its_scheduler_model(part: str) -> None:
-    found = _sites(part)
+    found = construction_sites(part)
     assert {site.split(":")[0] for site in found} == {COMPOSE}, found
 
 
@@ -124,9 +87,9 @@ def test_only_the_composition_root_builds_a_reconciler_for_the_loop() -> None:
     # measures the Reconciler alone, as a test would.
     outside = {
         site
-        for site in _sites("Reconciler")
+        for site in construction_sites("Reconciler")
         if not site.startswith((f"{COMPOSE}:", "benchmarks/"))
-        and not _constructions(ROOT / site.split(":")[0], "ControllerLoop")
+        and not constructions(ROOT / site.split(":")[0], "ControllerLoop")
     }
     assert outside == set()
 
