@@ -18,14 +18,15 @@ RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements-build.
 COPY pyproject.toml README.md ./
 COPY tas ./tas
 COPY tas_cli ./tas_cli
+COPY tas_herd ./tas_herd
+COPY tas_explain ./tas_explain
+COPY tas_replay ./tas_replay
+COPY tas_inmemory ./tas_inmemory
+COPY tas_dashboard ./tas_dashboard
+COPY tas_simulator ./tas_simulator
 COPY extender ./extender
 COPY policy_controller ./policy_controller
 COPY descheduler ./descheduler
-COPY inmemory ./inmemory
-COPY dashboard ./dashboard
-COPY simulator ./simulator
-COPY explainer ./explainer
-COPY benchmarks ./benchmarks
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff

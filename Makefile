@@ -67,7 +67,7 @@ bench: $(STAMP)
 ## and at family seed $(FRESH_FAMILY_SEED), a fresh draw no default was tuned on (each seed is
 ## one world every contender meets: the sweeps compare them paired). On every core; about
 ## three times the old 3-seed, one-draw run. Then docs/results.md and README.md's results section
-## written from those outputs (simulator/results_doc.py). Interrupted, it resumes: each sweep
+## written from those outputs (tas_simulator/results_doc.py). Interrupted, it resumes: each sweep
 ## reuses the runs its journal holds for the same code (tas sweep --fresh).
 FRESH_FAMILY_SEED = 20261201
 compare: $(STAMP)
@@ -80,7 +80,7 @@ compare: $(STAMP)
 	$(BIN)/tas sweep --family large-slow --count 100 --seeds 5 --out comparison/sweep-large-slow
 	$(BIN)/tas sweep --family large-slow --count 100 --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
 		--out comparison/sweep-large-slow-fresh
-	$(BIN)/python -m simulator.results_doc comparison --out docs/results.md --readme README.md
+	$(BIN)/python -m tas_simulator.results_doc comparison --out docs/results.md --readme README.md
 
 ## make lock: the hashed lock files, from pyproject.toml: requirements.lock (the base install, what
 ## the image installs), requirements-demo.lock, requirements-sim.lock and requirements-test.lock

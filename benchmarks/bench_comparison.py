@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 
 from benchmarks.report import Figure, print_figure
-from simulator.contenders import CONTENDERS
-from simulator.family import load_family
-from simulator.goals import report, sweep_goals
-from simulator.jobs import default_workers, run_jobs
-from simulator.report import table as scenario_table
-from simulator.scenario import load_scenario, named_scenarios
-from simulator.seeds import run_seeded
-from simulator.sweep import SweepPlan, draw_scenarios, plan_jobs, run_sweep
-from simulator.sweep import table as sweep_table
+from tas_simulator.contenders import CONTENDERS
+from tas_simulator.family import load_family
+from tas_simulator.goals import report, sweep_goals
+from tas_simulator.jobs import default_workers, run_jobs
+from tas_simulator.report import table as scenario_table
+from tas_simulator.scenario import load_scenario, named_scenarios
+from tas_simulator.seeds import run_seeded
+from tas_simulator.sweep import SweepPlan, draw_scenarios, plan_jobs, run_sweep
+from tas_simulator.sweep import table as sweep_table
 
 
 def _noop(done: int, total: int) -> None:

@@ -25,7 +25,6 @@ from prometheus_client import CollectorRegistry
 
 from benchmarks.report import Figure, print_figure
 from benchmarks.timing import median_cpu_seconds
-from inmemory.cluster import InMemoryCluster, WriteKind
 from policy_controller.desired import compute_desired
 from policy_controller.diff import NodeDiffer, diff_nodes, diff_pods
 from policy_controller.reconciler import Reconciler
@@ -36,6 +35,7 @@ from tas.metrics.static import StaticMetricView
 from tas.policies.model import parse_policy
 from tas.policies.store import PolicyStore
 from tas.types import Namespace, NodeName
+from tas_inmemory.cluster import InMemoryCluster, WriteKind
 
 NODES = 5_000
 LARGE_NODES = 15_000

@@ -66,11 +66,11 @@ from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.signals import Signal
-from inmemory.cluster import InMemoryCluster
-from simulator.clock import VirtualClock
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass
 from tas.metrics.static import StaticMetricView
 from tas.types import MetricName, Namespace, NodeName
+from tas_inmemory.cluster import InMemoryCluster
+from tas_simulator.clock import VirtualClock
 
 NODES = 5_000
 #: The linearity check's smaller world: half of everything, so the two differ only in scale.

@@ -118,8 +118,8 @@ def placement_estimates() -> Callable[[], Any]:
     """What `tas extender` wires with recent placements on: a tracker fed with the pods, read
     against the nodes' sample times (all older than the binds, so every estimate counts)."""
     from tas.cluster.model import OwnerReference, Pod
-    from tas.placements import PlacementTracker
     from tas.types import MetricName, Namespace, NodeName
+    from tas_herd.placements import PlacementTracker
 
     now = time.time()
     tracker = PlacementTracker(default_capacity={"cpu": 16.0, "memory": 64.0 * 1024**3})

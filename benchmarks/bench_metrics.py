@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.report import Figure, print_figure
+from tas.adapters.metrics.textfile import TextfileSource
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.static import StaticMetricView
-from tas.metrics.textfile import TextfileSource
 from tas.metrics.textformat import parse_text
 from tas.types import MetricName
 

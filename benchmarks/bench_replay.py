@@ -17,9 +17,9 @@ import time
 
 from benchmarks.report import Figure, print_figure
 from tas.policies.model import TASPolicy, parse_policy
-from tas.replay.evaluate import replay_policies
-from tas.replay.history import History, PodHistory, StepColumns, Steps, Window
 from tas.types import MetricName, NodeName
+from tas_replay.evaluate import replay_policies
+from tas_replay.history import History, PodHistory, StepColumns, Steps, Window
 
 NODES = 500
 POLICIES = 20

@@ -62,9 +62,9 @@ import yaml
 
 from benchmarks.report import Figure, print_figure
 from benchmarks.timing import median_cpu_seconds
+from tas.adapters.metrics.textfile import write_node_series
 from tas.cluster.convert import node_from_api, pod_from_api
 from tas.cluster.sharing import SharedValues
-from tas.metrics.textfile import write_node_series
 from tas.vocabulary import POLICY_LABEL
 from tests.k8s_emulator import KubeEmulator, realistic
 from tests.k8s_emulator.resources import BY_PLURAL
@@ -249,7 +249,7 @@ def _free_port() -> int:
 @contextmanager
 def _fresh_textfiles(world: World, period: float = 10.0) -> Iterator[None]:
     """Touch every node's textfile every `period`, as a node's writer rewrites it: a sample is
-    as old as its file (tas.metrics.textfile), and a stale one counts as missing."""
+    as old as its file (tas.adapters.metrics.textfile), and a stale one counts as missing."""
     stop = threading.Event()
 
     def touch() -> None:

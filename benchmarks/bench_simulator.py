@@ -14,9 +14,9 @@ import logging
 import time
 
 from benchmarks.report import Figure, print_figure
-from simulator.contenders import Contender, resolve
-from simulator.runner import run_contender
-from simulator.scenario import load_scenario
+from tas_simulator.contenders import Contender, resolve
+from tas_simulator.runner import run_contender
+from tas_simulator.scenario import load_scenario
 
 
 def _seconds(name: str) -> float:

@@ -6,7 +6,7 @@ the descheduler and the scheduler agree about a placement), the upstream desched
 inter-pod anti-affinity check against the pods already on the node, and the one upstream cannot
 do: the pod's TASPolicy `dontschedule` rules must pass on the node. A node without a value of
 a metric that gets estimates (one that just joined: no sample yet) is judged, as the extender
-judges it (`tas.placements`), at its estimated load: what its pods request, as a share of its
+judges it (`tas_herd.placements`), at its estimated load: what its pods request, as a share of its
 allocatable. So a fresh node is a valid target while it has room, and stops being one once
 what already landed there would violate; missing data alone never rules it out.
 """
@@ -19,11 +19,11 @@ from dataclasses import replace
 from descheduler.state import CycleState
 from tas.cluster.model import LabelSelector, Node, Pod, workload_of
 from tas.fit import NodeLoad, holds_resources, rejection
-from tas.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load
 from tas.policies.model import TASPolicy
 from tas.rules import filter_nodes
 from tas.types import MetricColumns, MetricName, NodeName
 from tas.vocabulary import POLICY_LABEL
+from tas_herd.placements import DEFAULT_RESOURCES, Placement, add_estimates, estimate_load
 
 
 def anti_affinity_clash(pod: Pod, node: Node, pods_on_node: Iterable[Pod]) -> Pod | None:
@@ -88,7 +88,7 @@ def _unmeasured_at_estimate(
     resources: Mapping[MetricName, str] = DEFAULT_RESOURCES,
 ) -> dict[MetricName, dict[NodeName, float]]:
     """For the nodes without a value of a metric others report, their pods' requests as a
-    share of their allocatable (`tas.placements.estimate_load` with every pod uncovered)."""
+    share of their allocatable (`tas_herd.placements.estimate_load` with every pod uncovered)."""
     missing = [
         node
         for node in nodes

@@ -28,7 +28,6 @@ from descheduler.liveness import CycleLiveness
 from descheduler.schedule import run_schedule
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import TokenOverPlainHttpError, service_account_prometheus
-from tas import process, startup
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import ObservableCluster, ResourceKind
 from tas.cron import CronSchedule
@@ -36,10 +35,11 @@ from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
-from tas.probes import ProbeServer
+from tas.runtime import process, startup
+from tas.runtime.probes import ProbeServer
 
 if TYPE_CHECKING:
-    from tas.cluster.kubernetes import KubernetesCluster
+    from tas.adapters.cluster.kubernetes import KubernetesCluster
 
 log = logging.getLogger("descheduler")
 
@@ -83,7 +83,7 @@ def run_descheduler(
     """Run `config` in `mode` every `interval` (or on `settings.cron`) until SIGTERM/SIGINT, or
     once for an interval of 0 and no cron; `cluster` replaces the Kubernetes one (the in-memory
     world, tests). The exit status: 0, or 1 when a broken cluster or source stops it (one
-    log line); a problem the operator can fix is a `tas.process.SetupError`."""
+    log line); a problem the operator can fix is a `tas.runtime.process.SetupError`."""
     try:
         with process.Lifetime("Descheduler", shutdown_seconds=SHUTDOWN_SECONDS) as life:
             # First of all, so that a SIGTERM while the caches fill is a clean stop too.
@@ -248,7 +248,8 @@ def _wait_for_caches(
     liveness: CycleLiveness,
     warn_seconds: float = CACHE_WAIT_WARN_SECONDS,
 ) -> bool:
-    """`tas.startup.wait_for_caches`, as every component waits, with liveness held: listing is
+    """`tas.runtime.startup.wait_for_caches`, as every component waits, with liveness held: listing
+    is
     progress, and the allowance for the first cycle counts from when the caches are full.
     Meanwhile /readyz says not ready (the caller sets `synced` after)."""
     synced = startup.wait_for_caches(

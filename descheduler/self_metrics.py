@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.node_classes import Category, Classification
 from tas.calibration import Calibration
-from tas.self_metrics import MetricFactory
+from tas.runtime.self_metrics import MetricFactory
 from tas.types import NodeName
 
 #: Classification as a number, so a status-history panel can colour it.

@@ -2,7 +2,7 @@
 (through the cluster: metrics.k8s.io NodeMetrics and PodMetrics) and Prometheus instant queries
 (through the project's Prometheus adapter, `tas.metrics`, with the descheduler's ServiceAccount
 token when it runs in a cluster). And where LoadAware learns which pod is hot: per-pod usage
-from Prometheus's container series (`tas.metrics.pod_usage`, `pod_usage_from`).
+from Prometheus's container series (`tas.adapters.metrics.pod_usage`, `pod_usage_from`).
 
 Each source is read at most once per cycle, and only when a plugin asks.
 
@@ -21,11 +21,7 @@ from typing import Any, TypeVar
 from descheduler import framework
 from descheduler.framework import PodUsage, PodUsageSource, UsageError
 from descheduler.state import CycleState, pod_key
-from tas.cluster.interface import Cluster, ClusterError
-from tas.fit import node_share, request_share
-from tas.metrics.config import MetricsConfig
-from tas.metrics.errors import MetricFetchError, MetricSourceError
-from tas.metrics.prometheus import (
+from tas.adapters.metrics.prometheus import (
     CredentialOverPlainHttpError,
     PrometheusClient,
     node_labels,
@@ -33,6 +29,10 @@ from tas.metrics.prometheus import (
     open_prometheus,
     plain_http_credential,
 )
+from tas.cluster.interface import Cluster, ClusterError
+from tas.fit import node_share, request_share
+from tas.metrics.config import MetricsConfig
+from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.source import ExplainedPodUsage, PodUsageFeed
 from tas.types import NodeName, PodKey
 
@@ -47,7 +47,7 @@ SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/toke
 class PrometheusQueries:
     """Instant queries against one Prometheus, each sample's node from its `instance` label
     (`node`, `kubernetes_node` when it is missing), through the project's one Prometheus
-    client (`tas.metrics.prometheus.open_prometheus`)."""
+    client (`tas.adapters.metrics.prometheus.open_prometheus`)."""
 
     def __init__(
         self,

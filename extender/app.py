@@ -35,10 +35,10 @@ from extender.wire import (
 from tas.calibration import Calibration
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
-from tas.placements import Estimates
 from tas.policies.store import PolicyStore
 from tas.request_body import BodyTooLargeError, RejectedRequestError, read_limited
 from tas.types import NodeName
+from tas_herd.placements import Estimates
 
 _JSON = "application/json"
 
@@ -103,7 +103,7 @@ def create_app(
     """Build the extender application around its collaborators (nothing global).
 
     `estimates`, when given, answers the recent placements' extra load per metric and node
-    (`tas.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
+    (`tas_herd.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
     node's CPU cores (`PlacementTracker.cores`), `servers` its learned pressure curve
     (`PlacementTracker.servers`; absent: the shared model), `calibration` what herd control
     has learned, exported on /metrics (`PlacementTracker.calibration`). `caches_synced` tells

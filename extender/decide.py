@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from extender.decisions import Decision, Outcome, Verb
 from extender.wire import PodInfo
 from tas.breaker import DEFAULT_MAX_SHARE, judge_strategy
-from tas.placements import Estimates, add_estimates, only_metrics
 from tas.policies.model import StrategyName, TASPolicy
 from tas.policies.store import PolicySnapshot
 from tas.rules import ScoreMode, filter_nodes, score_nodes
 from tas.types import MetricColumn, MetricColumns, MetricName, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
+from tas_herd.placements import Estimates, add_estimates, only_metrics
 
 _STRATEGY = {Verb.FILTER: StrategyName.DONTSCHEDULE, Verb.PRIORITIZE: StrategyName.SCHEDULEONMETRIC}
 
@@ -106,7 +106,7 @@ def decide_filter(
 ) -> Decision:
     """`estimates` are applied when given: the caller passes them for policies that filter
     on recent placements only. `cores` (a node's CPU cores) puts pressure estimates on the
-    stall curve (`tas.placements.add_estimates`), the node's own where `servers` has one."""
+    stall curve (`tas_herd.placements.add_estimates`), the node's own where `servers` has one."""
     resolution = resolve_policy(pod, snapshot, Verb.FILTER)
     if resolution.policy is None:
         return _decision(Verb.FILTER, pod, candidates, resolution, now, reason=resolution.reason)

@@ -1,11 +1,11 @@
 """The extender's process: everything `tas extender` runs once its flags are read and checked.
 
 Wires the policy store (files or the cluster's TASPolicy objects), the recent placements fed by
-pod and node watches (herd control, `tas.placements`: binds, and each node's allocatable as its
+pod and node watches (herd control, `tas_herd.placements`: binds, and each node's allocatable as its
 capacity) and by the pods' usage (Prometheus, else metrics-server's PodMetrics), the metric
 view, the FastAPI application and its uvicorn server with TLS, whose certificate is reloaded
 when its files change (`extender.cert_reload`). With herd control on, the view also fetches
-the CPU utilization and pressure its curves learn from (`tas.placements.HERD_CONTROL_METRICS`)
+the CPU utilization and pressure its curves learn from (`tas_herd.placements.HERD_CONTROL_METRICS`)
 whatever the policies name, and /metrics exports what it has learned
 (`PlacementTracker.calibration`).
 uvicorn takes SIGTERM/SIGINT while it serves and hands them back when it stops; the handlers
@@ -13,7 +13,7 @@ installed here make that second delivery a clean stop (exit 0) instead of a kill
 
 The command (`tas_cli.extender`) parses the flags, checks them and calls `serve_extender`; it
 reads them through a Protocol (`ExtenderProcessSettings`), so this module imports nothing of
-the command line. A problem the operator can fix is a `tas.process.SetupError`.
+the command line. A problem the operator can fix is a `tas.runtime.process.SetupError`.
 """
 
 from __future__ import annotations
@@ -32,25 +32,25 @@ from extender.cert_reload import CertificateReloader
 from extender.self_metrics import CertificateMetrics
 from extender.settings import ExtenderSettings
 from extender.tls import ClientNameGuard, TLSConfigError, tls_files
-from tas import process, startup
 from tas.calibration.curve import CurveLearner
 from tas.clock import SYSTEM_CLOCK
 from tas.cluster.interface import PodFields, ResourceKind
 from tas.durations import format_duration
 from tas.metrics.view import MetricView
-from tas.placements import (
+from tas.policies.store import PolicyStore
+from tas.policies.wanted import want_policy_metrics
+from tas.runtime import process, startup
+from tas.types import MetricName
+from tas_herd.placements import (
     DEFAULT_MAX_WINDOW,
     HERD_CONTROL_METRICS,
     PlacementTracker,
     follow_cluster,
 )
-from tas.policies.store import PolicyStore
-from tas.policies.wanted import want_policy_metrics
-from tas.types import MetricName
 
 if TYPE_CHECKING:
-    from tas.cluster.kubernetes import KubernetesCluster
-    from tas.metrics.pod_usage import PrometheusPodUsage
+    from tas.adapters.cluster.kubernetes import KubernetesCluster
+    from tas.adapters.metrics.pod_usage import PrometheusPodUsage
     from tas.metrics.resource_metrics import ResourceMetricsPodUsage
 
 log = logging.getLogger("extender")
@@ -78,7 +78,8 @@ class PlacementSettings:
     learn_curves: bool = True
     #: `--estimate-window-min`; None: the window never goes below `window`.
     min_window: float | None = None
-    #: `--estimate-window-max`; None: `tas.placements.DEFAULT_MAX_WINDOW` (or `window` if longer).
+    #: `--estimate-window-max`; None: `tas_herd.placements.DEFAULT_MAX_WINDOW` (or `window` if
+    #: longer).
     max_window: float | None = None
 
     def window_problem(self) -> str | None:
@@ -158,7 +159,7 @@ def want_metrics(store: PolicyStore, view: MetricView, *, herd_control: bool) ->
 
 def serve_extender(settings: ExtenderProcessSettings) -> int:
     """Serve until SIGTERM/SIGINT (exit status 0); a problem the operator can fix (a TLS file,
-    a taken port) is a `tas.process.SetupError` before anything serves."""
+    a taken port) is a `tas.runtime.process.SetupError` before anything serves."""
     # Imported here, not at the top: FastAPI, uvicorn and the metric sources' httpx are most
     # of the start-up time, and `tas extender --help` (or a refused command line) needs none.
     from extender.app import create_app

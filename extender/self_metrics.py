@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from extender.certificate import CertificateInfo
 from extender.decisions import Decision, Outcome
 from tas.calibration import Calibration
-from tas.self_metrics import MetricFactory
+from tas.runtime.self_metrics import MetricFactory
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -109,7 +109,7 @@ class CertificateMetrics:
 
 
 class CalibrationCollector(Collector):
-    """Herd control's calibration (`tas.placements.PlacementTracker.calibration`), computed
+    """Herd control's calibration (`tas_herd.placements.PlacementTracker.calibration`), computed
     when scraped so it is never out of date; the lag, start-up and window only once known."""
 
     def __init__(self, calibration: Callable[[], Calibration]) -> None:

@@ -25,10 +25,10 @@ from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
-from tas.placements import Estimates
 from tas.policies.store import PolicyStore
 from tas.types import NodeName
 from tas.vocabulary import POLICY_LABEL
+from tas_herd.placements import Estimates
 
 #: The decision lines keep the logger name they had in the HTTP app: users filter on it
 #: (docs/upgrade-from-tas.md).
@@ -51,7 +51,7 @@ class ExtenderService:
         record: Callable[[Decision], None] | None = None,
     ) -> None:
         """`estimates`, when given, answers the recent placements' extra load per metric and
-        node (`tas.placements.PlacementTracker.estimates` on the view's sample times), and
+        node (`tas_herd.placements.PlacementTracker.estimates` on the view's sample times), and
         `cores` each node's CPU cores (`PlacementTracker.cores`: pressure estimates follow the
         stall curve), `servers` each node's learned curve (`PlacementTracker.servers`);
         `record` receives every decision (`DecisionReporter.record` in `tas extender`)."""

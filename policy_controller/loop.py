@@ -1,7 +1,8 @@
 """The periodic loop: one reconcile every sync period, only while this replica leads.
 
 The leader gate is a plain callable so that any election (the Lease elector of
-`tas.cluster.leader`, or none) plugs in; it is asked before every cycle, and the reconciler asks
+`tas.adapters.cluster.leader`, or none) plugs in; it is asked before every cycle, and the
+reconciler asks
 it again before every write, so a replica that loses its lease stops writing at once.
 A cycle that raises is logged and counted; the loop carries on with the next period.
 """

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry
 
-from tas.self_metrics import MetricFactory
+from tas.runtime.self_metrics import MetricFactory
 from tas.types import PolicyKey
 
 

@@ -1,6 +1,6 @@
 """The CPU stall model, and what moving a pod between two nodes is predicted to change.
 
-One formula, built once: the simulator's workload model (`inmemory.workload`) computes the PSI
+One formula, built once: the simulator's workload model (`tas_inmemory.workload`) computes the PSI
 it exports with it, and the descheduler predicts with it what an eviction will relieve
 (`descheduler.plugins.load_aware`). Pure: numbers in, numbers out.
 

@@ -4,15 +4,17 @@ The extender, the policy controller and the descheduler are different loops arou
 parts, so their command lines agree by construction: `--kubeconfig/--context`,
 `--metrics/--metrics-config/--metric-max-age`, `--policies`, `--sync-period`, `--log-level`
 mean the same everywhere, with one duration grammar (`tas.durations`: Go's, plus bare seconds)
-and case-insensitive log levels. What they open from those flags is `tas.startup`'s (the
+and case-insensitive log levels. What they open from those flags is `tas.runtime.startup`'s (the
 Kubernetes connection and caches, the metric view, per-pod usage, the policies followed), and
-how a process lives and ends is `tas.process`'s (`Lifetime`, the addresses it serves, the Lease).
+how a process lives and ends is `tas.runtime.process`'s (`Lifetime`, the addresses it serves, the
+Lease).
 
-Startup problems are `tas.process.SetupError`s: the command prints one line and exits 2, never
+Startup problems are `tas.runtime.process.SetupError`s: the command prints one line and exits 2,
+never
 a traceback.
 
 Each command reads its `argparse.Namespace` once, in its own module, into a frozen settings
-object built from the shared pieces (`tas.startup.KubeSettings`, `MetricsSettings`;
+object built from the shared pieces (`tas.runtime.startup.KubeSettings`, `MetricsSettings`;
 `read_settings` fills every other field from the argument of its name), and passes that on;
 the helpers take those pieces, never the Namespace (kopf's `OperatorSettings`,
 kopf/_cogs/configs/configuration.py, is the model: one typed object instead of loose options).
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from tas.cron import CronError, CronSchedule
 from tas.durations import DurationError, parse_duration
-from tas.startup import KubeSettings, MetricsSettings
+from tas.runtime.startup import KubeSettings, MetricsSettings
 from tas.tas_flags import Component, TasFlagError, translate_tas_flags
 
 if TYPE_CHECKING:

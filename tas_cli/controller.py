@@ -20,11 +20,11 @@ from prometheus_client import CollectorRegistry
 from policy_controller.loop import ControllerLoop
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from tas import process, startup
 from tas.cluster.interface import PodFields, ResourceKind
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
-from tas.probes import ProbeServer
+from tas.runtime import process, startup
+from tas.runtime.probes import ProbeServer
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
 from tas_cli import common
 

@@ -22,9 +22,9 @@ from descheduler.cycle import Mode
 from descheduler.kubedescheduler import KubeDeschedulerError, expand
 from descheduler.liveness import MISSED_CYCLES
 from descheduler.runtime import run_descheduler
-from tas import startup
 from tas.cluster.interface import ObservableCluster
 from tas.cron import CronSchedule
+from tas.runtime import startup
 from tas_cli import common
 
 #: What `--print-policy` shows for Prometheus's URL when `--metrics` does not give it: showing a

@@ -1,13 +1,13 @@
 """`tas explain pod NS/NAME` and `tas explain node NAME`: why a pod runs where it does and
 whether it would move now; what a node looks like to every policy.
 
-Two worlds, one explanation (`explainer.explain`, pure):
+Two worlds, one explanation (`tas_explain.explain`, pure):
 
 - a real cluster (the default): the Kubernetes adapter's caches (nodes, pods, PDBs, TASPolicies:
   what the descheduler's ClusterRole grants, docs/explain.md), the metric source the
   components use (`--metrics`), the extender's decision log (`--extender URL`, its
   `/debug/decisions`), the Events the descheduler wrote, and a dry run of the descheduler's
-  current cycle (`--descheduler-config`), gathered by `explainer.cluster`;
+  current cycle (`--descheduler-config`), gathered by `tas_explain.cluster`;
 - a running `make run` (`--url URL`, or `--demo`): its dashboard builds the same explanation
   in-process (`/api/explain/...`, served from an `Explainer` that `tas run` wires with its live
   parts) and this command prints it.
@@ -36,8 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from explainer.cluster import TIMEOUT_SECONDS, explain_from_cluster
-from explainer.explanation import (
+from tas.policies.model import TASPolicy
+from tas.runtime import process, startup
+from tas.types import PolicyKey
+from tas_cli import common
+from tas_explain.cluster import TIMEOUT_SECONDS, explain_from_cluster
+from tas_explain.explanation import (
     NodeExplanation,
     PodExplanation,
     UnknownObjectError,
@@ -45,11 +49,7 @@ from explainer.explanation import (
     pod_from_json,
     to_json,
 )
-from explainer.render import render_node, render_pod
-from tas import process, startup
-from tas.policies.model import TASPolicy
-from tas.types import PolicyKey
-from tas_cli import common
+from tas_explain.render import render_node, render_pod
 
 log = logging.getLogger("tas.explain")
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from extender.runtime import PlacementSettings, serve_extender
 from extender.settings import DEFAULT_MAX_BODY_BYTES, ExtenderSettings
-from tas import process, startup
 from tas.breaker import DEFAULT_MAX_SHARE
-from tas.placements import DEFAULT_RESOURCES, DEFAULT_WINDOW
 from tas.quantity import parse_quantity
 from tas.rules import ScoreMode
+from tas.runtime import process, startup
 from tas.tas_flags import TAS_DEFAULT_CACERT
 from tas.types import MetricName
 from tas_cli import common
+from tas_herd.placements import DEFAULT_RESOURCES, DEFAULT_WINDOW
 
 #: `--node-capacity`'s default.
 DEFAULT_CAPACITY = {"cpu": 16.0, "memory": 64.0 * 1024**3}

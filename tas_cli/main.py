@@ -61,7 +61,7 @@ class Command:
 
 
 #: The modules each extra brings (import names), the ones a command's code imports. `distributed`
-#: (in `[sim]`, for `--dask` only) is checked where it is used (`simulator.jobs`).
+#: (in `[sim]`, for `--dask` only) is checked where it is used (`tas_simulator.jobs`).
 EXTRAS: dict[str, tuple[str, ...]] = {
     "demo": ("numpy", "jsonschema"),
     "sim": ("numpy", "jsonschema", "matplotlib"),

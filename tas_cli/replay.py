@@ -1,8 +1,8 @@
 """`tas replay`: what the policies would have done over a window of the cluster's own history.
 
 Reads the policies' metrics and the pods (kube-state-metrics) from Prometheus with range
-queries (`tas.replay.prometheus`), evaluates every policy at every step with the rule engine and
-the breaker (`tas.replay.evaluate`), writes DIR/replay.json and prints a summary; PNG timelines
+queries (`tas_replay.prometheus`), evaluates every policy at every step with the rule engine and
+the breaker (`tas_replay.evaluate`), writes DIR/replay.json and prints a summary; PNG timelines
 when matplotlib (the `[sim]` extra) is installed. `--compare` replays a second version of the
 policies over the same history and prints the difference; `--scenario-out` writes the window
 as a `tas simulate` scenario.
@@ -20,23 +20,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tas.adapters.metrics.prometheus import open_prometheus
 from tas.durations import format_duration
 from tas.metrics.config import load_metrics_config
 from tas.metrics.errors import MetricFetchError, MetricSourceError
 from tas.metrics.names import derived
-from tas.metrics.prometheus import open_prometheus
 from tas.metrics.refreshing import default_max_age
 from tas.policies.files import load_policy_path
 from tas.policies.model import TASPolicy
-from tas.process import SetupError
-from tas.replay import timeline
-from tas.replay.evaluate import Replay, replay_policies
-from tas.replay.history import ReplayInputError, make_window, parse_time
-from tas.replay.prometheus import read_history
-from tas.replay.report import policy_documents, print_comparison, print_summary, write_scenario
+from tas.runtime.process import SetupError
 from tas_cli.common import duration, share
 from tas_cli.main import INSTALL_EXTRA
 from tas_cli.validate import problem_lines
+from tas_replay import timeline
+from tas_replay.evaluate import Replay, replay_policies
+from tas_replay.history import ReplayInputError, make_window, parse_time
+from tas_replay.prometheus import read_history
+from tas_replay.report import policy_documents, print_comparison, print_summary, write_scenario
 
 #: `tas replay --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (

@@ -4,16 +4,17 @@ Everything real except the cluster: the extender serves HTTP on 127.0.0.1, the p
 controller labels nodes and pods and writes policy status, the descheduler (Automatic: TAS
 violations, load-aware rebalancing, soft taints) evicts, and the kube-scheduler model places
 pending pods by calling the extender with kube-scheduler's wire format. The cluster is the
-in-memory one (`inmemory.demo`); node telemetry is textfiles, written every sync period by the
-workload model (`inmemory.live_telemetry`) and by `tas set-health`, and read back by the real
-textfile metric source. The dashboard (`dashboard/`) shows it all and offers the demo's
+in-memory one (`tas_inmemory.demo`); node telemetry is textfiles, written every sync period by the
+workload model (`tas_inmemory.live_telemetry`) and by `tas set-health`, and read back by the real
+textfile metric source. The dashboard (`tas_dashboard/`) shows it all and offers the demo's
 controls; its JSON API is in docs/dashboard.md. With `--scenario`, a simulator scenario takes
 the demo's place, in real time: the very run `tas simulate` makes for `ours`, metric pipeline
-included (`simulator.live`). Both worlds are built, wired and bound in `dashboard.worlds`, and
-run on the page, stepped by the closed loop, in `dashboard.runtime` (`run_world`); this module
+included (`tas_simulator.live`). Both worlds are built, wired and bound in `tas_dashboard.worlds`,
+and
+run on the page, stepped by the closed loop, in `tas_dashboard.runtime` (`run_world`); this module
 reads the flags, checks them and ends the process.
 
-SIGINT/SIGTERM end it within 2 s, whatever it is doing (`dashboard.runtime`); then the process
+SIGINT/SIGTERM end it within 2 s, whatever it is doing (`tas_dashboard.runtime`); then the process
 ends without the interpreter's teardown, which alone took 0.5-1 s on a busy machine (nothing is
 left to save: the world is in memory, the textfiles are written whole).
 """
@@ -31,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from dashboard.runtime import run_world
-from dashboard.worlds import DEMO
 from descheduler.cycle import Mode
-from inmemory.demo import DEMO_APP, NODES
-from tas import process
+from tas.runtime import process
 from tas_cli import common
+from tas_dashboard.runtime import run_world
+from tas_dashboard.worlds import DEMO
+from tas_inmemory.demo import DEMO_APP, NODES
 
 #: `tas run --help`'s description; its one-line help is in `tas_cli.main.COMMANDS`.
 DESCRIPTION = (
@@ -202,7 +203,7 @@ def check_settings(settings: RunCommandSettings) -> None:
             "(scale them on the page, or with tas demo scale NAME N)"
         )
     if settings.scenario:
-        from simulator.scenario import unknown_scenario
+        from tas_simulator.scenario import unknown_scenario
 
         unknown = unknown_scenario(settings.scenario)
         if unknown is not None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tas.metrics.textfile import (
+from tas.adapters.metrics.textfile import (
     HEALTH_SERIES,
     REMOTE_DIR,
     REMOTE_FILE,

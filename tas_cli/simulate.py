@@ -5,16 +5,16 @@ an independent job on a process pool over all cores (or a Dask cluster with `--d
 DIR/summary.json (means over the seeds, 95% intervals, the clear bests), PNG charts per scenario
 from its first seed, and the run's log (DIR/simulate.log: what ran, its progress and tables, and
 the components' warnings), and prints one table per scenario (blocks of columns no wider than
-`simulator.report.TABLE_WIDTH`), then a legend of the columns shown (what each figure counts, in
-which unit, `simulator.report.LEGEND`), and where it wrote. Fewer than `FEW_SEEDS` seeds is
+`tas_simulator.report.TABLE_WIDTH`), then a legend of the columns shown (what each figure counts, in
+which unit, `tas_simulator.report.LEGEND`), and where it wrote. Fewer than `FEW_SEEDS` seeds is
 warned of: their intervals are too wide to compare. A scenario name that is neither a file nor a
-named scenario lists the named ones (`simulator.scenario.unknown_scenario`) and exits 2; a bad
+named scenario lists the named ones (`tas_simulator.scenario.unknown_scenario`) and exits 2; a bad
 scenario file lists every problem with its path and exits 1. Ctrl-C while the runs go stops at
 once, quietly (one line, exit 130, the workers terminated).
 
 Every table and summary.json also carry three reference rows, never contenders: `limit` (the
-fluid bound, `simulator.limit`), `hindsight` (whole pods placed once knowing the future, no
-moves: achievable, `simulator.hindsight`) and `clairvoyant` (ours reading true values, no
+fluid bound, `tas_simulator.limit`), `hindsight` (whole pods placed once knowing the future, no
+moves: achievable, `tas_simulator.hindsight`) and `clairvoyant` (ours reading true values, no
 pipeline lag), and each contender's share of the achievable gain, (requests - it) /
 (requests - limit), and the same against the hindsight placement.
 """
@@ -112,18 +112,18 @@ class ProgressBar:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.contenders import choose_contenders
-    from simulator.goals import named_goals, report
-    from simulator.jobs import DaskUnavailableError
-    from simulator.report import COLUMNS, legend, summary, table, write_summary
-    from simulator.scenario import (
+    from tas.durations import DurationError, parse_duration
+    from tas_simulator.contenders import choose_contenders
+    from tas_simulator.goals import named_goals, report
+    from tas_simulator.jobs import DaskUnavailableError
+    from tas_simulator.report import COLUMNS, legend, summary, table, write_summary
+    from tas_simulator.scenario import (
         ScenarioError,
         load_scenario,
         named_scenarios,
         unknown_scenario,
     )
-    from simulator.seeds import run_seeded
-    from tas.durations import DurationError, parse_duration
+    from tas_simulator.seeds import run_seeded
 
     named = named_scenarios()
     names = list(args.scenarios)
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         print(table(result) + "\n", flush=True)
         LOG.info("%s", table(result))
         if not args.no_charts:
-            from simulator.charts import write_charts
+            from tas_simulator.charts import write_charts
 
             charts.extend(write_charts(result, out))
     figures = {f for r in results for s in r.contenders.values() for f in s.means()}
@@ -301,7 +301,7 @@ def _progress(bar: ProgressBar, done: int, total: int) -> None:
 
 def _log_to(path: Path) -> None:
     """The run's log: what was run and how it went (this command's own lines, from INFO),
-    and what the components warn of, here and in the workers (`simulator.jobs`, which
+    and what the components warn of, here and in the workers (`tas_simulator.jobs`, which
     append to the same file); the components' every decision stays out (below WARNING)."""
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))

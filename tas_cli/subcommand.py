@@ -9,13 +9,13 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from tas.process import SetupError
+from tas.runtime.process import SetupError
 
 
 def run_command(
     command: str, body: Callable[[argparse.Namespace], int], args: argparse.Namespace
 ) -> int:
-    """Run a command's body (its module's `run`): a `tas.process.SetupError` (a flag the
+    """Run a command's body (its module's `run`): a `tas.runtime.process.SetupError` (a flag the
     user can fix, a port taken, a file missing) becomes `tas COMMAND: why` on stderr and exit
     status 2, never a traceback. The one place that does: `tas_cli.main` runs every command
     through it, so a command's body only raises."""

@@ -4,10 +4,10 @@ Writes DIR/sweep.json (the verdict per contender), DIR/runs.json (every run's fi
 DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`),
 DIR/journal.jsonl (each run as it finishes: run again, an interrupted sweep resumes, unless
 `--fresh`) and DIR/sweep.log (the components' own messages), and prints the verdict as a
-table and ours' goals, each MET, MISSED or UNDECIDED with its interval (`simulator.goals`). A
+table and ours' goals, each MET, MISSED or UNDECIDED with its interval (`tas_simulator.goals`). A
 bad family file lists every problem with its path and exits 1. The reference rows (`limit`,
 `hindsight`, `clairvoyant`) run on every scenario and seed too, and every contender's share of
-the achievable gain is given (`simulator.sweep`). `--family-seed N` draws the family's
+the achievable gain is given (`tas_simulator.sweep`). `--family-seed N` draws the family's
 scenarios from seed N, not the family's own: a fresh draw, on which no default was tuned.
 """
 
@@ -74,11 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.contenders import choose_contenders
-    from simulator.family import FamilyError, load_family, named_families
-    from simulator.goals import OURS, report, sweep_goals
-    from simulator.jobs import REFERENCES, DaskUnavailableError, configure_run_logging
-    from simulator.sweep import BASELINE, JOURNAL, SweepPlan, run_sweep, table
+    from tas_simulator.contenders import choose_contenders
+    from tas_simulator.family import FamilyError, load_family, named_families
+    from tas_simulator.goals import OURS, report, sweep_goals
+    from tas_simulator.jobs import REFERENCES, DaskUnavailableError, configure_run_logging
+    from tas_simulator.sweep import BASELINE, JOURNAL, SweepPlan, run_sweep, table
 
     if args.count < 1 or args.seeds < 1:
         print("tas sweep: --count and --seeds must be at least 1", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 Reads BEFORE/runs.json and AFTER/runs.json (two `tas sweep --out` folders, run with the same
 family, count and seeds, before and after a change) and prints one contender's totals and the
-scenarios whose figures moved clearly, paired by seed (`simulator.paired`). Sweeps that do not
+scenarios whose figures moved clearly, paired by seed (`tas_simulator.paired`). Sweeps that do not
 hold the same runs, or the same drawn scenarios, are refused with every mismatch listed, exit 1:
 pairing different scenarios would claim what the change did not do.
 """
@@ -72,7 +72,7 @@ def _same_scenarios(before: Path, after: Path, problems: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.paired import UnpairedError, pair_sweeps, table
+    from tas_simulator.paired import UnpairedError, pair_sweeps, table
 
     problems: list[str] = []
     before, after = _load(args.before, problems), _load(args.after, problems)

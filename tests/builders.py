@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
-from inmemory.cluster import InMemoryCluster
 from tas.cluster.model import Node, OwnerReference, Pod, QoSClass, Taint
 from tas.policies.model import TASPolicy, parse_policy
 from tas.types import MetricColumns, MetricName, Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
+from tas_inmemory.cluster import InMemoryCluster
 
 GiB = 2.0**30
 #: The shipped health-metric demo policy, the one most tests apply.

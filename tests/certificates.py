@@ -1,7 +1,7 @@
 """A private certificate authority made in the test (no system trusts it) and the
 certificates it issues: server certificates for 127.0.0.1 and client certificates, each written
 as PEM files. For the extender's TLS and mutual TLS (tests/extender/test_tls.py and the command
-line's tests) and a Prometheus served over TLS (tests/metrics/test_pod_usage.py).
+line's tests) and a Prometheus served over TLS (tests/tas/adapters/metrics/test_pod_usage.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 applied (deploy/cluster, deploy/health-metric-demo), the manifests of a directory, one rendered
 object, and the demo's nodes (node-a at 0, node-b at 1, node-c at 2: `HEALTH`), pods and their
 metrics-server usage. For the tests that run the components on their shipped roles
-(tests/test_rbac.py) and `tas explain` against such a cluster (tests/cli/test_explain_cluster.py).
+(tests/test_rbac.py) and `tas explain` against such a cluster
+(tests/tas_cli/test_explain_cluster.py).
 """
 
 from __future__ import annotations

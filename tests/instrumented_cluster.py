@@ -1,6 +1,6 @@
 """The in-memory cluster with the instrumentation tests need: write counts and failures on cue.
 
-`inmemory.cluster.InMemoryCluster` calls `before_write` with the kind of every write asked for;
+`tas_inmemory.cluster.InMemoryCluster` calls `before_write` with the kind of every write asked for;
 this subclass counts them (so a test can assert that a steady state writes nothing) and raises
 injected errors from it (so a test can watch a component handle a failing API).
 """
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from inmemory.cluster import InMemoryCluster, WriteKind
 from tas.cluster.interface import ClusterError
+from tas_inmemory.cluster import InMemoryCluster, WriteKind
 
 
 class InstrumentedCluster(InMemoryCluster):

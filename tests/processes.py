@@ -11,8 +11,8 @@ under pytest-xdist too); `black_hole()` is a loopback server that never answers 
 server or Prometheus); `tas_command(...)` is the `tas` command line of this interpreter;
 `write_stand_in_ssh(directory, log)` writes an `ssh` that runs the remote command here.
 
-Used for Prometheus and node-exporter (tests/metrics/processes.py), `tas run`
-(tests/demo_process.py), the extender (tests/cli/test_extender.py) and the components under
+Used for Prometheus and node-exporter (tests/tas/adapters/metrics/processes.py), `tas run`
+(tests/demo_process.py), the extender (tests/tas_cli/test_extender.py) and the components under
 RBAC (tests/test_rbac.py).
 """
 

@@ -13,10 +13,10 @@ PRODUCT = (
     "extender",
     "policy_controller",
     "descheduler",
-    "explainer",
-    "inmemory",
-    "dashboard",
-    "simulator",
+    "tas_explain",
+    "tas_inmemory",
+    "tas_dashboard",
+    "tas_simulator",
     "benchmarks",
 )
 

@@ -18,12 +18,12 @@ import grimp
 PACKAGES = (
     "tas",
     "tas_cli",
-    "inmemory",
+    "tas_inmemory",
     "extender",
     "policy_controller",
     "descheduler",
-    "dashboard",
-    "simulator",
+    "tas_dashboard",
+    "tas_simulator",
 )
 
 

@@ -76,10 +76,10 @@ import kubernetes.client as k8s
 import pytest
 import yaml
 
-from tas.cluster.informer import Backoff
+from tas.adapters.cluster.informer import Backoff
+from tas.adapters.cluster.kubernetes import KubernetesCluster
+from tas.adapters.metrics.textfile import write_node_series
 from tas.cluster.interface import ResourceKind
-from tas.cluster.kubernetes import KubernetesCluster
-from tas.metrics.textfile import write_node_series
 from tests.deploy.pipeline import rendered
 from tests.health_demo import (
     CLUSTER,
@@ -644,10 +644,10 @@ COMPONENT_CODE: dict[str, tuple[str, ...]] = {
     "tas-descheduler": ("tas_cli/descheduler.py", "descheduler"),
     "tas-extender": ("tas_cli/extender.py", "extender"),
 }
-KUBERNETES = "tas/cluster/kubernetes.py"
-INFORMER = "tas/cluster/informer.py"
-LEADER = "tas/cluster/leader.py"
-CUSTOM_METRICS_SOURCE = "tas/metrics/custom_metrics.py"
+KUBERNETES = "tas/adapters/cluster/kubernetes.py"
+INFORMER = "tas/adapters/cluster/informer.py"
+LEADER = "tas/adapters/cluster/leader.py"
+CUSTOM_METRICS_SOURCE = "tas/adapters/metrics/custom_metrics.py"
 #: A node metric as prometheus-adapter serves it (the name is the policy's: any name).
 A_CUSTOM_METRIC = Access("get", "custom.metrics.k8s.io", "nodes/health_metric")
 
@@ -727,7 +727,10 @@ NEEDS: dict[str, Need] = {
     ),
     "open_resource_metrics_pod_usage": Need(
         frozenset({Access("list", "metrics.k8s.io", "pods")}),
-        (("tas/startup.py", "list_pod_metrics"), (KUBERNETES, "list_cluster_custom_object")),
+        (
+            ("tas/runtime/startup.py", "list_pod_metrics"),
+            (KUBERNETES, "list_cluster_custom_object"),
+        ),
     ),
     "list_events": Need(
         frozenset({Access("list", "", "events")}),
@@ -738,7 +741,7 @@ NEEDS: dict[str, Need] = {
             Access(verb, "coordination.k8s.io", "leases") for verb in ("get", "create", "update")
         ),
         (
-            ("tas/process.py", "LeaderElector"),
+            ("tas/runtime/process.py", "LeaderElector"),
             (LEADER, "read_namespaced_lease"),
             (LEADER, "create_namespaced_lease"),
             (LEADER, "replace_namespaced_lease"),
@@ -746,7 +749,10 @@ NEEDS: dict[str, Need] = {
     ),
     "open_view": Need(
         frozenset({A_CUSTOM_METRIC}),
-        (("tas/metrics/spec.py", "CustomMetricsSource"), (CUSTOM_METRICS_SOURCE, "call_api")),
+        (
+            ("tas/adapters/metrics/spec.py", "CustomMetricsSource"),
+            (CUSTOM_METRICS_SOURCE, "call_api"),
+        ),
     ),
 }
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tas.cluster.leader import LeaderElector
+from tas.adapters.cluster.leader import LeaderElector
 from tests import processes
 from tests.builders import health_policy_document
 from tests.k8s_emulator import KubeEmulator

@@ -1,7 +1,7 @@
 """The cluster interface the policy controller and the descheduler are written against.
 
-Two implementations: `tas.cluster.kubernetes` (the official client, list+watch caches) and
-`inmemory.cluster` (the in-memory cluster for `make run`, the simulator and tests). Reads come
+Two implementations: `tas.adapters.cluster.kubernetes` (the official client, list+watch caches) and
+`tas_inmemory.cluster` (the in-memory cluster for `make run`, the simulator and tests). Reads come
 from a local cache kept current by watches, so a reconcile never LISTs per policy; writes go
 to the API and touch only the keys this project owns.
 

@@ -1,7 +1,7 @@
 """The parts of Kubernetes objects this project reads, as small immutable values.
 
 Adapters translate API objects into these (and only these fields), so the controller, the
-descheduler and the embedded cluster share one vocabulary and never touch raw API dicts.
+descheduler and the in-memory cluster share one vocabulary and never touch raw API dicts.
 Resource quantities are floats in base units (CPU in cores, memory in bytes).
 """
 
@@ -284,7 +284,7 @@ def controller_of(owners: tuple[OwnerReference, ...]) -> OwnerReference | None:
 
 @dataclass(frozen=True, slots=True)
 class PodSummary:
-    """The part of a pod that placements (herd control, `tas.placements`) and the policy
+    """The part of a pod that placements (herd control, `tas_herd.placements`) and the policy
     controller's pod labels read, with the names a `Pod` gives them: what the extender's and
     the controller's pod caches hold (`PodFields.SUMMARY`), a few hundred bytes where a `Pod`
     takes a couple of kilobytes."""

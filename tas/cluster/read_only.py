@@ -3,7 +3,7 @@
 A rule, not a copy of the interface: each of the `Cluster` interface's reads is the wrapped
 cluster's (`READS`), each write is refused with a ClusterError naming why the cluster is
 read-only (`REFUSED`), and Events are dropped (a dry cycle's circuit breaker records some). A
-name in neither is no part of the interface; tests/cluster/test_read_only.py checks that the
+name in neither is no part of the interface; tests/tas/cluster/test_read_only.py checks that the
 two cover the interface exactly, so a write added to it cannot pass through unnoticed.
 """
 

@@ -1,19 +1,18 @@
 """Node telemetry: one metric view shared by every component, with one module per source.
 
-`open_metric_view("<kind>:<where>")` turns the `--metrics` flag into a `RefreshingMetricView`
-(see spec.py for the kinds); `view.py` is the protocol the components read.
+The values and the protocol: `view.py` is what the components read, `refreshing.py` the cache
+they share, `source.py` what a source answers. The sources that do I/O, and
+`open_metric_view("<kind>:<where>")`, which turns the `--metrics` flag into a
+`RefreshingMetricView`, are the adapters' (`tas.adapters.metrics`).
 """
 
 from tas.metrics.errors import MetricFetchError, MetricSourceError, TextFormatError
 from tas.metrics.refreshing import RefreshingMetricView, default_max_age
-from tas.metrics.spec import FORMS, open_metric_view
 
 __all__ = [
-    "FORMS",
     "MetricFetchError",
     "MetricSourceError",
     "RefreshingMetricView",
     "TextFormatError",
     "default_max_age",
-    "open_metric_view",
 ]

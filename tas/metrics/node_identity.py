@@ -19,7 +19,7 @@ mapped in this order:
       host name no node has, the host itself, as before: the name a relabelled scrape gives.
 
 The addresses come from an `AddressBook`, the Node cache a component already keeps
-(`tas.cluster.kubernetes.KubernetesCluster.node_addresses`); this module does no I/O. Each
+(`tas.adapters.cluster.kubernetes.KubernetesCluster.node_addresses`); this module does no I/O. Each
 answer is read against one snapshot of the book (`NodeIdentity.resolver`), and the index over
 it is rebuilt only when the book hands out a new snapshot, i.e. when an address changed.
 """

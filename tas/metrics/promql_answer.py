@@ -3,7 +3,8 @@
 Every Prometheus user in the project (the metric view's source, per-pod usage, the
 descheduler's `metricsUtilization`) gets its answers through `read_answer`, so an error answer,
 a warning or an odd value means the same thing everywhere. The client that does the I/O is
-`tas.metrics.prometheus.PrometheusClient`; this module takes the status code and body it got,
+`tas.adapters.metrics.prometheus.PrometheusClient`; this module takes the status code and body it
+got,
 the way httpx keeps its protocol logic apart from its transports (the "sans-I/O" idea).
 
 The envelope, as https://prometheus.io/docs/prometheus/latest/querying/api/ documents it:

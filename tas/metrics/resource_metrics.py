@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 #: metrics-server's default resolution: the age of what it serves is never less.
 MIN_PERIOD = 15.0
 
-#: Reads every PodMetrics (`tas.cluster.kubernetes.KubernetesCluster.list_pod_metrics`); raises
+#: Reads every PodMetrics (`tas.adapters.cluster.kubernetes.KubernetesCluster.list_pod_metrics`);
+#: raises
 #: what the cluster raises when it cannot.
 ListPodMetrics = Callable[[], Mapping[PodKey, Mapping[str, float]]]
 

@@ -58,7 +58,7 @@ def read_values(
     """The value of each wanted metric in one node's scrape (absent when it has none).
 
     A series found under the name convention wins; a derived metric is computed only when the
-    scrape has no such gauge (the embedded simulator writes `node_cpu_pressure` directly).
+    scrape has no such gauge (the simulated world writes `node_cpu_pressure` directly).
     """
     first: dict[str, Sample] = {}
     for sample in samples:

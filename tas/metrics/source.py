@@ -51,7 +51,7 @@ class MetricSource(Protocol):
 
 class PodUsageFeed(Protocol):
     """Each pod's usage as container metrics report it: `cpu` in cores, `memory` in bytes
-    (`tas.metrics.pod_usage.PrometheusPodUsage`, `tas.metrics.resource_metrics.
+    (`tas.adapters.metrics.pod_usage.PrometheusPodUsage`, `tas.metrics.resource_metrics.
     ResourceMetricsPodUsage`, the simulator's model, the live world's); `fetch` raises
     `MetricFetchError` when it cannot be read."""
 

@@ -26,8 +26,8 @@ import httpx
 import yaml
 
 from tests.deploy.kustomize import Document, render
-from tests.metrics.processes import NODE_EXPORTER, PROMETHEUS, binary
 from tests.processes import Process, free_port
+from tests.tas.adapters.metrics.processes import NODE_EXPORTER, PROMETHEUS, binary
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -33,7 +33,7 @@ _SUFFIXES = {
     "CounterMetricFamily": ("_total", "_created"),
     "HistogramMetricFamily": ("_bucket", "_sum", "_count"),
     "SummaryMetricFamily": ("_sum", "_count"),
-    # tas.self_metrics.MetricFactory's methods, as the components declare through it.
+    # tas.runtime.self_metrics.MetricFactory's methods, as the components declare through it.
     "counter": ("_total", "_created"),
     "gauge": ("",),
     "histogram": ("_bucket", "_sum", "_count", "_created"),

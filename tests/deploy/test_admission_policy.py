@@ -60,9 +60,9 @@ from prometheus_client import CollectorRegistry
 
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from tas.cluster.informer import Backoff
+from tas.adapters.cluster.informer import Backoff
+from tas.adapters.cluster.kubernetes import KubernetesCluster
 from tas.cluster.interface import ResourceKind
-from tas.cluster.kubernetes import KubernetesCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.vocabulary import OWNED_ANNOTATION, POD_VIOLATION_LABEL, POLICY_LABEL

@@ -45,7 +45,7 @@ from tests.deploy.pipeline import (
 )
 from tests.deploy.promql import exported_metric_names, metric_names
 from tests.docs.markdown import anchors
-from tests.metrics.processes import promtool
+from tests.tas.adapters.metrics.processes import promtool
 
 ROOT = DEPLOY.parent
 TESTS_YML = Path(__file__).parent / "fixtures" / "tas-alerts.test.yml"

@@ -50,7 +50,7 @@ from tests.deploy.pipeline import (
     rendered,
     write_extender_scrape_files,
 )
-from tests.metrics.processes import promtool
+from tests.tas.adapters.metrics.processes import promtool
 
 COMPOSE_PROMETHEUS = DEPLOY / "compose" / "prometheus.yml"
 

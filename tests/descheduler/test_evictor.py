@@ -32,7 +32,6 @@ from descheduler.plugins import default_evictor
 from descheduler.plugins.default_evictor import EvictorArgs, ProtectionRules
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.state import CycleState
-from inmemory.cluster import WriteKind
 from tas.cluster.interface import TransientClusterError
 from tas.cluster.model import (
     LabelSelector,
@@ -49,6 +48,7 @@ from tas.vocabulary import (
     MIRROR_ANNOTATION,
     PREFER_NO_EVICTION_ANNOTATION,
 )
+from tas_inmemory.cluster import WriteKind
 from tests.descheduler.builders import (
     START,
     FakeClock,

@@ -19,9 +19,9 @@ from descheduler.plugins.load_aware.idle import classify_with_idle, idle_columns
 from descheduler.signals import Signal
 from descheduler.state import CycleState, pod_key
 from tas.cluster.model import Pod
-from tas.placements import add_estimates
 from tas.pressure import pressure
 from tas.types import MetricName, NodeName
+from tas_herd.placements import add_estimates
 from tests.descheduler.builders import (
     START,
     cluster_with,

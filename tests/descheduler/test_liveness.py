@@ -4,7 +4,8 @@ Covered:
 - the deadline: three scheduled starts after the last cycle ended (or after the start), plus
   the grace for a cycle's own work, on an interval and on a cron schedule (whose gaps it
   follows); a run-once descheduler is always live; a cycle ending moves the deadline;
-- the real probe server (`tas.probes.ProbeServer`) answers `/healthz` 200 while cycles end and
+- the real probe server (`tas.runtime.probes.ProbeServer`) answers `/healthz` 200 while cycles end
+and
   503 once they stop, on the port that serves `/metrics`;
 - a real `tas descheduler` process against the Kubernetes API emulator, on an interval: its
   metrics port answers `/healthz` and `/readyz` with 200 and `/metrics` counts the cycles run,
@@ -25,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from descheduler.liveness import GRACE_SECONDS, MISSED_CYCLES, CycleLiveness
 from tas.cron import CronSchedule
-from tas.probes import ProbeServer
+from tas.runtime.probes import ProbeServer
 from tests.builders import ManualClock
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import Process, free_port

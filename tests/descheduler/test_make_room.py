@@ -22,10 +22,10 @@ from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
 from descheduler.plugins import make_room
 from descheduler.state import CycleState
-from inmemory.scheduler import InMemoryScheduler
 from tas.cluster.model import PodCondition, TaintEffect
 from tas.policies.model import TASPolicy
 from tas.vocabulary import RESERVED_TAINT_KEY
+from tas_inmemory.scheduler import InMemoryScheduler
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     START,

@@ -24,11 +24,11 @@ from descheduler.cycle import CycleReport, Descheduler
 from descheduler.evictor import EvictionDecision
 from descheduler.framework import PodUsage, PodUsageSource, Result
 from descheduler.state import CycleState, pod_key
-from inmemory.workload import cpu_pressures
 from tas.cluster.model import Pod
 from tas.metrics.static import StaticMetricView
 from tas.pressure import MoveCost, NodeLoad, erlang_c, load_for_pressure, predict, pressure
 from tas.types import MetricName, NodeName
+from tas_inmemory.workload import cpu_pressures
 from tests.descheduler.builders import (
     START,
     FakeClock,

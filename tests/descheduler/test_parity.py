@@ -22,11 +22,11 @@ from typing import Any
 
 from descheduler.cycle import Mode
 from descheduler.profiles import OwnerCooldown
-from inmemory.cluster import InMemoryCluster
 from tas.cluster.model import LabelSelector, PodDisruptionBudget, Taint, TaintEffect
 from tas.metrics.static import StaticMetricView
 from tas.types import MetricName, Namespace
 from tas.vocabulary import POD_VIOLATION_LABEL, POLICY_LABEL
+from tas_inmemory.cluster import InMemoryCluster
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     FakeClock,

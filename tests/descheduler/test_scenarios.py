@@ -23,12 +23,12 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import Mode
 from descheduler.state import CycleState
-from inmemory.cluster import WriteKind
 from tas.cluster.model import Taint, TaintEffect
 from tas.fit import rejection
 from tas.metrics.static import StaticMetricView
 from tas.types import MetricName, NodeName
 from tas.vocabulary import POLICY_LABEL, TELEMETRY_RESOURCE
+from tas_inmemory.cluster import WriteKind
 from tests.builders import make_policy, rule
 from tests.descheduler.builders import (
     START,

@@ -1,4 +1,4 @@
-"""docs/results.md is written by `make compare` from its outputs (`simulator.results_doc`).
+"""docs/results.md is written by `make compare` from its outputs (`tas_simulator.results_doc`).
 
 The fixture `tests/docs/comparison/` is a real small run, trimmed: `tas simulate --all --seeds 2
 --duration 3m` (three of its scenarios kept) and `tas sweep --count 2 --seeds 2` (runs.json kept
@@ -6,7 +6,7 @@ to its seeds, one drawn scenario's first lines). Covered:
 - the document opens with the generated, do-not-edit header and names the commit it ran on;
 - a table per named scenario with every contender and both reference rows, a figure in bold
   exactly where summary.json names a clear best;
-- the goals are `simulator.goals`' own verdicts, MET, MISSED or UNDECIDED, on the named
+- the goals are `tas_simulator.goals`' own verdicts, MET, MISSED or UNDECIDED, on the named
   scenarios and on the sweep;
 - runs smaller than make compare's say so at the top (a family not swept included); full-size
   runs do not;
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from simulator.goals import Verdict, named_goals, sweep_goals
-from simulator.report import COLUMNS
-from simulator.results_doc import (
+from tas_simulator.goals import Verdict, named_goals, sweep_goals
+from tas_simulator.report import COLUMNS
+from tas_simulator.results_doc import (
     DISPLAY,
     FRESH,
     FRESH_FAMILY_SEED,
@@ -194,7 +194,7 @@ def test_the_same_outputs_give_the_same_bytes(tmp_path: Path) -> None:
 def test_make_compare_writes_docs_results_md_with_it() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("\ncompare:", 1)[1].split("\n\n", 1)[0]
-    assert "-m simulator.results_doc comparison --out docs/results.md" in recipe
+    assert "-m tas_simulator.results_doc comparison --out docs/results.md" in recipe
     shipped = {path.stem for path in (ROOT / "scenarios" / "families").glob("*.yaml")}
     assert shipped == set(FULL_SWEEP_COUNTS)  # every shipped family swept, at the count said here
     for family in FULL_SWEEP_COUNTS:
@@ -316,7 +316,7 @@ def test_a_sweep_run_in_another_checkout_names_its_family_from_the_checkouts_roo
 ) -> None:
     """A sweep run from another checkout (a worktree frozen at the code it measures) names its
     shipped family as a reader finds it here, not by that machine's path."""
-    from simulator.results_doc import _family
+    from tas_simulator.results_doc import _family
 
     scenarios = tmp_path / "sweep-default" / "scenarios"
     scenarios.mkdir(parents=True)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tas.adapters.metrics.textfile import TextfileSource
 from tas.metrics.refreshing import MAX_CADENCE, Cadence, RefreshingMetricView, default_max_age
-from tas.metrics.textfile import TextfileSource
-from tas.replay.history import Window, fresh_steps
+from tas_replay.history import Window, fresh_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 

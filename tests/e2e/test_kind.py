@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from tas.cluster.kubeconfig import load_api_client
-from tas.cluster.kubernetes import KubernetesCluster
+from tas.adapters.cluster.kubeconfig import load_api_client
+from tas.adapters.cluster.kubernetes import KubernetesCluster
 from tas.types import Namespace, PolicyKey, PolicyName
 from tests import waiting
 

@@ -36,7 +36,7 @@ import httpx
 import pytest
 import yaml
 
-from tas.metrics.textfile import write_node_series
+from tas.adapters.metrics.textfile import write_node_series
 from tests.deploy.kustomize import render
 from tests.e2e.kind_stand_ins import StandIns
 from tests.k8s_emulator import RESOURCES, KubeEmulator

@@ -23,10 +23,10 @@ from extender.settings import ExtenderSettings
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.static import StaticMetricView
 from tas.metrics.view import MetricView
-from tas.placements import Estimates
 from tas.policies.files import load_policy_path
 from tas.policies.model import TASPolicy
 from tas.policies.store import PolicyStore
+from tas_herd.placements import Estimates
 from tests.processes import Process
 
 DATA = Path(__file__).parent / "data"

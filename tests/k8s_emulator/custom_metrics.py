@@ -3,7 +3,7 @@
 On a cluster the API server authorizes the request itself (`rbac.py` does that here, before this
 module answers), then the aggregator proxies it to the adapter. So what is modelled is only the
 adapter's answer for node metrics, the one shape the `custom-metrics` source reads
-(tas/metrics/custom_metrics.py): the APIGroup at `/apis/custom.metrics.k8s.io`, and
+(tas/adapters/metrics/custom_metrics.py): the APIGroup at `/apis/custom.metrics.k8s.io`, and
 `/apis/custom.metrics.k8s.io/v1beta1/nodes/<name or *>/<metric>` as a v1beta1 MetricValueList,
 one item per node that has the metric, stamped now (as the adapter stamps Prometheus's instant
 query). An unknown metric or node is the adapter's 404. The wire format is

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from inmemory.disruption import Budget, Verdict, judge_eviction
+from tas_inmemory.disruption import Budget, Verdict, judge_eviction
 from tests.k8s_emulator.patches import PatchError, json_patch, merge_patch, selector_matches
 from tests.k8s_emulator.resources import ResourceType
 
@@ -439,7 +439,7 @@ class ObjectStore:
                 and ns == namespace
                 and selector_matches((obj.get("spec") or {}).get("selector"), labels)
             ]
-            # The verdict is the in-memory cluster's (`inmemory.disruption`): one definition.
+            # The verdict is the in-memory cluster's (`tas_inmemory.disruption`): one definition.
             by_name = {str(b["metadata"]["name"]): b for b in budgets}
             verdict = judge_eviction(
                 phase=str((pod.get("status") or {}).get("phase", "Running")),

@@ -32,7 +32,7 @@ import kubernetes.client as k8s
 import pytest
 from kubernetes.watch.watch import iter_resp_lines
 
-from tas.metrics.custom_metrics import CustomMetricsSource
+from tas.adapters.metrics.custom_metrics import CustomMetricsSource
 from tas.types import MetricName, NodeName
 from tests.k8s_emulator import KubeEmulator, realistic
 

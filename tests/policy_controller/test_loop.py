@@ -20,19 +20,19 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from inmemory.cluster import WriteKind
 from policy_controller.loop import ControllerLoop
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from tas.cluster.informer import Backoff
+from tas.adapters.cluster.informer import Backoff
+from tas.adapters.cluster.kubernetes import KubernetesCluster
+from tas.adapters.cluster.leader import LeaderElector
 from tas.cluster.interface import TransientClusterError
-from tas.cluster.kubernetes import KubernetesCluster
-from tas.cluster.leader import LeaderElector
 from tas.cluster.model import Node
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
-from tas.probes import ProbeServer
+from tas.runtime.probes import ProbeServer
 from tas.types import NodeName
+from tas_inmemory.cluster import WriteKind
 from tests.builders import ManualClock, health_policy_document
 from tests.instrumented_cluster import InstrumentedCluster
 from tests.k8s_emulator import KubeEmulator

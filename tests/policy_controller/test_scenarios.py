@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from inmemory.cluster import WriteKind
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
 from tas.cluster.interface import TransientClusterError
@@ -36,6 +35,7 @@ from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import NodeName, PolicyKey, PolicyName
 from tas.vocabulary import OWNED_ANNOTATION
+from tas_inmemory.cluster import WriteKind
 from tests.builders import health_policy_document, policy_document, rule
 from tests.instrumented_cluster import InstrumentedCluster
 from tests.policy_controller.support import (

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from inmemory.cluster import InMemoryCluster
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from tas.metrics import open_metric_view
+from tas.adapters.metrics import open_metric_view
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.policies.wanted import want_policy_metrics
 from tas.types import NodeName
+from tas_inmemory.cluster import InMemoryCluster
 from tests.builders import ManualClock, health_policy_document
 from tests.policy_controller.support import (
     DEMO_NAMESPACE,

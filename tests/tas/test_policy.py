@@ -30,7 +30,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inmemory.cluster import InMemoryCluster
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.files import into_store
 from tas.policies.model import (
@@ -42,6 +41,7 @@ from tas.policies.model import (
     parse_policy,
 )
 from tas.policies.store import PolicyStore
+from tas_inmemory.cluster import InMemoryCluster
 from tests.builders import HEALTH_POLICY, policy_document, rule
 
 

@@ -75,8 +75,8 @@ from descheduler.state import pod_key
 from tas.calibration import Calibration
 from tas.calibration.curve import CurveLearner, Curves
 from tas.calibration.delays import DelayRing, follow_window
-from tas.placements import add_estimates
 from tas.types import MetricName
+from tas_herd.placements import add_estimates
 
 log = logging.getLogger(__name__)
 

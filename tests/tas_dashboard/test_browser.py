@@ -1,0 +1,66 @@
+"""The dashboard in a real headless Chromium (Debian's `chromium` and `chromium-driver`, driven
+by selenium), against a real `tas run`.
+
+Covered: the page shows every node; clicking a node's health "2" button (on a node running
+demo pods) makes, without a reload, the node's `demo-policy=violating` label and an eviction
+in the decision log appear; the charts are drawn. A screenshot is saved as a test artifact in
+`test-artifacts/dashboard.png` (gitignored).
+
+`make test` installs the browser (scripts/ensure-browser.sh); without it this test fails and
+says so rather than skipping. The browser and its helpers: tests/tas_dashboard/browser.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+
+from tests.demo_process import start_demo
+from tests.tas_dashboard.browser import patient, screenshot
+
+
+def test_the_page_shows_the_loop_close_live_after_a_click(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    # The page updates in place several times a second: a list read mid-update may go stale.
+    wait = patient(browser)
+    with start_demo(tmp_path) as demo:
+        browser.get(f"{demo.dashboard}/")
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-node]")) == 5)
+        names = browser.execute_script(
+            "return [...document.querySelectorAll('[data-node]')].map(e => e.dataset.node)"
+        )
+        assert names == [f"node-{c}" for c in "abcde"]
+
+        def node_with_demo_pods(driver: webdriver.Chrome) -> str | None:
+            for name in ("node-c", "node-a", "node-d", "node-e"):
+                if driver.find_elements(By.CSS_SELECTOR, f'[data-node="{name}"] .chip.pod.demo'):
+                    return name
+            return None
+
+        sick = wait.until(node_with_demo_pods)
+        load_id = browser.execute_script("return window.dashboardLoadId")
+        card = f'[data-node="{sick}"]'
+        button = f'{card} button[data-action="health"][data-value="2"]'
+        browser.find_element(By.CSS_SELECTOR, button).click()
+
+        label = f'{card} [data-label="demo-policy=violating"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, label))
+        wait.until(
+            lambda d: [
+                row
+                for row in d.find_elements(By.CSS_SELECTOR, 'tr[data-kind="eviction"]')
+                if sick in row.text and "TASViolations" in row.text
+            ]
+        )
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, f"{card} .chip.pod.demo"))
+        assert browser.execute_script("return window.dashboardLoadId") == load_id, "reloaded"
+        assert browser.find_elements(By.CSS_SELECTOR, "#chart-util canvas")
+        log_text = browser.find_element(By.ID, "log").text
+        assert f"set {sick} health_metric to 2" in log_text
+        assert f"node {sick}: set demo-policy=violating" in log_text
+
+        browser.execute_script("window.scrollTo(0, 0)")
+        screenshot(browser, "dashboard.png")
