@@ -50,8 +50,9 @@ stop one part-way.
 The plugin is built (`descheduler.assemble`) with what it needs beyond the per-cycle handle:
 the evictions remembered (`descheduler.settling.MoveHistory`: which pods are replacements left
 to settle) and `reserve` (`Reserve`: the cycle's reservations, which it asks for anew each
-cycle it still needs a node). The whole-plan check asks the evictor's rails without evicting
-(`Evictor.held_back`).
+cycle it still needs a node). How much of a plan the rails let go now is asked of the evictor
+without evicting (`EvictOptions.trial`: each pod after those before it), through the checks
+the evictions will meet.
 
 The owner cooldown does not guard it by default, as it does the plugins driven by telemetry:
 the cooldown keeps a flapping metric from moving a workload back and forth, and this plugin
@@ -70,12 +71,13 @@ from datetime import UTC, datetime
 
 from descheduler.args import FieldReader
 from descheduler.framework import (
+    EvictOptions,
     ExtensionPoint,
     Outcome,
-    OwnerGuard,
     Plugin,
     PluginContext,
     PluginName,
+    Trial,
 )
 from descheduler.nodefit import fitting_nodes
 from descheduler.settling import MoveHistory, NoMoves, settle_left
@@ -107,10 +109,6 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 #: first: each costs a pass over every node, and a queue of a thousand pending pods (a batch
 #: system's) must not make the cycle slow. The rest wait for the next cycles.
 PLANNED_PODS = 10
-
-#: Where a profile puts the owner cooldown on every plugin (`ownerCooldown: AllPlugins`),
-#: several pods of one owner may still leave together: they make one room.
-_GUARD = OwnerGuard(several_per_cycle=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,24 +365,40 @@ class MakeRoom:
         return when is not None and (now - when).total_seconds() < self.args.retry_seconds
 
 
+def _options(plan: _Plan, destination: Node, trial: Trial | None = None) -> EvictOptions:
+    """How each of the plan's evictions is asked for, and asked about first (`trial`)."""
+    pending = f"{plan.pending.namespace}/{plan.pending.name}"
+    return EvictOptions(
+        strategy=NAME,
+        reason=f"making room on {plan.node.name} for pending pod {pending}",
+        among=(destination.name,),
+        # Where a profile puts the owner cooldown on every plugin (`ownerCooldown:
+        # AllPlugins`), several pods of one owner may still leave together: they make one room.
+        several_per_cycle=True,
+        trial=trial,
+    )
+
+
 def _allowed_now(plan: _Plan, context: PluginContext) -> int:
     """How many of the plan's pods, in order, every rail lets go in this cycle (0: none,
-    with why logged)."""
-    pods = [p for p, _ in plan.moves]
-    for count in range(len(pods), 0, -1):
-        held = context.evictor.held_back(pods[:count], guard=_GUARD)
-        if held is None:
-            return count
-        if count == len(pods):
-            why = held
-    log.info(
-        'Room for pod="%s/%s" on node="%s" not begun this cycle: %s',
-        plan.pending.namespace,
-        plan.pending.name,
-        plan.node.name,
-        why,
-    )
-    return 0
+    with why logged): each asked of the evictor in a trial after those before it."""
+    before: list[Pod] = []
+    why = "nothing to evict"
+    for pod, destination in plan.moves:
+        attempt = context.evictor.evict(pod, _options(plan, destination, Trial(tuple(before))))
+        if not attempt.done:
+            why = f"{pod.namespace}/{pod.name}: {attempt.why}"
+            break
+        before.append(pod)
+    if not before:
+        log.info(
+            'Room for pod="%s/%s" on node="%s" not begun this cycle: %s',
+            plan.pending.namespace,
+            plan.pending.name,
+            plan.node.name,
+            why,
+        )
+    return len(before)
 
 
 def _uid(pod: Pod) -> str:
@@ -560,13 +574,7 @@ def _carry_out(plan: _Plan, count: int, context: PluginContext, ledger: _Ledger)
         else "",
     )
     for done, (pod, destination) in enumerate(moves):
-        attempt = context.evictor.evict(
-            pod,
-            strategy=NAME,
-            reason=f"making room on {plan.node.name} for pending pod {pending}",
-            among=(destination.name,),
-            guard=_GUARD,
-        )
+        attempt = context.evictor.evict(pod, _options(plan, destination))
         if not attempt.done:
             log.warning(
                 'Room for pod="%s" on node="%s" left unmade after %d of %d evictions: %s',
