@@ -83,7 +83,14 @@ from descheduler.nodefit import fitting_nodes
 from descheduler.settling import MoveHistory, NoMoves, settle_left
 from descheduler.state import CycleState
 from tas.cluster.model import Node, Pod
-from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
+from tas.fit import (
+    PODS_RESOURCE,
+    holds_resources,
+    matches_node_selection,
+    node_share,
+    request_share,
+    untolerated_taint,
+)
 from tas.types import NodeName
 from tas.vocabulary import RESERVED_TAINT_KEY, TELEMETRY_RESOURCE
 
@@ -146,12 +153,13 @@ def waiting_for_room(pod: Pod, now: datetime, min_pending_seconds: float) -> boo
 
 
 def share(pod: Pod, node: Node) -> float:
-    """How much of the node the pod's requests take: the larger of its cpu and memory shares."""
+    """How much of the node the pod's requests take (0..100): the larger of its cpu and memory
+    shares (`tas.fit.request_share`, the one estimate)."""
     return max(
         (
-            pod.requests.get(resource, 0.0) / allocatable
+            found
             for resource in ("cpu", "memory")
-            if (allocatable := node.allocatable.get(resource, 0.0)) > 0
+            if (found := request_share(pod, node, resource)) is not None
         ),
         default=0.0,
     )
@@ -439,8 +447,9 @@ def _cost(leaving: Sequence[Pod], node: Node) -> tuple[float, int, str]:
 
 
 def _shortfall(pending: Pod, node: Node, movable: Sequence[Pod], ledger: _Ledger) -> float | None:
-    """How much of the node's cpu and memory (as a share) the pending pod lacks there, or None
-    when even every movable pod leaving would not make the room."""
+    """How much of the node (a percentage of its allocatable, `tas.fit.node_share`; the larger
+    over its resources) the pending pod lacks there, or None when even every movable pod
+    leaving would not make the room."""
     lacking = 0.0
     for resource, wanted in _wanted(pending).items():
         short = wanted - ledger.free(node, resource)
@@ -451,9 +460,9 @@ def _shortfall(pending: Pod, node: Node, movable: Sequence[Pod], ledger: _Ledger
             freed = float(len(movable))
         if freed < short:
             return None
-        allocatable = node.allocatable.get(resource, 0.0)
-        if resource != PODS_RESOURCE and allocatable > 0:
-            lacking = max(lacking, short / allocatable)
+        part = node_share(short, node, resource) if resource != PODS_RESOURCE else None
+        if part is not None:
+            lacking = max(lacking, part)
     return lacking
 
 
