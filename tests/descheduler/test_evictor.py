@@ -587,7 +587,9 @@ def test_an_open_circuit_breaker_blocks_every_eviction() -> None:
 
 def test_a_spent_limit_says_whether_to_try_the_next_pod_the_next_node_or_stop() -> None:
     pods = [make_pod(f"web-{i}", node=f"node-{n}", owner=f"rs-{i}") for i, n in enumerate("aabb")]
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    cluster = cluster_with(
+        make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=tuple(pods)
+    )
     evictor = evictor_on(cluster, mode=Mode.PREDICTIVE, limits=Limits(per_node=1, total=2))
     web = {p.name: p for p in cluster.list_pods()}
     assert evictor.evict(web["web-0"], EvictOptions(strategy="T", reason="r")).done
