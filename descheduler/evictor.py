@@ -12,10 +12,14 @@ In the order a pod meets them:
 5. the per-owner `Cooldown` and "one pod per owner per cycle": a workload evicted from is left
    alone for a while. It guards the telemetry-driven plugins (and, where a profile opts them
    in, the classic ones: `ownerCooldown: AllPlugins`); the classic plugins otherwise behave
-   exactly as upstream's. A plugin that predicts a move's gain sizes the cooldown to it
-   (`descheduler.framework.OwnerGuard`);
+   exactly as upstream's. A plugin with a reason the rail cannot see asks for less of it
+   (`descheduler.framework.EvictOptions`: `cooldown_share`, `several_per_cycle`);
 6. the Eviction API, so PodDisruptionBudgets hold (a refusal is counted, logged, and skipped),
    or in Predictive mode a "would evict" line that is logged and counted like a real one.
+
+Rails 1 to 5 are judged in one place (`PodEvictor._held`) for every question: an eviction, and
+a `descheduler.framework.Trial`, which asks how far a plan of evictions would get in this
+cycle without evicting, counting the pods asked about before it against the limits.
 
 Every eviction made in Automatic mode is announced with a Kubernetes Event on the pod, as
 upstream does (Normal, reason = the plugin's name); with `evictionFailureEventNotification`
@@ -30,7 +34,6 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -38,11 +41,10 @@ from typing import TypeVar
 
 from descheduler.framework import (
     DONE,
-    FULL,
     Attempt,
+    EvictOptions,
     EvictorFilter,
     Outcome,
-    OwnerGuard,
     Result,
 )
 from descheduler.nodefit import NodeFitter
@@ -88,24 +90,32 @@ class EvictionBudget:
         self.by_node: dict[NodeName, int] = {}
         self.by_namespace: dict[Namespace, int] = {}
 
-    def which_exhausted(self, *, node: NodeName | None, namespace: Namespace) -> Exhausted | None:
+    def which_exhausted(
+        self, *, node: NodeName | None, namespace: Namespace, besides: Sequence[Pod] = ()
+    ) -> Exhausted | None:
+        """Which limit is spent for one more eviction on `node` in `namespace`, with `besides`
+        (pods a `Trial` asked about before) counted as evicted too; None when none is."""
         limits = self.limits
-        if limits.total is not None and self.total >= limits.total:
+        if limits.total is not None and self.total + len(besides) >= limits.total:
             return Exhausted.TOTAL
         if (
             node is not None
             and limits.per_node is not None
-            and self.by_node.get(node, 0) >= limits.per_node
+            and self.by_node.get(node, 0) + sum(p.node_name == node for p in besides)
+            >= limits.per_node
         ):
             return Exhausted.NODE
         if limits.per_namespace is not None and (
-            self.by_namespace.get(namespace, 0) >= limits.per_namespace
+            self.by_namespace.get(namespace, 0) + sum(p.namespace == namespace for p in besides)
+            >= limits.per_namespace
         ):
             return Exhausted.NAMESPACE
         return None
 
-    def exhausted(self, *, node: NodeName | None, namespace: Namespace) -> str | None:
-        which = self.which_exhausted(node=node, namespace=namespace)
+    def exhausted(
+        self, *, node: NodeName | None, namespace: Namespace, besides: Sequence[Pod] = ()
+    ) -> str | None:
+        which = self.which_exhausted(node=node, namespace=namespace, besides=besides)
         limits = self.limits
         if which is Exhausted.TOTAL:
             return f"maxNoOfPodsToEvictTotal {limits.total} reached"
@@ -115,38 +125,11 @@ class EvictionBudget:
             return f"maxNoOfPodsToEvictPerNamespace {limits.per_namespace} reached in {namespace}"
         return None
 
-    def would_exhaust(self, pods: Sequence[Pod]) -> str | None:
-        """Which limit evicting all of `pods` on top of this cycle's evictions would pass, or
-        None when they all fit within every limit."""
-        limits = self.limits
-        if limits.total is not None and self.total + len(pods) > limits.total:
-            return f"maxNoOfPodsToEvictTotal {limits.total} would be reached"
-        if limits.per_node is not None:
-            for node, count in Counter(p.node_name for p in pods if p.node_name).items():
-                if self.by_node.get(node, 0) + count > limits.per_node:
-                    return f"maxNoOfPodsToEvictPerNode {limits.per_node} would be reached on {node}"
-        if limits.per_namespace is not None:
-            for namespace, count in Counter(p.namespace for p in pods).items():
-                if self.by_namespace.get(namespace, 0) + count > limits.per_namespace:
-                    return (
-                        f"maxNoOfPodsToEvictPerNamespace {limits.per_namespace} would be reached"
-                        f" in {namespace}"
-                    )
-        return None
-
     def record(self, *, node: NodeName | None, namespace: Namespace) -> None:
         self.total += 1
         if node is not None:
             self.by_node[node] = self.by_node.get(node, 0) + 1
         self.by_namespace[namespace] = self.by_namespace.get(namespace, 0) + 1
-
-    def node_exhausted(self, node: NodeName | None) -> bool:
-        limit = self.limits.per_node
-        return node is not None and limit is not None and self.by_node.get(node, 0) >= limit
-
-    @property
-    def total_exhausted(self) -> bool:
-        return self.limits.total is not None and self.total >= self.limits.total
 
 
 #: How long the nodes pods were evacuated from are remembered: an hour, the horizon over which
@@ -184,8 +167,8 @@ class Cooldown:
         self._moving_since: dict[WorkloadKey, datetime] = {}
 
     def blocked(self, key: WorkloadKey, now: datetime, *, share: float = 1.0) -> bool:
-        """Evicted from less than `share` of the cooldown ago (`share` < 1: a move whose
-        predicted gain is clear waits less, `OwnerGuard`)."""
+        """Evicted from less than `share` of the cooldown ago (`share` < 1: an eviction that
+        asked for less of the cooldown, `EvictOptions.cooldown_share`)."""
         last = self._moved.get(key)
         return last is not None and (now - last).total_seconds() < self.seconds * share
 
@@ -421,22 +404,20 @@ class PodEvictor:
             return True
         return bool(self.fitter.fitting_nodes(pod, among=among))
 
-    def evict(
-        self,
-        pod: Pod,
-        *,
-        strategy: str,
-        reason: str,
-        among: Collection[NodeName] | None = None,
-        guard: OwnerGuard = FULL,
-    ) -> Attempt:
-        """Evict (or in Predictive mode, report) the pod if every rail allows."""
-        held = self._blocked(pod, among=among, guard=guard)
+    def evict(self, pod: Pod, options: EvictOptions) -> Attempt:
+        """Evict (or in Predictive mode, report) the pod if every rail allows; for a `Trial`,
+        only say whether they would (`descheduler.framework.Evictor.evict`)."""
+        strategy, reason = options.strategy, options.reason
+        held = self._held(pod, options)
         if held is not None:
             rail, why = held
+            if options.trial is not None:
+                return Attempt(self._outcome_of(rail, pod, options.trial.before), why)
             log.debug("Not evicting %s/%s (%s): %s", pod.namespace, pod.name, strategy, why)
             self.rails.block(pod, strategy, rail, why)
             return Attempt(self._outcome_of(rail, pod), why)
+        if options.trial is not None:
+            return DONE
         full_reason = f"{strategy}: {reason}"
         if self.rails.dry_run:
             self._log_evicted(pod, strategy, reason, " in dry run mode")
@@ -485,32 +466,28 @@ class PodEvictor:
         self._failure_event(pod, result.message)
         return self._api_blocked(pod, strategy, result.message)
 
-    def held_back(self, pods: Sequence[Pod], *, guard: OwnerGuard = FULL) -> str | None:
-        """Why evicting all of `pods` in this cycle would stop part-way short of the Eviction
-        API, or None (`descheduler.framework.Evictor.held_back`)."""
-        for pod in pods:
-            held = self._blocked(pod, among=None, guard=guard)
-            if held is not None:
-                return f"{pod.namespace}/{pod.name}: {held[1]}"
-        return self.rails.budget.would_exhaust(pods)
-
     def _api_blocked(self, pod: Pod, strategy: str, why: str) -> Attempt:
         self.rails.block(pod, strategy, Rail.API, why)
         return Attempt(Outcome.BLOCKED, why)
 
-    def _outcome_of(self, rail: Rail, pod: Pod) -> Outcome:
-        """What a held-back attempt means for the plugin's loop."""
-        rails = self.rails
-        if rail is Rail.BREAKER or rails.budget.total_exhausted:
+    def _outcome_of(self, rail: Rail, pod: Pod, besides: Sequence[Pod] = ()) -> Outcome:
+        """What a held-back attempt means for the plugin's loop (`besides`: a trial's pods
+        asked about before, counted against the limits)."""
+        which = self.rails.budget.which_exhausted(
+            node=pod.node_name, namespace=pod.namespace, besides=besides
+        )
+        if rail is Rail.BREAKER or which is Exhausted.TOTAL:
             return Outcome.STOPPED
-        if rail is Rail.LIMIT and rails.budget.node_exhausted(pod.node_name):
+        if rail is Rail.LIMIT and which is Exhausted.NODE:
             return Outcome.NODE_LIMIT
         return Outcome.BLOCKED
 
-    def _blocked(
-        self, pod: Pod, *, among: Collection[NodeName] | None, guard: OwnerGuard = FULL
-    ) -> tuple[Rail, str] | None:
-        if pod_key(pod) in self.state.evicted:
+    def _held(self, pod: Pod, options: EvictOptions) -> tuple[Rail, str] | None:
+        """The first rail (short of the Eviction API) that holds the pod back, with why; None
+        when none does. The one place the rails are judged, for an eviction and a trial."""
+        trial = options.trial
+        before = trial.before if trial is not None else ()
+        if pod_key(pod) in self.state.evicted or any(pod_key(p) == pod_key(pod) for p in before):
             return Rail.EVICTED_ALREADY, "already evicted in this cycle"
         protected = self.rules.protection(pod, pdbs=self.state.pdbs, now=self.state.now)
         if protected is not None:
@@ -520,24 +497,26 @@ class PodEvictor:
         if self.rails.halted is not None:
             return Rail.BREAKER, f"circuit breaker open: {self.rails.halted}"
         rails = self.rails
-        exhausted = rails.budget.exhausted(node=pod.node_name, namespace=pod.namespace)
+        exhausted = rails.budget.exhausted(
+            node=pod.node_name, namespace=pod.namespace, besides=before
+        )
         if exhausted is not None:
-            if not rails.dry_run:
+            if not rails.dry_run and trial is None:
                 self._failure_event(pod, exhausted)
             return Rail.LIMIT, exhausted
         owner = workload_of(pod)
         if self.guard_owners and rails.cooldown.seconds > 0:
             if self.evacuating:
                 cooling = rails.cooldown.evacuation_blocked(owner, self.state.now)
+            elif owner in rails.owners or any(workload_of(p) == owner for p in before):
+                cooling = not options.several_per_cycle
             else:
-                cooling = (
-                    not guard.several_per_cycle
-                    if owner in rails.owners
-                    else rails.cooldown.blocked(owner, self.state.now, share=guard.share)
+                cooling = rails.cooldown.blocked(
+                    owner, self.state.now, share=options.cooldown_share
                 )
             if cooling:
                 return Rail.COOLDOWN, f"owner {owner[1]}/{owner[2]} is cooling down"
-        if not self.fits_elsewhere(pod, among=among):
+        if not self.fits_elsewhere(pod, among=options.among):
             return Rail.NODE_FIT, _NO_NODE_FITS
         return None
 

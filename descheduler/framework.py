@@ -18,14 +18,14 @@ The framework is the layer both sides meet on, as kubernetes-sigs/descheduler's
 `pkg/framework/types/types.go` draws it: plugins get a handle (`PluginContext`, upstream's
 `Handle`: generic getters only, the cycle's snapshot, nodeFit, the usage sources, the policy's
 Prometheus, and the cycle's report callbacks) and an `Evictor` (upstream's `Evictor` interface:
-`filter`, `pre_eviction_filter`, `evict`, and `held_back` for a plan of evictions that is worth
-something only whole); the evictor asks an
-`EvictorFilter` (upstream's `EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch,
-and neither imports the other: `descheduler.evictor` implements the one, the DefaultEvictor
-plugin the other, and the cycle wires them. What an eviction came to (`Result`, and for the
-plugin an `Attempt`), the eviction order (`sort_candidates`) and the loop every node-by-node
-plugin ends with (`PluginContext.evict_node_by_node`) live here too. The framework knows no
-plugin's concepts: a plugin's classification of the nodes reaches the cycle as a
+`filter`, `pre_eviction_filter`, and `evict` with its `EvictOptions`, among them a `Trial` that
+asks the rails without evicting); the evictor asks an `EvictorFilter` (upstream's
+`EvictorPlugin`: Filter, PreEvictionFilter) which pods it may touch, and neither imports the
+other: `descheduler.evictor` implements the one, the DefaultEvictor plugin the other, and the
+cycle wires them. What an eviction came to (`Result`, and for the plugin an `Attempt`), the
+eviction order (`sort_candidates`) and the loop every node-by-node plugin ends with
+(`PluginContext.evict_node_by_node`) live here too. The framework knows no plugin's concepts:
+a plugin's classification of the nodes reaches the cycle as a
 `descheduler.node_classes.Classification`, the vocabulary the report, the metrics and the
 SoftTainter share. What one plugin needs beyond the handle is given to it when it is built, by
 the one composition root (`descheduler.assemble`): LoadAware and MakeRoomForPending are built
@@ -104,28 +104,57 @@ class EvictorFilter(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerGuard:
-    """How much of the evictor's owner cooldown one eviction respects (an option of `evict`,
-    as upstream's `EvictOptions` are), for a plugin the cooldown guards.
-
-    By default (`FULL`) the owner's last eviction must be the whole cooldown ago, and one pod
-    per owner goes per cycle. A plugin may ask for less where it has a reason the rail cannot
-    see: a smaller `share` of the cooldown, and with `several_per_cycle` more pods of one owner
-    in the same cycle (a move predicted to pay clearly, pods that make one room together). The
-    eviction limits, the circuit breaker and the PDBs hold either way.
-    """
-
-    share: float = 1.0
-    several_per_cycle: bool = False
-
-
-#: The whole cooldown, one pod per owner per cycle.
-FULL = OwnerGuard()
-
-
 #: The nodes a pod may go to, where a plugin narrows them (None: any Ready node).
 Among = Collection[NodeName] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """Asking, not evicting (`EvictOptions.trial`): would every rail let the pod go in this
+    cycle, had `before` (pods asked about the same way, in order) gone first?
+
+    The limits count `before` as evicted, their owners count as evicted from in this cycle, and
+    a pod among them counts as evicted already; nodeFit is asked of the cluster as it stands.
+    A trial changes nothing: nothing is evicted, counted against a limit, kept in the cycle's
+    report or announced with an Event. The pods asked about travel in the value, not in the
+    evictor, so asking twice gives the same answer and a plan that is dropped leaves no trace.
+    Asked pod by pod, not as one plan evicted all-or-nothing: a plan the limits let go only in
+    part (some pods now, the rest in the next cycles) may still be worth beginning, and the
+    plugin learns how many may go now.
+    """
+
+    before: tuple[Pod, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EvictOptions:
+    """How a plugin asks for one eviction: upstream's `EvictOptions` (the strategy and the
+    reason), with what this project's rails add.
+
+    Options of the one `Evictor.evict`, not members of their own, so every rail (the
+    protections, the namespace selector, the circuit breaker, the limits, the owner cooldown,
+    nodeFit) is judged in one place for every question a plugin asks:
+
+    - `among` narrows where nodeFit may place the pod (None: any Ready node);
+    - `cooldown_share` and `several_per_cycle` say how much of the owner cooldown the eviction
+      respects. By default the owner's last eviction must be the whole cooldown ago and one pod
+      per owner goes per cycle; a plugin with a reason the rail cannot see (a move predicted to
+      pay clearly, pods that make one room together) may ask for a smaller share, or for
+      several pods of one owner in a cycle. The limits, the circuit breaker and the PDBs hold
+      either way;
+    - `trial` asks without evicting (`Trial`): how a plugin whose evictions are worth something
+      only together learns how many of them the rails let go now, through the same checks the
+      evictions will meet.
+    """
+
+    #: The plugin asking: the report's, the metrics' and the Event's name for the eviction.
+    strategy: str
+    #: Why, as the log, the report and the Event say it.
+    reason: str
+    among: Among = None
+    cooldown_share: float = 1.0
+    several_per_cycle: bool = False
+    trial: Trial | None = None
 
 
 class Outcome(enum.StrEnum):
@@ -144,7 +173,8 @@ class Outcome(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One `Evictor.evict` call's answer: its outcome, and why when it was not done."""
+    """One `Evictor.evict` call's answer: its outcome, and why when it was not done (for a
+    `Trial`: what the eviction would come to, short of the Eviction API)."""
 
     outcome: Outcome
     why: str = ""
@@ -163,8 +193,14 @@ DONE = Attempt(Outcome.DONE)
 
 
 class Evictor(Protocol):
-    """What a plugin evicts through, upstream's `Evictor`: one profile's evictor for one cycle,
-    every rail on the path. `descheduler.evictor.PodEvictor` is the one there is."""
+    """What a plugin evicts through, upstream's `Evictor` (Filter, PreEvictionFilter, Evict):
+    one profile's evictor for one cycle, every rail on the path. `descheduler.evictor.PodEvictor`
+    is the one there is.
+
+    Three members, as upstream's: what differs between plugins' evictions is an option of
+    `evict` (`EvictOptions`), so no plugin's need becomes a member every evictor (and every
+    wrapper of one, such as a filter added by a plugin) must carry.
+    """
 
     def filter(self, pod: Pod) -> bool:
         """Upstream's Filter: the pod may be evicted at all (not protected by the profile's
@@ -175,25 +211,10 @@ class Evictor(Protocol):
         """Upstream's PreEvictionFilter: nodeFit (when on) and the namespace label selector."""
         ...
 
-    def evict(
-        self,
-        pod: Pod,
-        *,
-        strategy: str,
-        reason: str,
-        among: Among = None,
-        guard: OwnerGuard = ...,
-    ) -> Attempt:
-        """Evict (or in Predictive mode, report) the pod if every rail allows. `among`: the
-        nodes nodeFit may place it on (None: any Ready node); `guard`: how much of the owner
-        cooldown the move respects (default `FULL`). Every attempt not done is in the cycle's
-        report with its reason."""
-        ...
-
-    def held_back(self, pods: Sequence[Pod], *, guard: OwnerGuard = ...) -> str | None:
-        """Why `evict` would not take all of `pods` in this cycle (a rail holds one of them,
-        or a limit runs out before the last), or None: the rails asked without evicting, for
-        a plan of evictions that is worth something only whole."""
+    def evict(self, pod: Pod, options: EvictOptions) -> Attempt:
+        """Evict (or in Predictive mode, report) the pod if every rail allows, as `options`
+        ask. Every attempt not done is in the cycle's report with its reason; a `Trial` only
+        answers, and leaves no trace."""
         ...
 
 
@@ -364,7 +385,7 @@ class PluginContext:
         """
         for _node, pods in candidates:
             for pod, reason in pods:
-                attempt = self.evictor.evict(pod, strategy=strategy, reason=reason)
+                attempt = self.evictor.evict(pod, EvictOptions(strategy=strategy, reason=reason))
                 if attempt.done:
                     if evicted is not None:
                         evicted(pod)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.framework import (
+    EvictOptions,
     Outcome,
     PluginContext,
     PrometheusClient,
@@ -363,7 +364,9 @@ def evict_from_sources(
                     "Unable to get the usage of pod %s/%s: %s", pod.namespace, pod.name, error
                 )
                 continue
-            attempt = context.evictor.evict(pod, strategy=strategy, reason=reason(info))
+            attempt = context.evictor.evict(
+                pod, EvictOptions(strategy=strategy, reason=reason(info))
+            )
             if attempt.outcome is Outcome.STOPPED:
                 return
             if attempt.outcome is Outcome.NODE_LIMIT:

@@ -13,7 +13,8 @@ ignored for fit: it is a marker resource the scheduler ignores (TAS issue 90), n
 Beside the check, how much of a node a pod takes: an amount of a resource (measured usage, or
 the pod's requests) as a percentage of the node's allocatable (`node_share`, `request_share`).
 It is the one estimate the descheduler's per-pod usage (`descheduler.usage`), LoadAware's relief
-of a pod nothing measures and the simulator's Volcano reading share.
+of a pod nothing measures, MakeRoomForPending's sizes of pods and of the room a pending pod
+lacks, and the simulator's Volcano reading share.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ from descheduler.config import DeschedulerConfig
 from descheduler.cycle import Descheduler
 from descheduler.framework import (
     Attempt,
+    EvictOptions,
     Evictor,
     ExtensionPoint,
     Outcome,
@@ -305,7 +306,7 @@ def run(args: VolcanoArgs, context: PluginContext) -> None:
                 f"node {source.node.name} is over Volcano's targetThresholds "
                 f"({', '.join(source.over())})"
             )
-            attempt = evictor.evict(pod, strategy=NAME, reason=reason, among=among)
+            attempt = evictor.evict(pod, EvictOptions(strategy=NAME, reason=reason, among=among))
             if attempt.outcome is Outcome.STOPPED:
                 return
             if not attempt.done:
@@ -503,15 +504,9 @@ class _MigrationAwareEvictor:
     def pre_eviction_filter(self, pod: Pod) -> bool:
         return self.evictor.pre_eviction_filter(pod) and self.plugin.pre_eviction_filter(pod)
 
-    @property
-    def evict(self) -> Callable[..., Attempt]:
+    def evict(self, pod: Pod, options: EvictOptions) -> Attempt:
         """The profile's evictor's own: only the filters are added."""
-        return self.evictor.evict
-
-    @property
-    def held_back(self) -> Callable[..., str | None]:
-        """The profile's evictor's own."""
-        return self.evictor.held_back
+        return self.evictor.evict(pod, options)
 
 
 @dataclass

@@ -50,8 +50,9 @@ stop one part-way.
 The plugin is built (`descheduler.assemble`) with what it needs beyond the per-cycle handle:
 the evictions remembered (`descheduler.settling.MoveHistory`: which pods are replacements left
 to settle) and `reserve` (`Reserve`: the cycle's reservations, which it asks for anew each
-cycle it still needs a node). The whole-plan check asks the evictor's rails without evicting
-(`Evictor.held_back`).
+cycle it still needs a node). How much of a plan the rails let go now is asked of the evictor
+without evicting (`EvictOptions.trial`: each pod after those before it), through the checks
+the evictions will meet.
 
 The owner cooldown does not guard it by default, as it does the plugins driven by telemetry:
 the cooldown keeps a flapping metric from moving a workload back and forth, and this plugin
@@ -70,18 +71,26 @@ from datetime import UTC, datetime
 
 from descheduler.args import FieldReader
 from descheduler.framework import (
+    EvictOptions,
     ExtensionPoint,
     Outcome,
-    OwnerGuard,
     Plugin,
     PluginContext,
     PluginName,
+    Trial,
 )
 from descheduler.nodefit import fitting_nodes
 from descheduler.settling import MoveHistory, NoMoves, settle_left
 from descheduler.state import CycleState
 from tas.cluster.model import Node, Pod
-from tas.fit import PODS_RESOURCE, holds_resources, matches_node_selection, untolerated_taint
+from tas.fit import (
+    PODS_RESOURCE,
+    holds_resources,
+    matches_node_selection,
+    node_share,
+    request_share,
+    untolerated_taint,
+)
 from tas.types import NodeName
 from tas.vocabulary import RESERVED_TAINT_KEY, TELEMETRY_RESOURCE
 
@@ -107,10 +116,6 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 #: first: each costs a pass over every node, and a queue of a thousand pending pods (a batch
 #: system's) must not make the cycle slow. The rest wait for the next cycles.
 PLANNED_PODS = 10
-
-#: Where a profile puts the owner cooldown on every plugin (`ownerCooldown: AllPlugins`),
-#: several pods of one owner may still leave together: they make one room.
-_GUARD = OwnerGuard(several_per_cycle=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +153,13 @@ def waiting_for_room(pod: Pod, now: datetime, min_pending_seconds: float) -> boo
 
 
 def share(pod: Pod, node: Node) -> float:
-    """How much of the node the pod's requests take: the larger of its cpu and memory shares."""
+    """How much of the node the pod's requests take (0..100): the larger of its cpu and memory
+    shares (`tas.fit.request_share`, the one estimate)."""
     return max(
         (
-            pod.requests.get(resource, 0.0) / allocatable
+            found
             for resource in ("cpu", "memory")
-            if (allocatable := node.allocatable.get(resource, 0.0)) > 0
+            if (found := request_share(pod, node, resource)) is not None
         ),
         default=0.0,
     )
@@ -367,24 +373,40 @@ class MakeRoom:
         return when is not None and (now - when).total_seconds() < self.args.retry_seconds
 
 
+def _options(plan: _Plan, destination: Node, trial: Trial | None = None) -> EvictOptions:
+    """How each of the plan's evictions is asked for, and asked about first (`trial`)."""
+    pending = f"{plan.pending.namespace}/{plan.pending.name}"
+    return EvictOptions(
+        strategy=NAME,
+        reason=f"making room on {plan.node.name} for pending pod {pending}",
+        among=(destination.name,),
+        # Where a profile puts the owner cooldown on every plugin (`ownerCooldown:
+        # AllPlugins`), several pods of one owner may still leave together: they make one room.
+        several_per_cycle=True,
+        trial=trial,
+    )
+
+
 def _allowed_now(plan: _Plan, context: PluginContext) -> int:
     """How many of the plan's pods, in order, every rail lets go in this cycle (0: none,
-    with why logged)."""
-    pods = [p for p, _ in plan.moves]
-    for count in range(len(pods), 0, -1):
-        held = context.evictor.held_back(pods[:count], guard=_GUARD)
-        if held is None:
-            return count
-        if count == len(pods):
-            why = held
-    log.info(
-        'Room for pod="%s/%s" on node="%s" not begun this cycle: %s',
-        plan.pending.namespace,
-        plan.pending.name,
-        plan.node.name,
-        why,
-    )
-    return 0
+    with why logged): each asked of the evictor in a trial after those before it."""
+    before: list[Pod] = []
+    why = "nothing to evict"
+    for pod, destination in plan.moves:
+        attempt = context.evictor.evict(pod, _options(plan, destination, Trial(tuple(before))))
+        if not attempt.done:
+            why = f"{pod.namespace}/{pod.name}: {attempt.why}"
+            break
+        before.append(pod)
+    if not before:
+        log.info(
+            'Room for pod="%s/%s" on node="%s" not begun this cycle: %s',
+            plan.pending.namespace,
+            plan.pending.name,
+            plan.node.name,
+            why,
+        )
+    return len(before)
 
 
 def _uid(pod: Pod) -> str:
@@ -425,8 +447,9 @@ def _cost(leaving: Sequence[Pod], node: Node) -> tuple[float, int, str]:
 
 
 def _shortfall(pending: Pod, node: Node, movable: Sequence[Pod], ledger: _Ledger) -> float | None:
-    """How much of the node's cpu and memory (as a share) the pending pod lacks there, or None
-    when even every movable pod leaving would not make the room."""
+    """How much of the node (a percentage of its allocatable, `tas.fit.node_share`; the larger
+    over its resources) the pending pod lacks there, or None when even every movable pod
+    leaving would not make the room."""
     lacking = 0.0
     for resource, wanted in _wanted(pending).items():
         short = wanted - ledger.free(node, resource)
@@ -437,9 +460,9 @@ def _shortfall(pending: Pod, node: Node, movable: Sequence[Pod], ledger: _Ledger
             freed = float(len(movable))
         if freed < short:
             return None
-        allocatable = node.allocatable.get(resource, 0.0)
-        if resource != PODS_RESOURCE and allocatable > 0:
-            lacking = max(lacking, short / allocatable)
+        part = node_share(short, node, resource) if resource != PODS_RESOURCE else None
+        if part is not None:
+            lacking = max(lacking, part)
     return lacking
 
 
@@ -560,13 +583,7 @@ def _carry_out(plan: _Plan, count: int, context: PluginContext, ledger: _Ledger)
         else "",
     )
     for done, (pod, destination) in enumerate(moves):
-        attempt = context.evictor.evict(
-            pod,
-            strategy=NAME,
-            reason=f"making room on {plan.node.name} for pending pod {pending}",
-            among=(destination.name,),
-            guard=_GUARD,
-        )
+        attempt = context.evictor.evict(pod, _options(plan, destination))
         if not attempt.done:
             log.warning(
                 'Room for pod="%s" on node="%s" left unmade after %d of %d evictions: %s',

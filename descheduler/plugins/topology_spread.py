@@ -17,7 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, PodSelection
-from descheduler.framework import ExtensionPoint, Outcome, Plugin, PluginContext, PluginName
+from descheduler.framework import (
+    EvictOptions,
+    ExtensionPoint,
+    Outcome,
+    Plugin,
+    PluginContext,
+    PluginName,
+)
 from tas.cluster.model import LabelSelector, Node, Pod, Requirement, Toleration
 from tas.fit import matches_node_selection, untolerated_taint
 
@@ -176,7 +183,8 @@ def run(args: TopologySpreadArgs, context: PluginContext) -> None:
         if not evictor.pre_eviction_filter(pod):
             continue
         reason = "topology spread constraint skew above maxSkew"
-        if evictor.evict(pod, strategy=NAME, reason=reason).outcome is Outcome.STOPPED:
+        attempt = evictor.evict(pod, EvictOptions(strategy=NAME, reason=reason))
+        if attempt.outcome is Outcome.STOPPED:
             return
 
 

@@ -4,8 +4,11 @@ Covered: every DefaultEvictor rule (mirror, static, terminating, system-critical
 priority threshold by value and by name, DaemonSet, bare pods and the Failed exception, local
 storage, PVCs, pods without a PDB, namespace include/exclude) and the evict annotation that
 overrides them; candidate ordering; the per-node, per-namespace and total limits; the per-owner
-cooldown on an injected clock; an open circuit breaker holding every eviction; PDB refusals
-(429) counted and logged; Predictive mode reporting without evicting; failures counted.
+cooldown on an injected clock, and the smaller share of it an eviction may ask for; a trial
+(`EvictOptions.trial`) answering as the eviction would, the pods asked before counted against
+the limits and as their owners' evictions, and leaving no trace; an open circuit breaker
+holding every eviction; PDB refusals (429) counted and logged; Predictive mode reporting
+without evicting; failures counted.
 """
 
 from __future__ import annotations
@@ -19,14 +22,16 @@ from prometheus_client import CollectorRegistry
 
 from descheduler.args import FieldReader
 from descheduler.cycle import Mode
-from descheduler.evictor import Cooldown, CycleRails, EvictionBudget, Limits, PodEvictor, Rail
-from descheduler.framework import (
-    FULL,
-    Attempt,
-    Outcome,
-    OwnerGuard,
-    sort_candidates,
+from descheduler.evictor import (
+    Cooldown,
+    CycleRails,
+    EvictionBudget,
+    Exhausted,
+    Limits,
+    PodEvictor,
+    Rail,
 )
+from descheduler.framework import Attempt, EvictOptions, Outcome, Trial, sort_candidates
 from descheduler.nodefit import NodeFitter
 from descheduler.plugins import default_evictor
 from descheduler.plugins.default_evictor import EvictorArgs, ProtectionRules
@@ -421,7 +426,9 @@ def test_a_pdb_refusal_is_counted_and_logged_and_the_pod_stays(
     registry = CollectorRegistry()
     evictor = evictor_on(cluster, registry=registry)
     with caplog.at_level(logging.INFO):
-        attempt = evictor.evict(cluster.list_pods()[0], strategy="Test", reason="because")
+        attempt = evictor.evict(
+            cluster.list_pods()[0], EvictOptions(strategy="Test", reason="because")
+        )
     assert not attempt.done
     assert (
         attempt.why == "refused: Cannot evict pod as it would violate the pod's disruption budget."
@@ -441,19 +448,26 @@ def test_predictive_mode_reports_and_counts_but_evicts_nothing(
     registry = CollectorRegistry()
     evictor = evictor_on(cluster, mode=Mode.PREDICTIVE, limits=Limits(total=1), registry=registry)
     with caplog.at_level(logging.INFO):
-        assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot").done
+        assert evictor.evict(
+            cluster.list_pods()[0], EvictOptions(strategy="Test", reason="node is hot")
+        ).done
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
     assert 'Evicted pod in dry run mode pod="default/web-1"' in caplog.text
     assert 'reason="node is hot"' in caplog.text
     labels = {"strategy": "Test", "node": "node-a", "namespace": "default", "result": "dry-run"}
     assert registry.get_sample_value("tas_descheduler_evictions_total", labels) == 1
-    assert evictor.rails.budget.total_exhausted  # dry runs count against the limits too
+    # Dry runs count against the limits too.
+    assert evictor.rails.budget.which_exhausted(node=None, namespace=Namespace("x")) is (
+        Exhausted.TOTAL
+    )
 
 
 def test_an_eviction_goes_through_the_eviction_api_with_its_reason() -> None:
     cluster = two_nodes(make_pod("web-1"))
     evictor = evictor_on(cluster)
-    assert evictor.evict(cluster.list_pods()[0], strategy="Test", reason="node is hot").done
+    assert evictor.evict(
+        cluster.list_pods()[0], EvictOptions(strategy="Test", reason="node is hot")
+    ).done
     (record,) = cluster.evictions
     assert record.reason == "Test: node is hot"
     assert record.replacement is not None  # the ReplicaSet made a new pending pod
@@ -463,7 +477,7 @@ def test_a_failed_eviction_is_counted_as_failed() -> None:
     cluster = two_nodes(make_pod("web-1"))
     cluster.inject_failure(WriteKind.EVICTIONS, TransientClusterError("boom"))
     evictor = evictor_on(cluster)
-    assert not evictor.evict(cluster.list_pods()[0], strategy="Test", reason="r").done
+    assert not evictor.evict(cluster.list_pods()[0], EvictOptions(strategy="Test", reason="r")).done
     assert [d.result for d in evictor.rails.decisions] == ["failed"]
 
 
@@ -473,23 +487,23 @@ def test_the_cooldown_spares_an_owner_evicted_from_a_moment_ago() -> None:
     cluster = two_nodes(make_pod("web-1", owner="rs"), make_pod("web-2", owner="rs"))
     first = evictor_on(cluster, cooldown=cooldown)
     assert first.evict(
-        cluster.get_pod(Namespace("default"), "web-1"), strategy="T", reason="r"
+        cluster.get_pod(Namespace("default"), "web-1"), EvictOptions(strategy="T", reason="r")
     ).done
     # Even within the same cycle, one pod per owner.
     assert not first.evict(
-        cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r"
+        cluster.get_pod(Namespace("default"), "web-2"), EvictOptions(strategy="T", reason="r")
     ).done
     clock.advance(60)
     later = evictor_on(cluster, cooldown=cooldown)
     later.state.now = clock.now()
     assert not later.evict(
-        cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r"
+        cluster.get_pod(Namespace("default"), "web-2"), EvictOptions(strategy="T", reason="r")
     ).done
     clock.advance(600)
     after = evictor_on(cluster, cooldown=cooldown)
     after.state.now = clock.now()
     assert after.evict(
-        cluster.get_pod(Namespace("default"), "web-2"), strategy="T", reason="r"
+        cluster.get_pod(Namespace("default"), "web-2"), EvictOptions(strategy="T", reason="r")
     ).done
 
 
@@ -498,31 +512,71 @@ def test_a_clear_gain_moves_several_pods_of_an_owner_and_waits_half_the_cooldown
     cooldown = Cooldown(600)
     pods = [make_pod(f"web-{i}", owner="rs") for i in range(1, 5)]
     cluster = two_nodes(*pods)
-    clear = OwnerGuard(share=0.5, several_per_cycle=True)
+    clear = EvictOptions(strategy="T", reason="r", cooldown_share=0.5, several_per_cycle=True)
+    marginal = EvictOptions(strategy="T", reason="r")
 
     def pod(name: str) -> Pod:
         return cluster.get_pod(Namespace("default"), name)
 
     first = evictor_on(cluster, cooldown=cooldown)
-    assert first.evict(pod("web-1"), strategy="T", reason="r", guard=clear).done
+    assert first.evict(pod("web-1"), clear).done
     # A clear gain: a second pod of the owner in the same cycle; a marginal one waits.
-    assert first.evict(pod("web-2"), strategy="T", reason="r", guard=clear).done
-    assert not first.evict(pod("web-3"), strategy="T", reason="r", guard=FULL).done
+    assert first.evict(pod("web-2"), clear).done
+    assert not first.evict(pod("web-3"), marginal).done
     # Half the cooldown later a clear gain may move the owner again; a marginal one may not.
     clock.advance(300)
     later = evictor_on(cluster, cooldown=cooldown)
     later.state.now = clock.now()
-    assert not later.evict(pod("web-3"), strategy="T", reason="r").done
-    assert later.evict(pod("web-3"), strategy="T", reason="r", guard=clear).done
+    assert not later.evict(pod("web-3"), marginal).done
+    assert later.evict(pod("web-3"), clear).done
     # The limits still hold for a clear gain.
     limited = evictor_on(cluster, cooldown=Cooldown(600), limits=Limits(per_node=0))
-    assert not limited.evict(pod("web-4"), strategy="T", reason="r", guard=clear).done
+    assert not limited.evict(pod("web-4"), clear).done
+
+
+def test_a_trial_counts_the_pods_asked_before_against_the_limits_and_changes_nothing() -> None:
+    # A plan of three evictions from node-a, where two may leave it per cycle: a trial asks
+    # each pod after those before it, and the evictor stays as it was, every pod in place.
+    pods = [make_pod(f"web-{i}", node="node-a", owner=f"rs-{i}") for i in range(3)]
+    cluster = two_nodes(*pods)
+    evictor = evictor_on(cluster, limits=Limits(per_node=2))
+    evictor.rails.failure_events = True
+    web = [cluster.get_pod(Namespace("default"), f"web-{i}") for i in range(3)]
+
+    def asked(i: int) -> Attempt:
+        return evictor.evict(web[i], EvictOptions("T", "r", trial=Trial(tuple(web[:i]))))
+
+    assert asked(0).done
+    assert asked(1).done
+    assert asked(2) == Attempt(Outcome.NODE_LIMIT, "maxNoOfPodsToEvictPerNode 2 reached on node-a")
+    assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
+    assert evictor.rails.budget.total == 0
+    assert (evictor.rails.decisions, evictor.rails.blocked, cluster.events) == ([], [], ())
+    assert evictor.state.evicted == set()
+    # Asked again, the same answer; and the evictions then go as far as the trial said.
+    assert asked(2).outcome is Outcome.NODE_LIMIT
+    assert [evictor.evict(p, EvictOptions("T", "r")).done for p in web] == [True, True, False]
+    assert [(b.name, b.rail) for b in evictor.rails.blocked] == [("web-2", Rail.LIMIT)]
+
+
+def test_a_trial_counts_the_owners_of_the_pods_asked_before_as_evicted_from() -> None:
+    cluster = two_nodes(make_pod("web-1", owner="rs"), make_pod("web-2", owner="rs"))
+    evictor = evictor_on(cluster, cooldown=Cooldown(600))
+    web_1, web_2 = (cluster.get_pod(Namespace("default"), n) for n in ("web-1", "web-2"))
+    after_web_1 = Trial((web_1,))
+    one_per_owner = evictor.evict(web_2, EvictOptions("T", "r", trial=after_web_1))
+    assert one_per_owner == Attempt(Outcome.BLOCKED, "owner ReplicaSet/rs is cooling down")
+    together = EvictOptions("T", "r", several_per_cycle=True, trial=after_web_1)
+    assert evictor.evict(web_2, together).done
+    already = evictor.evict(web_1, EvictOptions("T", "r", trial=after_web_1))
+    assert already == Attempt(Outcome.BLOCKED, "already evicted in this cycle")
+    assert evictor.rails.blocked == []
 
 
 def test_an_open_circuit_breaker_blocks_every_eviction() -> None:
     cluster = two_nodes(make_pod("web-1"))
     evictor = evictor_on(cluster, halted="3 of 4 nodes with values violate at once")
-    attempt = evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    attempt = evictor.evict(cluster.list_pods()[0], EvictOptions(strategy="T", reason="r"))
     assert attempt == Attempt(
         Outcome.STOPPED, "circuit breaker open: 3 of 4 nodes with values violate at once"
     )
@@ -533,16 +587,18 @@ def test_an_open_circuit_breaker_blocks_every_eviction() -> None:
 
 def test_a_spent_limit_says_whether_to_try_the_next_pod_the_next_node_or_stop() -> None:
     pods = [make_pod(f"web-{i}", node=f"node-{n}", owner=f"rs-{i}") for i, n in enumerate("aabb")]
-    cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
+    cluster = cluster_with(
+        make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=tuple(pods)
+    )
     evictor = evictor_on(cluster, mode=Mode.PREDICTIVE, limits=Limits(per_node=1, total=2))
     web = {p.name: p for p in cluster.list_pods()}
-    assert evictor.evict(web["web-0"], strategy="T", reason="r").done
-    node_spent = evictor.evict(web["web-1"], strategy="T", reason="r")
+    assert evictor.evict(web["web-0"], EvictOptions(strategy="T", reason="r")).done
+    node_spent = evictor.evict(web["web-1"], EvictOptions(strategy="T", reason="r"))
     assert node_spent == Attempt(
         Outcome.NODE_LIMIT, "maxNoOfPodsToEvictPerNode 1 reached on node-a"
     )
-    assert evictor.evict(web["web-2"], strategy="T", reason="r").done
-    assert evictor.evict(web["web-3"], strategy="T", reason="r") == Attempt(
+    assert evictor.evict(web["web-2"], EvictOptions(strategy="T", reason="r")).done
+    assert evictor.evict(web["web-3"], EvictOptions(strategy="T", reason="r")) == Attempt(
         Outcome.STOPPED, "maxNoOfPodsToEvictTotal 2 reached"
     )
     assert [(b.name, b.rail) for b in evictor.rails.blocked] == [
@@ -565,7 +621,7 @@ def test_node_fit_keeps_a_pod_that_no_other_node_would_take() -> None:
     pinned = make_pod("pinned", apply=replace(node_selector={"kubernetes.io/hostname": "node-a"}))
     cluster = two_nodes(pinned)
     evictor = evictor_on(cluster)
-    attempt = evictor.evict(cluster.list_pods()[0], strategy="T", reason="r")
+    attempt = evictor.evict(cluster.list_pods()[0], EvictOptions(strategy="T", reason="r"))
     assert attempt == Attempt(Outcome.BLOCKED, "no other Ready node would accept it (nodeFit)")
     assert cluster.write_counts()[WriteKind.EVICTIONS] == 0
     assert [b.rail for b in evictor.rails.blocked] == [Rail.NODE_FIT]
@@ -596,5 +652,5 @@ def test_pods_of_one_shape_share_nodefits_answer_yet_each_is_judged_without_its_
     assert evictor.fitter.fitting_nodes(pods["web-2"]) == ()
     assert evictor.fitter.fitting_nodes(pods["web-2"], include_current=True) == ("node-b",)
     # An eviction changes the nodes: once web-1 is gone, node-a has room for web-2.
-    assert evictor.evict(pods["web-1"], strategy="Test", reason="because").done
+    assert evictor.evict(pods["web-1"], EvictOptions(strategy="Test", reason="because")).done
     assert evictor.fitter.fitting_nodes(pods["web-2"]) == ("node-a",)

@@ -23,6 +23,7 @@ from descheduler.args import FieldReader, NamespaceFilter
 from descheduler.config import ConfigError, parse_config
 from descheduler.cycle import Mode
 from descheduler.framework import (
+    EvictOptions,
     ExtensionPoint,
     Outcome,
     Plugin,
@@ -72,7 +73,7 @@ class EvictLabelled:
             if not self.args.namespaces.allows(pod.namespace) or not evictor.filter(pod):
                 continue
             attempt = evictor.evict(
-                pod, strategy="EvictLabelled", reason=f"{LABEL}={self.args.value}"
+                pod, EvictOptions(strategy="EvictLabelled", reason=f"{LABEL}={self.args.value}")
             )
             if attempt.done:
                 self.evicted.append(pod.name)

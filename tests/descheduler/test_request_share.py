@@ -2,7 +2,7 @@
 
 Covered: LoadAware's relief of a pod nothing measures and the per-pod usage's memory signals
 (`descheduler.usage.pod_usage_from`) give one figure for the same pod; only the relief is
-capped at the whole node.
+capped at the whole node. MakeRoomForPending sizes a pod by the same figure.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from descheduler.plugins import make_room
 from descheduler.plugins.load_aware.moves import estimate_relief
 from descheduler.signals import Signal
 from descheduler.state import CycleState
@@ -59,3 +60,15 @@ def test_only_the_relief_is_capped_at_the_whole_node() -> None:
 
     assert relief == {"memory_utilization": 100.0}
     assert usage[(pod.namespace, pod.name)]["memory_utilization"] == 150.0
+
+
+def test_make_room_sizes_a_pod_by_the_same_request_share() -> None:
+    # MakeRoomForPending weighs pods by the larger of their cpu and memory shares: the one
+    # estimate, so a pod it sizes at 40% relieves a node by 40% in LoadAware's eyes too.
+    node = make_node("n", cpu=8.0, memory=12 * GiB)
+    memory_bound = make_pod("cache", node="n", cpu=1.0, memory=6 * GiB)
+    cpu_bound = make_pod("batch", node="n", cpu=4.0, memory=1 * GiB)
+    assert make_room.share(memory_bound, node) == request_share(memory_bound, node, "memory")
+    assert make_room.share(cpu_bound, node) == request_share(cpu_bound, node, "cpu") == 50.0
+    relief = estimate_relief(memory_bound, node, [Signal.MEMORY_UTILIZATION])
+    assert relief == {Signal.MEMORY_UTILIZATION: make_room.share(memory_bound, node)}

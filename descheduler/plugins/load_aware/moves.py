@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from descheduler.framework import FULL, OwnerGuard, PluginContext, PodUsage, sort_candidates
+from descheduler.framework import PluginContext, PodUsage, sort_candidates
 from descheduler.node_classes import Classification
 from descheduler.signals import Signal
 from descheduler.state import pod_key
@@ -31,8 +31,10 @@ class Move:
 
     #: What the eviction's reason adds (the prediction), empty for none.
     explains: str = ""
-    #: How much of the owner cooldown it respects.
-    guard: OwnerGuard = FULL
+    #: How much of the owner cooldown it respects (`EvictOptions.cooldown_share`,
+    #: `EvictOptions.several_per_cycle`).
+    cooldown_share: float = 1.0
+    several_per_cycle: bool = False
     #: Where it goes and what it is predicted to do there, where a policy predicts moves.
     planned: tuple[NodeName, Prediction] | None = None
 

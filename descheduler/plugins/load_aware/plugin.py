@@ -41,6 +41,7 @@ from collections.abc import Mapping
 
 from descheduler.classify import still_over
 from descheduler.framework import (
+    EvictOptions,
     ExtensionPoint,
     Outcome,
     Plugin,
@@ -284,9 +285,14 @@ def rebalance(
             reason = overutilized_reason(node, usage, c, signals)
             if move.explains:
                 reason = f"{reason}; {move.explains}"
-            attempt = evictor.evict(
-                pod, strategy=NAME, reason=reason, among=targets, guard=move.guard
+            options = EvictOptions(
+                strategy=NAME,
+                reason=reason,
+                among=targets,
+                cooldown_share=move.cooldown_share,
+                several_per_cycle=move.several_per_cycle,
             )
+            attempt = evictor.evict(pod, options)
             if attempt.outcome is Outcome.STOPPED:
                 log.warning("LoadAware stops: %s", attempt.why)
                 return c

@@ -7,8 +7,8 @@ predicted to take off its node, less what it adds to the fitting node that would
 with it, exceeds what its restart costs, and never when it would make that node the next hot
 one; a pod nothing describes stays (never a move on a guess). The prediction is in the
 eviction's reason; a clear gain (`clearGain` times the cost) waits half the owner cooldown and
-may move several pods of one owner in a cycle (`CLEAR`). A replacement of a moved pod is left
-to settle (`settle_left`).
+may move several pods of one owner in a cycle (`CLEAR_COOLDOWN_SHARE`). A replacement of a
+moved pod is left to settle (`settle_left`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from descheduler.framework import OwnerGuard, PluginContext, PodUsage
+from descheduler.framework import PluginContext, PodUsage
 from descheduler.node_classes import Category, Classification
 from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
@@ -35,8 +35,9 @@ from tas.types import MetricColumns, MetricName, NodeName
 
 log = logging.getLogger(__name__)
 
-#: A clear gain: half the owner cooldown, several pods of one owner per cycle.
-CLEAR = OwnerGuard(share=0.5, several_per_cycle=True)
+#: A clear gain waits this share of the owner cooldown, and may move several pods of one
+#: owner per cycle.
+CLEAR_COOLDOWN_SHARE = 0.5
 
 
 def cpu_cores(shares: Mapping[str, float] | None, cores: float) -> float:
@@ -270,8 +271,13 @@ class StallModel:
         if isinstance(found, Decline):
             return found
         destination, prediction = found
-        guard = CLEAR if prediction.gain >= self.args.clear_gain else OwnerGuard()
-        return Move(prediction.describe(node, self.name_of(destination)), guard, found)
+        clear = prediction.gain >= self.args.clear_gain
+        return Move(
+            prediction.describe(node, self.name_of(destination)),
+            cooldown_share=CLEAR_COOLDOWN_SHARE if clear else 1.0,
+            several_per_cycle=clear,
+            planned=found,
+        )
 
     def moved(self, node: NodeName, move: Move) -> None:
         """Made: the loads the next weighings read follow its prediction."""
