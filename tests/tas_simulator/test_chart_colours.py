@@ -1,4 +1,4 @@
-"""`tas simulate`'s charts tell every contender apart: each two contenders' colours at least
+"""The charts (`tas simulate`'s) tell every contender apart: each two contenders' colours at least
 30 apart in CIELAB (CIE76; psi-profile-60s' purple and the pink beside it were 28), and ours
 at least 40 from every other."""
 
