@@ -126,6 +126,9 @@ class InMemoryCluster:
         #: `list_nodes`' answer until a node is written: the scheduler model and the
         #: contenders list the nodes for every pod they place.
         self._listed_nodes: tuple[Node, ...] | None = None
+        #: `list_pods`' answer and the version it was listed at: every write of a pod moves
+        #: the version, and the components list the pods many times between two writes.
+        self._listed_pods: tuple[int, tuple[Pod, ...]] | None = None
         self._pod_metrics: dict[PodKey, Mapping[str, float]] = {}
 
     # ----------------------------------------------------------------- reads (Cluster)
@@ -138,11 +141,16 @@ class InMemoryCluster:
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
         with self._lock:
-            return tuple(
-                self._pods[key]
-                for key in sorted(self._pods)
-                if node is None or self._pods[key].node_name == node
-            )
+            listed = self._listed_pods
+            if listed is None or listed[0] != self._last_version:
+                pods = self._pods
+                listed = self._listed_pods = (
+                    self._last_version,
+                    tuple(pods[key] for key in sorted(pods)),
+                )
+            if node is None:
+                return listed[1]
+            return tuple(pod for pod in listed[1] if pod.node_name == node)
 
     def list_policy_documents(self) -> Sequence[PolicyDocument]:
         with self._lock:

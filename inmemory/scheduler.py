@@ -176,13 +176,6 @@ class _NodeTable:
         self.alloc_memory_int = np.array(
             [round(n.allocatable.get("memory", 0.0)) for n in self.nodes], dtype=np.int64
         )
-        self.cpu = np.zeros(count)
-        self.memory = np.zeros(count)
-        self.cpu_milli = np.zeros(count, dtype=np.int64)
-        self.memory_int = np.zeros(count, dtype=np.int64)
-        self.nonzero_cpu = np.zeros(count, dtype=np.int64)
-        self.nonzero_memory = np.zeros(count, dtype=np.int64)
-        self.pods = np.zeros(count, dtype=np.int64)
         self.pods_on: list[list[Pod]] = [[] for _ in self.nodes]
         self._static: dict[Hashable, tuple[BoolArray, IntArray]] = {}
         # Per pod shape (`_shape`), until the next bind changes what the nodes hold: a pod that
@@ -190,10 +183,35 @@ class _NodeTable:
         # why it fits nowhere was most of a large simulation's time.
         self._feasible: dict[Hashable, BoolArray] = {}
         self._rejections: dict[Hashable, list[str | None]] = {}
+        # The pods bound already, summed in plain Python numbers (as `add` sums them, one
+        # pod after another, so to the same values): a pass starts from hundreds of them.
+        cpu, memory = [0.0] * count, [0.0] * count
+        cpu_milli, memory_int = [0] * count, [0] * count
+        nonzero_cpu, nonzero_memory, bound = [0] * count, [0] * count, [0] * count
+        index = self.index
         for pod in pods:
-            i = self.index.get(pod.node_name) if pod.node_name is not None else None
-            if i is not None and holds_resources(pod):
-                self.add(pod, i)
+            i = index.get(pod.node_name) if pod.node_name is not None else None
+            if i is None or not holds_resources(pod):
+                continue
+            requests = pod.requests
+            pod_cpu = requests.get("cpu", 0.0)
+            pod_memory = requests.get("memory", 0.0)
+            milli, rounded = _milli(pod_cpu), round(pod_memory)
+            cpu[i] += pod_cpu
+            memory[i] += pod_memory
+            cpu_milli[i] += milli
+            memory_int[i] += rounded
+            nonzero_cpu[i] += milli or NON_ZERO_CPU_MILLI
+            nonzero_memory[i] += rounded or NON_ZERO_MEMORY
+            bound[i] += 1
+            self.pods_on[i].append(pod)
+        self.cpu = np.array(cpu, dtype=np.float64)
+        self.memory = np.array(memory, dtype=np.float64)
+        self.cpu_milli = np.array(cpu_milli, dtype=np.int64)
+        self.memory_int = np.array(memory_int, dtype=np.int64)
+        self.nonzero_cpu = np.array(nonzero_cpu, dtype=np.int64)
+        self.nonzero_memory = np.array(nonzero_memory, dtype=np.int64)
+        self.pods = np.array(bound, dtype=np.int64)
 
     def add(self, pod: Pod, i: int) -> None:
         cpu = pod.requests.get("cpu", 0.0)
