@@ -311,7 +311,9 @@ class _Placed:
             axis=1, initial=np.inf
         )
         steps = np.flatnonzero(demand)
-        cells = (node, steps)
+        if not len(steps):
+            return
+        cells = (node, _span(steps))
         self.lost[cells], self.stall[cells] = _cost(timeline, cells, self.load[cells])
 
 

@@ -64,7 +64,8 @@ def erfc(x: FloatArray) -> FloatArray:
     square *= z
     poly *= np.exp(square)
     below = x < 0
-    poly[below] = 2.0 - poly[below]
+    if below.any():
+        poly[below] = 2.0 - poly[below]
     return poly
 
 
