@@ -246,15 +246,24 @@ class _Timeline:
         workloads: npt.NDArray[np.int64],
         world: World,
     ) -> None:
+        # An option's mask is its workload's row of what was allowed at its step, so slots of
+        # one workload offered at the same steps get the same answer: asked once.
+        offered: dict[tuple[int, tuple[int, ...]], bool] = {}
+        pods, kinds = world.slot_pod, workloads.tolist()
         for slot, options in enumerate(self.options):
-            if world.slot_pod[slot] is None or len(options) >= _OPTIONS:
+            if pods[slot] is None or len(options) >= _OPTIONS:
                 continue
-            mask = allowed[workloads[slot]]
-            seen = np.zeros_like(mask)
-            for _, earlier in options:
-                seen[: len(earlier)] |= earlier
-            if (mask & ~seen).any():
-                options.append((index, mask.copy()))
+            workload = kinds[slot]
+            key = (workload, tuple(since for since, _ in options))
+            more = offered.get(key)
+            if more is None:
+                mask = allowed[workload]
+                seen = np.zeros_like(mask)
+                for _, earlier in options:
+                    seen[: len(earlier)] |= earlier
+                more = offered[key] = bool((mask & ~seen).any())
+            if more:
+                options.append((index, allowed[workload].copy()))
 
 
 def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
