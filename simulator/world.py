@@ -229,6 +229,8 @@ class World:
         #: `slot_workload` as an array, for readers that select many slots at once.
         self.slot_workload_index = _Grow(-1, np.int64)
         self.slot_pod: list[str | None] = []
+        #: `slot_pod is not None` per slot, kept beside it (the model reads it every step).
+        self._slot_live = _Grow(False, np.bool_)
         self.slot_node = _Grow(-1, np.int64)
         self.slot_since = _Grow(math.nan)
         #: When the slot's pod starts using its node: bind + start-up delay, or, for a live
@@ -363,6 +365,7 @@ class World:
             self.slot_workload.append(w)
             self.slot_workload_index.append(w)
             self.slot_pod.append(None)
+            self._slot_live.append(False)
             self.slot_node.append(-1)
             self.slot_since.append(math.nan)
             self.slot_ready.append(math.nan)
@@ -440,7 +443,7 @@ class World:
 
     def _live_slots(self) -> npt.NDArray[np.bool_]:
         """Which slots have a pod now (bound or pending)."""
-        return np.array([p is not None for p in self.slot_pod], dtype=np.bool_)
+        return np.array(self._slot_live.view, dtype=np.bool_)
 
     def _schedulable_nodes(self, workload: WorkloadSpec) -> list[NodeName]:
         from tas.fit import matches_node_selection, untolerated_taint
@@ -477,6 +480,7 @@ class World:
                     self.slot_ghost_node.data[slot] = node
                     self.slot_ghost_until.data[slot] = math.inf
                 self.slot_pod[slot] = None
+                self._slot_live.data[slot] = False
                 self.slot_node.data[slot] = -1
                 self.slot_since.data[slot] = math.nan
                 self.slot_ready.data[slot] = math.nan
@@ -494,6 +498,7 @@ class World:
         if change.type is ChangeType.ADDED:
             self.pod_slot[key] = slot
             self.slot_pod[slot] = pod.name
+            self._slot_live.data[slot] = True
             self.slot_instance.data[slot] += 1
             if pod.node_name is None:
                 self.created_at[key] = self.clock.elapsed
