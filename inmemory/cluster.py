@@ -338,12 +338,12 @@ class InMemoryCluster:
         with self._lock:
             if (pod.namespace, pod.name) in self._pods:
                 raise ConflictError(f"pod {pod.namespace}/{pod.name} already exists")
-            pod = dataclasses.replace(
+            changed = self._write_pod(
                 pod,
+                ChangeType.ADDED,
                 uid=pod.uid or self._new_uid(),
                 creation_timestamp=pod.creation_timestamp or self._clock.now(),
             )
-            changed = self._put_pod(pod)
             stored = self._pods[(pod.namespace, pod.name)]
         self._notify(changed)
         return stored
@@ -356,8 +356,9 @@ class InMemoryCluster:
             if pod.node_name is not None:
                 raise ConflictError(f"pod {namespace}/{name} is already bound to {pod.node_name}")
             now = self._clock.now()
-            bound = dataclasses.replace(
+            changed = self._write_pod(
                 pod,
+                ChangeType.MODIFIED,
                 node_name=node,
                 phase="Running",
                 start_time=now,
@@ -366,7 +367,6 @@ class InMemoryCluster:
                     PodCondition("PodScheduled", "True", last_transition_time=now),
                 ),
             )
-            changed = self._put_pod(bound)
             stored = self._pods[(namespace, name)]
         self._notify(changed)
         return stored
@@ -538,6 +538,13 @@ class InMemoryCluster:
             return []
         self._pods[key] = dataclasses.replace(pod, resource_version=self._next_version())
         kind = ChangeType.ADDED if previous is None else ChangeType.MODIFIED
+        return [ClusterChange(ResourceKind.POD, kind, pod.name, pod.namespace)]
+
+    def _write_pod(self, pod: Pod, kind: ChangeType, **changes: Any) -> list[ClusterChange]:
+        """`_put_pod` of the pod with `changes`, where they are known to change it (a new pod,
+        a pending pod bound): one copy, not one for the changes and one for the version."""
+        key = (pod.namespace, pod.name)
+        self._pods[key] = dataclasses.replace(pod, **changes, resource_version=self._next_version())
         return [ClusterChange(ResourceKind.POD, kind, pod.name, pod.namespace)]
 
     def _evict(self, pod: Pod, reason: str) -> tuple[EvictionOutcome, str, list[ClusterChange]]:

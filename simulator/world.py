@@ -252,6 +252,8 @@ class World:
         self.workload_slots: list[list[int]] = [[] for _ in scenario.workloads]
         self._replicas_made = [0] * len(scenario.workloads)
         self._patterns: dict[int, list[int]] = {}
+        #: Per workload and block of replicas, the order its pattern is dealt in.
+        self._orders: dict[tuple[int, int], list[int]] = {}
         # Bookkeeping for the figures.
         self.created_at: dict[PodKey, float] = {}
         self.pending_durations: list[float] = []
@@ -345,8 +347,11 @@ class World:
                 counts[i] += 1
             pattern = self._patterns[w] = [i for i, c in enumerate(counts) for _ in range(c)]
         block, position = divmod(replica, _BLOCK)
-        order = np.random.default_rng([self.seed, w, block]).permutation(_BLOCK)
-        return pattern[int(order[position])]
+        order = self._orders.get((w, block))
+        if order is None:
+            drawn = np.random.default_rng([self.seed, w, block]).permutation(_BLOCK)
+            order = self._orders[(w, block)] = [int(i) for i in drawn]
+        return pattern[order[position]]
 
     def create_replicas(self, workload: WorkloadSpec, count: int, t: float) -> list[Pod]:
         w = self.workload_index[workload.name]
