@@ -379,8 +379,13 @@ class InMemoryCluster:
             if pod is None or pod.node_name is None:
                 return
             ready = PodCondition("Ready", "True", last_transition_time=self._clock.now())
-            kept = tuple(c for c in pod.conditions if c.type != "Ready")
-            changed = self._put_pod(dataclasses.replace(pod, conditions=(*kept, ready)))
+            conditions = (*(c for c in pod.conditions if c.type != "Ready"), ready)
+            # Only the conditions may change: compared alone, the pod copied once.
+            changed = (
+                []
+                if conditions == pod.conditions
+                else self._write_pod(pod, ChangeType.MODIFIED, conditions=conditions)
+            )
         self._notify(changed)
 
     def remove_pod(self, namespace: Namespace, name: str) -> None:
@@ -542,7 +547,8 @@ class InMemoryCluster:
 
     def _write_pod(self, pod: Pod, kind: ChangeType, **changes: Any) -> list[ClusterChange]:
         """`_put_pod` of the pod with `changes`, where they are known to change it (a new pod,
-        a pending pod bound): one copy, not one for the changes and one for the version."""
+        a pending pod bound, conditions compared first): one copy, not one for the changes and
+        one for the version."""
         key = (pod.namespace, pod.name)
         self._pods[key] = dataclasses.replace(pod, **changes, resource_version=self._next_version())
         return [ClusterChange(ResourceKind.POD, kind, pod.name, pod.namespace)]
