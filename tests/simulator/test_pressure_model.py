@@ -38,6 +38,7 @@ from simulator.family import FAMILIES, draw_scenario, load_family
 from simulator.limit import _envelope, _StallCurve
 from simulator.live import ScenarioPage
 from simulator.pressure_model import (
+    Cells,
     NodeCurves,
     ReadNoise,
     erfc,
@@ -98,12 +99,13 @@ def test_a_grid_of_known_nodes_gives_every_cell_its_pressure_to_the_bit(
     biases = np.broadcast_to(bias[:, np.newaxis], cores.shape)
     curves = NodeCurves(model, cores, bias)
     rows = np.array([4, 0, 2])
-    for cells in [
+    every: list[Cells] = [
         slice(None),
         np.ix_(rows, np.array([1, 5, 6, 30])),
         (rows, slice(10, 40)),
         (3, np.array([2, 9, 14])),
-    ]:
+    ]
+    for cells in every:
         want = pressures(model, demand[cells], cores[cells], biases[cells])
         assert curves.at(demand[cells], cells).tobytes() == want.tobytes()
 
