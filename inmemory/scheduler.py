@@ -322,17 +322,15 @@ class _NodeTable:
         memory = round(pod.requests.get("memory", 0.0))
         if cpu == 0 and memory == 0:
             return np.zeros(len(chosen), dtype=np.int64)  # best-effort pods are not scored
-        fractions = []
-        for alloc, used, want in (
-            (self.alloc_cpu_milli[chosen], self.cpu_milli[chosen], cpu),
-            (self.alloc_memory_int[chosen], self.memory_int[chosen], memory),
-        ):
-            safe = np.where(alloc > 0, alloc, 1)
-            fraction = np.minimum((used + want) / safe, 1.0)
-            fractions.append(np.where(alloc > 0, fraction, np.nan))
-        cpu_f, mem_f = fractions
-        both = ~np.isnan(cpu_f) & ~np.isnan(mem_f)
-        std = np.where(both, np.abs(np.nan_to_num(cpu_f) - np.nan_to_num(mem_f)) / 2, 0.0)
+        alloc_cpu = self.alloc_cpu_milli[chosen]
+        alloc_memory = self.alloc_memory_int[chosen]
+        # A node without the resource is not scored on it: its fraction, whatever the
+        # division gave, is left out by `both`.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cpu_f = np.minimum((self.cpu_milli[chosen] + cpu) / alloc_cpu, 1.0)
+            mem_f = np.minimum((self.memory_int[chosen] + memory) / alloc_memory, 1.0)
+        both = (alloc_cpu > 0) & (alloc_memory > 0)
+        std = np.where(both, np.abs(cpu_f - mem_f) / 2, 0.0)
         return np.trunc((1.0 - std) * MAX_NODE_SCORE).astype(np.int64)
 
     def taint_toleration(self, pod: Pod, chosen: IntArray) -> IntArray:
@@ -403,7 +401,8 @@ class InMemoryScheduler:
             return np.empty(0, dtype=np.int64)  # every node searched: the next search starts here
         count = len(table.nodes)
         wanted = num_feasible_nodes_to_find(count, self._percentage)
-        order = np.roll(np.arange(count, dtype=np.int64), -self._next_start)
+        # The nodes from where the last search stopped, round the list (np.roll's order).
+        order = (np.arange(count, dtype=np.int64) + self._next_start) % max(count, 1)
         found = np.flatnonzero(feasible[order])
         if len(found) >= wanted:
             found = found[:wanted]
