@@ -126,6 +126,9 @@ class InMemoryCluster:
         #: `list_nodes`' answer until a node is written: the scheduler model and the
         #: contenders list the nodes for every pod they place.
         self._listed_nodes: tuple[Node, ...] | None = None
+        #: `list_pods`' answer and the version it was listed at: every write of a pod moves
+        #: the version, and the components list the pods many times between two writes.
+        self._listed_pods: tuple[int, tuple[Pod, ...]] | None = None
         self._pod_metrics: dict[PodKey, Mapping[str, float]] = {}
 
     # ----------------------------------------------------------------- reads (Cluster)
@@ -138,11 +141,16 @@ class InMemoryCluster:
 
     def list_pods(self, *, node: NodeName | None = None) -> Sequence[Pod]:
         with self._lock:
-            return tuple(
-                self._pods[key]
-                for key in sorted(self._pods)
-                if node is None or self._pods[key].node_name == node
-            )
+            listed = self._listed_pods
+            if listed is None or listed[0] != self._last_version:
+                pods = self._pods
+                listed = self._listed_pods = (
+                    self._last_version,
+                    tuple(pods[key] for key in sorted(pods)),
+                )
+            if node is None:
+                return listed[1]
+            return tuple(pod for pod in listed[1] if pod.node_name == node)
 
     def list_policy_documents(self) -> Sequence[PolicyDocument]:
         with self._lock:
@@ -330,12 +338,12 @@ class InMemoryCluster:
         with self._lock:
             if (pod.namespace, pod.name) in self._pods:
                 raise ConflictError(f"pod {pod.namespace}/{pod.name} already exists")
-            pod = dataclasses.replace(
+            changed = self._write_pod(
                 pod,
+                ChangeType.ADDED,
                 uid=pod.uid or self._new_uid(),
                 creation_timestamp=pod.creation_timestamp or self._clock.now(),
             )
-            changed = self._put_pod(pod)
             stored = self._pods[(pod.namespace, pod.name)]
         self._notify(changed)
         return stored
@@ -348,8 +356,9 @@ class InMemoryCluster:
             if pod.node_name is not None:
                 raise ConflictError(f"pod {namespace}/{name} is already bound to {pod.node_name}")
             now = self._clock.now()
-            bound = dataclasses.replace(
+            changed = self._write_pod(
                 pod,
+                ChangeType.MODIFIED,
                 node_name=node,
                 phase="Running",
                 start_time=now,
@@ -358,7 +367,6 @@ class InMemoryCluster:
                     PodCondition("PodScheduled", "True", last_transition_time=now),
                 ),
             )
-            changed = self._put_pod(bound)
             stored = self._pods[(namespace, name)]
         self._notify(changed)
         return stored
@@ -371,8 +379,13 @@ class InMemoryCluster:
             if pod is None or pod.node_name is None:
                 return
             ready = PodCondition("Ready", "True", last_transition_time=self._clock.now())
-            kept = tuple(c for c in pod.conditions if c.type != "Ready")
-            changed = self._put_pod(dataclasses.replace(pod, conditions=(*kept, ready)))
+            conditions = (*(c for c in pod.conditions if c.type != "Ready"), ready)
+            # Only the conditions may change: compared alone, the pod copied once.
+            changed = (
+                []
+                if conditions == pod.conditions
+                else self._write_pod(pod, ChangeType.MODIFIED, conditions=conditions)
+            )
         self._notify(changed)
 
     def remove_pod(self, namespace: Namespace, name: str) -> None:
@@ -530,6 +543,14 @@ class InMemoryCluster:
             return []
         self._pods[key] = dataclasses.replace(pod, resource_version=self._next_version())
         kind = ChangeType.ADDED if previous is None else ChangeType.MODIFIED
+        return [ClusterChange(ResourceKind.POD, kind, pod.name, pod.namespace)]
+
+    def _write_pod(self, pod: Pod, kind: ChangeType, **changes: Any) -> list[ClusterChange]:
+        """`_put_pod` of the pod with `changes`, where they are known to change it (a new pod,
+        a pending pod bound, conditions compared first): one copy, not one for the changes and
+        one for the version."""
+        key = (pod.namespace, pod.name)
+        self._pods[key] = dataclasses.replace(pod, **changes, resource_version=self._next_version())
         return [ClusterChange(ResourceKind.POD, kind, pod.name, pod.namespace)]
 
     def _evict(self, pod: Pod, reason: str) -> tuple[EvictionOutcome, str, list[ClusterChange]]:

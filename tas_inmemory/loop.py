@@ -110,6 +110,12 @@ class ClosedLoop:
     pending: Callable[[], int] | None = None
     next_sync: float = 0.0
     next_cycle: float = field(default=-1.0)
+    #: The feed's last answer and what herd control was given of it: a feed answers with the
+    #: same mapping until its values change (read, never changed), and a sync comes every
+    #: 2 s where scrapes come every 30-60 s.
+    _fed: tuple[object, dict[PodKey, dict[str, float]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.next_cycle < 0:
@@ -144,14 +150,17 @@ class ClosedLoop:
         for observer in self.observers:
             observer.stepped(t)
 
-    @staticmethod
-    def _feed_placements(placements: PlacementTracker, feed: PodUsageFeed) -> None:
+    def _feed_placements(self, placements: PlacementTracker, feed: PodUsageFeed) -> None:
         """As `tas extender` feeds herd control: the last usage stays while the feed fails."""
         try:
             usage = feed.fetch()
         except MetricFetchError:
             return
-        placements.set_usage(_cpu_and_memory(usage))
+        if self._fed is None or self._fed[0] is not usage:
+            self._fed = (usage, _cpu_and_memory(usage))
+        # A new mapping each time, as `tas extender` gives it (herd control skips one equal
+        # to the last only then).
+        placements.set_usage(dict(self._fed[1]))
 
 
 @dataclass(kw_only=True)
@@ -193,7 +202,11 @@ class RealTime:
 
 
 def _cpu_and_memory(usage: Mapping[PodKey, Mapping[str, float]]) -> dict[PodKey, dict[str, float]]:
-    return {
-        key: {r: values[r] for r in ("cpu", "memory") if r in values}
-        for key, values in usage.items()
-    }
+    kept: dict[PodKey, dict[str, float]] = {}
+    for key, values in usage.items():
+        cpu, memory = values.get("cpu"), values.get("memory")
+        if cpu is not None and memory is not None:
+            kept[key] = {"cpu": cpu, "memory": memory}  # the feeds' usual answer
+        else:
+            kept[key] = {r: values[r] for r in ("cpu", "memory") if r in values}
+    return kept

@@ -176,13 +176,6 @@ class _NodeTable:
         self.alloc_memory_int = np.array(
             [round(n.allocatable.get("memory", 0.0)) for n in self.nodes], dtype=np.int64
         )
-        self.cpu = np.zeros(count)
-        self.memory = np.zeros(count)
-        self.cpu_milli = np.zeros(count, dtype=np.int64)
-        self.memory_int = np.zeros(count, dtype=np.int64)
-        self.nonzero_cpu = np.zeros(count, dtype=np.int64)
-        self.nonzero_memory = np.zeros(count, dtype=np.int64)
-        self.pods = np.zeros(count, dtype=np.int64)
         self.pods_on: list[list[Pod]] = [[] for _ in self.nodes]
         self._static: dict[Hashable, tuple[BoolArray, IntArray]] = {}
         # Per pod shape (`_shape`), until the next bind changes what the nodes hold: a pod that
@@ -190,10 +183,35 @@ class _NodeTable:
         # why it fits nowhere was most of a large simulation's time.
         self._feasible: dict[Hashable, BoolArray] = {}
         self._rejections: dict[Hashable, list[str | None]] = {}
+        # The pods bound already, summed in plain Python numbers (as `add` sums them, one
+        # pod after another, so to the same values): a pass starts from hundreds of them.
+        cpu, memory = [0.0] * count, [0.0] * count
+        cpu_milli, memory_int = [0] * count, [0] * count
+        nonzero_cpu, nonzero_memory, bound = [0] * count, [0] * count, [0] * count
+        index = self.index
         for pod in pods:
-            i = self.index.get(pod.node_name) if pod.node_name is not None else None
-            if i is not None and holds_resources(pod):
-                self.add(pod, i)
+            i = index.get(pod.node_name) if pod.node_name is not None else None
+            if i is None or not holds_resources(pod):
+                continue
+            requests = pod.requests
+            pod_cpu = requests.get("cpu", 0.0)
+            pod_memory = requests.get("memory", 0.0)
+            milli, rounded = _milli(pod_cpu), round(pod_memory)
+            cpu[i] += pod_cpu
+            memory[i] += pod_memory
+            cpu_milli[i] += milli
+            memory_int[i] += rounded
+            nonzero_cpu[i] += milli or NON_ZERO_CPU_MILLI
+            nonzero_memory[i] += rounded or NON_ZERO_MEMORY
+            bound[i] += 1
+            self.pods_on[i].append(pod)
+        self.cpu = np.array(cpu, dtype=np.float64)
+        self.memory = np.array(memory, dtype=np.float64)
+        self.cpu_milli = np.array(cpu_milli, dtype=np.int64)
+        self.memory_int = np.array(memory_int, dtype=np.int64)
+        self.nonzero_cpu = np.array(nonzero_cpu, dtype=np.int64)
+        self.nonzero_memory = np.array(nonzero_memory, dtype=np.int64)
+        self.pods = np.array(bound, dtype=np.int64)
 
     def add(self, pod: Pod, i: int) -> None:
         cpu = pod.requests.get("cpu", 0.0)
@@ -304,17 +322,15 @@ class _NodeTable:
         memory = round(pod.requests.get("memory", 0.0))
         if cpu == 0 and memory == 0:
             return np.zeros(len(chosen), dtype=np.int64)  # best-effort pods are not scored
-        fractions = []
-        for alloc, used, want in (
-            (self.alloc_cpu_milli[chosen], self.cpu_milli[chosen], cpu),
-            (self.alloc_memory_int[chosen], self.memory_int[chosen], memory),
-        ):
-            safe = np.where(alloc > 0, alloc, 1)
-            fraction = np.minimum((used + want) / safe, 1.0)
-            fractions.append(np.where(alloc > 0, fraction, np.nan))
-        cpu_f, mem_f = fractions
-        both = ~np.isnan(cpu_f) & ~np.isnan(mem_f)
-        std = np.where(both, np.abs(np.nan_to_num(cpu_f) - np.nan_to_num(mem_f)) / 2, 0.0)
+        alloc_cpu = self.alloc_cpu_milli[chosen]
+        alloc_memory = self.alloc_memory_int[chosen]
+        # A node without the resource is not scored on it: its fraction, whatever the
+        # division gave, is left out by `both`.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cpu_f = np.minimum((self.cpu_milli[chosen] + cpu) / alloc_cpu, 1.0)
+            mem_f = np.minimum((self.memory_int[chosen] + memory) / alloc_memory, 1.0)
+        both = (alloc_cpu > 0) & (alloc_memory > 0)
+        std = np.where(both, np.abs(cpu_f - mem_f) / 2, 0.0)
         return np.trunc((1.0 - std) * MAX_NODE_SCORE).astype(np.int64)
 
     def taint_toleration(self, pod: Pod, chosen: IntArray) -> IntArray:
@@ -385,7 +401,8 @@ class InMemoryScheduler:
             return np.empty(0, dtype=np.int64)  # every node searched: the next search starts here
         count = len(table.nodes)
         wanted = num_feasible_nodes_to_find(count, self._percentage)
-        order = np.roll(np.arange(count, dtype=np.int64), -self._next_start)
+        # The nodes from where the last search stopped, round the list (np.roll's order).
+        order = (np.arange(count, dtype=np.int64) + self._next_start) % max(count, 1)
         found = np.flatnonzero(feasible[order])
         if len(found) >= wanted:
             found = found[:wanted]

@@ -100,6 +100,11 @@ class UsageProfile:
         return self.value
 
 
+#: Each kind's number in `UsageBank`'s columns (its place in `ProfileKind`).
+_BURSTY_KIND = list(ProfileKind).index(ProfileKind.BURSTY)
+_RAMP_KIND = list(ProfileKind).index(ProfileKind.RAMP)
+
+
 def steady(value: float) -> UsageProfile:
     return UsageProfile(ProfileKind.STEADY, value=value)
 
@@ -217,7 +222,7 @@ class UsageBank:
             return np.zeros(0)
         kinds, a, b, c, d, e, phase = self._columns()
         out = a.copy()  # steady, idle
-        bursty = kinds == list(ProfileKind).index(ProfileKind.BURSTY)
+        bursty = kinds == _BURSTY_KIND
         if bursty.any():
             base, peak, duty = a[bursty], b[bursty], d[bursty]
             out[bursty] = (
@@ -227,7 +232,7 @@ class UsageBank:
                     t, base, peak, c[bursty], duty, e[bursty], phase[bursty], self._seeds[bursty]
                 )
             )
-        ramp = kinds == list(ProfileKind).index(ProfileKind.RAMP)
+        ramp = kinds == _RAMP_KIND
         if ramp.any():
             out[ramp] = _ramp(t, a[ramp], b[ramp], c[ramp], d[ramp])
         for (points, loop), indices in self._traces.items():

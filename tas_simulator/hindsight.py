@@ -55,7 +55,7 @@ from tas.types import NodeName
 from tas_simulator.clock import VirtualClock
 from tas_simulator.figures import Figures
 from tas_simulator.limit import _admit, _probe, apply_due
-from tas_simulator.pressure_model import pressures
+from tas_simulator.pressure_model import Cells, NodeCurves
 from tas_simulator.scenario import EventKind, Scenario
 from tas_simulator.world import UNREACHABLE_TAINTS, World, startup_of
 
@@ -203,6 +203,8 @@ class _Timeline:
         )
         self.cores = _stack(cores, world.node_count)
         self.present = _stack(present, world.node_count).astype(np.bool_)
+        #: Each node's true pressure curve at each step (the world's, `_cost`).
+        self.curves = NodeCurves(self.model, self.cores, self.bias)
         self.capacity = self.cores.sum(axis=1)
         #: Per node and step: the first step from then on at which the node serves nothing
         #: (gone or failed; `steps` where it serves to the end), where a pod bound then stops.
@@ -244,15 +246,24 @@ class _Timeline:
         workloads: npt.NDArray[np.int64],
         world: World,
     ) -> None:
+        # An option's mask is its workload's row of what was allowed at its step, so slots of
+        # one workload offered at the same steps get the same answer: asked once.
+        offered: dict[tuple[int, tuple[int, ...]], bool] = {}
+        pods, kinds = world.slot_pod, workloads.tolist()
         for slot, options in enumerate(self.options):
-            if world.slot_pod[slot] is None or len(options) >= _OPTIONS:
+            if pods[slot] is None or len(options) >= _OPTIONS:
                 continue
-            mask = allowed[workloads[slot]]
-            seen = np.zeros_like(mask)
-            for _, earlier in options:
-                seen[: len(earlier)] |= earlier
-            if (mask & ~seen).any():
-                options.append((index, mask.copy()))
+            workload = kinds[slot]
+            key = (workload, tuple(since for since, _ in options))
+            more = offered.get(key)
+            if more is None:
+                mask = allowed[workload]
+                seen = np.zeros_like(mask)
+                for _, earlier in options:
+                    seen[: len(earlier)] |= earlier
+                more = offered[key] = bool((mask & ~seen).any())
+            if more:
+                options.append((index, allowed[workload].copy()))
 
 
 def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
@@ -263,19 +274,17 @@ def _stack(rows: list[FloatArray] | list[BoolArray], width: int) -> FloatArray:
     return out
 
 
-def _cost(
-    timeline: _Timeline,
-    nodes: npt.NDArray[np.int64] | slice,
-    load: FloatArray,
-    cores: FloatArray,
-    present: BoolArray,
-) -> tuple[FloatArray, FloatArray]:
-    """Per node (these `nodes` of the timeline) and step: the demand not served (above the
-    cores, or all of it on a node that has left) and the pressure, the world's true curve
-    (`tas_simulator.pressure_model.pressures`, the one call to the pressure model)."""
-    lost = np.where(present, np.maximum(0.0, load - cores), load)
-    bias = np.broadcast_to(timeline.bias[nodes][:, np.newaxis], load.shape)
-    stall = np.where(present, pressures(timeline.model, load, cores, bias), 0.0)
+def _cost(timeline: _Timeline, cells: Cells, load: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """In these `cells` (nodes x steps) of the timeline, at this `load`: the demand not served
+    (above the cores, or all of it on a node that has left) and the pressure, the world's true
+    curve (`_Timeline.curves`, the one use of the pressure model)."""
+    cores = timeline.cores[cells]
+    lost = np.maximum(0.0, load - cores)
+    stall = timeline.curves.at(load, cells, cores)
+    gone = ~timeline.present[cells]
+    if gone.any():
+        lost[gone] = load[gone]
+        stall[gone] = 0.0
     return lost, stall
 
 
@@ -294,9 +303,7 @@ class _Placed:
         #: Per resource and node: the least `free` over the steps it is present, so a pod that
         #: fits within it fits at every step, and only the other nodes are checked step by step.
         self.floor = np.where(timeline.present, self.free, np.inf).min(axis=2, initial=np.inf)
-        self.lost, self.stall = _cost(
-            timeline, slice(None), self.load, timeline.cores, timeline.present
-        )
+        self.lost, self.stall = _cost(timeline, slice(None), self.load)
 
     def hold(self, slot: int, choice: Choice, sign: float) -> None:
         """Place (sign 1) or take out (sign -1) the slot's pod as `choice` says."""
@@ -313,15 +320,10 @@ class _Placed:
             axis=1, initial=np.inf
         )
         steps = np.flatnonzero(demand)
-        lost, stall = _cost(
-            timeline,
-            np.array([node]),
-            self.load[node, steps][np.newaxis],
-            timeline.cores[node, steps][np.newaxis],
-            timeline.present[node, steps][np.newaxis],
-        )
-        self.lost[node, steps] = lost[0]
-        self.stall[node, steps] = stall[0]
+        if not len(steps):
+            return
+        cells = (node, _span(steps))
+        self.lost[cells], self.stall[cells] = _cost(timeline, cells, self.load[cells])
 
 
 def _best_node(
@@ -343,11 +345,10 @@ def _best_node(
         candidates = candidates[np.argsort(used, kind="stable")[:_WEIGHED]]
         if keep is not None and keep not in candidates:
             candidates = np.append(candidates, keep)
-    cells = np.ix_(candidates, steps)
-    after = placed.load[cells] + demand[steps]
-    lost_after, stall_after = _cost(
-        timeline, candidates, after, timeline.cores[cells], timeline.present[cells]
-    )
+    span = _span(steps)
+    cells = (candidates, span) if isinstance(span, slice) else np.ix_(candidates, steps)
+    after = placed.load[cells] + demand[span]
+    lost_after, stall_after = _cost(timeline, cells, after)
     lost_before, stall_before = placed.lost[cells], placed.stall[cells]
     added_lost = (lost_after - lost_before).sum(axis=1)
     added_stall = (stall_after - stall_before).sum(axis=1)
@@ -361,6 +362,14 @@ def _best_node(
             return keep, float(added_lost[at]), float(added_stall[at])
     pick = int(np.flatnonzero(tied)[int(np.argmin(added_stall[tied]))])
     return int(candidates[pick]), float(added_lost[pick]), float(added_stall[pick])
+
+
+def _span(steps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | slice:
+    """These steps (at least one, rising) as a slice where they run unbroken: indexing with a
+    slice costs far less than picking the steps one by one."""
+    if steps[-1] - steps[0] + 1 == len(steps):
+        return slice(int(steps[0]), int(steps[-1]) + 1)
+    return steps
 
 
 def _fitting(
@@ -521,7 +530,7 @@ def hindsight_placement(scenario: Scenario, *, seed: int) -> Figures:
     for slot, choice in placed.items():
         ran = sum((demand for _, demand, _ in choice), np.zeros_like(timeline.usage[slot]))
         unplaced += float((timeline.usage[slot] - ran)[counted].sum()) * timeline.dt
-    lost, stall = _cost(timeline, slice(None), state.load, timeline.cores, timeline.present)
+    lost, stall = _cost(timeline, slice(None), state.load)
     dt = timeline.dt
     overflow = float(lost[:, counted].sum()) * dt
     displaced = timeline.starting + unplaced

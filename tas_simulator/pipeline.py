@@ -362,16 +362,15 @@ class ModelSource:
         # The slots still running the instance the scrape saw, then plain Python values: a
         # loop over numpy scalars costs more than the rest of the pipeline's step.
         slots = slots[world.slot_instance.data[slots] == end.slot_instance[slots]]
-        workloads = world.scenario.workloads
-        found: dict[tuple[str, str], tuple[float, float]] = {}
-        for slot, used, memory in zip(
-            slots.tolist(), cpu[slots].tolist(), end.slot_memory[slots].tolist(), strict=True
-        ):
-            name = world.slot_pod[slot]
-            if name is not None:
-                namespace = workloads[world.slot_workload[slot]].namespace
-                found[(namespace, name)] = (used, memory)
-        return found
+        namespaces = [w.namespace for w in world.scenario.workloads]
+        pods, workloads = world.slot_pod, world.slot_workload
+        return {
+            (namespaces[workloads[slot]], name): (used, memory)
+            for slot, used, memory in zip(
+                slots.tolist(), cpu[slots].tolist(), end.slot_memory[slots].tolist(), strict=True
+            )
+            if (name := pods[slot]) is not None
+        }
 
     def pod_usage_feed(self) -> ModelPodUsage:
         """What the container series answer, as production's readers take it."""

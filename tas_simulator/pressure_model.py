@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,11 +50,23 @@ _A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 def erfc(x: FloatArray) -> FloatArray:
     """The complementary error function, element-wise (absolute error below 1.5e-7)."""
+    # In place where the arithmetic allows (a temporary per operation was most of its cost);
+    # the operations and their order are the formula's, so are the values.
     z = np.abs(x)
-    t = 1.0 / (1.0 + _P * z)
-    poly = t * (_A[0] + t * (_A[1] + t * (_A[2] + t * (_A[3] + t * _A[4]))))
-    tail = poly * np.exp(-z * z)
-    return np.asarray(np.where(x >= 0, tail, 2.0 - tail), dtype=np.float64)
+    t = z * _P
+    t += 1.0
+    np.divide(1.0, t, out=t)
+    poly = t * _A[4]
+    for a in (_A[3], _A[2], _A[1], _A[0]):
+        poly += a
+        poly *= t
+    square = np.negative(z)
+    square *= z
+    poly *= np.exp(square)
+    below = x < 0
+    if below.any():
+        poly[below] = 2.0 - poly[below]
+    return poly
 
 
 def _standard_normals(seeds: npt.NDArray[np.uint64]) -> FloatArray:
@@ -82,23 +95,93 @@ def pressures(
     """Each node's true pressure at this demand (cores) on these cores, by the model."""
     if model.kind is PressureModelKind.ERLANG_C:
         return cpu_pressures(demand, cores)
-    out = np.ones_like(demand, dtype=np.float64)
-    under = demand < cores
-    d, c = demand[under], cores[under]
-    cv = np.sqrt((1.0 + (model.burstiness * bias[under]) ** 2) / np.maximum(c, 1.0))
+    return _bursty(demand, cores, *_bursty_terms(model, cores, bias))
+
+
+#: An index into a 2-D grid: `np.ix_`'s pair, a (rows, columns) pair, or a slice.
+Cells = tuple[npt.NDArray[np.integer[Any]] | int | slice, ...] | slice
+
+
+class NodeCurves:
+    """`pressures` over a grid of nodes (rows) and steps (columns) whose cores and factors are
+    known ahead, as the hindsight placement's are: what depends only on a node's cores and
+    factor is computed once for the grid, so each call computes only what the demand adds.
+    The same values as `pressures`, to the bit."""
+
+    def __init__(self, model: PressureModel, cores: FloatArray, bias: FloatArray) -> None:
+        """`cores`: nodes x steps; `bias`: each node's factor."""
+        self.model = model
+        self.cores = cores
+        #: The bursty model's terms (`_bursty_terms`), stacked so one index takes all three.
+        self._terms: FloatArray | None = None
+        self._spread = True
+        if model.kind is PressureModelKind.BURSTY:
+            terms = _bursty_terms(model, cores, np.broadcast_to(bias[:, np.newaxis], cores.shape))
+            self._terms = np.stack(terms)
+            self._spread = bool((terms[2] > 0).all())
+
+    def at(self, demand: FloatArray, cells: Cells, cores: FloatArray | None = None) -> FloatArray:
+        """The pressures at `demand` in the grid's `cells` (an index into nodes x steps), whose
+        cores the caller may give (`self.cores[cells]`) if it has them already."""
+        if cores is None:
+            cores = self.cores[cells]
+        if self._terms is None:
+            return cpu_pressures(demand, cores)
+        index = (slice(None), *cells) if isinstance(cells, tuple) else (slice(None), cells)
+        half, log_cores, scale = self._terms[index]
+        return _bursty(demand, cores, half, log_cores, scale, spread=self._spread)
+
+
+def _bursty_terms(
+    model: PressureModel, cores: FloatArray, bias: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The bursty model's terms that depend on a node's cores and factor only: half the
+    log-normal's variance, the log of the cores, and the erfc argument's scale."""
+    cv = np.sqrt((1.0 + (model.burstiness * bias) ** 2) / np.maximum(cores, 1.0))
     sigma2 = np.log1p(cv * cv)
     sigma = np.sqrt(sigma2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.log(np.maximum(d, 1e-300)) - sigma2 / 2.0
-        z = (np.log(np.maximum(c, 1e-300)) - mu) / (sigma * math.sqrt(2.0))
-    above = np.where((d > 0) & (sigma > 0), 0.5 * erfc(z), 0.0)
-    # A burst above the cores starts a spell of waiting that lasts until the spare capacity
-    # drains it, 1 / (1 - utilization) times as long as the burst: the share of time with a
-    # task waiting is the bursts' share, stretched so (a renewal argument). It reaches 1 as
-    # the utilization does, with no step.
-    rho = d / c
-    out[under] = np.clip(above / (above + (1.0 - above) * (1.0 - rho)), 0.0, 1.0)
-    return out
+    log_cores = np.log(np.maximum(cores, 1e-300))
+    return sigma2 / 2.0, log_cores, sigma * math.sqrt(2.0)
+
+
+def _bursty(
+    demand: FloatArray,
+    cores: FloatArray,
+    half: FloatArray,
+    log_cores: FloatArray,
+    scale: FloatArray,
+    *,
+    spread: bool = False,
+) -> FloatArray:
+    """The bursty model's pressure, element by element (`_bursty_terms` give the rest;
+    `spread`: every `scale` is known to be positive)."""
+    # Every element is computed, and those the formula does not reach set at the end: an
+    # array that is all one piece costs less than picking the others out first.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        z = np.log(np.maximum(demand, 1e-300))
+        np.subtract(z, half, out=z)  # the log-normal's mu
+        np.subtract(log_cores, z, out=z)
+        np.divide(z, scale, out=z)
+        above = erfc(z)
+        above *= 0.5
+        calm = ~(demand > 0) if spread else ~((demand > 0) & (scale > 0))
+        if calm.any():
+            above[calm] = 0.0
+        # A burst above the cores starts a spell of waiting that lasts until the spare
+        # capacity drains it, 1 / (1 - utilization) times as long as the burst: the share of
+        # time with a task waiting is the bursts' share, stretched so (a renewal argument).
+        # It reaches 1 as the utilization does, with no step.
+        spare = demand / cores
+        np.subtract(1.0, spare, out=spare)
+        waiting = np.subtract(1.0, above)
+        waiting *= spare
+        waiting += above
+        np.divide(above, waiting, out=above)
+    np.clip(above, 0.0, 1.0, out=above)
+    full = ~(demand < cores)
+    if full.any():
+        above[full] = 1.0
+    return above
 
 
 def _noise_seeds(seed: int, steps: range, count: int) -> npt.NDArray[np.uint64]:

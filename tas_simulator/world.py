@@ -229,6 +229,8 @@ class World:
         #: `slot_workload` as an array, for readers that select many slots at once.
         self.slot_workload_index = _Grow(-1, np.int64)
         self.slot_pod: list[str | None] = []
+        #: `slot_pod is not None` per slot, kept beside it (the model reads it every step).
+        self._slot_live = _Grow(False, np.bool_)
         self.slot_node = _Grow(-1, np.int64)
         self.slot_since = _Grow(math.nan)
         #: When the slot's pod starts using its node: bind + start-up delay, or, for a live
@@ -250,6 +252,8 @@ class World:
         self.workload_slots: list[list[int]] = [[] for _ in scenario.workloads]
         self._replicas_made = [0] * len(scenario.workloads)
         self._patterns: dict[int, list[int]] = {}
+        #: Per workload and block of replicas, the order its pattern is dealt in.
+        self._orders: dict[tuple[int, int], list[int]] = {}
         # Bookkeeping for the figures.
         self.created_at: dict[PodKey, float] = {}
         self.pending_durations: list[float] = []
@@ -343,8 +347,11 @@ class World:
                 counts[i] += 1
             pattern = self._patterns[w] = [i for i, c in enumerate(counts) for _ in range(c)]
         block, position = divmod(replica, _BLOCK)
-        order = np.random.default_rng([self.seed, w, block]).permutation(_BLOCK)
-        return pattern[int(order[position])]
+        order = self._orders.get((w, block))
+        if order is None:
+            drawn = np.random.default_rng([self.seed, w, block]).permutation(_BLOCK)
+            order = self._orders[(w, block)] = [int(i) for i in drawn]
+        return pattern[order[position]]
 
     def create_replicas(self, workload: WorkloadSpec, count: int, t: float) -> list[Pod]:
         w = self.workload_index[workload.name]
@@ -363,6 +370,7 @@ class World:
             self.slot_workload.append(w)
             self.slot_workload_index.append(w)
             self.slot_pod.append(None)
+            self._slot_live.append(False)
             self.slot_node.append(-1)
             self.slot_since.append(math.nan)
             self.slot_ready.append(math.nan)
@@ -440,7 +448,7 @@ class World:
 
     def _live_slots(self) -> npt.NDArray[np.bool_]:
         """Which slots have a pod now (bound or pending)."""
-        return np.array([p is not None for p in self.slot_pod], dtype=np.bool_)
+        return np.array(self._slot_live.view, dtype=np.bool_)
 
     def _schedulable_nodes(self, workload: WorkloadSpec) -> list[NodeName]:
         from tas.fit import matches_node_selection, untolerated_taint
@@ -477,6 +485,7 @@ class World:
                     self.slot_ghost_node.data[slot] = node
                     self.slot_ghost_until.data[slot] = math.inf
                 self.slot_pod[slot] = None
+                self._slot_live.data[slot] = False
                 self.slot_node.data[slot] = -1
                 self.slot_since.data[slot] = math.nan
                 self.slot_ready.data[slot] = math.nan
@@ -494,6 +503,7 @@ class World:
         if change.type is ChangeType.ADDED:
             self.pod_slot[key] = slot
             self.slot_pod[slot] = pod.name
+            self._slot_live.data[slot] = True
             self.slot_instance.data[slot] += 1
             if pod.node_name is None:
                 self.created_at[key] = self.clock.elapsed

@@ -2,6 +2,7 @@
 
 Covered:
 - reads: nodes and pods sorted, pods per node, policy documents with namespace defaulted;
+  one listing of the pods serves until a pod is written, and shows every write;
 - label patches touch only the given keys; a no-op patch is counted but changes nothing;
 - taints are replaced as a whole;
 - policy documents: apply (generation bumps only on spec change, status kept), delete,
@@ -99,6 +100,29 @@ def test_nodes_and_pods_are_listed_sorted_and_pods_can_be_listed_per_node(
     assert [p.name for p in cluster.list_pods()] == ["web-a", "web-b"]
     assert [p.name for p in cluster.list_pods(node=NodeName("n2"))] == ["web-b"]
     assert all(p.uid for p in cluster.list_pods())
+
+
+def test_pods_are_listed_once_between_writes_and_every_write_shows_in_the_next_listing(
+    cluster: InstrumentedCluster,
+) -> None:
+    # The components list the pods many times a step: one listing serves until a pod is
+    # written, and no write of any kind is missed.
+    listed = cluster.list_pods()
+    assert cluster.list_pods() is listed
+    cluster.add_pod(make_pod("p", node=None))
+    assert [p.name for p in cluster.list_pods()] == ["p", "web-a", "web-b"]
+    cluster.bind_pod(NS, "p", NodeName("n2"))
+    assert cluster.get_pod(NS, "p") in cluster.list_pods()
+    assert [p.name for p in cluster.list_pods(node=NodeName("n2"))] == ["p", "web-b"]
+    cluster.mark_ready(NS, "p")
+    assert cluster.get_pod(NS, "p") in cluster.list_pods()
+    cluster.patch_pod_labels(NS, "web-a", set_labels={"x": "1"})
+    assert cluster.get_pod(NS, "web-a").labels["x"] == "1"
+    assert cluster.get_pod(NS, "web-a") in cluster.list_pods()
+    cluster.remove_pod(NS, "p")
+    assert [p.name for p in cluster.list_pods()] == ["web-a", "web-b"]
+    cluster.evict_pod(NS, "web-b", reason="test")
+    assert "web-b" not in [p.name for p in cluster.list_pods()]
 
 
 def test_label_patches_touch_only_the_given_keys(cluster: InstrumentedCluster) -> None:

@@ -2,6 +2,8 @@
 
 Covered:
 - the error function the model needs matches the standard library's;
+- a grid of nodes whose cores are known ahead (the hindsight placement's) gives every cell the
+  pressure `pressures` gives, to the bit;
 - `bursty`: nothing at no demand, never falling with demand, 1 once the demand reaches the
   cores, another curve than Erlang C (above it at 85% on 16 cores), and no steeper than 1 per
   core on nodes of 8 cores or more; on smaller ones it may be, and the limit counts it at 1
@@ -36,7 +38,15 @@ from tas_simulator.contenders import Contender, resolve
 from tas_simulator.family import FAMILIES, draw_scenario, load_family
 from tas_simulator.limit import _envelope, _StallCurve
 from tas_simulator.live import ScenarioPage
-from tas_simulator.pressure_model import ReadNoise, erfc, measured, node_biases, pressures
+from tas_simulator.pressure_model import (
+    Cells,
+    NodeCurves,
+    ReadNoise,
+    erfc,
+    measured,
+    node_biases,
+    pressures,
+)
 from tas_simulator.runner import build_run
 from tas_simulator.scenario import PressureModel, PressureModelKind, ScenarioError
 from tests.tas_simulator.test_health_effects import Loop, _scenario
@@ -72,6 +82,32 @@ def test_the_bursty_curve_is_not_erlang_c() -> None:
     # Erlang C where a scenario names it, whatever the factors.
     erlang_c = PressureModel.erlang_c()
     assert list(pressures(erlang_c, demand, cores, np.full(3, 3.0))) == list(erlang)
+
+
+@pytest.mark.parametrize("model", [BURSTY, PressureModel.erlang_c()], ids=["bursty", "erlang-c"])
+def test_a_grid_of_known_nodes_gives_every_cell_its_pressure_to_the_bit(
+    model: PressureModel,
+) -> None:
+    # The hindsight placement weighs its cells through `NodeCurves`: its figures are the
+    # world's curve only if each cell is what `pressures` gives, bit for bit (failed nodes,
+    # idle and overloaded cells included).
+    rng = np.random.default_rng(3)
+    cores = rng.choice([0.0, 1.0, 4.0, 16.0, 96.0], size=(6, 50))
+    bias = np.exp(0.3 * rng.normal(size=6))
+    demand = cores * rng.uniform(0.0, 1.3, size=cores.shape)
+    demand[:, ::7] = 0.0
+    biases = np.broadcast_to(bias[:, np.newaxis], cores.shape)
+    curves = NodeCurves(model, cores, bias)
+    rows = np.array([4, 0, 2])
+    every: list[Cells] = [
+        slice(None),
+        np.ix_(rows, np.array([1, 5, 6, 30])),
+        (rows, slice(10, 40)),
+        (3, np.array([2, 9, 14])),
+    ]
+    for cells in every:
+        want = pressures(model, demand[cells], cores[cells], biases[cells])
+        assert curves.at(demand[cells], cells).tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("cores", [8.0, 16.0, 32.0, 128.0])
