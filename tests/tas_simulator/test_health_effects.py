@@ -22,7 +22,6 @@ Covered:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,10 +29,7 @@ import pytest
 import yaml
 
 from tas.types import Namespace, NodeName
-from tas_inmemory.scheduler import InMemoryScheduler
-from tas_simulator.clock import VirtualClock
 from tas_simulator.family import FAMILIES, FamilyError, draw_scenario, read_family
-from tas_simulator.figures import FigureRecorder, Figures
 from tas_simulator.limit import fluid_limit
 from tas_simulator.pipeline import served_cpu
 from tas_simulator.runner import RULE_STRATEGIES, run_scenario
@@ -50,46 +46,10 @@ from tas_simulator.world import (
     NODE_MONITOR_GRACE_PERIOD,
     UNREACHABLE_TAINTS,
     UNREACHABLE_TOLERATION_SECONDS,
-    ModelState,
-    World,
 )
+from tests.tas_simulator.worlds import SteppedWorld, health_pair
 
 MEMORY = {"profile": "steady", "value": "100Mi"}
-
-
-def _scenario(events: list[dict[str, Any]], **changes: Any) -> Scenario:
-    """Node a (4 cores) and node b (8 cores); `app`, two pods of 2 cores each, and `db`, a
-    StatefulSet of one pod of 1 core; a 10 s start-up, past by the end of the warm-up."""
-    document: dict[str, Any] = {
-        "name": "health",
-        "duration": "15m",
-        "step": "5s",
-        "warmup": "30s",
-        "startupDelay": "10s",
-        "seed": 1,
-        "nodes": [
-            {"name": "a", "cpu": 4, "memory": "16Gi", "metrics": {"health_metric": 0}},
-            {"name": "b", "cpu": 8, "memory": "16Gi", "metrics": {"health_metric": 0}},
-        ],
-        "workloads": [
-            {
-                "name": "app",
-                "replicas": 2,
-                "requests": {"cpu": "1", "memory": "64Mi"},
-                "usage": {"cpu": {"profile": "steady", "value": 2}, "memory": MEMORY},
-            },
-            {
-                "name": "db",
-                "kind": "StatefulSet",
-                "replicas": 1,
-                "requests": {"cpu": "500m", "memory": "64Mi"},
-                "usage": {"cpu": {"profile": "steady", "value": 1}, "memory": MEMORY},
-            },
-        ],
-        "events": events,
-    }
-    document.update(changes)
-    return read_scenario(document, base=SCENARIOS)
 
 
 def _health(at: str, value: float, effect: object = None, node: str = "a") -> dict[str, Any]:
@@ -99,50 +59,11 @@ def _health(at: str, value: float, effect: object = None, node: str = "a") -> di
     return {"at": at, "set-health": body}
 
 
-class Loop:
-    """The world stepped as the closed loop steps it (events, model, figures, then the
-    scheduler), every first pod bound to the node `place` names for it."""
-
-    def __init__(self, scenario: Scenario, place: Callable[[str], str]) -> None:
-        self.scenario = scenario
-        self.clock = VirtualClock()
-        self.world = World(scenario, clock=self.clock, seed=1)
-        for pod in self.world.cluster.list_pods():
-            self.world.cluster.bind_pod(pod.namespace, pod.name, NodeName(place(pod.name)))
-        self.scheduler = InMemoryScheduler(self.world.cluster, extender=None)
-        self.recorder = FigureRecorder(self.world, [], warmup=scenario.warmup)
-        self.t = 0.0
-        self.states: dict[float, ModelState] = {}
-
-    def until(self, end: float, before: Callable[[float], None] | None = None) -> None:
-        step = self.scenario.step
-        while self.t <= end + 1e-9:
-            t = self.t
-            self.clock.advance_to(t)
-            if before is not None:
-                before(t)
-            for event in self.world.due_events(t):
-                self.world.apply(event, t)
-            state = self.world.model(t)
-            self.world.report_ready(t)
-            self.recorder.model(state, step)
-            self.states[t] = state
-            self.scheduler.schedule_pending()
-            self.t += step
-
-    def figures(self) -> Figures:
-        return self.recorder.finish()
-
-    def slots_on(self, node: str) -> list[int]:
-        index = self.world.node_index[NodeName(node)]
-        return [int(s) for s in np.flatnonzero(np.asarray(self.world.slot_node.view) == index)]
-
-
 # ------------------------------------------------------------------------------ reading
 
 
 def test_a_set_health_states_what_the_unhealthy_node_does() -> None:
-    scenario = _scenario(
+    scenario = health_pair(
         [
             _health("1m", 2),
             _health("2m", 2, "none"),
@@ -200,16 +121,16 @@ def test_bad_effects_are_refused_with_every_problem_listed() -> None:
 # ------------------------------------------------------------------------------ degrade
 
 
-def _placed(scenario: Scenario) -> Loop:
+def _placed(scenario: Scenario) -> SteppedWorld:
     """`app`'s two pods on node a, `db`'s pod on node b."""
-    return Loop(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
+    return SteppedWorld(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
 
 
 @pytest.mark.parametrize("share", [0.5, 0.25])
 def test_a_degraded_nodes_pods_get_their_share_of_its_cores_and_lose_the_rest(
     share: float,
 ) -> None:
-    loop = _placed(_scenario([_health("1m", 2, {"degrade": share}), _health("3m", 0)]))
+    loop = _placed(health_pair([_health("1m", 2, {"degrade": share}), _health("3m", 0)]))
     loop.until(300)
     app = loop.slots_on("a")
     slot_node = np.asarray(loop.world.slot_node.view, dtype=np.int64)
@@ -231,7 +152,7 @@ def test_a_pod_moved_off_the_node_in_time_loses_only_its_restart() -> None:
     """Of node a's two pods, one is evicted (node a cordoned, so its replacement lands on b)
     30 s before the node degrades to half: it loses its 10 s start-up; the one left behind
     gets half of its demand from then on."""
-    loop = _placed(_scenario([_health("1m", 2, {"degrade": 0.25})]))
+    loop = _placed(health_pair([_health("1m", 2, {"degrade": 0.25})]))
     moved = loop.slots_on("a")[0]
 
     def evict(t: float) -> None:
@@ -262,8 +183,8 @@ def test_a_pod_moved_off_the_node_in_time_loses_only_its_restart() -> None:
 def test_a_failed_nodes_pods_are_lost_until_their_replacements_run_elsewhere() -> None:
     """Node a runs app's two pods (2 cores each) and db's StatefulSet pod (1 core); it fails
     one minute after turning unhealthy."""
-    scenario = _scenario([_health("10s", 2, {"fail-after": "1m"}), _health("9m", 0)])
-    loop = Loop(scenario, lambda pod: "a")
+    scenario = health_pair([_health("10s", 2, {"fail-after": "1m"}), _health("9m", 0)])
+    loop = SteppedWorld(scenario, lambda pod: "a")
     world = loop.world
     failed = 70.0
     not_ready = failed + NODE_MONITOR_GRACE_PERIOD
@@ -312,7 +233,7 @@ def test_a_failed_nodes_pods_are_lost_until_their_replacements_run_elsewhere() -
 
 
 def test_a_set_health_before_the_failure_calls_it_off() -> None:
-    loop = _placed(_scenario([_health("10s", 2, {"fail-after": "2m"}), _health("1m", 0)]))
+    loop = _placed(health_pair([_health("10s", 2, {"fail-after": "2m"}), _health("1m", 0)]))
     loop.until(600)
     assert loop.world.failures == {}
     assert loop.world.cluster.get_node(NodeName("a")).ready
@@ -320,7 +241,7 @@ def test_a_set_health_before_the_failure_calls_it_off() -> None:
 
 
 def test_without_an_effect_a_set_health_is_a_gauge_only() -> None:
-    loop = _placed(_scenario([_health("10s", 2), _health("20s", 2, "none")]))
+    loop = _placed(health_pair([_health("10s", 2), _health("20s", 2, "none")]))
     loop.until(600)
     assert loop.world.gauges["health_metric"][NodeName("a")] == 2
     assert list(np.asarray(loop.world.serving.view)) == [1.0, 1.0]
@@ -524,7 +445,7 @@ def test_a_bursts_fair_share_counts_what_a_degraded_node_serves() -> None:
     level, 13/6, which puts 7/3 pods on a. Counted with b's full 8 cores it would be 23/6 on
     b, and the herd figure would call a fair placement a herd."""
     scale = {"at": "2m", "scale": {"workload": "app", "replicas": 6, "burst": True}}
-    loop = _placed(_scenario([_health("1m", 2, {"degrade": 0.25}, node="b"), scale]))
+    loop = _placed(health_pair([_health("1m", 2, {"degrade": 0.25}, node="b"), scale]))
     loop.until(125)
     (burst,) = loop.world.bursts
     assert burst.balanced_most == pytest.approx(7 / 3)

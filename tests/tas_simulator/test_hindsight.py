@@ -29,7 +29,7 @@ from tas_simulator.jobs import HINDSIGHT, LIMIT, REFERENCES, Job, run_job
 from tas_simulator.limit import fluid_limit
 from tas_simulator.scenario import Scenario, load_scenario, read_scenario
 from tas_simulator.seeds import something_to_gain
-from tests.tas_simulator.test_references import _scenario as _two_nodes
+from tests.tas_simulator.worlds import fluid_pair
 
 #: Floating-point slack on sums of thousands of steps.
 SLACK = 1e-6
@@ -53,7 +53,7 @@ def _workload(name: str, replicas: int, cores: float, **extra: Any) -> dict[str,
 def _scenario(workloads: list[dict[str, Any]], **changes: Any) -> Scenario:
     """The limit's tests' two 4-core nodes, 10-minute run on 10 s steps with a 1-minute
     warm-up, with these workloads."""
-    return _two_nodes(workloads=workloads, name="hindsight", **changes)
+    return fluid_pair(workloads=workloads, name="hindsight", **changes)
 
 
 def _lost(figures: dict[str, Any]) -> float:

@@ -29,13 +29,13 @@ from tas.types import Namespace, NodeName
 from tas_simulator.family import FAMILIES, draw_scenario, load_family
 from tas_simulator.scenario import SCENARIOS, LiveMigration, ScenarioError, read_scenario
 from tas_simulator.world import startup_of
-from tests.tas_simulator.test_health_effects import Loop, _scenario
+from tests.tas_simulator.worlds import SteppedWorld, health_pair
 
 RANGE = {"uniform": ["10s", "2m"]}
 
 
 def test_each_start_of_each_pod_draws_its_own_start_up_in_the_range() -> None:
-    scenario = _scenario([], startupDelay=RANGE)
+    scenario = health_pair([], startupDelay=RANGE)
     assert (scenario.startup_delay, scenario.startup_delay_most) == (10.0, 120.0)
     draws = [startup_of(scenario, 7, slot, start) for slot in range(40) for start in (1, 2)]
     assert all(10.0 <= d <= 120.0 for d in draws)
@@ -51,8 +51,8 @@ def test_each_start_of_each_pod_draws_its_own_start_up_in_the_range() -> None:
 def test_the_cluster_shows_each_pods_start_up_as_a_cluster_does() -> None:
     """What a descheduler reads of a start-up (`descheduler.startup`): Ready turns true once
     the pod's own drawn start-up has passed (to the step), not before."""
-    scenario = _scenario([], startupDelay=RANGE, warmup="5s")
-    loop = Loop(scenario, lambda pod: "b")
+    scenario = health_pair([], startupDelay=RANGE, warmup="5s")
+    loop = SteppedWorld(scenario, lambda pod: "b")
     loop.until(60)
     for slot in loop.slots_on("b"):
         name = loop.world.slot_pod[slot]
@@ -68,7 +68,7 @@ def test_the_cluster_shows_each_pods_start_up_as_a_cluster_does() -> None:
 
 
 def test_a_plain_start_up_is_the_same_for_every_start() -> None:
-    scenario = _scenario([], startupDelay="25s")
+    scenario = health_pair([], startupDelay="25s")
     assert scenario.startup_delay_most is None
     assert {startup_of(scenario, 7, slot, start) for slot in range(10) for start in (1, 5)} == {
         25.0
@@ -86,13 +86,13 @@ def test_a_plain_start_up_is_the_same_for_every_start() -> None:
 )
 def test_a_bad_start_up_range_is_refused_with_its_path(value: object, problem: str) -> None:
     with pytest.raises(ScenarioError) as error:
-        _scenario([], startupDelay=value)
+        health_pair([], startupDelay=value)
     assert any(p.startswith(problem) for p in error.value.problems), error.value.problems
 
 
 def test_the_world_runs_each_pod_after_its_own_start_up_and_a_replacement_draws_anew() -> None:
-    scenario = _scenario([], startupDelay=RANGE, warmup="5s")
-    loop = Loop(scenario, lambda pod: "b")
+    scenario = health_pair([], startupDelay=RANGE, warmup="5s")
+    loop = SteppedWorld(scenario, lambda pod: "b")
     loop.until(0)
     slots = loop.slots_on("b")
     ready = {s: float(loop.world.slot_ready.data[s]) for s in slots}
@@ -144,7 +144,7 @@ def test_a_live_migration_charges_cpu_on_both_nodes_while_memory_copies() -> Non
     assert scenario.live_migration == LiveMigration(
         bandwidth=100 * 2**20, pause=1.0, source_cores=1.5, target_cores=0.75
     )
-    loop = Loop(scenario, lambda pod: "a")
+    loop = SteppedWorld(scenario, lambda pod: "a")
 
     def migrate(t: float) -> None:
         if t == 30.0:
@@ -180,7 +180,7 @@ def test_both_families_draw_start_up_ranges() -> None:
 def test_the_hindsight_reference_starts_each_pod_as_its_first_start_in_the_world() -> None:
     from tas_simulator.hindsight import _Timeline
 
-    scenario = _scenario([], startupDelay=RANGE, warmup="5s")
+    scenario = health_pair([], startupDelay=RANGE, warmup="5s")
     timeline = _Timeline(scenario, seed=1)
     step = scenario.step
     for slot in range(timeline.usage.shape[0]):

@@ -49,8 +49,8 @@ from tas_simulator.pressure_model import (
 )
 from tas_simulator.runner import build_run
 from tas_simulator.scenario import PressureModel, PressureModelKind, ScenarioError
-from tests.tas_simulator.test_health_effects import Loop, _scenario
-from tests.tas_simulator.test_references import ROWS, _cut, assert_row_not_below_the_limit
+from tests.tas_simulator.limits import ROWS, assert_row_not_below_the_limit, cut
+from tests.tas_simulator.worlds import SteppedWorld, health_pair
 
 BURSTY = PressureModel(PressureModelKind.BURSTY, burstiness=1.0, node_bias=0.3, noise=0.05)
 
@@ -168,7 +168,7 @@ def test_a_runs_reading_drawn_by_blocks_of_steps_is_the_reading_of_each_step() -
 
 
 def test_a_scenarios_pressure_model_is_read() -> None:
-    scenario = _scenario(
+    scenario = health_pair(
         [], pressureModel={"kind": "bursty", "burstiness": 1.5, "nodeBias": 0.2, "noise": 0.03}
     )
     assert scenario.pressure_model == PressureModel(PressureModelKind.BURSTY, 1.5, 0.2, 0.03)
@@ -177,31 +177,31 @@ def test_a_scenarios_pressure_model_is_read() -> None:
 def test_a_scenario_that_names_no_model_gets_bursty_nodes_read_with_noise() -> None:
     """Issue 54: the world ours is judged in is not the curve ours predicts with, unless a
     scenario asks for that curve by name."""
-    default = _scenario([]).pressure_model
+    default = health_pair([]).pressure_model
     assert default.kind is PressureModelKind.BURSTY
     assert (default.burstiness, default.node_bias, default.noise) == (1.0, 0.3, 0.03)
-    assert _scenario([], pressureModel={"kind": "bursty"}).pressure_model == default
-    named = _scenario([], pressureModel={"kind": "erlang-c"}).pressure_model
+    assert health_pair([], pressureModel={"kind": "bursty"}).pressure_model == default
+    named = health_pair([], pressureModel={"kind": "erlang-c"}).pressure_model
     assert named == PressureModel(PressureModelKind.ERLANG_C, node_bias=0.0, noise=0.0)
-    noisy = _scenario([], pressureModel={"kind": "erlang-c", "noise": 0.02}).pressure_model
+    noisy = health_pair([], pressureModel={"kind": "erlang-c", "noise": 0.02}).pressure_model
     assert noisy.noise == 0.02
 
 
 def test_bad_pressure_models_are_refused_with_every_problem_listed() -> None:
     with pytest.raises(ScenarioError) as error:
-        _scenario([], pressureModel={"kind": "gaussian", "noise": -1})
+        health_pair([], pressureModel={"kind": "gaussian", "noise": -1})
     problems = "\n".join(error.value.problems)
     assert "pressureModel.kind" in problems
     assert "pressureModel.noise" in problems
     with pytest.raises(ScenarioError) as error:
-        _scenario([], pressureModel={"kind": "erlang-c", "burstiness": 2.0})
+        health_pair([], pressureModel={"kind": "erlang-c", "burstiness": 2.0})
     assert list(error.value.problems) == ["pressureModel.burstiness: only for kind: bursty"]
 
 
 def test_the_world_stalls_by_the_model_and_the_pipeline_reads_it_with_noise() -> None:
     """Node a: 4 cores, two pods of 2: full. Node b: 8 cores, one pod of 1."""
-    scenario = _scenario([], pressureModel={"kind": "bursty", "nodeBias": 0.3, "noise": 0.05})
-    loop = Loop(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
+    scenario = health_pair([], pressureModel={"kind": "bursty", "nodeBias": 0.3, "noise": 0.05})
+    loop = SteppedWorld(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
     loop.until(60)
     state = loop.states[60.0]
     bias = node_biases(scenario.pressure_model, 1, ["a", "b"])
@@ -241,7 +241,7 @@ def test_no_contender_beats_the_limit_in_drawn_large_slow_scenarios(index: int, 
     from tas_simulator.scenario import read_scenario
 
     family = load_family("large-slow")
-    scenario = _cut(read_scenario(draw_scenario(family, index), base=FAMILIES), 900.0)
+    scenario = cut(read_scenario(draw_scenario(family, index), base=FAMILIES), 900.0)
     assert scenario.pressure_model.kind is PressureModelKind.BURSTY
     assert_row_not_below_the_limit(scenario, row)
 
@@ -249,13 +249,13 @@ def test_no_contender_beats_the_limit_in_drawn_large_slow_scenarios(index: int, 
 def test_the_live_page_shows_what_node_exporter_reads() -> None:
     """`make run --scenario`'s node cards show the reading a cluster's node-exporter gives,
     noise included, not the model's true curve."""
-    scenario = _scenario([], pressureModel={"kind": "bursty", "nodeBias": 0.3, "noise": 0.05})
+    scenario = health_pair([], pressureModel={"kind": "bursty", "nodeBias": 0.3, "noise": 0.05})
     contender = resolve("ours", scenario.contenders.get("ours"))
     assert isinstance(contender, Contender)
     page = ScenarioPage(
         build_run(scenario, contender, seed=1), speed=1.0, seed=1, finished=lambda: False
     )
-    loop = Loop(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
+    loop = SteppedWorld(scenario, lambda pod: "b" if pod.startswith("db-") else "a")
     loop.until(60)
     state = loop.states[60.0]
     page.watch(state, scenario.step)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +29,7 @@ from tas_inmemory.workload import cpu_pressure, cpu_pressures
 from tas_simulator.clock import VirtualClock
 from tas_simulator.contenders import CONTENDERS, choose_contenders
 from tas_simulator.family import FAMILIES, draw_scenario, load_family
-from tas_simulator.jobs import CLAIRVOYANT, LIMIT, REFERENCES, Job, JobResult, run_job
+from tas_simulator.jobs import CLAIRVOYANT, REFERENCES, Job, run_job
 from tas_simulator.limit import fluid_limit
 from tas_simulator.pipeline import ModelSource, ScrapeStore, perfect
 from tas_simulator.scenario import (
@@ -42,46 +41,20 @@ from tas_simulator.scenario import (
     read_scenario,
 )
 from tas_simulator.seeds import share_of_gain
-from tas_simulator.sweep import plan_jobs
 from tas_simulator.world import CPU_UTILIZATION, World
+from tests.tas_simulator.limits import (
+    ROWS,
+    assert_row_not_below_the_limit,
+    cut,
+)
+from tests.tas_simulator.worlds import fluid_pair
 
 #: Floating-point slack on sums of thousands of steps.
-SLACK = 1e-6
 MEMORY = {"profile": "steady", "value": "100Mi"}
 
 
-def _scenario(**changes: Any) -> Scenario:
-    """Two 4-core nodes, one steady workload of 5 pods at 2 cores each (10 cores of demand),
-    a 10-minute run on 10 s steps with a 1-minute warm-up."""
-    document: dict[str, Any] = {
-        "name": "fluid",
-        "duration": "10m",
-        "step": "10s",
-        "warmup": "1m",
-        "startupDelay": "30s",
-        "seed": 3,
-        "nodes": [
-            {"name": "a", "cpu": 4, "memory": "16Gi", "labels": {"zone": "x"}},
-            {"name": "b", "cpu": 4, "memory": "16Gi", "labels": {"zone": "y"}},
-        ],
-        "workloads": [
-            {
-                "name": "steady",
-                "replicas": 5,
-                "requests": {"cpu": "100m", "memory": "64Mi"},
-                "usage": {
-                    "cpu": {"profile": "steady", "value": 2},
-                    "memory": {"profile": "steady", "value": "100Mi"},
-                },
-            }
-        ],
-    }
-    document.update(changes)
-    return read_scenario(document, base=SCENARIOS)
-
-
 def test_the_limit_loses_the_demand_above_total_capacity() -> None:
-    figures = fluid_limit(_scenario(), seed=3)
+    figures = fluid_limit(fluid_pair(), seed=3)
     # 10 cores wanted, 8 cores in all, for the 9 minutes after the warm-up.
     assert figures["work_lost"]["core_seconds"] == pytest.approx(2.0 * 540)
     assert figures["work_lost"]["share"] == pytest.approx(0.2)
@@ -90,7 +63,7 @@ def test_the_limit_loses_the_demand_above_total_capacity() -> None:
 
 
 def test_the_limit_loses_the_demand_above_the_nodes_a_pods_constraints_allow() -> None:
-    scenario = _scenario(
+    scenario = fluid_pair(
         workloads=[
             {
                 "name": "pinned",
@@ -119,7 +92,7 @@ def test_the_limit_loses_the_demand_above_the_nodes_a_pods_constraints_allow() -
 
 
 def test_the_limit_counts_the_start_up_of_pods_a_scale_event_creates() -> None:
-    scenario = _scenario(
+    scenario = fluid_pair(
         workloads=[
             {
                 "name": "light",
@@ -141,7 +114,7 @@ def test_the_limit_counts_the_start_up_of_pods_a_scale_event_creates() -> None:
 
 def test_the_limits_stall_on_identical_nodes_is_erlang_c_at_equalized_utilization() -> None:
     # A scenario that names Erlang C (the default world is bursty, each node its own factor).
-    scenario = _scenario(
+    scenario = fluid_pair(
         pressureModel={"kind": "erlang-c"},
         workloads=[
             {
@@ -164,65 +137,17 @@ def test_the_limits_stall_on_identical_nodes_is_erlang_c_at_equalized_utilizatio
 # ---------------------------------------------------------------------- never beaten
 
 
-def _assert_none_below_the_limit(results: list[JobResult]) -> None:
-    """Work lost: never below the limit's. Stall: a placement can stall less only by losing
-    more work (an overloaded node stalls no more than a full one), so the bound is on the
-    two together: per core of demand moved off an overloaded node or out of pending, no node's
-    pressure rises by more than 1 (tested below), so stall + work lost (node-seconds +
-    core-seconds) never drops below the limit's."""
-    limits = {(r.scenario, r.seed): r.figures for r in results if r.contender == LIMIT}
-    assert limits
-    checked = 0
-    for result in results:
-        if result.figures is None or result.contender == LIMIT:
-            continue
-        limit = limits[(result.scenario, result.seed)]
-        assert limit is not None
-        where = f"{result.contender} on {result.scenario} seed {result.seed}"
-        lost = result.figures["work_lost"]["core_seconds"]
-        least = limit["work_lost"]["core_seconds"]
-        assert lost >= least - SLACK, where
-        assert result.figures["stall"] + lost >= limit["stall"] + least - SLACK, where
-        checked += 1
-    assert checked
-
-
-def _cut(scenario: Scenario, seconds: float) -> Scenario:
-    return scenario.with_duration(min(scenario.duration, seconds))
-
-
-#: The rows held against the limit: every contender and the other references.
-ROWS = [*CONTENDERS, *(row for row in REFERENCES if row != LIMIT)]
-#: The limit's run of each scenario (name, duration) on each seed, once per test process.
-_LIMITS: dict[tuple[str, float, int], JobResult] = {}
-
-
-def assert_row_not_below_the_limit(scenario: Scenario, row: str) -> None:
-    """`row` on `scenario` (on its first seed, as a one-seed sweep runs it) loses no less than
-    the limit. One test per row, so a scenario's rows spread over every core (make test); the
-    limit's run is shared by a scenario's rows."""
-    jobs = {job.contender: job for job in plan_jobs([scenario], list(CONTENDERS), 1)}
-    job = jobs[row]
-    key = (scenario.name, scenario.duration, job.seed)
-    if key not in _LIMITS:
-        _LIMITS[key] = run_job(jobs[LIMIT])
-    result = run_job(job)
-    if result.figures is None:
-        pytest.skip(f"{row} cannot run {scenario.name}: {result.unavailable}")
-    _assert_none_below_the_limit([_LIMITS[key], result])
-
-
 @pytest.mark.parametrize("row", ROWS)
 @pytest.mark.parametrize("name", sorted(named_scenarios()))
 def test_no_contender_beats_the_limit_in_a_named_scenario(name: str, row: str) -> None:
     # Cut short to keep the suite quick (scale-500 most: 500 nodes), past their first events.
-    scenario = _cut(load_scenario(name), 600.0 if name == "scale-500" else 1500.0)
+    scenario = cut(load_scenario(name), 600.0 if name == "scale-500" else 1500.0)
     assert_row_not_below_the_limit(scenario, row)
 
 
 @functools.cache
 def _drawn(index: int) -> Scenario:
-    return _cut(read_scenario(draw_scenario(load_family("default"), index), base=FAMILIES), 1200.0)
+    return cut(read_scenario(draw_scenario(load_family("default"), index), base=FAMILIES), 1200.0)
 
 
 @pytest.mark.parametrize("row", ROWS)
