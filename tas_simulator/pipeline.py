@@ -376,12 +376,10 @@ class ModelSource:
         """What the container series answer, as production's readers take it."""
         return ModelPodUsage(self)
 
-    def pod_usage_source(self, state: CycleState) -> PodUsage:
-        """`descheduler.framework.PodUsageSource`: usage as a share (0..100) of the pod's node."""
-        return self._shares(state, self.pod_usage())
-
     def volcano_pod_usage_source(self, state: CycleState) -> PodUsage:
-        """`pod_usage_source` with Volcano's own pod query (`volcano_pod_usage`)."""
+        """`descheduler.framework.PodUsageSource` for Volcano: usage as a share (0..100) of the
+        pod's node, by Volcano's own pod query (`volcano_pod_usage`). Ours reads per-pod usage
+        through production's feed instead (`pod_usage_feed`)."""
         return self._shares(state, self.volcano_pod_usage())
 
     def _shares(
