@@ -360,6 +360,9 @@ class PlacementTracker:
         #: Per node, how many bound pods it runs, and how many of them are recent placements.
         self._on_node: dict[NodeName, int] = {}
         self._recent_on_node: dict[NodeName, int] = {}
+        #: `_only_placed()` until a node's standing in it changes (`_touch`): a burst of
+        #: bindings asks for it once per binding, and each binding rarely changes it.
+        self._only_placed_memo: frozenset[NodeName] | None = None
         self._scale: dict[str, float] = {}
         self._capacity: dict[NodeName, Mapping[str, float]] = {}
         self._usage: dict[WorkloadKey, Mapping[str, float]] = {}
@@ -425,6 +428,7 @@ class PlacementTracker:
             else:
                 # The node now runs a pod no estimate describes.
                 self._generation += 1
+            self._touch(node)
 
     def _observe_startup(self, pod: Pod | PodSummary) -> None:
         ready, bound = pod.ready_at, pod.bound_at
@@ -449,6 +453,9 @@ class PlacementTracker:
             self._starting.discard(key)
             if placement is not None:
                 _count_down(self._recent_on_node, placement.node)
+                self._touch(placement.node)
+            if bound is not None:
+                self._touch(bound[1])
 
     def set_capacity(self, capacity: Mapping[NodeName, Mapping[str, float]]) -> None:
         """Every node's capacity (its allocatable) at once; nodes not named are gone."""
@@ -456,6 +463,7 @@ class PlacementTracker:
             if capacity != self._capacity:
                 self._capacity = dict(capacity)
                 self._generation += 1
+                self._only_placed_memo = None
 
     def set_node(self, node: NodeName, allocatable: Mapping[str, float] | None) -> None:
         """One node's capacity (its Node's allocatable), None when the node is gone."""
@@ -466,6 +474,7 @@ class PlacementTracker:
             elif self._capacity.get(node) != allocatable:
                 self._capacity[node] = dict(allocatable)
                 self._generation += 1
+            self._touch(node)
 
     def cores(self, node: NodeName) -> float:
         """The node's CPU cores: its allocatable, else the default capacity's (0 if neither)."""
@@ -622,9 +631,24 @@ class PlacementTracker:
             return self._only_placed()
 
     def _only_placed(self) -> frozenset[NodeName]:
-        known = self._capacity.keys() | self._on_node.keys()
-        on_node, recent = self._on_node, self._recent_on_node
-        return frozenset(n for n in known if on_node.get(n, 0) == recent.get(n, 0))
+        if self._only_placed_memo is None:
+            known = self._capacity.keys() | self._on_node.keys()
+            on_node, recent = self._on_node, self._recent_on_node
+            self._only_placed_memo = frozenset(
+                n for n in known if on_node.get(n, 0) == recent.get(n, 0)
+            )
+        return self._only_placed_memo
+
+    def _touch(self, node: NodeName) -> None:
+        """After the node's counts or capacity changed: forget `_only_placed()` if the node's
+        standing in it did."""
+        memo = self._only_placed_memo
+        if memo is None:
+            return
+        known = node in self._capacity or node in self._on_node
+        only = known and self._on_node.get(node, 0) == self._recent_on_node.get(node, 0)
+        if only != (node in memo):
+            self._only_placed_memo = None
 
     def estimates(self, *, sample_times: SampleTimes, now: float) -> Estimates:
         """Per metric and node, what to add (cached until the placements, the nodes, the
@@ -694,6 +718,7 @@ class PlacementTracker:
         for key in old:
             placement = self._recent.pop(key)
             _count_down(self._recent_on_node, placement.node)
+            self._touch(placement.node)
             self._pod_usage.pop(key, None)
             self._starting.discard(key)
         if old:

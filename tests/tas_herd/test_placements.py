@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -208,6 +209,47 @@ def test_placements_are_pruned_long_after_their_window() -> None:
     assert estimate(t, sample_at=-10, now=150) > 0
     assert estimate(t, sample_at=-10, now=161) == 0.0
     assert t.placements() == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_only_placed_follows_every_binding_forgetting_pruning_and_node_change(seed: int) -> None:
+    # A node is valued at its placements' estimates only while every pod it runs is a recent
+    # placement; the answer is kept between bindings, so it must follow each change exactly.
+    chooser = random.Random(seed)
+    horizon = WINDOW + 100.0
+    t = tracker(forget_after=100.0)
+    nodes = [NodeName(f"node-{c}") for c in "abcd"]
+    capacity: set[NodeName] = set()
+    bound: dict[str, tuple[NodeName, float]] = {}  # pod -> its node, when it was bound
+    recent: set[str] = set()
+    now = 0.0
+    for step in range(80):
+        action = chooser.choice(["bind", "bind", "bind", "forget", "node", "later"])
+        if action == "bind":
+            node, name = chooser.choice(nodes), f"web-{step}"
+            when = now if chooser.random() < 0.7 else now - 5000.0
+            t.observe(make_pod(name, node=node, apply=bound_at(when)), now=T0 + now)
+            bound[name] = (node, when)
+            if now - when <= horizon:
+                recent.add(name)
+        elif action == "forget" and bound:
+            name = chooser.choice(sorted(bound))
+            t.forget("default", name)
+            del bound[name]
+            recent.discard(name)
+        elif action == "node":
+            node = chooser.choice(nodes)
+            t.set_node(node, None if node in capacity else {"cpu": 8.0})
+            capacity ^= {node}
+        elif action == "later":
+            now += chooser.choice([10.0, 200.0])
+            t.estimates(sample_times={}, now=T0 + now)  # prunes what aged out
+            recent = {name for name in recent if now - bound[name][1] <= horizon}
+        known = capacity | {node for node, _ in bound.values()}
+        expected = {
+            n for n in known if all(name in recent for name, (m, _) in bound.items() if m == n)
+        }
+        assert t.only_placed() == expected, (seed, step, action)
 
 
 def test_the_workloads_observed_usage_is_the_estimate_where_known() -> None:
