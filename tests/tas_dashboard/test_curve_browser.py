@@ -27,13 +27,17 @@ from tests.demo_process import start_demo
 from tests.tas_dashboard.browser import LOADED, click, patient, screenshot
 
 #: Each card's curve lines and the state's `curve` they were rendered from, in one render.
+# Before the page's first state arrives there is nothing to read yet, and a node's card is
+# drawn at the render after its state: both mean "not yet", and the wait goes on.
 CARDS = """
-return view.state.nodes.map((node) => {
+if (!view.state) return [];
+return view.state.nodes.flatMap((node) => {
   const card = document.querySelector(`#nodes [data-node="${node.name}"]`);
+  if (!card) return [];
   const line = card.querySelector("[data-curve]");
   const predicts = card.querySelector("[data-curve-predicts]");
-  return { name: node.name, curve: node.curve, shown: !line.hidden, text: line.textContent,
-           predicts: predicts.hidden ? null : predicts.textContent };
+  return [{ name: node.name, curve: node.curve, shown: !line.hidden, text: line.textContent,
+            predicts: predicts.hidden ? null : predicts.textContent }];
 });
 """
 
