@@ -633,11 +633,12 @@ class PlacementTracker:
     def _only_placed(self) -> frozenset[NodeName]:
         if self._only_placed_memo is None:
             known = self._capacity.keys() | self._on_node.keys()
-            on_node, recent = self._on_node, self._recent_on_node
-            self._only_placed_memo = frozenset(
-                n for n in known if on_node.get(n, 0) == recent.get(n, 0)
-            )
+            self._only_placed_memo = frozenset(n for n in known if self._runs_only_recent(n))
         return self._only_placed_memo
+
+    def _runs_only_recent(self, node: NodeName) -> bool:
+        """Every pod bound to the node is a recent placement (none at all counts)."""
+        return self._on_node.get(node, 0) == self._recent_on_node.get(node, 0)
 
     def _touch(self, node: NodeName) -> None:
         """After the node's counts or capacity changed: forget `_only_placed()` if the node's
@@ -646,7 +647,7 @@ class PlacementTracker:
         if memo is None:
             return
         known = node in self._capacity or node in self._on_node
-        only = known and self._on_node.get(node, 0) == self._recent_on_node.get(node, 0)
+        only = known and self._runs_only_recent(node)
         if only != (node in memo):
             self._only_placed_memo = None
 
