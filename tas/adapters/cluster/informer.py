@@ -162,10 +162,11 @@ class Informer(Generic[T]):
         sleep: Sleep | None = None,
         selectors: Mapping[str, str] | None = None,
         page_size: int = PAGE_SIZE,
-        after_page: Callable[[bool], None] | None = None,
+        after_page: Callable[[int, bool], None] | None = None,
     ) -> None:
         """`codec` reads the resource's bytes and converts its objects (`tas.cluster.codec`);
-        `after_page(last)` runs after each LIST page is folded in (`tas.adapters.cluster.heap`)."""
+        `after_page(pages, last)` runs after each LIST page is folded in, with the number of pages
+        read so far (`tas.adapters.cluster.heap`)."""
         self.name = name
         self._list_call = list_call
         self._codec = codec
@@ -321,6 +322,7 @@ class Informer(Generic[T]):
         """
         listed: set[str] = set()
         token: str | None = None
+        pages = 0
         while True:
             page = self._list_page(stop, token)
             for obj in page.objects:
@@ -330,8 +332,9 @@ class Informer(Generic[T]):
             token = page.token
             resource_version = page.resource_version
             del page  # the decoded page: the largest transient the process has
+            pages += 1
             if self._after_page is not None:
-                self._after_page(token is None)
+                self._after_page(pages, token is None)
             if token is None or stop.is_set():
                 break
         if stop.is_set():

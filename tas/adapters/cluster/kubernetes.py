@@ -201,7 +201,7 @@ class KubernetesCluster:
                 watch_timeout=watch_timeout,
                 sleep=sleep,
                 page_size=page_size,
-                after_page=(lambda last: settle_heap(done=last)) if freeze_heap else None,
+                after_page=settle_heap if freeze_heap else None,
                 **more,
             )
 
