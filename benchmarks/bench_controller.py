@@ -29,6 +29,7 @@ from policy_controller.desired import compute_desired
 from policy_controller.diff import NodeDiffer, diff_nodes, diff_pods
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from policy_controller.settings import ControllerSettings
 from policy_controller.status import policy_status
 from tas.cluster.model import Node, Pod
 from tas.metrics.static import StaticMetricView
@@ -203,7 +204,7 @@ def _reconciler(cluster: InMemoryCluster, store: PolicyStore, view: StaticMetric
         policies=store,
         metric_view=view,
         metrics=ControllerMetrics(CollectorRegistry()),
-        status_refresh_cycles=0,
+        settings=ControllerSettings(status_refresh_cycles=0),
     )
 
 

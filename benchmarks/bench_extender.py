@@ -153,6 +153,7 @@ def serve_child(port: int, placements: bool = False) -> None:
     from tas.metrics.static import StaticMetricView
     from tas.policies.model import load_policies_text
     from tas.policies.store import PolicyStore
+    from tas_herd.readings import HerdReadings
 
     store = PolicyStore()
     store.replace(load_policies_text(POLICY).policies)
@@ -165,7 +166,7 @@ def serve_child(port: int, placements: bool = False) -> None:
         metrics=view,
         settings=settings,
         registry=CollectorRegistry(),
-        estimates=placement_estimates() if placements else None,
+        herd=HerdReadings(placement_estimates()) if placements else None,
     )
     tune_allocator()  # as `tas extender` does
     ExtenderServer(app, host="127.0.0.1", port=port, log_level="warning").run()

@@ -32,13 +32,11 @@ from extender.wire import (
     encode_filter_result,
     encode_priorities,
 )
-from tas.calibration import Calibration
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.request_body import BodyTooLargeError, RejectedRequestError, read_limited
-from tas.types import NodeName
-from tas_herd.placements import Estimates
+from tas_herd.readings import HerdReadings
 
 _JSON = "application/json"
 
@@ -94,19 +92,14 @@ def create_app(
     registry: CollectorRegistry,
     decisions: DecisionLog | None = None,
     clock: Clock = SYSTEM_CLOCK,
-    estimates: Callable[[], Estimates] | None = None,
-    cores: Callable[[NodeName], float] | None = None,
-    servers: Callable[[NodeName], int] | None = None,
-    calibration: Callable[[], Calibration] | None = None,
+    herd: HerdReadings | None = None,
     caches_synced: Callable[[], bool] | None = None,
 ) -> FastAPI:
     """Build the extender application around its collaborators (nothing global).
 
-    `estimates`, when given, answers the recent placements' extra load per metric and node
-    (`tas_herd.placements.PlacementTracker.estimates` on the view's sample times), and `cores` each
-    node's CPU cores (`PlacementTracker.cores`), `servers` its learned pressure curve
-    (`PlacementTracker.servers`; absent: the shared model), `calibration` what herd control
-    has learned, exported on /metrics (`PlacementTracker.calibration`). `caches_synced` tells
+    `herd`, when given, is herd control as the service reads it
+    (`tas_herd.readings.herd_readings`); what it has learned is exported on /metrics.
+    `caches_synced` tells
     whether the cluster caches (pods and nodes for the estimates) have listed once: /readyz
     waits for it."""
     app = FastAPI(
@@ -116,17 +109,15 @@ def create_app(
         openapi_url=None,
     )
     telemetry = ExtenderMetrics(registry)
-    if calibration is not None:
-        registry.register(CalibrationCollector(calibration))
+    if herd is not None and herd.calibration is not None:
+        registry.register(CalibrationCollector(herd.calibration))
     log_book = decisions if decisions is not None else DecisionLog(settings.decision_log_size)
     service = ExtenderService(
         store=store,
         metrics=metrics,
         settings=settings,
         clock=clock,
-        estimates=estimates,
-        cores=cores,
-        servers=servers,
+        herd=herd,
         record=DecisionReporter(log_book, telemetry).record,
     )
     unresolvable = not settings.tas_compat_failed_nodes

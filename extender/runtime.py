@@ -47,6 +47,7 @@ from tas_herd.placements import (
     PlacementTracker,
     follow_cluster,
 )
+from tas_herd.readings import herd_readings
 
 if TYPE_CHECKING:
     from tas.adapters.cluster.kubernetes import KubernetesCluster
@@ -222,16 +223,7 @@ def serve_extender(settings: ExtenderProcessSettings) -> int:
             metrics=view,
             settings=settings.app,
             registry=registry,
-            estimates=(
-                tracker.estimator(
-                    sample_times=view.sample_times, now=time.time, columns=view.columns
-                )
-                if tracker is not None
-                else None
-            ),
-            cores=tracker.cores if tracker is not None else None,
-            servers=tracker.servers if tracker is not None else None,
-            calibration=tracker.calibration if tracker is not None else None,
+            herd=herd_readings(tracker, view, now=time.time) if tracker is not None else None,
             caches_synced=(lambda: cluster.wait_synced(0)) if cluster is not None else None,
         )
         served: Any = app

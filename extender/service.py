@@ -28,7 +28,7 @@ from tas.metrics.view import MetricView
 from tas.policies.store import PolicyStore
 from tas.types import NodeName
 from tas.vocabulary import POLICY_LABEL
-from tas_herd.placements import Estimates
+from tas_herd.readings import HerdReadings
 
 #: The decision lines keep the logger name they had in the HTTP app: users filter on it
 #: (docs/upgrade-from-tas.md).
@@ -45,23 +45,20 @@ class ExtenderService:
         metrics: MetricView,
         settings: ExtenderSettings,
         clock: Clock = SYSTEM_CLOCK,
-        estimates: Callable[[], Estimates] | None = None,
-        cores: Callable[[NodeName], float] | None = None,
-        servers: Callable[[NodeName], int] | None = None,
+        herd: HerdReadings | None = None,
         record: Callable[[Decision], None] | None = None,
     ) -> None:
-        """`estimates`, when given, answers the recent placements' extra load per metric and
-        node (`tas_herd.placements.PlacementTracker.estimates` on the view's sample times), and
-        `cores` each node's CPU cores (`PlacementTracker.cores`: pressure estimates follow the
-        stall curve), `servers` each node's learned curve (`PlacementTracker.servers`);
-        `record` receives every decision (`DecisionReporter.record` in `tas extender`)."""
+        """`herd`, when given, is herd control (`tas_herd.readings.herd_readings`): the recent
+        placements' extra load per metric and node, each node's CPU cores (pressure estimates
+        follow the stall curve) and learned curve; `record` receives every decision
+        (`DecisionReporter.record` in `tas extender`)."""
         self.settings = settings
         self._store = store
         self._metrics = metrics
         self._clock = clock
-        self._estimates = estimates
-        self._cores = cores
-        self._servers = servers
+        self._estimates = herd.estimates if herd is not None else None
+        self._cores = herd.cores if herd is not None else None
+        self._servers = herd.servers if herd is not None else None
         self._record = record
 
     def filter(self, pod: PodInfo, candidates: Sequence[NodeName]) -> Decision:

@@ -22,8 +22,8 @@ from datetime import datetime
 from policy_controller.desired import DesiredState, compute_desired
 from policy_controller.diff import LabelledPod, NodeDiffer, NodePatch, PodPatch, diff_pods
 from policy_controller.self_metrics import ControllerMetrics
+from policy_controller.settings import DEFAULT_CONTROLLER, ControllerSettings
 from policy_controller.status import StatusTracker, policy_status, stamped
-from tas.breaker import DEFAULT_MAX_SHARE
 from tas.clock import SYSTEM_CLOCK, Clock
 from tas.cluster.interface import Cluster, ClusterError, NotFoundError
 from tas.cluster.model import Node, ObjectReference
@@ -66,32 +66,30 @@ class Reconciler:
         policies: PolicyStore,
         metric_view: MetricView,
         metrics: ControllerMetrics,
-        status_refresh_cycles: int = 30,
+        settings: ControllerSettings = DEFAULT_CONTROLLER,
         clock: Clock = SYSTEM_CLOCK,
         may_write: Callable[[], bool] = lambda: True,
         cluster_ready: Callable[[], bool] = lambda: True,
-        max_events_per_cycle: int = 100,
-        max_violating_share: float = DEFAULT_MAX_SHARE,
         pods: Callable[[], Iterable[LabelledPod]] | None = None,
     ) -> None:
-        """`pods`: where the pods to label come from, when not `cluster.list_pods` (`tas
+        """`settings`: what `tas controller`'s flags say (`policy_controller.settings`).
+        `pods`: where the pods to label come from, when not `cluster.list_pods` (`tas
         controller`'s cache holds only the pods linked to a policy, as `PodSummary`s)."""
         self._cluster = cluster
         self._pods: Callable[[], Iterable[LabelledPod]] = pods or cluster.list_pods
         self._policies = policies
         self._view = metric_view
         self._metrics = metrics
-        self._statuses = StatusTracker(refresh_cycles=status_refresh_cycles)
+        self._statuses = StatusTracker(refresh_cycles=settings.status_refresh_cycles)
         #: When a cycle evaluates (policy status times). The cycle's own durations are
         #: measured with `time.perf_counter`: work takes real time even on a virtual clock.
         self._clock = clock
         self._may_write = may_write
         self._cluster_ready = cluster_ready
-        # A mass change (a metric source coming back) must not become thousands of API calls.
-        self._max_events = max_events_per_cycle
+        self._max_events = settings.max_events_per_cycle
         self._cycle = 0
         self._differ = NodeDiffer()
-        self._max_violating_share = max_violating_share
+        self._max_violating_share = settings.max_violating_node_share
         self._held: set[PolicyKey] = set()  # policies whose breaker was open last cycle
 
     @property

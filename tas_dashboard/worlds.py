@@ -44,6 +44,7 @@ from tas.policies.store import PolicyStore
 from tas.runtime import process
 from tas_dashboard.app import Controls
 from tas_dashboard.recorder import SHOWN_METRICS
+from tas_herd.readings import herd_readings
 from tas_inmemory.apply import apply_policy_files
 from tas_inmemory.cluster import InMemoryCluster
 from tas_inmemory.compose import compose_loop
@@ -250,12 +251,7 @@ def scenario_setup(name: str, settings: RunSettings, registry: CollectorRegistry
             registry=registry,
             decisions=decisions,
             clock=clock,
-            estimates=tracker.estimator(
-                sample_times=view.sample_times, now=clock.time, columns=view.columns
-            ),
-            cores=tracker.cores,
-            servers=tracker.servers,
-            calibration=tracker.calibration,
+            herd=herd_readings(tracker, view, now=clock.time),
         )
         server = bind_server(app, settings.listen, "the extender")
         servers.append(server)

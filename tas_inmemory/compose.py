@@ -5,9 +5,10 @@ the parts it steps are built, for `tas simulate`, `tas run --scenario` (both thr
 
 `compose_loop` builds, from the caller's settings and sources:
 
-- the policy controller's `Reconciler` (`controller`), with its circuit breaker's share
-  (`breaker_share`: `tas controller`'s default, or 1.0, all of the nodes, for a contender that
-  labels whatever violates), counting into a registry of its own;
+- the policy controller's `Reconciler` with the caller's `controller` settings (None: no
+  controller), e.g. its circuit breaker's share (`tas controller`'s default, or 1.0, all of
+  the nodes, for a contender that labels whatever violates), counting into a registry of its
+  own;
 - the kube-scheduler model (`InMemoryScheduler`) over the caller's extender (None: none), its
   ties broken by `tie_breaks`;
 - what the view fetches: the policies' metrics when something reads the policies (the
@@ -37,7 +38,7 @@ from prometheus_client import CollectorRegistry
 from descheduler.cycle import Descheduler
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
-from tas.breaker import DEFAULT_MAX_SHARE
+from policy_controller.settings import DEFAULT_CONTROLLER, ControllerSettings
 from tas.clock import Clock
 from tas.metrics.source import PodUsageFeed
 from tas.metrics.view import MetricView
@@ -70,8 +71,7 @@ def compose_loop(
     first_cycle: float | None = None,
     extender: Extender | None,
     tie_breaks: random.Random | None = None,
-    controller: bool = True,
-    breaker_share: float = DEFAULT_MAX_SHARE,
+    controller: ControllerSettings | None = DEFAULT_CONTROLLER,
     descheduler: Descheduler | None = None,
     placements: PlacementTracker | None = None,
     pod_usage: PodUsageFeed | None = None,
@@ -90,10 +90,10 @@ def compose_loop(
             policies=policies,
             metric_view=view,
             metrics=ControllerMetrics(CollectorRegistry()),
+            settings=controller,
             clock=clock,
-            max_violating_share=breaker_share,
         )
-        if controller
+        if controller is not None
         else None
     )
     _want_metrics(

@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,7 +43,8 @@ from tas.policies.store import PolicyStore
 from tas.rules import filter_nodes
 from tas.types import Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
-from tas_herd.placements import Estimates, PlacementTracker
+from tas_herd.placements import PlacementTracker
+from tas_herd.readings import HerdReadings, herd_readings
 from tas_inmemory.extender_client import DEFAULT_EXTENDER_WEIGHT
 from tas_inmemory.scheduler import ExtenderError, FilterAnswer
 from tas_simulator.clock import VirtualClock
@@ -76,27 +77,21 @@ class OursExtender:
         settings: ExtenderSettings | None = None,
     ) -> None:
         self.weight = weight
-        estimates: Callable[[], Estimates] | None = None
+        herd: HerdReadings | None = None
         if placements is not None and isinstance(view, RefreshingMetricView):
             # What `tas extender` wires, on the virtual clock.
-            estimates = placements.estimator(
-                sample_times=view.sample_times, now=clock.time, columns=view.columns
-            )
+            herd = herd_readings(placements, view, now=clock.time)
 
         # `tas extender` with no flags builds `ExtenderSettings()` (tests/tas_simulator/
         # test_extenders.py checks it): the breaker's share, score mode and filtering on
         # estimates as users get them.
         settings = settings if settings is not None else ExtenderSettings()
-        # Pressure estimates follow each node's stall curve as herd control learns it.
-        tracker = placements if estimates is not None else None
         self.service = ExtenderService(
             store=store,
             metrics=view,
             settings=settings,
             clock=clock,
-            estimates=estimates,
-            cores=tracker.cores if tracker is not None else None,
-            servers=tracker.servers if tracker is not None else None,
+            herd=herd,
             record=DecisionReporter(DecisionLog(settings.decision_log_size)).record,
         )
 

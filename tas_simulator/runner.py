@@ -37,7 +37,7 @@ from descheduler.plugins import node_affinity, tas_violations
 from descheduler.self_metrics import DeschedulerMetrics
 from descheduler.usage import PrometheusQueries
 from extender.settings import ExtenderSettings
-from tas.breaker import DEFAULT_MAX_SHARE
+from policy_controller.settings import DEFAULT_CONTROLLER, ControllerSettings
 from tas.calibration.curve import CurveLearner
 from tas.cluster.interface import ChangeType, ClusterChange, NotFoundError, ResourceKind
 from tas.cluster.model import Node, Pod
@@ -64,6 +64,7 @@ from tas_simulator.clock import VirtualClock
 from tas_simulator.contenders import (
     CONTENDERS,
     Contender,
+    ContenderSpec,
     ExtenderKind,
     Staleness,
     Unavailable,
@@ -251,6 +252,17 @@ def run_contender(
     return run.result()
 
 
+def _controller_settings(spec: ContenderSpec) -> ControllerSettings | None:
+    """The policy controller a contender runs: `tas controller`'s defaults, without the
+    circuit breaker for TAS's enforcer (it labels whatever violates, however many nodes at
+    once); None when it runs none."""
+    if not spec.controller:
+        return None
+    if spec.controller_breaker:
+        return DEFAULT_CONTROLLER
+    return ControllerSettings(max_violating_node_share=NO_BREAKER)
+
+
 def first_cycle(seed: int, interval: float, step: float, phase: float | None = None) -> float:
     """When a descheduler's first cycle falls: at a seeded point within its first interval
     (`phase`: the scenario's own share of the interval instead).
@@ -402,9 +414,7 @@ def build_run(
         first_cycle=first_cycle(seed, interval, scenario.step, scenario.descheduling_phase),
         extender=chosen,
         tie_breaks=rng,
-        controller=contender.spec.controller,
-        # TAS's enforcer labels whatever violates, however many nodes at once.
-        breaker_share=DEFAULT_MAX_SHARE if contender.spec.controller_breaker else NO_BREAKER,
+        controller=_controller_settings(contender.spec),
         descheduler=descheduler,
         placements=placements,
         pod_usage=source.pod_usage_feed(),

@@ -778,8 +778,8 @@ def grants(
     ]
 
 
-CONTROLLER_CMD = "tas_cli/controller.py"
-#: The extender's and the descheduler's processes, which their commands (`tas_cli/`) run.
+#: The components' processes, which their commands (`tas_cli/`) run.
+CONTROLLER_RUNTIME = "policy_controller/runtime.py"
 EXTENDER_RUNTIME, DESCHEDULER_RUNTIME = ("extender/runtime.py", "descheduler/runtime.py")
 RECONCILER = "policy_controller/reconciler.py"
 EVICTOR = "descheduler/evictor.py"
@@ -795,14 +795,26 @@ GRANTS: list[Grant] = [
         "tas-policy-controller",
         "cluster",
         [
-            ("list", "", "nodes", CONTROLLER_CMD, "ResourceKind.NODE"),
-            ("watch", "", "nodes", CONTROLLER_CMD, "ResourceKind.NODE"),
+            ("list", "", "nodes", CONTROLLER_RUNTIME, "ResourceKind.NODE"),
+            ("watch", "", "nodes", CONTROLLER_RUNTIME, "ResourceKind.NODE"),
             ("patch", "", "nodes", RECONCILER, "patch_node_labels"),
-            ("list", "", "pods", CONTROLLER_CMD, "ResourceKind.POD"),
-            ("watch", "", "pods", CONTROLLER_CMD, "ResourceKind.POD"),
+            ("list", "", "pods", CONTROLLER_RUNTIME, "ResourceKind.POD"),
+            ("watch", "", "pods", CONTROLLER_RUNTIME, "ResourceKind.POD"),
             ("patch", "", "pods", RECONCILER, "patch_pod_labels"),
-            ("list", "telemetry.intel.com", "taspolicies", CONTROLLER_CMD, "ResourceKind.POLICY"),
-            ("watch", "telemetry.intel.com", "taspolicies", CONTROLLER_CMD, "ResourceKind.POLICY"),
+            (
+                "list",
+                "telemetry.intel.com",
+                "taspolicies",
+                CONTROLLER_RUNTIME,
+                "ResourceKind.POLICY",
+            ),
+            (
+                "watch",
+                "telemetry.intel.com",
+                "taspolicies",
+                CONTROLLER_RUNTIME,
+                "ResourceKind.POLICY",
+            ),
             (
                 "patch",
                 "telemetry.intel.com",
@@ -811,9 +823,9 @@ GRANTS: list[Grant] = [
                 "update_policy_status",
             ),
             ("create", "", "events", RECONCILER, "emit_event"),
-            ("get", "coordination.k8s.io", "leases", CONTROLLER_CMD, "elect_leader"),
-            ("create", "coordination.k8s.io", "leases", CONTROLLER_CMD, "elect_leader"),
-            ("update", "coordination.k8s.io", "leases", CONTROLLER_CMD, "elect_leader"),
+            ("get", "coordination.k8s.io", "leases", CONTROLLER_RUNTIME, "elect_leader"),
+            ("create", "coordination.k8s.io", "leases", CONTROLLER_RUNTIME, "elect_leader"),
+            ("update", "coordination.k8s.io", "leases", CONTROLLER_RUNTIME, "elect_leader"),
         ],
     ),
     *grants(
@@ -887,7 +899,7 @@ GRANTS: list[Grant] = [
     *grants(
         "tas-policy-controller",
         "custom-metrics",
-        [("get", "custom.metrics.k8s.io", "*", CONTROLLER_CMD, "open_view")],
+        [("get", "custom.metrics.k8s.io", "*", CONTROLLER_RUNTIME, "open_view")],
     ),
     *grants(
         "tas-descheduler",

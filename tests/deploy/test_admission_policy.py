@@ -60,6 +60,7 @@ from prometheus_client import CollectorRegistry
 
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from policy_controller.settings import ControllerSettings
 from tas.adapters.cluster.informer import Backoff
 from tas.adapters.cluster.kubernetes import KubernetesCluster
 from tas.cluster.interface import ResourceKind
@@ -462,7 +463,7 @@ def controller(kube_emulator: KubeEmulator) -> Iterator[Controller]:
             policies=store,
             metric_view=view,
             metrics=ControllerMetrics(CollectorRegistry()),
-            status_refresh_cycles=0,
+            settings=ControllerSettings(status_refresh_cycles=0),
             clock=ManualClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),
         )
         yield Controller(api, cluster, view, loader, reconciler)

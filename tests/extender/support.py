@@ -27,6 +27,7 @@ from tas.policies.files import load_policy_path
 from tas.policies.model import TASPolicy
 from tas.policies.store import PolicyStore
 from tas_herd.placements import Estimates
+from tas_herd.readings import HerdReadings
 from tests.processes import Process
 
 DATA = Path(__file__).parent / "data"
@@ -113,7 +114,7 @@ def running_extender(
         registry=registry,
         decisions=decisions,
         clock=clock,
-        estimates=estimates,
+        herd=HerdReadings(estimates) if estimates is not None else None,
         caches_synced=caches_synced,
     )
     with (

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from policy_controller.reconciler import CycleReport, Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from policy_controller.settings import ControllerSettings
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.model import Node
 from tas.policies.cluster import ClusterPolicyLoader
@@ -94,8 +95,10 @@ class Harness:
             policies=self.store,
             metric_view=self.view,
             metrics=ControllerMetrics(self.registry),
-            status_refresh_cycles=self.status_refresh_cycles,
-            max_violating_share=self.max_violating_share,
+            settings=ControllerSettings(
+                status_refresh_cycles=self.status_refresh_cycles,
+                max_violating_node_share=self.max_violating_share,
+            ),
             clock=builders.ManualClock(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),
         )
 

@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from policy_controller.reconciler import Reconciler
 from policy_controller.self_metrics import ControllerMetrics
+from policy_controller.settings import ControllerSettings
 from tas.cluster.interface import TransientClusterError
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
@@ -308,8 +309,10 @@ def test_a_mass_change_sends_a_bounded_number_of_events() -> None:
         policies=store,
         metric_view=view,
         metrics=ControllerMetrics(CollectorRegistry()),
-        max_events_per_cycle=2,
-        max_violating_share=1.0,  # every node violating: the breaker (tested apart) is off
+        settings=ControllerSettings(
+            max_events_per_cycle=2,
+            max_violating_node_share=1.0,  # every node violating: the breaker (tested apart) is off
+        ),
     )
     report = reconciler.reconcile()
     assert (report.node_writes, report.events) == (5, 2)

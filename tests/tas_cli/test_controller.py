@@ -3,6 +3,9 @@
 Covered (the shared argument types are in test_common.py):
 - the documented defaults;
 - `tas controller` registers the same arguments;
+- `--max-violating-node-share` (the extender's spelling) becomes the reconciler's breaker share,
+  and a share outside (0, 1] is refused with exit 2 naming the flag (what the share decides is
+  in tests/tas_inmemory/test_compose.py);
 - a bad `--metrics` source exits 2 with the reason, and so does a taken `--listen` port;
 - end to end in a subprocess against the API emulator, policies from the cluster and metrics
   from a textfile directory: node C at 2 gets `demo-policy=violating`, `/readyz` and `/metrics`
@@ -17,9 +20,12 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
+from policy_controller.settings import ControllerSettings
+from tas.breaker import DEFAULT_MAX_SHARE
 from tas_cli import controller
-from tas_cli.main import build_parser, command_parser
+from tas_cli.main import build_parser, command_parser, main
 from tests.builders import health_policy_document
 from tests.k8s_emulator import KubeEmulator
 from tests.processes import ROOT, Process, free_port
@@ -40,6 +46,26 @@ def test_tas_controller_takes_the_same_arguments() -> None:
         ["controller", "--metrics", "textfile:/x", "--sync-period", "5s"]
     )
     assert (args.command, args.sync_period, args.handler) == ("controller", 5.0, controller.run)
+
+
+@pytest.mark.parametrize(
+    ("given", "share"),
+    [pytest.param([], DEFAULT_MAX_SHARE, id="default"), pytest.param(["1"], 1.0, id="never")],
+)
+def test_the_breaker_share_flag_sets_the_reconcilers_share(given: list[str], share: float) -> None:
+    flag = ["--max-violating-node-share", *given] if given else []
+    args = command_parser("controller").parse_args(["--metrics", "textfile:/x", *flag])
+    settings = controller.ControllerCommandSettings.from_args(args).controller
+    assert settings == ControllerSettings(max_violating_node_share=share)
+
+
+def test_a_breaker_share_above_one_is_refused_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["controller", "--metrics", "textfile:/x", "--max-violating-node-share", "1.5"])
+    assert exited.value.code == 2
+    assert "--max-violating-node-share" in capsys.readouterr().err
 
 
 def controller_command(*args: str) -> list[str]:

@@ -72,6 +72,7 @@ from tas_herd.placements import (
     follow_pods,
     pressure_with,
 )
+from tas_herd.readings import HerdReadings
 from tests import builders
 from tests.builders import ManualClock, make_policy, metrics, rule
 
@@ -539,7 +540,9 @@ def burst_against(
         metrics=_Columns(columns),
         settings=ExtenderSettings(),
         clock=clock,
-        estimates=lambda: t.estimates(sample_times=times, now=clock.now().timestamp()),
+        herd=HerdReadings(
+            estimates=lambda: t.estimates(sample_times=times, now=clock.now().timestamp())
+        ),
     )
     candidates = [NodeName(n) for n in allocatable]
     placed: dict[str, int] = dict.fromkeys(allocatable, 0)
@@ -924,7 +927,7 @@ def test_the_extender_exports_what_herd_control_learned_on_its_metrics_endpoint(
         metrics=StaticMetricView(),
         settings=ExtenderSettings(),
         registry=registry,
-        calibration=t.calibration,
+        herd=HerdReadings(estimates=dict, calibration=t.calibration),
     )
 
     def scrape(client: httpx.Client) -> dict[tuple[str, str], float]:

@@ -19,6 +19,7 @@ import pytest
 
 from descheduler.assemble import assemble_descheduler
 from descheduler.cycle import Descheduler
+from policy_controller.settings import DEFAULT_CONTROLLER, ControllerSettings
 from tas.breaker import DEFAULT_MAX_SHARE
 from tas.cluster.model import Pod
 from tas.metrics.static import StaticMetricView
@@ -110,8 +111,7 @@ def _loop(
     store: PolicyStore,
     *,
     extender: Extender | None = None,
-    controller: bool = True,
-    breaker_share: float = DEFAULT_MAX_SHARE,
+    controller: ControllerSettings | None = DEFAULT_CONTROLLER,
     descheduler: Descheduler | None = None,
     placements: PlacementTracker | None = None,
     extra_metrics: Sequence[MetricName] = (),
@@ -129,7 +129,6 @@ def _loop(
         first_cycle=first_cycle,
         extender=extender,
         controller=controller,
-        breaker_share=breaker_share,
         descheduler=descheduler,
         placements=placements,
         extra_metrics=extra_metrics,
@@ -155,19 +154,19 @@ SHOWN = MetricName("shown_on_the_page")
     ("parts", "wanted"),
     [
         pytest.param({}, {HEALTH}, id="the-controller-reads-the-policies"),
-        pytest.param({"controller": False}, set(), id="nothing-reads-the-policies"),
+        pytest.param({"controller": None}, set(), id="nothing-reads-the-policies"),
         pytest.param(
-            {"controller": False, "extender": OnlyTo("node-a")},
+            {"controller": None, "extender": OnlyTo("node-a")},
             {HEALTH},
             id="the-extender-reads-the-policies",
         ),
         pytest.param(
-            {"controller": False, "placements": PlacementTracker()},
+            {"controller": None, "placements": PlacementTracker()},
             HERD_CONTROL_METRICS,
             id="herd-control-reads-its-pairs",
         ),
         pytest.param(
-            {"controller": False, "extra_metrics": [SHOWN]}, {SHOWN}, id="the-page-adds-its-own"
+            {"controller": None, "extra_metrics": [SHOWN]}, {SHOWN}, id="the-page-adds-its-own"
         ),
     ],
 )
@@ -182,7 +181,7 @@ def test_the_view_fetches_what_the_parts_read(
 def test_the_view_fetches_what_the_descheduler_plugins_name() -> None:
     view = View()
     descheduler = _load_aware(view)
-    _loop(_cluster(), view, _policies(), controller=False, descheduler=descheduler)
+    _loop(_cluster(), view, _policies(), controller=None, descheduler=descheduler)
     assert view.wanted == descheduler.wanted_metrics() != set()
 
 
@@ -205,7 +204,9 @@ def test_the_controllers_breaker_share_decides_whether_every_node_is_labelled(
 ) -> None:
     cluster = _cluster()
     view = View({"health_metric": dict.fromkeys(NODES, 2.0)})
-    loop = _loop(cluster, view, _policies(), breaker_share=share)
+    loop = _loop(
+        cluster, view, _policies(), controller=ControllerSettings(max_violating_node_share=share)
+    )
     loop.step(0.0)
     assert view.refreshes == 1
     assert {n.name for n in cluster.list_nodes() if n.labels.get("health") == VIOLATING} == (
@@ -217,7 +218,7 @@ def test_the_scheduler_model_places_pending_pods_through_the_given_extender() ->
     cluster = _cluster()
     cluster.add_pod(make_pod("waiting", cpu=0.5, policy="health"))
     extender: Extender = OnlyTo("node-b")
-    _loop(cluster, View(), _policies(), controller=False, extender=extender).step(0.0)
+    _loop(cluster, View(), _policies(), controller=None, extender=extender).step(0.0)
     assert {p.name: p.node_name for p in cluster.list_pods()} == {"waiting": "node-b"}
 
 
