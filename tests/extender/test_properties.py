@@ -42,7 +42,9 @@ def view() -> StaticMetricView:
 
 @pytest.fixture(scope="module")
 def extender(view: StaticMetricView) -> Iterator[RunningExtender]:
-    with running_extender(view=view) as running:
+    # Ready from the start (its policies loaded, none of them yet), whichever test runs first:
+    # an extender not ready yet answers /readyz with a 503 by design.
+    with running_extender(view=view, policies=[]) as running:
         yield running
 
 
