@@ -14,7 +14,8 @@ Covered:
 - restart: a new controller on the same cluster converges to the same labels, with no duplicate
   or orphan label, including a policy deleted while the controller was down;
 - a cycle waits for the policies and the metric view, so a cold start never strips labels;
-- a write that fails is counted and retried by the next cycle;
+- a write that fails is counted and retried by the next cycle, a pod's too when nothing else
+  changed in between; a pod linked after quiet cycles is labelled at the next;
 - a mass change sends a bounded number of Events per cycle;
 - the circuit breaker: when most nodes violate at once no node is newly labelled (labels
   already there stay, the status says so) until it clears; a 2-node cluster is never held.
@@ -35,7 +36,7 @@ from tas.cluster.interface import TransientClusterError
 from tas.policies.cluster import ClusterPolicyLoader
 from tas.policies.store import PolicyStore
 from tas.types import NodeName, PolicyKey, PolicyName
-from tas.vocabulary import OWNED_ANNOTATION
+from tas.vocabulary import OWNED_ANNOTATION, POLICY_LABEL
 from tas_inmemory.cluster import WriteKind
 from tests.builders import health_policy_document, policy_document, rule
 from tests.instrumented_cluster import InstrumentedCluster
@@ -274,6 +275,31 @@ def test_a_failed_write_is_counted_and_retried_next_cycle(demo: Harness) -> None
     assert 'tas_controller_write_errors_total{kind="node"} 1.0' in metrics_text(demo)
     demo.reconcile()
     assert demo.node_labels("C")["demo-policy"] == "violating"
+
+
+def test_a_failed_pod_write_is_retried_though_nothing_changed_in_between(demo: Harness) -> None:
+    demo.view.set("health_metric", {"C": 2})
+    demo.reconcile()
+    assert demo.pod_labels("demo-1")["violate"] == "demo-policy"
+    demo.cluster.add_pod(make_pod("demo-3", node="C"))
+    demo.cluster.inject_failure(WriteKind.POD_LABELS, TransientClusterError("API down"))
+    assert demo.reconcile().errors == 1
+    assert "violate" not in demo.pod_labels("demo-3")
+    demo.reconcile()  # the cluster as the failed cycle saw it, the same violations
+    assert demo.pod_labels("demo-3")["violate"] == "demo-policy"
+
+
+def test_a_pod_linked_after_quiet_cycles_is_labelled_at_the_next(demo: Harness) -> None:
+    demo.view.set("health_metric", {"C": 2})
+    for _ in range(3):
+        demo.reconcile()
+    assert "violate" not in demo.pod_labels("bystander")
+    # What `kubectl label pod bystander telemetry-policy=demo-policy` does.
+    demo.cluster.patch_pod_labels(
+        DEMO_NAMESPACE, "bystander", set_labels={POLICY_LABEL: "demo-policy"}
+    )
+    demo.reconcile()
+    assert demo.pod_labels("bystander")["violate"] == "demo-policy"
 
 
 def metrics_text(harness: Harness) -> str:
