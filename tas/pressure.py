@@ -28,6 +28,7 @@ it exports with it, and the descheduler predicts with it what an eviction will r
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -88,6 +89,10 @@ def load_for_pressure(psi: float, cores: float, servers: int = 0) -> float:
     return _shared_load_for_pressure(psi, cores)
 
 
+# Kept: a cycle reads each node's pressure back through the curve once per reader (herd
+# control, LoadAware's loads and peaks, nodeFit), and a bisection is 40 Erlang C sums. Exact
+# (the same arguments give the same bits); a few thousand nodes' readings stay in it.
+@functools.lru_cache(maxsize=8192)
 def _shared_load_for_pressure(psi: float, cores: float) -> float:
     servers = servers_of(cores)
     if psi <= 0:
