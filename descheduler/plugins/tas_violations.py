@@ -7,6 +7,11 @@ pods on them; this plugin evicts the pods that link the policy (label
 (`descheduler.violations`): fresh metrics (the rules as the cycle evaluated them once, the
 evaluation the circuit breaker judged), the controller's labels (node `<policy>=violating`, pod
 `violate=<policy>`), or both agreeing. The per-owner cooldown guards it.
+
+Where per-pod usage is measured, a pod leaves only for a node with measured CPU room for it
+(`measuredRoom`, on by default; `descheduler.room`): nodeFit by requests alone let an
+evacuation push pods onto nodes already full in use. A pod held back stays until room appears,
+and the cycle's report says why (`tas explain`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.framework import ExtensionPoint, Plugin, PluginContext, PluginName, sort_candidates
+from descheduler.framework import (
+    EvictOptions,
+    ExtensionPoint,
+    Outcome,
+    Plugin,
+    PluginContext,
+    PluginName,
+    sort_candidates,
+)
+from descheduler.room import MeasuredRoom
 from descheduler.state import CycleState
 from descheduler.violations import ViolationSource, violating_nodes
 from tas.cluster.model import Pod
@@ -30,6 +44,9 @@ NAME = PluginName("TASViolations")
 class TASViolationsArgs:
     source: ViolationSource = ViolationSource.METRICS
     namespaces: NamespaceFilter = field(default_factory=NamespaceFilter)
+    #: Evict a pod only to a node with measured CPU room for it (`descheduler.room`), where
+    #: per-pod usage is measured; false: wherever nodeFit lets it go, as TAS's descheduler does.
+    measured_room: bool = True
 
 
 def parse_args(r: FieldReader) -> TASViolationsArgs:
@@ -41,13 +58,38 @@ def parse_args(r: FieldReader) -> TASViolationsArgs:
         else:
             known = ", ".join(s.value for s in ViolationSource)
             r.problem(r.at("violationSource"), f"unknown source {raw!r}; known: {known}")
-    return TASViolationsArgs(source=source, namespaces=r.namespaces())
+    return TASViolationsArgs(
+        source=source,
+        namespaces=r.namespaces(),
+        measured_room=r.boolean("measuredRoom", True),
+    )
 
 
 def run(args: TASViolationsArgs, context: PluginContext) -> None:
     candidates = _candidates(args, context.state)
-    # Lowest priority first over every node, so no node's limit ends the loop.
-    context.evict_node_by_node(strategy=NAME, candidates=[(None, candidates)])
+    measured = context.usage.pod_usage() if args.measured_room else None
+    if measured is None:
+        # Lowest priority first over every node, so no node's limit ends the loop.
+        context.evict_node_by_node(strategy=NAME, candidates=[(None, candidates)])
+        return
+    room = MeasuredRoom(context.state, measured)
+    for pod, reason in candidates:
+        among = room.nodes_for(pod)
+        if not among:
+            context.declined(
+                pod,
+                NAME,
+                f"no other node has {room.cpu_of(pod):.2f} cores of measured room for it",
+                rule="no other node has measured room for it",
+            )
+            continue
+        attempt = context.evictor.evict(
+            pod, EvictOptions(strategy=NAME, reason=reason, among=among)
+        )
+        if attempt.done:
+            room.moved(pod, among)
+        elif attempt.outcome is Outcome.STOPPED:
+            return
 
 
 def _candidates(args: TASViolationsArgs, state: CycleState) -> Iterator[tuple[Pod, str]]:

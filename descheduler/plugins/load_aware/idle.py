@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from descheduler.classify import ThresholdSpec, classify
 from descheduler.framework import PodUsage
 from descheduler.node_classes import Category, Classification
-from descheduler.plugins.load_aware.stall import pod_cpu_cores
+from descheduler.room import pod_cpu_cores
 from descheduler.signals import Signal, node_usages
 from descheduler.state import CycleState, pod_key
 from tas.calibration.curve import Curves

@@ -24,10 +24,11 @@ from descheduler.node_classes import Category, Classification
 from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
 from descheduler.plugins.load_aware.peaks import RecentPeaks
+from descheduler.room import cpu_cores, pod_cpu_cores
 from descheduler.settling import SETTLE_SECONDS, MoveHistory, NoMoves, settle_left
-from descheduler.signals import CPU_SIGNALS, Signal
+from descheduler.signals import Signal
 from descheduler.startup import owner_of, owner_startups
-from descheduler.state import CycleState, pod_key
+from descheduler.state import CycleState
 from tas.calibration.curve import Curves
 from tas.cluster.model import Pod
 from tas.pressure import MoveCost, NodeLoad, Prediction, predict
@@ -38,23 +39,6 @@ log = logging.getLogger(__name__)
 #: A clear gain waits this share of the owner cooldown, and may move several pods of one
 #: owner per cycle.
 CLEAR_COOLDOWN_SHARE = 0.5
-
-
-def cpu_cores(shares: Mapping[str, float] | None, cores: float) -> float:
-    """A pod's CPU in cores, from its share (0..100) of its node on a CPU signal: measured
-    usage, or its requests where usage is not measured."""
-    if not shares:
-        return 0.0
-    share = max((shares.get(s, 0.0) for s in CPU_SIGNALS), default=0.0)
-    return share / 100.0 * cores
-
-
-def pod_cpu_cores(pod: Pod, measured: PodUsage, cores: float) -> float:
-    """The pod's CPU in cores on a node of `cores`: measured, or its requests until it is."""
-    usage = measured.get(pod_key(pod))
-    if usage is not None:
-        return cpu_cores(usage, cores)
-    return pod.requests.get("cpu", 0.0)
 
 
 #: Pressures this close are one (the stall model's arithmetic cannot tell them apart more
