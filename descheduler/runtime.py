@@ -55,7 +55,7 @@ CYCLE_GRACE_SECONDS = 0.5
 SHUTDOWN_SECONDS = 0.6
 
 
-class DeschedulerProcessSettings(startup.ComponentSettings, Protocol):
+class DeschedulerProcessSettings(startup.ComponentSettings, startup.LeaderSettings, Protocol):
     """What the process reads of `tas descheduler`'s settings
     (`tas_cli.descheduler.DeschedulerCommandSettings`)."""
 
@@ -65,12 +65,6 @@ class DeschedulerProcessSettings(startup.ComponentSettings, Protocol):
     def listen_metrics(self) -> tuple[str, int] | None: ...
     @property
     def allow_token_over_http(self) -> bool: ...
-    @property
-    def leader_elect(self) -> bool: ...
-    @property
-    def lease_name(self) -> str: ...
-    @property
-    def lease_namespace(self) -> str: ...
 
 
 def run_descheduler(

@@ -38,18 +38,12 @@ log = logging.getLogger("policy_controller")
 SHUTDOWN_SECONDS = 1.2
 
 
-class ControllerProcessSettings(startup.ComponentSettings, Protocol):
+class ControllerProcessSettings(startup.ComponentSettings, startup.LeaderSettings, Protocol):
     """What the process reads of `tas controller`'s settings
     (`tas_cli.controller.ControllerCommandSettings`)."""
 
     @property
     def controller(self) -> ControllerSettings: ...
-    @property
-    def leader_elect(self) -> bool: ...
-    @property
-    def lease_name(self) -> str: ...
-    @property
-    def lease_namespace(self) -> str: ...
     @property
     def listen(self) -> tuple[str, int]: ...
 

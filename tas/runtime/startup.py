@@ -83,6 +83,18 @@ class ComponentSettings(Protocol):
     def policies(self) -> Path | None: ...
 
 
+class LeaderSettings(Protocol):
+    """What a component that can run as two replicas reads of its settings: whether to elect a
+    leader (`--leader-elect`) and the Lease it holds (`--lease-name`, `--lease-namespace`)."""
+
+    @property
+    def leader_elect(self) -> bool: ...
+    @property
+    def lease_name(self) -> str: ...
+    @property
+    def lease_namespace(self) -> str: ...
+
+
 def kube_api_client(kube: KubeSettings) -> Any:
     """The process's one Kubernetes connection (`--kubeconfig`, `--context`)."""
     from tas.adapters.cluster.kubeconfig import KubeConfigError, load_api_client
