@@ -6,7 +6,7 @@ measured CPU; it stays, and the cycle's report says why, when every other node f
 requests but is full in use; `measuredRoom: false` evicts it anyway (TAS's behaviour); without
 a per-pod usage source nothing is measured and it is evicted as nodeFit allows; and each
 eviction planned takes its room, so two pods that fit one at a time do not both go to a node
-with room for one.
+with room for one; a `measuredRoom` that is not true or false is refused, naming it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from descheduler.config import ConfigError
 from descheduler.framework import PodUsage
 from descheduler.state import CycleState, pod_key
 from tas.vocabulary import POLICY_LABEL
@@ -122,3 +123,9 @@ def test_without_the_rail_the_pods_leave_by_requests(
 
 def test_with_the_rail_they_stay_there() -> None:
     assert _cycle(busy_c=7.5) == []
+
+
+def test_a_measured_room_that_is_not_a_boolean_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        policy_config("TASViolations", args={"TASViolations": {"measuredRoom": "sometimes"}})
+    assert any("measuredRoom" in p and "true or false" in p for p in caught.value.problems)
