@@ -15,7 +15,8 @@ node for the bursts a one-minute average hides.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Collection, Mapping
 
 from descheduler.framework import PodUsage
 from descheduler.signals import CPU_SIGNALS
@@ -55,6 +56,11 @@ class MeasuredRoom:
             name: share * cores - sum(self.cpu_of(p) for p in state.pods_on(name))
             for name, cores in self._cores.items()
         }
+        # The nodes by room, and the set of the roomiest k, kept until a move changes a room:
+        # pods whose need clears the same nodes get the same set, which nodeFit's own cache
+        # (keyed by it) then answers without scanning the nodes again.
+        self._by_room: list[tuple[float, NodeName]] | None = None
+        self._roomiest: dict[int, frozenset[NodeName]] = {}
 
     def cpu_of(self, pod: Pod) -> float:
         """The pod's CPU in cores: measured, or its requests until it is."""
@@ -62,16 +68,25 @@ class MeasuredRoom:
         cores = self._cores.get(node, 0.0) if node is not None else 0.0
         return pod_cpu_cores(pod, self._measured, cores)
 
-    def nodes_for(self, pod: Pod) -> list[NodeName]:
-        """The nodes other than the pod's own whose room holds its measured CPU."""
-        need = self.cpu_of(pod)
-        return [n for n, free in self._room.items() if free >= need and n != pod.node_name]
+    def nodes_for(self, pod: Pod) -> frozenset[NodeName]:
+        """The nodes whose room holds the pod's measured CPU, its own left out (empty: none)."""
+        if self._by_room is None:
+            self._by_room = sorted((free, name) for name, free in self._room.items())
+        rooms = self._by_room
+        count = len(rooms) - bisect.bisect_left(rooms, (self.cpu_of(pod), ""))
+        found = self._roomiest.get(count)
+        if found is None:
+            found = self._roomiest[count] = frozenset(n for _, n in rooms[len(rooms) - count :])
+        # Its own node is left out by nodeFit too; here it only tells "nowhere" apart.
+        return found if pod.node_name not in found or len(found) > 1 else frozenset()
 
-    def moved(self, pod: Pod, among: list[NodeName]) -> None:
-        """The pod was evicted to go to one of `among`: the node with the most room takes it,
-        and its own node gets it back."""
+    def moved(self, pod: Pod, among: Collection[NodeName]) -> None:
+        """The pod was evicted to go to one of `among`: the node with the most room takes it
+        (the first such in node order), and its own node gets it back."""
         need = self.cpu_of(pod)
-        best = max(among, key=lambda n: self._room[n])
+        room = self._room
+        best = max((n for n in room if n in among and n != pod.node_name), key=lambda n: room[n])
         self._room[best] -= need
         if pod.node_name is not None and pod.node_name in self._room:
             self._room[pod.node_name] += need
+        self._by_room, self._roomiest = None, {}

@@ -99,9 +99,8 @@ def create_app(
 
     `herd`, when given, is herd control as the service reads it
     (`tas_herd.readings.herd_readings`); what it has learned is exported on /metrics.
-    `caches_synced` tells
-    whether the cluster caches (pods and nodes for the estimates) have listed once: /readyz
-    waits for it."""
+    `caches_synced` tells whether the cluster caches (pods and nodes for the estimates) have
+    listed once: /readyz waits for it."""
     app = FastAPI(
         title="Telemetry-aware scheduling extender",
         docs_url=None,
