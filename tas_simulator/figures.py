@@ -26,7 +26,13 @@
   `displaced_by_strategy` splits off the displaced core-seconds that followed a descheduler's
   evictions, by the plugin that evicted (from the eviction until the pod runs again), and
   `displaced_by_rule` sums those of the plugins that evict for a policy's deschedule rule:
-  what obeying the rule cost (the sweep's `why_worse` reads it);
+  what obeying the rule cost (the sweep's `why_worse` reads it). `withheld_by_rule` is the
+  other thing obeying a rule can cost: core-seconds of demand that went unserved (stalled on
+  other nodes, or displaced) while nodes violating a policy's dontschedule or deschedule rule
+  (true values) had free cores that could have served it, each step the lesser of the two.
+  A contender that honours the rules leaves those cores idle; one that ignores them
+  (`requests`) fills them. It is an estimate in the fluid limit's terms (demand free to move),
+  read by `why_worse` only to say why a loss happened, never to excuse it;
 - `stall`: node-seconds under CPU pressure after the warm-up: PSI `some` (0..1) integrated over
   time on every node and summed. Work lost counts only demand above the cores, so pressure
   below saturation costs nothing there, while the PSI-driven contenders act at 75-88%
@@ -59,7 +65,7 @@ import numpy as np
 from tas.cluster.model import Pod
 from tas.fit import rejection
 from tas.policies.model import StrategyName, TASPolicy
-from tas.rules import deschedule_violations, filter_nodes
+from tas.rules import deschedule_violations, filter_nodes, violations
 from tas.types import MetricColumns, Namespace, NodeName, PolicyKey, PolicyName
 from tas.vocabulary import POLICY_LABEL
 from tas_inmemory.scheduler import ScheduleResult
@@ -144,6 +150,14 @@ class FigureRecorder:
         )
         #: The metrics the figures judge on true values (the same every step).
         self._column_names = sorted({*self._dontschedule_names, *self._deschedule_names})
+        #: The rules whose violating nodes a contender that honours them keeps pods off.
+        self._honoured_rules = [
+            strategy
+            for p in self.policies.values()
+            for name in (StrategyName.DONTSCHEDULE, StrategyName.DESCHEDULE)
+            if (strategy := p.strategy(name)) is not None
+        ]
+        self.withheld = 0.0
         self.violating_placements = 0
         #: Violating placements where every node the pod fitted on violated too (a scheduler
         #: that places it at all must place it on a violating node; TAS leaves it pending).
@@ -181,12 +195,32 @@ class FigureRecorder:
             self.stalled += state.stalled * dt
             self.displaced += state.displaced * dt
             self.stall += float(pressure.sum()) * dt
+            if self._honoured_rules and (state.stalled or state.displaced):
+                self.withheld += self._withheld(state) * dt
         if self._displaced_for:
             self._attribute(state, dt if state.t >= self.warmup else 0.0)
         self._track_violations(state.t)
         if self._step % self.series.every == 0:
             self._sample(state, spread)
         self._step += 1
+
+    def _withheld(self, state: ModelState) -> float:
+        """Cores of demand unserved off the nodes violating a rule (true values) that those
+        nodes' free cores could have served this step (`withheld_by_rule`)."""
+        violating: set[NodeName] = set()
+        for strategy in self._honoured_rules:
+            violating.update(violations(strategy, self._columns))
+        if not violating:
+            return 0.0
+        index = self.world.node_index
+        ruled = np.zeros(len(state.present), dtype=np.bool_)
+        ruled[[index[n] for n in violating if n in index]] = True
+        ruled &= state.present
+        free = float(np.maximum(state.cores - state.demand, 0.0)[ruled].sum())
+        elsewhere = state.present & ~ruled
+        overload = np.maximum(state.demand - state.cores, 0.0)
+        unserved = state.displaced + float(overload[elsewhere].sum())
+        return min(free, unserved)
 
     def _attribute(self, state: ModelState, dt: float) -> None:
         """The displaced demand of pods a plugin evicted, to that plugin, until they run."""
@@ -382,6 +416,7 @@ class FigureRecorder:
                     v for k, v in self.displaced_by.items() if k in self._rule_strategies
                 ),
                 "displaced_by_strategy": dict(sorted(self.displaced_by.items())),
+                "withheld_by_rule": self.withheld,
             },
             "stall": self.stall,
             "pending_seconds": {"p95": percentile(waits, 95)},

@@ -151,6 +151,10 @@ GAIN_PATH = ("share_of_gain_hindsight", "work_lost")
 #: `tas_simulator.sweep.why_worse`'s causes, as the goal line says them.
 _CAUSE_WORDS: Mapping[WorseCause, str] = {
     WorseCause.DESCHEDULE_RULE: "a deschedule rule's evictions displaced the extra loss (allowed)",
+    WorseCause.RULE_WITHHELD: (
+        "a rule kept pods off nodes whose free cores, with its evictions, cover the extra loss "
+        "(not allowed)"
+    ),
     WorseCause.RESTARTS_FOR_STALL: "trade restarts for clearly less stall",
     WorseCause.OTHER: "other (worse placements, moves that bought nothing)",
 }

@@ -40,7 +40,7 @@ from tas_simulator.seeds import GAIN_FIGURES
 #: at `FRESH_FAMILY_SEED` (`sweep-<family>-fresh`), a draw no default was tuned on (the
 #: Makefile's `compare` recipe says the same).
 FULL_SEEDS = 5
-FULL_SWEEP_COUNTS: Mapping[str, int] = {"default": 200, "large-slow": 100}
+FULL_SWEEP_COUNTS: Mapping[str, int] = {"default": 100, "large-slow": 30}
 FULL_SWEEP_SEEDS = 5
 FRESH_FAMILY_SEED = 20261201
 #: The folder suffix of a fresh draw.
@@ -381,6 +381,9 @@ def sweep_table(verdict: Mapping[str, Any]) -> str:
             f"(`worse_than_requests.by_cause`): {said}. `deschedule rule`: the core-seconds "
             "its evictions for a deschedule rule displaced (`work_lost.displaced_by_rule`, "
             "beyond requests') cover what it lost beyond requests; "
+            "`rule withheld`: those with the free cores of the nodes violating a rule while "
+            "demand went unserved elsewhere (`work_lost.withheld_by_rule`, beyond requests') "
+            "added cover it, the capacity honouring the rule left idle; "
             "`restarts for stall`: "
             "restarts that bought clearly less stall, a node-second for each core-second; "
             "`other`: the defects to read first (the goal allows only the first)."

@@ -23,10 +23,14 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   `deschedule_rule`, the core-seconds its evictions for a policy's deschedule rule displaced
   (`work_lost.displaced_by_rule`: from each eviction until the pod ran again; its mean less
   requests') cover its extra work lost: the loss is the rule obeyed, which requests (no
-  descheduler) ignores; `restarts_for_stall`, no more work lost to overload than requests' (not
-  clearly above) and clearly less stall, at least one node-second of stall saved per extra
-  core-second lost: the extra work lost is the restarts that bought it; `other`: neither, a
-  worse placement or a move that bought nothing, the ones to read first;
+  descheduler) ignores; `rule_withheld`, the same with the free cores of the nodes violating a
+  rule while demand went unserved elsewhere (`work_lost.withheld_by_rule`, its mean less
+  requests') added: the loss is where the rule kept pods off (not excused by the goal, which
+  allows only the first; said so a reader knows where to look); `restarts_for_stall`, no more
+  work lost to overload than requests' (not clearly above) and clearly less stall, at least
+  one node-second of stall saved per extra core-second lost: the extra work lost is the
+  restarts that bought it; `other`: none of these, a worse placement or a move that bought
+  nothing, the ones to read first;
 - `max_evictions_per_pod_hour`: the 95th percentile (`p95`) and the maximum (`max`) over every
   run (scenario x seed) of the most evictions of one pod in an hour: the churn a user meets;
 - `violating_placements`: `total` summed over every run, and `none_share`, the share of
@@ -578,6 +582,7 @@ class WorseCause(enum.StrEnum):
     they are judged."""
 
     DESCHEDULE_RULE = "deschedule_rule"
+    RULE_WITHHELD = "rule_withheld"
     RESTARTS_FOR_STALL = "restarts_for_stall"
     OTHER = "other"
 
@@ -594,6 +599,12 @@ def why_worse(found: SeededFigures, requests: SeededFigures) -> WorseCause:
     # requests (no descheduler) ignores. Nothing else excuses a loss.
     if 0 < extra <= paid:
         return WorseCause.DESCHEDULE_RULE
+    # Said, not excused: the rule's nodes sat with free cores while demand went unserved
+    # elsewhere (`work_lost.withheld_by_rule`, more than requests', which fills them), and that
+    # with the rule's evictions covers the extra loss.
+    withheld = _mean_difference(found, requests, "work_lost.withheld_by_rule")
+    if withheld > 0 and extra <= paid + withheld:
+        return WorseCause.RULE_WITHHELD
     overload = found.paired_with(requests, "work_lost.stalled")
     stall = found.paired_with(requests, "stall")
     if (

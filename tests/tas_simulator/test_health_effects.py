@@ -346,6 +346,63 @@ def test_obeying_the_health_policy_before_the_node_fails_saves_what_ignoring_it_
     )
 
 
+#: A health metric that lies: node-2 reads unhealthy for ten minutes and serves every core
+#: (`effect: none`). Its one pod leaves while the fleet has room; then the workload triples,
+#: more than the other two nodes can serve.
+KEPT_OFF = """
+name: kept-off
+duration: 15m
+step: 5s
+seed: 3
+warmup: 1m
+startupDelay: 10s
+deschedulingInterval: 30s
+metrics: {scrapeInterval: 15s, window: 1m, delay: 0s}
+nodes:
+  - {name: "node-{i}", count: 3, cpu: 2, memory: 8Gi, metrics: {health_metric: 0}}
+workloads:
+  - name: demo-app
+    namespace: health-metric-demo
+    replicas: 3
+    requests: {cpu: 500m, memory: 64Mi}
+    labels: {app: demo, telemetry-policy: demo-policy}
+    nodeAffinity:
+      - matchExpressions:
+          - {key: demo-policy, operator: NotIn, values: [violating]}
+    usage:
+      cpu: {profile: steady, value: 900m}
+      memory: {profile: steady, value: 48Mi}
+policies:
+  - file: policies/health-policy.yaml
+events:
+  - at: 3m
+    set-health: {nodes: [node-2], value: 2, effect: none}
+  - at: 6m
+    scale: {workload: demo-app, replicas: 9}
+  - at: 13m
+    set-health: {nodes: [node-2], value: 0}
+"""
+
+
+def test_the_capacity_a_rule_keeps_idle_is_counted_where_the_loss_is() -> None:
+    """Obeying the health rule empties node-2 and keeps pods off it while the other nodes
+    cannot serve their demand: the figures say how much of ours' loss that idle capacity
+    could have served (`withheld_by_rule`), and requests, which fills node-2, has far less."""
+    scenario = load_scenario_text(KEPT_OFF, base=SCENARIOS)
+    result = run_scenario(scenario, contenders=("requests", "ours"))
+    requests = result.results["requests"].figures["work_lost"]
+    ours = result.results["ours"].figures["work_lost"]
+    assert ours["core_seconds"] > requests["core_seconds"]
+    assert ours["withheld_by_rule"] > 10 * max(1.0, requests["withheld_by_rule"])
+    # Never more than was lost, nor more than node-2's two cores for the ten minutes.
+    assert ours["withheld_by_rule"] <= ours["core_seconds"]
+    assert ours["withheld_by_rule"] <= 2 * 600
+    # Most of ours' loss beyond requests' is there (an estimate in the fluid limit's terms:
+    # a whole pod may not fit the cores a node has free).
+    extra = ours["core_seconds"] - requests["core_seconds"]
+    assert ours["displaced_by_rule"] + ours["withheld_by_rule"] >= extra / 2
+
+
 # ------------------------------------------------------------------------------ families
 
 

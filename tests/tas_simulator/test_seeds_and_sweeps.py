@@ -611,12 +611,14 @@ def _judged(
     evacuated: float,
     for_rule: int = 0,
     displaced_by_rule: float = 0.0,
+    withheld_by_rule: float = 0.0,
 ) -> dict[str, Any]:
     return {
         "work_lost": {
             "core_seconds": lost,
             "stalled": overload,
             "displaced_by_rule": displaced_by_rule,
+            "withheld_by_rule": withheld_by_rule,
         },
         "stall": stall,
         "evacuation_seconds": {"evacuated": evacuated},
@@ -659,6 +661,17 @@ def test_each_scenario_worse_than_requests_says_why() -> None:
             for_rule=2,
             displaced_by_rule=20.0,
         ),
+        # It kept pods off a node the rule named, whose free cores could have served 180
+        # core-s of the overload elsewhere: with the 20 its evictions displaced, the 200.
+        "kept off": _judged(
+            lost=300.0,
+            overload=280.0,
+            stall=1000.0,
+            evacuated=1.0,
+            for_rule=2,
+            displaced_by_rule=20.0,
+            withheld_by_rule=180.0,
+        ),
         # Restarts (no more overload) that bought clearly less stall, 500 node-s for 50 core-s.
         "trade": _judged(lost=150.0, overload=100.0, stall=500.0, evacuated=0.0),
         # The same restarts buying 10 node-s: less than a node-second per core-second.
@@ -677,11 +690,13 @@ def test_each_scenario_worse_than_requests_says_why() -> None:
     verdict = summarize(results, ("requests", "ours"), len(ours_by_scenario))
     worse = verdict["contenders"]["ours"]["worse_than_requests"]
     assert worse == {
-        "scenarios": 6,
-        "by_cause": {"deschedule_rule": 2, "restarts_for_stall": 1, "other": 3},
-    }
+        "scenarios": 7,
+        "by_cause": {
+            "deschedule_rule": 2, "rule_withheld": 1, "restarts_for_stall": 1, "other": 3,
+        },
+    }  # fmt: skip
     assert verdict["contenders"]["requests"]["worse_than_requests"]["by_cause"] == {
-        "deschedule_rule": 0, "restarts_for_stall": 0, "other": 0,
+        "deschedule_rule": 0, "rule_withheld": 0, "restarts_for_stall": 0, "other": 0,
     }  # fmt: skip
 
 
@@ -720,6 +735,39 @@ def test_a_deschedule_rule_is_the_cause_when_what_it_displaced_accounts_for_the_
     assert why_worse(ours, requests) is cause
 
 
+@pytest.mark.parametrize(
+    ("withheld", "cause"),
+    [
+        pytest.param({"ours": 80.0, "requests": 10.0}, WorseCause.RULE_WITHHELD, id="70 idle"),
+        pytest.param({"ours": 79.0, "requests": 10.0}, WorseCause.OTHER, id="a core-second short"),
+        pytest.param({"ours": 80.0, "requests": 80.0}, WorseCause.OTHER, id="requests no fuller"),
+    ],
+)
+def test_a_rule_keeping_capacity_idle_is_said_beside_what_its_evictions_displaced(
+    withheld: dict[str, float], cause: WorseCause
+) -> None:
+    """Ours 200 core-seconds beyond requests, 130 of them displaced by the rule's evictions:
+    the rest is the rule's doing only when the free cores of its violating nodes, beyond what
+    requests left free there, could have served it."""
+    rows = {
+        row: _seeded(
+            row,
+            {
+                s: {
+                    "work_lost": {
+                        "core_seconds": lost + s,
+                        "displaced_by_rule": displaced,
+                        "withheld_by_rule": withheld[row],
+                    }
+                }
+                for s in (1, 2)
+            },
+        )
+        for row, lost, displaced in (("requests", 100.0, 0.0), ("ours", 300.0, 130.0))
+    }
+    assert why_worse(rows["ours"], rows["requests"]) is cause
+
+
 def _jitter(figures: dict[str, Any], seed: int) -> dict[str, Any]:
     """The same figures, a little apart on each seed, so each interval has a width."""
     out = json.loads(json.dumps(figures))
@@ -740,7 +788,7 @@ def test_ours_without_its_rules_doing_no_worse_excuses_nothing() -> None:
     worse = summarize(results, ("requests", "ours"), 1)["contenders"]["ours"]["worse_than_requests"]
     assert worse == {
         "scenarios": 1,
-        "by_cause": {"deschedule_rule": 0, "restarts_for_stall": 0, "other": 1},
+        "by_cause": {"deschedule_rule": 0, "rule_withheld": 0, "restarts_for_stall": 0, "other": 1},
     }
 
 
