@@ -32,12 +32,10 @@ Covered:
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -55,7 +53,7 @@ from extender.wire import PodInfo
 from tas.calibration.curve import CurveLearner
 from tas.cluster.convert import pod_from_api, pod_summary_from_api
 from tas.cluster.interface import ChangeType, ClusterChange, ResourceKind
-from tas.cluster.model import Node, Pod, PodCondition
+from tas.cluster.model import Node, Pod
 from tas.metrics.refreshing import RefreshingMetricView
 from tas.metrics.source import Fetched, Sample
 from tas.metrics.static import StaticMetricView
@@ -73,25 +71,13 @@ from tas_herd.placements import (
     pressure_with,
 )
 from tas_herd.readings import HerdReadings
-from tests import builders
 from tests.builders import ManualClock, make_policy, metrics, rule
+from tests.tas_herd.builders import T0, WINDOW, at, bound_at, make_pod, started_at
 
 CPU_PRESSURE = MetricName("cpu_pressure")
 CPU_UTILIZATION = MetricName("cpu_utilization")
 HEALTH = MetricName("health_metric")
 NODE = NodeName("node-a")
-WINDOW = 60.0
-T0 = 1_700_000_000.0
-
-
-#: Pods of the `web` ReplicaSet linked to policy p, on node-a, asking for a core and a GiB.
-make_pod = functools.partial(
-    builders.make_pod, node="node-a", cpu=1.0, memory=builders.GiB, owner="web", policy="p"
-)
-
-
-def at(seconds: float) -> datetime:
-    return datetime.fromtimestamp(T0 + seconds, tz=UTC)
 
 
 def placement(bound_at: float = 0.0, *, cpu: float = 1.0) -> Placement:
@@ -139,20 +125,6 @@ def tracker(**overrides: Any) -> PlacementTracker:
     }
     settings.update(overrides)
     return PlacementTracker(**settings)
-
-
-def bound_at(seconds: float) -> Callable[[Pod], Pod]:
-    def apply(pod: Pod) -> Pod:
-        return replace(pod, conditions=(PodCondition("PodScheduled", "True", "", at(seconds)),))
-
-    return apply
-
-
-def started_at(seconds: float) -> Callable[[Pod], Pod]:
-    def apply(pod: Pod) -> Pod:
-        return replace(pod, start_time=at(seconds))
-
-    return apply
 
 
 def estimate(t: PlacementTracker, *, sample_at: float, now: float) -> float:

@@ -13,7 +13,7 @@ from tas.types import MetricColumns, MetricName, NodeName
 from tas_herd.placements import PlacementTracker, SampleTimes
 from tas_herd.readings import herd_readings
 from tests.product_code import construction_sites
-from tests.tas_herd.test_placements import T0, WINDOW, bound_at, make_pod
+from tests.tas_herd.builders import T0, WINDOW, bound_at, make_pod
 
 CPU_UTILIZATION = MetricName("cpu_utilization")
 NODE = NodeName("node-a")
