@@ -62,11 +62,11 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 ## make compare: the evidence behind the README's comparison: every named scenario on 5 seeds,
-## 100 scenarios drawn from the default family and 30 from large-slow (larger fleets, slower
+## 100 scenarios drawn from the default family and 50 from large-slow (larger fleets, slower
 ## pipelines and start-ups, another PSI model) on 5 seeds, each family twice: at its own seed
 ## and at family seed $(FRESH_FAMILY_SEED), a fresh draw no default was tuned on (each seed is
-## one world every contender meets: the sweeps compare them paired). On every core; about 90
-## minutes on 2 (why these counts: docs/decisions.md, "make compare's size"). Larger draws are
+## one world every contender meets: the sweeps compare them paired). On every core; under two
+## hours on 2 (why these counts: docs/decisions.md, "make compare's size"). Larger draws are
 ## one `tas sweep --count N` away. Then docs/results.md and README.md's results section
 ## written from those outputs (tas_simulator/results_doc.py). Interrupted, it resumes: each sweep
 ## reuses the runs its journal holds for the same code (tas sweep --fresh).
@@ -78,8 +78,8 @@ compare: $(STAMP)
 	$(BIN)/tas sweep --family default --count 100 --seeds 5 --out comparison/sweep-default
 	$(BIN)/tas sweep --family default --count 100 --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
 		--out comparison/sweep-default-fresh
-	$(BIN)/tas sweep --family large-slow --count 30 --seeds 5 --out comparison/sweep-large-slow
-	$(BIN)/tas sweep --family large-slow --count 30 --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
+	$(BIN)/tas sweep --family large-slow --count 50 --seeds 5 --out comparison/sweep-large-slow
+	$(BIN)/tas sweep --family large-slow --count 50 --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
 		--out comparison/sweep-large-slow-fresh
 	$(BIN)/python -m tas_simulator.results_doc comparison --out docs/results.md --readme README.md
 

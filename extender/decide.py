@@ -9,7 +9,7 @@ for broken and every candidate is kept (`tas.breaker`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender.decisions import Decision, Outcome, Verb
@@ -162,7 +162,10 @@ def decide_prioritize(
     estimates: Estimates | None = None,
     cores: Callable[[NodeName], float] | None = None,
     servers: Callable[[NodeName], int] | None = None,
+    newcomers: Collection[NodeName] = (),
 ) -> Decision:
+    """`newcomers`: herd control's nodes that run nothing but recent placements; one without a
+    value scores as a typical node (`tas.rules.score_values`)."""
     resolution = resolve_policy(pod, snapshot, Verb.PRIORITIZE)
     measured: dict[MetricName, MetricColumn] = {}
     used: Estimates = {}
@@ -176,7 +179,7 @@ def decide_prioritize(
         reason = f"scheduleonmetric, {mode.value} scores" + (
             ", with recent placements" if used else ""
         )
-        scores = score_nodes(resolution.policy, metrics, candidates, mode=mode)
+        scores = score_nodes(resolution.policy, metrics, candidates, mode=mode, newcomers=newcomers)
     return _decision(
         Verb.PRIORITIZE,
         pod,

@@ -59,6 +59,7 @@ class ExtenderService:
         self._estimates = herd.estimates if herd is not None else None
         self._cores = herd.cores if herd is not None else None
         self._servers = herd.servers if herd is not None else None
+        self._newcomers = herd.newcomers if herd is not None else None
         self._record = record
 
     def filter(self, pod: PodInfo, candidates: Sequence[NodeName]) -> Decision:
@@ -93,6 +94,7 @@ class ExtenderService:
             estimates=self._estimates() if self._estimates is not None else None,
             cores=self._cores,
             servers=self._servers,
+            newcomers=self._newcomers() if self._newcomers is not None else (),
         )
         if self._record is not None:
             self._record(decision)

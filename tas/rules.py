@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import operator as op
+import statistics
 from bisect import bisect_left, bisect_right
 from collections.abc import (
     Callable,
@@ -334,13 +335,37 @@ def score_values(
     *,
     higher_is_better: bool | None,
     mode: ScoreMode = ScoreMode.PROPORTIONAL,
+    newcomers: Collection[NodeName] = (),
 ) -> dict[NodeName, int]:
-    """Scores 0..10 for every candidate, in candidate order; nodes without a value score 0.
+    """Scores 0..10 for every candidate, in candidate order.
 
     `higher_is_better=None` means no ordering preference: every node with a value scores 10.
     proportional: 10 * (v - worst) / (best - worst), rounded half up; 10 for all when equal.
     rank: TAS's `10 - rank` over distinct values (equal values share a rank), clamped at 0.
+
+    A node without a value scores 0, as in TAS, unless it is one of `newcomers` (herd
+    control's nodes that run nothing but recent placements: most often one that just joined,
+    before its first scrape): it scores the median of the valued candidates' scores, the lower
+    middle, so it is taken as typical rather than as the worst (docs/recent-placements.md).
     """
+    scores = _scores_of_valued(values, candidates, higher_is_better=higher_is_better, mode=mode)
+    if newcomers:
+        valued = [score for node, score in scores.items() if node in values]
+        unvalued = [node for node in scores if node not in values and node in newcomers]
+        if valued and unvalued:
+            typical = statistics.median_low(valued)
+            scores.update(dict.fromkeys(unvalued, typical))
+    return scores
+
+
+def _scores_of_valued(
+    values: Mapping[NodeName, float],
+    candidates: Iterable[NodeName],
+    *,
+    higher_is_better: bool | None,
+    mode: ScoreMode,
+) -> dict[NodeName, int]:
+    """`score_values` for the nodes with a value; 0 for the others."""
     ordered = list(candidates)
     get = values.get
     known = {node: value for node in ordered if (value := get(node)) is not None}
@@ -394,10 +419,12 @@ def score_nodes(
     candidates: Iterable[NodeName],
     *,
     mode: ScoreMode = ScoreMode.PROPORTIONAL,
+    newcomers: Collection[NodeName] = (),
 ) -> dict[NodeName, int]:
     """scheduleonmetric: one score per candidate. Only the first rule counts, target ignored.
 
-    A policy without the strategy scores every candidate equally (0).
+    A policy without the strategy scores every candidate equally (0). `newcomers`: as
+    `score_values`.
     """
     ordered = list(candidates)
     strategy = policy.strategy(StrategyName.SCHEDULEONMETRIC)
@@ -409,7 +436,11 @@ def score_nodes(
     isfinite = math.isfinite
     values = {n: v for n in ordered if (v := get(n)) is not None and isfinite(v)}
     return score_values(
-        values, ordered, higher_is_better=higher_is_better(rule.operator), mode=mode
+        values,
+        ordered,
+        higher_is_better=higher_is_better(rule.operator),
+        mode=mode,
+        newcomers=newcomers,
     )
 
 

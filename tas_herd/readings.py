@@ -1,11 +1,12 @@
 """What the extender reads of herd control, bound in one place.
 
-The extender asks herd control four things: the recent placements' estimates at each request,
-each node's CPU cores and learned pressure curve (its `servers`), and what has been learned, for
-/metrics. `herd_readings` binds them to the metric view the estimates are made on and to the
-clock, once: `tas extender`, the simulator's ours and the page's scenario mode call it, and the
-extender's service and application take the one value it returns. A new reading is a field here
-and its use, not an edit at every place the extender is built.
+The extender asks herd control five things: the recent placements' estimates at each request,
+each node's CPU cores and learned pressure curve (its `servers`), which nodes run nothing but
+recent placements (a joined node without a value scores as a typical one), and what has been
+learned, for /metrics. `herd_readings` binds them to the metric view the estimates are made on
+and to the clock, once: `tas extender`, the simulator's ours and the page's scenario mode call
+it, and the extender's service and application take the one value it returns. A new reading is
+a field here and its use, not an edit at every place the extender is built.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ class HerdReadings:
     cores: Callable[[NodeName], float] | None = None
     servers: Callable[[NodeName], int] | None = None
     calibration: Callable[[], Calibration] | None = None
+    #: The nodes running nothing but recent placements (`PlacementTracker.only_placed`): one
+    #: without a value scores as a typical node, not as the worst (`tas.rules.score_values`).
+    newcomers: Callable[[], frozenset[NodeName]] | None = None
 
 
 class EstimatedView(Protocol):
@@ -49,4 +53,5 @@ def herd_readings(
         cores=tracker.cores,
         servers=tracker.servers,
         calibration=tracker.calibration,
+        newcomers=tracker.only_placed,
     )

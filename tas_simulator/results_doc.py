@@ -40,7 +40,7 @@ from tas_simulator.seeds import GAIN_FIGURES
 #: at `FRESH_FAMILY_SEED` (`sweep-<family>-fresh`), a draw no default was tuned on (the
 #: Makefile's `compare` recipe says the same).
 FULL_SEEDS = 5
-FULL_SWEEP_COUNTS: Mapping[str, int] = {"default": 100, "large-slow": 30}
+FULL_SWEEP_COUNTS: Mapping[str, int] = {"default": 100, "large-slow": 50}
 FULL_SWEEP_SEEDS = 5
 FRESH_FAMILY_SEED = 20261201
 #: The folder suffix of a fresh draw.

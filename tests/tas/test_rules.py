@@ -23,6 +23,7 @@ from tas.rules import (
     score_nodes,
     violations,
 )
+from tas.types import NodeName
 from tests.builders import make_policy, metrics, nodes, rule
 
 
@@ -168,6 +169,44 @@ def test_rank_scores_never_go_negative_beyond_eleven_nodes() -> None:
     assert result["n14"] == 10
     assert result["n4"] == 0
     assert min(result.values()) == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "operator", "values", "typical"),
+    [
+        pytest.param(ScoreMode.PROPORTIONAL, "GreaterThan", {"a": 0, "b": 10, "c": 4}, 4, id="p"),
+        pytest.param(ScoreMode.RANK, "GreaterThan", {"a": 0, "b": 10, "c": 4}, 9, id="rank"),
+        pytest.param(ScoreMode.PROPORTIONAL, "LessThan", {"a": 0, "b": 0, "c": 0}, 10, id="equal"),
+        # Two valued nodes: the lower middle, never the better one.
+        pytest.param(ScoreMode.PROPORTIONAL, "LessThan", {"a": 0, "b": 1}, 0, id="lower-middle"),
+    ],
+)
+def test_a_newcomer_without_a_value_scores_as_a_typical_node(
+    mode: ScoreMode, operator: str, values: dict[str, float], typical: int
+) -> None:
+    """A node that has not reported yet and runs nothing but recent placements (one that just
+    joined, `newcomers`) scores the median of the valued nodes' scores, so the extender's
+    weight does not outvote kube-scheduler's own preference for an empty node; a node without
+    a value that runs older pods still scores 0 (nothing is known about them)."""
+    policy = make_policy(scheduleonmetric=[rule("m", operator)])
+    candidates = [*values, "joined", "silent"]
+    found = score_nodes(
+        policy,
+        metrics({"m": values}),
+        nodes(*candidates),
+        mode=mode,
+        newcomers=frozenset({NodeName("joined")}),
+    )
+    assert found["joined"] == typical
+    assert found["silent"] == 0
+    assert {n: found[n] for n in values} == scores(operator, values, list(values), mode)
+
+
+def test_a_newcomer_scores_0_where_no_node_has_a_value() -> None:
+    """An outage of the metric: nothing is typical, every node scores alike."""
+    policy = make_policy(scheduleonmetric=[rule("m", "LessThan")])
+    found = score_nodes(policy, metrics({}), nodes("a", "joined"), newcomers={NodeName("joined")})
+    assert found == {"a": 0, "joined": 0}
 
 
 def test_policy_without_scheduleonmetric_scores_every_candidate_equally() -> None:

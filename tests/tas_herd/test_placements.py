@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -391,6 +391,41 @@ def test_an_unmeasured_node_running_older_pods_or_an_unreported_metric_stays_wit
     assert found == {CPU_UTILIZATION: {NEW: pytest.approx(1 / 8)}}
     # No node reports the metric (an outage): no value is invented for any node.
     assert t.estimates(sample_times={CPU_UTILIZATION: {}}, now=T0 + 1) == {}
+
+
+def test_a_joined_node_without_a_health_value_scores_as_a_typical_node() -> None:
+    """A metric herd control makes no estimate for (a health value) leaves a joined node without
+    a value: it scores the median of the valued nodes, not 0, so the extender's weight does
+    not keep a burst off it. A node without a value that runs older pods still scores 0."""
+    policies = PolicyStore()
+    policies.replace([make_policy(scheduleonmetric=[rule("health_metric", "LessThan")])])
+    t = tracker()
+    valued = [NodeName("node-a"), NodeName("node-b"), NodeName("node-c")]
+    old = NodeName("old")
+    for node in (*valued, old, NEW):
+        t.set_node(node, {"cpu": 8.0})
+    for index, node in enumerate((*valued, old)):
+        t.observe(make_pod(f"web-{index}", node=node, apply=bound_at(-5000)), now=T0)
+
+    def scored(health: dict[str, float]) -> Mapping[NodeName, int]:
+        return decide_prioritize(
+            pod=POD,
+            candidates=[*valued, old, NEW],
+            snapshot=policies.snapshot(),
+            metrics=metrics({"health_metric": health}),
+            mode=ScoreMode.PROPORTIONAL,
+            now=T0,
+            newcomers=t.only_placed(),
+        ).scores
+
+    found = scored({"node-a": 0, "node-b": 1, "node-c": 2})
+    assert [found[n] for n in valued] == [10, 5, 0]
+    assert (found[NEW], found[old]) == (5, 0)
+    found = scored({"node-a": 0, "node-b": 0, "node-c": 0})
+    assert (found[NEW], found[old]) == (10, 0)  # as good as any healthy node
+    # Once it runs an older pod, nothing is known about that pod: 0 again.
+    t.observe(make_pod("web-late", node="new-1", apply=bound_at(-5000)), now=T0)
+    assert scored({"node-a": 0, "node-b": 0, "node-c": 0})[NEW] == 0
 
 
 def test_a_joined_node_fills_up_and_is_filtered_but_never_violates_on_missing_data_alone() -> None:

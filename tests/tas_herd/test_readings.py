@@ -53,10 +53,11 @@ def test_the_readings_answer_what_the_tracker_answers_on_the_views_samples() -> 
     assert view.asked == 1  # each request's samples teach the curves first
     assert estimates == tracker.estimates(sample_times=view.times, now=T0 + 120)
     assert estimates[CPU_UTILIZATION][NODE] > 0  # the pod bound after the sample is added
-    assert (readings.cores, readings.servers, readings.calibration) == (
+    assert (readings.cores, readings.servers, readings.calibration, readings.newcomers) == (
         tracker.cores,
         tracker.servers,
         tracker.calibration,
+        tracker.only_placed,
     )
 
 
