@@ -189,8 +189,12 @@ def policy_verdicts(
     nodes: Sequence[NodeName],
     *,
     score_mode: ScoreMode = ScoreMode.PROPORTIONAL,
+    runs_pods: bool = True,
 ) -> list[PolicyVerdict]:
-    """Every strategy of `policy` on `node`; scheduleonmetric ranked among `nodes`."""
+    """Every strategy of `policy` on `node`; scheduleonmetric ranked among `nodes`.
+
+    `runs_pods`: whether any pod is bound to the node. A node without a value that runs none is
+    scored as the extender's herd control scores it, as a typical node (`unvalued_score`)."""
     found: list[PolicyVerdict] = []
     name = str(policy.key)
     for strategy_name, strategy in policy.strategies.items():
@@ -209,7 +213,7 @@ def policy_verdicts(
             value = metrics.get(rule.metricname, {}).get(node)
             if value is None:
                 found.append(
-                    PolicyVerdict(name, kind, "no value", f"{rule.metricname}: no fresh value")
+                    unvalued_score(policy, node, metrics, nodes, score_mode, runs_pods=runs_pods)
                 )
                 continue
             scores = score_nodes(policy, metrics, nodes, mode=score_mode)
@@ -231,6 +235,45 @@ def policy_verdicts(
             detail = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "no label"
             found.append(PolicyVerdict(name, kind, "labels", detail))
     return found
+
+
+def unvalued_score(
+    policy: TASPolicy,
+    node: NodeName,
+    metrics: MetricColumns,
+    nodes: Sequence[NodeName],
+    score_mode: ScoreMode,
+    *,
+    runs_pods: bool,
+) -> PolicyVerdict:
+    """scheduleonmetric on a node without a fresh value, as the extender scores it
+    (docs/recent-placements.md, "Nodes without a value"): 0, as in TAS, unless herd control
+    knows the node runs nothing but its recent placements; then the valued nodes' median score.
+
+    Which pods are recent placements only the extender knows, so the verdict is certain only for
+    a node that runs no pod at all (a node that just joined): it scores the median. For one
+    that runs pods both scores are said, and the extender's decision log has the one it gave."""
+    rule = policy.strategies[StrategyName.SCHEDULEONMETRIC].rules[0]
+    everyone = [*nodes, node] if node not in nodes else list(nodes)
+    typical = score_nodes(policy, metrics, everyone, mode=score_mode, newcomers={node})
+    median = typical.get(node, 0)
+    no_value = f"{rule.metricname}: no fresh value"
+    if not runs_pods:
+        return PolicyVerdict(
+            str(policy.key),
+            str(StrategyName.SCHEDULEONMETRIC),
+            "no value",
+            f"{no_value}; it runs no pod, so the extender takes it as a typical node: "
+            f"score {median}/10, the valued nodes' median (0 with --recent-placements off)",
+            score=median,
+        )
+    return PolicyVerdict(
+        str(policy.key),
+        str(StrategyName.SCHEDULEONMETRIC),
+        "no value",
+        f"{no_value}; the extender scores it 0, or {median}/10 (the valued nodes' median) while "
+        "every pod on it is one it placed recently; its decision log has the score it gave",
+    )
 
 
 def _order_words(operator: str) -> str:
@@ -397,7 +440,12 @@ def explain_node(
         verdict
         for key in sorted(policies, key=str)
         for verdict in policy_verdicts(
-            policies[key], node.name, metrics, [n.name for n in nodes], score_mode=score_mode
+            policies[key],
+            node.name,
+            metrics,
+            [n.name for n in nodes],
+            score_mode=score_mode,
+            runs_pods=any(_runs_on(p, node.name) for p in pods),
         )
     ]
     return NodeExplanation(
@@ -420,6 +468,13 @@ def explain_node(
             if curve is not None
             else None
         ),
+    )
+
+
+def _runs_on(pod: Pod, node: NodeName) -> bool:
+    """The pod counts on the node for herd control: bound there, not finished or going."""
+    return (
+        pod.node_name == node and pod.phase not in ("Succeeded", "Failed") and not pod.terminating
     )
 
 

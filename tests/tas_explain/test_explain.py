@@ -34,14 +34,16 @@ from descheduler.assemble import assemble_descheduler, dry_run
 from descheduler.config import load_config_file
 from descheduler.cycle import Mode
 from descheduler.evictor import Cooldown
+from extender.decide import decide_prioritize
 from extender.decisions import DecisionLog
 from extender.service import DecisionReporter, ExtenderService
 from extender.settings import ExtenderSettings
 from extender.wire import PodInfo
-from tas.cluster.model import ObjectReference, Taint, TaintEffect, workload_of
+from tas.cluster.model import ObjectReference, Pod, Taint, TaintEffect, workload_of
 from tas.metrics.static import StaticMetricView
 from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
+from tas.rules import ScoreMode
 from tas.types import MetricName, Namespace, NodeName
 from tas.vocabulary import POLICY_LABEL
 from tas_explain.explain import (
@@ -54,6 +56,7 @@ from tas_explain.explain import (
 from tas_explain.explanation import (
     GONE,
     EventFact,
+    PolicyVerdict,
     UnknownObjectError,
     node_from_json,
     pod_from_json,
@@ -152,6 +155,47 @@ def test_a_metric_without_a_fresh_value_is_said_to_fail_open() -> None:
     assert by["deschedule"].verdict == "no value"
     assert "no fresh value: fails open" in by["deschedule"].detail
     assert by["scheduleonmetric"].verdict == "no value"
+
+
+def test_a_joined_node_without_a_value_is_scored_as_the_extender_scores_it() -> None:
+    # The extender scores a node without a value that runs nothing but its recent placements
+    # (herd control's newcomers) as a typical node: the valued nodes' median, not 0.
+    store = demo_policy()
+    (policy,) = store.snapshot().policies.values()
+    columns = metrics({"health_metric": HEALTH})
+    nodes = [make_node(n) for n in (*HEALTH, "node-new")]
+    extender = decide_prioritize(
+        pod=PodInfo(name="p", namespace=Namespace(NS), labels={POLICY_LABEL: "demo-policy"}),
+        candidates=[n.name for n in nodes],
+        snapshot=store.snapshot(),
+        metrics=columns,
+        mode=ScoreMode.PROPORTIONAL,
+        now=0.0,
+        newcomers=frozenset({NodeName("node-new")}),
+    ).scores
+
+    def scored(*pods: Pod) -> PolicyVerdict:
+        found = explain_node(
+            nodes[-1],
+            nodes=nodes,
+            pods=pods,
+            policies={policy.key: policy},
+            metrics=columns,
+            sample_times={},
+            now=0.0,
+        )
+        (verdict,) = (v for v in found.policies if v.strategy == "scheduleonmetric")
+        return verdict
+
+    joined = scored(make_pod("done", node="node-new", phase="Succeeded"))
+    assert (joined.verdict, joined.score) == ("no value", extender[NodeName("node-new")])
+    assert joined.score == 5  # node-a 10, node-b 5, node-c 0
+    assert "runs no pod" in joined.detail
+    # A node running a pod: only the extender knows whether it placed it recently; both said.
+    busy = scored(make_pod("web", node="node-new"))
+    assert busy.score is None
+    assert "scores it 0, or 5/10" in busy.detail
+    assert "runs no pod" not in busy.detail
 
 
 # ------------------------------------------------------------------ placement
