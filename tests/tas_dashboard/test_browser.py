@@ -15,10 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
 from tests.demo_process import start_demo
-from tests.tas_dashboard.browser import patient, screenshot
+from tests.tas_dashboard.browser import click, patient, screenshot
+
+#: How often, and how long each time, a click waits for the page's log to show it.
+CLICK_ATTEMPTS = 5
+CLICK_SECONDS = 5.0
 
 
 def test_the_page_shows_the_loop_close_live_after_a_click(
@@ -44,7 +49,19 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         load_id = browser.execute_script("return window.dashboardLoadId")
         card = f'[data-node="{sick}"]'
         button = f'{card} button[data-action="health"][data-value="2"]'
-        browser.find_element(By.CSS_SELECTOR, button).click()
+        # A click lands where the button was a moment ago: while the demo's pods land, the card
+        # grows and the button can move under it. Click until the page's log shows the action,
+        # as a user would click again (setting health 2 twice is the same as once).
+        set_health = f"set {sick} health_metric to 2"
+        for _ in range(CLICK_ATTEMPTS):
+            click(browser, button)
+            try:
+                patient(browser, CLICK_SECONDS).until(
+                    lambda d: set_health in d.find_element(By.ID, "log").text
+                )
+                break
+            except TimeoutException:
+                continue
 
         label = f'{card} [data-label="demo-policy=violating"]'
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, label))
