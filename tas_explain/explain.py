@@ -43,6 +43,7 @@ from tas_explain.explanation import (
     PolicyVerdict,
     UnknownObjectError,
 )
+from tas_herd.placements import still_runs
 
 #: The message prefix of the Event the descheduler's evictor writes on every pod it evicts
 #: (descheduler.evictor: "pod eviction from NODE node by ..."), upstream's words
@@ -193,8 +194,8 @@ def policy_verdicts(
 ) -> list[PolicyVerdict]:
     """Every strategy of `policy` on `node`; scheduleonmetric ranked among `nodes`.
 
-    `runs_pods`: whether any pod is bound to the node. A node without a value that runs none is
-    scored as the extender's herd control scores it, as a typical node (`unvalued_score`)."""
+    `runs_pods`: whether any pod runs on the node. A node without a value that runs none is
+    scored as the extender's herd control scores it, as a typical node (`_without_value`)."""
     found: list[PolicyVerdict] = []
     name = str(policy.key)
     for strategy_name, strategy in policy.strategies.items():
@@ -212,9 +213,12 @@ def policy_verdicts(
             rule = strategy.rules[0]
             value = metrics.get(rule.metricname, {}).get(node)
             if value is None:
-                found.append(
-                    unvalued_score(policy, node, metrics, nodes, score_mode, runs_pods=runs_pods)
-                )
+                # Scored as a newcomer: what the extender gives it while it runs only recent
+                # placements (a duplicate candidate counts once).
+                typical = score_nodes(
+                    policy, metrics, [*nodes, node], mode=score_mode, newcomers={node}
+                )[node]
+                found.append(_without_value(name, kind, rule.metricname, typical, runs_pods))
                 continue
             scores = score_nodes(policy, metrics, nodes, mode=score_mode)
             better = sum(1 for s in scores.values() if s > scores.get(node, 0))
@@ -237,43 +241,30 @@ def policy_verdicts(
     return found
 
 
-def unvalued_score(
-    policy: TASPolicy,
-    node: NodeName,
-    metrics: MetricColumns,
-    nodes: Sequence[NodeName],
-    score_mode: ScoreMode,
-    *,
-    runs_pods: bool,
+def _without_value(
+    policy: str, strategy: str, metric: MetricName, typical: int, runs_pods: bool
 ) -> PolicyVerdict:
     """scheduleonmetric on a node without a fresh value, as the extender scores it
     (docs/recent-placements.md, "Nodes without a value"): 0, as in TAS, unless herd control
-    knows the node runs nothing but its recent placements; then the valued nodes' median score.
+    knows the node runs nothing but its recent placements; then `typical`, the valued nodes'
+    median score.
 
-    Which pods are recent placements only the extender knows, so the verdict is certain only for
-    a node that runs no pod at all (a node that just joined): it scores the median. For one
-    that runs pods both scores are said, and the extender's decision log has the one it gave."""
-    rule = policy.strategies[StrategyName.SCHEDULEONMETRIC].rules[0]
-    everyone = [*nodes, node] if node not in nodes else list(nodes)
-    typical = score_nodes(policy, metrics, everyone, mode=score_mode, newcomers={node})
-    median = typical.get(node, 0)
-    no_value = f"{rule.metricname}: no fresh value"
+    Which pods are recent placements only the extender knows, so the score is certain only for
+    a node that runs no pod at all (one that just joined). For one that runs pods both scores
+    are said, and the extender's decision log has the one it gave."""
     if not runs_pods:
-        return PolicyVerdict(
-            str(policy.key),
-            str(StrategyName.SCHEDULEONMETRIC),
-            "no value",
-            f"{no_value}; it runs no pod, so the extender takes it as a typical node: "
-            f"score {median}/10, the valued nodes' median (0 with --recent-placements off)",
-            score=median,
+        detail = (
+            "it runs no pod, so the extender takes it as a typical node: "
+            f"score {typical}/10, the valued nodes' median (0 with --recent-placements off)"
         )
-    return PolicyVerdict(
-        str(policy.key),
-        str(StrategyName.SCHEDULEONMETRIC),
-        "no value",
-        f"{no_value}; the extender scores it 0, or {median}/10 (the valued nodes' median) while "
-        "every pod on it is one it placed recently; its decision log has the score it gave",
+        return PolicyVerdict(
+            policy, strategy, "no value", f"{metric}: no fresh value; {detail}", score=typical
+        )
+    detail = (
+        f"the extender scores it 0, or {typical}/10 (the valued nodes' median) while every pod "
+        "on it is one it placed recently; its decision log has the score it gave"
     )
+    return PolicyVerdict(policy, strategy, "no value", f"{metric}: no fresh value; {detail}")
 
 
 def _order_words(operator: str) -> str:
@@ -445,7 +436,7 @@ def explain_node(
             metrics,
             [n.name for n in nodes],
             score_mode=score_mode,
-            runs_pods=any(_runs_on(p, node.name) for p in pods),
+            runs_pods=any(p.node_name == node.name and still_runs(p) for p in pods),
         )
     ]
     return NodeExplanation(
@@ -468,13 +459,6 @@ def explain_node(
             if curve is not None
             else None
         ),
-    )
-
-
-def _runs_on(pod: Pod, node: NodeName) -> bool:
-    """The pod counts on the node for herd control: bound there, not finished or going."""
-    return (
-        pod.node_name == node and pod.phase not in ("Succeeded", "Failed") and not pod.terminating
     )
 
 

@@ -146,6 +146,12 @@ def bind_time(pod: Pod | PodSummary) -> float | None:
     return pod.bound_at
 
 
+def still_runs(pod: Pod | PodSummary) -> bool:
+    """The pod counts on its node: not finished, not being deleted (the tracker forgets the
+    others, and `only_placed` is judged on the rest)."""
+    return pod.phase not in ("Succeeded", "Failed") and not pod.terminating
+
+
 def is_covered(placement: Placement, sample_time: float, window: float) -> bool:
     return sample_time > placement.bound_at + window
 
@@ -397,7 +403,7 @@ class PlacementTracker:
         key = (pod.namespace, pod.name)
         if pod.node_name is None:
             return
-        if pod.phase in ("Succeeded", "Failed") or pod.terminating:
+        if not still_runs(pod):
             self.forget(pod.namespace, pod.name)
             return
         with self._lock:
