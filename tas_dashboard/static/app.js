@@ -228,17 +228,20 @@ function buildCard(name) {
     }, "+2 cores"),
     healthLabel: el("span", { class: "muted" }, "health"),
   };
+  // The controls sit right under the node's name, above everything that grows while pods land
+  // (notes, chips), so a button stays where the cursor is; "clear N" appears left of "+2 cores",
+  // which keeps its place at the right edge.
   card.root.append(
     el("div", { class: "node-head" }, el("span", { class: "node-name" }, name), card.badge),
-    card.classNote,
-    el("div", { class: "health" }, "health_metric ", card.health),
-    card.demand, card.cpu, card.pressure, card.memory, card.usage, card.curve, card.curvePredicts,
-    card.marks, card.pods,
     el("div", { class: "node-controls" },
       card.healthLabel, card.buttons,
       el("span", { class: "spacer" }),
-      card.load,
-      card.clear));
+      card.clear,
+      card.load),
+    card.classNote,
+    el("div", { class: "health" }, "health_metric ", card.health),
+    card.demand, card.cpu, card.pressure, card.memory, card.usage, card.curve, card.curvePredicts,
+    card.marks, card.pods);
   return card;
 }
 

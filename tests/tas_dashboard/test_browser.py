@@ -3,7 +3,8 @@ by selenium), against a real `tas run`.
 
 Covered: the page shows every node; clicking a node's health "2" button (on a node running
 demo pods) makes, without a reload, the node's `demo-policy=violating` label and an eviction
-in the decision log appear; the charts are drawn. A screenshot is saved as a test artifact in
+in the decision log appear, and the button stays in its place in the card as the pods leave;
+the charts are drawn. A screenshot is saved as a test artifact in
 `test-artifacts/dashboard.png` (gitignored).
 
 `make test` installs the browser (scripts/ensure-browser.sh); without it this test fails and
@@ -24,6 +25,18 @@ from tests.tas_dashboard.browser import click, patient, screenshot
 #: How often, and how long each time, a click waits for the page's log to show it.
 CLICK_ATTEMPTS = 5
 CLICK_SECONDS = 5.0
+
+
+def place_in_card(browser: webdriver.Chrome, card: str, selector: str) -> list[float]:
+    """Where an element sits inside its node card (left, top, in CSS pixels)."""
+    place: list[float] = browser.execute_script(
+        "const c = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "const e = document.querySelector(arguments[1]).getBoundingClientRect();"
+        "return [e.left - c.left, e.top - c.top]",
+        card,
+        selector,
+    )
+    return place
 
 
 def test_the_page_shows_the_loop_close_live_after_a_click(
@@ -53,6 +66,7 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         # grows and the button can move under it. Click until the page's log shows the action,
         # as a user would click again (setting health 2 twice is the same as once).
         set_health = f"set {sick} health_metric to 2"
+        button_place = place_in_card(browser, card, button)
         for _ in range(CLICK_ATTEMPTS):
             click(browser, button)
             try:
@@ -74,6 +88,8 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         )
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, f"{card} .chip.pod.demo"))
         assert browser.execute_script("return window.dashboardLoadId") == load_id, "reloaded"
+        # The pods left the card and it shrank; the controls sit above all that changes.
+        assert place_in_card(browser, card, button) == button_place, "the button moved in its card"
         assert browser.find_elements(By.CSS_SELECTOR, "#chart-util canvas")
         log_text = browser.find_element(By.ID, "log").text
         assert f"set {sick} health_metric to 2" in log_text
