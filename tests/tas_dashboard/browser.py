@@ -16,7 +16,9 @@ and says so rather than skipping.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,7 +52,7 @@ def _binary(*names: str) -> str:
 
 @contextlib.contextmanager
 def chromium() -> Iterator[webdriver.Chrome]:
-    """A headless Chromium with a 1600 x 1900 window, quit at the end."""
+    """A headless Chromium with a 1600 x 1900 window, quit at the end, leaving nothing in /tmp."""
     options = webdriver.ChromeOptions()
     options.binary_location = _binary("chromium", "chromium-browser")
     for argument in (
@@ -62,11 +64,15 @@ def chromium() -> Iterator[webdriver.Chrome]:
         "--force-device-scale-factor=1",
     ):
         options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(_binary("chromedriver")), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    # Chromium keeps its singleton socket in a fresh directory under TMPDIR and leaves it behind
+    # when chromedriver ends it: each browser gets a TMPDIR of its own, removed after it quits.
+    with tempfile.TemporaryDirectory(prefix="tas-chromium-", ignore_cleanup_errors=True) as tmp:
+        service = Service(_binary("chromedriver"), env={**os.environ, "TMPDIR": tmp})
+        driver = webdriver.Chrome(service=service, options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()
 
 
 def patient(
