@@ -20,7 +20,7 @@ from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
 from tests.demo_process import start_demo
-from tests.tas_dashboard.browser import click, patient, screenshot
+from tests.tas_dashboard.browser import click, js, patient, screenshot
 
 #: How often, and how long each time, a click waits for the page's log to show it.
 CLICK_ATTEMPTS = 5
@@ -29,7 +29,8 @@ CLICK_SECONDS = 5.0
 
 def place_in_card(browser: webdriver.Chrome, card: str, selector: str) -> list[float]:
     """Where an element sits inside its node card (left, top, in CSS pixels)."""
-    place: list[float] = browser.execute_script(
+    place: list[float] = js(
+        browser,
         "const c = document.querySelector(arguments[0]).getBoundingClientRect();"
         "const e = document.querySelector(arguments[1]).getBoundingClientRect();"
         "return [e.left - c.left, e.top - c.top]",
@@ -62,9 +63,9 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         load_id = browser.execute_script("return window.dashboardLoadId")
         card = f'[data-node="{sick}"]'
         button = f'{card} button[data-action="health"][data-value="2"]'
-        # A click lands where the button was a moment ago: while the demo's pods land, the card
-        # grows and the button can move under it. Click until the page's log shows the action,
-        # as a user would click again (setting health 2 twice is the same as once).
+        # A click can land while the page re-renders (it updates several times a second, and a
+        # card in a lower grid row moves when one above it grows). Click until the page's log
+        # shows the action, as a user would click again (health 2 twice is the same as once).
         set_health = f"set {sick} health_metric to 2"
         button_place = place_in_card(browser, card, button)
         for _ in range(CLICK_ATTEMPTS):
