@@ -66,20 +66,23 @@ bench: $(STAMP)
 ## pipelines and start-ups, another PSI model) on 5 seeds, each family twice: at its own seed
 ## and at family seed $(FRESH_FAMILY_SEED), a fresh draw no default was tuned on (each seed is
 ## one world every contender meets: the sweeps compare them paired). On every core; under two
-## hours on 2 (why these counts: docs/decisions.md, "make compare's size"). Larger draws are
-## one `tas sweep --count N` away. Then docs/results.md and README.md's results section
+## hours on 2 (why these counts: docs/decisions.md, "make compare's size"). A larger draw decides
+## what these leave UNDECIDED: `make compare DEFAULT_COUNT=320` (docs/decisions.md, "Deciding a
+## goal make compare leaves UNDECIDED"). Then docs/results.md and README.md's results section
 ## written from those outputs (tas_simulator/results_doc.py). Interrupted, it resumes: each sweep
 ## reuses the runs its journal holds for the same code (tas sweep --fresh).
 FRESH_FAMILY_SEED = 20261201
+DEFAULT_COUNT ?= 100
+LARGE_SLOW_COUNT ?= 50
 compare: $(STAMP)
 	mkdir -p comparison
 	(git describe --always --dirty --abbrev=7 2>/dev/null || true) > comparison/commit.txt
 	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
-	$(BIN)/tas sweep --family default --count 100 --seeds 5 --out comparison/sweep-default
-	$(BIN)/tas sweep --family default --count 100 --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
+	$(BIN)/tas sweep --family default --count $(DEFAULT_COUNT) --seeds 5 --out comparison/sweep-default
+	$(BIN)/tas sweep --family default --count $(DEFAULT_COUNT) --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
 		--out comparison/sweep-default-fresh
-	$(BIN)/tas sweep --family large-slow --count 50 --seeds 5 --out comparison/sweep-large-slow
-	$(BIN)/tas sweep --family large-slow --count 50 --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
+	$(BIN)/tas sweep --family large-slow --count $(LARGE_SLOW_COUNT) --seeds 5 --out comparison/sweep-large-slow
+	$(BIN)/tas sweep --family large-slow --count $(LARGE_SLOW_COUNT) --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
 		--out comparison/sweep-large-slow-fresh
 	$(BIN)/python -m tas_simulator.results_doc comparison --out docs/results.md --readme README.md
 

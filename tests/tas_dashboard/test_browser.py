@@ -3,7 +3,8 @@ by selenium), against a real `tas run`.
 
 Covered: the page shows every node; clicking a node's health "2" button (on a node running
 demo pods) makes, without a reload, the node's `demo-policy=violating` label and an eviction
-in the decision log appear, and the button stays in its place in the card as the pods leave;
+in the decision log appear, the button stays in its place in the card as the pods leave, and
+no card moves or changes size, then or as stress pods pile onto another card;
 the charts are drawn. A screenshot is saved as a test artifact in
 `test-artifacts/dashboard.png` (gitignored).
 
@@ -13,6 +14,7 @@ says so rather than skipping. The browser and its helpers: tests/tas_dashboard/b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from selenium import webdriver
@@ -25,6 +27,9 @@ from tests.tas_dashboard.browser import click, js, patient, screenshot
 #: How often, and how long each time, a click waits for the page's log to show it.
 CLICK_ATTEMPTS = 5
 CLICK_SECONDS = 5.0
+#: Stress pods pinned to one card: 8 cores more, enough to turn it overutilized (a note appears)
+#: and add a line of chips.
+STRESS_PODS = 4
 
 
 def place_in_card(browser: webdriver.Chrome, card: str, selector: str) -> list[float]:
@@ -38,6 +43,30 @@ def place_in_card(browser: webdriver.Chrome, card: str, selector: str) -> list[f
         selector,
     )
     return place
+
+
+def card_boxes(browser: webdriver.Chrome) -> list[list[float]]:
+    """Every node card's box inside the nodes grid (left, top, width, height, in CSS pixels),
+    and whether its content runs over it (scrolls)."""
+    boxes: list[list[float]] = js(
+        browser,
+        "const grid = document.querySelector('.nodes').getBoundingClientRect();"
+        "return [...document.querySelectorAll('.nodes > [data-node]')].map(n => {"
+        "  const b = n.getBoundingClientRect();"
+        "  return [b.left - grid.left, b.top - grid.top, b.width, b.height,"
+        "          n.scrollHeight > n.clientHeight + 1];"
+        "})",
+    )
+    return boxes
+
+
+def stress_chips(card: str, count: int) -> Callable[[webdriver.Chrome], bool]:
+    """A wait's condition: the card shows at least `count` stress pods."""
+
+    def shown(driver: webdriver.Chrome) -> bool:
+        return len(driver.find_elements(By.CSS_SELECTOR, f"{card} .chip.stress")) >= count
+
+    return shown
 
 
 def test_the_page_shows_the_loop_close_live_after_a_click(
@@ -63,11 +92,12 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         load_id = browser.execute_script("return window.dashboardLoadId")
         card = f'[data-node="{sick}"]'
         button = f'{card} button[data-action="health"][data-value="2"]'
-        # A click can land while the page re-renders (it updates several times a second, and a
-        # card in a lower grid row moves when one above it grows). Click until the page's log
-        # shows the action, as a user would click again (health 2 twice is the same as once).
+        # A click can land while the page re-renders (it updates several times a second). Click
+        # until the page's log shows the action, as a user would click again (health 2 twice is
+        # the same as once).
         set_health = f"set {sick} health_metric to 2"
         button_place = place_in_card(browser, card, button)
+        boxes = card_boxes(browser)
         for _ in range(CLICK_ATTEMPTS):
             click(browser, button)
             try:
@@ -91,6 +121,15 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         assert browser.execute_script("return window.dashboardLoadId") == load_id, "reloaded"
         # The pods left the card and it shrank; the controls sit above all that changes.
         assert place_in_card(browser, card, button) == button_place, "the button moved in its card"
+        # Another card grows: stress pods land on it, one click each, and it turns overutilized
+        # (a note says why). The sick one grew a label and lost its pods to the others. No
+        # card moved or changed size, and none runs over (what grows scrolls in the pod list).
+        busy = f'[data-node="{next(n for n in names if n != sick)}"]'
+        for landed in range(1, STRESS_PODS + 1):
+            click(browser, f'{busy} button[data-action="load"]')
+            wait.until(stress_chips(busy, landed))
+        assert card_boxes(browser) == boxes, "a node card moved or changed size"
+        assert not any(box[4] for box in boxes), "a node card's content runs over it"
         assert browser.find_elements(By.CSS_SELECTOR, "#chart-util canvas")
         log_text = browser.find_element(By.ID, "log").text
         assert f"set {sick} health_metric to 2" in log_text
