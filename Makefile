@@ -66,11 +66,11 @@ bench: $(STAMP)
 ## pipelines and start-ups, another PSI model) on 5 seeds, each family twice: at its own seed
 ## and at family seed $(FRESH_FAMILY_SEED), a fresh draw no default was tuned on (each seed is
 ## one world every contender meets: the sweeps compare them paired). On every core; under two
-## hours on 2 (why these counts: docs/decisions.md, "make compare's size"). A larger draw decides
-## what these leave UNDECIDED: `make compare DEFAULT_COUNT=320` (docs/decisions.md, "Deciding a
-## goal make compare leaves UNDECIDED"). Then docs/results.md and README.md's results section
-## written from those outputs (tas_simulator/results_doc.py). Interrupted, it resumes: each sweep
-## reuses the runs its journal holds for the same code (tas sweep --fresh).
+## hours on 2 (why these counts: docs/decisions.md, "make compare's size"). A larger draw
+## decides what these leave UNDECIDED: `make compare DEFAULT_COUNT=320` (docs/decisions.md,
+## "Deciding a goal make compare leaves UNDECIDED"). Then docs/results.md and README.md's
+## results section written from those outputs (tas_simulator/results_doc.py). Interrupted, it
+## resumes: each sweep reuses the runs its journal holds for the same code (tas sweep --fresh).
 FRESH_FAMILY_SEED = 20261201
 DEFAULT_COUNT ?= 100
 LARGE_SLOW_COUNT ?= 50
