@@ -45,11 +45,11 @@ def place_in_card(browser: webdriver.Chrome, card: str, selector: str) -> list[f
     return place
 
 
-def card_boxes(browser: webdriver.Chrome) -> list[list[float]]:
+def card_boxes(browser: webdriver.Chrome) -> list[list[float | bool]]:
     """Every node card's top inside the nodes grid and its height (CSS pixels), and whether its
     content runs over it (scrolls). Not its left and width: the window's scrollbar, which comes
     and goes with the decision log's length, narrows every column alike."""
-    boxes: list[list[float]] = js(
+    boxes: list[list[float | bool]] = js(
         browser,
         "const grid = document.querySelector('.nodes').getBoundingClientRect();"
         "return [...document.querySelectorAll('.nodes > [data-node]')].map(n => {"
@@ -61,7 +61,8 @@ def card_boxes(browser: webdriver.Chrome) -> list[list[float]]:
 
 
 def stress_chips(card: str, count: int) -> Callable[[webdriver.Chrome], bool]:
-    """A wait's condition: the card shows at least `count` stress pods."""
+    """A wait's condition: the card shows at least `count` stress pods (a function, not a lambda
+    in the loop: the loop's count is bound when the condition is made)."""
 
     def shown(driver: webdriver.Chrome) -> bool:
         return len(driver.find_elements(By.CSS_SELECTOR, f"{card} .chip.stress")) >= count
@@ -119,7 +120,7 @@ def test_the_page_shows_the_loop_close_live_after_a_click(
         )
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, f"{card} .chip.pod.demo"))
         assert browser.execute_script("return window.dashboardLoadId") == load_id, "reloaded"
-        # The pods left the card and it shrank; the controls sit above all that changes.
+        # The pods left the card; the controls sit above all that changes.
         assert place_in_card(browser, card, button) == button_place, "the button moved in its card"
         # Another card grows: stress pods land on it, one click each, and it turns overutilized
         # (a note says why). The sick one grew a label and lost its pods to the others. No
