@@ -2,7 +2,9 @@
 
 They are checked on results, never used to tune. A goal on a figure with an interval is MET
 when the interval clears it, MISSED when the interval lies wholly on the wrong side, and
-UNDECIDED otherwise: the runs cannot tell, and more seeds or scenarios might. A goal on a
+UNDECIDED otherwise: the runs cannot tell, and more seeds or scenarios might. A figure that
+would print as its goal's line without being on it (0.947 as "95%") is printed with the digits
+that show which side it is on. A goal on a
 count (evictions of one pod, scenarios worse than requests) is MET or MISSED. A goal whose
 figures are missing is NOT JUDGED.
 
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,18 +113,39 @@ def _decide(*, met: bool, missed: bool, over: Mapping[str, Any] | None = None) -
     return Verdict.MET if met else Verdict.MISSED if missed else Verdict.UNDECIDED
 
 
-def _ratio(value: float) -> str:
-    return f"{value:.2f}x"
+#: The most decimal digits a figure is printed with to show which side of a goal's line it
+#: is on (`_digits_apart`).
+_MOST_DIGITS = 6
 
 
-def _percent(value: float) -> str:
-    return f"{value:.0%}"
+def _digits_apart(value: float, lines: Sequence[float], digits: int) -> int:
+    """The fewest decimal digits, from `digits`, at which `value` does not print as a goal's
+    line it is not on. At the usual precision an interval's end can land on the line itself
+    (0.947 prints as "95%" beside "goal >= 95%"), and a MISSED or UNDECIDED verdict then
+    reads as if it contradicted the figure printed beside it."""
+    while digits < _MOST_DIGITS and any(
+        value != line and round(value, digits) == round(line, digits) for line in lines
+    ):
+        digits += 1
+    return digits
 
 
-def _estimate(found: Mapping[str, Any], fmt: Any) -> str:
-    """`estimate (low to high)`, and over how many scenarios where the figure says."""
+def _ratio(value: float, lines: Sequence[float] = ()) -> str:
+    return f"{value:.{_digits_apart(value, lines, 2)}f}x"
+
+
+def _percent(value: float, lines: Sequence[float] = ()) -> str:
+    return f"{value:.{_digits_apart(value, lines, 2) - 2}%}"
+
+
+def _estimate(
+    found: Mapping[str, Any], fmt: Callable[[float, Sequence[float]], str], *lines: float
+) -> str:
+    """`estimate (low to high)`, and over how many scenarios where the figure says; a figure
+    near one of the goal's `lines` with the digits that show its side."""
     over = f" over {found['scenarios']} scenarios" if "scenarios" in found else ""
-    return f"{fmt(found['estimate'])} ({fmt(found['low'])} to {fmt(found['high'])}){over}"
+    estimate, low, high = (fmt(found[k], lines) for k in ("estimate", "low", "high"))
+    return f"{estimate} ({low} to {high}){over}"
 
 
 def _interval_of(row: Mapping[str, Any], *path: str) -> Mapping[str, Any] | None:
@@ -145,6 +168,9 @@ _CHURN_MAX = "evictions of one pod per hour, anywhere"
 _GAIN = "share of the work-lost gain against the hindsight placement, median over scenarios"
 _UNDOMINATED = "undominated against the best documented setting of every source"
 _HIGHEST = "undominated: the highest share of any source"
+#: The gain share's median goal and its interval's floor, and the undominated share's goal.
+_GAIN_GOAL, _GAIN_FLOOR = 0.5, 0.4
+_UNDOMINATED_GOAL = 0.95
 #: Where a verdict row holds its share of the gain against the hindsight placement
 #: (`tas_simulator.hindsight`): the median over the scenarios with anything to gain.
 GAIN_PATH = ("share_of_gain_hindsight", "work_lost")
@@ -242,7 +268,7 @@ def _lost_goal(found: Mapping[str, Any] | None) -> Goal:
     return Goal(
         _LOST,
         _decide(met=met, missed=found["low"] > LOST_GOAL, over=found),
-        _estimate(found, _ratio),
+        _estimate(found, _ratio, LOST_GOAL, 1.0),
         "goal <= 0.85x, its interval below 1",
     )
 
@@ -253,7 +279,7 @@ def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
     return Goal(
         _STALL,
         _decide(met=found["high"] <= STALL_GOAL, missed=found["low"] > STALL_GOAL, over=found),
-        _estimate(found, _ratio),
+        _estimate(found, _ratio, STALL_GOAL),
         "goal: its interval at most 1.00x",
     )
 
@@ -261,12 +287,12 @@ def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
 def _gain_goal(hindsight: Mapping[str, Any] | None, limit: Mapping[str, Any] | None) -> Goal:
     if hindsight is None:
         return _not_judged(_GAIN)
-    met = hindsight["estimate"] >= 0.5 and hindsight["low"] >= 0.4
+    met = hindsight["estimate"] >= _GAIN_GOAL and hindsight["low"] >= _GAIN_FLOOR
     notes = "" if limit is None else f"; against the fluid limit {_estimate(limit, _percent)}"
     return Goal(
         _GAIN,
-        _decide(met=met, missed=hindsight["high"] < 0.5, over=hindsight),
-        _estimate(hindsight, _percent),
+        _decide(met=met, missed=hindsight["high"] < _GAIN_GOAL, over=hindsight),
+        _estimate(hindsight, _percent, _GAIN_GOAL, _GAIN_FLOOR),
         "goal >= 50%, its interval from 40%",
         notes,
     )
@@ -277,8 +303,12 @@ def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
         return _not_judged(_UNDOMINATED)
     return Goal(
         _UNDOMINATED,
-        _decide(met=found["low"] >= 0.95, missed=found["high"] < 0.95, over=found),
-        _estimate(found, _percent),
+        _decide(
+            met=found["low"] >= _UNDOMINATED_GOAL,
+            missed=found["high"] < _UNDOMINATED_GOAL,
+            over=found,
+        ),
+        _estimate(found, _percent, _UNDOMINATED_GOAL),
         "goal >= 95%",
     )
 

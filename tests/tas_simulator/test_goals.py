@@ -362,3 +362,40 @@ def test_beating_a_contender_on_a_named_scenario_is_paired_by_seed_where_summary
         f"ours - psi-profile, paired by seed: [{difference[0]:.4g}, {difference[1]:.4g}]"
     )
     assert goals[2].met is UNDECIDED  # the spread has no paired figure here: unpaired
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "goal", "shown"),
+    [
+        pytest.param(
+            _UNDOMINATED, _estimate(0.91875, 0.8875, 0.946875), 6,
+            "92% (89% to 94.7%) over 30 scenarios", id="undominated-end-just-under-95",
+        ),
+        pytest.param(
+            _STALL, _estimate(0.9971, 0.991, 1.0032), 1,
+            "0.997x (0.99x to 1.003x) over 30 scenarios", id="stall-end-just-over-1",
+        ),
+        pytest.param(
+            _GAIN, _estimate(0.497, 0.3, 0.6), 5,
+            "49.7% (30% to 60%) over 30 scenarios", id="gain-median-just-under-50",
+        ),
+        pytest.param(
+            _LOST, _estimate(0.8512, 0.7, 0.95), 0,
+            "0.851x (0.70x to 0.95x) over 30 scenarios", id="lost-just-over-0.85",
+        ),
+    ],
+)  # fmt: skip
+def test_a_figure_that_would_print_as_its_goals_line_shows_which_side_it_is_on(
+    path: tuple[str, ...], value: Any, goal: int, shown: str
+) -> None:
+    """92% (89% to 95%) beside "goal >= 95%" and MISSED reads as a contradiction: an end that
+    rounds onto the line gets the digits that show it is short of it."""
+    goals = sweep_goals(_set(_verdict(), path, value))
+    assert goals[goal].shown == shown
+    assert goals[goal].met is not MET
+
+
+def test_a_figure_on_its_goals_line_prints_as_usual() -> None:
+    goals = sweep_goals(_verdict())
+    assert goals[6].shown == "98% (95% to 100%) over 30 scenarios"
+    assert goals[1].shown == "0.90x (0.80x to 1.00x) over 30 scenarios"
