@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -257,7 +258,11 @@ def _judged_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[Go
             _interval_of(row, "population", "share_of_gain_limit"),
         ),
         _undominated_goal(_interval_of(row, "source", "undominated")),
-        _highest_goal(_interval_of(row, "source", "lead"), _get(row, "source", "lead", "next")),
+        _highest_goal(
+            _interval_of(row, "source", "lead"),
+            _get(row, "source", "lead", "next"),
+            _get(row, "source", "undominated", "scenarios"),
+        ),
     ]
 
 
@@ -265,23 +270,28 @@ def _lost_goal(found: Mapping[str, Any] | None) -> Goal:
     if found is None:
         return _not_judged(_LOST)
     met = found["estimate"] <= LOST_GOAL and found["high"] < 1.0
-    return Goal(
+    goal = Goal(
         _LOST,
         _decide(met=met, missed=found["low"] > LOST_GOAL, over=found),
         _estimate(found, _ratio, LOST_GOAL, 1.0),
         "goal <= 0.85x, its interval below 1",
     )
+    # Above 0.85 it heads for MISSED (its lower end over 0.85); at or under, for MET (its
+    # upper end under 1).
+    line = LOST_GOAL if found["estimate"] > LOST_GOAL else 1.0
+    return _undecided_with_size(goal, _scenarios_to_decide(found, line, log=True))
 
 
 def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
     if found is None:
         return _not_judged(_STALL)
-    return Goal(
+    goal = Goal(
         _STALL,
         _decide(met=found["high"] <= STALL_GOAL, missed=found["low"] > STALL_GOAL, over=found),
         _estimate(found, _ratio, STALL_GOAL),
         "goal: its interval at most 1.00x",
     )
+    return _undecided_with_size(goal, _scenarios_to_decide(found, STALL_GOAL, log=True))
 
 
 def _gain_goal(hindsight: Mapping[str, Any] | None, limit: Mapping[str, Any] | None) -> Goal:
@@ -289,19 +299,23 @@ def _gain_goal(hindsight: Mapping[str, Any] | None, limit: Mapping[str, Any] | N
         return _not_judged(_GAIN)
     met = hindsight["estimate"] >= _GAIN_GOAL and hindsight["low"] >= _GAIN_FLOOR
     notes = "" if limit is None else f"; against the fluid limit {_estimate(limit, _percent)}"
-    return Goal(
+    goal = Goal(
         _GAIN,
         _decide(met=met, missed=hindsight["high"] < _GAIN_GOAL, over=hindsight),
         _estimate(hindsight, _percent, _GAIN_GOAL, _GAIN_FLOOR),
         "goal >= 50%, its interval from 40%",
         notes,
     )
+    # Under 50% it heads for MISSED (its upper end under 50%); at or above, for MET (its
+    # lower end from 40%).
+    line = _GAIN_GOAL if hindsight["estimate"] < _GAIN_GOAL else _GAIN_FLOOR
+    return _undecided_with_size(goal, _scenarios_to_decide(hindsight, line))
 
 
 def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
     if found is None:
         return _not_judged(_UNDOMINATED)
-    return Goal(
+    goal = Goal(
         _UNDOMINATED,
         _decide(
             met=found["low"] >= _UNDOMINATED_GOAL,
@@ -311,19 +325,61 @@ def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
         _estimate(found, _percent, _UNDOMINATED_GOAL),
         "goal >= 95%",
     )
+    return _undecided_with_size(goal, _scenarios_to_decide(found, _UNDOMINATED_GOAL))
 
 
-def _highest_goal(lead: Mapping[str, Any] | None, following: Any) -> Goal:
+def _highest_goal(lead: Mapping[str, Any] | None, following: Any, scenarios: Any) -> Goal:
+    """`scenarios`: over how many the lead was judged (the undominated share's), which the
+    lead itself does not say."""
     if lead is None:
         return _not_judged(_HIGHEST)
     low, estimate, high = (lead[k] * 100 for k in ("low", "estimate", "high"))
     points = f"{estimate:+.0f} points ({low:+.0f} to {high:+.0f})"
-    return Goal(
+    goal = Goal(
         _HIGHEST,
         _decide(met=lead["low"] >= 0.0, missed=lead["high"] < 0.0),
         f"{points} against the next, {following}",
         "goal: at or above 0, a tie allowed",
     )
+    return _undecided_with_size(goal, _scenarios_to_decide(lead, 0.0, scenarios=scenarios))
+
+
+def _scenarios_to_decide(
+    found: Mapping[str, Any], line: float, *, log: bool = False, scenarios: Any = None
+) -> int | None:
+    """About how many scenarios a draw needs for the interval's end nearer `line` to cross it,
+    if the estimate holds and the interval narrows as 1/sqrt(n) (ratios on the log scale,
+    where their intervals are symmetric); None where the estimate sits on the line (no size
+    decides it) or nothing says over how many scenarios the interval was drawn.
+
+    A planning figure for `make compare DEFAULT_COUNT=N LARGE_SLOW_COUNT=M`, not a verdict:
+    the size is fixed from it before the run, and the run is looked at once
+    (docs/decisions.md, "Deciding a goal make compare leaves UNDECIDED")."""
+    over = found.get("scenarios", scenarios)
+    scale = math.log if log else float
+    estimate, low, high, at = (
+        scale(v) for v in (found["estimate"], found["low"], found["high"], line)
+    )
+    if not isinstance(over, int) or over < 2 or estimate == at:
+        return None
+    # The end that has to cross: the upper one where the estimate is under the line.
+    spread = high - estimate if estimate < at else estimate - low
+    # Rounded first, so a ratio of exactly 6 computed as 5.999... is not one scenario short.
+    return math.ceil(round(over * (spread / abs(at - estimate)) ** 2, 6))
+
+
+def _undecided_with_size(goal: Goal, size: int | None) -> Goal:
+    """An UNDECIDED goal, with what deciding it would take (`_scenarios_to_decide`)."""
+    if goal.met is not Verdict.UNDECIDED:
+        return goal
+    if size is None:
+        said = "no size of draw decides it while its estimate sits on the line"
+    else:
+        said = (
+            f"about {size:,} scenarios would decide it, if the estimate holds and the interval "
+            "narrows as 1/sqrt(n)"
+        )
+    return dataclasses.replace(goal, notes=goal.notes + f"; {said}")
 
 
 def _worse_but_for_rules(row: Mapping[str, Any]) -> float | None:

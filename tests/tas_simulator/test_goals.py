@@ -9,12 +9,14 @@ its bound and the hindsight's beside it; a ratio goal not met says in how many s
 limit's joint bound shows no scheduler meets both; a sweep.json without intervals is judged on
 its counts alone; a missing figure is NOT JUDGED and counted apart; an interval over one
 scenario decides nothing; the named-scenario goals need intervals that do not overlap, and only
-the scenarios run are given.
+the scenarios run are given; a figure that would print as its goal's line shows its side; an
+UNDECIDED goal says about how many scenarios would decide it, or that none would.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
@@ -399,3 +401,61 @@ def test_a_figure_on_its_goals_line_prints_as_usual() -> None:
     goals = sweep_goals(_verdict())
     assert goals[6].shown == "98% (95% to 100%) over 30 scenarios"
     assert goals[1].shown == "0.90x (0.80x to 1.00x) over 30 scenarios"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "goal", "scenarios"),
+    [
+        # 94% (86% to 100%) over 50: the upper end must come under 95%, six times nearer.
+        pytest.param(
+            _UNDOMINATED, {**_estimate(0.94, 0.86, 1.0), "scenarios": 50}, 6, 1_800,
+            id="undominated-under-its-goal",
+        ),
+        # 36% (20% to 61%) over 47: the upper end must come under 50%.
+        pytest.param(
+            _GAIN, {**_estimate(0.36, 0.2, 0.61), "scenarios": 47}, 5, 150, id="gain-under-50",
+        ),
+        # 52% (23% to 62%) over 47: the lower end must reach 40%.
+        pytest.param(
+            _GAIN, {**_estimate(0.52, 0.23, 0.62), "scenarios": 47}, 5, 275, id="gain-over-50",
+        ),
+        # Ratios narrow on the log scale: 0.9x (0.8x to 1x) over 30 heads for MISSED, its
+        # lower end over 0.85x.
+        pytest.param(
+            _LOST, _estimate(0.9, 0.8, 1.0), 0,
+            math.ceil(30 * (math.log(0.9 / 0.8) / math.log(0.9 / 0.85)) ** 2),
+            id="lost-over-0.85",
+        ),
+        pytest.param(
+            _STALL, _estimate(0.995, 0.988, 1.0025), 1,
+            math.ceil(30 * (math.log(1.0025 / 0.995) / math.log(1 / 0.995)) ** 2),
+            id="stall-just-under-1",
+        ),
+        # The lead has no count of its own: it is judged over the undominated share's.
+        pytest.param(
+            _LEAD, {"estimate": -0.02, "low": -0.1, "high": 0.08, "next": "x"}, 7, 30 * 25,
+            id="lead-under-0",
+        ),
+    ],
+)  # fmt: skip
+def test_an_undecided_goal_says_about_how_many_scenarios_would_decide_it(
+    path: tuple[str, ...], value: Any, goal: int, scenarios: int
+) -> None:
+    """What `make compare DEFAULT_COUNT=N` needs to be told: the size that would decide the
+    goal if its estimate held and its interval narrowed as 1/sqrt(n)."""
+    judged = sweep_goals(_set(_verdict(), path, value))[goal]
+    assert judged.met is UNDECIDED
+    assert f"; about {scenarios:,} scenarios would decide it, if the estimate holds" in (
+        judged.notes
+    )
+
+
+def test_an_undecided_goal_on_its_line_says_no_size_decides_it() -> None:
+    judged = sweep_goals(_set(_verdict(), _UNDOMINATED, _estimate(0.95, 0.9, 1.0)))[6]
+    assert judged.met is UNDECIDED
+    assert judged.notes.endswith("; no size of draw decides it while its estimate sits on the line")
+
+
+def test_a_decided_goal_says_nothing_of_sizes() -> None:
+    for verdict in (_verdict(), _set(_verdict(), _UNDOMINATED, _estimate(0.9, 0.85, 0.94))):
+        assert not any("would decide it" in g.notes for g in sweep_goals(verdict))
