@@ -2,11 +2,11 @@
 
 They are checked on results, never used to tune. A goal on a figure with an interval is MET
 when the interval clears it, MISSED when the interval lies wholly on the wrong side, and
-UNDECIDED otherwise: the runs cannot tell, and more seeds or scenarios might. A figure that
-would print as its goal's line without being on it (0.947 as "95%") is printed with the digits
-that show which side it is on. A goal on a
-count (evictions of one pod, scenarios worse than requests) is MET or MISSED. A goal whose
-figures are missing is NOT JUDGED.
+UNDECIDED otherwise: the runs cannot tell, and more seeds or scenarios might (the goal says
+about how many). A figure that would print as its goal's line without being on it (0.947 as
+"95%") is printed with the digits that show which side it is on. A goal on a count (evictions
+of one pod, scenarios worse than requests) is MET or MISSED. A goal whose figures are missing
+is NOT JUDGED.
 
 On each sweep of drawn scenarios (`sweep.json`, `tas_simulator.sweep`), population statements with
 a 95% bootstrap interval over the scenarios (issue 54):
@@ -279,7 +279,7 @@ def _lost_goal(found: Mapping[str, Any] | None) -> Goal:
     # Above 0.85 it heads for MISSED (its lower end over 0.85); at or under, for MET (its
     # upper end under 1).
     line = LOST_GOAL if found["estimate"] > LOST_GOAL else 1.0
-    return _undecided_with_size(goal, _scenarios_to_decide(found, line, log=True))
+    return _with_size_to_decide(goal, found, line, log=True)
 
 
 def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
@@ -291,7 +291,7 @@ def _stall_goal(found: Mapping[str, Any] | None) -> Goal:
         _estimate(found, _ratio, STALL_GOAL),
         "goal: its interval at most 1.00x",
     )
-    return _undecided_with_size(goal, _scenarios_to_decide(found, STALL_GOAL, log=True))
+    return _with_size_to_decide(goal, found, STALL_GOAL, log=True)
 
 
 def _gain_goal(hindsight: Mapping[str, Any] | None, limit: Mapping[str, Any] | None) -> Goal:
@@ -309,7 +309,7 @@ def _gain_goal(hindsight: Mapping[str, Any] | None, limit: Mapping[str, Any] | N
     # Under 50% it heads for MISSED (its upper end under 50%); at or above, for MET (its
     # lower end from 40%).
     line = _GAIN_GOAL if hindsight["estimate"] < _GAIN_GOAL else _GAIN_FLOOR
-    return _undecided_with_size(goal, _scenarios_to_decide(hindsight, line))
+    return _with_size_to_decide(goal, hindsight, line)
 
 
 def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
@@ -325,7 +325,7 @@ def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
         _estimate(found, _percent, _UNDOMINATED_GOAL),
         "goal >= 95%",
     )
-    return _undecided_with_size(goal, _scenarios_to_decide(found, _UNDOMINATED_GOAL))
+    return _with_size_to_decide(goal, found, _UNDOMINATED_GOAL)
 
 
 def _highest_goal(lead: Mapping[str, Any] | None, following: Any, scenarios: Any) -> Goal:
@@ -341,40 +341,35 @@ def _highest_goal(lead: Mapping[str, Any] | None, following: Any, scenarios: Any
         f"{points} against the next, {following}",
         "goal: at or above 0, a tie allowed",
     )
-    return _undecided_with_size(goal, _scenarios_to_decide(lead, 0.0, scenarios=scenarios))
+    return _with_size_to_decide(goal, lead, 0.0, scenarios=scenarios)
 
 
-def _scenarios_to_decide(
-    found: Mapping[str, Any], line: float, *, log: bool = False, scenarios: Any = None
-) -> int | None:
-    """About how many scenarios a draw needs for the interval's end nearer `line` to cross it,
-    if the estimate holds and the interval narrows as 1/sqrt(n) (ratios on the log scale,
-    where their intervals are symmetric); None where the estimate sits on the line (no size
-    decides it) or nothing says over how many scenarios the interval was drawn.
+def _with_size_to_decide(
+    goal: Goal, found: Mapping[str, Any], line: float, *, log: bool = False, scenarios: Any = None
+) -> Goal:
+    """An UNDECIDED goal, with about how many scenarios a draw needs for the interval's end
+    nearer `line` to cross it, if the estimate holds and the interval narrows as 1/sqrt(n)
+    (ratios on the log scale, where their bootstrap intervals are about symmetric). Where the
+    estimate sits on the line, no size decides it; where nothing says over how many scenarios
+    the interval was drawn (`scenarios` stands in where `found` does not say), nothing is added.
 
     A planning figure for `make compare DEFAULT_COUNT=N LARGE_SLOW_COUNT=M`, not a verdict:
     the size is fixed from it before the run, and the run is looked at once
     (docs/decisions.md, "Deciding a goal make compare leaves UNDECIDED")."""
     over = found.get("scenarios", scenarios)
+    if goal.met is not Verdict.UNDECIDED or not isinstance(over, int) or over < 2:
+        return goal
     scale = math.log if log else float
     estimate, low, high, at = (
         scale(v) for v in (found["estimate"], found["low"], found["high"], line)
     )
-    if not isinstance(over, int) or over < 2 or estimate == at:
-        return None
-    # The end that has to cross: the upper one where the estimate is under the line.
-    spread = high - estimate if estimate < at else estimate - low
-    # Rounded first, so a ratio of exactly 6 computed as 5.999... is not one scenario short.
-    return math.ceil(round(over * (spread / abs(at - estimate)) ** 2, 6))
-
-
-def _undecided_with_size(goal: Goal, size: int | None) -> Goal:
-    """An UNDECIDED goal, with what deciding it would take (`_scenarios_to_decide`)."""
-    if goal.met is not Verdict.UNDECIDED:
-        return goal
-    if size is None:
+    if estimate == at:
         said = "no size of draw decides it while its estimate sits on the line"
     else:
+        # The end that has to cross: the upper one where the estimate is under the line.
+        spread = high - estimate if estimate < at else estimate - low
+        # Rounded first, so a ratio of exactly 6 computed as 5.999... is not one scenario short.
+        size = math.ceil(round(over * (spread / abs(at - estimate)) ** 2, 6))
         said = (
             f"about {size:,} scenarios would decide it, if the estimate holds and the interval "
             "narrows as 1/sqrt(n)"
