@@ -39,7 +39,10 @@ Beside a goal, the clairvoyant row's figure is shown for what it is: ours' code 
 values. It is not a bound (other decisions may do better, and it can do worse than ours). A
 goal is said out of reach only from a bound: where a ratio goal is MISSED, the fluid limit's
 ratio is shown as the bound (`tas_simulator.limit`: no scheduler goes below it), with the hindsight
-placement's beside it (what placing once with no moves reaches; not a bound).
+placement's beside it (what placing once with no moves reaches; not a bound). A MISSED goal
+no bound speaks to (the worse count, the gain share, the undominated share) says whether
+another source's row meets it, judged as ours' is (`_with_reach`): one that does puts the goal
+within a scheduler's reach, and none doing so is said as just that.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tas_simulator.jobs import CLAIRVOYANT, CLAIRVOYANT_OF, HINDSIGHT, LIMIT
-from tas_simulator.sweep import LOST_GOAL, STALL_GOAL, WorseCause
+from tas_simulator.sweep import BASELINE, LOST_GOAL, STALL_GOAL, WorseCause
 
 OURS = CLAIRVOYANT_OF
 
@@ -212,7 +215,7 @@ def sweep_goals(verdict: Mapping[str, Any]) -> list[Goal]:
             else g
             for g in goals
         ]
-    return goals
+    return [_with_reach(g, verdict) for g in goals]
 
 
 def _with_bounds(goal: Goal, verdict: Mapping[str, Any]) -> Goal:
@@ -241,6 +244,51 @@ def _with_bounds(goal: Goal, verdict: Mapping[str, Any]) -> Goal:
     if hindsight is not None:
         notes += f"; the hindsight placement (no moves) {_estimate(hindsight, _ratio)}"
     return dataclasses.replace(goal, notes=notes)
+
+
+#: The goals with no bound of their own, and how to rank a source's figure on one (higher is
+#: better): the scenarios worse than requests, the gain share's median, the undominated share.
+_RANKED: Mapping[str, Callable[[Mapping[str, Any]], float | None]] = {
+    _WORSE: lambda row: None if (n := _worse_but_for_rules(row)) is None else -n,
+    _GAIN: lambda row: _get(row, "population", "share_of_gain_hindsight", "estimate"),
+    _UNDOMINATED: lambda row: _get(row, "source", "undominated", "estimate"),
+}
+
+
+def _with_reach(goal: Goal, verdict: Mapping[str, Any]) -> Goal:
+    """A MISSED goal that has no fluid-limit bound (a count or a share), with whether a
+    scheduler here meets it: the other sources' best figure on it, judged as ours' is.
+
+    For these goals the limit and the hindsight placement say nothing (the limit bounds a sum,
+    and the gain share is measured against the hindsight placement itself), so the evidence is
+    the contenders: one that meets the goal shows it within a scheduler's reach; none meeting
+    it shows only that none of them does. Requests is left out of "worse than requests", where
+    it is the yardstick."""
+    rank = _RANKED.get(goal.name)
+    if goal.met is not Verdict.MISSED or rank is None:
+        return goal
+    ours = _get(verdict, "contenders", OURS, "source", "name") or OURS
+    judged: list[tuple[bool, float, str, Goal]] = []
+    for name, row in (_get(verdict, "contenders") or {}).items():
+        source = _get(row, "source", "name") or name
+        if name == OURS or source == ours or (goal.name == _WORSE and name == BASELINE):
+            continue
+        value = rank(row)
+        found = next((g for g in _judged_sweep(row, verdict) if g.name == goal.name), None)
+        if value is None or found is None or not found.judged:
+            continue
+        # The undominated share is the source's (every row of it says the same): name it so.
+        said = source if goal.name == _UNDOMINATED else name
+        judged.append((found.met is Verdict.MET, value, said, found))
+    if not judged:
+        return goal
+    # A tie goes to the first name, so the line is the same however the sweep lists them.
+    meets, _, said, found = max(sorted(judged, key=lambda j: j[2]), key=lambda j: (j[0], j[1]))
+    if meets:
+        notes = f"; within a scheduler's reach: {said} meets it, {found.shown}"
+    else:
+        notes = f"; no other source meets it either: the best, {said}, {found.shown}"
+    return dataclasses.replace(goal, notes=goal.notes + notes)
 
 
 def _judged_sweep(row: Mapping[str, Any], verdict: Mapping[str, Any]) -> list[Goal]:
@@ -322,7 +370,8 @@ def _undominated_goal(found: Mapping[str, Any] | None) -> Goal:
             missed=found["high"] < _UNDOMINATED_GOAL,
             over=found,
         ),
-        _estimate(found, _percent, _UNDOMINATED_GOAL),
+        # 1 too: a share that is not everywhere should not print as 100%.
+        _estimate(found, _percent, _UNDOMINATED_GOAL, 1.0),
         "goal >= 95%",
     )
     return _with_size_to_decide(goal, found, _UNDOMINATED_GOAL)

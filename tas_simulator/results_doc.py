@@ -123,7 +123,9 @@ interval clears it, **MISSED** when the interval lies wholly on the wrong side, 
 seed and at a fresh one. `clairvoyant` is shown beside a goal as what it is, ours fed true
 values; it is not a bound. Where a ratio goal is MISSED, the fluid limit's ratio is shown as
 its bound (no scheduler goes below it), and the hindsight placement's beside it (placing once
-with no moves; not a bound).
+with no moves; not a bound). A MISSED count or share, which no bound speaks to, says whether
+another source meets it, judged the same way: one that does puts the goal within a scheduler's
+reach (requests is left out of "worse than requests", its own yardstick).
 """
 
 

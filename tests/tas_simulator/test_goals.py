@@ -10,7 +10,9 @@ limit's joint bound shows no scheduler meets both; a sweep.json without interval
 its counts alone; a missing figure is NOT JUDGED and counted apart; an interval over one
 scenario decides nothing; the named-scenario goals need intervals that do not overlap, and only
 the scenarios run are given; a figure that would print as its goal's line shows its side; an
-UNDECIDED goal says about how many scenarios would decide it, or that none would.
+UNDECIDED goal says about how many scenarios would decide it, or that none would; a MISSED
+count or share says whether another source meets it (requests left out of "worse than
+requests"), naming a source's undominated share by its source, and only where it is MISSED.
 """
 
 from __future__ import annotations
@@ -459,3 +461,66 @@ def test_an_undecided_goal_on_its_line_says_no_size_decides_it() -> None:
 def test_a_decided_goal_says_nothing_of_sizes() -> None:
     for verdict in (_verdict(), _set(_verdict(), _UNDOMINATED, _estimate(0.9, 0.85, 0.94))):
         assert not any("would decide it" in g.notes for g in sweep_goals(verdict))
+
+
+def _other(source: str, *, worse: int, gain: float, undominated: float) -> dict[str, Any]:
+    """Another contender's row: its worse count, gain share and its source's undominated
+    share (every row of a source carries the source's)."""
+    row = _row()
+    row["worse_than_requests"] = {"scenarios": worse}
+    row["population"]["share_of_gain_hindsight"] = _estimate(gain, gain - 0.1, gain + 0.05)
+    row["source"] = {
+        "name": source,
+        "undominated": _estimate(undominated, undominated - 0.04, min(1.0, undominated + 0.02)),
+    }
+    return row
+
+
+def _with_others(verdict: dict[str, Any]) -> dict[str, Any]:
+    verdict["contenders"].update(
+        {
+            # Requests loses nothing against itself: the yardstick, left out of "worse".
+            "requests": _other("requests", worse=0, gain=0.0, undominated=0.8),
+            "psi-profile-30s": _other("psi-profile", worse=9, gain=0.1, undominated=0.997),
+            "psi-profile-60s": _other("psi-profile", worse=4, gain=0.2, undominated=0.997),
+            "volcano-loadaware": _other("volcano", worse=6, gain=0.3, undominated=0.9),
+        }
+    )
+    return verdict
+
+
+def test_a_missed_share_says_whether_another_source_meets_it_with_its_figure() -> None:
+    """Where no fluid-limit bound applies, the contenders are the evidence: a source meeting
+    the goal puts it within a scheduler's reach; none meeting it says only that."""
+    verdict = _with_others(_set(_verdict(), _UNDOMINATED, _estimate(0.92, 0.89, 0.947)))
+    verdict = _set(verdict, _GAIN, _estimate(0.2, 0.1, 0.36))
+    goals = sweep_goals(verdict)
+    gain, undominated = goals[5], goals[6]
+    assert (gain.met, undominated.met) == (MISSED, MISSED)
+    # The source is named once, not by its rows, and 0.997 does not print as 100%.
+    assert undominated.line().endswith(
+        "; within a scheduler's reach: psi-profile meets it, 99.7% (96% to 100%) over 30 scenarios"
+    )
+    assert gain.line().endswith(
+        "; no other source meets it either: the best, volcano-loadaware, 30% (20% to 35%) over "
+        "30 scenarios"
+    )
+
+
+def test_worse_than_requests_leaves_requests_out_and_names_the_fewest_row() -> None:
+    verdict = _with_others(_set(_verdict(), ("worse_than_requests",), {"scenarios": 5}))
+    worse = sweep_goals(verdict)[2]
+    assert worse.met is MISSED
+    assert worse.line().endswith("; no other source meets it either: the best, psi-profile-60s, 4")
+    verdict["contenders"]["requests-lnu"] = _other("requests-lnu", worse=0, gain=0, undominated=0.8)
+    assert (
+        sweep_goals(verdict)[2]
+        .line()
+        .endswith("; within a scheduler's reach: requests-lnu meets it, 0")
+    )
+
+
+def test_a_goal_met_or_undecided_says_nothing_of_the_other_sources() -> None:
+    undecided = _set(_verdict(), _UNDOMINATED, _estimate(0.94, 0.86, 1.0))
+    for verdict in (_with_others(_verdict()), _with_others(undecided)):
+        assert not any("reach:" in g.notes or "either" in g.notes for g in sweep_goals(verdict))
