@@ -138,6 +138,12 @@ def _ratio(value: float, lines: Sequence[float] = ()) -> str:
     return f"{value:.{_digits_apart(value, lines, 2)}f}x"
 
 
+def _points(value: float) -> str:
+    """Percentage points with their sign, and the digits that keep a lead just under or over
+    0 (the highest-share goal's line) from printing as "-0" or "+0"."""
+    return f"{value:+.{_digits_apart(value, (0.0,), 0)}f}"
+
+
 def _percent(value: float, lines: Sequence[float] = ()) -> str:
     return f"{value:.{_digits_apart(value, lines, 2) - 2}%}"
 
@@ -382,8 +388,8 @@ def _highest_goal(lead: Mapping[str, Any] | None, following: Any, scenarios: Any
     lead itself does not say."""
     if lead is None:
         return _not_judged(_HIGHEST)
-    low, estimate, high = (lead[k] * 100 for k in ("low", "estimate", "high"))
-    points = f"{estimate:+.0f} points ({low:+.0f} to {high:+.0f})"
+    low, estimate, high = (_points(lead[k] * 100) for k in ("low", "estimate", "high"))
+    points = f"{estimate} points ({low} to {high})"
     goal = Goal(
         _HIGHEST,
         _decide(met=lead["low"] >= 0.0, missed=lead["high"] < 0.0),

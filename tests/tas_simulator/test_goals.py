@@ -387,6 +387,11 @@ def test_beating_a_contender_on_a_named_scenario_is_paired_by_seed_where_summary
             _LOST, _estimate(0.8512, 0.7, 0.95), 0,
             "0.851x (0.70x to 0.95x) over 30 scenarios", id="lost-just-over-0.85",
         ),
+        # A lead of half a point under 0 is not "-0 points": it is UNDECIDED, not a tie.
+        pytest.param(
+            _LEAD, {"estimate": -0.005, "low": -0.05, "high": 0.04, "next": "psi-profile"}, 7,
+            "-0.5 points (-5 to +4) against the next, psi-profile", id="lead-just-under-0",
+        ),
     ],
 )  # fmt: skip
 def test_a_figure_that_would_print_as_its_goals_line_shows_which_side_it_is_on(
@@ -397,6 +402,11 @@ def test_a_figure_that_would_print_as_its_goals_line_shows_which_side_it_is_on(
     goals = sweep_goals(_set(_verdict(), path, value))
     assert goals[goal].shown == shown
     assert goals[goal].met is not MET
+
+
+def test_an_undominated_share_short_of_every_scenario_does_not_print_as_100() -> None:
+    met = sweep_goals(_set(_verdict(), _UNDOMINATED, _estimate(0.996875, 0.990625, 1.0)))[6]
+    assert (met.met, met.shown) == (MET, "99.7% (99% to 100%) over 30 scenarios")
 
 
 def test_a_figure_on_its_goals_line_prints_as_usual() -> None:
