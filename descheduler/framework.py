@@ -256,6 +256,16 @@ PodUsage = Mapping[PodKey, Mapping[str, float]]
 PodUsageSource = Callable[[CycleState], PodUsage]
 
 
+class UnreadPodUsage(dict[PodKey, Mapping[str, float]]):
+    """No per-pod usage this cycle because its source failed, not because it measures none:
+    empty, with why. A reader that treats it as any empty reading behaves as before; one that
+    must not act on a failing pipeline (LoadAware's moves) tells it apart."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__()
+        self.why = why
+
+
 class UsageError(Exception):
     """Actual usage could not be read (the metrics server or Prometheus failed or lacks a node)."""
 
@@ -278,7 +288,8 @@ class UsageSources(Protocol):
 
     def pod_usage(self) -> PodUsage | None:
         """Per-pod usage for this cycle's snapshot, as a share of the pod's node (signal ->
-        0..100), pods without a value left out; None when no source measures it."""
+        0..100), pods without a value left out; None when no source measures it, and an
+        `UnreadPodUsage` when its source failed this cycle."""
         ...
 
 

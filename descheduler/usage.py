@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from descheduler import framework
-from descheduler.framework import PodUsage, PodUsageSource, UsageError
+from descheduler.framework import PodUsage, PodUsageSource, UnreadPodUsage, UsageError
 from descheduler.state import CycleState, pod_key
 from tas.adapters.metrics.prometheus import (
     CredentialOverPlainHttpError,
@@ -189,14 +189,15 @@ def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
     """A `descheduler.framework.PodUsageSource`: each pod's measured CPU as a share (0..100) of
     its node's allocatable CPU (`tas.fit.node_share`), its memory signals its requests' share
     (`tas.fit.request_share`). Pods without a fresh value are left out (LoadAware then moves
-    at most one pod per node per cycle); a failing source gives nothing, logged by the source."""
+    at most one pod per node per cycle); a failing source gives an empty `UnreadPodUsage`
+    saying why, logged here."""
 
     def read(state: CycleState) -> PodUsage:
         try:
             usage = source.fetch()
         except MetricFetchError as error:
             log.warning("LoadAware goes without per-pod usage this cycle: %s", error)
-            return {}
+            return UnreadPodUsage(str(error))
         shares: dict[PodKey, dict[str, float]] = {}
         unmeasured: list[PodKey] = []
         for pod in state.pods:

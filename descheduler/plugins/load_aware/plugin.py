@@ -48,6 +48,7 @@ from descheduler.framework import (
     PluginContext,
     PluginName,
     PodUsage,
+    UnreadPodUsage,
     sort_candidates,
 )
 from descheduler.node_classes import Classification
@@ -215,6 +216,16 @@ def rebalance(
     c = classify_nodes(args, state, metrics, estimated)
     if c.nothing_to_do is not None:
         log.info('"%s"', c.nothing_to_do)
+        return c
+    if isinstance(pod_usage, UnreadPodUsage):
+        # A failing pipeline never causes an eviction: the node values held through the
+        # failure are the last good ones, but what a move would relieve could only be guessed
+        # from requests, and such guesses move pods the measured usage kept in place
+        # (docs/decisions.md, "A failing pipeline moves nothing").
+        log.warning(
+            '"LoadAware evicts nothing this cycle" reason="per-pod usage could not be read: %s"',
+            pod_usage.why,
+        )
         return c
     signals = list(c.thresholds.high)
     capacity = dict(c.capacity_to_move)
