@@ -196,7 +196,7 @@ def pod_usage_from(source: PodUsageFeed) -> PodUsageSource:
         try:
             usage = source.fetch()
         except MetricFetchError as error:
-            log.warning("LoadAware goes without per-pod usage this cycle: %s", error)
+            log.warning("Per-pod usage could not be read this cycle: %s", error)
             return UnreadPodUsage(str(error))
         shares: dict[PodKey, dict[str, float]] = {}
         unmeasured: list[PodKey] = []
