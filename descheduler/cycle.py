@@ -50,9 +50,11 @@ from descheduler.framework import (
     PluginContext,
     PluginName,
     PluginRun,
+    PodUsage,
     PodUsageSource,
     PrometheusClient,
     Result,
+    UnreadPodUsage,
 )
 from descheduler.node_classes import Classification
 from descheduler.nodefit import NodeFitter
@@ -177,7 +179,7 @@ class Descheduler:
         #: The policy's Prometheus client (a dry run reads through the same one).
         self.prometheus_client = prometheus
         self.prometheus = CycleCachedPrometheus(prometheus) if prometheus is not None else None
-        self.usage = ClusterUsage(cluster, pod_usage=pod_usage)
+        self.usage = ClusterUsage(cluster, pod_usage=_counting_failures(pod_usage, metrics))
         #: Each profile's plugins, built once: what they remember outlives a cycle.
         self.plugins: dict[tuple[str, PluginName], PluginRun] = dict(plugins)
         #: When each soft taint was set: held for the classification's hold time.
@@ -437,6 +439,24 @@ class Descheduler:
             )
             report.taints.added.extend(changes.added)
             report.taints.removed.extend(changes.removed)
+
+
+def _counting_failures(
+    source: PodUsageSource | None, metrics: DeschedulerMetrics | None
+) -> PodUsageSource | None:
+    """`source`, its failed reads counted (`tas_descheduler_pod_usage_unread_total`): the
+    cycles they hold back say so only in the log otherwise, where no alert sees them."""
+    if source is None or metrics is None:
+        return source
+    counter = metrics.pod_usage_unread
+
+    def read(state: CycleState) -> PodUsage:
+        usage = source(state)
+        if isinstance(usage, UnreadPodUsage):
+            counter.inc()
+        return usage
+
+    return read
 
 
 def _sample_times(view: MetricView) -> Mapping[MetricName, Mapping[NodeName, float]]:

@@ -53,6 +53,11 @@ class DeschedulerMetrics:
             "tas_descheduler_circuit_breaker_open",
             "1 while too many nodes violate at once and every eviction is held back.",
         )
+        self.pod_usage_unread = declare.counter(
+            "tas_descheduler_pod_usage_unread_total",
+            "Reads of per-pod usage that failed: LoadAware evicts nothing in a cycle whose read "
+            "failed (a failing pipeline never causes an eviction).",
+        )
         self.reserved_nodes = declare.gauge(
             "tas_descheduler_reserved_nodes",
             "Nodes kept NoSchedule while pods leave them to make room for a pending pod "

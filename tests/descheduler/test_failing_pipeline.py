@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from descheduler.cycle import CycleReport, Descheduler
 from descheduler.framework import Result
@@ -44,7 +45,7 @@ class _Feed:
         return {pod: {"cpu": 1.0} for pod in self.pods}
 
 
-def _saturated() -> tuple[Descheduler, _Feed]:
+def _saturated(registry: CollectorRegistry | None = None) -> tuple[Descheduler, _Feed]:
     """node-a saturated by eight 1-core pods (measured), two idle nodes."""
     pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0) for i in range(8))
     cluster = cluster_with(make_node("node-a"), make_node("node-b"), make_node("node-c"), pods=pods)
@@ -54,7 +55,9 @@ def _saturated() -> tuple[Descheduler, _Feed]:
         "cpu_pressure": {"node-a": 0.95, "node-b": 0.0, "node-c": 0.0},
     }
     config = policy_config("LoadAware", args=load_aware(), maxNoOfPodsToEvictPerNode=5)
-    descheduler = make_descheduler(cluster, config, metrics=metrics, pod_usage=pod_usage_from(feed))
+    descheduler = make_descheduler(
+        cluster, config, metrics=metrics, pod_usage=pod_usage_from(feed), registry=registry
+    )
     return descheduler, feed
 
 
@@ -82,6 +85,19 @@ def test_a_failing_per_pod_usage_source_evicts_nothing_and_says_why(
         'prometheus: connection refused"'
     )
     assert caplog.messages.count(said) == 3
+
+
+def test_failed_reads_are_counted_for_an_alert() -> None:
+    # The held cycles' only other trace is a log line; TASDeschedulerPodUsageUnread reads this.
+    registry = CollectorRegistry()
+    descheduler, feed = _saturated(registry)
+    descheduler.run_cycle()
+    feed.failing = True
+    descheduler.run_cycle()
+    descheduler.run_cycle()
+    feed.failing = False
+    descheduler.run_cycle()
+    assert registry.get_sample_value("tas_descheduler_pod_usage_unread_total") == 2
 
 
 def test_evictions_resume_once_the_source_answers_again() -> None:
