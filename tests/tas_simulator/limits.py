@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tas_simulator.contenders import CONTENDERS
+from tas_simulator.figures import Figures
 from tas_simulator.jobs import LIMIT, REFERENCES, JobResult, run_job
 from tas_simulator.scenario import Scenario
 from tas_simulator.sweep import plan_jobs
@@ -48,10 +49,11 @@ ROWS = [*CONTENDERS, *(row for row in REFERENCES if row != LIMIT)]
 _LIMITS: dict[tuple[str, float, int], JobResult] = {}
 
 
-def assert_row_not_below_the_limit(scenario: Scenario, row: str) -> None:
+def assert_row_not_below_the_limit(scenario: Scenario, row: str) -> Figures:
     """`row` on `scenario` (on its first seed, as a one-seed sweep runs it) loses no less than
-    the limit. One test per row, so a scenario's rows spread over every core (make test); the
-    limit's run is shared by a scenario's rows."""
+    the limit; the row's figures, for a test to check more of the same run. One test per row,
+    so a scenario's rows spread over every core (make test); the limit's run is shared by a
+    scenario's rows."""
     jobs = {job.contender: job for job in plan_jobs([scenario], list(CONTENDERS), 1)}
     job = jobs[row]
     key = (scenario.name, scenario.duration, job.seed)
@@ -61,3 +63,4 @@ def assert_row_not_below_the_limit(scenario: Scenario, row: str) -> None:
     if result.figures is None:
         pytest.skip(f"{row} cannot run {scenario.name}: {result.unavailable}")
     assert_none_below_the_limit([_LIMITS[key], result])
+    return result.figures
