@@ -1,14 +1,16 @@
 """`tas sweep`: draw scenarios from a family and run every contender on each, on several seeds.
 
 Writes DIR/sweep.json (the verdict per contender), DIR/runs.json (every run's figures),
-DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`),
-DIR/journal.jsonl (each run as it finishes: run again, an interrupted sweep resumes, unless
-`--fresh`) and DIR/sweep.log (the components' own messages), and prints the verdict as a
-table and ours' goals, each MET, MISSED or UNDECIDED with its interval (`tas_simulator.goals`). A
-bad family file lists every problem with its path and exits 1. The reference rows (`limit`,
-`hindsight`, `clairvoyant`) run on every scenario and seed too, and every contender's share of
-the achievable gain is given (`tas_simulator.sweep`). `--family-seed N` draws the family's
-scenarios from seed N, not the family's own: a fresh draw, on which no default was tuned.
+DIR/scenarios/*.yaml (each drawn scenario, replayable with `tas simulate FILE`), DIR/journal.jsonl
+(each run as it finishes: run again, an interrupted sweep resumes, unless `--fresh`; `--carry-over
+EARLIER` also takes an earlier sweep's runs for the rows this code reproduces,
+`tas_simulator.carry_over`) and DIR/sweep.log (the components' own messages), and prints the
+verdict as a table and ours' goals, each MET, MISSED or UNDECIDED with its interval
+(`tas_simulator.goals`). A bad family file lists every problem with its path and exits 1. The
+reference rows (`limit`, `hindsight`, `clairvoyant`) run on every scenario and seed too, and every
+contender's share of the achievable gain is given (`tas_simulator.sweep`). `--family-seed N` draws
+the family's scenarios from seed N, not the family's own: a fresh draw, on which no default was
+tuned.
 """
 
 from __future__ import annotations
@@ -71,9 +73,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run every run again, even those DIR's journal holds from an interrupted sweep "
         "of the same code",
     )
+    parser.add_argument(
+        "--carry-over",
+        type=Path,
+        default=None,
+        metavar="EARLIER",
+        help="take the runs of the earlier sweep in folder EARLIER for every row this code "
+        "reproduces on one seed of each scenario, run the rest (sweep.json says what was "
+        "carried; docs/reference.md, 'Carrying runs over')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from tas_simulator.carry_over import CarryOverError
     from tas_simulator.contenders import choose_contenders
     from tas_simulator.family import FamilyError, load_family, named_families
     from tas_simulator.goals import OURS, report, sweep_goals
@@ -141,10 +153,18 @@ def run(args: argparse.Namespace) -> int:
             dask_address=args.dask or None,
             progress=progress,
             fresh=args.fresh,
+            carry_over_from=args.carry_over,
         )
-    except DaskUnavailableError as error:
+    except (DaskUnavailableError, CarryOverError) as error:
         print(f"tas sweep: {error}", file=sys.stderr)
         return 2
+    if carried := verdict.get("carried_over"):
+        rows = ", ".join(f"{row} {runs}" for row, runs in carried["runs"].items())
+        print(
+            f"carried over from {', '.join(carried['from'])} (runs per row; 0: ran in full at "
+            f"this code): {rows}",
+            file=sys.stderr,
+        )
     print(table(verdict))
     if OURS in contenders:
         print("\n" + report("ours against its goals on this sweep", sweep_goals(verdict)))

@@ -10,7 +10,9 @@ line of what a run runs and nothing is reused; change how a sweep is judged or p
 every run is; draw a different scenario under the same name and that scenario's runs are not.
 
 One JSON object per line, appended and flushed as each run ends: a run killed mid-line leaves
-a last line that does not parse, which is dropped on the next read (that run runs again).
+a last line that does not parse, which is dropped on the next read (that run runs again). A run
+carried over from an earlier sweep (`tas_simulator.carry_over`) says where from
+(`carried_from`): it is reused like the rest, and the sweep's verdict counts it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from typing import Any
 from tas_simulator.jobs import Job, JobResult
 
 log = logging.getLogger(__name__)
+
+#: A sweep's journal, in its folder.
+JOURNAL_FILE = "journal.jsonl"
 
 #: The packages whose code decides a run's figures (the project's own: `pyproject.toml`'s
 #: `packages.find`, less the command line, the dashboard and the benchmarks).
@@ -45,6 +50,7 @@ _SUFFIXES = (".py", ".yaml", ".yml", ".json")
 #: or not. Left out of the digest so that mending how a sweep is judged or printed keeps the
 #: hours of runs it judges.
 NOT_IN_A_RUN = (
+    "carry_over",
     "charts",
     "goals",
     "journal",
@@ -113,6 +119,8 @@ class Journal:
         self.path = path
         self.code = code if code is not None else code_digest()
         self._found: dict[str, JobResult] = {}
+        #: The keys of runs carried over from an earlier sweep, and where from.
+        self._carried: dict[str, str] = {}
         if path.exists():
             self._read()
 
@@ -120,17 +128,13 @@ class Journal:
         text = self.path.read_text(encoding="utf-8")
         whole = []
         for line in text.splitlines(keepends=True):
-            try:
-                entry = json.loads(line)
-                self._found[entry["key"]] = JobResult(
-                    entry["scenario"],
-                    entry["contender"],
-                    int(entry["seed"]),
-                    entry["figures"],
-                    entry.get("unavailable", ""),
-                )
-            except (ValueError, KeyError, TypeError):
+            entry = _entry(line)
+            if entry is None:
                 continue
+            key, result, carried_from = entry
+            self._found[key] = result
+            if carried_from:
+                self._carried[key] = carried_from
             whole.append(line if line.endswith("\n") else line + "\n")
         if "".join(whole) != text:
             # A torn last line (or worse) is dropped, so what is appended next starts a line.
@@ -145,8 +149,19 @@ class Journal:
         """The journal's result for this job, if one with the same key finished."""
         return self._found.get(job_key(job, self.code))
 
+    def carried_from(self, job: Job) -> str:
+        """Where this job's run was carried over from (`tas_simulator.carry_over`), or ""."""
+        return self._carried.get(job_key(job, self.code), "")
+
     def record(self, job: Job, result: JobResult) -> None:
         """Append the finished run (without its series: a sweep keeps only figures)."""
+        self._append(job, result, carried_from="")
+
+    def carry(self, job: Job, result: JobResult, *, source: str) -> None:
+        """Append a run of an earlier sweep this code reproduces, saying where it came from."""
+        self._append(job, result, carried_from=source)
+
+    def _append(self, job: Job, result: JobResult, *, carried_from: str) -> None:
         key = job_key(job, self.code)
         entry: dict[str, Any] = {
             "key": key,
@@ -156,9 +171,34 @@ class Journal:
             "figures": result.figures,
             "unavailable": result.unavailable,
         }
+        if carried_from:
+            entry["carried_from"] = carried_from
+            self._carried[key] = carried_from
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(entry, sort_keys=True) + "\n")
             out.flush()
         self._found[key] = JobResult(
             result.scenario, result.contender, result.seed, result.figures, result.unavailable
         )
+
+
+def read_entries(path: Path) -> list[JobResult]:
+    """Every whole run `path` holds, whatever code made it (an unreadable line is skipped)."""
+    entries = (_entry(line) for line in path.read_text(encoding="utf-8").splitlines())
+    return [entry[1] for entry in entries if entry is not None]
+
+
+def _entry(line: str) -> tuple[str, JobResult, str] | None:
+    """A journal line's key, run and where it was carried from; None if it does not parse."""
+    try:
+        entry = json.loads(line)
+        result = JobResult(
+            entry["scenario"],
+            entry["contender"],
+            int(entry["seed"]),
+            entry["figures"],
+            entry.get("unavailable", ""),
+        )
+        return str(entry["key"]), result, str(entry.get("carried_from", ""))
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -445,6 +445,22 @@ def _missing_draws(comparison: Comparison) -> list[str]:
     ]
 
 
+def carried_over(verdict: Mapping[str, Any]) -> str:
+    """What of a sweep's runs were carried over from an earlier sweep (`tas sweep --carry-over`,
+    `tas_simulator.carry_over`), said after its first line; "" when nothing was."""
+    carried = verdict.get("carried_over")
+    if not carried:
+        return ""
+    runs: Mapping[str, int] = carried["runs"]
+    taken = ", ".join(f"{row} {n}" for row, n in runs.items() if n)
+    full = ", ".join(row for row, n in runs.items() if not n)
+    return (
+        f" Some runs were carried over from an earlier sweep ({'; '.join(carried['from'])}), "
+        "for the rows this commit reproduced on one seed of every scenario, to the last bit "
+        f"(runs carried: {taken}). {'Ran in full on this commit: ' + full + '.' if full else ''}"
+    ).rstrip()
+
+
 def render(comparison: Comparison, *, folder: str = "comparison") -> str:
     parts = [HEADER, "", "# Results: how it compares", ""]
     commit = f"commit `{comparison.commit}`" if comparison.commit else "an unrecorded commit"
@@ -494,7 +510,7 @@ def render(comparison: Comparison, *, folder: str = "comparison") -> str:
         parts += [
             f"### {sweep.title}\n",
             f"{sweep.verdict['scenarios']} scenarios drawn from {family} ({sweep.draw}), "
-            f"{per} seeds each.\n",
+            f"{per} seeds each.{carried_over(sweep.verdict)}\n",
             sweep_table(sweep.verdict),
             "",
         ]

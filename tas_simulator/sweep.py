@@ -59,13 +59,15 @@ Per contender, over the N scenarios of a family (`sweep.json`):
   undominated, with its interval; `lead`, that share less the highest other source's, with its
   bootstrap interval (scenarios resampled together) and the source `next`.
 
-The top level names the `family`, its `family_seed` (`tas sweep --family-seed` draws afresh)
-and the `seeds` per scenario. `references` holds the reference rows
+The top level names the `family`, its `family_seed` (`tas sweep --family-seed` draws afresh) and
+the `seeds` per scenario; and `carried_over`, only when some runs were carried over from an earlier
+sweep (`tas sweep --carry-over`, `tas_simulator.carry_over`): the folders `from`, and the `runs` of
+each row carried (0: the row ran in full at this code). `references` holds the reference rows
 (`tas_simulator.jobs.REFERENCES`, never contenders, never "best"): `limit` and `hindsight` with
 their `*_vs_requests` ratios (and their `population` geometric means: the limit's is a bound no
-scheduler goes below); `clairvoyant` (ours' code reading true values) with every figure
-above, judged as if it ran in ours' place among the same contenders: what ours' decisions
-reach fed true values, which is not a bound (it can do worse than ours).
+scheduler goes below); `clairvoyant` (ours' code reading true values) with every figure above,
+judged as if it ran in ours' place among the same contenders: what ours' decisions reach fed true
+values, which is not a bound (it can do worse than ours).
 
 The drawn scenarios are saved in `DIR/scenarios/` and every run's figures in `DIR/runs.json`,
 so any row can be replayed with `tas simulate DIR/scenarios/<name>.yaml --seeds K`.
@@ -85,6 +87,7 @@ from typing import Any
 
 import yaml
 
+from tas_simulator.carry_over import carry_over, read_earlier_sweep
 from tas_simulator.contenders import sources
 from tas_simulator.family import Family, draw_scenario
 from tas_simulator.figures import percentile
@@ -99,7 +102,7 @@ from tas_simulator.jobs import (
     Progress,
     run_jobs,
 )
-from tas_simulator.journal import Journal
+from tas_simulator.journal import JOURNAL_FILE, Journal
 from tas_simulator.report import rounded
 from tas_simulator.scenario import Scenario, read_scenario
 from tas_simulator.seeds import (
@@ -128,7 +131,7 @@ from tas_simulator.stats import (
 log = logging.getLogger(__name__)
 
 #: Every run of the sweep, written as it finishes (`tas_simulator.journal`).
-JOURNAL = "journal.jsonl"
+JOURNAL = JOURNAL_FILE
 
 #: The loop's two ratio goals against requests (issue 54): work lost at most this much of
 #: requests' ...
@@ -204,15 +207,20 @@ def run_sweep(
     dask_address: str | None = None,
     progress: Progress | None = None,
     fresh: bool = False,
+    carry_over_from: Path | None = None,
 ) -> dict[str, Any]:
     """Run the plan's sweep into `out`, reusing the runs its journal (`tas_simulator.journal`)
-    holds from an earlier, interrupted sweep of the same code, unless `fresh`."""
+    holds from an earlier, interrupted sweep of the same code, unless `fresh`; and, given
+    `carry_over_from`, the runs of that earlier sweep's rows this code reproduces
+    (`tas_simulator.carry_over`; `CarryOverError` if it is not a sweep's folder)."""
     out.mkdir(parents=True, exist_ok=True)
     scenarios = draw_scenarios(plan.family, plan.count, out)
     jobs = plan_jobs(scenarios, plan.contenders, plan.seeds)
     if fresh:
         (out / JOURNAL).unlink(missing_ok=True)
     journal = Journal(out / JOURNAL)
+    # Read before anything runs, so a wrong folder fails at once, not after the hours.
+    earlier = read_earlier_sweep(carry_over_from, scenarios) if carry_over_from else None
 
     def run(batch: Sequence[Job], progress: Progress | None = None) -> list[JobResult]:
         found = [journal.known(job) for job in batch]
@@ -237,16 +245,31 @@ def run_sweep(
         )
         return [result if result is not None else next(ran) for result in found]
 
+    if earlier is not None:
+        carry_over(jobs, earlier, journal, lambda batch: run(batch, progress))
     results = run(jobs, progress)
     verdict = {
         "family": plan.family.name,
         "family_seed": plan.family.seed,
         "seeds": plan.seeds,
         **summarize(results, plan.contenders, len(scenarios)),
+        **carried_over(jobs, journal),
     }
     _write_json(out / "sweep.json", verdict)
     _write_json(out / "runs.json", runs_document(results))
     return verdict
+
+
+def carried_over(jobs: Sequence[Job], journal: Journal) -> dict[str, Any]:
+    """`carried_over`, when some of the runs were (`tas_simulator.carry_over`): where from, and
+    how many runs of each row (a row at 0 ran in full at this code)."""
+    sources = {journal.carried_from(job) for job in jobs} - {""}
+    if not sources:
+        return {}
+    runs = dict.fromkeys(dict.fromkeys(job.contender for job in jobs), 0)
+    for job in jobs:
+        runs[job.contender] += bool(journal.carried_from(job))
+    return {"carried_over": {"from": sorted(sources), "runs": runs}}
 
 
 def _write_json(path: Path, document: Mapping[str, Any]) -> None:
