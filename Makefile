@@ -68,22 +68,31 @@ bench: $(STAMP)
 ## one world every contender meets: the sweeps compare them paired). On every core; under two
 ## hours on 2 (why these counts: docs/decisions.md, "make compare's size"). A larger draw
 ## decides what these leave UNDECIDED: `make compare DEFAULT_COUNT=320` (docs/decisions.md,
-## "Deciding a goal make compare leaves UNDECIDED"). Then docs/results.md and README.md's
+## "Deciding a goal make compare leaves UNDECIDED"). CARRY_OVER=DIR (below) takes an earlier
+## comparison's runs where this code reproduces them. Then docs/results.md and README.md's
 ## results section written from those outputs (tas_simulator/results_doc.py). Interrupted, it
 ## resumes: each sweep reuses the runs its journal holds for the same code (tas sweep --fresh).
 FRESH_FAMILY_SEED = 20261201
 DEFAULT_COUNT ?= 100
 LARGE_SLOW_COUNT ?= 50
+## `make compare CARRY_OVER=DIR`: an earlier comparison folder whose sweeps' runs are taken for
+## every row this code reproduces on one seed of each scenario (tas sweep --carry-over;
+## docs/reference.md, "Carrying runs over"): after a change to ours, ours runs and the rest
+## mostly does not.
+CARRY_OVER ?=
+carry_over = $(if $(CARRY_OVER),--carry-over $(CARRY_OVER)/$(1))
 compare: $(STAMP)
 	mkdir -p comparison
 	(git describe --always --dirty --abbrev=7 2>/dev/null || true) > comparison/commit.txt
 	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
-	$(BIN)/tas sweep --family default --count $(DEFAULT_COUNT) --seeds 5 --out comparison/sweep-default
+	$(BIN)/tas sweep --family default --count $(DEFAULT_COUNT) --seeds 5 --out comparison/sweep-default \
+		$(call carry_over,sweep-default)
 	$(BIN)/tas sweep --family default --count $(DEFAULT_COUNT) --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
-		--out comparison/sweep-default-fresh
-	$(BIN)/tas sweep --family large-slow --count $(LARGE_SLOW_COUNT) --seeds 5 --out comparison/sweep-large-slow
+		--out comparison/sweep-default-fresh $(call carry_over,sweep-default-fresh)
+	$(BIN)/tas sweep --family large-slow --count $(LARGE_SLOW_COUNT) --seeds 5 --out comparison/sweep-large-slow \
+		$(call carry_over,sweep-large-slow)
 	$(BIN)/tas sweep --family large-slow --count $(LARGE_SLOW_COUNT) --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
-		--out comparison/sweep-large-slow-fresh
+		--out comparison/sweep-large-slow-fresh $(call carry_over,sweep-large-slow-fresh)
 	$(BIN)/python -m tas_simulator.results_doc comparison --out docs/results.md --readme README.md
 
 ## make lock: the hashed lock files, from pyproject.toml: requirements.lock (the base install, what

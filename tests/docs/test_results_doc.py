@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -317,6 +318,24 @@ def test_make_compare_sweeps_a_fresh_draw_of_every_family_and_writes_the_readme(
             f"--family-seed $(FRESH_FAMILY_SEED) --out comparison/sweep-{family}{FRESH}"
         ) in recipe
     assert "--out docs/results.md --readme README.md" in recipe
+
+
+def test_make_compare_carries_each_sweep_over_from_its_namesake_only_when_asked() -> None:
+    def sweeps(*variables: str) -> list[str]:
+        ran = subprocess.run(
+            ["make", "-n", "compare", *variables],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        said = ran.stdout.replace("\\\n", " ")
+        return [line for line in said.splitlines() if "tas sweep " in line]
+
+    carried = sweeps("CARRY_OVER=earlier")
+    assert len(carried) == 2 * len(FULL_SWEEP_COUNTS)
+    for line in carried:
+        out = re.search(r"--out comparison/(\S+)", line)
+        assert out
+        assert line.split()[-2:] == ["--carry-over", f"earlier/{out.group(1)}"]
+    assert not any("--carry-over" in line for line in sweeps())
 
 
 def test_a_sweep_run_in_another_checkout_names_its_family_from_the_checkouts_root(
