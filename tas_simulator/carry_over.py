@@ -11,7 +11,8 @@ scenarios) without running them again, row by row, and only where this code give
   audit, journaled like any run);
 - a row is carried only when every audited run's figures equal the earlier run's to the last
   bit; one difference, and the row runs in full;
-- only scenarios whose saved document is the same as this sweep's draw are carried.
+- only scenarios whose saved document is the same as this sweep's draw are carried, and no run
+  the earlier journal holds twice with different figures (resumed at other code).
 A carried run is journaled with where it came from (`carried_from`: the folder's name and, where
 `make compare`'s commit.txt says, the commit) and the verdict counts them per row
 (`carried_over`), so a reader knows which figures were made at this code.
@@ -85,11 +86,22 @@ def read_earlier_sweep(folder: Path, scenarios: Sequence[Scenario]) -> EarlierSw
             differing,
             len(scenarios),
         )
-    runs = {
-        (result.scenario, result.contender, result.seed): result
-        for result in read_entries(journal)
-        if result.scenario in same
-    }
+    runs: dict[tuple[str, str, int], JobResult] = {}
+    ambiguous: set[tuple[str, str, int]] = set()
+    for result in read_entries(journal):
+        if result.scenario not in same:
+            continue
+        key = (result.scenario, result.contender, result.seed)
+        if key in runs and not _same_figures(runs[key], result):
+            # A journal resumed at other code holds the run twice: which one its verdict
+            # used is not known, so neither is carried (the run runs).
+            ambiguous.add(key)
+        runs[key] = result
+    for key in ambiguous:
+        del runs[key]
+    if ambiguous:
+        log.warning("%s: %d runs recorded twice with other figures are not carried", folder,
+                    len(ambiguous))  # fmt: skip
     return EarlierSweep(folder, runs, _commit(folder))
 
 

@@ -44,8 +44,9 @@ def _seeds(entries: list[dict[str, Any]], scenario: str) -> list[int]:
 
 def _tampered_copy(earlier: Path, to: Path) -> Path:
     """`earlier` as a sweep at other code would have left it: requests' second seed of
-    default-0000 and tas's first (the seed an audit runs) claim a made-up work lost, and
-    default-0002 was drawn differently."""
+    default-0000 and tas's first (the seed an audit runs) claim a made-up work lost, requests'
+    second seed of default-0001 is there twice with different figures, and default-0002 was
+    drawn differently."""
     shutil.copytree(earlier, to)
     (to.parent / "commit.txt").write_text("abc1234\n")  # as make compare leaves it
     entries = _entries(to)
@@ -56,6 +57,16 @@ def _tampered_copy(earlier: Path, to: Path) -> Path:
             ("tas", first),
         }:
             entry["figures"]["work_lost"]["core_seconds"] = MADE_UP
+    # requests' second seed of default-0001 recorded twice, at two codes: which one counted
+    # is not known, so it is not carried.
+    twice = next(
+        e for e in entries
+        if (e["scenario"], e["contender"], e["seed"])
+        == ("default-0001", "requests", _seeds(entries, "default-0001")[1])
+    )  # fmt: skip
+    again = json.loads(json.dumps(twice))
+    again["figures"]["work_lost"]["core_seconds"] = MADE_UP
+    entries.append(again)
     (to / JOURNAL).write_text("".join(json.dumps(e) + "\n" for e in entries))
     drawn = to / "scenarios" / "default-0002.yaml"
     document = yaml.safe_load(drawn.read_text())
@@ -87,8 +98,9 @@ def test_rows_this_code_reproduces_are_carried_and_a_row_it_does_not_runs_in_ful
     verdict = json.loads((out / "sweep.json").read_text())
     assert verdict["carried_over"] == {
         "from": ["earlier at commit abc1234"],
-        # Per row, the second seed of default-0000 and default-0001; tas ran in full.
-        "runs": {"requests": 2, "tas": 0, "limit": 2, "hindsight": 2, "clairvoyant": 2},
+        # Per row, the second seed of default-0000 and default-0001 (requests': not that of
+        # default-0001, recorded twice); tas ran in full.
+        "runs": {"requests": 1, "tas": 0, "limit": 2, "hindsight": 2, "clairvoyant": 2},
     }
     carried = [e for e in _entries(out) if e.get("carried_from")]
     assert {e["carried_from"] for e in carried} == {"earlier at commit abc1234"}
@@ -96,11 +108,16 @@ def test_rows_this_code_reproduces_are_carried_and_a_row_it_does_not_runs_in_ful
         ("default-0000", second),
         ("default-0001", _seeds(_entries(earlier), "default-0001")[1]),
     }
+    twice = _seeds(_entries(earlier), "default-0001")[1]
+    assert (
+        _work_lost(out, "default-0001", "requests")[twice]
+        == (_work_lost(earlier, "default-0001", "requests")[twice])
+    )
 
     # docs/results.md says it under the draw's first line.
     said = results_doc.carried_over(verdict)
     assert "(earlier at commit abc1234)" in said
-    assert "runs carried: clairvoyant 2, hindsight 2, limit 2, requests 2" in said
+    assert "runs carried: clairvoyant 2, hindsight 2, limit 2, requests 1" in said
     assert said.endswith("Ran in full on this commit: tas.")
 
     # Resumed without --carry-over, the carried runs are kept and still said to be carried.
