@@ -100,8 +100,9 @@ def read_earlier_sweep(folder: Path, scenarios: Sequence[Scenario]) -> EarlierSw
     for key in ambiguous:
         del runs[key]
     if ambiguous:
-        log.warning("%s: %d runs recorded twice with other figures are not carried", folder,
-                    len(ambiguous))  # fmt: skip
+        log.warning(
+            "%s: %d runs recorded twice with other figures are not carried", folder, len(ambiguous)
+        )
     return EarlierSweep(folder, runs, _commit(folder))
 
 
