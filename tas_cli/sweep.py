@@ -142,6 +142,12 @@ def run(args: argparse.Namespace) -> int:
             "are reused (--fresh runs them again)",
             file=sys.stderr,
         )
+    if args.carry_over is not None:
+        print(
+            f"carrying over from {args.carry_over}: every row runs first on one seed of each "
+            "scenario there, and is carried where it gives the same figures",
+            file=sys.stderr,
+        )
     for name, settings in family.contenders.items():
         if name in contenders and (said := settings.runs_with(name, set_by="the family")):
             print(said, file=sys.stderr)

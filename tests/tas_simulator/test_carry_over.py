@@ -86,7 +86,9 @@ def test_rows_this_code_reproduces_are_carried_and_a_row_it_does_not_runs_in_ful
     source = _tampered_copy(earlier, tmp_path / "earlier")
     out = tmp_path / "now"
     assert _sweep(out, "--carry-over", str(source)) == 0
-    assert "carried over from" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert f"carrying over from {source}: every row runs first" in said
+    assert "carried over from earlier at commit abc1234 (runs per row; 0: ran in full" in said
 
     # requests reproduced its audited seed everywhere, so its other seed was taken, not run:
     # the made-up figure shows, which is what a carried run is (the audit is the only check).
