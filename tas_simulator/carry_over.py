@@ -69,9 +69,9 @@ class EarlierSweep:
 
 
 def read_earlier_sweep(folder: Path, scenarios: Sequence[Scenario]) -> EarlierSweep:
-    """The runs `folder`'s journal holds for the scenarios of `scenarios` whose saved document
-    it has, the same (its file's first comment names where it was drawn, so documents are
-    compared, not bytes)."""
+    """The runs `folder`'s journal holds for those of `scenarios` it saved as the same
+    document (a saved file's first comment names the path it was drawn from, so the documents
+    are compared, not the bytes)."""
     journal = folder / JOURNAL_FILE
     if not journal.is_file():
         raise CarryOverError(
