@@ -128,11 +128,9 @@ def _document(path: Path) -> Any:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def carry_over(
-    jobs: Sequence[Job], earlier: EarlierSweep, journal: Journal, run: RunBatch
-) -> dict[str, bool]:
+def carry_over(jobs: Sequence[Job], earlier: EarlierSweep, journal: Journal, run: RunBatch) -> None:
     """Audit each row on one seed of every scenario, then journal the earlier runs of every
-    row the audit reproduced as carried. Returns, per row audited, whether it was carried."""
+    row the audit reproduced as carried."""
     audit = _audit_jobs(jobs, earlier)
     reproduced: dict[str, bool] = {}
     for job, result in zip(audit, run(audit), strict=True):
@@ -151,7 +149,6 @@ def carry_over(
         was = earlier.run_of(job)
         if reproduced.get(job.contender) and was is not None and journal.known(job) is None:
             journal.carry(job, was, source=earlier.label)
-    return reproduced
 
 
 def _audit_jobs(jobs: Sequence[Job], earlier: EarlierSweep) -> list[Job]:

@@ -263,12 +263,14 @@ def run_sweep(
 def carried_over(jobs: Sequence[Job], journal: Journal) -> dict[str, Any]:
     """`carried_over`, when some of the runs were (`tas_simulator.carry_over`): where from, and
     how many runs of each row (a row at 0 ran in full at this code)."""
-    sources = {journal.carried_from(job) for job in jobs} - {""}
+    runs = dict.fromkeys(dict.fromkeys(job.contender for job in jobs), 0)
+    sources = set()
+    for job in jobs:  # one key digest per job: a record's sweep has 19,200
+        if source := journal.carried_from(job):
+            sources.add(source)
+            runs[job.contender] += 1
     if not sources:
         return {}
-    runs = dict.fromkeys(dict.fromkeys(job.contender for job in jobs), 0)
-    for job in jobs:
-        runs[job.contender] += bool(journal.carried_from(job))
     return {"carried_over": {"from": sorted(sources), "runs": runs}}
 
 
