@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: run test lint typecheck imports unit bench compare deps debs clean e2e-kind lock
+.PHONY: run test lint typecheck imports unit bench compare record deps debs clean e2e-kind lock
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,7 @@ CARRY_OVER ?=
 carry_over = $(if $(CARRY_OVER),--carry-over $(CARRY_OVER)/$(1))
 compare: $(STAMP)
 	mkdir -p comparison
+	test ! -d record || $(BIN)/python -m tas_simulator.record restore --if-same-code
 	(git describe --always --dirty --abbrev=7 2>/dev/null || true) > comparison/commit.txt
 	$(BIN)/tas simulate --all --seeds 5 --out comparison/simulate
 	$(BIN)/tas sweep --family default --count $(DEFAULT_COUNT) --seeds 5 --out comparison/sweep-default \
@@ -94,6 +95,13 @@ compare: $(STAMP)
 	$(BIN)/tas sweep --family large-slow --count $(LARGE_SLOW_COUNT) --seeds 5 --family-seed $(FRESH_FAMILY_SEED) \
 		--out comparison/sweep-large-slow-fresh $(call carry_over,sweep-large-slow-fresh)
 	$(BIN)/python -m tas_simulator.results_doc comparison --out docs/results.md --readme README.md
+
+## make record: pack comparison/ into record/ (tas_simulator/record.py): each sweep's journal and
+## drawn scenarios, the named scenarios' summary and the commit, for git. make compare resumes
+## from it while the run code is the same, so the hours of a record outlive the machine that ran
+## them (docs/reference.md, "The record in the repository").
+record: $(STAMP)
+	$(BIN)/python -m tas_simulator.record save
 
 ## make lock: the hashed lock files, from pyproject.toml: requirements.lock (the base install, what
 ## the image installs), requirements-demo.lock, requirements-sim.lock and requirements-test.lock

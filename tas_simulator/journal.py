@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tas_simulator.jobs import Job, JobResult
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,7 @@ NOT_IN_A_RUN = (
     "journal",
     "live",
     "paired",
+    "record",
     "report",
     "results_doc",
     "seeds",
@@ -89,25 +92,35 @@ def digest_of_code(root: Path) -> str:
 
 
 def _scenario_digest(source: str) -> bytes:
-    """The saved scenario's text, digested once per version of the file (a sweep asks for
+    """The saved scenario's document, digested once per version of the file (a sweep asks for
     each of its runs)."""
     if not source:
         return hashlib.sha256(b"").digest()
     stat = Path(source).stat()
-    return _file_digest(source, stat.st_mtime_ns, stat.st_size)
+    return _document_digest(source, stat.st_mtime_ns, stat.st_size)
 
 
 @cache
-def _file_digest(source: str, mtime_ns: int, size: int) -> bytes:
-    return hashlib.sha256(Path(source).read_bytes()).digest()
+def _document_digest(source: str, mtime_ns: int, size: int) -> bytes:
+    """The document, not the text: a drawn scenario's first line is a comment naming the
+    folder it was drawn in, and a run made in one clone is the same run in another (a journal
+    moves between them: `tas_simulator.record`)."""
+    document = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).digest()
 
 
 def job_key(job: Job, code: str) -> str:
-    """What decides the run's figures: the code, the scenario's saved text, contender, seed."""
+    """What decides the run's figures: the code, the scenario's saved document, contender,
+    seed."""
+    return run_key(code, job.scenario.source, job.contender, job.seed)
+
+
+def run_key(code: str, scenario_file: str, contender: str, seed: int) -> str:
+    """`job_key` of the run of `contender` on the scenario saved in `scenario_file`."""
     digest = hashlib.sha256()
     digest.update(hashlib.sha256(code.encode()).digest())
-    digest.update(_scenario_digest(job.scenario.source))
-    for part in (job.contender.encode(), str(job.seed).encode()):
+    digest.update(_scenario_digest(scenario_file))
+    for part in (contender.encode(), str(seed).encode()):
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()
 

@@ -356,3 +356,19 @@ def test_a_sweep_run_in_another_checkout_names_its_family_from_the_checkouts_roo
         "# Drawn from /home/me/my-family.yaml, scenario 0.\nname: x\n", encoding="utf-8"
     )
     assert _family(tmp_path / "sweep-default") == "/home/me/my-family.yaml"
+
+
+def test_make_compare_puts_back_the_records_sweeps_at_this_code_before_it_sweeps() -> None:
+    """A clone resumes the record where it stopped (tas_simulator/record.py): the restore comes
+    before the first sweep, and only for runs at this code (a resume, never a carry-over)."""
+    ran = subprocess.run(
+        ["make", "-n", "compare"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    lines = ran.stdout.splitlines()
+    restore = next(i for i, line in enumerate(lines) if "tas_simulator.record restore" in line)
+    assert "--if-same-code" in lines[restore]
+    assert restore < next(i for i, line in enumerate(lines) if "tas sweep " in line)
+    made = subprocess.run(
+        ["make", "-n", "record"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert made.stdout.strip().endswith("-m tas_simulator.record save")
