@@ -62,6 +62,10 @@ class NodeLoad:
             "node_cpu_pressure": round(self.cpu_pressure, 4),
             "node_memory_utilization": round(self.memory_utilization, 4),
             "node_memory_pressure": round(self.memory_pressure, 4),
+            # The load average per CPU (`cpu_load`): demand over cores, at most 1.
+            "node_cpu_load": round(min(1.0, self.cpu_demand / self.cores), 4)
+            if self.cores > 0
+            else 1.0,
         }
 
 

@@ -42,6 +42,7 @@ from tas_simulator.baselines import VOLCANO_IRATE_RANGE, VOLCANO_SUBQUERY_STEP, 
 from tas_simulator.clock import VirtualClock
 from tas_simulator.scenario import Pipeline
 from tas_simulator.world import (
+    CPU_LOAD,
     CPU_PRESSURE,
     CPU_UTILIZATION,
     MEMORY_PRESSURE,
@@ -58,8 +59,10 @@ PodUsageByName = dict[tuple[str, str], tuple[float, float]]
 #: cluster-kube-descheduler-operator's `utilizationProfileToPrometheusQuery`): utilization while
 #: the workers are not busy, pressure on busy nodes once they are (descheduler.signals).
 COMBINED_QUERY = MetricName("descheduler:combined_utilization_and_pressure:avg1m")
-#: Counters whose rate over the window is the metric (utilization and PSI are rates).
-_RATES = (CPU_UTILIZATION, CPU_PRESSURE, MEMORY_PRESSURE)
+#: Counters whose rate over the window is the metric (utilization and PSI are rates; the load
+#: average per CPU is the demand over the cores, averaged over the window as the kernel's
+#: one-minute load average is).
+_RATES = (CPU_UTILIZATION, CPU_PRESSURE, MEMORY_PRESSURE, CPU_LOAD)
 
 #: Volcano's scheduler reads node usage with its own query (volcano-sh/volcano at ed72c7c8,
 #: pkg/scheduler/metrics/source/metrics_client_prometheus.go `NodeMetricsAvg`):
@@ -121,6 +124,7 @@ class ScrapeStore:
             # What node-exporter reads: the pressure model's noise on the true pressure.
             (CPU_PRESSURE, state.measured_pressure),
             (MEMORY_PRESSURE, state.memory_pressure),
+            (CPU_LOAD, state.demand / np.where(state.cores > 0, state.cores, np.inf)),
         ):
             counter = _grown(self._counters[name], n)
             counter += values * dt

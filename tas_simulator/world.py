@@ -108,6 +108,8 @@ CPU_UTILIZATION = MetricName("cpu_utilization")
 CPU_PRESSURE = MetricName("cpu_pressure")
 MEMORY_UTILIZATION = MetricName("memory_utilization")
 MEMORY_PRESSURE = MetricName("memory_pressure")
+#: The load average per CPU, at most 1 (`tas.metrics.names.Derived.CPU_LOAD`).
+CPU_LOAD = MetricName("cpu_load")
 
 
 @dataclass

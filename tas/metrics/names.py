@@ -29,6 +29,9 @@ class Derived(StrEnum):
     IO_PRESSURE = "io_pressure"
     CPU_UTILIZATION = "cpu_utilization"
     MEMORY_UTILIZATION = "memory_utilization"
+    #: The load average per CPU, at most 1: 1 when at least as many tasks are runnable as the
+    #: node has CPUs (its demand reaches beyond them), below 1 when every runnable task runs.
+    CPU_LOAD = "cpu_load"
 
 
 #: The PSI "some" counter (seconds some task waited) behind each pressure metric.
@@ -38,12 +41,14 @@ PRESSURE_COUNTERS: dict[Derived, str] = {
     Derived.IO_PRESSURE: "node_pressure_io_waiting_seconds_total",
 }
 CPU_SECONDS = "node_cpu_seconds_total"
+#: The kernel's one-minute load average (runnable and uninterruptible tasks), node-exporter's.
+LOAD1 = "node_load1"
 MEM_AVAILABLE = "node_memory_MemAvailable_bytes"
 MEM_TOTAL = "node_memory_MemTotal_bytes"
 
 #: Every series the derived metrics are computed from.
 DERIVED_INPUTS: frozenset[str] = frozenset(
-    {*PRESSURE_COUNTERS.values(), CPU_SECONDS, MEM_AVAILABLE, MEM_TOTAL}
+    {*PRESSURE_COUNTERS.values(), CPU_SECONDS, LOAD1, MEM_AVAILABLE, MEM_TOTAL}
 )
 
 
@@ -61,6 +66,9 @@ def derived_promql(metric: Derived, *, rate_window: str = "1m") -> str:
     if metric is Derived.CPU_UTILIZATION:
         idle = f'rate({CPU_SECONDS}{{mode="idle"}}[{rate_window}])'
         return f"1 - avg without (cpu, mode) ({idle})"
+    if metric is Derived.CPU_LOAD:
+        cpus = f'count without (cpu, mode) ({CPU_SECONDS}{{mode="idle"}})'
+        return f"clamp_max({LOAD1} / {cpus}, 1)"
     return f"1 - {MEM_AVAILABLE} / {MEM_TOTAL}"
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from tas.metrics.names import (
     CPU_SECONDS,
     DERIVED_INPUTS,
+    LOAD1,
     MEM_AVAILABLE,
     MEM_TOTAL,
     PRESSURE_COUNTERS,
@@ -73,6 +74,8 @@ def read_values(
         kind = derived(name)
         if found is None and kind is Derived.MEMORY_UTILIZATION:
             found = _memory_utilization(first)
+        elif found is None and kind is Derived.CPU_LOAD:
+            found = _cpu_load(first, counters.cpus)
         elif found is None and kind is not None:
             found = counters.rates.get(kind)
         if found is not None:
@@ -90,6 +93,15 @@ def _memory_utilization(first: dict[str, Sample]) -> Sample | None:
         return None
     ratio = 1.0 - available.value / total.value
     return Sample(_clamp(ratio), max(available.timestamp, total.timestamp))
+
+
+def _cpu_load(first: dict[str, Sample], cpus: int) -> Sample | None:
+    """The load average per CPU, at most 1 (`Derived.CPU_LOAD`); the CPUs are those of this
+    scrape's idle counters."""
+    load = first.get(LOAD1)
+    if load is None or cpus <= 0:
+        return None
+    return Sample(_clamp(load.value / cpus), load.timestamp)
 
 
 def _update_rates(samples: list[TextSample], fetched_at: float, counters: NodeCounters) -> None:

@@ -136,7 +136,7 @@ def test_the_configuration_check_catches_a_mistake(tmp_path: Path) -> None:
 def test_promtool_accepts_the_recording_rules() -> None:
     result = promtool("check", "rules", str(RULES_YML))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "5 rules found" in result.stdout
+    assert "6 rules found" in result.stdout
 
 
 def test_the_prometheus_rule_of_deploy_monitoring_holds_the_same_rules(tmp_path: Path) -> None:
@@ -187,6 +187,8 @@ def test_the_recording_rules_compute_utilization_and_pressure(tmp_path: Path) ->
                     ),
                     {"series": f"node_memory_MemAvailable_bytes{{{labels}}}", "values": "3x8"},
                     {"series": f"node_memory_MemTotal_bytes{{{labels}}}", "values": "4x8"},
+                    # One task runnable on average, on two CPUs.
+                    {"series": f"node_load1{{{labels}}}", "values": "1x8"},
                 ],
                 "promql_expr_test": [
                     *(
@@ -201,6 +203,7 @@ def test_the_recording_rules_compute_utilization_and_pressure(tmp_path: Path) ->
                             ("cpu_pressure", 0.25),
                             ("memory_pressure", 0.25),
                             ("io_pressure", 0.25),
+                            ("cpu_load", 0.5),
                         )
                     )
                 ],
@@ -392,8 +395,8 @@ def test_node_exporter_targets_are_named_by_their_node_and_components_by_their_p
 
 
 @pytest.mark.integration
-def test_the_recorded_utilization_is_per_node_within_zero_and_one(pipeline: Pipeline) -> None:
-    for metric in ("node_cpu_utilization", "node_memory_utilization"):
+def test_recorded_utilization_and_load_are_per_node_within_zero_and_one(pipeline: Pipeline) -> None:
+    for metric in ("node_cpu_utilization", "node_memory_utilization", "node_cpu_load"):
         result = pipeline.wait_for(metric, len(HEALTH))
         assert sorted(r["metric"]["instance"] for r in result) == sorted(HEALTH), metric
         assert all(0.0 <= float(r["value"][1]) <= 1.0 for r in result), result

@@ -192,11 +192,12 @@ def saturated(
     prepare: Callable[[Descheduler], None] | None = None,
     pod_usage: PodUsageSource | None = None,
     started: float | None = None,
+    cpu_load: float | None = None,
     **extra: Any,
 ) -> list[EvictionDecision]:
     """node-a saturated by eight 1-core pods of one owner (which took `started` seconds to
-    start), two idle nodes; two cycles with the owner cooldown on: the evictions of the
-    second."""
+    start), two idle nodes, node-a's load average per CPU `cpu_load` where given; two cycles
+    with the owner cooldown on: the evictions of the second."""
     apply = started_in(started) if started is not None else None
     pods = tuple(make_pod(f"web-{i}", owner="web", cpu=1.0, apply=apply) for i in range(8))
     cluster = cluster_with(
@@ -206,6 +207,8 @@ def saturated(
         "cpu_utilization": {"node-a": 1.0, "node-b": 0.1, "node-c": 0.1},
         "cpu_pressure": {"node-a": 0.95, "node-b": 0.0, "node-c": 0.0},
     }
+    if cpu_load is not None:
+        metrics["cpu_load"] = {"node-a": cpu_load, "node-b": 0.1, "node-c": 0.1}
     config = policy_config(
         "LoadAware",
         args=load_aware(**extra),
@@ -258,6 +261,35 @@ def test_a_slow_starting_workload_moves_fewer_pods_at_once() -> None:
     # a cycle) at 10 times, marginal (one a cycle) at 120 s.
     assert len(saturated(clearGain=10)) == 3
     assert len(saturated(clearGain=10, started=120)) == 1
+
+
+@pytest.mark.parametrize(
+    ("cpu_load", "started", "args", "evicted", "held"),
+    [
+        pytest.param(None, 120, {}, 2, False, id="no load average measured: moves pay at cost"),
+        pytest.param(1.0, 120, {}, 2, False, id="demand beyond the CPUs: moves pay at cost"),
+        pytest.param(0.9, 120, {}, 0, True, id="every task served, gains of 9x: none moves"),
+        pytest.param(0.9, None, {}, 2, True, id="every task served: 35x and 23x move, 3rd stays"),
+        pytest.param(0.9, 120, {"atRiskLoad": 0}, 2, False, id="the rule off"),
+        pytest.param(0.9, 120, {"servedGain": 8}, 1, True, id="a bar of 8x: 9x moves, 6x stays"),
+    ],
+)
+def test_a_node_that_serves_its_demand_gives_a_pod_away_only_for_a_clear_gain(
+    cpu_load: float | None, started: float | None, args: dict[str, Any], evicted: int, held: bool
+) -> None:
+    """PSI counts waiting; a node whose load average stays below its CPUs serves every task
+    it runs, so what a move takes off is delay, while the move loses the pod's work for a
+    restart for certain: off such a node (`atRiskLoad` 1), a move must gain `servedGain` (16)
+    times its cost. The first move gains 35x its cost at a 30 s restart, 9x at a 120 s
+    start-up, each next one less; the log says why a pod stayed."""
+    with load_aware_log() as log:
+        moved = saturated(started=started, cpu_load=cpu_load, **args)
+    assert len(moved) == evicted
+    said = [line for line in log if line.startswith('"Node serves its demand')]
+    assert bool(said) is held
+    if evicted == 0:
+        assert said[0].endswith('pod="default/web-0" node="node-a" cpuLoad=0.90 gain=8.9')
+        assert "must gain 16x its cost" in said[0]
 
 
 def test_every_eviction_states_its_prediction() -> None:

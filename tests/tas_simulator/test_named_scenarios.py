@@ -176,9 +176,6 @@ def test_psi_taint_release_ours_beats_requests_and_evicts_gently(
         assert ours["evictions"]["total"] < psi["evictions"]["total"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason=NOT_OURS_MODEL + ": 765 core-s against requests' 1502 (373 before)"
-)
 def test_psi_taint_release_ours_loses_at_most_half_the_work_requests_loses(
     results: dict[str, ScenarioResult],
 ) -> None:

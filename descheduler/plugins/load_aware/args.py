@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from descheduler.args import FieldReader, NamespaceFilter
-from descheduler.signals import Signal, metric_names
+from descheduler.signals import CPU_SIGNALS, Signal, metric_names
 from tas.pressure import MoveCost
 from tas.types import MetricName
 
@@ -52,6 +52,12 @@ class LoadAwareArgs:
     #: node at 70% reads PSI 0.5, yet loses no work, since its waiting tasks are served; 0
     #: rebalances on pressure alone.
     at_risk_crest_utilization: float = 0.9
+    #: A node whose load average per CPU (`cpu_load`) is below this serves every runnable task:
+    #: what PSI counts there is waiting, not work lost, while a move loses the pod's work for a
+    #: restart. A move off such a node must be predicted to gain `served_gain` times its cost.
+    #: 0: every node is judged as one losing work (a move pays at its cost).
+    at_risk_load: float = 1.0
+    served_gain: float = 16.0
     #: What a move costs: the pod's work for this long (a restart or a live migration) ...
     restart_seconds: float = 30.0
     #: ... or, when its owner's running pods took longer to start (`descheduler.startup`:
@@ -167,6 +173,8 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
         at_risk_crest_utilization=r.number(
             "atRiskCrestUtilization", defaults.at_risk_crest_utilization, low=0, high=1
         ),
+        at_risk_load=r.number("atRiskLoad", defaults.at_risk_load, low=0, high=1),
+        served_gain=r.number("servedGain", defaults.served_gain, low=1, high=1000),
         restart_seconds=r.number("restartSeconds", defaults.restart_seconds, low=0, high=3600),
         learn_restart_seconds=r.boolean("learnRestartSeconds", defaults.learn_restart_seconds),
         payback_seconds=payback,
@@ -184,5 +192,12 @@ def parse_args(r: FieldReader) -> LoadAwareArgs:
     )
 
 
+#: The load average per CPU (`tas.metrics.names.Derived.CPU_LOAD`): `atRiskLoad` reads it.
+CPU_LOAD = MetricName("cpu_load")
+
+
 def wanted_metric_names(args: LoadAwareArgs) -> set[MetricName]:
-    return metric_names(args.signals)
+    names = metric_names(args.signals)
+    if args.at_risk_load > 0 and not CPU_SIGNALS.isdisjoint(args.signals):
+        names.add(CPU_LOAD)
+    return names

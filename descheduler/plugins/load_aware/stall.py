@@ -16,12 +16,13 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from descheduler.framework import PluginContext, PodUsage
 from descheduler.node_classes import Category, Classification
-from descheduler.plugins.load_aware.args import LoadAwareArgs
+from descheduler.plugins.load_aware.args import CPU_LOAD, LoadAwareArgs
 from descheduler.plugins.load_aware.moves import Decline, Move, MoveCandidate
 from descheduler.plugins.load_aware.peaks import RecentPeaks
 from descheduler.room import cpu_cores, pod_cpu_cores
@@ -78,6 +79,9 @@ class StallModel:
     #: The evictions remembered (LoadAware's, `descheduler.settling`): which pods are
     #: replacements of moved ones, left to settle.
     moves: MoveHistory = field(default_factory=NoMoves)
+    #: Each node's load average per CPU (`cpu_load`, at most 1), where it is measured and
+    #: `atRiskLoad` reads it: below `atRiskLoad`, a move off the node must gain `servedGain`.
+    cpu_load: Mapping[NodeName, float] = field(default_factory=dict)
     #: `peak_loads` by curve (`NodeLoad.curve_key`), in load order (`_by_size`).
     _sizes: dict[tuple[int, float], list[tuple[float, NodeName]]] | None = field(
         default=None, repr=False
@@ -159,6 +163,7 @@ class StallModel:
             frozenset(avoid),
             startups,
             NoMoves() if moves is None else moves,
+            dict(metrics.get(CPU_LOAD, {})) if args.at_risk_load > 0 else {},
         )
 
     def cost_of(self, pod: Pod) -> MoveCost:
@@ -305,6 +310,31 @@ class StallModel:
             if prediction.moves_the_hot_node:
                 rule += ": it would make its destination the next hot node"
             return Decline(f"the move does not pay: {described}", rule=rule)
+        served = self.cpu_load.get(node)
+        if (
+            served is not None
+            and served < self.args.at_risk_load
+            and (prediction.gain < self.args.served_gain)
+        ):
+            # Its tasks wait, and are served: the stall a move takes off is delay, not work
+            # lost, while the move loses the pod's work for a restart for certain.
+            gain = "inf" if math.isinf(prediction.gain) else f"{prediction.gain:.1f}"
+            log.debug(
+                '"Node serves its demand: the move must gain %gx its cost" pod="%s/%s" '
+                'node="%s" cpuLoad=%.2f gain=%s',
+                self.args.served_gain,
+                pod.namespace,
+                pod.name,
+                node,
+                served,
+                gain,
+            )
+            return Decline(
+                f"the node serves its demand (load {served:.2f} per CPU, below "
+                f"{self.args.at_risk_load:g}): a move off it must gain "
+                f"{self.args.served_gain:g}x its cost, this one {gain}x",
+                rule="the node serves its demand: the move's gain is not clear",
+            )
         return destination, prediction
 
     def least_stalled(self, destinations: Collection[NodeName], usage: float) -> NodeName:

@@ -121,3 +121,26 @@ def test_only_series_a_wanted_metric_can_use_are_parsed() -> None:
     assert wanted_series([HEALTH]) == {"node_health_metric", "health_metric"}
     assert "node_pressure_cpu_waiting_seconds_total" in wanted_series([CPU_PRESSURE])
     assert "node_cpu_pressure" in wanted_series([CPU_PRESSURE])
+
+
+CPU_LOAD = MetricName("cpu_load")
+
+
+@pytest.mark.parametrize(
+    ("load1", "expected"),
+    [
+        pytest.param(1.0, 0.5, id="one task runnable on two CPUs"),
+        pytest.param(2.0, 1.0, id="as many runnable as CPUs"),
+        pytest.param(7.0, 1.0, id="demand beyond the CPUs, clamped"),
+    ],
+)
+def test_cpu_load_is_the_load_average_per_cpu(load1: float, expected: float) -> None:
+    text = f"node_load1 {load1}\n" + exporter_text(cpu_wait=0, io_wait=0, mem_wait=0, idle=9)
+    assert read(text, [CPU_LOAD], at=10.0) == {CPU_LOAD: Sample(expected, 10.0)}
+
+
+def test_cpu_load_without_the_cpus_or_the_load_average_is_absent() -> None:
+    assert read("node_load1 3\n", [CPU_LOAD], at=10.0) == {}
+    no_load = exporter_text(cpu_wait=0, io_wait=0, mem_wait=0, idle=9)
+    assert read(no_load, [CPU_LOAD], at=10.0) == {}
+    assert "node_load1" in wanted_series([CPU_LOAD])
