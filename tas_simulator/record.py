@@ -100,6 +100,9 @@ def restore(record: Path, into: Path, *, if_same_code: bool = False) -> list[Pac
     with `if_same_code`, only a sweep whose runs are at this checkout's run code (the others
     are said, and left: carry them over instead)."""
     packed = sorted(p.parent for p in record.glob(f"*/{JOURNAL_GZ}"))
+    if not packed and if_same_code:
+        log.info("%s: no sweep recorded yet; every run runs", record)
+        return []  # make compare's resume: nothing to resume is no error
     if not packed:
         raise RecordError(f"{record}: no sweep's {JOURNAL_GZ} here; nothing to restore")
     done = []

@@ -119,3 +119,6 @@ def test_nothing_to_save_or_restore_is_a_clear_error_and_exit_2(
     assert "no sweep's journal.jsonl here; run make compare first" in capsys.readouterr().err
     assert record.main(["restore", "--record", str(tmp_path), "--to", str(tmp_path / "c")]) == 2
     assert "nothing to restore" in capsys.readouterr().err
+    # make compare's resume from a record with no sweep yet (a README alone): every run runs.
+    resume = ["restore", "--record", str(tmp_path), "--to", str(tmp_path / "c"), "--if-same-code"]
+    assert record.main(resume) == 0
