@@ -371,4 +371,5 @@ def test_make_compare_puts_back_the_records_sweeps_at_this_code_before_it_sweeps
     made = subprocess.run(
         ["make", "-n", "record"], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert made.stdout.strip().endswith("-m tas_simulator.record save")
+    # Under make test, make -n says which directory it enters: the recipe is one of its lines.
+    assert any(line.endswith("-m tas_simulator.record save") for line in made.stdout.splitlines())
