@@ -34,6 +34,15 @@ Figures:
   most 24 MiB at 5,000 nodes (under 5% of the descheduler's 512Mi limit,
   deploy/cluster/descheduler.yaml). Kept for an hour, the rule before, the worst case was 121
   readings, 257x the floor and 110 MiB.
+- learning the cluster: the same cycle with LoadAware's per-node pressure curves and observed
+  payback horizon on (as shipped) against off, alternating: at most 1.05x (issue 55);
+- the load average: the same cycle with the load-average rule on (as shipped: `atRiskLoad`
+  1, `servedGain` 16; half of the hot nodes serve their demand, load under 1) against off
+  (`atRiskLoad` 0), alternating: at most 1.05x. What it measures is the rule's reads and
+  checks: the hot nodes here stall so hard that a move off one gains about 38x its cost, over
+  the bar, so the rule declines none and both cycles weigh the same pods. Where it declines,
+  a cycle weighs more pods before its limit; that is the work of finding a move that pays,
+  bounded by the pods of hot nodes (the packed cluster's figure);
 - MakeRoomForPending cycle CPU: one steady cycle of the shipped make-room.yaml on the same
   5,000 nodes (five of eight cores requested on each) with 200 pods of 3.5 cores pending, each
   of which fits once one pod leaves a node: every cycle plans for 10 of them, each a pass over
@@ -119,24 +128,32 @@ PENDING_CPU = 3.5
 #: median of this many cycles of each, alternating.
 CALIBRATION_MAX_RATIO = 1.05
 CALIBRATION_RUNS = 7
+#: The load-average rule may cost a LoadAware cycle at most this much, measured as learning is.
+LOAD_AVERAGE_MAX_RATIO = 1.05
 #: A MakeRoomForPending cycle may cost at most this many floors (one pass over the pods).
 MAKE_ROOM_MAX_RATIO = 100.0
 
 
-def _policy(*, learn: bool = True) -> DeschedulerConfig:
+def _policy(*, learn: bool = True, load: bool = True) -> DeschedulerConfig:
     """The shipped policy; `learn` False turns what LoadAware learns of the cluster off: its
     pressure curves (`learnPressureCurve`) and the payback horizon that follows the observed
-    lag and start-up (`maxPaybackSeconds` = `paybackSeconds`)."""
+    lag and start-up (`maxPaybackSeconds` = `paybackSeconds`); `load` False turns off the
+    load-average rule (`atRiskLoad` 0)."""
     raw = yaml.safe_load(SHIPPED_POLICY.read_text())
-    if not learn:
-        for entry in raw["profiles"][0]["pluginConfig"]:
-            if entry["name"] == "LoadAware":
-                entry["args"]["learnPressureCurve"] = False
-                entry["args"]["maxPaybackSeconds"] = entry["args"].get("paybackSeconds", 300)
+    for entry in raw["profiles"][0]["pluginConfig"]:
+        if entry["name"] != "LoadAware":
+            continue
+        if not learn:
+            entry["args"]["learnPressureCurve"] = False
+            entry["args"]["maxPaybackSeconds"] = entry["args"].get("paybackSeconds", 300)
+        if not load:
+            entry["args"]["atRiskLoad"] = 0
     return parse_config(raw)
 
 
 FOLLOWED = (MetricName(Signal.CPU_UTILIZATION), MetricName(Signal.CPU_PRESSURE))
+#: The load average per CPU (`Derived.CPU_LOAD`), which the load-average rule reads.
+CPU_LOAD = MetricName("cpu_load")
 #: The window the shipped policy's cycle keeps readings for (LoadAware's `paybackSeconds`).
 WINDOW_SECONDS = _policy().profiles[0].args_of(load_aware.PLUGIN).payback_seconds
 #: The most readings the window holds per node and metric: both ends in.
@@ -197,16 +214,36 @@ def _build(
             # high threshold too, but not at risk of stalling: no move is weighed off them.
             utilization[name] = rng.uniform(0.2, 0.6)
             pressure[name] = rng.uniform(0.0, 0.05)
-    view = StaticMetricView({FOLLOWED[0]: utilization, FOLLOWED[1]: pressure})
+    view = StaticMetricView(
+        {FOLLOWED[0]: utilization, FOLLOWED[1]: pressure, CPU_LOAD: _load(names)}
+    )
     return cluster, view
 
 
+def _load(names: Sequence[NodeName]) -> dict[str, float]:
+    """Each node's load average per CPU: every other hot node has runnable tasks waiting
+    (load 1, at risk), the others serve their demand (under 1), so the load-average rule
+    (`atRiskLoad`, `servedGain`) holds a move off half of the hot nodes to its bar. Its own
+    generator, so utilization and pressure are what they were before the rule."""
+    rng = random.Random(SEED + 1)
+    load: dict[str, float] = {}
+    for index, name in enumerate(names):
+        hot = index % HOT_EVERY == 0
+        if hot and (index // HOT_EVERY) % 2 == 0:
+            load[name] = 1.0
+        elif hot:
+            load[name] = rng.uniform(0.7, 0.95)
+        else:
+            load[name] = rng.uniform(0.2, 0.6)
+    return load
+
+
 def _descheduler(
-    node_count: int, *, pod_cpu: float, learn: bool = True
+    node_count: int, *, pod_cpu: float, learn: bool = True, load: bool = True
 ) -> tuple[Descheduler, VirtualClock]:
     clock = VirtualClock()
     cluster, view = _build(node_count, clock, pod_cpu=pod_cpu)
-    return _dry_run(_policy(learn=learn), cluster, view, clock), clock
+    return _dry_run(_policy(learn=learn, load=load), cluster, view, clock), clock
 
 
 def _dry_run(
@@ -281,6 +318,7 @@ def main() -> None:
     cycle, floor = _cycle()
     _linearity(cycle=cycle, floor=floor)
     calibration()
+    load_average()
     _packed()
     _peaks()
     _make_room()
@@ -306,29 +344,13 @@ def _cycle() -> tuple[float, float]:
 def calibration() -> None:
     """The 5,000-node cycle with what LoadAware learns of the cluster on (as shipped) against
     the same cycle with it off, each after enough cycles for every informative node's curve
-    to be fitted: learning, and predicting on per-node curves, may cost at most 5% more. The
-    two worlds are built side by side and their cycles alternate, so a drift in the machine's
-    speed (other processes, the CPU's clock) falls on both alike.
+    to be fitted: learning, and predicting on per-node curves, may cost at most 5% more.
     `python -c "from benchmarks.bench_descheduler import calibration; calibration()"` runs
     this alone."""
-    gc.collect()
-    worlds = {learn: _descheduler(NODES, pod_cpu=POD_CPU, learn=learn) for learn in (False, True)}
-    for descheduler, clock in worlds.values():
-        descheduler.run_cycle()
-        for _ in range(LoadAwareArgs().pressure_curve_min_samples):
-            clock.advance_to(clock.elapsed + CYCLE_SECONDS)
-            descheduler.run_cycle()
-    timings: dict[bool, list[float]] = {False: [], True: []}
-    for run in range(CALIBRATION_RUNS):
-        for learn in (False, True) if run % 2 else (True, False):
-            descheduler, clock = worlds[learn]
-            clock.advance_to(clock.elapsed + CYCLE_SECONDS)
-            gc.collect()
-            started = time.process_time()
-            report = descheduler.run_cycle()
-            timings[learn].append(time.process_time() - started)
-            assert report.decisions, "no move pays: the stall model's weighing is not measured"
-    off, on = (statistics.median(timings[learn]) * 1000 for learn in (False, True))
+    off, on = _paired_cycles(
+        off=_descheduler(NODES, pod_cpu=POD_CPU, learn=False),
+        on=_descheduler(NODES, pod_cpu=POD_CPU),
+    )
     print_figure(
         Figure(
             "LoadAware cycle CPU learning the cluster",
@@ -340,6 +362,56 @@ def calibration() -> None:
             max_ratio=CALIBRATION_MAX_RATIO,
         )
     )
+
+
+def load_average() -> None:
+    """The 5,000-node cycle with the load-average rule on (as shipped: `atRiskLoad` 1,
+    `servedGain` 16) against the same cycle with it off (`atRiskLoad` 0), half of the hot
+    nodes serving their demand: one more metric read a cycle and one lookup per weighed pod
+    may cost at most 5% more.
+    `python -c "from benchmarks.bench_descheduler import load_average; load_average()"` runs
+    this alone."""
+    off, on = _paired_cycles(
+        off=_descheduler(NODES, pod_cpu=POD_CPU, load=False),
+        on=_descheduler(NODES, pod_cpu=POD_CPU),
+    )
+    print_figure(
+        Figure(
+            "LoadAware cycle CPU with the load average",
+            on,
+            "ms",
+            floor=off,
+            floor_name="the same cycle without it (atRiskLoad: 0)",
+            max_ratio=LOAD_AVERAGE_MAX_RATIO,
+        )
+    )
+
+
+def _paired_cycles(
+    *, off: tuple[Descheduler, VirtualClock], on: tuple[Descheduler, VirtualClock]
+) -> tuple[float, float]:
+    """The median CPU of a steady cycle of each of two worlds, in ms, each after enough cycles
+    for every informative node's curve to be fitted. The worlds are built side by side and
+    their cycles alternate, so a drift in the machine's speed (other processes, the CPU's
+    clock) falls on both alike."""
+    gc.collect()
+    worlds = {False: off, True: on}
+    for descheduler, clock in worlds.values():
+        descheduler.run_cycle()
+        for _ in range(LoadAwareArgs().pressure_curve_min_samples):
+            clock.advance_to(clock.elapsed + CYCLE_SECONDS)
+            descheduler.run_cycle()
+    timings: dict[bool, list[float]] = {False: [], True: []}
+    for run in range(CALIBRATION_RUNS):
+        for which in (False, True) if run % 2 else (True, False):
+            descheduler, clock = worlds[which]
+            clock.advance_to(clock.elapsed + CYCLE_SECONDS)
+            gc.collect()
+            started = time.process_time()
+            report = descheduler.run_cycle()
+            timings[which].append(time.process_time() - started)
+            assert report.decisions, "no move pays: the stall model's weighing is not measured"
+    return statistics.median(timings[False]) * 1000, statistics.median(timings[True]) * 1000
 
 
 def _linearity(*, cycle: float, floor: float) -> None:

@@ -316,7 +316,7 @@ def _scrape(port: int, name: str) -> float:
     return sum(float(value) for value in pattern.findall(text))
 
 
-def _wait_cycles(port: int, count: int, *, timeout: float) -> None:
+def _wait_cycles(port: int, count: float, *, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while _scrape(port, "tas_descheduler_cycle_duration_seconds_count") < count:
         if time.monotonic() > deadline:
