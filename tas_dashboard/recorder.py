@@ -8,11 +8,12 @@ extender's decision log itself. So the log reads in the order things happened. E
 reader may ask for is built here, under one lock, as plain JSON-ready data, so HTTP handlers
 only copy it out:
 
-- the state: nodes (metric values, labels, taints, pods, load-aware class and, overutilized,
-  since when and how long the hysteresis holds it; where LoadAware learns pressure curves, the
-  node's curve as its last cycle had it and what it predicts at the node's utilization now,
-  beside the shared model), pods, policies
-  (rules, status, violating nodes), workloads, the descheduler's thresholds and breaker;
+- the state: nodes (metric values, the load average per CPU among them, labels, taints, pods,
+  load-aware class and, overutilized, since when and how long the hysteresis holds it; where
+  LoadAware learns pressure curves, the node's curve as its last cycle had it and what it
+  predicts at the node's utilization now, beside the shared model), pods, policies
+  (rules, status, violating nodes), workloads, the descheduler's thresholds and breaker, and
+  the bar LoadAware sets for a move off a node that serves its demand (`ServedDemand`);
 - the decision log, one entry per step of the loop, each with a one-line `summary` a person
   reads and `details` a script reads: extender filter and prioritize verdicts with reasons,
   the scheduler's placements, labels and taints written, the controller's Events, evictions
@@ -39,10 +40,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from descheduler.cycle import CycleReport
+from descheduler.cycle import CycleReport, Descheduler
 from descheduler.framework import Result
 from descheduler.node_classes import Classification
+from descheduler.plugins.load_aware.args import LoadAwareArgs
 from descheduler.self_metrics import CATEGORY_VALUE
+from descheduler.signals import CPU_SIGNALS
 from extender.decisions import Decision, DecisionLog, Verb
 from tas.calibration.curve import NodeCurve
 from tas.clock import SYSTEM_CLOCK, Clock
@@ -68,6 +71,9 @@ SHOWN_METRICS = tuple(
         "cpu_pressure",
         "memory_utilization",
         "memory_pressure",
+        # The load average per CPU (`tas.metrics.names.Derived.CPU_LOAD`): whether the node
+        # serves its demand, which LoadAware weighs (docs/descheduler.md, "Waiting is not loss").
+        "cpu_load",
     )
 )
 FLEET = "fleet"
@@ -95,6 +101,41 @@ class CurveSource(Protocol):
 
     min_samples: int
     window: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedDemand:
+    """LoadAware's rule "waiting is not loss" (docs/descheduler.md): off a node whose load
+    average per CPU (`cpu_load`) is below `at_risk_load`, its tasks wait but are served, and a
+    move must be predicted to gain `served_gain` times its cost. `at_risk_pressure`: the CPU
+    pressure below which LoadAware rebalances no node at all, so where the rule starts to
+    matter."""
+
+    at_risk_load: float
+    served_gain: float
+    at_risk_pressure: float
+
+
+def served_demand(descheduler: Descheduler | None) -> ServedDemand | None:
+    """The rule as the descheduler's LoadAware applies it: None where none does (no LoadAware,
+    one on other than CPU signals, which has no stall model, or `atRiskLoad: 0`). Read, never
+    changed."""
+    if descheduler is None:
+        return None
+    for run in descheduler.plugins.values():
+        args = getattr(run, "args", None)
+        if (
+            isinstance(args, LoadAwareArgs)
+            and args.at_risk_load > 0
+            and args.signals
+            and all(s in CPU_SIGNALS for s in args.signals)
+        ):
+            return ServedDemand(
+                at_risk_load=args.at_risk_load,
+                served_gain=args.served_gain,
+                at_risk_pressure=args.at_risk_pressure,
+            )
+    return None
 
 
 _CPU_UTILIZATION = MetricName("cpu_utilization")
@@ -162,9 +203,12 @@ class Recorder:
         metric_clock: Clock | None = None,
         clock: Clock = SYSTEM_CLOCK,
         curves: CurveSource | None = None,
+        served: ServedDemand | None = None,
     ) -> None:
         """`curves`: the learner whose curves the descheduler's cycles report (LoadAware's,
-        `descheduler.assemble.load_aware_curves`); None: the cards show no pressure curve."""
+        `descheduler.assemble.load_aware_curves`); None: the cards show no pressure curve.
+        `served`: the bar LoadAware sets for a move off a node that serves its demand
+        (`served_demand`); None: no LoadAware applies it, and the cards say nothing of it."""
         self._cluster = cluster
         self._policies = policies
         self._decisions = decisions
@@ -202,6 +246,13 @@ class Recorder:
         #: out of the view, and its age keeps growing from here.
         self._sampled: dict[MetricName, dict[NodeName, float]] = {}
         self._curve_source = curves
+        self._served: Json | None = None
+        if served is not None:
+            self._served = {
+                "atRiskLoad": served.at_risk_load,
+                "servedGain": served.served_gain,
+                "atRiskPressure": served.at_risk_pressure,
+            }
         #: node -> its pressure curve as the last cycle that learned curves had it, and when.
         self._curves: dict[str, NodeCurve] = {}
         self._curves_time: float | None = None
@@ -222,6 +273,7 @@ class Recorder:
                 "circuitBreaker": None,
                 "evictions": 0,
                 "lastCycle": None,
+                "servedDemand": self._served,
             },
         }
         #: Bumped by every tick and every note: readers compare it to see if anything is new.
@@ -766,6 +818,7 @@ class Recorder:
                 "circuitBreaker": self._seen.breaker,
                 "evictions": self._evictions_total,
                 "lastCycle": self._last_cycle,
+                "servedDemand": self._served,
             },
         }
 
@@ -949,7 +1002,9 @@ __all__ = [
     "CurveSource",
     "Recorder",
     "SampleTimes",
+    "ServedDemand",
     "Tick",
+    "served_demand",
 ]
 
 

@@ -35,7 +35,7 @@ from tas.runtime import process
 from tas_dashboard.app import create_dashboard_app
 from tas_dashboard.controls import control_access
 from tas_dashboard.observer import RecorderObserver
-from tas_dashboard.recorder import Recorder, Tick
+from tas_dashboard.recorder import Recorder, Tick, served_demand
 from tas_dashboard.worlds import RunSettings, bind_server, demo_setup, port_listener, scenario_setup
 from tas_explain.explain import parse_decisions
 from tas_explain.facts import Explainer, recorded_events
@@ -105,6 +105,8 @@ def run_world(settings: RunProcessSettings) -> int:
             clock=setup.clock,
             # Each node's pressure curve beside it, as LoadAware learns it.
             curves=load_aware_curves(setup.descheduler),
+            # What a card says of a node that serves its demand (its load per CPU below 1).
+            served=served_demand(setup.descheduler),
             info={
                 "extender": extender.url,
                 "mode": settings.mode,

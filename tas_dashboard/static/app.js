@@ -200,6 +200,9 @@ function buildCard(name) {
     demand: el("div", { class: "muted small" }),
     cpu: meter("CPU"),
     pressure: meter("pressure", "pressure"),
+    // The node's load average per CPU, and whether it serves its demand (loadLines).
+    cpuLoad: el("div", { class: "muted small", "data-cpu-load": "" }),
+    served: el("div", { class: "muted small", "data-served": "", hidden: true }),
     memory: meter("memory"),
     // The load-aware usage the descheduler judged at its last cycle (its signal: cpu_utilization,
     // cpu_combined...): the number the overutilized note quotes, which the CPU bar (now) need
@@ -240,8 +243,8 @@ function buildCard(name) {
       card.load),
     card.classNote,
     el("div", { class: "health" }, "health_metric ", card.health),
-    card.demand, card.cpu, card.pressure, card.memory, card.usage, card.curve, card.curvePredicts,
-    card.marks, card.pods);
+    card.demand, card.cpu, card.pressure, card.cpuLoad, card.served, card.memory, card.usage,
+    card.curve, card.curvePredicts, card.marks, card.pods);
   return card;
 }
 
@@ -263,6 +266,12 @@ function updateCard(card, node, pods, on) {
   card.demand.textContent = node.model ? `CPU demand ${fmt(node.model.cpuDemand)} of ${fmt(node.allocatable.cpu)} cores` : "";
   card.cpu.set(node.metrics.cpu_utilization);
   card.pressure.set(node.metrics.cpu_pressure);
+  const load = loadLines(node, view.state && view.state.descheduler.servedDemand);
+  card.cpuLoad.textContent = load.text;
+  card.cpuLoad.title = load.title;
+  card.served.hidden = !load.served;
+  card.served.textContent = load.served;
+  card.served.title = load.title;
   card.memory.set(node.metrics.memory_utilization);
   const t = view.state && view.state.descheduler.thresholds;
   const signal = t ? Object.keys(t.high)[0] : undefined;
@@ -378,6 +387,45 @@ function curveLines(curve) {
     `1-99%; its last ${curve.window} kept).` +
     (curve.cycle ? ` As of the descheduling cycle at ${clockTime(curve.cycle)}.` : "");
   return { curve: text, predicts, title };
+}
+
+// A node's load average per CPU (the state's `metrics.cpu_load`: node-exporter's node_load1
+// over the node's CPUs, at most 1) as a card says it, in two decimals: a value below 1 never
+// rounded up to 1, and 1 said to be at least that (the metric stops there).
+function loadText(load) {
+  if (load === undefined || load === null) return "load – of its CPUs";
+  if (load >= 1) return "load 1.00 of its CPUs (or more)";
+  return `load ${(Math.min(Math.round(load * 100), 99) / 100).toFixed(2)} of its CPUs`;
+}
+
+// What a card says of its node's load average per CPU. Below 1 every runnable task runs: what
+// the node's CPU pressure counts is tasks that wait and are served, not work lost, and where
+// LoadAware applies that rule (the state's `descheduler.servedDemand`) a move off the node must
+// be predicted to gain servedGain times its cost (docs/descheduler.md, "Waiting is not loss").
+// The card says so where the pressure reaches LoadAware's atRiskPressure (below it LoadAware
+// moves nothing off any node). A node without the metric shows "–", never 0.
+function loadLines(node, rule) {
+  const load = node.metrics.cpu_load;
+  const known = load !== undefined && load !== null;
+  const pressure = node.metrics.cpu_pressure;
+  const served = Boolean(known && rule && load < rule.atRiskLoad &&
+    pressure !== undefined && pressure !== null && pressure >= rule.atRiskPressure);
+  const title = "cpu_load: the node's one-minute load average (node_load1) over its CPUs, at " +
+    "most 1. At 1, at least as many tasks are runnable as it has CPUs (its demand reaches " +
+    "beyond them); below 1, every runnable task runs, so the waiting its CPU pressure counts " +
+    "is served, not work lost." +
+    (rule ? ` LoadAware moves a pod off a node below ${rule.atRiskLoad} only if the move is ` +
+      `predicted to gain ${rule.servedGain}x its cost (its tasks wait, and are served).` : "") +
+    (known ? "" : " This node reports none (no loadavg collector, or its series is missing " +
+      "or stale): LoadAware judges it without that rule.");
+  return {
+    text: loadText(load),
+    served: served
+      ? `its tasks wait but are served: LoadAware moves a pod off it only if the move ` +
+        `gains ${rule.servedGain}x its cost`
+      : "",
+    title,
+  };
 }
 
 function renderNodes(state) {

@@ -22,7 +22,7 @@ from tas.policies.files import load_policy_path
 from tas.policies.store import PolicyStore
 from tas_dashboard.app import create_dashboard_app
 from tas_dashboard.controls import LOCAL_ACCESS, ControlAccess
-from tas_dashboard.recorder import SHOWN_METRICS, Recorder, Tick
+from tas_dashboard.recorder import SHOWN_METRICS, Recorder, ServedDemand, Tick
 from tas_inmemory.demo import DemoWorld, build_demo_cluster, profile_of, write_start_metrics
 from tas_inmemory.live_telemetry import LiveTelemetry
 from tas_inmemory.scheduler import InMemoryScheduler
@@ -32,7 +32,15 @@ POLICY = REPO / "deploy" / "health-metric-demo" / "health-policy.yaml"
 
 
 class Harness:
-    def __init__(self, directory: Path, *, access: ControlAccess = LOCAL_ACCESS) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        access: ControlAccess = LOCAL_ACCESS,
+        served: ServedDemand | None = None,
+    ) -> None:
+        """`served`: LoadAware's bar for a move off a node that serves its demand, as the
+        recorder is told it (`tas run` reads it from its descheduler); None: no LoadAware."""
         self.metrics = directory / "metrics"
         write_start_metrics(self.metrics)
         self.cluster = build_demo_cluster()
@@ -52,6 +60,7 @@ class Harness:
             decisions=self.decisions,
             workloads=self.world.workloads,
             metric_times=self.view,
+            served=served,
             info={"mode": "Automatic", "deschedulingInterval": 2.0, "extender": "-"},
         )
         self.stop = threading.Event()

@@ -15,7 +15,10 @@ no entry stamped before the one logged ahead of it; the scenario the state carri
 key before the first tick); reading the log after an id, by kind and with a limit; each node's
 pressure curve as the last LoadAware cycle had it (learned, or the shared model with its sample
 count and the count it needs) and the PSI it predicts at the node's utilization now beside the
-shared model's, only where a LoadAware learns curves.
+shared model's, only where a LoadAware learns curves; each node's load average per CPU
+(`cpu_load`, fetched with the metrics shown), left out where the node reports none; the bar
+LoadAware sets for a move off a node that serves its demand, as the descheduler's LoadAware
+applies it (none where no LoadAware does: off the CPU signals, or `atRiskLoad: 0`).
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from descheduler.assemble import assemble_descheduler
 from descheduler.classify import ThresholdSpec, classify, hold_overutilized
+from descheduler.config import DeschedulerConfig, load_config_file
 from descheduler.cycle import CycleReport
 from descheduler.evictor import Blocked, EvictionDecision, Rail
 from extender.decisions import Decision, DecisionLog, Outcome, Verb
@@ -36,16 +44,23 @@ from tas.adapters.metrics.textfile import write_node_series
 from tas.calibration import Calibration
 from tas.calibration.curve import CurveLearner, family_pressure
 from tas.cluster.model import Taint, TaintEffect
+from tas.metrics.static import StaticMetricView
 from tas.policies.store import PolicyStore
 from tas.pressure import erlang_c
 from tas.types import MetricName, Namespace, NodeName
-from tas_dashboard.recorder import Recorder, Tick
+from tas_dashboard.recorder import SHOWN_METRICS, Recorder, ServedDemand, Tick, served_demand
 from tas_inmemory.cluster import InMemoryCluster
 from tas_inmemory.demo import build_demo_cluster
 from tas_inmemory.scheduler import ScheduleResult
+from tas_simulator.contenders import resolve
+from tas_simulator.scenario import load_scenario
 from tests.builders import ManualClock
+from tests.descheduler.builders import FakeClock, policy_config
 
 NAMESPACE = Namespace("health-metric-demo")
+REPO = Path(__file__).resolve().parents[2]
+#: The descheduler `make run` runs (`tas run`'s default `--descheduler-config`).
+DEMO_DESCHEDULER = REPO / "deploy" / "health-metric-demo" / "descheduler-demo.yaml"
 
 
 def columns(health: dict[str, float], utilization: dict[str, float] | None = None) -> Any:
@@ -573,3 +588,108 @@ def test_no_curve_is_shown_where_no_loadaware_learns_one() -> None:
     recorder.observe_cycle(10.0, CycleReport(calibration=Calibration(learner.curves(cores))))
     recorder.observe(Tick(now=11.0, columns={}))
     assert [n["curve"] for n in recorder.state()["nodes"]] == [None] * len(cores)
+
+
+def test_each_nodes_load_per_cpu_is_in_the_state_and_a_missing_one_left_out() -> None:
+    assert MetricName("cpu_load") in SHOWN_METRICS  # the worlds' views are told to fetch it
+    recorder, _, _ = make_recorder()
+    now = {MetricName("cpu_load"): {NodeName("node-a"): 0.82, NodeName("node-b"): 1.0}}
+    recorder.observe(Tick(now=1.0, columns=now))
+    metrics = {n["name"]: n["metrics"] for n in recorder.state()["nodes"]}
+    assert metrics["node-a"]["cpu_load"] == 0.82
+    assert metrics["node-b"]["cpu_load"] == 1.0
+    # Missing is absent (the page says "–"), never 0.
+    assert "cpu_load" not in metrics["node-c"]
+
+
+def _ours() -> DeschedulerConfig:
+    """The descheduler `tas run --scenario` runs: ours, as `tas simulate` configures it."""
+    scenario = load_scenario("health-demo")
+    config = resolve("ours", scenario.contenders.get("ours")).config
+    assert config is not None
+    return config
+
+
+CPU_ONLY = {"thresholds": {"cpu_utilization": 35}, "targetThresholds": {"cpu_utilization": 85}}
+
+
+@pytest.mark.parametrize(
+    ("config", "served"),
+    [
+        pytest.param(
+            lambda: load_config_file(DEMO_DESCHEDULER),
+            ServedDemand(at_risk_load=1.0, served_gain=16.0, at_risk_pressure=0.25),
+            id="make run's descheduler: LoadAware's shipped rule",
+        ),
+        pytest.param(
+            _ours,
+            ServedDemand(at_risk_load=1.0, served_gain=16.0, at_risk_pressure=0.25),
+            id="a scenario's: ours",
+        ),
+        pytest.param(
+            lambda: policy_config(
+                "LoadAware",
+                args={
+                    "LoadAware": {
+                        **CPU_ONLY,
+                        "atRiskLoad": 0.9,
+                        "servedGain": 8,
+                        "atRiskPressure": 0.4,
+                    }
+                },
+            ),
+            ServedDemand(at_risk_load=0.9, served_gain=8.0, at_risk_pressure=0.4),
+            id="as configured",
+        ),
+        pytest.param(
+            lambda: policy_config("LoadAware", args={"LoadAware": {**CPU_ONLY, "atRiskLoad": 0}}),
+            None,
+            id="atRiskLoad 0 turns the rule off",
+        ),
+        pytest.param(
+            lambda: policy_config(
+                "LoadAware",
+                args={
+                    "LoadAware": {
+                        "thresholds": {"cpu_utilization": 35, "memory_utilization": 35},
+                        "targetThresholds": {"cpu_utilization": 85, "memory_utilization": 85},
+                    }
+                },
+            ),
+            None,
+            id="off the CPU signals alone LoadAware has no stall model",
+        ),
+        pytest.param(lambda: policy_config("TASViolations"), None, id="no LoadAware"),
+    ],
+)
+def test_the_bar_for_a_move_off_a_node_that_serves_its_demand_is_loadawares_own(
+    config: Callable[[], DeschedulerConfig], served: ServedDemand | None
+) -> None:
+    cluster = build_demo_cluster(replicas=1)
+    descheduler = assemble_descheduler(
+        config=config(),
+        cluster=cluster,
+        metric_view=StaticMetricView({}),
+        policies=dict,
+        clock=FakeClock(),
+    )
+    assert served_demand(descheduler) == served
+    recorder = Recorder(
+        cluster=cluster,
+        policies=PolicyStore(),
+        decisions=DecisionLog(),
+        info={},
+        clock=ManualClock(1000.0),
+        served=served,
+    )
+    said = None
+    if served is not None:
+        said = {
+            "atRiskLoad": served.at_risk_load,
+            "servedGain": served.served_gain,
+            "atRiskPressure": served.at_risk_pressure,
+        }
+    assert recorder.state()["descheduler"]["servedDemand"] == said  # before the first tick too
+    recorder.observe(Tick(now=1000.0, columns={}))
+    assert recorder.state()["descheduler"]["servedDemand"] == said
+    assert served_demand(None) is None
