@@ -347,20 +347,12 @@ def calibration() -> None:
     to be fitted: learning, and predicting on per-node curves, may cost at most 5% more.
     `python -c "from benchmarks.bench_descheduler import calibration; calibration()"` runs
     this alone."""
-    off, on = _paired_cycles(
-        off=_descheduler(NODES, pod_cpu=POD_CPU, learn=False),
-        on=_descheduler(NODES, pod_cpu=POD_CPU),
-    )
-    print_figure(
-        Figure(
-            "LoadAware cycle CPU learning the cluster",
-            on,
-            "ms",
-            floor=off,
-            floor_name="the same cycle learning nothing (learnPressureCurve: false, "
-            "maxPaybackSeconds = paybackSeconds)",
-            max_ratio=CALIBRATION_MAX_RATIO,
-        )
+    _print_shipped_against(
+        "LoadAware cycle CPU learning the cluster",
+        _descheduler(NODES, pod_cpu=POD_CPU, learn=False),
+        off_name="the same cycle learning nothing (learnPressureCurve: false, "
+        "maxPaybackSeconds = paybackSeconds)",
+        max_ratio=CALIBRATION_MAX_RATIO,
     )
 
 
@@ -371,20 +363,21 @@ def load_average() -> None:
     may cost at most 5% more.
     `python -c "from benchmarks.bench_descheduler import load_average; load_average()"` runs
     this alone."""
-    off, on = _paired_cycles(
-        off=_descheduler(NODES, pod_cpu=POD_CPU, load=False),
-        on=_descheduler(NODES, pod_cpu=POD_CPU),
+    _print_shipped_against(
+        "LoadAware cycle CPU with the load average",
+        _descheduler(NODES, pod_cpu=POD_CPU, load=False),
+        off_name="the same cycle without it (atRiskLoad: 0)",
+        max_ratio=LOAD_AVERAGE_MAX_RATIO,
     )
-    print_figure(
-        Figure(
-            "LoadAware cycle CPU with the load average",
-            on,
-            "ms",
-            floor=off,
-            floor_name="the same cycle without it (atRiskLoad: 0)",
-            max_ratio=LOAD_AVERAGE_MAX_RATIO,
-        )
-    )
+
+
+def _print_shipped_against(
+    name: str, off: tuple[Descheduler, VirtualClock], *, off_name: str, max_ratio: float
+) -> None:
+    """The shipped policy's 5,000-node cycle against `off` (the same world with one feature
+    turned off) as its floor, measured by `_paired_cycles`."""
+    floor, cycle = _paired_cycles(off=off, on=_descheduler(NODES, pod_cpu=POD_CPU))
+    print_figure(Figure(name, cycle, "ms", floor=floor, floor_name=off_name, max_ratio=max_ratio))
 
 
 def _paired_cycles(
