@@ -17,6 +17,8 @@ Covered:
   cpu_utilization on fixed thresholds, no usage chart (it would be the CPU chart again);
   threshold tags sit right of the plot, never over the data nor over each other, and leave
   room for the newest time label;
+- a hidden row takes no room: a meter with no value yet (a card's load-aware meter before the
+  first cycle) and every other element the page hides render as nothing;
 - the time axis never shows one time twice (also over the first seconds, a one-second range);
 - a soft taint's chip shows its key without the domain, whole on one line inside its card (the
   whole key was cut), with the whole taint in its title;
@@ -39,6 +41,15 @@ from tests.tas_dashboard.browser import LOADED, click, js, patient, read, screen
 POLICY = '[data-policy="health-metric-demo/demo-policy"]'
 #: A percent as the page writes it: at most one decimal.
 PERCENT = r"\d+(\.\d)?%"
+#: How the page renders a card's meter it hides (app.js's `meter`, hidden as a card's
+#: load-aware meter is before the first cycle), made and removed again in one script.
+HIDDEN_METER_DISPLAY = """
+const row = Object.assign(meter("load-aware", "usage"), { hidden: true });
+document.querySelector("#nodes").append(row);
+const display = getComputedStyle(row).display;
+row.remove();
+return display;
+"""
 TIME = r"\d\d:\d\d:\d\d"
 
 #: Per chart: threshold tags that overlap each other or sit over the plot, and whether the
@@ -105,6 +116,13 @@ def test_the_page_says_what_its_words_numbers_times_and_lines_mean(
                              ".map((e) => e.textContent)")  # fmt: skip
         assert meters
         assert all(re.fullmatch(PERCENT, m) for m in meters), meters
+        # A hidden meter takes no row (a card's load-aware meter before the first cycle): the
+        # stylesheet's own display for meters must not override the hidden attribute.
+        assert js(browser, HIDDEN_METER_DISPLAY) == "none"
+        shown = js(browser, "return [...document.querySelectorAll('[hidden]')]"
+                            ".filter((e) => getComputedStyle(e).display !== 'none')"
+                            ".map((e) => e.outerHTML.slice(0, 80))")  # fmt: skip
+        assert shown == [], shown
         wait.until(lambda d: "cpu_utilization: low 35%, high 85%" in read(wait, "#descheduler"))
         sentence = (
             "node node-a is overutilized: cpu_utilization 85.34 > high 85; moving 0.23 cores: "
