@@ -128,7 +128,20 @@ def paired_interval(one: Sequence[float], other: Sequence[float]) -> Interval:
     two are not the same length or empty."""
     if len(one) != len(other):
         raise ValueError("paired values come in pairs: the two sequences differ in length")
-    return interval([a - b for a, b in zip(one, other, strict=True)])
+    return interval([_difference(a, b) for a, b in zip(one, other, strict=True)])
+
+
+#: Two figures this close, relative to their size, are one figure summed in another order
+#: (a run's totals add many floats): their difference is rounding, not a difference.
+_ROUNDING = 1e-9
+
+
+def _difference(a: float, b: float) -> float:
+    """`a - b`, or 0 where the two differ by float rounding only: five seeds that each differ
+    by 1e-12 would otherwise make a "clear" difference of nothing, since every seed agrees."""
+    if abs(a - b) <= _ROUNDING * max(abs(a), abs(b), 1.0):
+        return 0.0
+    return a - b
 
 
 def clearly_above_zero(difference: Interval) -> bool:

@@ -108,6 +108,17 @@ def test_a_paired_interval_is_the_t_interval_of_the_per_seed_differences() -> No
         paired_interval([1.0, 2.0], [1.0])
 
 
+def test_figures_that_differ_by_float_rounding_are_not_clearly_apart() -> None:
+    """Two rows that made the same run, their totals summed in another order (1e-12 apart on
+    every seed, always the same way): no difference, however well the seeds agree. A real one
+    of a thousandth of a core-second on every seed stays clear."""
+    requests = [1270.82, 1435.82, 1450.82, 1229.57, 1419.57]
+    rounded = [r + 1.2e-12 for r in requests]
+    assert paired_interval(rounded, requests) == Interval(0.0, 0.0, 0.0, 5)
+    assert not clearly_above_zero(paired_interval(rounded, requests))
+    assert clearly_above_zero(paired_interval([r + 0.001 for r in requests], requests))
+
+
 @pytest.mark.parametrize(
     ("difference", "above", "below"),
     [
