@@ -223,16 +223,11 @@ class Prediction:
     def pays(self) -> bool:
         return self.gain > 1.0
 
-    @property
-    def gain_text(self) -> str:
-        """The gain as reasons and logs print it."""
-        return "inf" if math.isinf(self.gain) else f"{self.gain:.1f}"
-
     def describe(self, source: str, destination: str) -> str:
         """One line for the eviction's reason and the decision log."""
         before, after = self.source, self.source_after
         there, there_after = self.destination, self.destination_after
-        gain = self.gain_text
+        gain = "inf" if math.isinf(self.gain) else f"{self.gain:.1f}"
         return (
             f"moving {self.usage:.2f} cores: pressure {before.pressure:.2f} -> "
             f"{after.pressure:.2f} on {source}, {there.pressure:.2f} -> "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -317,7 +318,7 @@ class StallModel:
         ):
             # Its tasks wait, and are served: the stall a move takes off is delay, not work
             # lost, while the move loses the pod's work for a restart for certain.
-            gain = prediction.gain_text
+            gain = "inf" if math.isinf(prediction.gain) else f"{prediction.gain:.1f}"
             log.debug(
                 '"Node serves its demand: the move must gain %gx its cost" pod="%s/%s" '
                 'node="%s" cpuLoad=%.2f gain=%s',
