@@ -314,10 +314,47 @@ def test_make_compare_sweeps_a_fresh_draw_of_every_family_and_writes_the_readme(
     recipe = makefile.split("\ncompare:", 1)[1].split("\n\n", 1)[0].replace("\\\n\t\t", "")
     for family in FULL_SWEEP_COUNTS:
         assert (
-            f"--family {family} --count $({count_variable(family)}) --seeds {FULL_SWEEP_SEEDS} "
-            f"--family-seed $(FRESH_FAMILY_SEED) --out comparison/sweep-{family}{FRESH}"
+            f"--family {family} --count $({fresh_count_variable(family)}) "
+            f"--seeds {FULL_SWEEP_SEEDS} --family-seed $(FRESH_FAMILY_SEED) "
+            f"--out comparison/sweep-{family}{FRESH}"
         ) in recipe
     assert "--out docs/results.md --readme README.md" in recipe
+
+
+def fresh_count_variable(family: str) -> str:
+    """The variable that sizes a family's fresh draw apart from its shipped one."""
+    return count_variable(family).removesuffix("_COUNT") + "_FRESH_COUNT"
+
+
+def drawn_counts(*variables: str) -> dict[str, int]:
+    """Each sweep `make -n compare` would run, by its output folder: how many scenarios."""
+    ran = subprocess.run(
+        ["make", "-n", "compare", *variables], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    said = ran.stdout.replace("\\\n", " ")
+    return {
+        out.group(1): int(count.group(1))
+        for line in said.splitlines()
+        if "tas sweep " in line
+        and (out := re.search(r"--out comparison/(\S+)", line))
+        and (count := re.search(r"--count (\d+)", line))
+    }
+
+
+def test_a_fresh_draw_is_as_large_as_its_shipped_one_unless_sized_apart() -> None:
+    # The record's shape (docs/decisions.md, "make compare's size"): one command reproduces it.
+    assert drawn_counts() == {
+        f"sweep-{family}{fresh}": count
+        for family, count in FULL_SWEEP_COUNTS.items()
+        for fresh in ("", FRESH)
+    }
+    record = drawn_counts("DEFAULT_COUNT=320", f"{fresh_count_variable('large-slow')}=200")
+    assert record == {
+        "sweep-default": 320,
+        f"sweep-default{FRESH}": 320,
+        "sweep-large-slow": FULL_SWEEP_COUNTS["large-slow"],
+        f"sweep-large-slow{FRESH}": 200,
+    }
 
 
 def test_make_compare_carries_each_sweep_over_from_its_namesake_only_when_asked() -> None:
