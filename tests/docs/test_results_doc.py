@@ -326,17 +326,21 @@ def fresh_count_variable(family: str) -> str:
     return count_variable(family).removesuffix("_COUNT") + "_FRESH_COUNT"
 
 
-def drawn_counts(*variables: str) -> dict[str, int]:
-    """Each sweep `make -n compare` would run, by its output folder: how many scenarios."""
+def sweep_lines(*variables: str) -> list[str]:
+    """The `tas sweep` commands `make -n compare` would run with these variables, one a line."""
     ran = subprocess.run(
         ["make", "-n", "compare", *variables], cwd=ROOT, capture_output=True, text=True, check=True
     )
     said = ran.stdout.replace("\\\n", " ")
+    return [line for line in said.splitlines() if "tas sweep " in line]
+
+
+def drawn_counts(*variables: str) -> dict[str, int]:
+    """Each sweep `make -n compare` would run, by its output folder: how many scenarios."""
     return {
         out.group(1): int(count.group(1))
-        for line in said.splitlines()
-        if "tas sweep " in line
-        and (out := re.search(r"--out comparison/(\S+)", line))
+        for line in sweep_lines(*variables)
+        if (out := re.search(r"--out comparison/(\S+)", line))
         and (count := re.search(r"--count (\d+)", line))
     }
 
@@ -358,21 +362,13 @@ def test_a_fresh_draw_is_as_large_as_its_shipped_one_unless_sized_apart() -> Non
 
 
 def test_make_compare_carries_each_sweep_over_from_its_namesake_only_when_asked() -> None:
-    def sweeps(*variables: str) -> list[str]:
-        ran = subprocess.run(
-            ["make", "-n", "compare", *variables],
-            cwd=ROOT, capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        said = ran.stdout.replace("\\\n", " ")
-        return [line for line in said.splitlines() if "tas sweep " in line]
-
-    carried = sweeps("CARRY_OVER=earlier")
+    carried = sweep_lines("CARRY_OVER=earlier")
     assert len(carried) == 2 * len(FULL_SWEEP_COUNTS)
     for line in carried:
         out = re.search(r"--out comparison/(\S+)", line)
         assert out
         assert line.split()[-2:] == ["--carry-over", f"earlier/{out.group(1)}"]
-    assert not any("--carry-over" in line for line in sweeps())
+    assert not any("--carry-over" in line for line in sweep_lines())
 
 
 def test_a_sweep_run_in_another_checkout_names_its_family_from_the_checkouts_root(
